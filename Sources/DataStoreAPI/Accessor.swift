@@ -1,0 +1,179 @@
+/// Reads a store inside a `read` or `write` block. Not `Sendable`, and valid only until its
+/// block returns: any call after that throws ``StoreError/Code/accessorExpired``.
+public class ReadAccessor {
+    let reader: any StorageReader
+    let catalog: Catalog
+    var isValid = true
+
+    init(reader: any StorageReader, catalog: Catalog) {
+        self.reader = reader
+        self.catalog = catalog
+    }
+
+    func expire() { isValid = false }
+
+    func entity(_ name: String) throws(StoreError) -> EntitySchema {
+        guard isValid else {
+            throw StoreError(.accessorExpired, "accessor used after its block returned")
+        }
+        guard let entity = catalog.entities[name] else {
+            throw StoreError(.unknownEntity, "no entity '\(name)' in the schema")
+        }
+        return entity
+    }
+
+    func validate(_ request: FetchRequest) throws -> (EntitySchema, FetchRequest) {
+        let entity = try entity(request.entity)
+        guard request.offset >= 0, (request.limit ?? 0) >= 0 else {
+            throw StoreError(.invalidArgument, "offset and limit of a request on '\(entity.name)' must not be "
+                + "negative (offset \(request.offset), limit \(request.limit.map(String.init) ?? "none"))")
+        }
+        var checked = request
+        checked.filter = try entity.validate(request.filter)
+        try entity.validate(request.sort)
+        return (entity, checked)
+    }
+
+    /// The store's schema.
+    public var schema: Schema { catalog.schema }
+
+    /// The items that match the request, in its sort order (ties by primary key).
+    /// - Throws: `unknownEntity`, `unknownAttribute`, `typeMismatch`, `invalidArgument`.
+    public func fetch(_ request: FetchRequest) throws -> [Record] {
+        let (entity, checked) = try validate(request)
+        if checked.limit == 0 { return [] }
+        return try reader.fetch(checked, in: entity)
+    }
+
+    /// The first item the request returns, if any.
+    public func first(_ request: FetchRequest) throws -> Record? {
+        var one = request
+        one.limit = 1
+        return try fetch(one).first
+    }
+
+    /// How many items the request returns (offset and limit applied).
+    public func count(_ request: FetchRequest) throws -> Int {
+        let (entity, checked) = try validate(request)
+        let total = try reader.count(checked.filter, in: entity)
+        let afterOffset = max(0, total - checked.offset)
+        return checked.limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+
+    /// The item with that primary key, or `nil`.
+    public func get(_ entityName: String, key: Value) throws -> Record? {
+        let entity = try entity(entityName)
+        return try reader.get(entity, key: try entity.encodeKey(key))
+    }
+
+    /// Up to `limit` items with keys after `after` (from the start when `nil`), in key order:
+    /// the way to stream an entity in pages of constant size.
+    public func scan(_ entityName: String, after: Value? = nil, limit: Int) throws -> [Record] {
+        let entity = try entity(entityName)
+        guard limit >= 0 else {
+            throw StoreError(.invalidArgument, "scan of '\(entityName)' with negative limit \(limit)")
+        }
+        let start = try after.map { v throws(StoreError) in try entity.encodeKey(v) }
+        return limit == 0 ? [] : try reader.scan(entity, after: start, limit: limit)
+    }
+
+    /// A metadata value stored with ``WriteAccessor/setMetadata(_:forKey:)``.
+    public func metadata(forKey key: String) throws -> [UInt8]? {
+        guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
+        return try reader.metadata(forKey: key)
+    }
+}
+
+/// Reads and writes a store inside a `writeSync` or `writeAsync` block; sees its own
+/// uncommitted writes. Not `Sendable`, and valid only until its block returns.
+public final class WriteAccessor: ReadAccessor {
+    let writer: any StorageWriter
+
+    init(writer: any StorageWriter, catalog: Catalog) {
+        self.writer = writer
+        super.init(reader: writer, catalog: catalog)
+    }
+
+    /// Stores a new item.
+    /// - Throws: `keyExists` when an item has the same primary key, `uniqueViolation`, and the
+    ///   validation errors (`unknownAttribute`, `typeMismatch`, `invalidValue`, `limitExceeded`).
+    public func insert(_ record: Record, into entityName: String) throws {
+        let entity = try entity(entityName)
+        let normalized = try entity.normalize(record)
+        try writer.insert(normalized, key: KeyEncoding.encodeKey(normalized[entity.primaryKey]), in: entity)
+    }
+
+    /// Stores an item, replacing any item with the same primary key (upsert).
+    public func save(_ record: Record, into entityName: String) throws {
+        let entity = try entity(entityName)
+        let normalized = try entity.normalize(record)
+        try writer.put(normalized, key: KeyEncoding.encodeKey(normalized[entity.primaryKey]), in: entity)
+    }
+
+    /// Changes some attributes of an existing item and returns the updated item.
+    /// - Throws: `notFound` when no item has that key; `invalidArgument` when `changes` names
+    ///   the primary key with another value.
+    @discardableResult
+    public func update(_ entityName: String, key: Value, set changes: [String: Value]) throws -> Record {
+        let entity = try entity(entityName)
+        let encoded = try entity.encodeKey(key)
+        guard var record = try writer.get(entity, key: encoded) else {
+            throw StoreError(.notFound, "no '\(entityName)' with key \(key) to update")
+        }
+        for (name, value) in changes {
+            if name == entity.primaryKey, value != record[name] {
+                throw StoreError(.invalidArgument, "update of '\(entityName)' \(key) cannot change its primary key")
+            }
+            record.values[name] = value
+        }
+        let normalized = try entity.normalize(record)
+        try writer.put(normalized, key: encoded, in: entity)
+        return normalized
+    }
+
+    /// Deletes the item with that key; returns whether there was one.
+    @discardableResult
+    public func delete(_ entityName: String, key: Value) throws -> Bool {
+        let entity = try entity(entityName)
+        return try writer.delete(key: try entity.encodeKey(key), in: entity)
+    }
+
+    /// Deletes every item the request returns (filter, sort, offset and limit applied);
+    /// returns how many.
+    @discardableResult
+    public func delete(_ request: FetchRequest) throws -> Int {
+        let (entity, checked) = try validate(request)
+        if checked.filter == .all, checked.offset == 0, checked.limit == nil {
+            return try writer.deleteAll(in: entity)
+        }
+        let doomed = checked.limit == 0 ? [] : try writer.fetch(checked, in: entity)
+        for record in doomed {
+            _ = try writer.delete(key: KeyEncoding.encodeKey(record[entity.primaryKey]), in: entity)
+        }
+        return doomed.count
+    }
+
+    /// Deletes every item of the entity; returns how many.
+    @discardableResult
+    public func deleteAll(_ entityName: String) throws -> Int {
+        try writer.deleteAll(in: entity(entityName))
+    }
+
+    /// Stores a metadata value (or removes it, with `nil`) in this transaction. Keys starting
+    /// with `datastore.` are the package's own.
+    public func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
+        guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
+        try writer.setMetadata(value, forKey: key)
+    }
+}
+
+/// The schema with its entities by name, resolved once per store.
+final class Catalog: Sendable {
+    let schema: Schema
+    let entities: [String: EntitySchema]
+
+    init(_ schema: Schema) {
+        self.schema = schema
+        entities = Dictionary(schema.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+}

@@ -1,0 +1,82 @@
+/// A `Codable` model type stored as an entity (Flapjack's `DataObject`).
+///
+/// ```swift
+/// struct Pancake: DataObject {
+///     static let entityName = "Pancake"
+///     static let primaryKey = "id"
+///     static let defaultSort = [SortKey.ascending("name")]
+///     var id: String
+///     var name: String
+///     var rating: Int?
+/// }
+/// ```
+///
+/// The entity schema is derived from the type's `Codable` conformance (flat models of
+/// `Bool`, integers, `Double`, `Float`, `String`, `Data`, `[UInt8]`, `Date`, `UUID`, and
+/// optionals of these); declare ``entitySchema()`` explicitly to add indexes or defaults.
+public protocol DataObject: Codable, Sendable {
+    /// The entity's name.
+    static var entityName: String { get }
+    /// The primary-key attribute's name.
+    static var primaryKey: String { get }
+    /// The order of fetches that give no sort keys; ties by primary key.
+    static var defaultSort: [SortKey] { get }
+    /// The entity schema; by default derived from the `Codable` conformance.
+    static func entitySchema() throws -> EntitySchema
+}
+
+extension DataObject {
+    public static var defaultSort: [SortKey] { [] }
+
+    public static func entitySchema() throws -> EntitySchema {
+        try SchemaProbe.entitySchema(of: Self.self)
+    }
+
+    /// The object's primary key.
+    public func primaryKeyValue() throws -> Value {
+        try RecordEncoder.encode(self)[Self.primaryKey]
+    }
+}
+
+extension ReadAccessor {
+    /// The objects matching `filter`, in `sort` order (the type's default sort when `nil`).
+    public func fetch<T: DataObject>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
+                                     offset: Int = 0, limit: Int? = nil) throws -> [T] {
+        let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
+                                   limit: limit)
+        return try fetch(request).map { try RecordDecoder.decode(T.self, from: $0) }
+    }
+
+    /// The first object matching `filter` in the type's default sort, if any.
+    public func first<T: DataObject>(_ type: T.Type, where filter: Filter = .all) throws -> T? {
+        try fetch(type, where: filter, limit: 1).first
+    }
+
+    /// How many objects match `filter`.
+    public func count<T: DataObject>(_ type: T.Type, where filter: Filter = .all) throws -> Int {
+        try count(FetchRequest(T.entityName, filter: filter))
+    }
+
+    /// The object with that primary key, or `nil`.
+    public func get<T: DataObject>(_ type: T.Type, key: Value) throws -> T? {
+        try get(T.entityName, key: key).map { try RecordDecoder.decode(T.self, from: $0) }
+    }
+}
+
+extension WriteAccessor {
+    /// Stores a new object. Throws `keyExists` when its key is taken.
+    public func insert<T: DataObject>(_ object: T) throws {
+        try insert(RecordEncoder.encode(object), into: T.entityName)
+    }
+
+    /// Stores an object, replacing the one with the same key.
+    public func save<T: DataObject>(_ object: T) throws {
+        try save(RecordEncoder.encode(object), into: T.entityName)
+    }
+
+    /// Deletes the object's item; returns whether it existed.
+    @discardableResult
+    public func delete<T: DataObject>(_ object: T) throws -> Bool {
+        try delete(T.entityName, key: object.primaryKeyValue())
+    }
+}

@@ -1,0 +1,52 @@
+/// A transactional store of typed items: the one protocol every backend implements.
+///
+/// Stores are `Sendable` and safe to use from any thread or task. Accessors are not, and
+/// never escape their block.
+public protocol DataStore: AnyObject, Sendable {
+    /// The schema the store holds.
+    var schema: Schema { get }
+
+    /// Whether ``close()`` has finished.
+    var isClosed: Bool { get }
+
+    /// Runs `body` against one consistent snapshot for its whole duration. Reads run
+    /// concurrently with other reads and with a write.
+    /// - Throws: `closed`, or what `body` throws.
+    func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T
+
+    /// Runs `body` in a write transaction, serialized with every other write. Commits when
+    /// `body` returns, once the commit is durable at the store's durability setting; rolls
+    /// back entirely when it throws. The accessor sees its own uncommitted writes.
+    /// - Throws: `reentrantCall` when called inside a block of the same store, `closed`, or
+    ///   what `body` throws.
+    func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T
+
+    /// Enqueues `body` on the store's background writer. Blocks run in FIFO order, each in its
+    /// own transaction; `completion` gets the result once it committed or rolled back.
+    func writeAsync<T: Sendable>(
+        _ body: @escaping @Sendable (WriteAccessor) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    )
+
+    /// Waits until every write enqueued so far has finished.
+    /// - Throws: `reentrantCall` when called inside a block of the same store.
+    func waitForPendingWrites() throws
+
+    /// Finishes every pending write, waits for running blocks, and closes the store. Later
+    /// operations throw `closed`. Closing twice does nothing.
+    func close() throws
+}
+
+extension DataStore {
+    /// Enqueues `body` on the background writer and awaits its result.
+    public func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            writeAsync(body) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Enqueues `body` on the background writer, ignoring its result.
+    public func writeAsync(_ body: @escaping @Sendable (WriteAccessor) throws -> Void) {
+        writeAsync(body) { (_: Result<Void, any Error>) in }
+    }
+}

@@ -1,0 +1,133 @@
+extension EntitySchema {
+    /// Checks one non-null value against an attribute: its type, NaN, and size limits.
+    /// An `int` given for a `double` attribute is converted.
+    /// - Returns: the value as it will be stored.
+    public func checkValue(_ value: Value, for attribute: Attribute) throws(StoreError) -> Value {
+        var value = value
+        if attribute.type == .double, case .int(let i) = value {
+            value = .double(Double(i))
+        }
+        guard value.type == attribute.type else {
+            throw StoreError(.typeMismatch, "attribute '\(name).\(attribute.name)' is \(attribute.type), "
+                + "got \(value.type.map { "\($0)" } ?? "null") value \(value)")
+        }
+        switch value {
+        case .double(let d) where d.isNaN:
+            throw StoreError(.invalidValue, "attribute '\(name).\(attribute.name)' cannot store NaN")
+        case .string(let s) where s.utf8.count > Limits.maxValueBytes:
+            throw StoreError(.limitExceeded, "attribute '\(name).\(attribute.name)': string of "
+                + "\(s.utf8.count) bytes is over the limit of \(Limits.maxValueBytes)")
+        case .bytes(let b) where b.count > Limits.maxValueBytes:
+            throw StoreError(.limitExceeded, "attribute '\(name).\(attribute.name)': \(b.count) bytes "
+                + "is over the limit of \(Limits.maxValueBytes)")
+        default:
+            return value
+        }
+    }
+
+    /// Checks a value given for the primary key and returns its order-preserving encoding.
+    public func encodeKey(_ key: Value) throws(StoreError) -> [UInt8] {
+        let attribute = primaryKeyAttribute
+        guard !key.isNull else {
+            throw StoreError(.invalidValue, "primary key '\(name).\(primaryKey)' cannot be null")
+        }
+        let checked = try checkValue(key, for: attribute)
+        if case .string(let s) = checked, s.utf8.count > Limits.maxStringKeyBytes {
+            throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
+                + "\(Limits.maxStringKeyBytes) are allowed")
+        }
+        return KeyEncoding.encodeKey(checked)
+    }
+
+    /// Checks a record against the entity and returns it complete: every attribute present,
+    /// defaults applied, optional attributes without a value set to null.
+    /// - Throws: ``StoreError`` with `unknownAttribute`, `typeMismatch`, `invalidValue` (null for a
+    ///   required attribute, NaN) or `limitExceeded`, naming the entity and attribute.
+    public func normalize(_ record: Record) throws(StoreError) -> Record {
+        var result = [String: Value](minimumCapacity: attributes.count)
+        var matched = 0
+        for attribute in attributes {
+            var value: Value
+            if let given = record.values[attribute.name] {
+                matched += 1
+                value = given
+            } else {
+                value = attribute.defaultValue ?? .null
+            }
+            if value.isNull {
+                guard attribute.isOptional else {
+                    throw StoreError(.invalidValue, "attribute '\(name).\(attribute.name)' is required "
+                        + "but has no value")
+                }
+            } else {
+                value = try checkValue(value, for: attribute)
+            }
+            result[attribute.name] = value
+        }
+        if matched != record.values.count {
+            let unknown = record.values.keys.filter { attribute(named: $0) == nil }.sorted()
+            throw StoreError(.unknownAttribute, "entity '\(name)' has no attribute '\(unknown.first ?? "?")'")
+        }
+        if case .string(let s) = result[primaryKey] ?? .null, s.utf8.count > Limits.maxStringKeyBytes {
+            throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
+                + "\(Limits.maxStringKeyBytes) are allowed")
+        }
+        return Record(result)
+    }
+
+    /// Checks a filter's attributes and values; returns it with values converted as stored.
+    public func validate(_ filter: Filter) throws(StoreError) -> Filter {
+        switch filter {
+        case .all:
+            return .all
+        case let .compare(attributeName, op, value):
+            let attribute = try requireAttribute(attributeName)
+            return .compare(attributeName, op, value.isNull ? .null : try checkValue(value, for: attribute))
+        case let .among(attributeName, values):
+            let attribute = try requireAttribute(attributeName)
+            var checked: [Value] = []
+            for value in values {
+                checked.append(value.isNull ? .null : try checkValue(value, for: attribute))
+            }
+            return .among(attributeName, checked)
+        case .isNull(let attributeName):
+            _ = try requireAttribute(attributeName)
+            return filter
+        case let .hasPrefix(attributeName, _), let .contains(attributeName, _):
+            let attribute = try requireAttribute(attributeName)
+            guard attribute.type == .string else {
+                throw StoreError(.typeMismatch, "attribute '\(name).\(attributeName)' is \(attribute.type); "
+                    + "prefix and contains need a string attribute")
+            }
+            return filter
+        case .and(let filters):
+            var checked: [Filter] = []
+            for f in filters { checked.append(try validate(f)) }
+            return .and(checked)
+        case .or(let filters):
+            var checked: [Filter] = []
+            for f in filters { checked.append(try validate(f)) }
+            return .or(checked)
+        case .not(let inner):
+            return .not(try validate(inner))
+        }
+    }
+
+    /// Checks sort keys: the attributes exist, and case folding is asked only of strings.
+    public func validate(_ sort: [SortKey]) throws(StoreError) {
+        for key in sort {
+            let attribute = try requireAttribute(key.attribute)
+            if key.caseInsensitive, attribute.type != .string {
+                throw StoreError(.typeMismatch, "case-insensitive sort on '\(name).\(key.attribute)', which is "
+                    + "\(attribute.type), not string")
+            }
+        }
+    }
+
+    func requireAttribute(_ attributeName: String) throws(StoreError) -> Attribute {
+        guard let attribute = attribute(named: attributeName) else {
+            throw StoreError(.unknownAttribute, "entity '\(name)' has no attribute '\(attributeName)'")
+        }
+        return attribute
+    }
+}

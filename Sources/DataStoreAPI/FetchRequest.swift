@@ -1,0 +1,74 @@
+/// One sort key: an attribute, a direction, and optional ASCII case folding.
+///
+/// Ascending order puts nulls first; strings compare by UTF-8 bytes; case-insensitive sorting
+/// folds ASCII letters only (SQLite's NOCASE). Ties after every sort key are broken by the
+/// primary key, ascending, so pages are identical on every backend.
+public struct SortKey: Sendable, Hashable {
+    public var attribute: String
+    public var ascending: Bool
+    public var caseInsensitive: Bool
+
+    public init(_ attribute: String, ascending: Bool = true, caseInsensitive: Bool = false) {
+        self.attribute = attribute
+        self.ascending = ascending
+        self.caseInsensitive = caseInsensitive
+    }
+
+    public static func ascending(_ attribute: String, caseInsensitive: Bool = false) -> SortKey {
+        SortKey(attribute, ascending: true, caseInsensitive: caseInsensitive)
+    }
+
+    public static func descending(_ attribute: String, caseInsensitive: Bool = false) -> SortKey {
+        SortKey(attribute, ascending: false, caseInsensitive: caseInsensitive)
+    }
+}
+
+/// A query: entity, filter, sort keys, offset and limit.
+public struct FetchRequest: Sendable, Hashable {
+    public var entity: String
+    public var filter: Filter
+    public var sort: [SortKey]
+    public var offset: Int
+    /// The most items to return; `nil` for no limit.
+    public var limit: Int?
+
+    public init(_ entity: String, filter: Filter = .all, sort: [SortKey] = [], offset: Int = 0, limit: Int? = nil) {
+        self.entity = entity
+        self.filter = filter
+        self.sort = sort
+        self.offset = offset
+        self.limit = limit
+    }
+}
+
+extension Array where Element == SortKey {
+    /// Compares two records by these sort keys, then by their encoded primary keys.
+    public func compare(_ a: (key: [UInt8], record: Record), _ b: (key: [UInt8], record: Record)) -> Int {
+        for sortKey in self {
+            var c = Value.compareCanonical(a.record[sortKey.attribute], b.record[sortKey.attribute],
+                                           foldingASCIICase: sortKey.caseInsensitive)
+            if !sortKey.ascending { c = -c }
+            if c != 0 { return c }
+        }
+        return Value.compareBytes(a.key, b.key)
+    }
+}
+
+extension FetchRequest {
+    /// Filters, sorts and pages keyed records in the canonical way: the shared evaluation that
+    /// backends without a query engine use.
+    public func apply(to candidates: [(key: [UInt8], record: Record)], alreadyInKeyOrder: Bool) -> [Record] {
+        var rows = candidates.filter { filter.matches($0.record) }
+        if !sort.isEmpty || !alreadyInKeyOrder {
+            rows.sort { sort.compare($0, $1) < 0 }
+        }
+        return page(rows.map(\.record))
+    }
+
+    /// Applies offset and limit.
+    public func page<T>(_ rows: [T]) -> [T] {
+        let start = Swift.min(offset, rows.count)
+        let end = limit.map { Swift.min(rows.count, start + $0) } ?? rows.count
+        return Array(rows[start..<end])
+    }
+}

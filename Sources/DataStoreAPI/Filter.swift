@@ -1,0 +1,147 @@
+/// A comparison operator of a ``Filter``.
+public enum ComparisonOperator: String, Sendable, Hashable, Codable {
+    case equal = "=="
+    case notEqual = "!="
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
+}
+
+/// A predicate over an entity's items.
+///
+/// Predicates are two-valued, never SQL's three-valued logic: null is a value that `==` and
+/// `!=` compare like any other (`x != 5` matches items whose `x` is null), ordering
+/// comparisons with null are false, and ``not(_:)`` simply inverts. Prefix and contains are
+/// case-sensitive and compare UTF-8 bytes. A value of the wrong type for its attribute is a
+/// ``StoreError/Code/typeMismatch`` error when the request runs.
+public indirect enum Filter: Sendable, Hashable {
+    /// Matches every item.
+    case all
+    case compare(String, ComparisonOperator, Value)
+    /// The attribute equals one of the values (`in`).
+    case among(String, [Value])
+    case isNull(String)
+    /// The string attribute starts with the given string (byte-wise, case-sensitive).
+    case hasPrefix(String, String)
+    /// The string attribute contains the given string (byte-wise, case-sensitive).
+    case contains(String, String)
+    case and([Filter])
+    case or([Filter])
+    case not(Filter)
+
+    public static func && (lhs: Filter, rhs: Filter) -> Filter { .and([lhs, rhs]) }
+    public static func || (lhs: Filter, rhs: Filter) -> Filter { .or([lhs, rhs]) }
+    public static prefix func ! (filter: Filter) -> Filter { .not(filter) }
+}
+
+/// Names an attribute in a filter: `Field("rating") >= 4 && Field("name").hasPrefix("B")`.
+public struct Field: Sendable, Hashable {
+    public let name: String
+
+    public init(_ name: String) { self.name = name }
+
+    public static func == (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .equal, rhs) }
+    public static func != (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .notEqual, rhs) }
+    public static func < (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .less, rhs) }
+    public static func <= (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .lessOrEqual, rhs) }
+    public static func > (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .greater, rhs) }
+    public static func >= (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .greaterOrEqual, rhs) }
+
+    /// The attribute equals one of the values.
+    public func among(_ values: [Value]) -> Filter { .among(name, values) }
+    /// The attribute is null.
+    public var isNull: Filter { .isNull(name) }
+    /// The string attribute starts with `prefix`.
+    public func hasPrefix(_ prefix: String) -> Filter { .hasPrefix(name, prefix) }
+    /// The string attribute contains `text`.
+    public func contains(_ text: String) -> Filter { .contains(name, text) }
+}
+
+/// One entry of a Flapjack-style attribute dictionary: a value means `==`, an array `in`,
+/// a range "between" (inclusive), nil "is null".
+public enum AttributeMatch: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleByStringLiteral,
+    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral
+{
+    case value(Value)
+    case anyOf([Value])
+    case between(Value, Value)
+    case null
+
+    public init(nilLiteral: ()) { self = .null }
+    public init(stringLiteral value: String) { self = .value(.string(value)) }
+    public init(integerLiteral value: Int64) { self = .value(.int(value)) }
+    public init(floatLiteral value: Double) { self = .value(.double(value)) }
+    public init(booleanLiteral value: Bool) { self = .value(.bool(value)) }
+    public init(arrayLiteral elements: Value...) { self = .anyOf(elements) }
+
+    /// An inclusive range of integers.
+    public static func range(_ range: ClosedRange<Int64>) -> AttributeMatch {
+        .between(.int(range.lowerBound), .int(range.upperBound))
+    }
+}
+
+extension Filter {
+    /// Every entry of the dictionary must match (Flapjack's attribute dictionaries).
+    public static func matching(_ attributes: [String: AttributeMatch]) -> Filter {
+        .and(attributes.sorted { $0.key < $1.key }.map { name, match in
+            switch match {
+            case .value(let v): return .compare(name, .equal, v)
+            case .anyOf(let vs): return .among(name, vs)
+            case let .between(lo, hi): return .and([.compare(name, .greaterOrEqual, lo),
+                                                    .compare(name, .lessOrEqual, hi)])
+            case .null: return .isNull(name)
+            }
+        })
+    }
+
+    /// Evaluates the filter on a record with the canonical two-valued semantics.
+    public func matches(_ record: Record) -> Bool {
+        switch self {
+        case .all:
+            return true
+        case let .compare(attribute, op, value):
+            let actual = record[attribute]
+            switch op {
+            case .equal: return Value.compareCanonical(actual, value) == 0
+            case .notEqual: return Value.compareCanonical(actual, value) != 0
+            default:
+                if actual.isNull || value.isNull { return false }
+                let c = Value.compareCanonical(actual, value)
+                switch op {
+                case .less: return c < 0
+                case .lessOrEqual: return c <= 0
+                case .greater: return c > 0
+                default: return c >= 0
+                }
+            }
+        case let .among(attribute, values):
+            let actual = record[attribute]
+            return values.contains { Value.compareCanonical(actual, $0) == 0 }
+        case .isNull(let attribute):
+            return record[attribute].isNull
+        case let .hasPrefix(attribute, prefix):
+            guard case .string(let s) = record[attribute] else { return false }
+            return s.utf8.starts(with: prefix.utf8)
+        case let .contains(attribute, needle):
+            guard case .string(let s) = record[attribute] else { return false }
+            return Filter.bytes(Array(s.utf8), contain: Array(needle.utf8))
+        case .and(let filters):
+            return filters.allSatisfy { $0.matches(record) }
+        case .or(let filters):
+            return filters.contains { $0.matches(record) }
+        case .not(let inner):
+            return !inner.matches(record)
+        }
+    }
+
+    static func bytes(_ haystack: [UInt8], contain needle: [UInt8]) -> Bool {
+        if needle.isEmpty { return true }
+        if needle.count > haystack.count { return false }
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start] == needle[0] && haystack[start..<start + needle.count].elementsEqual(needle) {
+            return true
+        }
+        return false
+    }
+}

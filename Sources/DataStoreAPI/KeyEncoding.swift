@@ -1,0 +1,90 @@
+import Foundation
+
+/// The order-preserving key encoding shared by every backend.
+///
+/// Primary keys: ints as 8 big-endian bytes with the sign bit flipped, strings as their UTF-8
+/// bytes, uuids as their 16 bytes, so that byte order (memcmp, SQLite's BINARY, LMDB's default
+/// comparator) is the canonical key order.
+///
+/// Tuples (index keys) follow FoundationDB's tuple layer: a type tag, then an order-preserving
+/// body; strings and bytes escape 0x00 as 0x00 0xFF and end with 0x00, so a tuple never is a
+/// prefix of another and tuples sort element by element.
+public enum KeyEncoding {
+    /// Encodes a primary-key value (`int`, `string` or `uuid`).
+    public static func encodeKey(_ value: Value) -> [UInt8] {
+        switch value {
+        case .int(let i): return bigEndian(UInt64(bitPattern: i) ^ (1 << 63))
+        case .string(let s): return Array(s.utf8)
+        case .uuid(let u): return u.bytes
+        default: return []
+        }
+    }
+
+    /// Decodes a primary key encoded by ``encodeKey(_:)``.
+    /// - Throws: ``StoreError/Code/corrupt`` when the bytes cannot be a key of that type.
+    public static func decodeKey(_ bytes: some Collection<UInt8>, as type: ValueType) throws(StoreError) -> Value {
+        switch type {
+        case .int where bytes.count == 8:
+            return .int(Int64(bitPattern: readBigEndian(bytes) ^ (1 << 63)))
+        case .string:
+            return .string(String(decoding: bytes, as: UTF8.self))
+        case .uuid:
+            if let u = UUID(bytes: bytes) { return .uuid(u) }
+        default:
+            break
+        }
+        throw StoreError(.corrupt, "stored key of \(bytes.count) bytes is not a valid \(type) key")
+    }
+
+    /// Appends one tuple element.
+    public static func appendTupleElement(_ value: Value, to out: inout [UInt8]) {
+        switch value {
+        case .null:
+            out.append(0x00)
+        case .bool(let b):
+            out.append(b ? 0x02 : 0x01)
+        case .int(let i):
+            out.append(0x10)
+            out += bigEndian(UInt64(bitPattern: i) ^ (1 << 63))
+        case .double(let d):
+            out.append(0x20)
+            let bits = (d == 0 ? 0.0 : d).bitPattern
+            out += bigEndian(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63))
+        case .string(let s):
+            out.append(0x30)
+            appendEscaped(s.utf8, to: &out)
+        case .bytes(let b):
+            out.append(0x40)
+            appendEscaped(b, to: &out)
+        case .date(let t):
+            out.append(0x50)
+            out += bigEndian(UInt64(bitPattern: t.microsecondsSinceEpoch) ^ (1 << 63))
+        case .uuid(let u):
+            out.append(0x60)
+            out += u.bytes
+        }
+    }
+
+    /// Encodes a tuple of values.
+    public static func encodeTuple(_ values: [Value]) -> [UInt8] {
+        var out: [UInt8] = []
+        for value in values { appendTupleElement(value, to: &out) }
+        return out
+    }
+
+    private static func appendEscaped(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {
+        for byte in bytes {
+            out.append(byte)
+            if byte == 0 { out.append(0xFF) }
+        }
+        out.append(0x00)
+    }
+
+    static func bigEndian(_ value: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
+    }
+
+    static func readBigEndian(_ bytes: some Collection<UInt8>) -> UInt64 {
+        bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

@@ -1,0 +1,86 @@
+/// What a merge does when the parent changed an item after the child first changed it.
+public enum MergePolicy: Sendable, Hashable {
+    /// The child's version is applied (the default).
+    case childWins
+    /// The parent's version is kept; the child's change to that item is dropped.
+    case parentWins
+    /// The merge fails with a ``StoreError/Code/conflict`` error listing every such item, and
+    /// applies nothing.
+    case fail
+}
+
+/// What a merge applied.
+public struct MergeReport: Sendable, Hashable {
+    public var inserted = 0
+    public var updated = 0
+    public var deleted = 0
+    /// Changes dropped because the parent won a conflict.
+    public var skipped = 0
+    /// The items that both sides changed.
+    public var conflicts: [StoreError.ItemReference] = []
+
+    public init() {}
+}
+
+extension DataStore {
+    /// Makes a child store: its writes stay in an overlay, its reads see this store's current
+    /// data with the overlay applied, until ``merge(_:policy:)`` applies them here. Children nest.
+    public func makeChild() throws -> ChildStore {
+        if isClosed { throw StoreError(.closed, "cannot make a child of a closed store") }
+        return try Store(engine: OverlayEngine(parent: self), acceptingIncompleteMigration: true)
+    }
+
+    /// Applies every change of `child` in one atomic write and clears the child's overlay.
+    /// - Throws: `invalidArgument` when this store is not the child's parent; `conflict` (with
+    ///   the items) under ``MergePolicy/fail``; a write error such as `uniqueViolation`. On any
+    ///   error nothing is applied and the child keeps its changes.
+    @discardableResult
+    public func merge(_ child: ChildStore, policy: MergePolicy = .childWins) throws -> MergeReport {
+        guard child.engine.parent === self else {
+            throw StoreError(.invalidArgument, "cannot merge a child store into a store that is not its parent")
+        }
+        return try child.exclusively {
+            let overlay = child.engine.takeChanges()
+            let report = try writeSync { writer in try Self.apply(overlay, to: writer, policy: policy) }
+            child.engine.clear()
+            return report
+        }
+    }
+
+    private static func apply(_ overlay: Overlay, to writer: WriteAccessor, policy: MergePolicy) throws -> MergeReport {
+        var report = MergeReport()
+        var writes: [(entity: String, change: Overlay.Change)] = []
+        for (entity, changes) in overlay.entities.sorted(by: { $0.key < $1.key }) {
+            for (_, change) in changes.sorted(by: { Value.compareBytes($0.key, $1.key) < 0 }) {
+                let now = try writer.get(entity, key: change.key)
+                if now != change.base {
+                    report.conflicts.append(StoreError.ItemReference(entity: entity, key: change.key))
+                    if policy == .parentWins {
+                        report.skipped += 1
+                        continue
+                    }
+                }
+                writes.append((entity, change))
+            }
+        }
+        if policy == .fail, !report.conflicts.isEmpty {
+            throw StoreError(.conflict, "merge found \(report.conflicts.count) items changed by both parent and "
+                + "child: \(report.conflicts.prefix(10).map(\.description).joined(separator: ", "))",
+                items: report.conflicts)
+        }
+        // Deletes first, so that a value moving between two items of a unique index can merge.
+        for (entity, change) in writes where change.current == nil {
+            if try writer.delete(entity, key: change.key) { report.deleted += 1 }
+        }
+        for (entity, change) in writes {
+            guard let current = change.current else { continue }
+            let existed = try writer.get(entity, key: change.key) != nil
+            try writer.save(current, into: entity)
+            if existed { report.updated += 1 } else { report.inserted += 1 }
+        }
+        for (key, value) in overlay.metadata.sorted(by: { $0.key < $1.key }) {
+            try writer.setMetadata(value, forKey: key)
+        }
+        return report
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// Encodes a flat `Encodable` model into a ``Record``.
+public enum RecordEncoder {
+    /// - Throws: `invalidValue` naming the property when a property has a type the store cannot
+    ///   hold (a nested struct, an array other than `[UInt8]`, an out-of-range unsigned integer).
+    public static func encode<T: Encodable>(_ object: T) throws -> Record {
+        let box = RecordBox()
+        try object.encode(to: ValueEncoder(box: box, key: nil))
+        return Record(box.values)
+    }
+
+    /// Converts a Swift value the store holds natively; `nil` when it is not one.
+    static func primitive(_ value: Any) throws -> Value? {
+        switch value {
+        case let v as Value: return v
+        case let b as Bool: return .bool(b)
+        case let i as Int: return .int(Int64(i))
+        case let i as Int64: return .int(i)
+        case let i as Int32: return .int(Int64(i))
+        case let i as Int16: return .int(Int64(i))
+        case let i as Int8: return .int(Int64(i))
+        case let i as UInt8: return .int(Int64(i))
+        case let i as UInt16: return .int(Int64(i))
+        case let i as UInt32: return .int(Int64(i))
+        case let i as UInt:
+            guard let exact = Int64(exactly: i) else { throw tooLarge(i) }
+            return .int(exact)
+        case let i as UInt64:
+            guard let exact = Int64(exactly: i) else { throw tooLarge(i) }
+            return .int(exact)
+        case let d as Double: return .double(d)
+        case let f as Float: return .double(Double(f))
+        case let s as String: return .string(s)
+        case let d as Date: return .date(try Timestamp(d))
+        case let u as UUID: return .uuid(u)
+        case let d as Data: return .bytes(Array(d))
+        case let b as [UInt8]: return .bytes(b)
+        default: return nil
+        }
+    }
+
+    private static func tooLarge(_ value: some BinaryInteger) -> StoreError {
+        StoreError(.invalidValue, "unsigned value \(value) does not fit the store's 64-bit signed int")
+    }
+}
+
+final class RecordBox {
+    var values: [String: Value] = [:]
+    var single: Value?
+}
+
+/// The encoder for one model (keyed) or one property value (single value).
+struct ValueEncoder: Encoder {
+    let box: RecordBox
+    let key: String?
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        KeyedEncodingContainer(KeyedValueEncoder<Key>(box: box, nestedUnder: key))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        UnsupportedContainer(property: key)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        SingleValueEncoder(box: box)
+    }
+}
+
+struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let box: RecordBox
+    let nestedUnder: String?
+    var codingPath: [any CodingKey] { [] }
+
+    mutating func encodeNil(forKey key: Key) throws { try store(.null, key) }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        if let nestedUnder {
+            throw StoreError(.invalidValue, "property '\(nestedUnder)' is a nested type; the store holds flat "
+                + "models only")
+        }
+        if let primitive = try RecordEncoder.primitive(value) {
+            return try store(primitive, key)
+        }
+        let inner = RecordBox()
+        try value.encode(to: ValueEncoder(box: inner, key: key.stringValue))
+        guard let single = inner.single else {
+            throw StoreError(.invalidValue, "property '\(key.stringValue)' of type \(T.self) cannot be stored")
+        }
+        try store(single, key)
+    }
+
+    private func store(_ value: Value, _ key: Key) throws {
+        box.values[key.stringValue] = value
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type,
+                                                        forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(KeyedValueEncoder<NestedKey>(box: RecordBox(), nestedUnder: key.stringValue))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        UnsupportedContainer(property: key.stringValue)
+    }
+
+    mutating func superEncoder() -> any Encoder { ValueEncoder(box: box, key: nil) }
+    mutating func superEncoder(forKey key: Key) -> any Encoder { ValueEncoder(box: RecordBox(), key: key.stringValue) }
+}
+
+struct SingleValueEncoder: SingleValueEncodingContainer {
+    let box: RecordBox
+    var codingPath: [any CodingKey] { [] }
+
+    mutating func encodeNil() throws { box.single = .null }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        if let primitive = try RecordEncoder.primitive(value) {
+            box.single = primitive
+            return
+        }
+        let inner = RecordBox()
+        try value.encode(to: ValueEncoder(box: inner, key: "\(T.self)"))
+        box.single = inner.single
+    }
+}
+
+/// Arrays and other unkeyed values cannot be stored; every call throws.
+struct UnsupportedContainer: UnkeyedEncodingContainer {
+    let property: String?
+    var codingPath: [any CodingKey] { [] }
+    var count: Int { 0 }
+
+    private func fail() -> StoreError {
+        StoreError(.invalidValue, "property '\(property ?? "?")' is a collection; the store holds flat models "
+            + "(use [UInt8] or Data for bytes)")
+    }
+
+    mutating func encodeNil() throws { throw fail() }
+    mutating func encode<T: Encodable>(_ value: T) throws { throw fail() }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
+        -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(KeyedValueEncoder<NestedKey>(box: RecordBox(), nestedUnder: property ?? "?"))
+    }
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { self }
+    mutating func superEncoder() -> any Encoder { ValueEncoder(box: RecordBox(), key: property) }
+}

@@ -1,0 +1,159 @@
+/// An attribute of an entity: a name, a type, whether it may be null, and an optional default.
+public struct Attribute: Sendable, Hashable, Codable {
+    public var name: String
+    public var type: ValueType
+    public var isOptional: Bool
+    /// The value a write takes when the record does not name the attribute.
+    public var defaultValue: Value?
+
+    public init(_ name: String, _ type: ValueType, optional: Bool = false, default defaultValue: Value? = nil) {
+        self.name = name
+        self.type = type
+        self.isOptional = optional
+        self.defaultValue = defaultValue
+    }
+}
+
+/// An index over one or more attributes of an entity, unique or not.
+///
+/// A unique index rejects two items whose indexed values are all equal; as in SQL, an item
+/// with a null in any indexed attribute never conflicts.
+public struct Index: Sendable, Hashable, Codable {
+    public var name: String
+    public var attributes: [String]
+    public var isUnique: Bool
+
+    public init(_ name: String, on attributes: [String], unique: Bool = false) {
+        self.name = name
+        self.attributes = attributes
+        self.isUnique = unique
+    }
+}
+
+/// The schema of one entity: its name, primary key, attributes and indexes.
+public struct EntitySchema: Sendable, Hashable, Codable {
+    public var name: String
+    /// The name of the primary-key attribute, of type `int`, `string` or `uuid`.
+    public var primaryKey: String
+    /// Every attribute, the primary key included.
+    public var attributes: [Attribute]
+    public var indexes: [Index]
+
+    public init(_ name: String, primaryKey: String, attributes: [Attribute], indexes: [Index] = []) {
+        self.name = name
+        self.primaryKey = primaryKey
+        self.attributes = attributes
+        self.indexes = indexes
+    }
+
+    /// The attribute of that name, if any.
+    public func attribute(named name: String) -> Attribute? {
+        attributes.first { $0.name == name }
+    }
+
+    /// The primary-key attribute.
+    public var primaryKeyAttribute: Attribute {
+        attribute(named: primaryKey) ?? Attribute(primaryKey, .int)
+    }
+}
+
+/// The schema of a store: a version number and its entities. Every store keeps its schema,
+/// so a store describes itself and can be copied without the app's code.
+public struct Schema: Sendable, Hashable, Codable {
+    public var version: Int
+    public var entities: [EntitySchema]
+
+    public init(version: Int = 1, entities: [EntitySchema]) {
+        self.version = version
+        self.entities = entities
+    }
+
+    /// The entity of that name, if any.
+    public func entity(named name: String) -> EntitySchema? {
+        entities.first { $0.name == name }
+    }
+
+    /// Checks names, types, primary keys, defaults and indexes against the ``Limits``.
+    /// - Throws: ``StoreError`` naming the first problem found.
+    public func validate() throws(StoreError) {
+        guard entities.count <= Limits.maxEntities else {
+            throw StoreError(.limitExceeded, "schema has \(entities.count) entities; at most "
+                + "\(Limits.maxEntities) are allowed")
+        }
+        var seen = Set<String>()
+        for entity in entities {
+            try Schema.checkName(entity.name, what: "entity")
+            guard seen.insert(entity.name).inserted else {
+                throw StoreError(.invalidArgument, "entity '\(entity.name)' is declared twice")
+            }
+            try entity.validate()
+        }
+    }
+
+    static func checkName(_ name: String, what: String) throws(StoreError) {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty, bytes.count <= Limits.maxNameLength else {
+            throw StoreError(.limitExceeded, "\(what) name '\(name)' must be 1 to \(Limits.maxNameLength) "
+                + "characters long")
+        }
+        let valid = bytes.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F
+        }
+        guard valid, !(bytes[0] >= 0x30 && bytes[0] <= 0x39) else {
+            throw StoreError(.invalidArgument, "\(what) name '\(name)' may hold only ASCII letters, digits "
+                + "and '_', and may not start with a digit")
+        }
+        guard !name.hasPrefix("_ds") else {
+            throw StoreError(.invalidArgument, "\(what) name '\(name)' starts with '_ds', which is reserved")
+        }
+    }
+}
+
+extension EntitySchema {
+    func validate() throws(StoreError) {
+        guard attributes.count <= Limits.maxAttributes else {
+            throw StoreError(.limitExceeded, "entity '\(name)' has \(attributes.count) attributes; at most "
+                + "\(Limits.maxAttributes) are allowed")
+        }
+        var seen = Set<String>()
+        for attribute in attributes {
+            try Schema.checkName(attribute.name, what: "attribute")
+            guard seen.insert(attribute.name).inserted else {
+                throw StoreError(.invalidArgument, "attribute '\(name).\(attribute.name)' is declared twice")
+            }
+            if let value = attribute.defaultValue, !value.isNull {
+                try checkValue(value, for: attribute)
+            } else if attribute.defaultValue != nil, !attribute.isOptional {
+                throw StoreError(.invalidValue, "attribute '\(name).\(attribute.name)' is required but its "
+                    + "default is null")
+            }
+        }
+        guard let key = attribute(named: primaryKey) else {
+            throw StoreError(.unknownAttribute, "entity '\(name)' names primary key '\(primaryKey)', "
+                + "which is not one of its attributes")
+        }
+        guard key.type.canBePrimaryKey, !key.isOptional else {
+            throw StoreError(.invalidArgument, "primary key '\(name).\(primaryKey)' must be a non-optional "
+                + "int, string or uuid, not \(key.isOptional ? "optional " : "")\(key.type)")
+        }
+        guard indexes.count <= Limits.maxIndexesPerEntity else {
+            throw StoreError(.limitExceeded, "entity '\(name)' has \(indexes.count) indexes; at most "
+                + "\(Limits.maxIndexesPerEntity) are allowed")
+        }
+        var indexNames = Set<String>()
+        for index in indexes {
+            try Schema.checkName(index.name, what: "index")
+            guard indexNames.insert(index.name).inserted else {
+                throw StoreError(.invalidArgument, "index '\(name).\(index.name)' is declared twice")
+            }
+            guard !index.attributes.isEmpty, index.attributes.count <= Limits.maxAttributesPerIndex else {
+                throw StoreError(.limitExceeded, "index '\(name).\(index.name)' must cover 1 to "
+                    + "\(Limits.maxAttributesPerIndex) attributes")
+            }
+            for attributeName in index.attributes where attribute(named: attributeName) == nil {
+                throw StoreError(.unknownAttribute, "index '\(name).\(index.name)' names unknown attribute "
+                    + "'\(attributeName)'")
+            }
+        }
+    }
+}

@@ -1,0 +1,45 @@
+/// What a backend implements: transactions over encoded keys and complete, validated records.
+///
+/// Everything that must behave the same on every backend (validation of entities, attributes,
+/// values and limits; reentrancy; the async writer; accessor expiry; child stores) lives in
+/// ``Store`` and the accessors, above this protocol. A backend receives only requests whose
+/// entity, attributes and values were checked, and records normalized by
+/// ``EntitySchema/normalize(_:)``.
+public protocol StorageEngine: AnyObject, Sendable {
+    /// The schema the store holds.
+    var schema: Schema { get }
+    /// Runs `body` in a read transaction that sees one consistent snapshot.
+    func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T
+    /// Runs `body` in a write transaction: commits durably when it returns, rolls back when it
+    /// throws. ``Store`` guarantees that only one writer runs at a time.
+    func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T
+    /// Releases the engine's resources. Called once, with no transaction running.
+    func close() throws
+}
+
+/// The read operations of a backend transaction. Not `Sendable`: it lives inside its block.
+public protocol StorageReader {
+    func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record?
+    /// Returns the items that match, sorted by the request's sort keys and then by primary key,
+    /// with offset and limit applied.
+    func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record]
+    func count(_ filter: Filter, in entity: EntitySchema) throws -> Int
+    /// Returns up to `limit` items with keys greater than `key`, in key order.
+    func scan(_ entity: EntitySchema, after key: [UInt8]?, limit: Int) throws -> [Record]
+    func metadata(forKey key: String) throws -> [UInt8]?
+}
+
+/// The write operations of a backend transaction.
+public protocol StorageWriter: StorageReader {
+    /// Stores a new item. Throws `keyExists` when the key is taken, `uniqueViolation` when a
+    /// unique index would hold the same values twice.
+    func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws
+    /// Stores an item, replacing the one with the same key. Throws `uniqueViolation`.
+    func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws
+    /// Deletes an item; returns whether it existed.
+    func delete(key: [UInt8], in entity: EntitySchema) throws -> Bool
+    /// Deletes every item of an entity; returns how many there were.
+    func deleteAll(in entity: EntitySchema) throws -> Int
+    /// Stores (or with `nil` removes) a metadata value, in the same transaction as the data.
+    func setMetadata(_ value: [UInt8]?, forKey key: String) throws
+}

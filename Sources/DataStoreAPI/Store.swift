@@ -1,0 +1,193 @@
+import Foundation
+
+/// A ``DataStore`` over a ``StorageEngine``: the one implementation of the protocol's
+/// semantics (lifecycle, serialized writes, the FIFO background writer, reentrancy checks,
+/// validation and accessor expiry) that every backend shares.
+///
+/// `Sendable` because every stored property is: the engine is `Sendable`, the lock and queue
+/// are thread-safe, and ``StoreLifecycle`` guards its state with a condition variable.
+public final class Store<Engine: StorageEngine>: DataStore {
+    /// The backend.
+    public let engine: Engine
+    let catalog: Catalog
+    let lifecycle = StoreLifecycle()
+    let writeLock = NSLock()
+    let writerQueue: DispatchQueue
+
+    /// Makes a store over an open engine.
+    ///
+    /// - Parameter acceptingIncompleteMigration: open a store that a migration has not finished
+    ///   (only the migration engine does this).
+    /// - Throws: `incompleteMigration` when the store is an unfinished migration destination;
+    ///   the engine is closed again in that case.
+    public init(engine: Engine, acceptingIncompleteMigration: Bool = false) throws {
+        self.engine = engine
+        catalog = Catalog(engine.schema)
+        writerQueue = DispatchQueue(label: "DataStore.writer")
+        if !acceptingIncompleteMigration {
+            let marker = try engine.withReader { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
+            if let marker {
+                try? engine.close()
+                throw StoreError(.incompleteMigration, "store is the destination of an unfinished migration "
+                    + "from \(String(decoding: marker, as: UTF8.self)); finish it with `migrate-store --resume`")
+            }
+        }
+    }
+
+    public var schema: Schema { catalog.schema }
+
+    public var isClosed: Bool { lifecycle.isClosed }
+
+    private var identity: ObjectIdentifier { ObjectIdentifier(self) }
+
+    private func checkNotReentrant(_ operation: String) throws(StoreError) {
+        if ActiveBlocks.stores.contains(identity) {
+            throw StoreError(.reentrantCall, "\(operation) called inside a block of the same store; it would "
+                + "deadlock")
+        }
+    }
+
+    private func insideBlock<T>(_ body: () throws -> T) rethrows -> T {
+        try ActiveBlocks.$stores.withValue(ActiveBlocks.stores.union([identity]), operation: body)
+    }
+
+    public func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
+        try lifecycle.begin()
+        defer { lifecycle.end() }
+        return try insideBlock {
+            try engine.withReader { reader in
+                let accessor = ReadAccessor(reader: reader, catalog: catalog)
+                defer { accessor.expire() }
+                return try body(accessor)
+            }
+        }
+    }
+
+    public func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
+        try checkNotReentrant("writeSync")
+        return try performWrite(allowWhileClosing: false, body)
+    }
+
+    private func performWrite<T>(allowWhileClosing: Bool, _ body: (WriteAccessor) throws -> T) throws -> T {
+        try lifecycle.begin(allowWhileClosing: allowWhileClosing)
+        defer { lifecycle.end() }
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        return try insideBlock {
+            try engine.withWriter { writer in
+                let accessor = WriteAccessor(writer: writer, catalog: catalog)
+                defer { accessor.expire() }
+                return try body(accessor)
+            }
+        }
+    }
+
+    public func writeAsync<T: Sendable>(
+        _ body: @escaping @Sendable (WriteAccessor) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        do {
+            try lifecycle.begin()
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        writerQueue.async {
+            let result = Result { try self.performWrite(allowWhileClosing: true, body) }
+            self.lifecycle.end()
+            completion(result)
+        }
+    }
+
+    public func waitForPendingWrites() throws {
+        try checkNotReentrant("waitForPendingWrites")
+        writerQueue.sync {}
+    }
+
+    public func close() throws {
+        try checkNotReentrant("close")
+        guard lifecycle.beginClosing() else { return }
+        writerQueue.sync {}
+        lifecycle.waitUntilIdle()
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        defer { lifecycle.finishClosing() }
+        try engine.close()
+    }
+
+    /// Runs `body` holding the store's write lock, with no transaction open (used by merge).
+    func exclusively<T>(_ body: () throws -> T) throws -> T {
+        try checkNotReentrant("merge")
+        try lifecycle.begin()
+        defer { lifecycle.end() }
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        return try body()
+    }
+}
+
+/// The stores whose blocks the current task or thread is inside, to fail reentrant calls fast.
+enum ActiveBlocks {
+    @TaskLocal static var stores: Set<ObjectIdentifier> = []
+}
+
+/// Metadata keys the package itself uses.
+public enum MetadataKeys {
+    /// Present while a migration into the store has not finished; its value names the source.
+    public static let incompleteMigration = "datastore.migration.incomplete"
+}
+
+/// Open / closing / closed, and the number of operations running.
+///
+/// `@unchecked Sendable`: every field is read and written only with `condition` locked.
+final class StoreLifecycle: @unchecked Sendable {
+    private enum Phase { case open, closing, closed }
+
+    private let condition = NSCondition()
+    private var phase = Phase.open
+    private var active = 0
+
+    var isClosed: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return phase == .closed
+    }
+
+    func begin(allowWhileClosing: Bool = false) throws(StoreError) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard phase == .open || (phase == .closing && allowWhileClosing) else {
+            throw StoreError(.closed, "the store is closed")
+        }
+        active += 1
+    }
+
+    func end() {
+        condition.lock()
+        active -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Returns false when the store is already closing or closed.
+    func beginClosing() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard phase == .open else { return false }
+        phase = .closing
+        return true
+    }
+
+    func waitUntilIdle() {
+        condition.lock()
+        while active > 0 { condition.wait() }
+        condition.unlock()
+    }
+
+    func finishClosing() {
+        condition.lock()
+        phase = .closed
+        condition.broadcast()
+        condition.unlock()
+    }
+}

@@ -1,0 +1,116 @@
+/// The one error type every store, backend and tool of the package throws.
+///
+/// `code` is stable and meant for programs; `message` is for people and names the entity,
+/// key or file involved; `cause` keeps the underlying SQLite, LMDB or OS error.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// A stable error code. New codes may be added without breaking users.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Raw: String, Sendable {
+            case notFound, keyExists, uniqueViolation, typeMismatch, schemaMismatch, invalidValue
+            case unknownEntity, unknownAttribute, limitExceeded, invalidArgument, storeFull, corrupt
+            case io, closed, reentrantCall, accessorExpired, busy, conflict, notAStore
+            case incompatibleFormat, incompleteMigration, readOnly
+        }
+
+        private let raw: Raw
+        private init(_ raw: Raw) { self.raw = raw }
+
+        /// An item or file that the operation needs does not exist.
+        public static let notFound = Code(.notFound)
+        /// An insert found an item with the same primary key.
+        public static let keyExists = Code(.keyExists)
+        /// A write would give two items the same values in a unique index.
+        public static let uniqueViolation = Code(.uniqueViolation)
+        /// A value's type does not match its attribute's type.
+        public static let typeMismatch = Code(.typeMismatch)
+        /// The stored schema differs from the one the store was opened with.
+        public static let schemaMismatch = Code(.schemaMismatch)
+        /// A value is not allowed (NaN, null for a required attribute, a bad date, ...).
+        public static let invalidValue = Code(.invalidValue)
+        /// No entity of that name in the schema.
+        public static let unknownEntity = Code(.unknownEntity)
+        /// No attribute of that name in the entity.
+        public static let unknownAttribute = Code(.unknownAttribute)
+        /// A name, key or value is past one of the documented ``Limits``.
+        public static let limitExceeded = Code(.limitExceeded)
+        /// An argument is not valid (a negative limit, a child merged into the wrong parent, ...).
+        public static let invalidArgument = Code(.invalidArgument)
+        /// The disk (or a quota) is full.
+        public static let storeFull = Code(.storeFull)
+        /// The file is damaged.
+        public static let corrupt = Code(.corrupt)
+        /// The operating system reported an I/O error.
+        public static let io = Code(.io)
+        /// The store was closed.
+        public static let closed = Code(.closed)
+        /// `writeSync` (or `close`, or waiting for pending writes) was called inside a block of
+        /// the same store, which would deadlock.
+        public static let reentrantCall = Code(.reentrantCall)
+        /// An accessor was used after its block returned.
+        public static let accessorExpired = Code(.accessorExpired)
+        /// Another process holds a lock for too long.
+        public static let busy = Code(.busy)
+        /// A merge found items that both the parent and the child changed.
+        public static let conflict = Code(.conflict)
+        /// The file or directory is not a store of this package.
+        public static let notAStore = Code(.notAStore)
+        /// The store was written by a newer format version.
+        public static let incompatibleFormat = Code(.incompatibleFormat)
+        /// The store is the destination of a migration that has not finished.
+        public static let incompleteMigration = Code(.incompleteMigration)
+        /// The store or its directory cannot be written.
+        public static let readOnly = Code(.readOnly)
+
+        public var description: String { raw.rawValue }
+    }
+
+    /// The underlying error of a C library or the OS.
+    public struct Cause: Sendable, Hashable, CustomStringConvertible {
+        /// `sqlite`, `lmdb` or `posix`.
+        public let library: String
+        /// The library's own code (an extended SQLite result code, an LMDB or errno value).
+        public let code: Int32
+        /// The library's own message.
+        public let message: String
+
+        public init(library: String, code: Int32, message: String) {
+            self.library = library
+            self.code = code
+            self.message = message
+        }
+
+        public var description: String { "\(library) error \(code): \(message)" }
+    }
+
+    /// An item named by an error (for example each item of a merge conflict).
+    public struct ItemReference: Sendable, Hashable, CustomStringConvertible {
+        public let entity: String
+        public let key: Value
+
+        public init(entity: String, key: Value) {
+            self.entity = entity
+            self.key = key
+        }
+
+        public var description: String { "\(entity)[\(key)]" }
+    }
+
+    public let code: Code
+    public let message: String
+    public let cause: Cause?
+    /// The items the error is about, when there are several (merge conflicts).
+    public let items: [ItemReference]
+
+    public init(_ code: Code, _ message: String, cause: Cause? = nil, items: [ItemReference] = []) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+        self.items = items
+    }
+
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let cause { text += " (\(cause))" }
+        return text
+    }
+}

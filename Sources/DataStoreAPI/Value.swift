@@ -1,0 +1,163 @@
+import Foundation
+
+/// A value stored in an attribute.
+///
+/// Values round-trip exactly on every backend. Two values are equal (`==`) when they are the
+/// same stored value: strings compare by their UTF-8 bytes (so "é" as one scalar and as
+/// "e" + U+0301 are different values), doubles by their bit pattern (so `-0.0 != 0.0`).
+/// Predicates and sorting use ``Value/compareCanonical(_:_:foldingASCIICase:)`` instead,
+/// in which `-0.0` and `0.0` are equal.
+public enum Value: Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case bytes([UInt8])
+    case date(Timestamp)
+    case uuid(UUID)
+
+    /// The type of a non-null value; `nil` for ``null``.
+    public var type: ValueType? {
+        switch self {
+        case .null: return nil
+        case .bool: return .bool
+        case .int: return .int
+        case .double: return .double
+        case .string: return .string
+        case .bytes: return .bytes
+        case .date: return .date
+        case .uuid: return .uuid
+        }
+    }
+
+    /// Whether this is ``null``.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+}
+
+extension Value: Hashable {
+    public static func == (lhs: Value, rhs: Value) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.int(a), .int(b)): return a == b
+        case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
+        case let (.string(a), .string(b)): return a.utf8.elementsEqual(b.utf8)
+        case let (.bytes(a), .bytes(b)): return a == b
+        case let (.date(a), .date(b)): return a == b
+        case let (.uuid(a), .uuid(b)): return a == b
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let b): hasher.combine(1); hasher.combine(b)
+        case .int(let i): hasher.combine(2); hasher.combine(i)
+        case .double(let d): hasher.combine(3); hasher.combine(d.bitPattern)
+        case .string(let s):
+            hasher.combine(4)
+            for byte in s.utf8 { hasher.combine(byte) }
+        case .bytes(let b): hasher.combine(5); hasher.combine(b)
+        case .date(let t): hasher.combine(6); hasher.combine(t)
+        case .uuid(let u): hasher.combine(7); hasher.combine(u)
+        }
+    }
+}
+
+extension Value {
+    /// Compares two values in the canonical order shared by every backend.
+    ///
+    /// `null` sorts before every other value; strings compare by UTF-8 bytes (optionally with
+    /// ASCII letters folded to lower case, as SQLite's NOCASE); bytes and uuids by their bytes;
+    /// doubles numerically, so `-0.0` equals `0.0`. Values of different types compare by type.
+    /// - Returns: a negative number, zero or a positive number.
+    public static func compareCanonical(_ lhs: Value, _ rhs: Value, foldingASCIICase: Bool = false) -> Int {
+        switch (lhs, rhs) {
+        case (.null, .null): return 0
+        case (.null, _): return -1
+        case (_, .null): return 1
+        case let (.bool(a), .bool(b)): return a == b ? 0 : (a ? 1 : -1)
+        case let (.int(a), .int(b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case let (.double(a), .double(b)): return a < b ? -1 : (a > b ? 1 : 0)
+        case let (.string(a), .string(b)): return compareBytes(a.utf8, b.utf8, foldingASCIICase: foldingASCIICase)
+        case let (.bytes(a), .bytes(b)): return compareBytes(a, b, foldingASCIICase: false)
+        case let (.date(a), .date(b)):
+            let (x, y) = (a.microsecondsSinceEpoch, b.microsecondsSinceEpoch)
+            return x < y ? -1 : (x == y ? 0 : 1)
+        case let (.uuid(a), .uuid(b)): return compareBytes(a.bytes, b.bytes, foldingASCIICase: false)
+        default:
+            let (x, y) = (lhs.type?.rank ?? 0, rhs.type?.rank ?? 0)
+            return x < y ? -1 : (x == y ? 0 : 1)
+        }
+    }
+
+    /// Three-way comparison of two byte sequences (memcmp, then length).
+    public static func compareBytes<A: Sequence, B: Sequence>(
+        _ a: A, _ b: B, foldingASCIICase: Bool = false
+    ) -> Int where A.Element == UInt8, B.Element == UInt8 {
+        var ia = a.makeIterator()
+        var ib = b.makeIterator()
+        while true {
+            switch (ia.next(), ib.next()) {
+            case (nil, nil): return 0
+            case (nil, _): return -1
+            case (_, nil): return 1
+            case let (x?, y?):
+                let (p, q) = foldingASCIICase ? (foldASCII(x), foldASCII(y)) : (x, y)
+                if p != q { return p < q ? -1 : 1 }
+            }
+        }
+    }
+
+    @inline(__always)
+    static func foldASCII(_ byte: UInt8) -> UInt8 {
+        (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
+    }
+}
+
+extension Value: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+}
+
+extension Value: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let b): return String(b)
+        case .int(let i): return String(i)
+        case .double(let d): return String(d)
+        case .string(let s): return "\"\(s)\""
+        case .bytes(let b): return "<\(b.count) bytes>"
+        case .date(let t): return "date(\(t.microsecondsSinceEpoch)µs)"
+        case .uuid(let u): return u.uuidString
+        }
+    }
+}
+
+extension UUID {
+    /// The 16 bytes of the UUID, in order.
+    public var bytes: [UInt8] {
+        withUnsafeBytes(of: uuid) { Array($0) }
+    }
+
+    /// Makes a UUID from exactly 16 bytes; `nil` for any other length.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == 16 else { return nil }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { buffer in
+            for (i, byte) in bytes.enumerated() { buffer[i] = byte }
+        }
+        self.init(uuid: raw)
+    }
+}

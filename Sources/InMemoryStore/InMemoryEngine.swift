@@ -1,0 +1,51 @@
+import DataStoreAPI
+
+/// An in-memory store: the reference backend.
+public typealias InMemoryStore = Store<InMemoryEngine>
+
+/// The in-memory backend. Reads take a copy-on-write snapshot of the committed state; a write
+/// works on its own copy and publishes it on commit.
+public final class InMemoryEngine: StorageEngine {
+    let database: InMemoryDatabase
+    public let schema: Schema
+
+    /// Opens the database, creating its schema when it has none.
+    /// - Throws: `schemaMismatch` when it holds another schema; `notAStore` when it holds none and
+    ///   `schema` is `nil`.
+    public init(database: InMemoryDatabase, schema requested: Schema?) throws {
+        self.database = database
+        let stored = database.state.withLock { $0.schema }
+        let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: "in-memory database")
+        self.schema = schema
+        if isNew {
+            database.state.withLock { $0.schema = schema }
+        }
+    }
+
+    public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
+        let snapshot = database.state.withLock { $0 }
+        return try body(MemoryTransaction(state: snapshot))
+    }
+
+    public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
+        let transaction = MemoryTransaction(state: database.state.withLock { $0 })
+        let result = try body(transaction)
+        let committed = transaction.state
+        database.state.withLock { $0 = committed }
+        return result
+    }
+
+    public func close() throws {}
+}
+
+extension Store where Engine == InMemoryEngine {
+    /// Opens a new, empty in-memory store.
+    public convenience init(schema: Schema) throws {
+        try self.init(engine: InMemoryEngine(database: InMemoryDatabase(), schema: schema))
+    }
+
+    /// Opens a store on an existing in-memory database (with `schema: nil`, the one it holds).
+    public convenience init(database: InMemoryDatabase, schema: Schema?) throws {
+        try self.init(engine: InMemoryEngine(database: database, schema: schema))
+    }
+}
