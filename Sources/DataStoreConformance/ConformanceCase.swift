@@ -1,0 +1,97 @@
+import DataStoreAPI
+import Foundation
+import Synchronization
+import Testing
+
+/// One case of the conformance suite. Run every case with a parameterized test so each is
+/// reported on its own:
+///
+/// ```swift
+/// @Test(arguments: ConformanceSuite.cases)
+/// func conformance(_ testCase: ConformanceCase) async throws {
+///     try await testCase.run(on: myBackend)
+/// }
+/// ```
+public struct ConformanceCase: Sendable, CustomTestStringConvertible, CustomStringConvertible {
+    public let area: String
+    public let name: String
+    let body: @Sendable (ConformanceContext) async throws -> Void
+
+    init(_ area: String, _ name: String, _ body: @escaping @Sendable (ConformanceContext) async throws -> Void) {
+        self.area = area
+        self.name = name
+        self.body = body
+    }
+
+    public var testDescription: String { "\(area): \(name)" }
+    public var description: String { testDescription }
+
+    /// Runs the case against `backend` in a fresh temporary directory, closing every store it
+    /// opened and removing the directory afterwards. Failed expectations are attributed to
+    /// `sourceLocation`, the caller's test.
+    public func run(on backend: ConformanceBackend, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("conformance-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let context = ConformanceContext(backend: backend, directory: directory, sourceLocation: sourceLocation)
+        defer {
+            context.closeAll()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        try await body(context)
+    }
+}
+
+/// What a case works with: the backend, its own directory, and the caller's source location.
+public final class ConformanceContext: Sendable {
+    public let backend: ConformanceBackend
+    public let directory: URL
+    public let sourceLocation: SourceLocation
+    private let opened = Mutex<[any DataStore]>([])
+
+    init(backend: ConformanceBackend, directory: URL, sourceLocation: SourceLocation) {
+        self.backend = backend
+        self.directory = directory
+        self.sourceLocation = sourceLocation
+    }
+
+    /// Opens the store named `name` in the case's directory.
+    public func open(_ schema: Schema? = Fixtures.schema, name: String = "store") throws -> any DataStore {
+        let store = try backend.open(directory.appendingPathComponent(name), schema)
+        opened.withLock { $0.append(store) }
+        return store
+    }
+
+    func closeAll() {
+        for store in opened.withLock({ $0 }) { try? store.close() }
+    }
+
+    /// Expects `body` to throw a ``StoreError`` with `code` whose message contains `naming`.
+    func expectError(_ code: StoreError.Code, naming: String? = nil, _ what: String = "",
+                     _ body: () throws -> Void) {
+        do {
+            try body()
+            Issue.record("expected \(code) error \(what), got none", sourceLocation: sourceLocation)
+        } catch let error as StoreError {
+            #expect(error.code == code, "expected \(code) \(what), got \(error)", sourceLocation: sourceLocation)
+            if let naming {
+                #expect(error.message.contains(naming), "message '\(error.message)' should name '\(naming)'",
+                        sourceLocation: sourceLocation)
+            }
+        } catch {
+            Issue.record("expected StoreError \(code) \(what), got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    func expect(_ condition: Bool, _ comment: @autoclosure () -> String = "") {
+        #expect(condition, "\(comment())", sourceLocation: sourceLocation)
+    }
+
+    func expectEqual<T: Equatable>(_ actual: T, _ expected: T, _ comment: @autoclosure () -> String = "") {
+        #expect(actual == expected, "\(comment())", sourceLocation: sourceLocation)
+    }
+
+    func expectEqual<T: Equatable>(_ actual: T?, _ expected: T, _ comment: @autoclosure () -> String = "") {
+        #expect(actual == expected, "\(comment())", sourceLocation: sourceLocation)
+    }
+}

@@ -1,0 +1,81 @@
+import DataStoreAPI
+import Foundation
+
+/// The naive answer to a request: plain arrays, filtered and sorted here, written apart from
+/// every backend (the in-memory one included) so that a shared mistake cannot hide.
+enum Oracle {
+    static func answer(_ request: FetchRequest, over items: [Record], primaryKey: String) -> [Record] {
+        var rows = items.filter { matches(request.filter, $0) }
+        rows.sort { a, b in
+            for key in request.sort {
+                var c = order(a[key.attribute], b[key.attribute], fold: key.caseInsensitive)
+                if !key.ascending { c = -c }
+                if c != 0 { return c < 0 }
+            }
+            return order(a[primaryKey], b[primaryKey], fold: false) < 0
+        }
+        if request.offset >= rows.count { return [] }
+        rows.removeFirst(request.offset)
+        if let limit = request.limit, rows.count > limit { rows.removeLast(rows.count - limit) }
+        return rows
+    }
+
+    static func bytes(_ v: Value, fold: Bool) -> [UInt8] {
+        switch v {
+        case .string(let s):
+            return fold ? s.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 } : Array(s.utf8)
+        case .bytes(let b): return b
+        case .uuid(let u): return withUnsafeBytes(of: u.uuid) { Array($0) }
+        default: return []
+        }
+    }
+
+    /// Nulls first; numbers numerically; strings, bytes and uuids by bytes.
+    static func order(_ a: Value, _ b: Value, fold: Bool) -> Int {
+        switch (a, b) {
+        case (.null, .null): return 0
+        case (.null, _): return -1
+        case (_, .null): return 1
+        case let (.int(x), .int(y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case let (.double(x), .double(y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case let (.double(x), .int(y)): return order(.double(x), .double(Double(y)), fold: fold)
+        case let (.int(x), .double(y)): return order(.double(Double(x)), .double(y), fold: fold)
+        case let (.bool(x), .bool(y)): return x == y ? 0 : (x ? 1 : -1)
+        case let (.date(x), .date(y)):
+            return x.microsecondsSinceEpoch == y.microsecondsSinceEpoch ? 0 : (x < y ? -1 : 1)
+        default:
+            let (x, y) = (bytes(a, fold: fold), bytes(b, fold: fold))
+            if x == y { return 0 }
+            return x.lexicographicallyPrecedes(y) ? -1 : 1
+        }
+    }
+
+    static func matches(_ filter: Filter, _ r: Record) -> Bool {
+        switch filter {
+        case .all: return true
+        case let .compare(name, op, value):
+            let x = r[name]
+            switch op {
+            case .equal: return order(x, value, fold: false) == 0
+            case .notEqual: return order(x, value, fold: false) != 0
+            case .less: return !x.isNull && !value.isNull && order(x, value, fold: false) < 0
+            case .lessOrEqual: return !x.isNull && !value.isNull && order(x, value, fold: false) <= 0
+            case .greater: return !x.isNull && !value.isNull && order(x, value, fold: false) > 0
+            case .greaterOrEqual: return !x.isNull && !value.isNull && order(x, value, fold: false) >= 0
+            }
+        case let .among(name, values): return values.contains { order(r[name], $0, fold: false) == 0 }
+        case .isNull(let name): return r[name].isNull
+        case let .hasPrefix(name, prefix):
+            let x = bytes(r[name], fold: false)
+            return !r[name].isNull && x.count >= prefix.utf8.count && Array(x.prefix(prefix.utf8.count)) == Array(prefix.utf8)
+        case let .contains(name, needle):
+            guard !r[name].isNull else { return false }
+            let (x, n) = (bytes(r[name], fold: false), Array(needle.utf8))
+            if n.isEmpty { return true }
+            return x.count >= n.count && (0...(x.count - n.count)).contains { Array(x[$0..<$0 + n.count]) == n }
+        case .and(let fs): return fs.allSatisfy { matches($0, r) }
+        case .or(let fs): return fs.contains { matches($0, r) }
+        case .not(let f): return !matches(f, r)
+        }
+    }
+}

@@ -1,0 +1,24 @@
+import DataStoreAPI
+import DataStoreConformance
+import Foundation
+import InMemoryStore
+import Synchronization
+import Testing
+
+/// In-memory databases by location, so that "close and reopen" finds the data as a file would.
+let databases = Mutex<[URL: InMemoryDatabase]>([:])
+
+let inMemoryBackend = ConformanceBackend(name: "in-memory") { location, schema in
+    let database = databases.withLock { all in
+        if let existing = all[location] { return existing }
+        let created = InMemoryDatabase()
+        all[location] = created
+        return created
+    }
+    return try InMemoryStore(database: database, schema: schema)
+}
+
+@Test(arguments: ConformanceSuite.cases)
+func inMemoryConformance(_ testCase: ConformanceCase) async throws {
+    try await testCase.run(on: inMemoryBackend)
+}
