@@ -12,11 +12,14 @@ let package = Package(
     products: [
         .library(name: "DataStoreAPI", targets: ["DataStoreAPI"]),
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
+        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
     ],
     targets: [
         .target(name: "DataStoreAPI", swiftSettings: swiftSettings),
         .target(name: "InMemoryStore", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
         .target(name: "DataStoreConformance", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
         .testTarget(
             name: "DataStoreAPITests",
@@ -26,6 +29,11 @@ let package = Package(
         .testTarget(
             name: "InMemoryStoreTests",
             dependencies: ["InMemoryStore", "DataStoreConformance"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SQLiteStoreTests",
+            dependencies: ["SQLiteStore", "DataStoreConformance"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -7,13 +7,13 @@ extension Schema {
     /// - An existing store opened without a schema uses the stored one (self-describing stores).
     /// - An existing store opened with a schema must hold exactly that schema.
     /// - Returns: the schema, and whether it must be written to the store.
-    /// - Throws: `schemaMismatch` naming the first difference; `notAStore` when neither exists.
+    /// - Throws: `schemaMismatch` naming the first difference; `notFound` when neither exists.
     public static func resolve(stored: Schema?, requested: Schema?, location: String)
         throws(StoreError) -> (schema: Schema, isNew: Bool)
     {
         switch (stored, requested) {
         case (nil, nil):
-            throw StoreError(.notAStore, "\(location) holds no store and no schema was given to create one")
+            throw StoreError(.notFound, "\(location) holds no store and no schema was given to create one")
         case (nil, let requested?):
             try requested.validate()
             return (requested, true)

@@ -36,7 +36,7 @@ enum PersistenceCases {
             let described = try c.open(nil)
             c.expectEqual(described.schema, Fixtures.schema)
             c.expectEqual(try described.read { try $0.count(FetchRequest("Keyed")) }, 1)
-            c.expectError(.notAStore) { _ = try c.open(nil, name: "nothing-here") }
+            c.expectError(.notFound) { _ = try c.open(nil, name: "nothing-here") }
         },
     ]
 }

@@ -1,0 +1,112 @@
+internal import CSQLite
+import DataStoreAPI
+import Foundation
+
+/// One SQLite connection and its cache of prepared statements. Not thread-safe: the engine
+/// hands each connection to one transaction at a time.
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    let path: String
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// Opens a connection; closes the handle again when configuring it fails.
+    init(path: String, durability: Durability, create: Bool) throws(StoreError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0)
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw Self.openError(rc, path: path, message: message)
+        }
+        handle = db
+        do {
+            sqlite3_extended_result_codes(db, 1)
+            sqlite3_busy_timeout(db, 5_000)
+            // "PRAGMA journal_mode" is the first statement that reads the file, so a file that is
+            // not a database fails here with SQLITE_NOTADB.
+            try execute("PRAGMA journal_mode=WAL")
+            try execute("PRAGMA synchronous=\(durability == .full ? "FULL" : "NORMAL")")
+            try execute("PRAGMA foreign_keys=OFF")
+        } catch {
+            statements.removeAll()
+            sqlite3_close_v2(db)
+            throw error
+        }
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    private static func openError(_ rc: Int32, path: String, message: String) -> StoreError {
+        let cause = StoreError.Cause(library: "sqlite", code: rc, message: message)
+        let directory = (path as NSString).deletingLastPathComponent
+        if !FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory) {
+            return StoreError(.notFound, "\(path): directory \(directory) does not exist", cause: cause)
+        }
+        if rc & 0xFF == SQLITE_READONLY || rc & 0xFF == SQLITE_PERM
+            || !FileManager.default.isWritableFile(atPath: directory.isEmpty ? "." : directory) {
+            return StoreError(.readOnly, "\(path): cannot open for writing", cause: cause)
+        }
+        return StoreError(.io, "\(path): cannot open", cause: cause)
+    }
+
+    /// Turns a SQLite result code into the package's error, keeping the code and message.
+    func error(_ rc: Int32, _ context: String) -> StoreError {
+        let extended = sqlite3_extended_errcode(handle)
+        let cause = StoreError.Cause(library: "sqlite", code: extended, message: String(cString: sqlite3_errmsg(handle)))
+        let message = "\(path): \(context)"
+        switch rc & 0xFF {
+        case SQLITE_BUSY, SQLITE_LOCKED: return StoreError(.busy, message, cause: cause)
+        case SQLITE_FULL: return StoreError(.storeFull, message + ": the disk is full", cause: cause)
+        case SQLITE_CORRUPT: return StoreError(.corrupt, message + ": the database file is damaged", cause: cause)
+        case SQLITE_NOTADB: return StoreError(.notAStore, "\(path) is not a SQLite database", cause: cause)
+        case SQLITE_READONLY, SQLITE_PERM: return StoreError(.readOnly, message, cause: cause)
+        case SQLITE_CONSTRAINT: return StoreError(.uniqueViolation, message, cause: cause)
+        case SQLITE_TOOBIG: return StoreError(.limitExceeded, message, cause: cause)
+        default: return StoreError(.io, message, cause: cause)
+        }
+    }
+
+    /// A cached prepared statement for `sql`.
+    func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        if let cached = statements[sql] { return cached }
+        let statement = try SQLiteStatement(connection: self, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs one statement (cached), ignoring rows.
+    func execute(_ sql: String, _ values: [Value] = []) throws(StoreError) {
+        try statement(sql).run(values)
+    }
+
+    /// Runs a query and returns the first column of the first row as an integer.
+    func scalar(_ sql: String, _ values: [Value] = []) throws(StoreError) -> Int64? {
+        let statement = try statement(sql)
+        try statement.bind(values)
+        defer { sqlite3_reset(statement.handle) }
+        return try statement.step() && !statement.isNull(at: 0) ? statement.int64(at: 0) : nil
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Runs `body` in a transaction: `BEGIN IMMEDIATE` for writes (so a write never fails with
+    /// SQLITE_BUSY half-way), a deferred `BEGIN` plus one read for reads (which starts the WAL
+    /// snapshot at once). Commits when `body` returns, rolls back when it throws.
+    func transaction<T>(write: Bool, _ body: () throws -> T) throws -> T {
+        try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
+        do {
+            if !write { _ = try scalar("SELECT count(*) FROM sqlite_master") }
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,239 @@
+internal import CSQLite
+import DataStoreAPI
+import Foundation
+
+/// A store in one SQLite file.
+public typealias SQLiteStore = Store<SQLiteEngine>
+
+/// Options of a SQLite store.
+public struct SQLiteOptions: Sendable, Hashable {
+    /// How durable a commit is when `writeSync` returns.
+    public var durability: Durability
+    /// How many reader connections may run reads at once (reads beyond that wait).
+    public var maxReaders: Int
+
+    public init(durability: Durability = .full, maxReaders: Int = 8) {
+        self.durability = durability
+        self.maxReaders = max(1, maxReaders)
+    }
+}
+
+/// The SQLite backend: an ordinary database file with one table per entity (a column per
+/// attribute, real SQL indexes) and a `_ds_meta` table holding the format version and schema.
+///
+/// WAL mode, one writer connection (writes are serialized by ``Store``) and a pool of reader
+/// connections, so reads run concurrently with a write and see a WAL snapshot.
+///
+/// `@unchecked Sendable`: the writer connection is used only by the write transaction that
+/// ``Store`` serializes under its write lock, and closed with that lock held; the readers live
+/// in ``SQLiteReaderPool``, which guards them with a condition variable.
+public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
+    /// The format this code writes; a store of a newer format is refused.
+    static let formatVersion = 1
+
+    public let schema: Schema
+    /// The database file.
+    public let path: String
+    let options: SQLiteOptions
+    private let writer: SQLiteConnection
+    private let readers: SQLiteReaderPool
+
+    /// Opens the store at `path`, creating it (with `schema`) when the file does not exist.
+    ///
+    /// - Parameter schema: the schema the store must hold; `nil` opens an existing store with the
+    ///   schema it holds.
+    /// - Throws: `notFound` (missing directory, or missing file with no schema), `notAStore` (not
+    ///   a SQLite database, or a database that is not a store), `incompatibleFormat`,
+    ///   `schemaMismatch`, `readOnly`, `corrupt`.
+    public init(path: String, schema requested: Schema?, options: SQLiteOptions = SQLiteOptions()) throws {
+        self.path = path
+        self.options = options
+        let exists = FileManager.default.fileExists(atPath: path)
+        if !exists && requested == nil {
+            throw StoreError(.notFound, "\(path) does not exist")
+        }
+        var isDirectory: ObjCBool = false
+        if exists, FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw StoreError(.notAStore, "\(path) is a directory, not a SQLite store file")
+        }
+        let connection = try SQLiteConnection(path: path, durability: options.durability, create: true)
+        writer = connection
+        schema = try Self.prepare(connection, requested: requested, path: path)
+        readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders)
+    }
+
+    /// Checks (or creates) the metadata and tables, in one write transaction.
+    private static func prepare(_ db: SQLiteConnection, requested: Schema?, path: String) throws -> Schema {
+        try db.transaction(write: true) {
+            let hasMeta = try db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_ds_meta'")
+            if hasMeta != 1 {
+                let tables = try db.scalar("SELECT count(*) FROM sqlite_master") ?? 0
+                if tables > 0 {
+                    throw StoreError(.notAStore, "\(path) is a SQLite database but not a DataStore store (no _ds_meta "
+                        + "table)")
+                }
+            }
+            var stored: Schema?
+            if hasMeta == 1 {
+                let transaction = SQLiteTransaction(connection: db)
+                let format = try transaction.metadata(forKey: "datastore.format").flatMap { Int(String(decoding: $0, as: UTF8.self)) }
+                guard let format else {
+                    throw StoreError(.corrupt, "\(path): the store's format version is missing")
+                }
+                guard format <= formatVersion else {
+                    throw StoreError(.incompatibleFormat, "\(path) was written by format version \(format); this "
+                        + "version reads up to \(formatVersion)")
+                }
+                guard let bytes = try transaction.metadata(forKey: "datastore.schema") else {
+                    throw StoreError(.corrupt, "\(path): the store's schema is missing")
+                }
+                stored = try Schema.decodeFromStorage(bytes, location: path)
+            }
+            let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: path)
+            if isNew {
+                try create(schema, in: db)
+            }
+            return schema
+        }
+    }
+
+    private static func create(_ schema: Schema, in db: SQLiteConnection) throws {
+        try db.execute("CREATE TABLE _ds_meta (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL)")
+        for entity in schema.entities {
+            let columns = entity.attributes.map { attribute in
+                var column = SQLiteQuery.quote(attribute.name) + columnType(attribute.type)
+                if attribute.name == entity.primaryKey { column += " PRIMARY KEY" }
+                if !attribute.isOptional { column += " NOT NULL" }
+                return column
+            }
+            // An int primary key is SQLite's rowid (its order is the canonical signed order); string
+            // and uuid keys use a WITHOUT ROWID table ordered by the BINARY collation (memcmp).
+            let withoutRowID = entity.primaryKeyAttribute.type == .int ? "" : " WITHOUT ROWID"
+            try db.execute("CREATE TABLE \(SQLiteQuery.quote(entity.name)) (\(columns.joined(separator: ", ")))"
+                + withoutRowID)
+            for index in entity.indexes {
+                try db.execute("CREATE \(index.isUnique ? "UNIQUE " : "")INDEX "
+                    + "\(SQLiteQuery.quote("\(entity.name).\(index.name)")) ON \(SQLiteQuery.quote(entity.name)) ("
+                    + index.attributes.map(SQLiteQuery.quote).joined(separator: ", ") + ")")
+            }
+        }
+        let transaction = SQLiteTransaction(connection: db)
+        try transaction.setMetadata(Array(String(formatVersion).utf8), forKey: "datastore.format")
+        try transaction.setMetadata(schema.encodedForStorage(), forKey: "datastore.schema")
+    }
+
+    /// Column types. Doubles get no declared type: a REAL column stores integral doubles as
+    /// integers and returns -0.0 as 0.0, and values must round-trip bit for bit.
+    static func columnType(_ type: ValueType) -> String {
+        switch type {
+        case .bool, .int, .date: return " INTEGER"
+        case .double: return ""
+        case .string: return " TEXT"
+        case .bytes, .uuid: return " BLOB"
+        }
+    }
+
+    public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
+        let connection = try readers.acquire()
+        defer { readers.release(connection) }
+        return try connection.transaction(write: false) { try body(SQLiteTransaction(connection: connection)) }
+    }
+
+    public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
+        try writer.transaction(write: true) { try body(SQLiteTransaction(connection: writer)) }
+    }
+
+    public func close() throws {
+        readers.closeAll()
+        try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+
+    /// The query plan SQLite chooses for a request (`EXPLAIN QUERY PLAN`), one line per step.
+    func queryPlan(_ request: FetchRequest) throws -> [String] {
+        guard let entity = schema.entity(named: request.entity) else { return [] }
+        let select = SQLiteQuery.select(request, entity)
+        return try writer.transaction(write: false) {
+            let statement = try writer.statement("EXPLAIN QUERY PLAN " + select.sql)
+            try statement.bind(select.bindings.map { if case .value(let v) = $0 { return v }; return .null })
+            defer { sqlite3_reset(statement.handle) }
+            var lines: [String] = []
+            while try statement.step() {
+                lines.append(String(cString: sqlite3_column_text(statement.handle, 3)))
+            }
+            return lines
+        }
+    }
+}
+
+extension Store where Engine == SQLiteEngine {
+    /// Opens (or creates) the SQLite store at `path`.
+    /// - Parameter schema: the schema the store must hold; `nil` opens an existing store.
+    public convenience init(path: String, schema: Schema?, options: SQLiteOptions = SQLiteOptions()) throws {
+        try self.init(engine: SQLiteEngine(path: path, schema: schema, options: options))
+    }
+
+    /// Deletes the store's files (the database, its WAL and shared-memory files).
+    /// Close every store opened on it first.
+    public static func destroy(at path: String) throws {
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            do {
+                try FileManager.default.removeItem(atPath: file)
+            } catch {
+                throw StoreError(.io, "cannot delete \(file): \(error.localizedDescription)")
+            }
+        }
+    }
+}
+
+/// Reader connections, opened on demand up to a capacity.
+///
+/// `@unchecked Sendable`: `idle`, `open` and `closed` are accessed only with `condition` locked,
+/// and a connection is used by one read at a time between `acquire` and `release`.
+final class SQLiteReaderPool: @unchecked Sendable {
+    private let path: String
+    private let durability: Durability
+    private let capacity: Int
+    private let condition = NSCondition()
+    private var idle: [SQLiteConnection] = []
+    private var open = 0
+
+    init(path: String, durability: Durability, capacity: Int) {
+        self.path = path
+        self.durability = durability
+        self.capacity = capacity
+    }
+
+    func acquire() throws -> SQLiteConnection {
+        condition.lock()
+        while idle.isEmpty && open >= capacity { condition.wait() }
+        if let connection = idle.popLast() {
+            condition.unlock()
+            return connection
+        }
+        open += 1
+        condition.unlock()
+        do {
+            return try SQLiteConnection(path: path, durability: durability, create: false)
+        } catch {
+            condition.lock()
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            throw error
+        }
+    }
+
+    func release(_ connection: SQLiteConnection) {
+        condition.lock()
+        idle.append(connection)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func closeAll() {
+        condition.lock()
+        idle.removeAll()
+        open = 0
+        condition.unlock()
+    }
+}

@@ -1,0 +1,125 @@
+import DataStoreAPI
+
+/// A piece of SQL and the values bound to its parameters, in order. A prefix bound is bound as
+/// raw text bytes (it need not be valid UTF-8), which `Value` cannot carry.
+struct SQLFragment {
+    enum Binding {
+        case value(Value)
+        case textBytes([UInt8])
+    }
+
+    var sql: String
+    var bindings: [Binding]
+
+    init(_ sql: String, _ bindings: [Binding] = []) {
+        self.sql = sql
+        self.bindings = bindings
+    }
+}
+
+/// Translates requests into SQL that gives exactly the canonical answers.
+///
+/// Every translated predicate evaluates to 0 or 1, never NULL, so that `NOT` inverts as the
+/// two-valued semantics demand: `==` and `!=` use `IS` / `IS NOT`; ordering comparisons and
+/// `IN` are guarded by `IS NOT NULL`. Prefix and contains compare bytes (`CAST(x AS BLOB)`,
+/// `instr` on blobs), never `LIKE`; a prefix also gives a `>= p AND < successor(p)` range so an
+/// index on the attribute is used.
+enum SQLiteQuery {
+    static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func columns(_ entity: EntitySchema) -> String {
+        entity.attributes.map { quote($0.name) }.joined(separator: ", ")
+    }
+
+    static func translate(_ filter: Filter) -> SQLFragment {
+        switch filter {
+        case .all:
+            return SQLFragment("1")
+        case let .compare(name, op, value):
+            let column = quote(name)
+            switch op {
+            case .equal: return SQLFragment("\(column) IS ?", [.value(value)])
+            case .notEqual: return SQLFragment("\(column) IS NOT ?", [.value(value)])
+            default:
+                if value.isNull { return SQLFragment("0") }
+                let sqlOp = op == .less ? "<" : op == .lessOrEqual ? "<=" : op == .greater ? ">" : ">="
+                return SQLFragment("(\(column) IS NOT NULL AND \(column) \(sqlOp) ?)", [.value(value)])
+            }
+        case let .among(name, values):
+            let column = quote(name)
+            let present = values.filter { !$0.isNull }
+            var parts: [String] = []
+            if !present.isEmpty {
+                let marks = Array(repeating: "?", count: present.count).joined(separator: ", ")
+                parts.append("(\(column) IS NOT NULL AND \(column) IN (\(marks)))")
+            }
+            if present.count != values.count { parts.append("\(column) IS NULL") }
+            return parts.isEmpty ? SQLFragment("0")
+                : SQLFragment("(" + parts.joined(separator: " OR ") + ")", present.map { .value($0) })
+        case .isNull(let name):
+            return SQLFragment("\(quote(name)) IS NULL")
+        case let .hasPrefix(name, prefix):
+            let column = quote(name)
+            let bytes = Array(prefix.utf8)
+            if bytes.isEmpty { return SQLFragment("\(column) IS NOT NULL") }
+            var sql = "(\(column) IS NOT NULL AND \(column) >= ?"
+            var bindings: [SQLFragment.Binding] = [.value(.string(prefix))]
+            if let upper = successor(of: bytes) {
+                sql += " AND \(column) < ?"
+                bindings.append(.textBytes(upper))
+            }
+            sql += " AND substr(CAST(\(column) AS BLOB), 1, \(bytes.count)) = ?)"
+            bindings.append(.value(.bytes(bytes)))
+            return SQLFragment(sql, bindings)
+        case let .contains(name, needle):
+            let column = quote(name)
+            return SQLFragment("(\(column) IS NOT NULL AND instr(CAST(\(column) AS BLOB), ?) > 0)",
+                               [.value(.bytes(Array(needle.utf8)))])
+        case .and(let filters):
+            return join(filters, with: "AND", empty: "1")
+        case .or(let filters):
+            return join(filters, with: "OR", empty: "0")
+        case .not(let inner):
+            let fragment = translate(inner)
+            return SQLFragment("(NOT \(fragment.sql))", fragment.bindings)
+        }
+    }
+
+    private static func join(_ filters: [Filter], with op: String, empty: String) -> SQLFragment {
+        guard !filters.isEmpty else { return SQLFragment(empty) }
+        let parts = filters.map(translate)
+        return SQLFragment("(" + parts.map(\.sql).joined(separator: " \(op) ") + ")", parts.flatMap(\.bindings))
+    }
+
+    /// The smallest byte string greater than every string that starts with `bytes`.
+    static func successor(of bytes: [UInt8]) -> [UInt8]? {
+        var upper = bytes
+        while let last = upper.last {
+            if last < 0xFF {
+                upper[upper.count - 1] = last + 1
+                return upper
+            }
+            upper.removeLast()
+        }
+        return nil
+    }
+
+    /// `ORDER BY` for the sort keys, ties broken by primary key.
+    static func orderBy(_ sort: [SortKey], _ entity: EntitySchema) -> String {
+        let keys = sort.map { key in
+            quote(key.attribute) + (key.caseInsensitive ? " COLLATE NOCASE" : "") + (key.ascending ? " ASC" : " DESC")
+        }
+        return " ORDER BY " + (keys + [quote(entity.primaryKey) + " ASC"]).joined(separator: ", ")
+    }
+
+    /// The SELECT for a request, with offset and limit as the last two parameters.
+    static func select(_ request: FetchRequest, _ entity: EntitySchema) -> SQLFragment {
+        let filter = translate(request.filter)
+        let sql = "SELECT \(columns(entity)) FROM \(quote(entity.name)) WHERE \(filter.sql)"
+            + orderBy(request.sort, entity) + " LIMIT ? OFFSET ?"
+        return SQLFragment(sql, filter.bindings + [.value(.int(Int64(request.limit ?? -1))),
+                                                   .value(.int(Int64(request.offset)))])
+    }
+}

@@ -1,0 +1,129 @@
+internal import CSQLite
+import DataStoreAPI
+import Foundation
+
+/// `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the call returns.
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// A prepared statement; finalized when released.
+final class SQLiteStatement {
+    let handle: OpaquePointer
+    unowned let connection: SQLiteConnection
+    let sql: String
+
+    init(connection: SQLiteConnection, sql: String) throws(StoreError) {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else {
+            throw connection.error(rc, "cannot prepare \(sql)")
+        }
+        self.handle = statement
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    /// Binds values to parameters 1...n, after resetting the statement.
+    func bind(_ values: [Value]) throws(StoreError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (i, value) in values.enumerated() {
+            let index = Int32(i + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(handle, index)
+            case .bool(let b): rc = sqlite3_bind_int64(handle, index, b ? 1 : 0)
+            case .int(let n): rc = sqlite3_bind_int64(handle, index, n)
+            case .double(let d): rc = sqlite3_bind_double(handle, index, d)
+            case .date(let t): rc = sqlite3_bind_int64(handle, index, t.microsecondsSinceEpoch)
+            case .string(var s):
+                rc = s.withUTF8 { buffer in
+                    buffer.isEmpty ? sqlite3_bind_text(handle, index, "", 0, sqliteTransient)
+                        : sqlite3_bind_text(handle, index, buffer.baseAddress.map { UnsafeRawPointer($0) }?
+                            .assumingMemoryBound(to: CChar.self), Int32(buffer.count), sqliteTransient)
+                }
+            case .bytes(let b): rc = Self.bindBlob(handle, index, b)
+            case .uuid(let u): rc = Self.bindBlob(handle, index, u.bytes)
+            }
+            guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
+        }
+    }
+
+    /// Binds raw bytes as a TEXT value (used for the upper bound of a prefix range, which need
+    /// not be valid UTF-8; SQLite compares TEXT with memcmp under BINARY).
+    func bindText(bytes: [UInt8], at index: Int32) throws(StoreError) {
+        let rc = bytes.withUnsafeBytes { raw in
+            sqlite3_bind_text(handle, index, raw.baseAddress?.assumingMemoryBound(to: CChar.self),
+                              Int32(raw.count), sqliteTransient)
+        }
+        guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
+    }
+
+    private static func bindBlob(_ handle: OpaquePointer, _ index: Int32, _ bytes: [UInt8]) -> Int32 {
+        // An empty blob bound from a pointer would be NULL; zeroblob(0) is an empty, non-null blob.
+        if bytes.isEmpty { return sqlite3_bind_zeroblob(handle, index, 0) }
+        return bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), sqliteTransient) }
+    }
+
+    /// Steps once: `true` when a row is available, `false` when done.
+    func step() throws(StoreError) -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw connection.error(rc, "cannot run \(sql)")
+        }
+    }
+
+    /// Runs to completion, ignoring rows.
+    func run(_ values: [Value] = []) throws(StoreError) {
+        try bind(values)
+        while try step() {}
+    }
+
+    func int64(at column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    func isNull(at column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+    func bytes(at column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Reads a column as a value of `type`.
+    /// - Throws: `corrupt` when the stored SQLite type is not the one the schema promises.
+    func value(at column: Int32, as type: ValueType, context: @autoclosure () -> String) throws(StoreError) -> Value {
+        let stored = sqlite3_column_type(handle, column)
+        if stored == SQLITE_NULL { return .null }
+        let expected: Int32
+        switch type {
+        case .bool, .int, .date: expected = SQLITE_INTEGER
+        case .double: expected = SQLITE_FLOAT
+        case .string: expected = SQLITE_TEXT
+        case .bytes, .uuid: expected = SQLITE_BLOB
+        }
+        guard stored == expected else {
+            throw StoreError(.corrupt, "\(connection.path): \(context()) holds SQLite type \(stored), not \(type)")
+        }
+        switch type {
+        case .bool: return .bool(int64(at: column) != 0)
+        case .int: return .int(int64(at: column))
+        case .date: return .date(Timestamp(microsecondsSinceEpoch: int64(at: column)))
+        case .double: return .double(sqlite3_column_double(handle, column))
+        case .string:
+            let count = Int(sqlite3_column_bytes(handle, column))
+            guard count > 0, let text = sqlite3_column_text(handle, column) else { return .string("") }
+            return .string(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case .bytes: return .bytes(bytes(at: column))
+        case .uuid:
+            guard let uuid = UUID(bytes: bytes(at: column)) else {
+                throw StoreError(.corrupt, "\(connection.path): \(context()) is not a 16-byte uuid")
+            }
+            return .uuid(uuid)
+        }
+    }
+}
