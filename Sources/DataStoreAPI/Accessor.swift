@@ -163,6 +163,9 @@ public final class WriteAccessor: ReadAccessor {
     /// with `datastore.` are the package's own.
     public func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
+        guard !key.isEmpty, key.utf8.count <= Limits.maxStringKeyBytes else {
+            throw StoreError(.invalidArgument, "metadata key must be 1 to \(Limits.maxStringKeyBytes) UTF-8 bytes")
+        }
         try writer.setMetadata(value, forKey: key)
     }
 }

@@ -1,0 +1,195 @@
+import DataStoreAPI
+import DataStoreConformance
+import Foundation
+@testable import SQLiteStore
+import Testing
+
+/// A temporary directory for one test, removed afterwards.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Runs a command and returns its standard output; throws when it exits non-zero.
+func run(_ executable: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let output = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw StoreError(.io, "\(executable) \(arguments) exited \(process.terminationStatus): \(output)")
+    }
+    return output
+}
+
+let itemSchema = Schema(entities: [
+    EntitySchema("Item", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("name", .string), Attribute("score", .int, optional: true),
+        Attribute("ratio", .double, optional: true),
+    ], indexes: [Index("byName", on: ["name"]), Index("byScore", on: ["score"], unique: true)]),
+])
+
+func seed(_ store: any DataStore, _ count: Int) throws {
+    try store.writeSync { w in
+        for i in 0..<count {
+            try w.insert(["id": .int(Int64(i)), "name": .string("name\(i % 10)"), "score": .int(Int64(i)),
+                          "ratio": .double(Double(i) / 3)], into: "Item")
+        }
+    }
+}
+
+@Test func theFileIsAnOrdinaryDatabaseTheSQLiteCLIReads() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("app.sqlite")
+    let store = try SQLiteStore(path: path, schema: itemSchema)
+    try seed(store, 250)
+    try store.close()
+    #expect(try run("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"]) == "ok\n")
+    #expect(try run("/usr/bin/sqlite3", [path, ".tables"]).split(whereSeparator: \.isWhitespace) == ["Item", "_ds_meta"])
+    #expect(try run("/usr/bin/sqlite3", [path, "SELECT count(*), max(score) FROM Item"]) == "250|249\n")
+    #expect(try run("/usr/bin/sqlite3", [path, "SELECT name FROM Item WHERE id = 13"]) == "name3\n")
+    let indexes = try run("/usr/bin/sqlite3", [path, "SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name"])
+    #expect(indexes.contains("Item.byName") && indexes.contains("Item.byScore"))
+    #expect(try run("/usr/bin/sqlite3", [path, "PRAGMA journal_mode"]) == "wal\n")
+}
+
+@Test func aQueryOnAnIndexedAttributeUsesTheIndex() throws {
+    let dir = try TemporaryDirectory()
+    let engine = try SQLiteEngine(path: dir.path("plan.sqlite"), schema: itemSchema)
+    let store = try Store(engine: engine)
+    try seed(store, 100)
+    let equality = try engine.queryPlan(FetchRequest("Item", filter: Field("name") == "name3"))
+    #expect(equality.contains { $0.contains("USING INDEX") && $0.contains("Item.byName") }, "\(equality)")
+    let range = try engine.queryPlan(FetchRequest("Item", filter: Field("score") > 50 && Field("score") <= 60))
+    #expect(range.contains { $0.contains("Item.byScore") }, "\(range)")
+    let prefix = try engine.queryPlan(FetchRequest("Item", filter: Field("name").hasPrefix("name1")))
+    #expect(prefix.contains { $0.contains("Item.byName") }, "\(prefix)")
+    let sorted = try engine.queryPlan(FetchRequest("Item", sort: [.ascending("name")], limit: 5))
+    #expect(sorted.contains { $0.contains("Item.byName") }, "\(sorted)")
+    try store.close()
+}
+
+@Test func readersAreNotBlockedByALongWrite() throws {
+    let dir = try TemporaryDirectory()
+    let store = try SQLiteStore(path: dir.path("long.sqlite"), schema: itemSchema)
+    try seed(store, 10)
+    let writing = DispatchSemaphore(value: 0)
+    let finish = DispatchSemaphore(value: 0)
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        _ = try? store.writeSync { w in
+            try w.insert(["id": 1000, "name": "new"], into: "Item")
+            writing.signal()
+            finish.wait()
+        }
+        done.signal()
+    }
+    writing.wait()
+    let started = Date()
+    let count = try store.read { try $0.count(FetchRequest("Item")) }
+    #expect(count == 10, "the read sees the last committed state")
+    #expect(Date().timeIntervalSince(started) < 2, "the read did not wait for the writer")
+    finish.signal()
+    done.wait()
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 11)
+    try store.close()
+}
+
+@Test func badFilesGetClearErrorsAndAreNotModified() throws {
+    let dir = try TemporaryDirectory()
+    let random = dir.path("random.sqlite")
+    let bytes = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) })
+    try bytes.write(to: URL(fileURLWithPath: random))
+    #expect(throws: StoreError.self) { try SQLiteStore(path: random, schema: itemSchema) }
+    do {
+        _ = try SQLiteStore(path: random, schema: nil)
+    } catch let error as StoreError {
+        #expect(error.code == .notAStore && error.message.contains(random), "\(error)")
+    }
+    #expect(try Data(contentsOf: URL(fileURLWithPath: random)) == bytes, "the file is untouched")
+
+    let plain = dir.path("plain.sqlite")
+    _ = try run("/usr/bin/sqlite3", [plain, "CREATE TABLE users(id INTEGER PRIMARY KEY)"])
+    do {
+        _ = try SQLiteStore(path: plain, schema: itemSchema)
+        Issue.record("a plain SQLite database opened as a store")
+    } catch let error as StoreError {
+        #expect(error.code == .notAStore && error.message.contains("not a DataStore store"), "\(error)")
+    }
+
+    let newer = dir.path("newer.sqlite")
+    try SQLiteStore(path: newer, schema: itemSchema).close()
+    _ = try run("/usr/bin/sqlite3", [newer, "UPDATE _ds_meta SET value = CAST('99' AS BLOB) WHERE key = 'datastore.format'"])
+    do {
+        _ = try SQLiteStore(path: newer, schema: nil)
+        Issue.record("a newer format opened")
+    } catch let error as StoreError {
+        #expect(error.code == .incompatibleFormat && error.message.contains("99"), "\(error)")
+    }
+
+    do {
+        _ = try SQLiteStore(path: dir.path("missing-dir/app.sqlite"), schema: itemSchema)
+        Issue.record("a store in a missing directory opened")
+    } catch let error as StoreError {
+        #expect(error.code == .notFound && error.message.contains("missing-dir"), "\(error)")
+    }
+    do {
+        _ = try SQLiteStore(path: dir.path("absent.sqlite"), schema: nil)
+        Issue.record("a missing file opened")
+    } catch let error as StoreError {
+        #expect(error.code == .notFound && error.message.contains("absent.sqlite"), "\(error)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: dir.path("absent.sqlite")), "opening did not create it")
+}
+
+@Test func aReadOnlyDirectoryIsAClearError() throws {
+    guard getuid() != 0 else {
+        // root ignores directory permissions; check the error on a path under a file instead.
+        let dir = try TemporaryDirectory()
+        try Data([1]).write(to: URL(fileURLWithPath: dir.path("file")))
+        #expect(throws: StoreError.self) { try SQLiteStore(path: dir.path("file/app.sqlite"), schema: itemSchema) }
+        return
+    }
+    let dir = try TemporaryDirectory()
+    try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: dir.url.path)
+    defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.url.path) }
+    do {
+        _ = try SQLiteStore(path: dir.path("app.sqlite"), schema: itemSchema)
+        Issue.record("a store was created in a read-only directory")
+    } catch let error as StoreError {
+        #expect(error.code == .readOnly, "\(error)")
+    }
+}
+
+@Test func aCorruptedPageIsReportedAsCorrupt() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("corrupt.sqlite")
+    let store = try SQLiteStore(path: path, schema: itemSchema)
+    try seed(store, 2000)
+    try store.close()
+    var data = try Data(contentsOf: URL(fileURLWithPath: path))
+    for offset in stride(from: 4096 * 3, to: min(data.count, 4096 * 6), by: 1) { data[offset] = 0xA5 }
+    try data.write(to: URL(fileURLWithPath: path))
+    do {
+        let reopened = try SQLiteStore(path: path, schema: nil)
+        _ = try reopened.read { try $0.fetch(FetchRequest("Item", filter: Field("name") == "name1")) }
+        _ = try reopened.read { try $0.fetch(FetchRequest("Item")) }
+        Issue.record("reading damaged pages succeeded")
+    } catch let error as StoreError {
+        #expect(error.code == .corrupt, "\(error)")
+    }
+}
