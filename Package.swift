@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "DataStoreAPI", targets: ["DataStoreAPI"]),
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
+        .library(name: "LMDBStore", targets: ["LMDBStore"]),
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
     ],
     targets: [
@@ -20,6 +21,8 @@ let package = Package(
         .target(name: "InMemoryStore", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
+        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        .target(name: "LMDBStore", dependencies: ["DataStoreAPI", "CLMDB"], swiftSettings: swiftSettings),
         .target(name: "DataStoreConformance", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
         .testTarget(
             name: "DataStoreAPITests",
@@ -34,6 +37,11 @@ let package = Package(
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["SQLiteStore", "DataStoreConformance"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LMDBStoreTests",
+            dependencies: ["LMDBStore", "DataStoreConformance"],
             swiftSettings: swiftSettings
         ),
     ]

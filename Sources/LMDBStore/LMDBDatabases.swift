@@ -1,0 +1,33 @@
+internal import CLMDB
+import DataStoreAPI
+
+/// The named databases of a store: `_ds_meta`, `e.<Entity>` per entity and
+/// `i.<Entity>.<index>` per index. Handles stay valid for the environment's life.
+struct LMDBDatabases: Sendable {
+    let meta: MDB_dbi
+    let entities: [String: MDB_dbi]
+    let indexes: [String: [String: MDB_dbi]]
+
+    static func entityName(_ entity: String) -> String { "e.\(entity)" }
+    static func indexName(_ entity: String, _ index: String) -> String { "i.\(entity).\(index)" }
+
+    /// Opens (or with `create`, creates) every database of `schema` inside `txn`.
+    static func open(_ schema: Schema, _ environment: LMDBEnvironment, _ txn: LMDBTransaction, meta: MDB_dbi,
+                     create: Bool) throws -> LMDBDatabases {
+        var entities: [String: MDB_dbi] = [:]
+        var indexes: [String: [String: MDB_dbi]] = [:]
+        func open(_ name: String) throws -> MDB_dbi {
+            guard let dbi = try environment.openDatabase(name, in: txn.txn, create: create) else {
+                throw StoreError(.corrupt, "\(environment.path): database \(name) of the schema is missing")
+            }
+            return dbi
+        }
+        for entity in schema.entities {
+            entities[entity.name] = try open(entityName(entity.name))
+            for index in entity.indexes {
+                indexes[entity.name, default: [:]][index.name] = try open(indexName(entity.name, index.name))
+            }
+        }
+        return LMDBDatabases(meta: meta, entities: entities, indexes: indexes)
+    }
+}

@@ -1,0 +1,128 @@
+import DataStoreAPI
+import Foundation
+
+/// The compact, versioned record encoding of the LMDB backend: a format byte, then for each
+/// attribute in schema order a tag and its payload (little-endian fixed-size numbers;
+/// strings and bytes as a LEB128 length and their bytes).
+enum LMDBRecordCoding {
+    static let version: UInt8 = 1
+
+    private enum Tag: UInt8 {
+        case null = 0, falseValue, trueValue, int, double, string, bytes, date, uuid
+    }
+
+    static func encode(_ record: Record, _ entity: EntitySchema) -> [UInt8] {
+        var out: [UInt8] = [version]
+        out.reserveCapacity(16 * entity.attributes.count)
+        for attribute in entity.attributes {
+            switch record[attribute.name] {
+            case .null: out.append(Tag.null.rawValue)
+            case .bool(let b): out.append(b ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
+            case .int(let i): out.append(Tag.int.rawValue); appendFixed(UInt64(bitPattern: i), &out)
+            case .double(let d): out.append(Tag.double.rawValue); appendFixed(d.bitPattern, &out)
+            case .date(let t):
+                out.append(Tag.date.rawValue)
+                appendFixed(UInt64(bitPattern: t.microsecondsSinceEpoch), &out)
+            case .string(let s):
+                out.append(Tag.string.rawValue)
+                appendLength(s.utf8.count, &out)
+                out.append(contentsOf: s.utf8)
+            case .bytes(let b):
+                out.append(Tag.bytes.rawValue)
+                appendLength(b.count, &out)
+                out.append(contentsOf: b)
+            case .uuid(let u): out.append(Tag.uuid.rawValue); out.append(contentsOf: u.bytes)
+            }
+        }
+        return out
+    }
+
+    private static func appendFixed(_ value: UInt64, _ out: inout [UInt8]) {
+        for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    private static func appendLength(_ length: Int, _ out: inout [UInt8]) {
+        var n = UInt64(length)
+        repeat {
+            let byte = UInt8(n & 0x7F)
+            n >>= 7
+            out.append(n == 0 ? byte : byte | 0x80)
+        } while n != 0
+    }
+
+    /// Decodes a record.
+    /// - Throws: `corrupt` naming the entity when the bytes do not match the schema.
+    static func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema) throws(StoreError) -> Record {
+        var reader = Reader(bytes: bytes)
+        func corrupt(_ why: String) -> StoreError {
+            StoreError(.corrupt, "a stored '\(entity.name)' record is damaged: \(why)")
+        }
+        guard let format = reader.byte() else { throw corrupt("empty") }
+        guard format == version else { throw corrupt("unknown record format \(format)") }
+        var values = [String: Value](minimumCapacity: entity.attributes.count)
+        for attribute in entity.attributes {
+            guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw corrupt("bad tag") }
+            let value: Value
+            switch tag {
+            case .null: value = .null
+            case .falseValue: value = .bool(false)
+            case .trueValue: value = .bool(true)
+            case .int, .double, .date:
+                guard let bits = reader.fixed() else { throw corrupt("truncated number") }
+                value = tag == .int ? .int(Int64(bitPattern: bits))
+                    : tag == .double ? .double(Double(bitPattern: bits))
+                    : .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
+            case .string, .bytes:
+                guard let length = reader.length(), let body = reader.take(length) else {
+                    throw corrupt("truncated \(attribute.name)")
+                }
+                value = tag == .string ? .string(String(decoding: body, as: UTF8.self)) : .bytes(Array(body))
+            case .uuid:
+                guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw corrupt("truncated uuid") }
+                value = .uuid(uuid)
+            }
+            if let type = value.type, type != attribute.type {
+                throw corrupt("attribute \(attribute.name) holds \(type), not \(attribute.type)")
+            }
+            values[attribute.name] = value
+        }
+        guard reader.isAtEnd else { throw corrupt("trailing bytes") }
+        return Record(values)
+    }
+
+    private struct Reader {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        var isAtEnd: Bool { offset == bytes.count }
+
+        mutating func byte() -> UInt8? {
+            guard offset < bytes.count else { return nil }
+            defer { offset += 1 }
+            return bytes[offset]
+        }
+
+        mutating func fixed() -> UInt64? {
+            guard let body = take(8) else { return nil }
+            return body.enumerated().reduce(0) { $0 | UInt64($1.element) << UInt64(8 * $1.offset) }
+        }
+
+        mutating func length() -> Int? {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while let b = byte() {
+                result |= UInt64(b & 0x7F) << shift
+                if b & 0x80 == 0 { return result <= UInt64(Int32.max) ? Int(result) : nil }
+                shift += 7
+                if shift > 35 { return nil }
+            }
+            return nil
+        }
+
+        mutating func take(_ count: Int) -> UnsafeRawBufferPointer? {
+            guard count >= 0, offset + count <= bytes.count else { return nil }
+            defer { offset += count }
+            return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+        }
+    }
+}
