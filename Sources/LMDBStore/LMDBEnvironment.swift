@@ -26,27 +26,22 @@ final class LMDBEnvironment: @unchecked Sendable {
         resizeLock = .allocate(capacity: 1)
         pthread_rwlock_init(resizeLock, nil)
         self.mapSize = mapSize
-        do {
-            try LMDBError.check(mdb_env_set_maxdbs(env, 2048), "\(path): mdb_env_set_maxdbs")
-            try LMDBError.check(mdb_env_set_maxreaders(env, maxReaders), "\(path): mdb_env_set_maxreaders")
-            try LMDBError.check(mdb_env_set_mapsize(env, mapSize), "\(path): mdb_env_set_mapsize")
-            // MDB_NOTLS: read transactions belong to the transaction object, not the thread, so
-            // Swift concurrency may run a read block on any thread.
-            var flags = UInt32(MDB_NOTLS)
-            if durability == .normal { flags |= UInt32(MDB_NOSYNC) }
-            try LMDBError.check(mdb_env_open(env, path, flags, 0o644), path)
-            var info = MDB_envinfo()
-            try LMDBError.check(mdb_env_info(env, &info), "\(path): mdb_env_info")
-            self.mapSize = info.me_mapsize
-            // Clear reader slots left by processes that crashed while reading.
-            var dead: Int32 = 0
-            try LMDBError.check(mdb_reader_check(env, &dead), "\(path): mdb_reader_check")
-        } catch {
-            mdb_env_close(env)
-            pthread_rwlock_destroy(resizeLock)
-            resizeLock.deallocate()
-            throw error
-        }
+        // Every stored property is set, so if anything below throws, deinit closes the
+        // environment (mdb_env_close is required even after mdb_env_open fails) exactly once.
+        try LMDBError.check(mdb_env_set_maxdbs(env, 2048), "\(path): mdb_env_set_maxdbs")
+        try LMDBError.check(mdb_env_set_maxreaders(env, maxReaders), "\(path): mdb_env_set_maxreaders")
+        try LMDBError.check(mdb_env_set_mapsize(env, mapSize), "\(path): mdb_env_set_mapsize")
+        // MDB_NOTLS: read transactions belong to the transaction object, not the thread, so
+        // Swift concurrency may run a read block on any thread.
+        var flags = UInt32(MDB_NOTLS)
+        if durability == .normal { flags |= UInt32(MDB_NOSYNC) }
+        try LMDBError.check(mdb_env_open(env, path, flags, 0o644), path)
+        var info = MDB_envinfo()
+        try LMDBError.check(mdb_env_info(env, &info), "\(path): mdb_env_info")
+        self.mapSize = info.me_mapsize
+        // Clear reader slots left by processes that crashed while reading.
+        var dead: Int32 = 0
+        try LMDBError.check(mdb_reader_check(env, &dead), "\(path): mdb_reader_check")
     }
 
     deinit {

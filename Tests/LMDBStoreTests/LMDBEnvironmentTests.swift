@@ -1,0 +1,184 @@
+import DataStoreAPI
+import Foundation
+@testable import LMDBStore
+import Synchronization
+import Testing
+
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("lmdb-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+func run(_ executable: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let output = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw StoreError(.io, "\(executable) \(arguments) exited \(process.terminationStatus): \(output)")
+    }
+    return output
+}
+
+let itemSchema = Schema(entities: [
+    EntitySchema("Item", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("name", .string), Attribute("score", .int, optional: true),
+        Attribute("payload", .bytes, optional: true),
+    ], indexes: [Index("byName", on: ["name"]), Index("byScore", on: ["score"], unique: true)]),
+])
+
+@Test func theMapGrowsFromTinyToHundredsOfMegabytesWithoutAnError() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("grow.lmdb")
+    let engine = try LMDBEngine(path: path, schema: itemSchema,
+                                options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+    let store = try Store(engine: engine)
+    let initial = engine.mapSize
+    let payload = [UInt8](repeating: 0xAB, count: 64 << 10)
+    // 3,200 items of 64 KiB: about 200 MiB, in batches and in one large transaction.
+    for batch in 0..<20 {
+        try store.writeSync { w in
+            for i in 0..<100 {
+                let id = Int64(batch * 100 + i)
+                try w.insert(["id": .int(id), "name": .string("n\(id % 7)"), "score": .int(id), "payload": .bytes(payload)],
+                             into: "Item")
+            }
+        }
+    }
+    try store.writeSync { w in
+        for id in Int64(2_000)..<3_200 {
+            try w.insert(["id": .int(id), "name": "big", "score": .int(id), "payload": .bytes(payload)], into: "Item")
+        }
+    }
+    #expect(initial <= 64 << 10)
+    #expect(engine.mapSize >= 200 << 20, "map grew to \(engine.mapSize)")
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 3_200)
+    #expect(try store.read { try $0.get("Item", key: 3_199)?["payload"] } == .bytes(payload))
+    #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") == "big")) } == 1_200)
+    try store.close()
+    let reopened = try LMDBStore(path: path, schema: nil)
+    #expect(try reopened.read { try $0.count(FetchRequest("Item")) } == 3_200)
+    try reopened.close()
+}
+
+@Test func fiveHundredConcurrentReadTransactionsWork() throws {
+    let dir = try TemporaryDirectory()
+    let store = try LMDBStore(path: dir.path("readers.lmdb"), schema: itemSchema)
+    try store.writeSync { w in
+        for i in 0..<100 { try w.insert(["id": .int(Int64(i)), "name": "n"], into: "Item") }
+    }
+    let readers = 500
+    let inside = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    let done = DispatchGroup()
+    let counts = Mutex<[Int]>([])
+    for _ in 0..<readers {
+        done.enter()
+        let thread = Thread {
+            defer { done.leave() }
+            let n = try? store.read { r -> Int in
+                inside.signal()
+                release.wait()
+                return try r.count(FetchRequest("Item"))
+            }
+            counts.withLock { $0.append(n ?? -1) }
+        }
+        thread.stackSize = 256 << 10
+        thread.start()
+    }
+    for _ in 0..<readers { inside.wait() }
+    // Every reader holds an open read transaction now, far past LMDB's default of 126 slots.
+    try store.writeSync { try $0.insert(["id": 1000, "name": "during"], into: "Item") }
+    for _ in 0..<readers { release.signal() }
+    done.wait()
+    #expect(counts.withLock { $0 }.count == readers)
+    #expect(counts.withLock { $0 }.allSatisfy { $0 == 100 }, "every reader saw its snapshot")
+    try store.close()
+}
+
+@Test func mdbStatAndMdbDumpReadTheEnvironment() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("tools.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema)
+    try store.writeSync { w in
+        for i in 0..<42 { try w.insert(["id": .int(Int64(i)), "name": "n", "score": .int(Int64(i))], into: "Item") }
+    }
+    try store.close()
+    let stat = try run("/usr/bin/mdb_stat", ["-a", path])
+    for name in ["e.Item", "i.Item.byName", "i.Item.byScore", "_ds_meta"] {
+        #expect(stat.contains("Status of \(name)"), "\(name) is listed")
+    }
+    let entries = stat.components(separatedBy: "Status of ").filter { $0.hasPrefix("e.Item") }.first ?? ""
+    #expect(entries.contains("Entries: 42"), "\(entries)")
+    let dump = try run("/usr/bin/mdb_dump", ["-p", "-s", "_ds_meta", path])
+    #expect(dump.contains("datastore.schema") && dump.contains("datastore.format"))
+}
+
+@Test func queriesOnIndexedAttributesUseTheIndex() throws {
+    let dir = try TemporaryDirectory()
+    let engine = try LMDBEngine(path: dir.path("plan.lmdb"), schema: itemSchema)
+    #expect(engine.plannedIndex(FetchRequest("Item", filter: Field("name") == "x")) == "byName")
+    #expect(engine.plannedIndex(FetchRequest("Item", filter: Field("score") > 3 && Field("score") < 9)) == "byScore")
+    #expect(engine.plannedIndex(FetchRequest("Item", filter: Field("name").hasPrefix("ab"))) == "byName")
+    #expect(engine.plannedIndex(FetchRequest("Item", filter: Field("score").among([1, 2]))) == "byScore")
+    #expect(engine.plannedIndex(FetchRequest("Item", filter: Field("payload") == .bytes([1]))) == nil)
+    #expect(engine.plannedIndex(FetchRequest("Item", filter: Field("name") != "x")) == nil)
+    try engine.close()
+}
+
+@Test func badEnvironmentsGetClearErrors() throws {
+    let dir = try TemporaryDirectory()
+    func expectError(_ code: StoreError.Code, _ path: String, schema: Schema? = itemSchema, naming: String) {
+        do {
+            _ = try LMDBStore(path: path, schema: schema)
+            Issue.record("\(path) opened")
+        } catch let error as StoreError {
+            #expect(error.code == code && error.message.contains(naming), "\(error)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+    try Data([1, 2, 3]).write(to: URL(fileURLWithPath: dir.path("file")))
+    expectError(.notAStore, dir.path("file"), naming: "is a file")
+
+    try FileManager.default.createDirectory(atPath: dir.path("other"), withIntermediateDirectories: false)
+    try Data([1]).write(to: URL(fileURLWithPath: dir.path("other/notes.txt")))
+    expectError(.notAStore, dir.path("other"), naming: "not empty")
+
+    try FileManager.default.createDirectory(atPath: dir.path("random"), withIntermediateDirectories: false)
+    let noise = Data((0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) })
+    try noise.write(to: URL(fileURLWithPath: dir.path("random/data.mdb")))
+    expectError(.notAStore, dir.path("random"), naming: "random")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path("random/data.mdb"))) == noise, "untouched")
+
+    let truncated = dir.path("truncated")
+    try LMDBStore(path: truncated, schema: itemSchema).close()
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: truncated + "/data.mdb"))
+    try handle.truncate(atOffset: 100)
+    try handle.close()
+    expectError(.notAStore, truncated, schema: nil, naming: "truncated")
+
+    expectError(.notFound, dir.path("missing/x.lmdb"), naming: "missing")
+    expectError(.notFound, dir.path("absent.lmdb"), schema: nil, naming: "absent.lmdb")
+    #expect(!FileManager.default.fileExists(atPath: dir.path("absent.lmdb")), "opening did not create it")
+
+    let newer = dir.path("newer")
+    let store = try LMDBStore(path: newer, schema: itemSchema)
+    try store.writeSync { try $0.setMetadata(Array("99".utf8), forKey: "datastore.format") }
+    try store.close()
+    expectError(.incompatibleFormat, newer, schema: nil, naming: "99")
+}
