@@ -23,6 +23,11 @@ let package = Package(
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore", dependencies: ["DataStoreAPI", "CLMDB"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "crash-writer",
+            dependencies: ["SQLiteStore", "LMDBStore"],
+            swiftSettings: swiftSettings
+        ),
         .target(name: "DataStoreConformance", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
         .testTarget(
             name: "DataStoreAPITests",
@@ -36,12 +41,12 @@ let package = Package(
         ),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "DataStoreConformance"],
+            dependencies: ["SQLiteStore", "DataStoreConformance", "crash-writer"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LMDBStoreTests",
-            dependencies: ["LMDBStore", "DataStoreConformance"],
+            dependencies: ["LMDBStore", "DataStoreConformance", "crash-writer"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -34,7 +34,9 @@ final class LMDBEnvironment: @unchecked Sendable {
         // MDB_NOTLS: read transactions belong to the transaction object, not the thread, so
         // Swift concurrency may run a read block on any thread.
         var flags = UInt32(MDB_NOTLS)
-        if durability == .normal { flags |= UInt32(MDB_NOSYNC) }
+        // .normal: MDB_NOMETASYNC keeps every commit atomic and the environment consistent after an OS
+        // crash (only the last commits may be lost); MDB_NOSYNC could damage it.
+        if durability == .normal { flags |= UInt32(MDB_NOMETASYNC) }
         try LMDBError.check(mdb_env_open(env, path, flags, 0o644), path)
         var info = MDB_envinfo()
         try LMDBError.check(mdb_env_info(env, &info), "\(path): mdb_env_info")
@@ -53,6 +55,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        mdb_env_sync(env, 1)
         mdb_env_close(env)
     }
 

@@ -1,0 +1,66 @@
+import DataStoreAPI
+import Foundation
+import Testing
+
+/// Kills a process that streams `writeSync` commits (the `crash-writer` tool) with SIGKILL and
+/// checks the store it leaves: every acknowledged commit is there, no partial one is.
+public enum CrashRecovery {
+    /// Starts `crash-writer kind path`, waits for `acknowledged` commits, kills it, and
+    /// returns the last number it printed.
+    public static func killWriter(tool: URL, kind: String, path: String, after acknowledged: Int) throws -> Int {
+        let process = Process()
+        process.executableURL = tool
+        process.arguments = [kind, path, "1000000"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        var last = 0
+        var buffer = Data()
+        let handle = pipe.fileHandleForReading
+        while last < acknowledged {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            while let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...newline)
+                if let n = Int(line) { last = n }
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        // Lines printed before the kill but not yet read are acknowledged too.
+        let rest = handle.readDataToEndOfFile()
+        for line in String(decoding: buffer + rest, as: UTF8.self).split(separator: "\n") {
+            if let n = Int(line) { last = max(last, n) }
+        }
+        return last
+    }
+
+    /// Checks a store written by `crash-writer` after it was killed: the counter is at least the
+    /// last acknowledged commit, and exactly the entries of commits 1...counter exist.
+    public static func verify(_ store: any DataStore, acknowledged: Int,
+                              sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let counter = try store.read { try $0.get("Counter", key: "committed")?["value"] }
+        guard case .int(let committed)? = counter else {
+            Issue.record("no committed counter after \(acknowledged) acknowledged commits", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(committed >= Int64(acknowledged), "acknowledged \(acknowledged), store has \(committed)",
+                sourceLocation: sourceLocation)
+        let entries = try store.read { try $0.count(FetchRequest("Entry")) }
+        #expect(entries == Int(committed) * 10, "\(entries) entries for \(committed) commits: a partial commit",
+                sourceLocation: sourceLocation)
+        let beyond = try store.read { try $0.count(FetchRequest("Entry", filter: Field("batch") > .int(committed))) }
+        #expect(beyond == 0, sourceLocation: sourceLocation)
+    }
+
+    /// The `crash-writer` tool built next to the test bundle.
+    public static var tool: URL {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [bundle.appendingPathComponent("crash-writer"),
+                          Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("crash-writer"),
+                          Bundle.main.bundleURL.appendingPathComponent("crash-writer")]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }
+}
