@@ -10,11 +10,16 @@ let package = Package(
     name: "DataStore",
     platforms: [.macOS(.v15)],
     products: [
+        .executable(name: "migrate-store", targets: ["migrate-store"]),
         .library(name: "DataStoreAPI", targets: ["DataStoreAPI"]),
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "LMDBStore", targets: ["LMDBStore"]),
+        .library(name: "StoreMigration", targets: ["StoreMigration"]),
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .target(name: "DataStoreAPI", swiftSettings: swiftSettings),
@@ -23,6 +28,17 @@ let package = Package(
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore", dependencies: ["DataStoreAPI", "CLMDB"], swiftSettings: swiftSettings),
+        .target(
+            name: "StoreMigration",
+            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "migrate-store",
+            dependencies: ["StoreMigration", "DataStoreAPI",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "crash-writer",
             dependencies: ["SQLiteStore", "LMDBStore"],

@@ -1,0 +1,107 @@
+import DataStoreAPI
+import Foundation
+
+/// A realistic demo store: customers, products and orders with every value type, optional
+/// attributes with nulls, a unique and a non-unique index. Deterministic for a given seed.
+public enum DemoData {
+    public static let schema = Schema(version: 1, entities: [
+        EntitySchema("Customer", primaryKey: "id", attributes: [
+            Attribute("id", .uuid), Attribute("name", .string), Attribute("email", .string),
+            Attribute("country", .string, optional: true), Attribute("vip", .bool),
+            Attribute("balance", .double), Attribute("joinedAt", .date), Attribute("avatar", .bytes, optional: true),
+        ], indexes: [Index("byEmail", on: ["email"], unique: true), Index("byCountry", on: ["country"])]),
+        EntitySchema("Product", primaryKey: "sku", attributes: [
+            Attribute("sku", .string), Attribute("title", .string), Attribute("price", .double),
+            Attribute("stock", .int), Attribute("description", .string, optional: true),
+        ]),
+        EntitySchema("Order", primaryKey: "id", attributes: [
+            Attribute("id", .int), Attribute("customer", .uuid), Attribute("product", .string),
+            Attribute("quantity", .int), Attribute("total", .double), Attribute("placedAt", .date),
+            Attribute("note", .string, optional: true),
+        ], indexes: [Index("byCustomer", on: ["customer"])]),
+    ])
+
+    static let firstNames = ["Zoë", "José", "Ünal", "Ming", "Åsa", "Siobhán", "Nguyễn", "Amélie", "Søren", "李", "Ada",
+                             "Grace", "O'Brien", "Renée"]
+    static let lastNames = ["Müller", "García", "Smith", "Kowalski", "Dubois", "Tanaka", "Ivanova", "Okafor", "Rossi"]
+    static let countries: [Value] = ["DE", "FR", "US", "JP", "BR", "NG", nil]
+
+    /// Writes `items` items in total (a fifth customers, a tenth products, the rest orders) into
+    /// a new store at `location`, in batches of `batchSize`.
+    public static func seed(_ location: StoreLocation, items: Int, seed: UInt64, batchSize: Int = 5_000,
+                            progress: (Int) -> Void = { _ in }) throws {
+        let store = try location.open(schema: schema, durability: .normal)
+        defer { try? store.close() }
+        var rng = DemoRandom(seed: seed)
+        let customers = max(1, items / 5)
+        let products = max(1, items / 10)
+        let orders = max(0, items - customers - products)
+        var customerIDs: [UUID] = []
+        var written = 0
+        func batches(_ count: Int, _ make: (Int, inout DemoRandom) -> (String, Record)) throws {
+            var start = 0
+            while start < count {
+                let end = min(count, start + batchSize)
+                var batch: [(String, Record)] = []
+                for i in start..<end { batch.append(make(i, &rng)) }
+                try store.writeSync { w in for (entity, record) in batch { try w.insert(record, into: entity) } }
+                written += batch.count
+                progress(written)
+                start = end
+            }
+        }
+        try batches(customers) { i, rng in
+            let id = rng.uuid()
+            customerIDs.append(id)
+            let name = "\(rng.pick(firstNames)) \(rng.pick(lastNames))"
+            return ("Customer", [
+                "id": .uuid(id), "name": .string(name), "email": .string("customer\(i)@example.com"),
+                "country": rng.pick(countries), "vip": .bool(rng.next() % 10 == 0),
+                "balance": .double(Double(Int64(rng.next() % 2_000_000) - 500_000) / 100),
+                "joinedAt": .date(Timestamp(microsecondsSinceEpoch: 1_500_000_000_000_000
+                    + Int64(rng.next() % 250_000_000_000_000))),
+                "avatar": rng.next() % 3 == 0 ? .bytes((0..<32).map { _ in UInt8(truncatingIfNeeded: rng.next()) }) : nil,
+            ])
+        }
+        try batches(products) { i, rng in
+            ("Product", [
+                "sku": .string(String(format: "SKU-%06d", i)), "title": .string("Product \(i) \(rng.pick(lastNames))"),
+                "price": .double(Double(rng.next() % 100_000) / 100), "stock": .int(Int64(rng.next() % 1_000)),
+                "description": rng.next() % 4 == 0 ? nil : .string("A fine product, été \(i)"),
+            ])
+        }
+        try batches(orders) { i, rng in
+            let quantity = Int64(rng.next() % 5 + 1)
+            return ("Order", [
+                "id": .int(Int64(i) + 1), "customer": .uuid(customerIDs[Int(rng.next() % UInt64(customerIDs.count))]),
+                "product": .string(String(format: "SKU-%06d", Int(rng.next() % UInt64(products)))),
+                "quantity": .int(quantity), "total": .double(Double(quantity) * Double(rng.next() % 10_000) / 100),
+                "placedAt": .date(Timestamp(microsecondsSinceEpoch: 1_600_000_000_000_000
+                    + Int64(rng.next() % 150_000_000_000_000))),
+                "note": rng.next() % 5 == 0 ? .string("leave at the door ✓") : nil,
+            ])
+        }
+    }
+}
+
+/// SplitMix64, so that a seed gives the same store on every machine.
+struct DemoRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func pick<T>(_ values: [T]) -> T { values[Int(next() % UInt64(values.count))] }
+
+    mutating func uuid() -> UUID {
+        let bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: next()) }
+        return UUID(bytes: bytes) ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    }
+}

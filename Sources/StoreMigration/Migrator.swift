@@ -1,0 +1,295 @@
+import DataStoreAPI
+import Foundation
+
+/// The migration engine: copies, syncs and verifies stores of any kind, as a library call.
+///
+/// ```swift
+/// let report = try Migrator.copy(from: StoreLocation(parsing: "sqlite:app.sqlite"),
+///                                to: StoreLocation(parsing: "lmdb:app.lmdb")) { progress in
+///     print(progress.entity, progress.done, progress.total)
+/// }
+/// ```
+///
+/// The source is read through one read transaction (one consistent snapshot of every entity)
+/// and never written; the app may keep writing to it. The destination is written entity by
+/// entity in key order, in batches of one write transaction each, and each batch stores its
+/// checkpoint in the same transaction. Until the migration finishes, the destination carries
+/// a marker that makes opening it fail with `incompleteMigration`.
+public enum Migrator {
+    static let checkpointKey = "datastore.migration.checkpoint"
+
+    /// Where an unfinished migration stopped (stored in the destination with every batch).
+    struct Checkpoint: Codable {
+        var entity: String
+        var lastKey: Value?
+        var finishedEntities: [String]
+    }
+
+    /// Copies `source` into `destination`: a new store, or with `options.resume` an unfinished
+    /// one, which a diff pass against the current snapshot brings up to date.
+    /// - Throws: ``StoreError`` for bad input (missing or damaged source, a destination that
+    ///   exists, unknown entities) and for failures while writing; ``MigrationInterrupted``
+    ///   when `shouldStop` returned true after a batch.
+    public static func copy(from source: StoreLocation, to destination: StoreLocation,
+                            options: MigrationOptions = MigrationOptions(),
+                            shouldStop: @escaping () -> Bool = { false },
+                            progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
+        guard source != destination else {
+            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
+        }
+        let sourceStore = try source.open(schema: nil)
+        defer { try? sourceStore.close() }
+        let schema = try selectedSchema(sourceStore.schema, options.entities)
+        let run = MigrationRun(operation: "copy", source, destination, options, shouldStop, progress)
+        run.report.resumed = options.resume
+
+        let destinationStore: any DataStore
+        if options.resume {
+            destinationStore = try openUnfinished(destination, schema: schema)
+        } else {
+            try checkNew(destination, overwrite: options.overwrite)
+            if options.dryRun {
+                try sourceStore.read { snapshot in
+                    for entity in schema.entities {
+                        var entry = EntityReport(entity: entity.name)
+                        entry.itemsRead = try snapshot.count(FetchRequest(entity.name))
+                        run.report.entities.append(entry)
+                    }
+                }
+                return run.finish()
+            }
+            if destination.exists { try destination.destroy() }
+            destinationStore = try create(destination, schema: schema, marker: source.description)
+        }
+        defer { try? destinationStore.close() }
+
+        try run.interruptible {
+            try sourceStore.read { snapshot in
+                for entity in schema.entities {
+                    try run.entity(entity, phase: options.resume ? .sync : .copy, snapshot) { entry, checkpoint, tick in
+                        if options.resume {
+                            try run.diff(entity, snapshot, destinationStore, .apply, &entry, checkpoint, tick)
+                        } else {
+                            try run.copyEntity(entity, snapshot, destinationStore, &entry, checkpoint, tick)
+                        }
+                    }
+                }
+                if options.verify { try run.verify(schema, snapshot, destinationStore) }
+            }
+        }
+        if run.report.differences == 0 {
+            try destinationStore.writeSync { writer in
+                try writer.setMetadata(nil, forKey: checkpointKey)
+                try writer.setMetadata(nil, forKey: MetadataKeys.incompleteMigration)
+            }
+        }
+        return run.finish()
+    }
+
+    /// Applies only the differences between `source` and an existing `destination`: inserts,
+    /// updates and deletes found by a key-ordered merge join (catching up a live source).
+    public static func sync(from source: StoreLocation, to destination: StoreLocation,
+                            options: MigrationOptions = MigrationOptions(),
+                            shouldStop: @escaping () -> Bool = { false },
+                            progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
+        try compareStores(operation: "sync", source, destination, options, shouldStop, progress)
+    }
+
+    /// Compares every item of every entity; the report counts the differences.
+    public static func verify(from source: StoreLocation, to destination: StoreLocation,
+                              options: MigrationOptions = MigrationOptions(),
+                              shouldStop: @escaping () -> Bool = { false },
+                              progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
+        try compareStores(operation: "verify", source, destination, options, shouldStop, progress)
+    }
+
+    private static func compareStores(operation: String, _ source: StoreLocation, _ destination: StoreLocation,
+                                      _ options: MigrationOptions, _ shouldStop: @escaping () -> Bool,
+                                      _ progress: @escaping (MigrationProgress) -> Void) throws -> MigrationReport {
+        guard source != destination else {
+            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
+        }
+        let sourceStore = try source.open(schema: nil)
+        defer { try? sourceStore.close() }
+        let schema = try selectedSchema(sourceStore.schema, options.entities)
+        let destinationStore = try destination.open(schema: nil)
+        defer { try? destinationStore.close() }
+        for entity in schema.entities where destinationStore.schema.entity(named: entity.name) != entity {
+            throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' like the source's")
+        }
+        let run = MigrationRun(operation: operation, source, destination, options, shouldStop, progress)
+        try run.interruptible {
+            try sourceStore.read { snapshot in
+                if operation == "verify" {
+                    try run.verify(schema, snapshot, destinationStore)
+                } else {
+                    for entity in schema.entities {
+                        try run.entity(entity, phase: .sync, snapshot) { entry, _, tick in
+                            try run.diff(entity, snapshot, destinationStore, .apply, &entry, { _, _ in }, tick)
+                        }
+                    }
+                }
+            }
+        }
+        return run.finish()
+    }
+
+    static func selectedSchema(_ schema: Schema, _ names: [String]?) throws -> Schema {
+        guard let names else { return schema }
+        for name in names where schema.entity(named: name) == nil {
+            throw StoreError(.unknownEntity, "the source has no entity '\(name)' (it has "
+                + schema.entities.map(\.name).joined(separator: ", ") + ")")
+        }
+        return Schema(version: schema.version, entities: schema.entities.filter { names.contains($0.name) })
+    }
+
+    private static func checkNew(_ destination: StoreLocation, overwrite: Bool) throws {
+        guard destination.exists, !overwrite else { return }
+        let unfinished = (try? destination.open(schema: nil, acceptingIncompleteMigration: true)).map { store in
+            defer { try? store.close() }
+            return ((try? store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) ?? nil) != nil
+        } ?? false
+        throw StoreError(.invalidArgument, "destination \(destination) already exists; "
+            + (unfinished ? "it is an unfinished migration: finish it with --resume or replace it with --overwrite"
+                : "replace it with --overwrite"))
+    }
+
+    /// Creates the destination at a staging location, marks it unfinished, then moves it into
+    /// place, so that no crash can leave a destination that opens as a complete, empty store.
+    private static func create(_ destination: StoreLocation, schema: Schema, marker: String) throws -> any DataStore {
+        var staging = destination
+        staging.path += ".migrating"
+        if staging.exists { try staging.destroy() }
+        let store = try staging.open(schema: schema, durability: .normal, acceptingIncompleteMigration: true)
+        try store.writeSync { try $0.setMetadata(Array(marker.utf8), forKey: MetadataKeys.incompleteMigration) }
+        try store.close()
+        try staging.move(to: destination)
+        return try destination.open(schema: schema, durability: .normal, acceptingIncompleteMigration: true)
+    }
+
+    private static func openUnfinished(_ destination: StoreLocation, schema: Schema) throws -> any DataStore {
+        guard destination.exists else {
+            throw StoreError(.notFound, "nothing to resume: \(destination) does not exist")
+        }
+        let store = try destination.open(schema: nil, durability: .normal, acceptingIncompleteMigration: true)
+        do {
+            guard try store.read({ try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) != nil else {
+                throw StoreError(.invalidArgument, "nothing to resume: \(destination) is a complete store")
+            }
+            guard store.schema == schema else {
+                throw StoreError(.schemaMismatch, "\(destination) was migrated with another schema or entity list")
+            }
+            return store
+        } catch {
+            try? store.close()
+            throw error
+        }
+    }
+}
+
+/// The mutable state of one migration run: its report, options and callbacks.
+final class MigrationRun {
+    var report: MigrationReport
+    let options: MigrationOptions
+    let shouldStop: () -> Bool
+    let progress: (MigrationProgress) -> Void
+    private let started = Date()
+    private var finishedEntities: [String] = []
+
+    init(operation: String, _ source: StoreLocation, _ destination: StoreLocation, _ options: MigrationOptions,
+         _ shouldStop: @escaping () -> Bool, _ progress: @escaping (MigrationProgress) -> Void) {
+        report = MigrationReport(operation: operation, source: source.description, destination: destination.description)
+        self.options = options
+        self.shouldStop = shouldStop
+        self.progress = progress
+    }
+
+    func finish() -> MigrationReport {
+        report.seconds = Date().timeIntervalSince(started)
+        return report
+    }
+
+    /// Turns a stop request into ``MigrationInterrupted`` carrying the report so far.
+    func interruptible(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch is StopRequested {
+            throw MigrationInterrupted(report: finish())
+        }
+    }
+
+    typealias CheckpointWriter = (WriteAccessor, Value?) throws -> Void
+
+    /// Runs one entity's pass with its report entry, checkpoint writer and progress ticker.
+    func entity(_ entity: EntitySchema, phase: MigrationProgress.Phase, _ snapshot: ReadAccessor,
+                _ body: (inout EntityReport, @escaping CheckpointWriter, @escaping (Int) -> Void) throws -> Void) throws {
+        let start = Date()
+        var entry = EntityReport(entity: entity.name)
+        let total = try snapshot.count(FetchRequest(entity.name))
+        let finished = finishedEntities
+        let checkpoint: CheckpointWriter = { writer, key in
+            let mark = Migrator.Checkpoint(entity: entity.name, lastKey: key, finishedEntities: finished)
+            try writer.setMetadata(Array(try JSONEncoder().encode(mark)), forKey: Migrator.checkpointKey)
+        }
+        let tick = { [progress] (done: Int) in
+            progress(MigrationProgress(phase: phase, entity: entity.name, done: done, total: total,
+                                       itemsPerSecond: Double(done) / max(Date().timeIntervalSince(start), 1e-6)))
+        }
+        try body(&entry, checkpoint, tick)
+        entry.seconds = Date().timeIntervalSince(start)
+        report.entities.append(entry)
+        finishedEntities.append(entity.name)
+    }
+
+    /// Copies an entity into a fresh destination: pages of the snapshot in key order, one write
+    /// transaction per batch, with the checkpoint in the same transaction.
+    func copyEntity(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore,
+                    _ entry: inout EntityReport, _ checkpoint: CheckpointWriter, _ tick: (Int) -> Void) throws {
+        let limit = max(1, options.batchSize)
+        var after: Value?
+        while true {
+            let page = try snapshot.scan(entity.name, after: after, limit: limit)
+            guard let last = page.last?[entity.primaryKey] else { break }
+            try destination.writeSync { writer in
+                for record in page { try writer.insert(record, into: entity.name) }
+                try checkpoint(writer, last)
+            }
+            entry.itemsRead += page.count
+            entry.itemsWritten += page.count
+            after = last
+            tick(entry.itemsRead)
+            if shouldStop() { throw StopRequested() }
+            if page.count < limit { break }
+        }
+    }
+
+    func diff(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, _ mode: StoreDiff.Mode,
+              _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter, _ tick: @escaping (Int) -> Void)
+        throws {
+        try StoreDiff(entity: entity, source: snapshot, destination: destination, batchSize: options.batchSize,
+                      mode: mode, checkpoint: checkpoint, progress: tick, shouldStop: shouldStop)
+            .run(&entry, samples: &report.sampleDifferences)
+    }
+
+    /// Compares every entity of the snapshot with the destination, item by item.
+    func verify(_ schema: Schema, _ snapshot: ReadAccessor, _ destination: any DataStore) throws {
+        for entity in schema.entities {
+            let start = Date()
+            var entry = EntityReport(entity: entity.name)
+            let total = try snapshot.count(FetchRequest(entity.name))
+            try diff(entity, snapshot, destination, .compare, &entry, { _, _ in }, { [progress] done in
+                progress(MigrationProgress(phase: .verify, entity: entity.name, done: done, total: total,
+                                           itemsPerSecond: Double(done) / max(Date().timeIntervalSince(start), 1e-6)))
+            })
+            if let index = report.entities.firstIndex(where: { $0.entity == entity.name }) {
+                report.entities[index].itemsVerified = entry.itemsVerified
+                report.entities[index].differences = entry.differences
+                report.entities[index].seconds += Date().timeIntervalSince(start)
+            } else {
+                entry.seconds = Date().timeIntervalSince(start)
+                report.entities.append(entry)
+            }
+        }
+        report.verified = true
+    }
+}

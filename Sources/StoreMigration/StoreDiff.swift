@@ -1,0 +1,130 @@
+import DataStoreAPI
+
+/// The one streaming pass that compares a source snapshot with a destination: a merge join of
+/// both in canonical key order, a page at a time, in constant memory. Applied, it makes the
+/// destination equal to the snapshot (sync, resume); compared, it counts the differences
+/// (verify).
+struct StoreDiff {
+    enum Mode { case apply, compare }
+
+    let entity: EntitySchema
+    let source: ReadAccessor
+    let destination: any DataStore
+    let batchSize: Int
+    let mode: Mode
+    /// Called inside each write transaction with the last source key of the batch.
+    let checkpoint: (WriteAccessor, Value?) throws -> Void
+    let progress: (Int) -> Void
+    let shouldStop: () -> Bool
+
+    private enum Change {
+        case save(Record)
+        case delete(Value)
+    }
+
+    /// A page-at-a-time cursor over an entity in key order.
+    private struct Cursor {
+        let fetch: (Value?) throws -> [Record]
+        let limit: Int
+        var page: [Record] = []
+        var index = 0
+        var last: Value?
+        var exhausted = false
+
+        mutating func peek() throws -> Record? {
+            if index == page.count {
+                guard !exhausted else { return nil }
+                page = try fetch(last)
+                index = 0
+                exhausted = page.count < limit
+                if page.isEmpty { return nil }
+            }
+            return page[index]
+        }
+
+        mutating func advance(_ key: Value) {
+            index += 1
+            last = key
+        }
+    }
+
+    func run(_ report: inout EntityReport, samples: inout [String]) throws {
+        let name = entity.name
+        let pk = entity.primaryKey
+        let limit = max(1, batchSize)
+        var src = Cursor(fetch: { [source] after in try source.scan(name, after: after, limit: limit) }, limit: limit)
+        var dst = Cursor(fetch: { [destination] after in
+            try destination.read { try $0.scan(name, after: after, limit: limit) }
+        }, limit: limit)
+        var pending: [Change] = []
+        var lastSourceKey: Value?
+        var sinceProgress = 0
+
+        func flush() throws {
+            guard mode == .apply, !pending.isEmpty || lastSourceKey != nil else { return }
+            let changes = pending
+            let key = lastSourceKey
+            try destination.writeSync { writer in
+                for change in changes {
+                    switch change {
+                    case .save(let record): try writer.save(record, into: name)
+                    case .delete(let key): _ = try writer.delete(name, key: key)
+                    }
+                }
+                try checkpoint(writer, key)
+            }
+            pending.removeAll(keepingCapacity: true)
+        }
+
+        func note(_ change: Change, _ what: String) {
+            report.differences += mode == .compare ? 1 : 0
+            if mode == .compare, samples.count < 20 { samples.append(what) }
+            if mode == .apply { pending.append(change) }
+        }
+
+        while true {
+            let s = try src.peek()
+            let d = try dst.peek()
+            if s == nil && d == nil { break }
+            let order: Int
+            if let s, let d {
+                order = Value.compareBytes(KeyEncoding.encodeKey(s[pk]), KeyEncoding.encodeKey(d[pk]))
+            } else {
+                order = s == nil ? 1 : -1
+            }
+            if order < 0, let s {
+                note(.save(s), "\(name)[\(s[pk])]: missing in the destination")
+                report.itemsRead += 1
+                if mode == .apply { report.itemsWritten += 1 }
+                lastSourceKey = s[pk]
+                src.advance(s[pk])
+            } else if order > 0, let d {
+                note(.delete(d[pk]), "\(name)[\(d[pk])]: not in the source")
+                if mode == .apply { report.itemsDeleted += 1 }
+                dst.advance(d[pk])
+            } else if let s, let d {
+                if s != d {
+                    note(.save(s), "\(name)[\(s[pk])]: differs")
+                    if mode == .apply { report.itemsWritten += 1 }
+                }
+                report.itemsRead += 1
+                report.itemsVerified += mode == .compare ? 1 : 0
+                lastSourceKey = s[pk]
+                src.advance(s[pk])
+                dst.advance(d[pk])
+            }
+            sinceProgress += 1
+            if pending.count >= limit || sinceProgress >= limit {
+                try flush()
+                progress(report.itemsRead)
+                sinceProgress = 0
+                if shouldStop() { throw StopRequested() }
+            }
+        }
+        try flush()
+        progress(report.itemsRead)
+    }
+}
+
+/// Raised inside a pass when the caller asked to stop; turned into ``MigrationInterrupted``.
+struct StopRequested: Error {}

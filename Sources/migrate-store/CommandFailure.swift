@@ -1,0 +1,100 @@
+import ArgumentParser
+import DataStoreAPI
+import Foundation
+import StoreMigration
+import Synchronization
+
+/// One-line errors and the documented exit codes.
+enum CommandFailure {
+    static let badInput: Set<StoreError.Code> = [
+        .notFound, .notAStore, .corrupt, .incompatibleFormat, .schemaMismatch, .invalidArgument, .unknownEntity,
+        .incompleteMigration, .readOnly, .typeMismatch,
+    ]
+
+    /// Prints `migrate-store: error: …` and returns the exit code to throw.
+    static func exit(for error: any Error) -> ExitCode {
+        if let exit = error as? ExitCode { return exit }
+        let message = (error as? StoreError).map { error in
+            error.message + (error.cause.map { " (\($0))" } ?? "")
+        } ?? "\(error)"
+        FileHandle.standardError.write(Data("migrate-store: error: \(message)\n".utf8))
+        if let store = error as? StoreError, badInput.contains(store.code) { return ExitCode(2) }
+        return ExitCode(3)
+    }
+
+    static func catching<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            throw exit(for: error)
+        }
+    }
+}
+
+/// Set by Ctrl-C (SIGINT): the migration stops after the batch in progress.
+final class InterruptFlag: Sendable {
+    private let flag = Mutex(false)
+
+    func set() { flag.withLock { $0 = true } }
+    var isSet: Bool { flag.withLock { $0 } }
+}
+
+/// Catches SIGINT for as long as it lives and sets `flag`.
+final class InterruptHandler {
+    let flag = InterruptFlag()
+    private let source: any DispatchSourceSignal
+
+    init() {
+        signal(SIGINT, SIG_IGN)
+        source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler { [flag] in flag.set() }
+        source.resume()
+    }
+
+    var isSet: Bool { flag.isSet }
+}
+
+/// A progress bar with rate and ETA on a terminal, plain lines about once a second otherwise.
+final class ProgressDisplay {
+    private let bar: Bool
+    private let silent: Bool
+    private var lastDraw = Date.distantPast
+    private var lastShown: (String, Int)?
+    private var drewBar = false
+
+    init(style: ProgressStyle) {
+        let terminal = isatty(STDERR_FILENO) != 0
+        bar = style == .bar || (style == .auto && terminal)
+        silent = style == .none
+    }
+
+    func show(_ progress: MigrationProgress) {
+        guard !silent else { return }
+        let now = Date()
+        let complete = progress.done == progress.total
+        guard now.timeIntervalSince(lastDraw) >= (bar ? 0.1 : 1.0) || complete else { return }
+        let key = (progress.phase.rawValue + progress.entity, progress.done)
+        if let lastShown, lastShown == key { return }
+        lastShown = key
+        lastDraw = now
+        let fraction = progress.total > 0 ? min(1, Double(progress.done) / Double(progress.total)) : 1
+        let rate = progress.itemsPerSecond
+        let eta = rate > 0 ? Double(progress.total - progress.done) / rate : 0
+        let stats = "\(progress.done)/\(progress.total) \(Int(rate)) items/s ETA \(Int(eta.rounded()))s"
+        if bar {
+            let width = 30
+            let filled = Int(fraction * Double(width))
+            let text = "\r\(progress.phase.rawValue) \(progress.entity) [" + String(repeating: "#", count: filled)
+                + String(repeating: ".", count: width - filled) + "] \(Int(fraction * 100))% \(stats)\u{1B}[K"
+            FileHandle.standardError.write(Data(text.utf8))
+            drewBar = true
+        } else {
+            FileHandle.standardError.write(Data("\(progress.phase.rawValue) \(progress.entity) \(Int(fraction * 100))% \(stats)\n".utf8))
+        }
+    }
+
+    func finish() {
+        if drewBar { FileHandle.standardError.write(Data("\n".utf8)) }
+        drewBar = false
+    }
+}

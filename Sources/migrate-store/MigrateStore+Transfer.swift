@@ -1,0 +1,134 @@
+import ArgumentParser
+import DataStoreAPI
+import Foundation
+import StoreMigration
+
+extension MigrateStore {
+    struct Copy: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy a store into a new one of any kind, in key order, in checkpointed batches, then verify it.")
+
+        @OptionGroup var options: TransferOptions
+
+        @Flag(help: "Finish an interrupted copy into the destination (reconciling what it holds with the source).")
+        var resume = false
+
+        @Flag(help: "Replace the destination if it exists.")
+        var overwrite = false
+
+        @Flag(help: "Skip the item-by-item verification after the copy.")
+        var noVerify = false
+
+        @Flag(help: "Read and count the source and check the destination, but write nothing.")
+        var dryRun = false
+
+        func validate() throws {
+            if resume && overwrite { throw ValidationError("--resume and --overwrite exclude each other") }
+        }
+
+        func run() throws {
+            try runTransfer(options, name: "copy", resumeHint: true) { source, destination, stop, progress in
+                try Migrator.copy(from: source, to: destination,
+                                  options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
+                                                            resume: resume, overwrite: overwrite, verify: !noVerify,
+                                                            dryRun: dryRun),
+                                  shouldStop: stop, progress: progress)
+            }
+        }
+    }
+
+    struct Sync: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Apply only the differences (inserts, updates, deletes) from the source to an existing destination.")
+
+        @OptionGroup var options: TransferOptions
+
+        func run() throws {
+            try runTransfer(options, name: "sync", resumeHint: false) { source, destination, stop, progress in
+                try Migrator.sync(from: source, to: destination,
+                                  options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize),
+                                  shouldStop: stop, progress: progress)
+            }
+        }
+    }
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Compare two stores item by item; exit 1 on any difference.")
+
+        @OptionGroup var options: TransferOptions
+
+        func run() throws {
+            try runTransfer(options, name: "verify", resumeHint: false) { source, destination, stop, progress in
+                try Migrator.verify(from: source, to: destination,
+                                    options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize),
+                                    shouldStop: stop, progress: progress)
+            }
+        }
+    }
+}
+
+/// Runs a copy, sync or verify with progress, Ctrl-C handling, the summary and the exit code.
+func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
+                 _ body: (StoreLocation, StoreLocation, @escaping () -> Bool,
+                          @escaping (MigrationProgress) -> Void) throws -> MigrationReport) throws {
+    let (source, destination) = try CommandFailure.catching { try options.locations() }
+    let display = ProgressDisplay(style: options.progress)
+    let interrupt = InterruptHandler()
+    let report: MigrationReport
+    do {
+        report = try body(source, destination, { interrupt.isSet }, { display.show($0) })
+    } catch let stopped as MigrationInterrupted {
+        display.finish()
+        printSummary(stopped.report)
+        let hint = resumeHint ? "migrate-store copy --from \(source) --to \(destination) --resume"
+            : "migrate-store \(name) --from \(source) --to \(destination)"
+        FileHandle.standardError.write(Data("migrate-store: interrupted after a finished batch; to finish, run: \(hint)\n".utf8))
+        throw ExitCode(130)
+    } catch {
+        display.finish()
+        throw CommandFailure.exit(for: error)
+    }
+    display.finish()
+    printSummary(report)
+    if let path = options.report {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw CommandFailure.exit(for: StoreError(.io, "cannot write the report \(path): \(error.localizedDescription)"))
+        }
+    }
+    if report.differences > 0 {
+        let message = "migrate-store: \(report.differences) differences between \(source) and \(destination)\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        throw ExitCode(1)
+    }
+}
+
+func printSummary(_ report: MigrationReport) {
+    let header = ["entity", "read", "written", "deleted", "verified", "differences", "seconds"]
+    var rows = report.entities.map {
+        [$0.entity, "\($0.itemsRead)", "\($0.itemsWritten)", "\($0.itemsDeleted)", "\($0.itemsVerified)",
+         "\($0.differences)", String(format: "%.2f", $0.seconds)]
+    }
+    func total(_ path: KeyPath<EntityReport, Int>) -> String { "\(report.entities.reduce(0) { $0 + $1[keyPath: path] })" }
+    rows.append(["total", total(\.itemsRead), total(\.itemsWritten), total(\.itemsDeleted), total(\.itemsVerified),
+                 total(\.differences), String(format: "%.2f", report.seconds)])
+    let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+    func line(_ cells: [String]) -> String {
+        cells.enumerated().map { i, cell in
+            i == 0 ? cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                : String(repeating: " ", count: widths[i] - cell.count) + cell
+        }.joined(separator: "  ")
+    }
+    print("\(report.operation) \(report.source) -> \(report.destination)\(report.resumed ? " (resumed)" : "")")
+    print(line(header))
+    for row in rows { print(line(row)) }
+    if report.verified {
+        print(report.differences == 0 ? "verified: every item equals the source snapshot"
+            : "verified: \(report.differences) differences")
+        for sample in report.sampleDifferences { print("  \(sample)") }
+    }
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import DataStoreAPI
+import Foundation
+import StoreMigration
+
+@main
+struct MigrateStore: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate-store",
+        abstract: "Copy, sync and verify DataStore stores between SQLite, LMDB and in-memory backends.",
+        discussion: """
+            A store is named KIND:PATH: sqlite:app.sqlite (a SQLite file), lmdb:app.lmdb (an LMDB \
+            environment directory). A bare PATH names what is there (a directory with data.mdb is \
+            LMDB, a file is SQLite); a bare KIND such as 'sqlite' is an error.
+
+            Exit codes:
+              0    success
+              1    verify found differences
+              2    bad input: a missing, damaged or non-store source, an unknown kind, a destination \
+            that exists, an unknown entity
+              3    the operation failed while running (I/O error, full disk, ...)
+              64   invalid command-line usage
+              130  interrupted (Ctrl-C) after a finished batch; run again with --resume
+            """,
+        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Seed.self],
+        defaultSubcommand: Copy.self
+    )
+}
+
+/// How progress is shown.
+enum ProgressStyle: String, ExpressibleByArgument, CaseIterable {
+    case auto, bar, plain, none
+}
+
+/// The options every source-to-destination command shares.
+struct TransferOptions: ParsableArguments {
+    @Option(help: "The source store, KIND:PATH (it is never written).")
+    var from: String
+
+    @Option(help: "The destination store, KIND:PATH.")
+    var to: String
+
+    @Option(help: "Only these entities, comma-separated (default: all).")
+    var entities: String?
+
+    @Option(help: "Items per write transaction and checkpoint.")
+    var batchSize: Int = 1_000
+
+    @Option(help: "Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain or none.")
+    var progress: ProgressStyle = .auto
+
+    @Option(help: "Write the summary as JSON to this file.")
+    var report: String?
+
+    func validate() throws {
+        guard batchSize > 0 else { throw ValidationError("--batch-size must be at least 1") }
+    }
+
+    var entityList: [String]? {
+        entities.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    }
+
+    func locations() throws -> (StoreLocation, StoreLocation) {
+        try (StoreLocation(parsing: from), StoreLocation(parsing: to))
+    }
+}
