@@ -65,5 +65,10 @@ let package = Package(
             dependencies: ["LMDBStore", "DataStoreConformance", "crash-writer"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "StoreMigrationTests",
+            dependencies: ["StoreMigration", "DataStoreConformance", "migrate-store", "crash-writer"],
+            swiftSettings: swiftSettings
+        ),
     ]
 )

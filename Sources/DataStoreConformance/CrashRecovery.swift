@@ -8,23 +8,39 @@ public enum CrashRecovery {
     /// Starts `crash-writer kind path`, waits for `acknowledged` commits, kills it, and
     /// returns the last number it printed.
     public static func killWriter(tool: URL, kind: String, path: String, after acknowledged: Int) throws -> Int {
+        let process = try startWriter(tool: tool, kind: kind, path: path)
+        return try stop(process, after: acknowledged)
+    }
+
+    /// Starts `crash-writer kind path`; its standard output is a pipe of acknowledged numbers.
+    public static func startWriter(tool: URL, kind: String, path: String) throws -> Process {
         let process = Process()
         process.executableURL = tool
         process.arguments = [kind, path, "1000000"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
+        process.standardOutput = Pipe()
         try process.run()
+        return process
+    }
+
+    /// Reads `process`'s acknowledged numbers until `acknowledged` (counting from the first it
+    /// prints), kills it with SIGKILL, and returns the last number it printed.
+    public static func stop(_ process: Process, after acknowledged: Int) throws -> Int {
+        guard let pipe = process.standardOutput as? Pipe else { return 0 }
         var last = 0
+        var first: Int?
         var buffer = Data()
         let handle = pipe.fileHandleForReading
-        while last < acknowledged {
+        while last - (first ?? 0) + 1 < acknowledged || first == nil {
             let chunk = handle.availableData
             if chunk.isEmpty { break }
             buffer.append(chunk)
             while let newline = buffer.firstIndex(of: 0x0A) {
                 let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
                 buffer.removeSubrange(buffer.startIndex...newline)
-                if let n = Int(line) { last = n }
+                if let n = Int(line) {
+                    last = n
+                    if first == nil { first = n }
+                }
             }
         }
         kill(process.processIdentifier, SIGKILL)
@@ -56,11 +72,14 @@ public enum CrashRecovery {
     }
 
     /// The `crash-writer` tool built next to the test bundle.
-    public static var tool: URL {
+    public static var tool: URL { executable(named: "crash-writer") }
+
+    /// An executable of this package built next to the test bundle.
+    public static func executable(named name: String) -> URL {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [bundle.appendingPathComponent("crash-writer"),
-                          Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("crash-writer"),
-                          Bundle.main.bundleURL.appendingPathComponent("crash-writer")]
+        let candidates = [bundle.appendingPathComponent(name),
+                          Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent(name),
+                          Bundle.main.bundleURL.appendingPathComponent(name)]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }
 }

@@ -9,8 +9,11 @@ final class SQLiteConnection {
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
 
-    /// Opens a connection; closes the handle again when configuring it fails.
-    init(path: String, durability: Durability, create: Bool) throws(StoreError) {
+    /// Opens a connection and reads the schema table once (so a file that is not a database
+    /// fails here with SQLITE_NOTADB), changing nothing in the file; closes the handle again when
+    /// that fails. ``configure(durability:)`` then sets WAL mode, once the file is known to be a
+    /// store.
+    init(path: String, create: Bool) throws(StoreError) {
         self.path = path
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0)
@@ -24,16 +27,18 @@ final class SQLiteConnection {
         do {
             sqlite3_extended_result_codes(db, 1)
             sqlite3_busy_timeout(db, 5_000)
-            // "PRAGMA journal_mode" is the first statement that reads the file, so a file that is
-            // not a database fails here with SQLITE_NOTADB.
-            try execute("PRAGMA journal_mode=WAL")
-            try execute("PRAGMA synchronous=\(durability == .full ? "FULL" : "NORMAL")")
-            try execute("PRAGMA foreign_keys=OFF")
+            _ = try scalar("SELECT count(*) FROM sqlite_master")
         } catch {
             statements.removeAll()
             sqlite3_close_v2(db)
             throw error
         }
+    }
+
+    /// WAL mode (readers see a snapshot while a write runs) and the durability setting.
+    func configure(durability: Durability) throws(StoreError) {
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=\(durability == .full ? "FULL" : "NORMAL")")
     }
 
     deinit {

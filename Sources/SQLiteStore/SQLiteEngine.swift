@@ -56,15 +56,16 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         if exists, FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw StoreError(.notAStore, "\(path) is a directory, not a SQLite store file")
         }
-        let connection = try SQLiteConnection(path: path, durability: options.durability, create: true)
+        let connection = try SQLiteConnection(path: path, create: true)
         writer = connection
         schema = try Self.prepare(connection, requested: requested, path: path)
+        try connection.configure(durability: options.durability)
         readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders)
     }
 
     /// Checks (or creates) the metadata and tables, in one write transaction.
     private static func prepare(_ db: SQLiteConnection, requested: Schema?, path: String) throws -> Schema {
-        try db.transaction(write: true) {
+        try db.transaction(write: requested != nil) {
             let hasMeta = try db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_ds_meta'")
             if hasMeta != 1 {
                 let tables = try db.scalar("SELECT count(*) FROM sqlite_master") ?? 0
@@ -213,7 +214,9 @@ final class SQLiteReaderPool: @unchecked Sendable {
         open += 1
         condition.unlock()
         do {
-            return try SQLiteConnection(path: path, durability: durability, create: false)
+            let connection = try SQLiteConnection(path: path, create: false)
+            try connection.configure(durability: durability)
+            return connection
         } catch {
             condition.lock()
             open -= 1

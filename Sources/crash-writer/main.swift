@@ -1,5 +1,6 @@
 // crash-writer: a test tool. Opens a store and commits numbered transactions until killed,
-// printing each number once its writeSync has returned (acknowledged). Each transaction
+// printing each number once its writeSync has returned (acknowledged). It continues from the
+// counter an earlier run left. Each transaction
 // inserts ten items and moves a counter, so a partial commit would be visible.
 //
 //     crash-writer sqlite|lmdb PATH COUNT
@@ -31,7 +32,11 @@ do {
         FileHandle.standardError.write(Data("unknown kind \(arguments[1])\n".utf8))
         exit(2)
     }
-    for batch in 1...count {
+    let start = try store.read { r -> Int in
+        if case .int(let done)? = try r.get("Counter", key: "committed")?["value"] { return Int(done) + 1 }
+        return 1
+    }
+    for batch in start..<(start + count) {
         try store.writeSync { w in
             for i in 0..<10 {
                 try w.insert(["id": .int(Int64(batch * 10 + i)), "batch": .int(Int64(batch)),

@@ -59,13 +59,13 @@ public enum Fixtures {
     }
 
     /// `count` items with ids spread over negative and positive values.
-    static func items(_ count: Int, seed: UInt64 = 1) -> [Record] {
+    public static func items(_ count: Int, seed: UInt64 = 1) -> [Record] {
         var rng = SplitMix64(seed: seed)
         return (0..<count).map { item(Int64($0 * 7 % count) - Int64(count / 2), using: &rng) }
     }
 
     /// Inserts `items` in one write.
-    static func load(_ items: [Record], into store: any DataStore) throws {
+    public static func load(_ items: [Record], into store: any DataStore) throws {
         try store.writeSync { writer in
             for item in items { try writer.insert(item, into: "Item") }
         }

@@ -1,0 +1,203 @@
+import DataStoreAPI
+import DataStoreConformance
+import Foundation
+import StoreMigration
+import Testing
+
+struct CommandResult {
+    var status: Int32
+    var output: String
+    var errors: String
+}
+
+let migrateStore = CrashRecovery.executable(named: "migrate-store")
+
+func runCLI(_ arguments: [String]) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = migrateStore
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    let errors = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CommandResult(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+                         errors: String(decoding: errors, as: UTF8.self))
+}
+
+func fileDigest(_ path: String) -> [UInt8] {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return [] }
+    let file = isDirectory.boolValue ? path + "/data.mdb" : path
+    return Array((try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data())
+}
+
+/// Whether `location` opens as a complete store.
+func opensAsComplete(_ location: StoreLocation) -> Bool {
+    guard let store = try? location.open(schema: nil) else { return false }
+    try? store.close()
+    return true
+}
+
+@Test func badInputGetsOneLineErrorsAndLeavesTheSourceUntouched() throws {
+    let dir = try TemporaryDirectory()
+    let good = dir.location(.sqlite, "good")
+    try DemoData.seed(good, items: 500, seed: 3)
+    let random = dir.url.appendingPathComponent("random.sqlite").path
+    try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7_919) }).write(to: URL(fileURLWithPath: random))
+    let truncated = dir.url.appendingPathComponent("truncated.sqlite").path
+    try Data(Data(contentsOf: URL(fileURLWithPath: good.path)).prefix(3000)).write(to: URL(fileURLWithPath: truncated))
+    let plain = dir.url.appendingPathComponent("plain.sqlite").path
+    let plainStore = Process()
+    plainStore.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    plainStore.arguments = [plain, "CREATE TABLE t(x); INSERT INTO t VALUES (1);"]
+    try plainStore.run()
+    plainStore.waitUntilExit()
+    let existing = dir.location(.lmdb, "existing")
+    try DemoData.seed(existing, items: 10, seed: 1)
+
+    let cases: [(String, [String], String)] = [
+        ("missing file", ["--from", "sqlite:\(dir.url.path)/nope.sqlite", "--to", "lmdb:\(dir.url.path)/a"], "nope.sqlite"),
+        ("random bytes", ["--from", "sqlite:\(random)", "--to", "lmdb:\(dir.url.path)/b"], "random.sqlite"),
+        ("truncated", ["--from", "sqlite:\(truncated)", "--to", "lmdb:\(dir.url.path)/c"], "truncated.sqlite"),
+        ("not a store", ["--from", "sqlite:\(plain)", "--to", "lmdb:\(dir.url.path)/d"], "not a DataStore store"),
+        ("unknown kind", ["--from", "postgres:db", "--to", "lmdb:\(dir.url.path)/e"], "unknown store kind 'postgres'"),
+        ("bare kind", ["--from", "sqlite", "--to", "lmdb:\(dir.url.path)/f"], "names no path"),
+        ("non-empty destination", ["--from", good.description, "--to", existing.description], "--overwrite"),
+        ("unknown entity", ["--from", good.description, "--to", "lmdb:\(dir.url.path)/g", "--entities", "Nope"], "Nope"),
+    ]
+    let before = [good.path, random, truncated, plain, existing.path].map(fileDigest)
+    for (what, arguments, naming) in cases {
+        let result = try runCLI(arguments + ["--progress", "none"])
+        #expect(result.status == 2, "\(what): exit \(result.status) \(result.errors)")
+        let lines = result.errors.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("migrate-store: error:"), "\(what): \(result.errors)")
+        #expect(result.errors.contains(naming), "\(what): \(result.errors)")
+    }
+    #expect([good.path, random, truncated, plain, existing.path].map(fileDigest) == before, "inputs untouched")
+    for name in ["a", "b", "c", "d", "e", "f", "g"] {
+        #expect(!opensAsComplete(StoreLocation(kind: .lmdb, path: "\(dir.url.path)/\(name)")), "\(name)")
+    }
+    #expect(opensAsComplete(existing), "the existing destination is untouched")
+}
+
+@Test(arguments: [0.05, 0.3, 0.8])
+func aCopyKilledWithSIGKILLFinishesWithResume(_ delay: Double) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    let destination = dir.location(.lmdb, "destination")
+    try DemoData.seed(source, items: 40_000, seed: 9)
+    let process = Process()
+    process.executableURL = migrateStore
+    process.arguments = ["copy", "--from", source.description, "--to", destination.description, "--batch-size", "500",
+                         "--progress", "none"]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    Thread.sleep(forTimeInterval: delay)
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    if !destination.exists {
+        // Killed before the staged destination was moved into place: start again.
+        #expect(try runCLI(["--from", source.description, "--to", destination.description, "--progress", "none"]).status == 0)
+    } else if !opensAsComplete(destination) {
+        let resumed = try runCLI(["--from", source.description, "--to", destination.description, "--resume",
+                                  "--progress", "plain"])
+        #expect(resumed.status == 0, "\(resumed.errors)")
+        #expect(resumed.output.contains("(resumed)") && resumed.output.contains("verified: every item"))
+    }
+    #expect(opensAsComplete(destination))
+    #expect(try contents(destination) == contents(source))
+}
+
+@Test func ctrlCStopsAfterABatchAndSaysHowToResume() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.lmdb, "source")
+    let destination = dir.location(.sqlite, "destination")
+    try DemoData.seed(source, items: 60_000, seed: 2)
+    let process = Process()
+    process.executableURL = migrateStore
+    process.arguments = ["--from", source.description, "--to", destination.description, "--batch-size", "200",
+                         "--progress", "plain"]
+    let err = Pipe()
+    process.standardError = err
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    Thread.sleep(forTimeInterval: 0.5)
+    kill(process.processIdentifier, SIGINT)
+    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 130, "\(errors)")
+    #expect(errors.contains("--resume"))
+    #expect(!opensAsComplete(destination))
+    let resumed = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--resume",
+                              "--progress", "none", "--report", dir.url.appendingPathComponent("r.json").path])
+    #expect(resumed.status == 0, "\(resumed.errors)")
+    let report = try JSONDecoder().decode(MigrationReport.self,
+                                          from: Data(contentsOf: dir.url.appendingPathComponent("r.json")))
+    #expect(report.resumed && report.verified && report.differences == 0)
+    #expect(report.entities.map(\.entity) == ["Customer", "Product", "Order"])
+    #expect(try contents(destination) == contents(source))
+}
+
+@Test(arguments: [(StoreKind.sqlite, StoreKind.lmdb), (.lmdb, .sqlite)])
+func aSourceWrittenByAnotherProcessCopiesItsSnapshotAndSyncCatchesUp(_ from: StoreKind, _ to: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(from, "live")
+    let destination = dir.location(to, "copy")
+    _ = try CrashRecovery.killWriter(tool: CrashRecovery.tool, kind: from.rawValue, path: source.path, after: 2_000)
+    let writer = try CrashRecovery.startWriter(tool: CrashRecovery.tool, kind: from.rawValue, path: source.path)
+    let copy = try runCLI(["--from", source.description, "--to", destination.description, "--batch-size", "300",
+                           "--progress", "none"])
+    let writtenDuring = try CrashRecovery.stop(writer, after: 1)
+    #expect(copy.status == 0, "\(copy.errors)")
+    #expect(copy.output.contains("verified: every item equals the source snapshot"), "\(copy.output)")
+    // The copy is the snapshot: self-consistent, but behind the source the writer kept changing.
+    let copied = try destination.open(schema: nil)
+    try CrashRecovery.verify(copied, acknowledged: 1)
+    let copiedCounter = try copied.read { try $0.get("Counter", key: "committed")?["value"] }
+    try copied.close()
+    guard case .int(let snapshotBatches)? = copiedCounter else {
+        Issue.record("no counter in the copy")
+        return
+    }
+    #expect(Int(snapshotBatches) < writtenDuring, "the writer went on after the snapshot")
+    #expect(try runCLI(["verify", "--from", source.description, "--to", destination.description,
+                        "--progress", "none"]).status == 1)
+    let sync = try runCLI(["sync", "--from", source.description, "--to", destination.description, "--progress", "none"])
+    #expect(sync.status == 0, "\(sync.errors)")
+    #expect(try runCLI(["verify", "--from", source.description, "--to", destination.description,
+                        "--progress", "none"]).status == 0)
+    #expect(try contents(destination) == contents(source))
+}
+
+@Test func helpDocumentsEveryExitCodeAndOption() throws {
+    let help = try runCLI(["--help"])
+    for text in ["Exit codes", "0    success", "1    verify", "2    bad input", "3    the operation failed", "64",
+                 "130", "copy", "sync", "verify", "inspect", "seed"] {
+        #expect(help.output.contains(text), "\(text)")
+    }
+    let copyHelp = try runCLI(["copy", "--help"])
+    for option in ["--from", "--to", "--entities", "--batch-size", "--resume", "--overwrite", "--no-verify",
+                   "--dry-run", "--progress", "--report"] {
+        #expect(copyHelp.output.contains(option), "\(option)")
+    }
+}
+
+@Test func seedIsDeterministicAndInspectDescribesTheStore() throws {
+    let dir = try TemporaryDirectory()
+    let a = dir.location(.sqlite, "a")
+    let b = dir.location(.lmdb, "b")
+    #expect(try runCLI(["seed", "--to", a.description, "--items", "2000", "--seed", "5", "--progress", "none"]).status == 0)
+    #expect(try runCLI(["seed", "--to", b.description, "--items", "2000", "--seed", "5", "--progress", "none"]).status == 0)
+    #expect(try contents(a) == contents(b))
+    let inspect = try runCLI(["inspect", a.description])
+    #expect(inspect.status == 0)
+    for text in ["Customer: 400 items", "Product: 200 items", "Order: 1400 items", "index byEmail (unique): email",
+                 "state: complete"] {
+        #expect(inspect.output.contains(text), "\(text) in \(inspect.output)")
+    }
+}

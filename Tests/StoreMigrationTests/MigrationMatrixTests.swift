@@ -1,0 +1,132 @@
+import DataStoreAPI
+import DataStoreConformance
+import Foundation
+import StoreMigration
+import Testing
+
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("migration-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func location(_ kind: StoreKind, _ name: String) -> StoreLocation {
+        kind == .memory ? StoreLocation(kind: .memory, path: "\(url.lastPathComponent)-\(name)")
+            : StoreLocation(kind: kind, path: url.appendingPathComponent("\(name).\(kind.rawValue)").path)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Every item of every entity, in key order.
+func contents(_ location: StoreLocation) throws -> [String: [Record]] {
+    let store = try location.open(schema: nil)
+    defer { try? store.close() }
+    return try store.read { r in
+        try Dictionary(uniqueKeysWithValues: store.schema.entities.map { ($0.name, try r.fetch(FetchRequest($0.name))) })
+    }
+}
+
+/// A source holding the suite's fixture items plus values at their edges.
+func writeEdgeCaseStore(_ location: StoreLocation) throws {
+    let store = try location.open(schema: Fixtures.schema)
+    defer { try? store.close() }
+    try Fixtures.load(Fixtures.items(150, seed: 4), into: store)
+    try store.writeSync { w in
+        let edges: [Record] = [
+            ["id": 100_000, "name": "", "score": .int(.min), "ratio": -0.0, "blob": .bytes([])],
+            ["id": 100_001, "name": "e\u{301}", "score": .int(.max), "ratio": .double(.infinity), "label": ""],
+            ["id": 100_002, "name": "a\u{0}b", "ratio": .double(-.greatestFiniteMagnitude),
+             "blob": .bytes((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }),
+             "when": .date(Timestamp(microsecondsSinceEpoch: .min))],
+            ["id": .int(.min), "name": .string(String(repeating: "\u{1F600}", count: 400)),
+             "ratio": .double(.leastNonzeroMagnitude)],
+        ]
+        for record in edges { try w.insert(record, into: "Item") }
+        for key in ["", "\u{E9}", "e\u{301}", "a\u{0}", String(repeating: "k", count: Limits.maxStringKeyBytes)] {
+            try w.insert(["key": .string(key), "value": .int(Int64(key.utf8.count)), "note": .string(key)], into: "Keyed")
+        }
+        for _ in 0..<50 { try w.insert(["id": .uuid(UUID()), "payload": .bytes([1, 2])], into: "Ident") }
+    }
+}
+
+let matrix: [(StoreKind, StoreKind)] = StoreKind.allCases.flatMap { a in StoreKind.allCases.map { (a, $0) } }
+
+@Test(arguments: matrix)
+func migrationIntoEveryBackendAndBackIsItemForItem(_ from: StoreKind, _ to: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(from, "source")
+    let middle = dir.location(to, "middle")
+    let back = dir.location(from, "back")
+    defer { for l in [source, middle, back] where l.kind == .memory { try? l.destroy() } }
+    try writeEdgeCaseStore(source)
+    let there = try Migrator.copy(from: source, to: middle, options: MigrationOptions(batchSize: 37))
+    #expect(there.verified && there.differences == 0)
+    #expect(there.entities.map(\.itemsWritten) == [154, 5, 50])
+    let returned = try Migrator.copy(from: middle, to: back, options: MigrationOptions(batchSize: 1_000))
+    #expect(returned.differences == 0)
+    let original = try contents(source)
+    #expect(try contents(middle) == original)
+    #expect(try contents(back) == original)
+    let verify = try Migrator.verify(from: back, to: middle)
+    #expect(verify.differences == 0 && verify.entities.map(\.itemsVerified) == [154, 5, 50])
+}
+
+@Test func verifyReportsEveryKindOfDifferenceAndSyncRepairsThem() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    let copy = dir.location(.lmdb, "copy")
+    try writeEdgeCaseStore(source)
+    _ = try Migrator.copy(from: source, to: copy)
+    let store = try copy.open(schema: nil)
+    try store.writeSync { w in
+        _ = try w.delete("Item", key: 100_000)
+        try w.update("Item", key: 100_001, set: ["ratio": 0.0])
+        try w.insert(["id": 5_000_000, "name": "extra"], into: "Item")
+    }
+    try store.close()
+    let verify = try Migrator.verify(from: source, to: copy)
+    #expect(verify.differences == 3)
+    #expect(verify.sampleDifferences.contains { $0.contains("100001") && $0.contains("differs") })
+    let sync = try Migrator.sync(from: source, to: copy)
+    let item = try #require(sync.entities.first { $0.entity == "Item" })
+    #expect(item.itemsWritten == 2 && item.itemsDeleted == 1)
+    #expect(try Migrator.verify(from: source, to: copy).differences == 0)
+}
+
+@Test func anUnfinishedDestinationCannotBeOpenedAsComplete() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    let destination = dir.location(.lmdb, "destination")
+    try writeEdgeCaseStore(source)
+    var batches = 0
+    #expect(throws: MigrationInterrupted.self) {
+        try Migrator.copy(from: source, to: destination, options: MigrationOptions(batchSize: 20),
+                          shouldStop: { batches += 1; return batches == 3 })
+    }
+    do {
+        _ = try destination.open(schema: nil)
+        Issue.record("an unfinished destination opened")
+    } catch let error as StoreError {
+        #expect(error.code == .incompleteMigration && error.message.contains("--resume"), "\(error)")
+    }
+    let resumed = try Migrator.copy(from: source, to: destination, options: MigrationOptions(resume: true))
+    #expect(resumed.resumed && resumed.differences == 0)
+    #expect(try contents(destination) == contents(source))
+    #expect(throws: StoreError.self) { try Migrator.copy(from: source, to: destination, options: MigrationOptions(resume: true)) }
+}
+
+@Test func aSubsetOfEntitiesCopiesOnlyThose() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.lmdb, "source")
+    let destination = dir.location(.sqlite, "subset")
+    try writeEdgeCaseStore(source)
+    let report = try Migrator.copy(from: source, to: destination, options: MigrationOptions(entities: ["Keyed"]))
+    #expect(report.entities.map(\.entity) == ["Keyed"])
+    #expect(try contents(destination).keys.sorted() == ["Keyed"])
+    #expect(throws: StoreError.self) {
+        try Migrator.copy(from: source, to: dir.location(.sqlite, "bad"), options: MigrationOptions(entities: ["Nope"]))
+    }
+}
