@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the system libraries the package links, and the CLIs the tests use, when missing.
+set -euo pipefail
+missing=()
+dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
+dpkg -s liblmdb-dev >/dev/null 2>&1 || missing+=(liblmdb-dev)
+dpkg -s lmdb-utils >/dev/null 2>&1 || missing+=(lmdb-utils)
+command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "Installing ${missing[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+fi
