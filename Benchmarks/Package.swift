@@ -1,0 +1,35 @@
+// swift-tools-version: 6.1
+// The performance harness: every backend and the migration next to the raw C APIs doing the same
+// work in the same run, and SQLiteStore's typed layer next to GRDB. Its own package, so that
+// users of the library never build GRDB.
+import Foundation
+import PackageDescription
+
+// A path dependency's identity is its directory's name, which depends on where the repository
+// was cloned.
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+
+let package = Package(
+    name: "DataStoreBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "RawSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "RawLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        .executableTarget(
+            name: "datastore-bench",
+            dependencies: [
+                "RawSQLite", "RawLMDB",
+                .product(name: "DataStoreAPI", package: root),
+                .product(name: "SQLiteStore", package: root),
+                .product(name: "LMDBStore", package: root),
+                .product(name: "StoreMigration", package: root),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
+        ),
+    ]
+)

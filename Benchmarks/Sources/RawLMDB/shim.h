@@ -1,0 +1,1 @@
+#include <lmdb.h>

@@ -1,0 +1,53 @@
+import DataStoreAPI
+import Foundation
+
+/// The same work through the DataStore API, on any backend.
+struct APIBench {
+    let store: any DataStore
+    let workload: Workload
+
+    func insertAll(from start: Int, count: Int, batch: Int) throws {
+        var i = start
+        while i < start + count {
+            let end = min(start + count, i + batch)
+            try store.writeSync { w in
+                for j in i..<end { try w.insert(workload.record(j), into: "Item") }
+            }
+            i = end
+        }
+    }
+
+    func pointGets(_ keys: [Int]) throws -> Int {
+        try store.read { r in try keys.reduce(0) { $0 + (try r.get("Item", key: .int(Int64($1))) == nil ? 0 : 1) } }
+    }
+
+    func scan() throws -> Int {
+        try store.read { try $0.fetch(FetchRequest("Item")).count }
+    }
+
+    func indexedQueries() throws -> Int {
+        try store.read { r in
+            try (0..<Workload.queriedScores).reduce(0) { total, score in
+                total + (try r.fetch(FetchRequest("Item", filter: Field("score") == .int(Int64(score))))).count
+            }
+        }
+    }
+
+    func unindexedQuery() throws -> Int {
+        try store.read { try $0.fetch(FetchRequest("Item", filter: Field("ratio") < .double(Workload.ratioBound))).count }
+    }
+
+    func smallTransactions(from start: Int) throws {
+        for i in start..<(start + Workload.smallTransactions) {
+            try store.writeSync { try $0.insert(workload.record(i), into: "Item") }
+        }
+    }
+
+    func asyncWrites(from start: Int) throws {
+        for i in start..<(start + Workload.smallTransactions) {
+            let record = workload.record(i)
+            store.writeAsync { try $0.insert(record, into: "Item") }
+        }
+        try store.waitForPendingWrites()
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import RawLMDB
+
+/// The same work through the LMDB C API: the same databases, key encoding and record layout as
+/// LMDBStore (a format byte, then a tag and payload per attribute), MDB_NOTLS | MDB_NOMETASYNC.
+final class RawLMDBBench {
+    var env: OpaquePointer
+    var items: MDB_dbi = 0
+    var index: MDB_dbi = 0
+    let workload: Workload
+
+    init(path: String, workload: Workload) {
+        var handle: OpaquePointer?
+        mdb_env_create(&handle)
+        env = handle!
+        self.workload = workload
+        mdb_env_set_maxdbs(env, 8)
+        mdb_env_set_mapsize(env, 8 << 30)
+        mdb_env_open(env, path, UInt32(MDB_NOTLS | MDB_NOMETASYNC), 0o644)
+        var txn: OpaquePointer?
+        mdb_txn_begin(env, nil, 0, &txn)
+        mdb_dbi_open(txn, "e.Item", UInt32(MDB_CREATE), &items)
+        mdb_dbi_open(txn, "i.Item.byScore", UInt32(MDB_CREATE), &index)
+        mdb_txn_commit(txn)
+    }
+
+    deinit { mdb_env_close(env) }
+
+    static func key(_ id: Int64) -> [UInt8] {
+        let flipped = UInt64(bitPattern: id) ^ (1 << 63)
+        return [0] + (0..<8).map { UInt8(truncatingIfNeeded: flipped >> (56 - 8 * UInt64($0))) }
+    }
+
+    static func indexKey(_ score: Int64, _ id: Int64) -> [UInt8] {
+        let flipped = UInt64(bitPattern: score) ^ (1 << 63)
+        return [0x10] + (0..<8).map { UInt8(truncatingIfNeeded: flipped >> (56 - 8 * UInt64($0))) } + key(id).dropFirst()
+    }
+
+    static func encode(_ row: RawRow) -> [UInt8] {
+        var out: [UInt8] = [1, 3]
+        func fixed(_ v: UInt64) { for s in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(s))) } }
+        fixed(UInt64(bitPattern: row.id))
+        out.append(5)
+        out.append(UInt8(row.name.utf8.count))
+        out += row.name.utf8
+        out.append(3)
+        fixed(UInt64(bitPattern: row.score))
+        out.append(4)
+        fixed(row.ratio.bitPattern)
+        out.append(6)
+        out.append(UInt8(row.payload.count))
+        out += row.payload
+        return out
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> RawRow {
+        var offset = 1
+        func fixed() -> UInt64 {
+            offset += 1
+            defer { offset += 8 }
+            return (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << UInt64(8 * $1) }
+        }
+        func lengthPrefixed() -> UnsafeRawBufferPointer {
+            offset += 1
+            let length = Int(bytes[offset])
+            offset += 1
+            defer { offset += length }
+            return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
+        }
+        let id = Int64(bitPattern: fixed())
+        let name = String(decoding: lengthPrefixed(), as: UTF8.self)
+        let score = Int64(bitPattern: fixed())
+        let ratio = Double(bitPattern: fixed())
+        let payload = Array(lengthPrefixed())
+        return RawRow(id: id, name: name, score: score, ratio: ratio, payload: payload)
+    }
+
+    func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) {
+        key.withUnsafeBytes { k in
+            value.withUnsafeBytes { v in
+                var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                var vv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+                _ = mdb_put(txn, dbi, &kv, &vv, 0)
+            }
+        }
+    }
+
+    func write(_ rows: [RawRow]) {
+        var txn: OpaquePointer?
+        mdb_txn_begin(env, nil, 0, &txn)
+        for row in rows {
+            let key = Self.key(row.id)
+            put(txn, items, key, Self.encode(row))
+            put(txn, index, Self.indexKey(row.score, row.id), Array(key.dropFirst()))
+        }
+        mdb_txn_commit(txn)
+    }
+
+    func rawRow(_ i: Int) -> RawRow {
+        RawRow(id: Int64(i), name: workload.name(i), score: workload.score(i), ratio: workload.ratio(i),
+               payload: workload.payload(i))
+    }
+
+    func insertAll(from start: Int, count: Int, batch: Int) {
+        var i = start
+        while i < start + count {
+            write((i..<min(start + count, i + batch)).map(rawRow))
+            i += batch
+        }
+    }
+
+    func read<T>(_ body: (OpaquePointer?) -> T) -> T {
+        var txn: OpaquePointer?
+        mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
+        defer { mdb_txn_abort(txn) }
+        return body(txn)
+    }
+
+    func get(_ txn: OpaquePointer?, _ key: [UInt8]) -> RawRow? {
+        var data = MDB_val()
+        let rc = key.withUnsafeBytes { k -> Int32 in
+            var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            return mdb_get(txn, items, &kv, &data)
+        }
+        return rc == 0 ? Self.decode(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) : nil
+    }
+
+    func pointGets(_ keys: [Int]) -> Int {
+        read { txn in keys.reduce(0) { $0 + (get(txn, Self.key(Int64($1))) == nil ? 0 : 1) } }
+    }
+
+    func cursor(_ txn: OpaquePointer?, _ dbi: MDB_dbi, from start: [UInt8]?,
+                _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) {
+        var cursor: OpaquePointer?
+        mdb_cursor_open(txn, dbi, &cursor)
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var data = MDB_val()
+        var rc: Int32
+        if let start {
+            rc = start.withUnsafeBytes { s in
+                key = MDB_val(mv_size: s.count, mv_data: UnsafeMutableRawPointer(mutating: s.baseAddress))
+                return mdb_cursor_get(cursor, &key, &data, MDB_SET_RANGE)
+            }
+        } else {
+            rc = mdb_cursor_get(cursor, &key, &data, MDB_FIRST)
+        }
+        while rc == 0 {
+            if !body(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size),
+                     UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) { return }
+            rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
+        }
+    }
+
+    func scan() -> Int {
+        read { txn in
+            var rows: [RawRow] = []
+            cursor(txn, items, from: nil) { _, value in
+                rows.append(Self.decode(value))
+                return true
+            }
+            return rows.count
+        }
+    }
+
+    func indexedQueries() -> Int {
+        read { txn in
+            var found = 0
+            for score in 0..<Workload.queriedScores {
+                let prefix = Array(Self.indexKey(Int64(score), 0).prefix(9))
+                var keys: [[UInt8]] = []
+                cursor(txn, index, from: prefix) { key, value in
+                    guard key.starts(with: prefix) else { return false }
+                    keys.append([0] + Array(value))
+                    return true
+                }
+                found += keys.compactMap { get(txn, $0) }.count
+            }
+            return found
+        }
+    }
+
+    func unindexedQuery() -> Int {
+        read { txn in
+            var rows: [RawRow] = []
+            cursor(txn, items, from: nil) { _, value in
+                let row = Self.decode(value)
+                if row.ratio < Workload.ratioBound { rows.append(row) }
+                return true
+            }
+            return rows.count
+        }
+    }
+
+    func forEachRow(batch: Int, _ body: ([RawRow]) -> Void) {
+        read { txn in
+            var page: [RawRow] = []
+            cursor(txn, items, from: nil) { _, value in
+                page.append(Self.decode(value))
+                if page.count == batch {
+                    body(page)
+                    page.removeAll(keepingCapacity: true)
+                }
+                return true
+            }
+            if !page.isEmpty { body(page) }
+        }
+    }
+}

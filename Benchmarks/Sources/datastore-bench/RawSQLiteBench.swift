@@ -1,0 +1,154 @@
+import Foundation
+import RawSQLite
+
+/// The same work through the SQLite C API: prepared statements, WAL, synchronous=NORMAL.
+final class RawSQLiteBench {
+    let db: OpaquePointer
+    let workload: Workload
+
+    init(path: String, workload: Workload) {
+        var handle: OpaquePointer?
+        sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        db = handle!
+        self.workload = workload
+        exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        exec(Workload.sqliteDDL)
+    }
+
+    deinit { sqlite3_close_v2(db) }
+
+    func exec(_ sql: String) {
+        sqlite3_exec(db, sql, nil, nil, nil)
+    }
+
+    func prepare(_ sql: String) -> OpaquePointer {
+        var statement: OpaquePointer?
+        sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        return statement!
+    }
+
+    private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    func insert(_ statement: OpaquePointer, _ i: Int) {
+        sqlite3_reset(statement)
+        sqlite3_bind_int64(statement, 1, Int64(i))
+        var name = workload.name(i)
+        name.withUTF8 { sqlite3_bind_text(statement, 2, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count), transient) }
+        sqlite3_bind_int64(statement, 3, workload.score(i))
+        sqlite3_bind_double(statement, 4, workload.ratio(i))
+        workload.payload(i).withUnsafeBytes { sqlite3_bind_blob(statement, 5, $0.baseAddress, Int32($0.count), transient) }
+        sqlite3_step(statement)
+    }
+
+    static let insertSQL = "INSERT INTO \"Item\" (\"id\", \"name\", \"score\", \"ratio\", \"payload\") VALUES (?, ?, ?, ?, ?)"
+    static let columns = "SELECT \"id\", \"name\", \"score\", \"ratio\", \"payload\" FROM \"Item\""
+
+    func insertAll(from start: Int, count: Int, batch: Int) {
+        let statement = prepare(Self.insertSQL)
+        defer { sqlite3_finalize(statement) }
+        var i = start
+        while i < start + count {
+            exec("BEGIN IMMEDIATE")
+            for j in i..<min(start + count, i + batch) { insert(statement, j) }
+            exec("COMMIT")
+            i += batch
+        }
+    }
+
+    func row(_ statement: OpaquePointer) -> RawRow {
+        let nameLength = Int(sqlite3_column_bytes(statement, 1))
+        let name = String(decoding: UnsafeBufferPointer(start: sqlite3_column_text(statement, 1), count: nameLength),
+                          as: UTF8.self)
+        let payloadLength = Int(sqlite3_column_bytes(statement, 4))
+        let payload = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 4), count: payloadLength))
+        return RawRow(id: sqlite3_column_int64(statement, 0), name: name, score: sqlite3_column_int64(statement, 2),
+                      ratio: sqlite3_column_double(statement, 3), payload: payload)
+    }
+
+    func rows(_ statement: OpaquePointer) -> [RawRow] {
+        var result: [RawRow] = []
+        while sqlite3_step(statement) == SQLITE_ROW { result.append(row(statement)) }
+        sqlite3_reset(statement)
+        return result
+    }
+
+    func read<T>(_ body: () -> T) -> T {
+        exec("BEGIN")
+        defer { exec("COMMIT") }
+        return body()
+    }
+
+    func pointGets(_ keys: [Int]) -> Int {
+        let statement = prepare(Self.columns + " WHERE \"id\" = ?")
+        defer { sqlite3_finalize(statement) }
+        return read {
+            var found = 0
+            for key in keys {
+                sqlite3_bind_int64(statement, 1, Int64(key))
+                found += rows(statement).count
+            }
+            return found
+        }
+    }
+
+    func scan() -> Int {
+        let statement = prepare(Self.columns + " ORDER BY \"id\"")
+        defer { sqlite3_finalize(statement) }
+        return read { rows(statement).count }
+    }
+
+    func indexedQueries() -> Int {
+        let statement = prepare(Self.columns + " WHERE \"score\" = ? ORDER BY \"id\"")
+        defer { sqlite3_finalize(statement) }
+        return read {
+            var found = 0
+            for score in 0..<Workload.queriedScores {
+                sqlite3_bind_int64(statement, 1, Int64(score))
+                found += rows(statement).count
+            }
+            return found
+        }
+    }
+
+    func unindexedQuery() -> Int {
+        let statement = prepare(Self.columns + " WHERE \"ratio\" < ? ORDER BY \"id\"")
+        defer { sqlite3_finalize(statement) }
+        sqlite3_bind_double(statement, 1, Workload.ratioBound)
+        return read { rows(statement).count }
+    }
+
+    /// Reads every row in key order (the read side of a raw copy).
+    func forEachRow(batch: Int, _ body: ([RawRow]) -> Void) {
+        let statement = prepare(Self.columns + " ORDER BY \"id\"")
+        defer { sqlite3_finalize(statement) }
+        read {
+            var page: [RawRow] = []
+            while sqlite3_step(statement) == SQLITE_ROW {
+                page.append(row(statement))
+                if page.count == batch {
+                    body(page)
+                    page.removeAll(keepingCapacity: true)
+                }
+            }
+            if !page.isEmpty { body(page) }
+        }
+    }
+
+    /// Writes rows in one transaction per call (the write side of a raw copy).
+    func write(_ rows: [RawRow]) {
+        let statement = prepare(Self.insertSQL)
+        defer { sqlite3_finalize(statement) }
+        exec("BEGIN IMMEDIATE")
+        for row in rows {
+            sqlite3_reset(statement)
+            sqlite3_bind_int64(statement, 1, row.id)
+            var name = row.name
+            name.withUTF8 { sqlite3_bind_text(statement, 2, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count), transient) }
+            sqlite3_bind_int64(statement, 3, row.score)
+            sqlite3_bind_double(statement, 4, row.ratio)
+            row.payload.withUnsafeBytes { sqlite3_bind_blob(statement, 5, $0.baseAddress, Int32($0.count), transient) }
+            sqlite3_step(statement)
+        }
+        exec("COMMIT")
+    }
+}

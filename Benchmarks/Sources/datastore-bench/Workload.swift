@@ -1,0 +1,70 @@
+import DataStoreAPI
+import Foundation
+
+/// The items every benchmark writes: an int key, a string, an indexed int, a double and 16 bytes.
+struct Workload {
+    let count: Int
+
+    static let schema = Schema(entities: [
+        EntitySchema("Item", primaryKey: "id", attributes: [
+            Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
+            Attribute("ratio", .double), Attribute("payload", .bytes),
+        ], indexes: [Index("byScore", on: ["score"])]),
+    ])
+
+    /// DDL identical to what SQLiteStore creates for `schema`.
+    static let sqliteDDL = """
+        CREATE TABLE "Item" ("id" INTEGER PRIMARY KEY NOT NULL, "name" TEXT NOT NULL, "score" INTEGER NOT NULL, \
+        "ratio" NOT NULL, "payload" BLOB NOT NULL);
+        CREATE INDEX "Item.byScore" ON "Item" ("score");
+        """
+
+    func name(_ i: Int) -> String { "name-\(i % 1_000)" }
+    func score(_ i: Int) -> Int64 { Int64(i % 1_000) }
+    func ratio(_ i: Int) -> Double { Double(i % 997) / 997 }
+    func payload(_ i: Int) -> [UInt8] { (0..<16).map { UInt8(truncatingIfNeeded: i &+ $0) } }
+
+    func record(_ i: Int) -> Record {
+        ["id": .int(Int64(i)), "name": .string(name(i)), "score": .int(score(i)), "ratio": .double(ratio(i)),
+         "payload": .bytes(payload(i))]
+    }
+
+    /// Keys for point gets: a fixed pseudo-random sample.
+    var lookups: [Int] {
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        return (0..<min(count, 100_000)).map { _ in
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Int(state % UInt64(count))
+        }
+    }
+
+    static let smallTransactions = 10_000
+    static let queriedScores = 100
+    static let ratioBound = 0.01
+}
+
+/// A row as the raw benchmarks decode it, so both sides build the same Swift values.
+struct RawRow {
+    var id: Int64
+    var name: String
+    var score: Int64
+    var ratio: Double
+    var payload: [UInt8]
+}
+
+/// Times a block with the continuous clock.
+func time(_ body: () throws -> Void) rethrows -> Double {
+    let start = ContinuousClock.now
+    try body()
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+/// A fresh temporary directory.
+func scratch(_ name: String) -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(name)-\(UUID().uuidString)").path
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}

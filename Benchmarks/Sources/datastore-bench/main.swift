@@ -1,0 +1,149 @@
+// datastore-bench: every backend and the migration next to the raw C API doing the same work in
+// the same run, and SQLiteStore's typed layer next to GRDB.
+//
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000]
+import DataStoreAPI
+import Foundation
+import LMDBStore
+import SQLiteStore
+import StoreMigration
+
+let arguments = CommandLine.arguments
+let quick = arguments.contains("--quick")
+var sizes = quick ? [20_000] : [100_000, 1_000_000]
+if let flag = arguments.firstIndex(of: "--sizes"), flag + 1 < arguments.count {
+    sizes = arguments[flag + 1].split(separator: ",").compactMap { Int($0) }
+}
+
+struct Row {
+    var backend: String
+    var operation: String
+    var n: Int
+    var operations: Int
+    var apiSeconds: Double
+    var rawSeconds: Double
+}
+
+var rows: [Row] = []
+
+@MainActor func record(_ backend: String, _ operation: String, _ n: Int, operations: Int, api: Double, raw: Double) {
+    rows.append(Row(backend: backend, operation: operation, n: n, operations: operations, apiSeconds: api, rawSeconds: raw))
+    let ratio = raw / api
+    FileHandle.standardError.write(Data(String(format: "%@ %@ n=%d: api %.3fs raw %.3fs (%.2f of raw)\n", backend,
+                                               operation, n, api, raw, ratio).utf8))
+}
+
+func check(_ a: Int, _ b: Int, _ what: String) {
+    precondition(a == b, "\(what): API returned \(a), raw C \(b)")
+}
+
+@MainActor func benchmarkBackend(_ name: String, n: Int, open: (String) throws -> any DataStore,
+                      raw: (String) -> (insert: (Int, Int, Int) -> Void, gets: ([Int]) -> Int, scan: () -> Int,
+                                        indexed: () -> Int, unindexed: () -> Int)) throws {
+    let workload = Workload(count: n)
+    let directory = scratch(name)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = try open(directory + "/bulk")
+    let api = APIBench(store: store, workload: workload)
+    let rawBulk = raw(directory + "/raw-bulk")
+    record(name, "bulk insert, one writeSync", n, operations: n,
+           api: try time { try api.insertAll(from: 0, count: n, batch: n) }, raw: time { rawBulk.insert(0, n, n) })
+    let batchedStore = try open(directory + "/batched")
+    let rawBatched = raw(directory + "/raw-batched")
+    record(name, "batched inserts (1,000 per writeSync)", n, operations: n,
+           api: try time { try APIBench(store: batchedStore, workload: workload).insertAll(from: 0, count: n, batch: 1_000) },
+           raw: time { rawBatched.insert(0, n, 1_000) })
+    try batchedStore.close()
+    let keys = workload.lookups
+    var (a, b) = (0, 0)
+    record(name, "point get by key", n, operations: keys.count,
+           api: try time { a = try api.pointGets(keys) }, raw: time { b = rawBulk.gets(keys) })
+    check(a, b, "point gets")
+    record(name, "full ordered scan", n, operations: n, api: try time { a = try api.scan() }, raw: time { b = rawBulk.scan() })
+    check(a, b, "scan")
+    record(name, "query on indexed attribute (100 x ==)", n, operations: Workload.queriedScores,
+           api: try time { a = try api.indexedQueries() }, raw: time { b = rawBulk.indexed() })
+    check(a, b, "indexed query")
+    record(name, "query on non-indexed attribute", n, operations: 1,
+           api: try time { a = try api.unindexedQuery() }, raw: time { b = rawBulk.unindexed() })
+    check(a, b, "unindexed query")
+    record(name, "10,000 small writeSync", n, operations: Workload.smallTransactions,
+           api: try time { try api.smallTransactions(from: n) },
+           raw: time { rawBulk.insert(n, Workload.smallTransactions, 1) })
+    record(name, "10,000 writeAsync", n, operations: Workload.smallTransactions,
+           api: try time { try api.asyncWrites(from: n + Workload.smallTransactions) },
+           raw: time { rawBulk.insert(n + Workload.smallTransactions, Workload.smallTransactions, 1) })
+    try store.close()
+}
+
+func rawSQLite(_ path: String, _ workload: Workload) -> RawSQLiteBench { RawSQLiteBench(path: path + ".sqlite", workload: workload) }
+
+func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return RawLMDBBench(path: path, workload: workload)
+}
+
+@MainActor func benchmarkMigration(n: Int) throws {
+    let workload = Workload(count: n)
+    let directory = scratch("migration")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let sqlite = StoreLocation(kind: .sqlite, path: directory + "/source.sqlite")
+    let lmdb = StoreLocation(kind: .lmdb, path: directory + "/copy.lmdb")
+    let back = StoreLocation(kind: .sqlite, path: directory + "/back.sqlite")
+    let source = try sqlite.open(schema: Workload.schema, durability: .normal)
+    try APIBench(store: source, workload: workload).insertAll(from: 0, count: n, batch: 10_000)
+    try source.close()
+    let rawSource = RawSQLiteBench(path: directory + "/raw-source.sqlite", workload: workload)
+    rawSource.insertAll(from: 0, count: n, batch: 10_000)
+
+    let options = MigrationOptions(batchSize: 1_000, verify: false)
+    let rawLMDBCopy = rawLMDB(directory + "/raw-copy.lmdb", workload)
+    record("migration", "SQLite -> LMDB (Migrator.copy, no verify)", n, operations: n,
+           api: try time { _ = try Migrator.copy(from: sqlite, to: lmdb, options: options) },
+           raw: time { rawSource.forEachRow(batch: 1_000) { rawLMDBCopy.write($0) } })
+    let rawBack = RawSQLiteBench(path: directory + "/raw-back.sqlite", workload: workload)
+    record("migration", "LMDB -> SQLite (Migrator.copy, no verify)", n, operations: n,
+           api: try time { _ = try Migrator.copy(from: lmdb, to: back, options: options) },
+           raw: time { rawLMDBCopy.forEachRow(batch: 1_000) { rawBack.write($0) } })
+    record("migration", "verify SQLite vs LMDB (Migrator.verify)", n, operations: n,
+           api: try time { _ = try Migrator.verify(from: sqlite, to: lmdb) },
+           raw: time { rawSource.forEachRow(batch: 1_000) { _ in } })
+}
+
+for n in sizes {
+    try benchmarkBackend("SQLite", n: n,
+                         open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
+                                                 options: SQLiteOptions(durability: .normal)) },
+                         raw: { path in
+                             let b = rawSQLite(path, Workload(count: n))
+                             return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
+                                     b.indexedQueries, b.unindexedQuery)
+                         })
+    try benchmarkBackend("LMDB", n: n,
+                         open: { try LMDBStore(path: $0 + ".lmdb", schema: Workload.schema,
+                                               options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30)) },
+                         raw: { path in
+                             let b = rawLMDB(path + ".lmdb", Workload(count: n))
+                             return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
+                                     b.indexedQueries, b.unindexedQuery)
+                         })
+    try benchmarkMigration(n: n)
+}
+
+print("| backend | operation | items in store | API ops/s | raw C ops/s | API / raw C |")
+print("| --- | --- | ---: | ---: | ---: | ---: |")
+for row in rows {
+    let api = Double(row.operations) / row.apiSeconds
+    let raw = Double(row.operations) / row.rawSeconds
+    print(String(format: "| %@ | %@ | %d | %.0f | %.0f | %.2f |", row.backend, row.operation, row.n, api, raw, api / raw))
+}
+
+let grdbCount = quick ? 20_000 : 100_000
+let grdb = try grdbComparison(count: grdbCount)
+print("")
+print("| Codable records (\(grdbCount)) | GRDB 7 records/s | SQLiteStore typed layer records/s | SQLiteStore / GRDB |")
+print("| --- | ---: | ---: | ---: |")
+print(String(format: "| insert in one transaction | %.0f | %.0f | %.2f |", Double(grdbCount) / grdb.grdbInsert,
+             Double(grdbCount) / grdb.storeInsert, grdb.grdbInsert / grdb.storeInsert))
+print(String(format: "| fetch all | %.0f | %.0f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
+             Double(grdbCount) / grdb.storeFetch, grdb.grdbFetch / grdb.storeFetch))
