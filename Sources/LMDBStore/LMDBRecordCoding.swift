@@ -76,7 +76,8 @@ enum LMDBRecordCoding {
                 guard let length = reader.length(), let body = reader.take(length) else {
                     throw corrupt("truncated \(attribute.name)")
                 }
-                value = tag == .string ? .string(String(decoding: body, as: UTF8.self)) : .bytes(Array(body))
+                value = tag == .string ? .string(String(decoding: body.bindMemory(to: UInt8.self), as: UTF8.self))
+                    : .bytes(Array(body))
             case .uuid:
                 guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw corrupt("truncated uuid") }
                 value = .uuid(uuid)

@@ -37,6 +37,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     let options: SQLiteOptions
     private let writer: SQLiteConnection
     private let readers: SQLiteReaderPool
+    private let statements: [String: SQLiteEntitySQL]
 
     /// Opens the store at `path`, creating it (with `schema`) when the file does not exist.
     ///
@@ -60,6 +61,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         writer = connection
         schema = try Self.prepare(connection, requested: requested, path: path)
         try connection.configure(durability: options.durability)
+        statements = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, SQLiteEntitySQL($0)) })
         readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders)
     }
 
@@ -76,7 +78,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             }
             var stored: Schema?
             if hasMeta == 1 {
-                let transaction = SQLiteTransaction(connection: db)
+                let transaction = SQLiteTransaction(connection: db, statements: [:])
                 let format = try transaction.metadata(forKey: "datastore.format").flatMap { Int(String(decoding: $0, as: UTF8.self)) }
                 guard let format else {
                     throw StoreError(.corrupt, "\(path): the store's format version is missing")
@@ -118,7 +120,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                     + index.attributes.map(SQLiteQuery.quote).joined(separator: ", ") + ")")
             }
         }
-        let transaction = SQLiteTransaction(connection: db)
+        let transaction = SQLiteTransaction(connection: db, statements: [:])
         try transaction.setMetadata(Array(String(formatVersion).utf8), forKey: "datastore.format")
         try transaction.setMetadata(schema.encodedForStorage(), forKey: "datastore.schema")
     }
@@ -137,11 +139,13 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         let connection = try readers.acquire()
         defer { readers.release(connection) }
-        return try connection.transaction(write: false) { try body(SQLiteTransaction(connection: connection)) }
+        return try connection.transaction(write: false) {
+            try body(SQLiteTransaction(connection: connection, statements: statements))
+        }
     }
 
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
-        try writer.transaction(write: true) { try body(SQLiteTransaction(connection: writer)) }
+        try writer.transaction(write: true) { try body(SQLiteTransaction(connection: writer, statements: statements)) }
     }
 
     public func close() throws {
@@ -152,7 +156,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// The query plan SQLite chooses for a request (`EXPLAIN QUERY PLAN`), one line per step.
     func queryPlan(_ request: FetchRequest) throws -> [String] {
         guard let entity = schema.entity(named: request.entity) else { return [] }
-        let select = SQLiteQuery.select(request, entity)
+        let select = SQLiteQuery.select(request, entity, columns: SQLiteEntitySQL(entity).columns)
         return try writer.transaction(write: false) {
             let statement = try writer.statement("EXPLAIN QUERY PLAN " + select.sql)
             try statement.bind(select.bindings.map { if case .value(let v) = $0 { return v }; return .null })

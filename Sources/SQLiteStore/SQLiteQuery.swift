@@ -29,10 +29,6 @@ enum SQLiteQuery {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    static func columns(_ entity: EntitySchema) -> String {
-        entity.attributes.map { quote($0.name) }.joined(separator: ", ")
-    }
-
     static func translate(_ filter: Filter) -> SQLFragment {
         switch filter {
         case .all:
@@ -115,9 +111,9 @@ enum SQLiteQuery {
     }
 
     /// The SELECT for a request, with offset and limit as the last two parameters.
-    static func select(_ request: FetchRequest, _ entity: EntitySchema) -> SQLFragment {
+    static func select(_ request: FetchRequest, _ entity: EntitySchema, columns: String) -> SQLFragment {
         let filter = translate(request.filter)
-        let sql = "SELECT \(columns(entity)) FROM \(quote(entity.name)) WHERE \(filter.sql)"
+        let sql = "SELECT \(columns) FROM \(quote(entity.name)) WHERE \(filter.sql)"
             + orderBy(request.sort, entity) + " LIMIT ? OFFSET ?"
         return SQLFragment(sql, filter.bindings + [.value(.int(Int64(request.limit ?? -1))),
                                                    .value(.int(Int64(request.offset)))])

@@ -4,9 +4,15 @@ import DataStoreAPI
 /// A read or write transaction on one connection.
 final class SQLiteTransaction: StorageWriter {
     let connection: SQLiteConnection
+    let statements: [String: SQLiteEntitySQL]
 
-    init(connection: SQLiteConnection) {
+    init(connection: SQLiteConnection, statements: [String: SQLiteEntitySQL]) {
         self.connection = connection
+        self.statements = statements
+    }
+
+    private func sql(_ entity: EntitySchema) -> SQLiteEntitySQL {
+        statements[entity.name] ?? SQLiteEntitySQL(entity)
     }
 
     private func prepared(_ fragment: SQLFragment) throws(StoreError) -> SQLiteStatement {
@@ -44,13 +50,13 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record? {
-        let sql = "SELECT \(SQLiteQuery.columns(entity)) FROM \(SQLiteQuery.quote(entity.name)) WHERE "
-            + "\(SQLiteQuery.quote(entity.primaryKey)) = ?"
-        return try rows(prepared(SQLFragment(sql, [.value(keyValue(key, entity))])), entity).first
+        let statement = try connection.statement(sql(entity).get)
+        try statement.bind([keyValue(key, entity)])
+        return try rows(statement, entity).first
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
-        try rows(prepared(SQLiteQuery.select(request, entity)), entity)
+        try rows(prepared(SQLiteQuery.select(request, entity, columns: sql(entity).columns)), entity)
     }
 
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
@@ -62,16 +68,14 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     func scan(_ entity: EntitySchema, after key: [UInt8]?, limit: Int) throws -> [Record] {
-        let pk = SQLiteQuery.quote(entity.primaryKey)
-        var sql = "SELECT \(SQLiteQuery.columns(entity)) FROM \(SQLiteQuery.quote(entity.name))"
-        var bindings: [SQLFragment.Binding] = []
+        let texts = sql(entity)
+        let statement = try connection.statement(key == nil ? texts.scanFirst : texts.scanAfter)
         if let key {
-            sql += " WHERE \(pk) > ?"
-            bindings.append(.value(try keyValue(key, entity)))
+            try statement.bind([keyValue(key, entity), .int(Int64(limit))])
+        } else {
+            try statement.bind([.int(Int64(limit))])
         }
-        sql += " ORDER BY \(pk) LIMIT ?"
-        bindings.append(.value(.int(Int64(limit))))
-        return try rows(prepared(SQLFragment(sql, bindings)), entity)
+        return try rows(statement, entity)
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {
@@ -115,30 +119,20 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
-        let sql = "INSERT INTO \(SQLiteQuery.quote(entity.name)) (\(SQLiteQuery.columns(entity))) VALUES ("
-            + Array(repeating: "?", count: entity.attributes.count).joined(separator: ", ") + ")"
-        try write(sql, record, in: entity)
+        try write(sql(entity).insert, record, in: entity)
     }
 
     func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
-        let others = entity.attributes.filter { $0.name != entity.primaryKey }.map(\.name)
-        let update = others.isEmpty ? "NOTHING"
-            : "UPDATE SET " + others.map { "\(SQLiteQuery.quote($0)) = excluded.\(SQLiteQuery.quote($0))" }
-                .joined(separator: ", ")
-        let sql = "INSERT INTO \(SQLiteQuery.quote(entity.name)) (\(SQLiteQuery.columns(entity))) VALUES ("
-            + Array(repeating: "?", count: entity.attributes.count).joined(separator: ", ")
-            + ") ON CONFLICT(\(SQLiteQuery.quote(entity.primaryKey))) DO \(update)"
-        try write(sql, record, in: entity)
+        try write(sql(entity).upsert, record, in: entity)
     }
 
     func delete(key: [UInt8], in entity: EntitySchema) throws -> Bool {
-        let sql = "DELETE FROM \(SQLiteQuery.quote(entity.name)) WHERE \(SQLiteQuery.quote(entity.primaryKey)) = ?"
-        try connection.execute(sql, [keyValue(key, entity)])
+        try connection.execute(sql(entity).delete, [keyValue(key, entity)])
         return connection.changes > 0
     }
 
     func deleteAll(in entity: EntitySchema) throws -> Int {
-        try connection.execute("DELETE FROM \(SQLiteQuery.quote(entity.name))")
+        try connection.execute(sql(entity).deleteAll)
         return connection.changes
     }
 
