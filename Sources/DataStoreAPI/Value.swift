@@ -114,6 +114,19 @@ extension Value {
         }
     }
 
+    /// Three-way comparison of two byte arrays with `memcmp` (the hot path of key ordering).
+    public static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        let common = Swift.min(a.count, b.count)
+        let c = a.withUnsafeBufferPointer { pa in
+            b.withUnsafeBufferPointer { pb -> Int32 in
+                guard common > 0, let x = pa.baseAddress, let y = pb.baseAddress else { return 0 }
+                return memcmp(x, y, common)
+            }
+        }
+        if c != 0 { return c < 0 ? -1 : 1 }
+        return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
+    }
+
     @inline(__always)
     static func foldASCII(_ byte: UInt8) -> UInt8 {
         (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte

@@ -30,11 +30,16 @@ final class LMDBStorage: StorageWriter {
     private func candidates(_ filter: Filter, _ entity: EntitySchema) throws -> [[UInt8]]? {
         guard let (index, ranges) = LMDBIndexKeys.plan(filter, entity),
               let dbi = databases.indexes[entity.name]?[index.name] else { return nil }
-        var keys = Set<[UInt8]>()
+        var keys: [[UInt8]] = []
         for range in ranges {
-            try LMDBIndexKeys.primaryKeys(in: range, of: dbi, txn) { keys.insert($0) }
+            try LMDBIndexKeys.primaryKeys(in: range, of: dbi, txn) { keys.append($0) }
         }
-        return keys.sorted { Value.compareBytes($0, $1) < 0 }
+        // One equality prefix yields its keys in key order already; anything else is merged here.
+        if ranges.count > 1 { keys = Array(Set(keys)) }
+        if zip(keys, keys.dropFirst()).contains(where: { Value.compareBytes($0, $1) >= 0 }) {
+            keys.sort { Value.compareBytes($0, $1) < 0 }
+        }
+        return keys
     }
 
     /// Visits the records matching `filter` in key order while `visit` returns true.

@@ -46,7 +46,7 @@ struct Workload {
 }
 
 /// A row as the raw benchmarks decode it, so both sides build the same Swift values.
-struct RawRow {
+struct RawRow: Equatable {
     var id: Int64
     var name: String
     var score: Int64
