@@ -1,5 +1,6 @@
 import DataStoreAPI
 import Foundation
+import Synchronization
 
 /// A seeded random sequence of inserts, saves, updates, deletes, async writes and child merges,
 /// applied to the store and to a plain dictionary; the two must end equal.
@@ -81,13 +82,13 @@ enum RandomOperationCases {
     /// Runs a write through writeAsync and waits for it.
     static func awaitAsync(_ store: any DataStore, _ body: @escaping @Sendable (WriteAccessor) throws -> Void) throws {
         let done = DispatchSemaphore(value: 0)
-        let outcome = LockedResult()
+        let outcome = Mutex<Result<Void, any Error>>(.success(()))
         store.writeAsync(body) { result in
-            outcome.set(result)
+            outcome.withLock { $0 = result }
             done.signal()
         }
         done.wait()
-        try outcome.get()
+        try outcome.withLock { $0 }.get()
     }
 
     static let all: [ConformanceCase] = [1, 2, 3].map { seed in
@@ -95,12 +96,4 @@ enum RandomOperationCases {
             try run(c, seed: UInt64(seed))
         }
     }
-}
-
-/// `@unchecked Sendable`: `result` is written once before the semaphore is signalled and read
-/// only after it was waited for.
-final class LockedResult: @unchecked Sendable {
-    private var result: Result<Void, any Error> = .success(())
-    func set(_ r: Result<Void, any Error>) { result = r }
-    func get() throws { try result.get() }
 }

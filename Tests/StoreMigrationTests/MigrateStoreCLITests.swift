@@ -201,3 +201,30 @@ func aSourceWrittenByAnotherProcessCopiesItsSnapshotAndSyncCatchesUp(_ from: Sto
         #expect(inspect.output.contains(text), "\(text) in \(inspect.output)")
     }
 }
+
+@Test(arguments: [StoreKind.lmdb, .sqlite])
+func aCopyStoppedByAFullDiskFailsCleanlyAndFinishesWithResume(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(kind == .lmdb ? .sqlite : .lmdb, "source")
+    let destination = dir.location(kind, "destination")
+    try DemoData.seed(source, items: 40_000, seed: 6)
+    // A 4 MiB limit on file size (RLIMIT_FSIZE) makes the destination's writes fail part way,
+    // as a full disk does; SIGXFSZ is ignored so the write returns an error instead.
+    let limited = Process()
+    limited.executableURL = URL(fileURLWithPath: "/bin/bash")
+    limited.arguments = ["-c", "trap '' XFSZ; ulimit -f 4096; exec \"$0\" \"$@\"", migrateStore.path, "copy",
+                         "--from", source.description, "--to", destination.description, "--progress", "none"]
+    let err = Pipe()
+    limited.standardError = err
+    limited.standardOutput = FileHandle.nullDevice
+    try limited.run()
+    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    limited.waitUntilExit()
+    #expect(limited.terminationStatus == 3, "\(errors)")
+    #expect(errors.split(separator: "\n").count == 1 && errors.hasPrefix("migrate-store: error:"), "\(errors)")
+    #expect(!opensAsComplete(destination))
+    let resumed = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--resume",
+                              "--progress", "none"])
+    #expect(resumed.status == 0, "\(resumed.errors)")
+    #expect(try contents(destination) == contents(source))
+}

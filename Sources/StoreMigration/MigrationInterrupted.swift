@@ -1,0 +1,6 @@
+/// Thrown when the caller's `shouldStop` asked the migration to stop; the destination holds
+/// every finished batch and its checkpoint, and `resume` finishes the job.
+public struct MigrationInterrupted: Error, Sendable, CustomStringConvertible {
+    public let report: MigrationReport
+    public var description: String { "migration into \(report.destination) stopped; resume to finish it" }
+}

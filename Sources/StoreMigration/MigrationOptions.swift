@@ -1,0 +1,25 @@
+/// Options of a migration.
+public struct MigrationOptions: Sendable {
+    /// The entities to copy (all when `nil`).
+    public var entities: [String]?
+    /// Items per write transaction (and per checkpoint).
+    public var batchSize: Int
+    /// Finish an interrupted migration into the destination.
+    public var resume: Bool
+    /// Replace a destination that exists.
+    public var overwrite: Bool
+    /// Compare every item after copying (on by default).
+    public var verify: Bool
+    /// Read and count the source and check the destination, but write nothing.
+    public var dryRun: Bool
+
+    public init(entities: [String]? = nil, batchSize: Int = 1_000, resume: Bool = false, overwrite: Bool = false,
+                verify: Bool = true, dryRun: Bool = false) {
+        self.entities = entities
+        self.batchSize = batchSize
+        self.resume = resume
+        self.overwrite = overwrite
+        self.verify = verify
+        self.dryRun = dryRun
+    }
+}
