@@ -124,7 +124,7 @@ public final class WriteAccessor: ReadAccessor {
             if name == entity.primaryKey, value != record[name] {
                 throw StoreError(.invalidArgument, "update of '\(entityName)' \(key) cannot change its primary key")
             }
-            record.values[name] = value
+            record[name] = value
         }
         let normalized = try entity.normalize(record)
         try writer.put(normalized, key: encoded, in: entity)

@@ -44,11 +44,12 @@ extension EntitySchema {
     /// - Throws: ``StoreError`` with `unknownAttribute`, `typeMismatch`, `invalidValue` (null for a
     ///   required attribute, NaN) or `limitExceeded`, naming the entity and attribute.
     public func normalize(_ record: Record) throws(StoreError) -> Record {
-        var result = [String: Value](minimumCapacity: attributes.count)
+        var result: [Value] = []
+        result.reserveCapacity(attributes.count)
         var matched = 0
         for attribute in attributes {
             var value: Value
-            if let given = record.values[attribute.name] {
+            if let given = record.value(ifPresent: attribute.name) {
                 matched += 1
                 value = given
             } else {
@@ -62,17 +63,18 @@ extension EntitySchema {
             } else {
                 value = try checkValue(value, for: attribute)
             }
-            result[attribute.name] = value
+            result.append(value)
         }
-        if matched != record.values.count {
-            let unknown = record.values.keys.filter { attribute(named: $0) == nil }.sorted()
+        if matched != record.count {
+            let unknown = record.attributeNames.filter { attribute(named: $0) == nil }.sorted()
             throw StoreError(.unknownAttribute, "entity '\(name)' has no attribute '\(unknown.first ?? "?")'")
         }
-        if case .string(let s) = result[primaryKey] ?? .null, s.utf8.count > Limits.maxStringKeyBytes {
+        let normalized = Record(layout: layout, values: result)
+        if case .string(let s) = normalized[primaryKey], s.utf8.count > Limits.maxStringKeyBytes {
             throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
                 + "\(Limits.maxStringKeyBytes) are allowed")
         }
-        return Record(result)
+        return normalized
     }
 
     /// Checks a filter's attributes and values; returns it with values converted as stored.

@@ -1,26 +1,121 @@
 /// The values of one item, by attribute name.
 ///
 /// Records returned by a store hold every attribute of the entity, with ``Value/null`` for
-/// optional attributes that have no value. When writing, a missing optional attribute is null
-/// and a missing attribute with a default takes the default.
-public struct Record: Sendable, Hashable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
-    public var values: [String: Value]
+/// optional attributes that have no value; they share their entity's ``RecordLayout`` and keep
+/// their values in an array. Records built by the app are dictionaries. Both behave the same:
+/// two records are equal when they hold the same attribute names with equal values. When
+/// writing, a missing optional attribute is null and a missing attribute with a default takes
+/// the default.
+public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    private var layout: RecordLayout?
+    private var slots: [Value] = []
+    private var dictionary: [String: Value] = [:]
 
     public init(_ values: [String: Value] = [:]) {
-        self.values = values
+        dictionary = values
+    }
+
+    /// A record with one value per name of `layout`, in order (what backends build).
+    public init(layout: RecordLayout, values: [Value]) {
+        if values.count == layout.names.count {
+            self.layout = layout
+            slots = values
+        } else {
+            dictionary = Dictionary(zip(layout.names, values), uniquingKeysWith: { _, last in last })
+        }
     }
 
     public init(dictionaryLiteral elements: (String, Value)...) {
-        values = Dictionary(elements, uniquingKeysWith: { _, last in last })
+        dictionary = Dictionary(elements, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The values by attribute name.
+    public var values: [String: Value] {
+        get {
+            guard let layout else { return dictionary }
+            return Dictionary(zip(layout.names, slots), uniquingKeysWith: { first, _ in first })
+        }
+        set {
+            layout = nil
+            slots = []
+            dictionary = newValue
+        }
+    }
+
+    /// How many attributes the record names.
+    public var count: Int { layout == nil ? dictionary.count : slots.count }
+
+    /// The attribute names the record holds (in schema order for records from a store).
+    public var attributeNames: [String] { layout?.names ?? Array(dictionary.keys) }
+
+    /// Whether the record names the attribute (possibly with a null value).
+    public func contains(_ attribute: String) -> Bool { value(ifPresent: attribute) != nil }
+
+    /// The value of an attribute, or `nil` when the record does not name it.
+    public func value(ifPresent attribute: String) -> Value? {
+        guard let layout else { return dictionary[attribute] }
+        return layout.slot(of: attribute).map { slots[$0] }
+    }
+
+    /// The values in the order of `layout` (null for names the record lacks).
+    public func values(in layout: RecordLayout) -> [Value] {
+        if self.layout === layout { return slots }
+        return layout.names.map { self[$0] }
     }
 
     /// The value of an attribute; ``Value/null`` when absent.
     public subscript(attribute: String) -> Value {
-        get { values[attribute] ?? .null }
-        set { values[attribute] = newValue }
+        get { value(ifPresent: attribute) ?? .null }
+        set {
+            if let layout {
+                if let slot = layout.slot(of: attribute) {
+                    slots[slot] = newValue
+                    return
+                }
+                dictionary = values
+                self.layout = nil
+                slots = []
+            }
+            dictionary[attribute] = newValue
+        }
+    }
+
+    private func forEachPair(_ body: (String, Value) -> Void) {
+        if let layout {
+            for (name, value) in zip(layout.names, slots) { body(name, value) }
+        } else {
+            for (name, value) in dictionary { body(name, value) }
+        }
     }
 
     public var description: String {
-        "{" + values.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "}"
+        var pairs: [(String, Value)] = []
+        forEachPair { pairs.append(($0, $1)) }
+        return "{" + pairs.sorted { $0.0 < $1.0 }.map { "\($0.0): \($0.1)" }.joined(separator: ", ") + "}"
+    }
+}
+
+extension Record: Hashable {
+    public static func == (lhs: Record, rhs: Record) -> Bool {
+        if let a = lhs.layout, let b = rhs.layout, a == b { return lhs.slots == rhs.slots }
+        guard lhs.count == rhs.count else { return false }
+        var equal = true
+        lhs.forEachPair { name, value in
+            if equal, rhs.value(ifPresent: name) != value { equal = false }
+        }
+        return equal
+    }
+
+    /// Order-independent, so that both representations of the same values hash alike.
+    public func hash(into hasher: inout Hasher) {
+        var sum: UInt = 0
+        forEachPair { name, value in
+            var pair = Hasher()
+            pair.combine(name)
+            pair.combine(value)
+            sum &+= UInt(bitPattern: pair.finalize())
+        }
+        hasher.combine(count)
+        hasher.combine(sum)
     }
 }

@@ -73,15 +73,53 @@ struct RecordValueDecoder: Decoder {
 struct KeyedRecordDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let record: Record
     var codingPath: [any CodingKey] { [] }
-    var allKeys: [Key] { record.values.keys.compactMap { Key(stringValue: $0) } }
+    var allKeys: [Key] { record.attributeNames.compactMap { Key(stringValue: $0) } }
 
-    func contains(_ key: Key) -> Bool { record.values[key.stringValue] != nil }
+    func contains(_ key: Key) -> Bool { record.contains(key.stringValue) }
 
     func decodeNil(forKey key: Key) throws -> Bool { record[key.stringValue].isNull }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try RecordDecoder.convert(record[key.stringValue], to: type, key: key.stringValue)
     }
+
+    // The concrete overloads read the value without the dynamic casts of the generic path.
+
+    private func mismatch(_ key: Key, _ type: Any.Type) -> StoreError {
+        StoreError(.typeMismatch, "attribute '\(key.stringValue)' holds \(record[key.stringValue]), not \(type)")
+    }
+
+    private func integer<I: FixedWidthInteger>(_ type: I.Type, _ key: Key) throws -> I {
+        guard case .int(let i) = record[key.stringValue], let exact = I(exactly: i) else { throw mismatch(key, type) }
+        return exact
+    }
+
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        guard case .string(let s) = record[key.stringValue] else { throw mismatch(key, type) }
+        return s
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        guard case .bool(let b) = record[key.stringValue] else { throw mismatch(key, type) }
+        return b
+    }
+
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        guard case .double(let d) = record[key.stringValue] else { throw mismatch(key, type) }
+        return d
+    }
+
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try decode(Double.self, forKey: key)) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(type, key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(type, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(type, key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(type, key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(type, key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(type, key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(type, key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(type, key) }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
                                                forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {

@@ -97,6 +97,30 @@ struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         box.values[key.stringValue] = value
     }
 
+    // The concrete overloads store the value without the dynamic casts of the generic path.
+
+    private func unsigned<I: FixedWidthInteger>(_ value: I, _ key: Key) throws {
+        guard let exact = Int64(exactly: value) else {
+            throw StoreError(.invalidValue, "property '\(key.stringValue)': \(value) does not fit the store's 64-bit int")
+        }
+        try store(.int(exact), key)
+    }
+
+    mutating func encode(_ value: String, forKey key: Key) throws { try store(.string(value), key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try store(.bool(value), key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { try store(.double(value), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try store(.double(Double(value)), key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try store(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try store(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try store(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try store(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try store(.int(value), key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try unsigned(value, key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try store(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try store(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try store(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try unsigned(value, key) }
+
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type,
                                                         forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         KeyedEncodingContainer(KeyedValueEncoder<NestedKey>(box: RecordBox(), nestedUnder: key.stringValue))

@@ -36,14 +36,37 @@ public struct EntitySchema: Sendable, Hashable, Codable {
     /// The name of the primary-key attribute, of type `int`, `string` or `uuid`.
     public var primaryKey: String
     /// Every attribute, the primary key included.
-    public var attributes: [Attribute]
+    public var attributes: [Attribute] {
+        didSet { layout = RecordLayout(attributes.map(\.name)) }
+    }
     public var indexes: [Index]
+    /// The layout of the records a store returns for this entity (its attribute names in order).
+    public private(set) var layout: RecordLayout
 
     public init(_ name: String, primaryKey: String, attributes: [Attribute], indexes: [Index] = []) {
         self.name = name
         self.primaryKey = primaryKey
         self.attributes = attributes
         self.indexes = indexes
+        layout = RecordLayout(attributes.map(\.name))
+    }
+
+    private enum CodingKeys: String, CodingKey { case name, primaryKey, attributes, indexes }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(try container.decode(String.self, forKey: .name),
+                  primaryKey: try container.decode(String.self, forKey: .primaryKey),
+                  attributes: try container.decode([Attribute].self, forKey: .attributes),
+                  indexes: try container.decode([Index].self, forKey: .indexes))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(primaryKey, forKey: .primaryKey)
+        try container.encode(attributes, forKey: .attributes)
+        try container.encode(indexes, forKey: .indexes)
     }
 
     /// The attribute of that name, if any.

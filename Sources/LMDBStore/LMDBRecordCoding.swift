@@ -14,8 +14,8 @@ enum LMDBRecordCoding {
     static func encode(_ record: Record, _ entity: EntitySchema) -> [UInt8] {
         var out: [UInt8] = [version]
         out.reserveCapacity(16 * entity.attributes.count)
-        for attribute in entity.attributes {
-            switch record[attribute.name] {
+        for value in record.values(in: entity.layout) {
+            switch value {
             case .null: out.append(Tag.null.rawValue)
             case .bool(let b): out.append(b ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
             case .int(let i): out.append(Tag.int.rawValue); appendFixed(UInt64(bitPattern: i), &out)
@@ -59,7 +59,8 @@ enum LMDBRecordCoding {
         }
         guard let format = reader.byte() else { throw corrupt("empty") }
         guard format == version else { throw corrupt("unknown record format \(format)") }
-        var values = [String: Value](minimumCapacity: entity.attributes.count)
+        var values: [Value] = []
+        values.reserveCapacity(entity.attributes.count)
         for attribute in entity.attributes {
             guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw corrupt("bad tag") }
             let value: Value
@@ -85,10 +86,10 @@ enum LMDBRecordCoding {
             if let type = value.type, type != attribute.type {
                 throw corrupt("attribute \(attribute.name) holds \(type), not \(attribute.type)")
             }
-            values[attribute.name] = value
+            values.append(value)
         }
         guard reader.isAtEnd else { throw corrupt("trailing bytes") }
-        return Record(values)
+        return Record(layout: entity.layout, values: values)
     }
 
     private struct Reader {

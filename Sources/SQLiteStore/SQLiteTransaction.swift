@@ -37,12 +37,13 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema) throws(StoreError) -> Record {
-        var values = [String: Value](minimumCapacity: entity.attributes.count)
+        var values: [Value] = []
+        values.reserveCapacity(entity.attributes.count)
         for (i, attribute) in entity.attributes.enumerated() {
-            values[attribute.name] = try statement.value(at: Int32(i), as: attribute.type,
-                                                         context: "\(entity.name).\(attribute.name)")
+            values.append(try statement.value(at: Int32(i), as: attribute.type,
+                                              context: "\(entity.name).\(attribute.name)"))
         }
-        return Record(values)
+        return Record(layout: entity.layout, values: values)
     }
 
     private func keyValue(_ key: [UInt8], _ entity: EntitySchema) throws(StoreError) -> Value {
@@ -87,7 +88,7 @@ final class SQLiteTransaction: StorageWriter {
 
     private func write(_ sql: String, _ record: Record, in entity: EntitySchema) throws {
         let statement = try connection.statement(sql)
-        try statement.bind(entity.attributes.map { record[$0.name] })
+        try statement.bind(record.values(in: entity.layout))
         defer { sqlite3_reset(statement.handle) }
         do {
             _ = try statement.step()

@@ -1,0 +1,23 @@
+/// The attribute names of an entity in schema order, shared by every record a store returns
+/// for that entity, so that such a record is an array of values rather than a dictionary.
+public final class RecordLayout: Sendable, Hashable {
+    /// The attribute names, in schema order.
+    public let names: [String]
+    let slots: [String: Int]
+
+    public init(_ names: [String]) {
+        self.names = names
+        slots = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The position of an attribute, if the layout has it.
+    public func slot(of name: String) -> Int? { slots[name] }
+
+    public static func == (lhs: RecordLayout, rhs: RecordLayout) -> Bool {
+        lhs === rhs || lhs.names == rhs.names
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(names)
+    }
+}
