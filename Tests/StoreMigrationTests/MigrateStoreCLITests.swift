@@ -228,3 +228,19 @@ func aCopyStoppedByAFullDiskFailsCleanlyAndFinishesWithResume(_ kind: StoreKind)
     #expect(resumed.status == 0, "\(resumed.errors)")
     #expect(try contents(destination) == contents(source))
 }
+
+@Test func dryRunWritesNothingAndEntitiesAndNoVerifyAreHonoured() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    let destination = dir.location(.lmdb, "destination")
+    try DemoData.seed(source, items: 3_000, seed: 8)
+    let dry = try runCLI(["--from", source.description, "--to", destination.description, "--dry-run", "--progress", "none"])
+    #expect(dry.status == 0, "\(dry.errors)")
+    #expect(dry.output.contains("Customer") && dry.output.contains("2100"), "\(dry.output)")
+    #expect(!destination.exists, "a dry run creates nothing")
+    let subset = try runCLI(["--from", source.description, "--to", destination.description, "--entities", "Order,Product",
+                             "--no-verify", "--progress", "none"])
+    #expect(subset.status == 0, "\(subset.errors)")
+    #expect(!subset.output.contains("verified:"), "no verification was asked for")
+    #expect(try contents(destination).keys.sorted() == ["Order", "Product"])
+}
