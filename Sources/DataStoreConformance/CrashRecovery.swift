@@ -71,6 +71,18 @@ public enum CrashRecovery {
         #expect(beyond == 0, sourceLocation: sourceLocation)
     }
 
+    /// Kills `crash-writer` after `commits` acknowledged commits, reopens the store with `open`
+    /// and checks it (see ``verify(_:acknowledged:sourceLocation:)``).
+    public static func killAndCheck(kind: String, path: String, after commits: Int,
+                                    sourceLocation: SourceLocation = #_sourceLocation,
+                                    open: () throws -> any DataStore) throws {
+        let acknowledged = try killWriter(tool: tool, kind: kind, path: path, after: commits)
+        #expect(acknowledged >= commits, sourceLocation: sourceLocation)
+        let store = try open()
+        try verify(store, acknowledged: acknowledged, sourceLocation: sourceLocation)
+        try store.close()
+    }
+
     /// The `crash-writer` tool built next to the test bundle.
     public static var tool: URL { executable(named: "crash-writer") }
 

@@ -8,10 +8,6 @@ import Testing
 func aWriterKilledMidStreamLeavesEveryAcknowledgedCommitAndNoPartialOne(_ commits: Int) throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("crash.lmdb")
-    let acknowledged = try CrashRecovery.killWriter(tool: CrashRecovery.tool, kind: "lmdb", path: path, after: commits)
-    #expect(acknowledged >= commits)
-    let store = try LMDBStore(path: path, schema: nil)
-    try CrashRecovery.verify(store, acknowledged: acknowledged)
-    try store.close()
-    _ = try run("/usr/bin/mdb_stat", ["-a", path])
+    try CrashRecovery.killAndCheck(kind: "lmdb", path: path, after: commits) { try LMDBStore(path: path, schema: nil) }
+    _ = try runCommand("/usr/bin/mdb_stat", ["-a", path])
 }

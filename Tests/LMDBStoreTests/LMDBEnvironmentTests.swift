@@ -1,38 +1,9 @@
 import DataStoreAPI
+import DataStoreConformance
 import Foundation
 @testable import LMDBStore
 import Synchronization
 import Testing
-
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("lmdb-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
-
-func run(_ executable: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let output = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw StoreError(.io, "\(executable) \(arguments) exited \(process.terminationStatus): \(output)")
-    }
-    return output
-}
 
 let itemSchema = Schema(entities: [
     EntitySchema("Item", primaryKey: "id", attributes: [
@@ -118,13 +89,13 @@ let itemSchema = Schema(entities: [
         for i in 0..<42 { try w.insert(["id": .int(Int64(i)), "name": "n", "score": .int(Int64(i))], into: "Item") }
     }
     try store.close()
-    let stat = try run("/usr/bin/mdb_stat", ["-a", path])
+    let stat = try runCommand("/usr/bin/mdb_stat", ["-a", path])
     for name in ["e.Item", "i.Item.byName", "i.Item.byScore", "_ds_meta"] {
         #expect(stat.contains("Status of \(name)"), "\(name) is listed")
     }
     let entries = stat.components(separatedBy: "Status of ").filter { $0.hasPrefix("e.Item") }.first ?? ""
     #expect(entries.contains("Entries: 42"), "\(entries)")
-    let dump = try run("/usr/bin/mdb_dump", ["-p", "-s", "_ds_meta", path])
+    let dump = try runCommand("/usr/bin/mdb_dump", ["-p", "-s", "_ds_meta", path])
     #expect(dump.contains("datastore.schema") && dump.contains("datastore.format"))
 }
 

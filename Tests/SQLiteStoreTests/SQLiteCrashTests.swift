@@ -8,10 +8,6 @@ import Testing
 func aWriterKilledMidStreamLeavesEveryAcknowledgedCommitAndNoPartialOne(_ commits: Int) throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("crash.sqlite")
-    let acknowledged = try CrashRecovery.killWriter(tool: CrashRecovery.tool, kind: "sqlite", path: path, after: commits)
-    #expect(acknowledged >= commits)
-    let store = try SQLiteStore(path: path, schema: nil)
-    try CrashRecovery.verify(store, acknowledged: acknowledged)
-    try store.close()
-    #expect(try run("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"]) == "ok\n")
+    try CrashRecovery.killAndCheck(kind: "sqlite", path: path, after: commits) { try SQLiteStore(path: path, schema: nil) }
+    #expect(try runCommand("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"]) == "ok\n")
 }

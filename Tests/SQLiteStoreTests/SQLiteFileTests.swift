@@ -4,38 +4,6 @@ import Foundation
 @testable import SQLiteStore
 import Testing
 
-/// A temporary directory for one test, removed afterwards.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
-
-/// Runs a command and returns its standard output; throws when it exits non-zero.
-func run(_ executable: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let output = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw StoreError(.io, "\(executable) \(arguments) exited \(process.terminationStatus): \(output)")
-    }
-    return output
-}
-
 let itemSchema = Schema(entities: [
     EntitySchema("Item", primaryKey: "id", attributes: [
         Attribute("id", .int), Attribute("name", .string), Attribute("score", .int, optional: true),
@@ -58,13 +26,13 @@ func seed(_ store: any DataStore, _ count: Int) throws {
     let store = try SQLiteStore(path: path, schema: itemSchema)
     try seed(store, 250)
     try store.close()
-    #expect(try run("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"]) == "ok\n")
-    #expect(try run("/usr/bin/sqlite3", [path, ".tables"]).split(whereSeparator: \.isWhitespace) == ["Item", "_ds_meta"])
-    #expect(try run("/usr/bin/sqlite3", [path, "SELECT count(*), max(score) FROM Item"]) == "250|249\n")
-    #expect(try run("/usr/bin/sqlite3", [path, "SELECT name FROM Item WHERE id = 13"]) == "name3\n")
-    let indexes = try run("/usr/bin/sqlite3", [path, "SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name"])
+    #expect(try runCommand("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"]) == "ok\n")
+    #expect(try runCommand("/usr/bin/sqlite3", [path, ".tables"]).split(whereSeparator: \.isWhitespace) == ["Item", "_ds_meta"])
+    #expect(try runCommand("/usr/bin/sqlite3", [path, "SELECT count(*), max(score) FROM Item"]) == "250|249\n")
+    #expect(try runCommand("/usr/bin/sqlite3", [path, "SELECT name FROM Item WHERE id = 13"]) == "name3\n")
+    let indexes = try runCommand("/usr/bin/sqlite3", [path, "SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name"])
     #expect(indexes.contains("Item.byName") && indexes.contains("Item.byScore"))
-    #expect(try run("/usr/bin/sqlite3", [path, "PRAGMA journal_mode"]) == "wal\n")
+    #expect(try runCommand("/usr/bin/sqlite3", [path, "PRAGMA journal_mode"]) == "wal\n")
 }
 
 @Test func aQueryOnAnIndexedAttributeUsesTheIndex() throws {
@@ -123,7 +91,7 @@ func seed(_ store: any DataStore, _ count: Int) throws {
     #expect(try Data(contentsOf: URL(fileURLWithPath: random)) == bytes, "the file is untouched")
 
     let plain = dir.path("plain.sqlite")
-    _ = try run("/usr/bin/sqlite3", [plain, "CREATE TABLE users(id INTEGER PRIMARY KEY)"])
+    _ = try runCommand("/usr/bin/sqlite3", [plain, "CREATE TABLE users(id INTEGER PRIMARY KEY)"])
     do {
         _ = try SQLiteStore(path: plain, schema: itemSchema)
         Issue.record("a plain SQLite database opened as a store")
@@ -133,7 +101,7 @@ func seed(_ store: any DataStore, _ count: Int) throws {
 
     let newer = dir.path("newer.sqlite")
     try SQLiteStore(path: newer, schema: itemSchema).close()
-    _ = try run("/usr/bin/sqlite3", [newer, "UPDATE _ds_meta SET value = CAST('99' AS BLOB) WHERE key = 'datastore.format'"])
+    _ = try runCommand("/usr/bin/sqlite3", [newer, "UPDATE _ds_meta SET value = CAST('99' AS BLOB) WHERE key = 'datastore.format'"])
     do {
         _ = try SQLiteStore(path: newer, schema: nil)
         Issue.record("a newer format opened")

@@ -4,20 +4,11 @@ import Foundation
 import StoreMigration
 import Testing
 
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("migration-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
+extension TemporaryDirectory {
     func location(_ kind: StoreKind, _ name: String) -> StoreLocation {
         kind == .memory ? StoreLocation(kind: .memory, path: "\(url.lastPathComponent)-\(name)")
             : StoreLocation(kind: kind, path: url.appendingPathComponent("\(name).\(kind.rawValue)").path)
     }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
 }
 
 /// Every item of every entity, in key order.

@@ -1,4 +1,5 @@
 import DataStoreAPI
+import DataStoreConformance
 import Foundation
 import InMemoryStore
 import LMDBStore

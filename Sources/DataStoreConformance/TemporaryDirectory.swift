@@ -1,0 +1,44 @@
+import Foundation
+
+/// A temporary directory for one test, removed when released.
+public final class TemporaryDirectory {
+    public let url: URL
+
+    public init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("datastore-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// A path inside the directory.
+    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Runs a command and returns its standard output and error.
+/// - Throws: when the command cannot start or exits non-zero.
+public func runCommand(_ executable: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let output = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw CommandFailed(command: ([executable] + arguments).joined(separator: " "), status: process.terminationStatus,
+                            output: output)
+    }
+    return output
+}
+
+/// A command that exited non-zero.
+public struct CommandFailed: Error, CustomStringConvertible {
+    public let command: String
+    public let status: Int32
+    public let output: String
+    public var description: String { "\(command) exited \(status): \(output)" }
+}
