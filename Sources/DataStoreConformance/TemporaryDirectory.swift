@@ -16,8 +16,8 @@ public final class TemporaryDirectory {
 }
 
 /// Runs a command and returns its standard output and error.
-/// - Throws: when the command cannot start or exits non-zero.
-public func runCommand(_ executable: String, _ arguments: [String]) throws -> String {
+/// - Throws: when the command cannot start, or exits non-zero unless `allowingFailure`.
+public func runCommand(_ executable: String, _ arguments: [String], allowingFailure: Bool = false) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -28,7 +28,7 @@ public func runCommand(_ executable: String, _ arguments: [String]) throws -> St
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     let output = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
+    guard process.terminationStatus == 0 || allowingFailure else {
         throw CommandFailed(command: ([executable] + arguments).joined(separator: " "), status: process.terminationStatus,
                             output: output)
     }

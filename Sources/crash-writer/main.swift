@@ -4,6 +4,7 @@
 // inserts ten items and moves a counter, so a partial commit would be visible.
 //
 //     crash-writer sqlite|lmdb PATH COUNT
+//     crash-writer sqlite|lmdb PATH hold-read    (prints "reading" inside a read block, then waits to be killed)
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -17,8 +18,9 @@ let schema = Schema(entities: [
 ])
 
 let arguments = CommandLine.arguments
-guard arguments.count == 4, let count = Int(arguments[3]) else {
-    FileHandle.standardError.write(Data("usage: crash-writer sqlite|lmdb PATH COUNT\n".utf8))
+let holdRead = arguments.count == 4 && arguments[3] == "hold-read"
+guard arguments.count == 4, let count = holdRead ? 0 : Int(arguments[3]) else {
+    FileHandle.standardError.write(Data("usage: crash-writer sqlite|lmdb PATH COUNT|hold-read\n".utf8))
     exit(2)
 }
 do {
@@ -31,6 +33,12 @@ do {
     default:
         FileHandle.standardError.write(Data("unknown kind \(arguments[1])\n".utf8))
         exit(2)
+    }
+    if holdRead {
+        try store.read { _ in
+            FileHandle.standardOutput.write(Data("reading\n".utf8))
+            while true { sleep(60) }
+        }
     }
     let start = try store.read { r -> Int in
         if case .int(let done)? = try r.get("Counter", key: "committed")?["value"] { return Int(done) + 1 }

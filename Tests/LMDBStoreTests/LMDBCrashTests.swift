@@ -11,3 +11,39 @@ func aWriterKilledMidStreamLeavesEveryAcknowledgedCommitAndNoPartialOne(_ commit
     try CrashRecovery.killAndCheck(kind: "lmdb", path: path, after: commits) { try LMDBStore(path: path, schema: nil) }
     _ = try runCommand("/usr/bin/mdb_stat", ["-a", path])
 }
+
+/// Starts `crash-writer lmdb path hold-read` and waits until it is inside its read block.
+func startReader(_ path: String) throws -> Process {
+    let reader = Process()
+    reader.executableURL = CrashRecovery.tool
+    reader.arguments = ["lmdb", path, "hold-read"]
+    let pipe = Pipe()
+    reader.standardOutput = pipe
+    try reader.run()
+    _ = pipe.fileHandleForReading.availableData
+    return reader
+}
+
+@Test func readerSlotsOfAKilledProcessAreClearedOnOpen() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("readers.lmdb")
+    _ = try CrashRecovery.killWriter(tool: CrashRecovery.tool, kind: "lmdb", path: path, after: 3)
+    // A live process keeps the environment open, so LMDB does not reset the reader table when
+    // the next process opens it; only mdb_reader_check clears the dead reader's slot.
+    let live = try startReader(path)
+    defer { kill(live.processIdentifier, SIGKILL) }
+    let doomed = try startReader(path)
+    defer { kill(doomed.processIdentifier, SIGKILL) }
+    func readers() throws -> String { try runCommand("/usr/bin/mdb_stat", ["-r", path], allowingFailure: true) }
+    let (livePID, deadPID) = (" \(live.processIdentifier) ", " \(doomed.processIdentifier) ")
+    #expect(try readers().contains(deadPID) && readers().contains(livePID), "both readers hold a slot")
+    kill(doomed.processIdentifier, SIGKILL)
+    doomed.waitUntilExit()
+    #expect(try readers().contains(deadPID), "the killed reader's slot is stale")
+    let store = try LMDBStore(path: path, schema: nil)
+    #expect(try store.read { try $0.count(FetchRequest("Entry")) } > 0)
+    try store.close()
+    let after = try readers()
+    #expect(!after.contains(deadPID), "opening cleared the stale slot: \(after)")
+    #expect(after.contains(livePID), "the live reader keeps its slot: \(after)")
+}

@@ -244,3 +244,30 @@ func aCopyStoppedByAFullDiskFailsCleanlyAndFinishesWithResume(_ kind: StoreKind)
     #expect(!subset.output.contains("verified:"), "no verification was asked for")
     #expect(try contents(destination).keys.sorted() == ["Order", "Product"])
 }
+
+@Test(arguments: [StoreKind.sqlite, .lmdb])
+func aReadOnlyDirectoryIsAOneLineErrorAndAMissingOneToo(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let readOnly = dir.path("read-only")
+    try FileManager.default.createDirectory(atPath: readOnly, withIntermediateDirectories: false)
+    try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: readOnly)
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.url.path)
+    defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: readOnly) }
+    // Root ignores permissions, so as root the command runs as nobody (setpriv).
+    let asUser = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: asUser.first ?? migrateStore.path)
+    process.arguments = Array(asUser.dropFirst()) + (asUser.isEmpty ? [] : [migrateStore.path])
+        + ["seed", "--to", "\(kind.rawValue):\(readOnly)/app.\(kind.rawValue)", "--items", "10", "--progress", "none"]
+    let err = Pipe()
+    process.standardError = err
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 2, "\(errors)")
+    #expect(errors.split(separator: "\n").count == 1 && errors.contains(readOnly), "\(errors)")
+    let missing = try runCLI(["seed", "--to", "\(kind.rawValue):\(dir.path("no/such/dir"))/app", "--items", "10",
+                              "--progress", "none"])
+    #expect(missing.status == 2 && missing.errors.contains("does not exist"), "\(missing.errors)")
+}
