@@ -18,11 +18,25 @@ import Foundation
 public enum Migrator {
     static let checkpointKey = "datastore.migration.checkpoint"
 
-    /// Where an unfinished migration stopped (stored in the destination with every batch).
-    struct Checkpoint: Codable {
-        var entity: String
-        var lastKey: Value?
-        var finishedEntities: [String]
+    /// Where an unfinished migration stopped: stored in the destination in the same transaction
+    /// as each batch.
+    public struct Checkpoint: Codable, Sendable, Hashable {
+        /// The entity the last batch wrote.
+        public var entity: String
+        /// The last primary key of that batch.
+        public var lastKey: Value?
+        /// The entities finished before it.
+        public var finishedEntities: [String]
+    }
+
+    /// The checkpoint of an unfinished migration into `store`, if it has one.
+    public static func checkpoint(of store: any DataStore) throws -> Checkpoint? {
+        guard let bytes = try store.read({ try $0.metadata(forKey: checkpointKey) }) else { return nil }
+        do {
+            return try JSONDecoder().decode(Checkpoint.self, from: Data(bytes))
+        } catch {
+            throw StoreError(.corrupt, "the migration checkpoint cannot be read: \(error)")
+        }
     }
 
     /// Copies `source` into `destination`: a new store, or with `options.resume` an unfinished

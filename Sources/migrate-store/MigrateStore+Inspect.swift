@@ -17,10 +17,17 @@ extension MigrateStore {
                 let opened = try location.open(schema: nil, acceptingIncompleteMigration: true)
                 defer { try? opened.close() }
                 print("\(location)  \(location.sizeOnDisk) bytes on disk  schema version \(opened.schema.version)")
+                let marker = try opened.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
+                let checkpoint = try Migrator.checkpoint(of: opened)
                 try opened.read { reader in
-                    if let marker = try reader.metadata(forKey: MetadataKeys.incompleteMigration) {
+                    if let marker {
                         print("state: UNFINISHED migration from \(String(decoding: marker, as: UTF8.self)); "
                             + "finish it with migrate-store copy --resume")
+                        if let checkpoint {
+                            print("checkpoint: \(checkpoint.entity) up to key \(checkpoint.lastKey ?? .null)"
+                                + (checkpoint.finishedEntities.isEmpty ? ""
+                                    : " (finished: \(checkpoint.finishedEntities.joined(separator: ", ")))"))
+                        }
                     } else {
                         print("state: complete")
                     }

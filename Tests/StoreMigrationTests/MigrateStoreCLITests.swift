@@ -133,6 +133,8 @@ func aCopyKilledWithSIGKILLFinishesWithResume(_ delay: Double) throws {
     #expect(process.terminationStatus == 130, "\(errors)")
     #expect(errors.contains("--resume"))
     #expect(!opensAsComplete(destination))
+    let inspect = try runCLI(["inspect", destination.description])
+    #expect(inspect.output.contains("state: UNFINISHED") && inspect.output.contains("checkpoint: "), "\(inspect.output)")
     let resumed = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--resume",
                               "--progress", "none", "--report", dir.url.appendingPathComponent("r.json").path])
     #expect(resumed.status == 0, "\(resumed.errors)")
