@@ -4,20 +4,26 @@
 /// folds ASCII letters only (SQLite's NOCASE). Ties after every sort key are broken by the
 /// primary key, ascending, so pages are identical on every backend.
 public struct SortKey: Sendable, Hashable {
+    /// The attribute to sort by.
     public var attribute: String
+    /// Ascending (nulls first) or descending (nulls last).
     public var ascending: Bool
+    /// Whether ASCII letters compare without case (strings only).
     public var caseInsensitive: Bool
 
+    /// A sort key.
     public init(_ attribute: String, ascending: Bool = true, caseInsensitive: Bool = false) {
         self.attribute = attribute
         self.ascending = ascending
         self.caseInsensitive = caseInsensitive
     }
 
+    /// Ascending order of `attribute`.
     public static func ascending(_ attribute: String, caseInsensitive: Bool = false) -> SortKey {
         SortKey(attribute, ascending: true, caseInsensitive: caseInsensitive)
     }
 
+    /// Descending order of `attribute`.
     public static func descending(_ attribute: String, caseInsensitive: Bool = false) -> SortKey {
         SortKey(attribute, ascending: false, caseInsensitive: caseInsensitive)
     }
@@ -25,13 +31,18 @@ public struct SortKey: Sendable, Hashable {
 
 /// A query: entity, filter, sort keys, offset and limit.
 public struct FetchRequest: Sendable, Hashable {
+    /// The entity to query.
     public var entity: String
+    /// Which items match.
     public var filter: Filter
+    /// The order; ties (and an empty list) by primary key.
     public var sort: [SortKey]
+    /// How many matching items to skip.
     public var offset: Int
     /// The most items to return; `nil` for no limit.
     public var limit: Int?
 
+    /// A request; offset and limit must not be negative.
     public init(_ entity: String, filter: Filter = .all, sort: [SortKey] = [], offset: Int = 0, limit: Int? = nil) {
         self.entity = entity
         self.filter = filter

@@ -37,8 +37,10 @@ public indirect enum Filter: Sendable, Hashable {
 
 /// Names an attribute in a filter: `Field("rating") >= 4 && Field("name").hasPrefix("B")`.
 public struct Field: Sendable, Hashable {
+    /// The attribute's name.
     public let name: String
 
+    /// Names the attribute `name`.
     public init(_ name: String) { self.name = name }
 
     public static func == (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .equal, rhs) }

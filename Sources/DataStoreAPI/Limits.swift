@@ -15,5 +15,6 @@ public enum Limits {
     public static let maxEntities = 64
     /// An entity has at most 16 indexes, each over at most 8 attributes.
     public static let maxIndexesPerEntity = 16
+    /// See ``maxIndexesPerEntity``.
     public static let maxAttributesPerIndex = 8
 }

@@ -11,14 +11,18 @@ public enum MergePolicy: Sendable, Hashable {
 
 /// What a merge applied.
 public struct MergeReport: Sendable, Hashable {
+    /// Items the merge added to the parent.
     public var inserted = 0
+    /// Items the merge replaced in the parent.
     public var updated = 0
+    /// Items the merge removed from the parent.
     public var deleted = 0
     /// Changes dropped because the parent won a conflict.
     public var skipped = 0
     /// The items that both sides changed.
     public var conflicts: [StoreError.ItemReference] = []
 
+    /// An empty report.
     public init() {}
 }
 

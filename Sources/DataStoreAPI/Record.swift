@@ -11,6 +11,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     private var slots: [Value] = []
     private var dictionary: [String: Value] = [:]
 
+    /// A record of the given values by attribute name.
     public init(_ values: [String: Value] = [:]) {
         dictionary = values
     }

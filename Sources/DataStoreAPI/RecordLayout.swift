@@ -5,6 +5,7 @@ public final class RecordLayout: Sendable, Hashable {
     public let names: [String]
     let slots: [String: Int]
 
+    /// A layout of `names`, in order.
     public init(_ names: [String]) {
         self.names = names
         slots = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })

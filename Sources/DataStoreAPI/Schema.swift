@@ -1,11 +1,15 @@
 /// An attribute of an entity: a name, a type, whether it may be null, and an optional default.
 public struct Attribute: Sendable, Hashable, Codable {
+    /// The attribute's name (see ``Limits/maxNameLength``).
     public var name: String
+    /// The type of its non-null values.
     public var type: ValueType
+    /// Whether it may hold ``Value/null``.
     public var isOptional: Bool
     /// The value a write takes when the record does not name the attribute.
     public var defaultValue: Value?
 
+    /// An attribute; `default` is the value a write takes when the record does not name it.
     public init(_ name: String, _ type: ValueType, optional: Bool = false, default defaultValue: Value? = nil) {
         self.name = name
         self.type = type
@@ -19,10 +23,14 @@ public struct Attribute: Sendable, Hashable, Codable {
 /// A unique index rejects two items whose indexed values are all equal; as in SQL, an item
 /// with a null in any indexed attribute never conflicts.
 public struct Index: Sendable, Hashable, Codable {
+    /// The index's name, unique within its entity.
     public var name: String
+    /// The indexed attributes, in order.
     public var attributes: [String]
+    /// Whether two items may not hold the same (non-null) values.
     public var isUnique: Bool
 
+    /// An index over `attributes`, unique or not.
     public init(_ name: String, on attributes: [String], unique: Bool = false) {
         self.name = name
         self.attributes = attributes
@@ -32,6 +40,7 @@ public struct Index: Sendable, Hashable, Codable {
 
 /// The schema of one entity: its name, primary key, attributes and indexes.
 public struct EntitySchema: Sendable, Hashable, Codable {
+    /// The entity's name.
     public var name: String
     /// The name of the primary-key attribute, of type `int`, `string` or `uuid`.
     public var primaryKey: String
@@ -39,10 +48,12 @@ public struct EntitySchema: Sendable, Hashable, Codable {
     public var attributes: [Attribute] {
         didSet { layout = RecordLayout(attributes.map(\.name)) }
     }
+    /// The entity's indexes.
     public var indexes: [Index]
     /// The layout of the records a store returns for this entity (its attribute names in order).
     public private(set) var layout: RecordLayout
 
+    /// An entity; ``Schema/validate()`` checks it when a store opens.
     public init(_ name: String, primaryKey: String, attributes: [Attribute], indexes: [Index] = []) {
         self.name = name
         self.primaryKey = primaryKey
@@ -83,9 +94,12 @@ public struct EntitySchema: Sendable, Hashable, Codable {
 /// The schema of a store: a version number and its entities. Every store keeps its schema,
 /// so a store describes itself and can be copied without the app's code.
 public struct Schema: Sendable, Hashable, Codable {
+    /// The app's version number of the schema; a store holds exactly one.
     public var version: Int
+    /// The entities, in order.
     public var entities: [EntitySchema]
 
+    /// A schema of `entities`.
     public init(version: Int = 1, entities: [EntitySchema]) {
         self.version = version
         self.entities = entities
