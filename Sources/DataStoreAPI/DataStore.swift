@@ -19,6 +19,7 @@ public protocol DataStore: AnyObject, Sendable {
     /// back entirely when it throws. The accessor sees its own uncommitted writes.
     /// - Throws: `reentrantCall` when called inside a block of the same store, `closed`, or
     ///   what `body` throws.
+    @discardableResult
     func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T
 
     /// Enqueues `body` on the store's background writer. Blocks run in FIFO order, each in its

@@ -159,7 +159,7 @@ extension EntitySchema {
                 throw StoreError(.invalidArgument, "attribute '\(name).\(attribute.name)' is declared twice")
             }
             if let value = attribute.defaultValue, !value.isNull {
-                try checkValue(value, for: attribute)
+                _ = try checkValue(value, for: attribute)
             } else if attribute.defaultValue != nil, !attribute.isOptional {
                 throw StoreError(.invalidValue, "attribute '\(name).\(attribute.name)' is required but its "
                     + "default is null")

@@ -63,6 +63,7 @@ public final class Store<Engine: StorageEngine>: DataStore {
         }
     }
 
+    @discardableResult
     public func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
         try checkNotReentrant("writeSync")
         return try performWrite(allowWhileClosing: false, body)

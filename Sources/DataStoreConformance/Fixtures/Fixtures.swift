@@ -38,7 +38,7 @@ public enum Fixtures {
     static let names = ["alpha", "Alpha", "beta", "\u{E9}", "e\u{301}", "zeta", "Zeta", "", "a\u{0}b", "a",
                         "\u{DF}ig", "\u{1F600}", "apple", "Apple pie", "APPLE"]
     static let ratios: [Value] = [.double(-1.5), .double(-0.0), .double(0.0), .double(2.5), .double(.infinity),
-                                  .double(-.infinity), .double(1e-310), .null]
+                                  .double(-.infinity), .double(Double.leastNormalMagnitude / 4), .null]
     static let refs: [Value] = [.uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1))),
                                 .uuid(UUID(uuid: (255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), .null]
 
