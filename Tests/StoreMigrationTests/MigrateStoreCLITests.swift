@@ -12,15 +12,25 @@ struct CommandResult {
 
 let migrateStore = CrashRecovery.executable(named: "migrate-store")
 
-func runCLI(_ arguments: [String]) throws -> CommandResult {
+/// Starts migrate-store, through `launcher` when given (a command that runs the binary passed as
+/// its next argument, such as setpriv or a bash wrapper); standard output is discarded unless
+/// `capturingOutput`, standard error goes to the returned pipe.
+func startCLI(_ arguments: [String], via launcher: [String] = [],
+              capturingOutput: Bool = false) throws -> (process: Process, output: Pipe, errors: Pipe) {
     let process = Process()
-    process.executableURL = migrateStore
-    process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
+    process.executableURL = URL(fileURLWithPath: launcher.first ?? migrateStore.path)
+    process.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [migrateStore.path]) + arguments
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = capturingOutput ? output : FileHandle.nullDevice
+    process.standardError = errors
     try process.run()
+    return (process, output, errors)
+}
+
+/// Runs migrate-store to completion.
+func runCLI(_ arguments: [String], via launcher: [String] = []) throws -> CommandResult {
+    let (process, out, err) = try startCLI(arguments, via: launcher, capturingOutput: true)
     let output = out.fileHandleForReading.readDataToEndOfFile()
     let errors = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
@@ -51,11 +61,7 @@ func opensAsComplete(_ location: StoreLocation) -> Bool {
     let truncated = dir.url.appendingPathComponent("truncated.sqlite").path
     try Data(Data(contentsOf: URL(fileURLWithPath: good.path)).prefix(3000)).write(to: URL(fileURLWithPath: truncated))
     let plain = dir.url.appendingPathComponent("plain.sqlite").path
-    let plainStore = Process()
-    plainStore.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    plainStore.arguments = [plain, "CREATE TABLE t(x); INSERT INTO t VALUES (1);"]
-    try plainStore.run()
-    plainStore.waitUntilExit()
+    _ = try runCommand("/usr/bin/sqlite3", [plain, "CREATE TABLE t(x); INSERT INTO t VALUES (1);"])
     let existing = dir.location(.lmdb, "existing")
     try DemoData.seed(existing, items: 10, seed: 1)
 
@@ -90,13 +96,8 @@ func aCopyKilledWithSIGKILLFinishesWithResume(_ delay: Double) throws {
     let source = dir.location(.sqlite, "source")
     let destination = dir.location(.lmdb, "destination")
     try DemoData.seed(source, items: 40_000, seed: 9)
-    let process = Process()
-    process.executableURL = migrateStore
-    process.arguments = ["copy", "--from", source.description, "--to", destination.description, "--batch-size", "500",
-                         "--progress", "none"]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
+    let (process, _, _) = try startCLI(["copy", "--from", source.description, "--to", destination.description,
+                                        "--batch-size", "500", "--progress", "none"])
     Thread.sleep(forTimeInterval: delay)
     kill(process.processIdentifier, SIGKILL)
     process.waitUntilExit()
@@ -118,14 +119,8 @@ func aCopyKilledWithSIGKILLFinishesWithResume(_ delay: Double) throws {
     let source = dir.location(.lmdb, "source")
     let destination = dir.location(.sqlite, "destination")
     try DemoData.seed(source, items: 60_000, seed: 2)
-    let process = Process()
-    process.executableURL = migrateStore
-    process.arguments = ["--from", source.description, "--to", destination.description, "--batch-size", "200",
-                         "--progress", "plain"]
-    let err = Pipe()
-    process.standardError = err
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
+    let (process, _, err) = try startCLI(["--from", source.description, "--to", destination.description,
+                                          "--batch-size", "200", "--progress", "plain"])
     Thread.sleep(forTimeInterval: 0.5)
     kill(process.processIdentifier, SIGINT)
     let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -212,18 +207,12 @@ func aCopyStoppedByAFullDiskFailsCleanlyAndFinishesWithResume(_ kind: StoreKind)
     try DemoData.seed(source, items: 40_000, seed: 6)
     // A 4 MiB limit on file size (RLIMIT_FSIZE) makes the destination's writes fail part way,
     // as a full disk does; SIGXFSZ is ignored so the write returns an error instead.
-    let limited = Process()
-    limited.executableURL = URL(fileURLWithPath: "/bin/bash")
-    limited.arguments = ["-c", "trap '' XFSZ; ulimit -f 4096; exec \"$0\" \"$@\"", migrateStore.path, "copy",
-                         "--from", source.description, "--to", destination.description, "--progress", "none"]
-    let err = Pipe()
-    limited.standardError = err
-    limited.standardOutput = FileHandle.nullDevice
-    try limited.run()
-    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    limited.waitUntilExit()
-    #expect(limited.terminationStatus == 3, "\(errors)")
-    #expect(errors.split(separator: "\n").count == 1 && errors.hasPrefix("migrate-store: error:"), "\(errors)")
+    let limited = try runCLI(["copy", "--from", source.description, "--to", destination.description,
+                              "--progress", "none"],
+                             via: ["/bin/bash", "-c", "trap '' XFSZ; ulimit -f 4096; exec \"$0\" \"$@\""])
+    #expect(limited.status == 3, "\(limited.errors)")
+    #expect(limited.errors.split(separator: "\n").count == 1 && limited.errors.hasPrefix("migrate-store: error:"),
+            "\(limited.errors)")
     #expect(!opensAsComplete(destination))
     let resumed = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--resume",
                               "--progress", "none"])
@@ -257,18 +246,10 @@ func aReadOnlyDirectoryIsAOneLineErrorAndAMissingOneToo(_ kind: StoreKind) throw
     defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: readOnly) }
     // Root ignores permissions, so as root the command runs as nobody (setpriv).
     let asUser = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: asUser.first ?? migrateStore.path)
-    process.arguments = Array(asUser.dropFirst()) + (asUser.isEmpty ? [] : [migrateStore.path])
-        + ["seed", "--to", "\(kind.rawValue):\(readOnly)/app.\(kind.rawValue)", "--items", "10", "--progress", "none"]
-    let err = Pipe()
-    process.standardError = err
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 2, "\(errors)")
-    #expect(errors.split(separator: "\n").count == 1 && errors.contains(readOnly), "\(errors)")
+    let denied = try runCLI(["seed", "--to", "\(kind.rawValue):\(readOnly)/app.\(kind.rawValue)", "--items", "10",
+                             "--progress", "none"], via: asUser)
+    #expect(denied.status == 2, "\(denied.errors)")
+    #expect(denied.errors.split(separator: "\n").count == 1 && denied.errors.contains(readOnly), "\(denied.errors)")
     let missing = try runCLI(["seed", "--to", "\(kind.rawValue):\(dir.path("no/such/dir"))/app", "--items", "10",
                               "--progress", "none"])
     #expect(missing.status == 2 && missing.errors.contains("does not exist"), "\(missing.errors)")
