@@ -20,6 +20,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         .target(name: "DataStoreAPI", swiftSettings: swiftSettings),
@@ -44,7 +45,11 @@ let package = Package(
             dependencies: ["SQLiteStore", "LMDBStore"],
             swiftSettings: swiftSettings
         ),
-        .target(name: "DataStoreConformance", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
+        .target(
+            name: "DataStoreConformance",
+            dependencies: ["DataStoreAPI", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "DataStoreAPITests",
             dependencies: ["DataStoreAPI"],

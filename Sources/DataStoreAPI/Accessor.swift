@@ -28,6 +28,11 @@ public class ReadAccessor {
             throw StoreError(.invalidArgument, "offset and limit of a request on '\(entity.name)' must not be "
                 + "negative (offset \(request.offset), limit \(request.limit.map(String.init) ?? "none"))")
         }
+        guard request.sort.count <= Limits.maxSortKeys else {
+            throw StoreError(.limitExceeded, "request on '\(entity.name)' sorts by \(request.sort.count) keys; at "
+                + "most \(Limits.maxSortKeys) are allowed")
+        }
+        try request.filter.checkSize(entity: entity.name)
         var checked = request
         checked.filter = try entity.validate(request.filter)
         try entity.validate(request.sort)
@@ -159,13 +164,26 @@ public final class WriteAccessor: ReadAccessor {
         try writer.deleteAll(in: entity(entityName))
     }
 
-    /// Stores a metadata value (or removes it, with `nil`) in this transaction. Keys starting
-    /// with `datastore.` are the package's own.
+    /// Stores a metadata value (or removes it, with `nil`) in this transaction. Keys compare by
+    /// their UTF-8 bytes.
+    /// - Throws: `invalidArgument` for an empty key, a key over ``Limits/maxStringKeyBytes``, or a
+    ///   key starting with `datastore.`, which the package reserves for its own (the schema,
+    ///   the format version, migration state).
     public func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
         guard !key.isEmpty, key.utf8.count <= Limits.maxStringKeyBytes else {
             throw StoreError(.invalidArgument, "metadata key must be 1 to \(Limits.maxStringKeyBytes) UTF-8 bytes")
         }
+        guard !key.utf8.starts(with: MetadataKeys.reservedPrefix.utf8) else {
+            throw StoreError(.invalidArgument, "metadata key '\(key)' is reserved: keys starting with "
+                + "'\(MetadataKeys.reservedPrefix)' belong to the package")
+        }
+        try writer.setMetadata(value, forKey: key)
+    }
+
+    /// Stores one of the package's own metadata values (migration state), which apps cannot write.
+    package func setReservedMetadata(_ value: [UInt8]?, forKey key: String) throws {
+        guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
         try writer.setMetadata(value, forKey: key)
     }
 }

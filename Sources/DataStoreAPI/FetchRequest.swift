@@ -79,7 +79,7 @@ extension FetchRequest {
     /// Applies offset and limit.
     public func page<T>(_ rows: [T]) -> [T] {
         let start = Swift.min(offset, rows.count)
-        let end = limit.map { Swift.min(rows.count, start + $0) } ?? rows.count
+        let end = limit.map { start + Swift.min($0, rows.count - start) } ?? rows.count
         return Array(rows[start..<end])
     }
 }

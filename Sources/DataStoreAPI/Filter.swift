@@ -137,6 +137,37 @@ extension Filter {
         }
     }
 
+    /// Checks the filter against ``Limits/maxFilterDepth`` and ``Limits/maxFilterTerms``.
+    /// - Throws: `limitExceeded` naming the entity.
+    func checkSize(entity: String) throws(StoreError) {
+        var terms = 0
+        var deepest = 0
+        var pending: [(Filter, Int)] = [(self, 0)]
+        while let (filter, depth) = pending.popLast() {
+            deepest = Swift.max(deepest, depth)
+            switch filter {
+            case .and(let children), .or(let children):
+                pending += children.map { ($0, depth + 1) }
+            case .not(let inner):
+                pending.append((inner, depth + 1))
+            case .among(_, let values):
+                terms += Swift.max(1, values.count)
+            case .all:
+                break
+            default:
+                terms += 1
+            }
+            if deepest > Limits.maxFilterDepth {
+                throw StoreError(.limitExceeded, "filter on '\(entity)' nests more than \(Limits.maxFilterDepth) "
+                    + "levels deep")
+            }
+            if terms > Limits.maxFilterTerms {
+                throw StoreError(.limitExceeded, "filter on '\(entity)' has more than \(Limits.maxFilterTerms) "
+                    + "terms")
+            }
+        }
+    }
+
     static func bytes(_ haystack: [UInt8], contain needle: [UInt8]) -> Bool {
         if needle.isEmpty { return true }
         if needle.count > haystack.count { return false }

@@ -1,8 +1,10 @@
 /// The limits every backend enforces alike, checked in the value layer before a backend
 /// sees the data, so that anything one backend accepts every backend accepts.
 public enum Limits {
-    /// Entity, attribute and index names: 1 to 64 ASCII letters, digits and underscores,
-    /// not starting with a digit and not starting with `_ds` (reserved for the package).
+    /// Entity, attribute and index names: 1 to 64 ASCII letters, digits and underscores, not
+    /// starting with a digit, `_ds` or `sqlite_` in any letter case (reserved for the package and
+    /// for SQLite). Names compare without ASCII case: two entities of a schema, two attributes
+    /// of an entity or two indexes of an entity may not differ only by case.
     public static let maxNameLength = 64
     /// A string primary key holds at most 255 UTF-8 bytes (LMDB keys hold at most 511 bytes,
     /// and index keys carry the primary key after the indexed values).
@@ -17,4 +19,11 @@ public enum Limits {
     public static let maxIndexesPerEntity = 16
     /// See ``maxIndexesPerEntity``.
     public static let maxAttributesPerIndex = 8
+    /// A filter nests at most 64 levels deep (each `and`, `or` and `not` is a level).
+    public static let maxFilterDepth = 64
+    /// A filter holds at most 10,000 terms, counting every comparison and every value of an
+    /// `in` list.
+    public static let maxFilterTerms = 10_000
+    /// A request sorts by at most 64 keys.
+    public static let maxSortKeys = 64
 }

@@ -72,18 +72,22 @@ extension DataStore {
                 + "child: \(report.conflicts.prefix(10).map(\.description).joined(separator: ", "))",
                 items: report.conflicts)
         }
-        // Deletes first, so that a value moving between two items of a unique index can merge.
-        for (entity, change) in writes where change.current == nil {
-            if try writer.delete(entity, key: change.key) { report.deleted += 1 }
-        }
+        // Every changed item leaves first and its final version is written after, so that only
+        // the child's final state meets the unique indexes (values swapped between items merge).
+        var existed: [Bool] = []
         for (entity, change) in writes {
-            guard let current = change.current else { continue }
-            let existed = try writer.get(entity, key: change.key) != nil
-            try writer.save(current, into: entity)
-            if existed { report.updated += 1 } else { report.inserted += 1 }
+            existed.append(try writer.delete(entity, key: change.key))
         }
-        for (key, value) in overlay.metadata.sorted(by: { $0.key < $1.key }) {
-            try writer.setMetadata(value, forKey: key)
+        for ((entity, change), wasThere) in zip(writes, existed) {
+            if let current = change.current {
+                try writer.insert(current, into: entity)
+                if wasThere { report.updated += 1 } else { report.inserted += 1 }
+            } else if wasThere {
+                report.deleted += 1
+            }
+        }
+        for (key, value) in overlay.metadata.sorted(by: { Value.compareBytes($0.key, $1.key) < 0 }) {
+            try writer.setMetadata(value, forKey: String(decoding: key, as: UTF8.self))
         }
         return report
     }

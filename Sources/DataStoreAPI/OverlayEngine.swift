@@ -53,7 +53,8 @@ struct Overlay: Sendable {
     }
 
     var entities: [String: [[UInt8]: Change]] = [:]
-    var metadata: [String: [UInt8]?] = [:]
+    /// Metadata changes by the UTF-8 bytes of their key.
+    var metadata: [[UInt8]: [UInt8]?] = [:]
 }
 
 /// A transaction of a child store over a read transaction of its parent.
@@ -125,7 +126,7 @@ final class OverlayTransaction: StorageWriter {
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {
-        if let value = overlay.metadata[key] { return value }
+        if let value = overlay.metadata[Array(key.utf8)] { return value }
         return try parent.metadata(forKey: key)
     }
 
@@ -149,16 +150,13 @@ final class OverlayTransaction: StorageWriter {
             let clash = try fetch(FetchRequest(entity.name, filter: filter), in: entity).contains {
                 KeyEncoding.encodeKey($0[entity.primaryKey]) != key
             }
-            if clash {
-                throw StoreError(.uniqueViolation, "unique index '\(entity.name).\(index.name)' already holds "
-                    + "\(values.map(\.description).joined(separator: ", "))")
-            }
+            if clash { throw StoreError.uniqueViolation(entity, index, record) }
         }
     }
 
     func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
         if try get(entity, key: key) != nil {
-            throw StoreError(.keyExists, "'\(entity.name)' already has an item with key \(record[entity.primaryKey])")
+            throw StoreError.keyExists(entity, record)
         }
         try put(record, key: key, in: entity)
     }
@@ -183,6 +181,6 @@ final class OverlayTransaction: StorageWriter {
     }
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
-        overlay.metadata[key] = .some(value)
+        overlay.metadata[Array(key.utf8)] = .some(value)
     }
 }

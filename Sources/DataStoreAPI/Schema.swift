@@ -117,12 +117,10 @@ public struct Schema: Sendable, Hashable, Codable {
             throw StoreError(.limitExceeded, "schema has \(entities.count) entities; at most "
                 + "\(Limits.maxEntities) are allowed")
         }
-        var seen = Set<String>()
+        var seen: [String: String] = [:]
         for entity in entities {
             try Schema.checkName(entity.name, what: "entity")
-            guard seen.insert(entity.name).inserted else {
-                throw StoreError(.invalidArgument, "entity '\(entity.name)' is declared twice")
-            }
+            try Schema.checkUnique(entity.name, in: &seen, what: "entity")
             try entity.validate()
         }
     }
@@ -140,8 +138,28 @@ public struct Schema: Sendable, Hashable, Codable {
             throw StoreError(.invalidArgument, "\(what) name '\(name)' may hold only ASCII letters, digits "
                 + "and '_', and may not start with a digit")
         }
-        guard !name.hasPrefix("_ds") else {
-            throw StoreError(.invalidArgument, "\(what) name '\(name)' starts with '_ds', which is reserved")
+        let folded = foldedName(name)
+        for reserved in ["_ds", "sqlite_"] where folded.hasPrefix(reserved) {
+            throw StoreError(.invalidArgument, "\(what) name '\(name)' starts with '\(reserved)' (in any letter "
+                + "case), which is reserved")
+        }
+    }
+
+    /// A name with ASCII letters in lower case: names that fold to the same string are the same
+    /// name (SQLite's identifiers ignore case).
+    static func foldedName(_ name: String) -> String {
+        String(decoding: name.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// Records `name` in `seen` (by its folded form); throws when a name that differs at most by
+    /// letter case is already there.
+    static func checkUnique(_ name: String, in seen: inout [String: String], what: String,
+                            owner: String? = nil) throws(StoreError) {
+        let qualified = owner.map { "\($0).\(name)" } ?? name
+        if let earlier = seen.updateValue(name, forKey: foldedName(name)) {
+            let detail = earlier == name ? "is declared twice"
+                : "differs from '\(owner.map { "\($0)." } ?? "")\(earlier)' only by letter case"
+            throw StoreError(.invalidArgument, "\(what) '\(qualified)' \(detail)")
         }
     }
 }
@@ -152,12 +170,10 @@ extension EntitySchema {
             throw StoreError(.limitExceeded, "entity '\(name)' has \(attributes.count) attributes; at most "
                 + "\(Limits.maxAttributes) are allowed")
         }
-        var seen = Set<String>()
+        var seen: [String: String] = [:]
         for attribute in attributes {
             try Schema.checkName(attribute.name, what: "attribute")
-            guard seen.insert(attribute.name).inserted else {
-                throw StoreError(.invalidArgument, "attribute '\(name).\(attribute.name)' is declared twice")
-            }
+            try Schema.checkUnique(attribute.name, in: &seen, what: "attribute", owner: name)
             if let value = attribute.defaultValue, !value.isNull {
                 _ = try checkValue(value, for: attribute)
             } else if attribute.defaultValue != nil, !attribute.isOptional {
@@ -177,12 +193,10 @@ extension EntitySchema {
             throw StoreError(.limitExceeded, "entity '\(name)' has \(indexes.count) indexes; at most "
                 + "\(Limits.maxIndexesPerEntity) are allowed")
         }
-        var indexNames = Set<String>()
+        var indexNames: [String: String] = [:]
         for index in indexes {
             try Schema.checkName(index.name, what: "index")
-            guard indexNames.insert(index.name).inserted else {
-                throw StoreError(.invalidArgument, "index '\(name).\(index.name)' is declared twice")
-            }
+            try Schema.checkUnique(index.name, in: &indexNames, what: "index", owner: name)
             guard !index.attributes.isEmpty, index.attributes.count <= Limits.maxAttributesPerIndex else {
                 throw StoreError(.limitExceeded, "index '\(name).\(index.name)' must cover 1 to "
                     + "\(Limits.maxAttributesPerIndex) attributes")

@@ -41,21 +41,35 @@ public final class Store<Engine: StorageEngine>: DataStore {
     private var identity: ObjectIdentifier { ObjectIdentifier(self) }
 
     private func checkNotReentrant(_ operation: String) throws(StoreError) {
-        if ActiveBlocks.stores.contains(identity) {
+        if ActiveBlocks.transactions[identity] != nil {
             throw StoreError(.reentrantCall, "\(operation) called inside a block of the same store; it would "
                 + "deadlock")
         }
     }
 
-    private func insideBlock<T>(_ body: () throws -> T) rethrows -> T {
-        try ActiveBlocks.$stores.withValue(ActiveBlocks.stores.union([identity]), operation: body)
+    /// Runs `body` with `reader` recorded as this store's open transaction on this thread.
+    private func inside<T>(_ reader: any StorageReader, _ body: () throws -> T) rethrows -> T {
+        let open = OpenTransaction(reader)
+        defer { open.close() }
+        var transactions = ActiveBlocks.transactions
+        transactions[identity] = open
+        return try ActiveBlocks.$transactions.withValue(transactions, operation: body)
     }
 
+    /// A read inside a block of the same store, on the same thread, joins that block's
+    /// transaction: it sees the same snapshot (and, inside a write, the write's own changes),
+    /// and needs no second connection or reader slot, so reads nest to any depth and never wait
+    /// for themselves.
     public func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
         try lifecycle.begin()
         defer { lifecycle.end() }
-        return try insideBlock {
-            try engine.withReader { reader in
+        if let open = ActiveBlocks.transactions[identity], let reader = open.readerOnThisThread {
+            let accessor = ReadAccessor(reader: reader, catalog: catalog)
+            defer { accessor.expire() }
+            return try body(accessor)
+        }
+        return try engine.withReader { reader in
+            try inside(reader) {
                 let accessor = ReadAccessor(reader: reader, catalog: catalog)
                 defer { accessor.expire() }
                 return try body(accessor)
@@ -74,8 +88,8 @@ public final class Store<Engine: StorageEngine>: DataStore {
         defer { lifecycle.end() }
         writeLock.lock()
         defer { writeLock.unlock() }
-        return try insideBlock {
-            try engine.withWriter { writer in
+        return try engine.withWriter { writer in
+            try inside(writer) {
                 let accessor = WriteAccessor(writer: writer, catalog: catalog)
                 defer { accessor.expire() }
                 return try body(accessor)
@@ -127,15 +141,39 @@ public final class Store<Engine: StorageEngine>: DataStore {
     }
 }
 
-/// The stores whose blocks the current task or thread is inside, to fail reentrant calls fast.
+/// The stores whose blocks the current task or thread is inside, with their transactions: to
+/// fail reentrant writes fast and to let nested reads join the enclosing transaction.
 enum ActiveBlocks {
-    @TaskLocal static var stores: Set<ObjectIdentifier> = []
+    @TaskLocal static var transactions: [ObjectIdentifier: OpenTransaction] = [:]
 }
 
-/// Metadata keys the package itself uses.
-public enum MetadataKeys {
+/// The transaction of a running block, which a nested read on the same thread may join.
+///
+/// `@unchecked Sendable`: a task-local value is inherited by tasks the block starts, which may
+/// run on other threads; they never touch `reader`, because ``readerOnThisThread`` hands it out
+/// only on the thread that opened it, and only while its block runs.
+final class OpenTransaction: @unchecked Sendable {
+    private let reader: any StorageReader
+    private let thread = pthread_self()
+    private var isOpen = true
+
+    init(_ reader: any StorageReader) {
+        self.reader = reader
+    }
+
+    var readerOnThisThread: (any StorageReader)? {
+        pthread_equal(thread, pthread_self()) != 0 && isOpen ? reader : nil
+    }
+
+    func close() { isOpen = false }
+}
+
+/// Metadata keys the package itself uses; apps cannot write keys with the reserved prefix.
+package enum MetadataKeys {
+    /// The prefix of every key the package reserves.
+    package static let reservedPrefix = "datastore."
     /// Present while a migration into the store has not finished; its value names the source.
-    public static let incompleteMigration = "datastore.migration.incomplete"
+    package static let incompleteMigration = "datastore.migration.incomplete"
 }
 
 /// Open / closing / closed, and the number of operations running.

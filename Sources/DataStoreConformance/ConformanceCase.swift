@@ -83,6 +83,34 @@ public final class ConformanceContext: Sendable {
         }
     }
 
+    /// Runs `body` on a thread of its own and records an issue when it has not returned within
+    /// `seconds`: a case that would deadlock fails instead of hanging the suite.
+    /// Expectations belong in the caller, on the test's own task: `body` returns what to check.
+    func withinDeadline<T: Sendable>(_ seconds: Double, _ what: String,
+                                     _ body: @escaping @Sendable () throws -> T) -> T? {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<T, any Error>?>(nil)
+        Thread {
+            let result = Result { try body() }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }.start()
+        guard done.wait(timeout: .now() + seconds) == .success else {
+            Issue.record("\(what) did not finish within \(seconds) s on \(backend.name): it hangs",
+                         sourceLocation: sourceLocation)
+            return nil
+        }
+        switch outcome.withLock({ $0 }) {
+        case .success(let value)?:
+            return value
+        case .failure(let error)?:
+            Issue.record("\(what) failed on \(backend.name): \(error)", sourceLocation: sourceLocation)
+            return nil
+        case nil:
+            return nil
+        }
+    }
+
     func expect(_ condition: Bool, _ comment: @autoclosure () -> String = "") {
         #expect(condition, "\(comment())", sourceLocation: sourceLocation)
     }

@@ -91,9 +91,105 @@ enum RandomOperationCases {
         try outcome.withLock { $0 }.get()
     }
 
+    /// Keys and unique values from the edges (NUL, unnormalized Unicode, 0x00/0xFF key bytes):
+    /// inserts, saves, updates and deletes, directly and through children that change several
+    /// items before they merge, against a model keyed by exact values.
+    static func runEdge(_ c: ConformanceContext, seed: UInt64) throws {
+        let store = try c.open(EdgeDomain.schema, name: "edge")
+        var rng = SplitMix64(seed: seed)
+        var model: [String: [Value: Record]] = [:]
+        var keys: [String: [Value]] = [:]
+        for entity in EdgeDomain.entityNames {
+            keys[entity] = Array(Set((0..<12).map { _ in EdgeDomain.key(for: entity, &rng) }))
+        }
+        let uniques: [Value] = [.null, "a", "a\u{0}", "A", "\u{E9}", "e\u{301}", ""]
+
+        func clash(_ record: Record, _ entity: String, _ items: [Value: Record]) -> Bool {
+            let u = record["u"]
+            return !u.isNull && items.contains { $0.key != record["id"] && $0.value["u"] == u }
+        }
+        /// Applies one random operation to `writer` and `items`; returns the error it expects.
+        func operation(_ entity: String, _ items: inout [Value: Record],
+                       _ rng: inout SplitMix64) -> (StoreError.Code?, (WriteAccessor) throws -> Void) {
+            let key = EdgeDomain.pick(keys[entity] ?? [], &rng)
+            var record = EdgeDomain.item(entity, key: key, &rng)
+            record["u"] = EdgeDomain.pick(uniques, &rng)
+            switch rng.next() % 4 {
+            case 0:
+                let error: StoreError.Code? = items[key] != nil ? .keyExists
+                    : (clash(record, entity, items) ? .uniqueViolation : nil)
+                if error == nil { items[key] = record }
+                return (error, { [record] in try $0.insert(record, into: entity) })
+            case 1:
+                let error: StoreError.Code? = clash(record, entity, items) ? .uniqueViolation : nil
+                if error == nil { items[key] = record }
+                return (error, { [record] in try $0.save(record, into: entity) })
+            case 2:
+                let changes = ["s": record["s"], "u": record["u"]]
+                guard var updated = items[key] else {
+                    return (.notFound, { try $0.update(entity, key: key, set: changes) })
+                }
+                updated["s"] = record["s"]
+                updated["u"] = record["u"]
+                let error: StoreError.Code? = clash(updated, entity, items) ? .uniqueViolation : nil
+                if error == nil { items[key] = updated }
+                return (error, { try $0.update(entity, key: key, set: changes) })
+            default:
+                items[key] = nil
+                return (nil, { _ = try $0.delete(entity, key: key) })
+            }
+        }
+        func code(_ body: () throws -> Void) -> StoreError.Code? {
+            do {
+                try body()
+                return nil
+            } catch let error as StoreError {
+                return error.code
+            } catch {
+                return .io
+            }
+        }
+
+        for step in 0..<300 {
+            let entity = EdgeDomain.pick(EdgeDomain.entityNames, &rng)
+            var items = model[entity] ?? [:]
+            if rng.next() % 4 == 0 {
+                let child = try store.makeChild()
+                for _ in 0..<(1 + rng.next() % 4) {
+                    let before = items
+                    let (expected, write) = operation(entity, &items, &rng)
+                    let actual = code { try child.writeSync(write) }
+                    c.expectEqual(actual, expected, "step \(step): child write on \(entity)")
+                    if actual != nil { items = before }
+                }
+                let merged = code { try store.merge(child) }
+                c.expectEqual(merged, nil, "step \(step): merging a valid child into \(entity)")
+                if merged != nil { return }
+            } else {
+                let before = items
+                let (expected, write) = operation(entity, &items, &rng)
+                let actual = code { try store.writeSync(write) }
+                c.expectEqual(actual, expected, "step \(step): write on \(entity)")
+                if actual != nil { items = before }
+            }
+            model[entity] = items
+        }
+        for entity in EdgeDomain.entityNames {
+            let expected = (model[entity] ?? [:]).values.sorted {
+                Value.compareCanonical($0["id"], $1["id"]) < 0
+            }
+            c.expectEqual(try store.read { try $0.fetch(FetchRequest(entity)) }, expected,
+                          "final \(entity) on \(c.backend.name)")
+        }
+    }
+
     static let all: [ConformanceCase] = [1, 2, 3].map { seed in
         ConformanceCase("Random operations", "seededSequence\(seed)EndsEqualToTheOracle") { c in
             try run(c, seed: UInt64(seed))
+        }
+    } + [4, 5, 6].map { seed in
+        ConformanceCase("Random operations", "seededEdgeSequence\(seed)EndsEqualToTheModel") { c in
+            try runEdge(c, seed: UInt64(seed))
         }
     }
 }

@@ -14,7 +14,8 @@ public final class InMemoryDatabase: Sendable {
 struct MemoryState: Sendable {
     var schema: Schema?
     var tables: [String: MemoryTable] = [:]
-    var metadata: [String: [UInt8]] = [:]
+    /// Metadata by the UTF-8 bytes of its key (never by Swift's canonical `String` equality).
+    var metadata: [[UInt8]: [UInt8]] = [:]
 }
 
 struct MemoryTable: Sendable {

@@ -50,16 +50,16 @@ final class MemoryTransaction: StorageWriter {
                 if Value.compareBytes(keys[mid], key) <= 0 { low = mid + 1 } else { high = mid }
             }
         }
-        return keys[low..<min(keys.count, low + limit)].compactMap { table.rows[$0] }
+        return keys[low..<(low + min(limit, keys.count - low))].compactMap { table.rows[$0] }
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {
-        state.metadata[key]
+        state.metadata[Array(key.utf8)]
     }
 
     func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
         if state.tables[entity.name]?.rows[key] != nil {
-            throw StoreError(.keyExists, "'\(entity.name)' already has an item with key \(record[entity.primaryKey])")
+            throw StoreError.keyExists(entity, record)
         }
         try put(record, key: key, in: entity)
     }
@@ -70,8 +70,7 @@ final class MemoryTransaction: StorageWriter {
         let old = table.rows[key]
         for index in entity.indexes where index.isUnique {
             if let tuple = Self.uniqueTuple(record, index), let owner = table.unique[index.name]?[tuple], owner != key {
-                throw StoreError(.uniqueViolation, "unique index '\(entity.name).\(index.name)' already holds "
-                    + tuple.map(\.description).joined(separator: ", "))
+                throw StoreError.uniqueViolation(entity, index, record)
             }
         }
         for index in entity.indexes where index.isUnique {
@@ -100,7 +99,7 @@ final class MemoryTransaction: StorageWriter {
     }
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
-        state.metadata[key] = value
+        state.metadata[Array(key.utf8)] = value
     }
 
     /// The values of a unique index, with -0.0 as 0.0; `nil` when one is null (never conflicts).

@@ -24,7 +24,9 @@ public struct LMDBOptions: Sendable, Hashable {
 /// The LMDB backend: a named database per entity (order-preserving key → compact, versioned
 /// record), one per index, and `_ds_meta` for the format version and schema.
 public final class LMDBEngine: StorageEngine {
-    static let formatVersion = 1
+    /// The format this code writes. Format 1 wrote index keys without the separator that
+    /// ``LMDBIndexKeys`` puts between tuple and primary key; its indexes are rebuilt on open.
+    static let formatVersion = 2
 
     public let schema: Schema
     /// The environment directory.
@@ -48,8 +50,9 @@ public final class LMDBEngine: StorageEngine {
         defer { txn.finish() }
         let existingMeta = try environment.openDatabase("_ds_meta", in: txn.txn, create: false)
         var stored: Schema?
+        var storedFormat = Self.formatVersion
         if let meta = existingMeta {
-            stored = try Self.readSchema(txn, meta: meta, path: path)
+            (storedFormat, stored) = try Self.readSchema(txn, meta: meta, path: path)
         } else if try txn.count(environment.mainDatabase(in: txn.txn)) > 0 {
             throw StoreError(.notAStore, "\(path) is an LMDB environment but not a DataStore store (no _ds_meta)")
         }
@@ -62,6 +65,36 @@ public final class LMDBEngine: StorageEngine {
             try txn.put(meta, Array("datastore.format".utf8), Array(String(Self.formatVersion).utf8))
             try txn.put(meta, Array("datastore.schema".utf8), schema.encodedForStorage())
         }
+        try txn.commit()
+        if storedFormat < Self.formatVersion {
+            try rebuildIndexes()
+        }
+    }
+
+    /// Rewrites every index in the current format, in one write transaction, reading each
+    /// entity in pages (a cursor would not survive the restart that growing the map needs).
+    private func rebuildIndexes() throws {
+        let txn = try LMDBTransaction(environment: environment, write: true)
+        defer { txn.finish() }
+        let storage = LMDBStorage(txn: txn, databases: databases)
+        for entity in schema.entities {
+            guard let indexes = databases.indexes[entity.name], !indexes.isEmpty else { continue }
+            for (_, dbi) in indexes { try txn.drop(dbi) }
+            var after: [UInt8]?
+            while true {
+                let page = try storage.scan(entity, after: after, limit: 1_000)
+                for record in page {
+                    let key = try entity.encodeKey(record[entity.primaryKey])
+                    for index in entity.indexes {
+                        guard let dbi = indexes[index.name] else { continue }
+                        try txn.put(dbi, LMDBIndexKeys.key(index, record, primaryKey: key), key)
+                    }
+                    after = key
+                }
+                if page.count < 1_000 { break }
+            }
+        }
+        try txn.put(databases.meta, Array("datastore.format".utf8), Array(String(Self.formatVersion).utf8))
         try txn.commit()
     }
 
@@ -92,7 +125,7 @@ public final class LMDBEngine: StorageEngine {
         }
     }
 
-    private static func readSchema(_ txn: LMDBTransaction, meta: MDB_dbi, path: String) throws -> Schema {
+    private static func readSchema(_ txn: LMDBTransaction, meta: MDB_dbi, path: String) throws -> (Int, Schema) {
         let format = try txn.withValue(meta, Array("datastore.format".utf8)) {
             Int(String(decoding: $0, as: UTF8.self))
         }
@@ -106,7 +139,7 @@ public final class LMDBEngine: StorageEngine {
         guard let bytes = try txn.withValue(meta, Array("datastore.schema".utf8), { Array($0) }) else {
             throw StoreError(.corrupt, "\(path): the store's schema is missing")
         }
-        return try Schema.decodeFromStorage(bytes, location: path)
+        return (version, try Schema.decodeFromStorage(bytes, location: path))
     }
 
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {

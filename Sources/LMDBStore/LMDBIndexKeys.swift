@@ -3,10 +3,16 @@ import DataStoreAPI
 
 /// Index keys of the LMDB backend and the index ranges a filter can use.
 ///
-/// An index key is the tuple encoding of the indexed values, cut to ``maxTupleBytes``, then
-/// the item's primary key; its value is the primary key. LMDB keys hold at most 511 bytes, so
-/// long strings are indexed by a prefix: every lookup treats index hits as candidates and
+/// An index key is the tuple encoding of the indexed values, cut to ``maxTupleBytes``, then a
+/// 0x00 separator, then the item's primary key; its value is the primary key, so the tuple part
+/// of a key is its first `key.count - value.count - 1` bytes. LMDB keys hold at most 511 bytes,
+/// so long strings are indexed by a prefix: every lookup treats index hits as candidates and
 /// re-checks the filter on the record.
+///
+/// The separator makes key order equal tuple order: a string's tuple ends with 0x00 and a longer
+/// string continues with the escape 0xFF, so without it the primary key's first byte (0xFF for
+/// large ints and some uuids) would sort an item among the longer strings, and a range scan that
+/// stops at the first key past its bound would stop early (format 1 did; see ``Range``).
 enum LMDBIndexKeys {
     static let maxTupleBytes = 240
 
@@ -17,14 +23,22 @@ enum LMDBIndexKeys {
     }
 
     static func key(_ index: Index, _ record: Record, primaryKey: [UInt8]) -> [UInt8] {
-        tuple(index.attributes.map { record[$0] }) + primaryKey
+        tuple(index.attributes.map { record[$0] }) + [0x00] + primaryKey
+    }
+
+    /// The prefix of every index key whose leading values equal `values`: the complete tuple and
+    /// the separator, or the cut tuple when it is longer than ``maxTupleBytes``.
+    static func equalityPrefix(_ values: [Value]) -> [UInt8] {
+        let full = KeyEncoding.encodeTuple(values)
+        return full.count > maxTupleBytes ? tuple(values) : full
     }
 
     /// A run of index keys to visit.
     enum Range: Equatable {
         /// Keys that start with these bytes.
         case prefix([UInt8])
-        /// Keys from `lower`, while their first `upper.count` bytes are not greater than `upper`.
+        /// Keys from `lower`, while the first `upper.count` bytes of their tuple part are not
+        /// greater than `upper`.
         case between(lower: [UInt8], upper: [UInt8]?)
     }
 
@@ -39,9 +53,9 @@ enum LMDBIndexKeys {
             for term in terms {
                 switch term {
                 case let .compare(name, .equal, value) where name == first:
-                    return (index, [.prefix(tuple([value]))])
+                    return (index, [.prefix(equalityPrefix([value]))])
                 case let .among(name, values) where name == first:
-                    return (index, Set(values).map { .prefix(tuple([$0])) })
+                    return (index, Set(values).map { .prefix(equalityPrefix([$0])) })
                 case .isNull(let name) where name == first:
                     return (index, [.prefix([0x00])])
                 case let .hasPrefix(name, prefix) where name == first:
@@ -95,7 +109,8 @@ enum LMDBIndexKeys {
             }
         case let .between(lower, upper):
             try txn.forEach(dbi, from: lower) { key, value in
-                if let upper, Value.compareBytes(key.prefix(upper.count), upper) > 0 { return false }
+                let tuple = key.prefix(Swift.max(0, key.count - value.count - 1))
+                if let upper, Value.compareBytes(tuple.prefix(upper.count), upper) > 0 { return false }
                 visit(Array(value))
                 return true
             }

@@ -122,7 +122,7 @@ enum LMDBRecordCoding {
         }
 
         mutating func take(_ count: Int) -> UnsafeRawBufferPointer? {
-            guard count >= 0, offset + count <= bytes.count else { return nil }
+            guard count >= 0, count <= bytes.count - offset else { return nil }
             defer { offset += count }
             return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
         }

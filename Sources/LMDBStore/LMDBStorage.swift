@@ -112,7 +112,7 @@ final class LMDBStorage: StorageWriter {
 
     func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
         if try txn.withValue(dbi(entity), Self.recordKey(key), { _ in true }) != nil {
-            throw StoreError(.keyExists, "'\(entity.name)' already has an item with key \(record[entity.primaryKey])")
+            throw StoreError.keyExists(entity, record)
         }
         try write(record, key: key, old: nil, in: entity)
     }
@@ -145,7 +145,7 @@ final class LMDBStorage: StorageWriter {
             guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
             var clash = false
             var others: [[UInt8]] = []
-            try LMDBIndexKeys.primaryKeys(in: .prefix(LMDBIndexKeys.tuple(values)), of: dbi, txn) {
+            try LMDBIndexKeys.primaryKeys(in: .prefix(LMDBIndexKeys.equalityPrefix(values)), of: dbi, txn) {
                 if $0 != key { others.append($0) }
             }
             for other in others {
@@ -155,10 +155,7 @@ final class LMDBStorage: StorageWriter {
                     break
                 }
             }
-            if clash {
-                throw StoreError(.uniqueViolation, "unique index '\(entity.name).\(index.name)' already holds "
-                    + values.map(\.description).joined(separator: ", "))
-            }
+            if clash { throw StoreError.uniqueViolation(entity, index, record) }
         }
     }
 

@@ -24,9 +24,11 @@ final class SQLiteConnection {
             throw Self.openError(rc, path: path, message: message)
         }
         handle = db
-        do {
+        do throws(StoreError) {
             sqlite3_extended_result_codes(db, 1)
             sqlite3_busy_timeout(db, 5_000)
+            let rc = sqlite3_create_collation_v2(db, Self.foldingCollation, SQLITE_UTF8, nil, foldASCIICompare, nil)
+            guard rc == SQLITE_OK else { throw self.error(rc, "cannot register collation \(Self.foldingCollation)") }
             _ = try scalar("SELECT count(*) FROM sqlite_master")
         } catch {
             statements.removeAll()
@@ -59,6 +61,17 @@ final class SQLiteConnection {
         return StoreError(.io, "\(path): cannot open", cause: cause)
     }
 
+    /// The collation of case-insensitive sorts: ASCII letters folded, then bytes and lengths
+    /// compared as memcmp does. SQLite's own NOCASE stops at the first NUL byte both strings
+    /// share and then compares lengths, which is not the canonical order. Registered on every
+    /// connection and used only in `ORDER BY`, so the file stays readable without it.
+    static let foldingCollation = "DS_FOLD_ASCII"
+
+    /// `SQLITE_CONSTRAINT_PRIMARYKEY` and `SQLITE_CONSTRAINT_ROWID`: extended result codes are
+    /// macros that Swift does not import ("(SQLITE_CONSTRAINT | (6<<8))" in sqlite3.h).
+    static let constraintPrimaryKey = SQLITE_CONSTRAINT | (6 << 8)
+    static let constraintRowID = SQLITE_CONSTRAINT | (10 << 8)
+
     /// Turns a SQLite result code into the package's error, keeping the code and message.
     func error(_ rc: Int32, _ context: String) -> StoreError {
         let extended = sqlite3_extended_errcode(handle)
@@ -76,7 +89,16 @@ final class SQLiteConnection {
         }
     }
 
-    /// A cached prepared statement for `sql`.
+    /// An uncached prepared statement, for SQL built per request (as GRDB's `makeStatement`):
+    /// caching every distinct filter shape would grow the cache without bound.
+    func makeStatement(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        try SQLiteStatement(connection: self, sql: sql, persistent: false)
+    }
+
+    /// How many statements are cached (fixed SQL only).
+    var cachedStatementCount: Int { statements.count }
+
+    /// A cached prepared statement for `sql`, which must be one of the fixed statements.
     func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
         if let cached = statements[sql] { return cached }
         let statement = try SQLiteStatement(connection: self, sql: sql)
@@ -114,4 +136,13 @@ final class SQLiteConnection {
             throw error
         }
     }
+}
+
+/// The `DS_FOLD_ASCII` collation (see ``SQLiteConnection/foldingCollation``): SQLite passes
+/// both strings as pointers and byte counts, NUL bytes included.
+private func foldASCIICompare(_: UnsafeMutableRawPointer?, _ count1: Int32, _ bytes1: UnsafeRawPointer?,
+                              _ count2: Int32, _ bytes2: UnsafeRawPointer?) -> Int32 {
+    let a = UnsafeRawBufferPointer(start: bytes1, count: Int(count1))
+    let b = UnsafeRawBufferPointer(start: bytes2, count: Int(count2))
+    return Int32(Value.compareBytes(a, b, foldingASCIICase: true))
 }

@@ -9,12 +9,17 @@ public typealias SQLiteStore = Store<SQLiteEngine>
 public struct SQLiteOptions: Sendable, Hashable {
     /// How durable a commit is when `writeSync` returns.
     public var durability: Durability
-    /// How many reader connections may run reads at once (reads beyond that wait).
+    /// How many reader connections may run reads at once, opened on demand. A read beyond that
+    /// waits for one to be free, at most ``readerTimeout`` seconds, then fails with `busy`. Reads
+    /// nested in a block of the same store join its transaction and need no connection.
     public var maxReaders: Int
+    /// How long a read waits for a free reader connection before it fails with `busy`.
+    public var readerTimeout: Double
 
-    public init(durability: Durability = .full, maxReaders: Int = 8) {
+    public init(durability: Durability = .full, maxReaders: Int = 64, readerTimeout: Double = 5) {
         self.durability = durability
         self.maxReaders = max(1, maxReaders)
+        self.readerTimeout = max(0, readerTimeout)
     }
 }
 
@@ -62,7 +67,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         schema = try Self.prepare(connection, requested: requested, path: path)
         try connection.configure(durability: options.durability)
         statements = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, SQLiteEntitySQL($0)) })
-        readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders)
+        readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders,
+                                   timeout: options.readerTimeout)
     }
 
     /// Checks (or creates) the metadata and tables, in one write transaction.
@@ -153,6 +159,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
+    /// How many prepared statements the writer connection caches (for tests of the bound).
+    var cachedStatementCount: Int { writer.cachedStatementCount }
+
     /// The query plan SQLite chooses for a request (`EXPLAIN QUERY PLAN`), one line per step.
     func queryPlan(_ request: FetchRequest) throws -> [String] {
         guard let entity = schema.entity(named: request.entity) else { return [] }
@@ -198,19 +207,30 @@ final class SQLiteReaderPool: @unchecked Sendable {
     private let path: String
     private let durability: Durability
     private let capacity: Int
+    private let timeout: Double
     private let condition = NSCondition()
     private var idle: [SQLiteConnection] = []
     private var open = 0
 
-    init(path: String, durability: Durability, capacity: Int) {
+    init(path: String, durability: Durability, capacity: Int, timeout: Double) {
         self.path = path
         self.durability = durability
         self.capacity = capacity
+        self.timeout = timeout
     }
 
+    /// A free connection, opening one when fewer than `capacity` are open.
+    /// - Throws: `busy` when none is free within `timeout` seconds.
     func acquire() throws -> SQLiteConnection {
         condition.lock()
-        while idle.isEmpty && open >= capacity { condition.wait() }
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while idle.isEmpty && open >= capacity {
+            if !condition.wait(until: deadline) && idle.isEmpty && open >= capacity {
+                condition.unlock()
+                throw StoreError(.busy, "\(path): all \(capacity) reader connections stayed in use for "
+                    + "\(timeout) s; raise SQLiteOptions.maxReaders or finish reads sooner")
+            }
+        }
         if let connection = idle.popLast() {
             condition.unlock()
             return connection

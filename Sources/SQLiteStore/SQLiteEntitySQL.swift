@@ -9,6 +9,7 @@ struct SQLiteEntitySQL: Sendable {
     let upsert: String
     let delete: String
     let deleteAll: String
+    let scanAll: String
     let scanFirst: String
     let scanAfter: String
 
@@ -25,6 +26,7 @@ struct SQLiteEntitySQL: Sendable {
             + (others.isEmpty ? "NOTHING" : "UPDATE SET " + others.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
         delete = "DELETE FROM \(table) WHERE \(pk) = ?"
         deleteAll = "DELETE FROM \(table)"
+        scanAll = "\(select) ORDER BY \(pk)"
         scanFirst = "\(select) ORDER BY \(pk) LIMIT ?"
         scanAfter = "\(select) WHERE \(pk) > ? ORDER BY \(pk) LIMIT ?"
     }

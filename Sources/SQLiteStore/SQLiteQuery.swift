@@ -83,11 +83,40 @@ enum SQLiteQuery {
         }
     }
 
+    /// Joins terms as a balanced tree of parentheses, so that an `and` or `or` of thousands of
+    /// terms stays far below SQLite's expression depth limit (SQLITE_MAX_EXPR_DEPTH, 1000), which
+    /// a flat `a OR b OR ...` chain reaches at about a thousand terms.
     private static func join(_ filters: [Filter], with op: String, empty: String) -> SQLFragment {
         guard !filters.isEmpty else { return SQLFragment(empty) }
-        let parts = filters.map(translate)
-        return SQLFragment("(" + parts.map(\.sql).joined(separator: " \(op) ") + ")", parts.flatMap(\.bindings))
+        return balanced(filters.map(translate)[...], op)
     }
+
+    private static func balanced(_ parts: ArraySlice<SQLFragment>, _ op: String) -> SQLFragment {
+        if parts.count == 1 { return parts[parts.startIndex] }
+        let middle = parts.startIndex + parts.count / 2
+        let left = balanced(parts[..<middle], op)
+        let right = balanced(parts[middle...], op)
+        return SQLFragment("(\(left.sql) \(op) \(right.sql))", left.bindings + right.bindings)
+    }
+
+    /// Whether SQL nests parentheses so deep that SQLite's parser could run out of stack
+    /// ("parser stack overflow": its stack holds 100 entries, and each level of nesting takes 2
+    /// to 4 of them, so about 25 levels overflow). Such a filter is evaluated in Swift instead,
+    /// over the entity in key order. Identifiers and bound values never hold parentheses.
+    static func nestsTooDeep(_ sql: String) -> Bool {
+        var depth = 0
+        for byte in sql.utf8 {
+            if byte == UInt8(ascii: "(") {
+                depth += 1
+                if depth > maxNesting { return true }
+            } else if byte == UInt8(ascii: ")") {
+                depth -= 1
+            }
+        }
+        return false
+    }
+
+    static let maxNesting = 20
 
     /// The smallest byte string greater than every string that starts with `bytes`.
     static func successor(of bytes: [UInt8]) -> [UInt8]? {
@@ -105,7 +134,8 @@ enum SQLiteQuery {
     /// `ORDER BY` for the sort keys, ties broken by primary key.
     static func orderBy(_ sort: [SortKey], _ entity: EntitySchema) -> String {
         let keys = sort.map { key in
-            quote(key.attribute) + (key.caseInsensitive ? " COLLATE NOCASE" : "") + (key.ascending ? " ASC" : " DESC")
+            quote(key.attribute) + (key.caseInsensitive ? " COLLATE \(SQLiteConnection.foldingCollation)" : "")
+                + (key.ascending ? " ASC" : " DESC")
         }
         return " ORDER BY " + (keys + [quote(entity.primaryKey) + " ASC"]).joined(separator: ", ")
     }

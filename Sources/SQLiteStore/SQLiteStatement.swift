@@ -11,9 +11,11 @@ final class SQLiteStatement {
     unowned let connection: SQLiteConnection
     let sql: String
 
-    init(connection: SQLiteConnection, sql: String) throws(StoreError) {
+    /// Prepares `sql`; `persistent` tells SQLite the statement will be reused (the cached ones).
+    init(connection: SQLiteConnection, sql: String, persistent: Bool = true) throws(StoreError) {
         var statement: OpaquePointer?
-        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, flags, &statement, nil)
         guard rc == SQLITE_OK, let statement else {
             throw connection.error(rc, "cannot prepare \(sql)")
         }

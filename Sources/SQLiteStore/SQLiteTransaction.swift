@@ -16,7 +16,7 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     private func prepared(_ fragment: SQLFragment) throws(StoreError) -> SQLiteStatement {
-        let statement = try connection.statement(fragment.sql)
+        let statement = try connection.makeStatement(fragment.sql)
         try statement.bind(fragment.bindings.map {
             if case .value(let v) = $0 { return v }
             return .null
@@ -57,11 +57,25 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
-        try rows(prepared(SQLiteQuery.select(request, entity, columns: sql(entity).columns)), entity)
+        let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
+        if SQLiteQuery.nestsTooDeep(select.sql) {
+            return request.apply(to: try keyedRecords(entity), alreadyInKeyOrder: true)
+        }
+        return try rows(prepared(select), entity)
+    }
+
+    /// Every item of the entity in key order, for filters too deep for SQLite's parser.
+    private func keyedRecords(_ entity: EntitySchema) throws -> [(key: [UInt8], record: Record)] {
+        try rows(connection.statement(sql(entity).scanAll), entity).map { record in
+            (try entity.encodeKey(record[entity.primaryKey]), record)
+        }
     }
 
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         let where_ = SQLiteQuery.translate(filter)
+        if SQLiteQuery.nestsTooDeep(where_.sql) {
+            return try keyedRecords(entity).reduce(0) { $0 + (filter.matches($1.record) ? 1 : 0) }
+        }
         let sql = "SELECT count(*) FROM \(SQLiteQuery.quote(entity.name)) WHERE \(where_.sql)"
         let statement = try prepared(SQLFragment(sql, where_.bindings))
         defer { sqlite3_reset(statement.handle) }
@@ -86,45 +100,47 @@ final class SQLiteTransaction: StorageWriter {
         return try statement.step() ? statement.bytes(at: 0) : nil
     }
 
-    private func write(_ sql: String, _ record: Record, in entity: EntitySchema) throws {
+    private func write(_ sql: String, _ record: Record, key: [UInt8], in entity: EntitySchema,
+                       inserting: Bool) throws {
         let statement = try connection.statement(sql)
         try statement.bind(record.values(in: entity.layout))
         defer { sqlite3_reset(statement.handle) }
         do {
             _ = try statement.step()
-        } catch {
-            if let code = error.cause?.code, code & 0xFF == SQLITE_CONSTRAINT {
-                throw constraintError(error, record, entity)
-            }
-            throw error
+        } catch where error.code == .uniqueViolation {
+            throw try constraintError(error, record, key: key, in: entity, inserting: inserting)
         }
     }
 
-    /// Names the index (or primary key) from SQLite's "UNIQUE constraint failed: E.a, E.b".
-    private func constraintError(_ error: StoreError, _ record: Record, _ entity: EntitySchema) -> StoreError {
+    /// The package's error for a failed constraint, decided by the extended result code and the
+    /// schema, never by SQLite's message: an insert whose key is taken is `keyExists` even when
+    /// SQLite checked a unique index first (WITHOUT ROWID tables do); otherwise the unique index
+    /// that holds the record's values for another item.
+    private func constraintError(_ error: StoreError, _ record: Record, key: [UInt8], in entity: EntitySchema,
+                                 inserting: Bool) throws -> StoreError {
         let code = error.cause?.code ?? 0
-        // SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_ROWID (extended codes are macros
-        // Swift does not import).
-        if code == SQLITE_CONSTRAINT | (6 << 8) || code == SQLITE_CONSTRAINT | (10 << 8) {
-            return StoreError(.keyExists, "'\(entity.name)' already has an item with key \(record[entity.primaryKey])",
-                              cause: error.cause)
+        let keyTaken = try inserting && get(entity, key: key) != nil
+        if code == SQLiteConnection.constraintPrimaryKey || code == SQLiteConnection.constraintRowID || keyTaken {
+            return StoreError.keyExists(entity, record, cause: error.cause)
         }
-        let failed = (error.cause?.message ?? "").split(separator: ":").last.map {
-            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces)
-                .replacingOccurrences(of: "\(entity.name).", with: "") }
-        } ?? []
-        let index = entity.indexes.first { $0.isUnique && $0.attributes == failed }
-        let values = (index?.attributes ?? failed).map { record[$0].description }.joined(separator: ", ")
-        return StoreError(.uniqueViolation, "unique index '\(entity.name).\(index?.name ?? failed.joined())' already "
-            + "holds \(values)", cause: error.cause)
+        for index in entity.indexes where index.isUnique {
+            let values = index.attributes.map { record[$0] }
+            if values.contains(where: \.isNull) { continue }
+            let sameValues = Filter.and(zip(index.attributes, values).map { .compare($0, .equal, $1) })
+            let holders = try fetch(FetchRequest(entity.name, filter: sameValues, limit: 2), in: entity)
+            if holders.contains(where: { $0[entity.primaryKey] != record[entity.primaryKey] }) {
+                return StoreError.uniqueViolation(entity, index, record, cause: error.cause)
+            }
+        }
+        return error
     }
 
     func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
-        try write(sql(entity).insert, record, in: entity)
+        try write(sql(entity).insert, record, key: key, in: entity, inserting: true)
     }
 
     func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
-        try write(sql(entity).upsert, record, in: entity)
+        try write(sql(entity).upsert, record, key: key, in: entity, inserting: false)
     }
 
     func delete(key: [UInt8], in entity: EntitySchema) throws -> Bool {

@@ -41,7 +41,7 @@ public enum DemoData {
         func batches(_ count: Int, _ make: (Int, inout DemoRandom) -> (String, Record)) throws {
             var start = 0
             while start < count {
-                let end = min(count, start + batchSize)
+                let end = start + min(count - start, batchSize)
                 var batch: [(String, Record)] = []
                 for i in start..<end { batch.append(make(i, &rng)) }
                 try store.writeSync { w in for (entity, record) in batch { try w.insert(record, into: entity) } }

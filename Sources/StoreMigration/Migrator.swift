@@ -93,8 +93,8 @@ public enum Migrator {
         }
         if run.report.differences == 0 {
             try destinationStore.writeSync { writer in
-                try writer.setMetadata(nil, forKey: checkpointKey)
-                try writer.setMetadata(nil, forKey: MetadataKeys.incompleteMigration)
+                try writer.setReservedMetadata(nil, forKey: checkpointKey)
+                try writer.setReservedMetadata(nil, forKey: MetadataKeys.incompleteMigration)
             }
         }
         return run.finish()
@@ -175,7 +175,7 @@ public enum Migrator {
         staging.path += ".migrating"
         if staging.exists { try staging.destroy() }
         let store = try staging.open(schema: schema, durability: .normal, acceptingIncompleteMigration: true)
-        try store.writeSync { try $0.setMetadata(Array(marker.utf8), forKey: MetadataKeys.incompleteMigration) }
+        try store.writeSync { try $0.setReservedMetadata(Array(marker.utf8), forKey: MetadataKeys.incompleteMigration) }
         try store.close()
         try staging.move(to: destination)
         return try destination.open(schema: schema, durability: .normal, acceptingIncompleteMigration: true)
@@ -243,7 +243,7 @@ final class MigrationRun {
         let finished = finishedEntities
         let checkpoint: CheckpointWriter = { writer, key in
             let mark = Migrator.Checkpoint(entity: entity.name, lastKey: key, finishedEntities: finished)
-            try writer.setMetadata(Array(try JSONEncoder().encode(mark)), forKey: Migrator.checkpointKey)
+            try writer.setReservedMetadata(Array(try JSONEncoder().encode(mark)), forKey: Migrator.checkpointKey)
         }
         let tick = { [progress] (done: Int) in
             progress(MigrationProgress(phase: phase, entity: entity.name, done: done, total: total,

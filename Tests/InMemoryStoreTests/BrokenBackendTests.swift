@@ -12,6 +12,14 @@ enum Breakage: Sendable, CaseIterable {
     case sortsWithSwiftLessThan
     /// Treats `!=` as SQL does: items whose value is null never match.
     case threeValuedNotEqual
+    /// Misses, in `<` and `<=` ranges on strings and bytes, items whose value is a proper prefix
+    /// of the bound and whose encoded primary key starts with 0xFF (LMDB's format-1 index scan).
+    case rangeStopsAtKeysStartingWith0xFF
+    /// Checks unique indexes before the primary key on insert, so re-inserting an item reports
+    /// `uniqueViolation` instead of `keyExists` (SQLite's WITHOUT ROWID tables).
+    case uniqueCheckedBeforeKey
+    /// Folds case in sorts only up to the first NUL byte, then compares lengths (SQLite's NOCASE).
+    case caseFoldingStopsAtNUL
 }
 
 /// Wraps the in-memory engine and breaks one behaviour, to show the suite catches it.
@@ -47,7 +55,10 @@ class BrokenTransaction: StorageReader {
     }
 
     func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record? { try base.get(entity, key: key) }
-    func count(_ filter: Filter, in entity: EntitySchema) throws -> Int { try base.count(filter, in: entity) }
+    func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
+        guard breakage == .rangeStopsAtKeysStartingWith0xFF else { return try base.count(filter, in: entity) }
+        return try fetch(FetchRequest(entity.name, filter: filter), in: entity).count
+    }
     func scan(_ entity: EntitySchema, after key: [UInt8]?, limit: Int) throws -> [Record] {
         try base.scan(entity, after: key, limit: limit)
     }
@@ -63,6 +74,33 @@ class BrokenTransaction: StorageReader {
             return try base.fetch(request, in: entity).filter { record in
                 !Self.notEqualAttributes(request.filter).contains { record[$0].isNull }
             }
+        case .rangeStopsAtKeysStartingWith0xFF:
+            let bounds = Self.upperBounds(request.filter)
+            return try base.fetch(request, in: entity).filter { record in
+                let key = KeyEncoding.encodeKey(record[entity.primaryKey])
+                return key.first != 0xFF || !bounds.contains { name, bound in
+                    let value = Self.bytes(record[name])
+                    return value.count < bound.count && bound.starts(with: value)
+                }
+            }
+        case .caseFoldingStopsAtNUL:
+            guard request.sort.contains(where: \.caseInsensitive) else { return try base.fetch(request, in: entity) }
+            let (offset, limit) = (request.offset, request.limit)
+            request.offset = 0
+            request.limit = nil
+            let rows = try base.fetch(request, in: entity).map { (KeyEncoding.encodeKey($0[entity.primaryKey]), $0) }
+            let sorted = rows.sorted { a, b in
+                for key in request.sort {
+                    var c = key.caseInsensitive ? Self.compareUpToNUL(a.1[key.attribute], b.1[key.attribute])
+                        : Value.compareCanonical(a.1[key.attribute], b.1[key.attribute])
+                    if !key.ascending { c = -c }
+                    if c != 0 { return c < 0 }
+                }
+                return Value.compareBytes(a.0, b.0) < 0
+            }.map(\.1)
+            return FetchRequest(entity.name, offset: offset, limit: limit).page(sorted)
+        case .uniqueCheckedBeforeKey:
+            return try base.fetch(request, in: entity)
         case .sortsWithSwiftLessThan:
             let (offset, limit) = (request.offset, request.limit)
             request.offset = 0
@@ -79,6 +117,30 @@ class BrokenTransaction: StorageReader {
             let start = min(offset, rows.count)
             return Array(rows[start..<min(rows.count, start + (limit ?? rows.count))])
         }
+    }
+
+    static func upperBounds(_ filter: Filter) -> [(String, [UInt8])] {
+        switch filter {
+        case let .compare(name, .less, value), let .compare(name, .lessOrEqual, value): return [(name, bytes(value))]
+        case .and(let fs), .or(let fs): return fs.flatMap(upperBounds)
+        default: return []
+        }
+    }
+
+    static func bytes(_ value: Value) -> [UInt8] {
+        switch value {
+        case .string(let s): return Array(s.utf8)
+        case .bytes(let b): return b
+        default: return [0xFF, 0xFF]
+        }
+    }
+
+    /// SQLite's NOCASE: folded bytes up to the first NUL, then the shorter string first.
+    static func compareUpToNUL(_ a: Value, _ b: Value) -> Int {
+        guard case .string(let x) = a, case .string(let y) = b else { return Value.compareCanonical(a, b) }
+        let (p, q) = (Array(x.utf8.prefix { $0 != 0 }), Array(y.utf8.prefix { $0 != 0 }))
+        let c = Value.compareBytes(p, q, foldingASCIICase: true)
+        return c != 0 ? c : (x.utf8.count == y.utf8.count ? 0 : (x.utf8.count < y.utf8.count ? -1 : 1))
     }
 
     static func notEqualAttributes(_ filter: Filter) -> [String] {
@@ -99,6 +161,16 @@ final class BrokenWriter: BrokenTransaction, StorageWriter {
     }
 
     func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
+        if breakage == .uniqueCheckedBeforeKey {
+            for index in entity.indexes where index.isUnique {
+                let values = index.attributes.map { record[$0] }
+                if values.contains(where: \.isNull) { continue }
+                let same = Filter.and(zip(index.attributes, values).map { .compare($0, .equal, $1) })
+                if try !writer.fetch(FetchRequest(entity.name, filter: same, limit: 1), in: entity).isEmpty {
+                    throw StoreError.uniqueViolation(entity, index, record)
+                }
+            }
+        }
         try writer.insert(record, key: key, in: entity)
     }
     func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
@@ -124,6 +196,12 @@ let catchingCases: [(Breakage, String)] = [
     (.sortsWithSwiftLessThan, "stringsSortByUTF8BytesAndFoldASCIIOnly"),
     (.threeValuedNotEqual, "everyPredicateMatchesTheOracle"),
     (.threeValuedNotEqual, "nullComparesAsAValueInTwoValuedLogic"),
+    (.rangeStopsAtKeysStartingWith0xFF, "indexedRangesFindValuesThatArePrefixesOfTheirBounds"),
+    (.rangeStopsAtKeysStartingWith0xFF, "randomEdgeRequestsMatchTheOracleOnStoreChildAndDelete"),
+    (.uniqueCheckedBeforeKey, "insertingAnExistingKeyIsKeyExistsEvenWhenAUniqueValueAlsoClashes"),
+    (.uniqueCheckedBeforeKey, "seededEdgeSequence4EndsEqualToTheModel"),
+    (.caseFoldingStopsAtNUL, "caseInsensitiveSortComparesPastNULBytes"),
+    (.caseFoldingStopsAtNUL, "randomEdgeRequestsMatchTheOracleOnStoreChildAndDelete"),
 ]
 
 @Test(arguments: catchingCases)

@@ -149,7 +149,39 @@ let itemSchema = Schema(entities: [
 
     let newer = dir.path("newer")
     let store = try LMDBStore(path: newer, schema: itemSchema)
-    try store.writeSync { try $0.setMetadata(Array("99".utf8), forKey: "datastore.format") }
+    try store.writeSync { try $0.setReservedMetadata(Array("99".utf8), forKey: "datastore.format") }
     try store.close()
     expectError(.incompatibleFormat, newer, schema: nil, naming: "99")
+}
+
+/// A store of format 1 wrote index keys as tuple + primary key, with no separator; opening it
+/// rebuilds its indexes, after which range queries find values that are prefixes of the bound.
+@Test func aFormatOneStoreHasItsIndexesRebuiltOnOpen() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("old.lmdb")
+    let schema = Schema(entities: [EntitySchema("Item", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("name", .string),
+    ], indexes: [Index("byName", on: ["name"])])])
+    let keys: [Int64] = [.max, .max - 1, 0, .min]
+    do {
+        let store = try LMDBStore(path: path, schema: schema)
+        try store.writeSync { writer in for key in keys { try writer.insert(["id": .int(key), "name": "ab"], into: "Item") } }
+        let engine = store.engine
+        let txn = try LMDBTransaction(environment: engine.environment, write: true)
+        let dbi = try #require(engine.databases.indexes["Item"]?["byName"])
+        try txn.drop(dbi)
+        for key in keys {
+            let encoded = KeyEncoding.encodeKey(.int(key))
+            try txn.put(dbi, LMDBIndexKeys.tuple(["ab"]) + encoded, encoded)
+        }
+        try txn.put(engine.databases.meta, Array("datastore.format".utf8), Array("1".utf8))
+        try txn.commit()
+        try store.close()
+    }
+    let store = try LMDBStore(path: path, schema: nil)
+    #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") <= "ab\u{0}")) } == 4)
+    #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") == "ab")) } == 4)
+    let format = try store.engine.withReader { try $0.metadata(forKey: "datastore.format") }
+    #expect(format == Array("2".utf8))
+    try store.close()
 }
