@@ -28,8 +28,9 @@ public final class Store<Engine: StorageEngine>: DataStore {
             let marker = try engine.withReader { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
             if let marker {
                 try? engine.close()
+                let source = String(decoding: marker, as: UTF8.self)
                 throw StoreError(.incompleteMigration, "store is the destination of an unfinished migration "
-                    + "from \(String(decoding: marker, as: UTF8.self)); finish it with `migrate-store --resume`")
+                    + "from \(source); finish it with: migrate-store copy --from \(source) --to DESTINATION --resume")
             }
         }
     }

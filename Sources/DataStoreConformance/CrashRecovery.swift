@@ -12,6 +12,51 @@ public enum CrashRecovery {
         return try stop(process, after: acknowledged)
     }
 
+    /// What a reader process saw while another process wrote.
+    public struct ReaderOutcome: Sendable {
+        /// What it printed: "reads N failures F items I [first failure]".
+        public var output: String
+        public var status: Int32
+        public var reads: Int
+        public var failures: Int
+        /// The entries its last snapshot held.
+        public var items: Int
+    }
+
+    /// One process grows the store at `path` by `megabytes` in 1 MB transactions (LMDB from a
+    /// 64 KiB map) while another reads it in a loop, checking that every snapshot's entries
+    /// equal its counter.
+    public static func readWhileAnotherProcessGrows(kind: String, path: String,
+                                                    megabytes: Int) throws -> ReaderOutcome {
+        func start(_ arguments: [String]) throws -> (Process, Pipe) {
+            let process = Process()
+            process.executableURL = tool
+            process.arguments = [kind, path] + arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            return (process, pipe)
+        }
+        let (creator, _) = try start(["grow", "1"])
+        creator.waitUntilExit()
+        let (reader, pipe) = try start(["read-loop"])
+        usleep(300_000)
+        let (writer, _) = try start(["grow", String(megabytes)])
+        writer.waitUntilExit()
+        usleep(300_000)
+        _ = FileManager.default.createFile(atPath: path + ".stop", contents: Data())
+        let printed = pipe.fileHandleForReading.readDataToEndOfFile()
+        reader.waitUntilExit()
+        let output = String(decoding: printed, as: UTF8.self)
+        let fields = output.split(separator: " ").map(String.init)
+        func number(after label: String) -> Int {
+            guard let index = fields.firstIndex(of: label), index + 1 < fields.count else { return -1 }
+            return Int(fields[index + 1]) ?? -1
+        }
+        return ReaderOutcome(output: output, status: reader.terminationStatus, reads: number(after: "reads"),
+                             failures: number(after: "failures"), items: number(after: "items"))
+    }
+
     /// Starts `crash-writer kind path`; its standard output is a pipe of acknowledged numbers.
     public static func startWriter(tool: URL, kind: String, path: String) throws -> Process {
         let process = Process()

@@ -8,6 +8,9 @@ struct LMDBDatabases: Sendable {
     let entities: [String: MDB_dbi]
     let indexes: [String: [String: MDB_dbi]]
 
+    /// The same databases with no index: queries scan the entities instead.
+    var withoutIndexes: LMDBDatabases { LMDBDatabases(meta: meta, entities: entities, indexes: [:]) }
+
     static func entityName(_ entity: String) -> String { "e.\(entity)" }
     static func indexName(_ entity: String, _ index: String) -> String { "i.\(entity).\(index)" }
 

@@ -13,11 +13,21 @@ public struct LMDBOptions: Sendable, Hashable {
     public var initialMapSize: Int
     /// Reader slots: how many read transactions may be open at once across processes.
     public var maxReaders: Int
+    /// Open with `MDB_RDONLY`: nothing is written to the environment, not even on open, and
+    /// writes throw `readOnly`. A store on read-only media opens this way too.
+    public var readOnly: Bool
+    /// Walk every page of the environment with bounds checks before liblmdb reads any (see
+    /// ``LMDBEngine/check(path:)``): a damaged file fails with `corrupt` instead of crashing the
+    /// process. Costs one read of the file; `migrate-store` does it for every source.
+    public var checkPages: Bool
 
-    public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maxReaders: Int = 1024) {
+    public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maxReaders: Int = 1024,
+                readOnly: Bool = false, checkPages: Bool = false) {
         self.durability = durability
         self.initialMapSize = max(initialMapSize, 64 << 10)
         self.maxReaders = max(1, maxReaders)
+        self.readOnly = readOnly
+        self.checkPages = checkPages
     }
 }
 
@@ -43,10 +53,19 @@ public final class LMDBEngine: StorageEngine {
     ///   `schemaMismatch`, `readOnly`, `corrupt`.
     public init(path: String, schema requested: Schema?, options: LMDBOptions = LMDBOptions()) throws {
         self.path = path
-        try Self.checkDirectory(path, create: requested != nil)
+        let readOnly = options.readOnly
+        try Self.checkDirectory(path, create: requested != nil && !readOnly)
+        if let check = try Self.fileCheck(path, creating: requested != nil && !readOnly) {
+            defer { check.close() }
+            _ = try check.checkMeta()
+        }
         environment = try LMDBEnvironment(path: path, mapSize: options.initialMapSize,
-                                          maxReaders: UInt32(options.maxReaders), durability: options.durability)
-        let txn = try LMDBTransaction(environment: environment, write: true)
+                                          maxReaders: UInt32(options.maxReaders), durability: options.durability,
+                                          readOnly: readOnly)
+        if options.checkPages {
+            _ = try Self.walk(environment)
+        }
+        let txn = try LMDBTransaction(environment: environment, write: !readOnly)
         defer { txn.finish() }
         let existingMeta = try environment.openDatabase("_ds_meta", in: txn.txn, create: false)
         var stored: Schema?
@@ -56,19 +75,62 @@ public final class LMDBEngine: StorageEngine {
         } else if try txn.count(environment.mainDatabase(in: txn.txn)) > 0 {
             throw StoreError(.notAStore, "\(path) is an LMDB environment but not a DataStore store (no _ds_meta)")
         }
+        if readOnly && stored == nil {
+            throw StoreError(.notFound, "\(path) holds no store")
+        }
         let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: path)
         self.schema = schema
         let meta = try existingMeta ?? environment.openDatabase("_ds_meta", in: txn.txn, create: true)
         guard let meta else { throw StoreError(.io, "\(path): cannot create _ds_meta") }
-        databases = try LMDBDatabases.open(schema, environment, txn, meta: meta, create: isNew)
+        let opened = try LMDBDatabases.open(schema, environment, txn, meta: meta, create: isNew)
+        // A read-only store of format 1 cannot have its indexes rebuilt: queries scan instead.
+        databases = readOnly && storedFormat < Self.formatVersion ? opened.withoutIndexes : opened
         if isNew {
             try txn.put(meta, Array("datastore.format".utf8), Array(String(Self.formatVersion).utf8))
             try txn.put(meta, Array("datastore.schema".utf8), schema.encodedForStorage())
         }
         try txn.commit()
-        if storedFormat < Self.formatVersion {
+        if storedFormat < Self.formatVersion && !readOnly {
             try rebuildIndexes()
         }
+    }
+
+    /// The page check of an existing `data.mdb`; `nil` when there is none yet, or when an empty
+    /// one is about to be created by a writable open.
+    private static func fileCheck(_ path: String, creating: Bool) throws -> LMDBPageCheck? {
+        let file = path + "/data.mdb"
+        guard FileManager.default.fileExists(atPath: file) else { return nil }
+        let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+        if size == 0 && creating { return nil }
+        return try LMDBPageCheck(path: path)
+    }
+
+    /// Walks every page of the snapshot that a read transaction pins for the walk's duration.
+    private static func walk(_ environment: LMDBEnvironment) throws -> LMDBCheckReport {
+        let txn = try LMDBTransaction(environment: environment, write: false)
+        defer { txn.finish() }
+        let check = try LMDBPageCheck(path: environment.path)
+        defer { check.close() }
+        let report = try check.walk(txnid: UInt64(mdb_txn_id(txn.txn)))
+        return LMDBCheckReport(pageSize: report.pageSize, pages: report.pages, entries: report.entries,
+                               databases: report.databases)
+    }
+
+    /// Checks the environment at `path` without letting liblmdb read a page first: the meta
+    /// pages and the file's length, then every page of every tree with bounds checks (see
+    /// ``LMDBOptions/checkPages``), then every record of the store against its schema. Opens
+    /// the environment read-only and writes nothing.
+    /// - Throws: `corrupt` naming the file, database, page or item at the first damage found;
+    ///   `notAStore`, `notFound`, `readOnly` as an open does.
+    public static func check(path: String) throws -> LMDBCheckReport {
+        let engine = try LMDBEngine(path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: true))
+        defer { try? engine.close() }
+        var report = try walk(engine.environment)
+        let txn = try LMDBTransaction(environment: engine.environment, write: false)
+        defer { txn.finish() }
+        let storage = LMDBStorage(txn: txn, databases: engine.databases)
+        report.items = try engine.schema.entities.reduce(0) { $0 + (try storage.checkRecords($1)) }
+        return report
     }
 
     /// Rewrites every index in the current format, in one write transaction, reading each
@@ -104,6 +166,9 @@ public final class LMDBEngine: StorageEngine {
         if files.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
                 throw StoreError(.notAStore, "\(path) is a file, not an LMDB environment directory")
+            }
+            guard access(path, R_OK | X_OK) == 0 else {
+                throw StoreError(.readOnly, "\(path): permission denied: cannot read the environment directory")
             }
             if files.fileExists(atPath: path + "/data.mdb") { return }
             let entries = (try? files.contentsOfDirectory(atPath: path)) ?? []
@@ -149,6 +214,9 @@ public final class LMDBEngine: StorageEngine {
     }
 
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
+        guard !environment.isReadOnly else {
+            throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
+        }
         let txn = try LMDBTransaction(environment: environment, write: true)
         defer { txn.finish() }
         let result = try body(LMDBStorage(txn: txn, databases: databases))
@@ -157,7 +225,7 @@ public final class LMDBEngine: StorageEngine {
     }
 
     public func close() throws {
-        environment.close()
+        try environment.close()
     }
 
     /// The current map size in bytes.
@@ -187,4 +255,18 @@ extension Store where Engine == LMDBEngine {
         }
         try? FileManager.default.removeItem(atPath: path)
     }
+}
+
+/// What ``LMDBEngine/check(path:)`` found in an environment without damage.
+public struct LMDBCheckReport: Sendable, Hashable {
+    /// The environment's page size in bytes.
+    public var pageSize: Int
+    /// Pages walked (tree and overflow pages of every database).
+    public var pages: Int
+    /// Entries in every database, indexes and metadata included.
+    public var entries: Int
+    /// Databases walked: the free list, the main database and each named one.
+    public var databases: Int
+    /// Items of the store decoded and checked against its schema.
+    public var items = 0
 }

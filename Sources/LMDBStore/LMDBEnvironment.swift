@@ -7,9 +7,9 @@ import Foundation
 ///
 /// `@unchecked Sendable`: `env` is thread-safe for what we do with it (LMDB environments are
 /// shared by threads; with `MDB_NOTLS` read transactions are not tied to a thread); the
-/// database handles are written only while opening, before the environment is shared; the map
-/// size is changed only by the single writer, with `resizeLock` held for writing, so no
-/// transaction of this process is active (the contract of `mdb_env_set_mapsize`).
+/// database handles are written only while opening, before the environment is shared; every
+/// transaction holds `resizeLock` for reading, and the map size is changed only with it held for
+/// writing, so no transaction of this process is active (the contract of `mdb_env_set_mapsize`).
 final class LMDBEnvironment: @unchecked Sendable {
     let env: OpaquePointer
     let path: String
@@ -17,27 +17,35 @@ final class LMDBEnvironment: @unchecked Sendable {
     private(set) var mapSize: Int
     private var isClosed = false
 
-    init(path: String, mapSize: Int, maxReaders: UInt32, durability: Durability) throws(StoreError) {
+    /// Whether the environment was opened with `MDB_RDONLY`.
+    let isReadOnly: Bool
+
+    /// Opens the environment. Read-only, it is opened with `MDB_RDONLY`, so nothing is ever
+    /// written to it; where the lock file cannot be opened or created (read-only media, a
+    /// directory without write permission) it is opened with `MDB_NOLOCK` as well, which is
+    /// safe only because no process can write there either.
+    init(path: String, mapSize: Int, maxReaders: UInt32, durability: Durability,
+         readOnly: Bool = false) throws(StoreError) {
         self.path = path
-        var handle: OpaquePointer?
-        try LMDBError.check(mdb_env_create(&handle), "\(path): cannot create an LMDB environment")
-        guard let handle else { throw StoreError(.io, "\(path): mdb_env_create returned no handle") }
-        env = handle
-        resizeLock = .allocate(capacity: 1)
-        pthread_rwlock_init(resizeLock, nil)
-        self.mapSize = mapSize
-        // Every stored property is set, so if anything below throws, deinit closes the
-        // environment (mdb_env_close is required even after mdb_env_open fails) exactly once.
-        try LMDBError.check(mdb_env_set_maxdbs(env, 2048), "\(path): mdb_env_set_maxdbs")
-        try LMDBError.check(mdb_env_set_maxreaders(env, maxReaders), "\(path): mdb_env_set_maxreaders")
-        try LMDBError.check(mdb_env_set_mapsize(env, mapSize), "\(path): mdb_env_set_mapsize")
+        isReadOnly = readOnly
         // MDB_NOTLS: read transactions belong to the transaction object, not the thread, so
         // Swift concurrency may run a read block on any thread.
         var flags = UInt32(MDB_NOTLS)
         // .normal: MDB_NOMETASYNC keeps every commit atomic and the environment consistent after an OS
         // crash (only the last commits may be lost); MDB_NOSYNC could damage it.
         if durability == .normal { flags |= UInt32(MDB_NOMETASYNC) }
-        try LMDBError.check(mdb_env_open(env, path, flags, 0o644), path)
+        if readOnly { flags |= UInt32(MDB_RDONLY) }
+        var opened = Self.open(path, flags: flags, mapSize: mapSize, maxReaders: maxReaders)
+        if readOnly, case .failure(let error) = opened, error.code == .readOnly {
+            // mdb_env_open failing leaves the handle unusable: a new one tries without the lock file.
+            opened = Self.open(path, flags: flags | UInt32(MDB_NOLOCK), mapSize: mapSize, maxReaders: maxReaders)
+        }
+        env = try opened.get()
+        resizeLock = .allocate(capacity: 1)
+        pthread_rwlock_init(resizeLock, nil)
+        self.mapSize = mapSize
+        // Every stored property is set, so if anything below throws, deinit closes the
+        // environment exactly once.
         var info = MDB_envinfo()
         try LMDBError.check(mdb_env_info(env, &info), "\(path): mdb_env_info")
         self.mapSize = info.me_mapsize
@@ -46,45 +54,77 @@ final class LMDBEnvironment: @unchecked Sendable {
         try LMDBError.check(mdb_reader_check(env, &dead), "\(path): mdb_reader_check")
     }
 
+    /// A new handle opened on `path`; on failure it is closed again (mdb_env_close is required
+    /// even after mdb_env_open fails, and the handle cannot be opened twice).
+    private static func open(_ path: String, flags: UInt32, mapSize: Int,
+                             maxReaders: UInt32) -> Result<OpaquePointer, StoreError> {
+        var handle: OpaquePointer?
+        let created = mdb_env_create(&handle)
+        guard created == MDB_SUCCESS, let handle else {
+            return .failure(LMDBError.error(created, "\(path): cannot create an LMDB environment"))
+        }
+        var rc = mdb_env_set_maxdbs(handle, 2048)
+        if rc == MDB_SUCCESS { rc = mdb_env_set_maxreaders(handle, maxReaders) }
+        if rc == MDB_SUCCESS { rc = mdb_env_set_mapsize(handle, mapSize) }
+        if rc == MDB_SUCCESS { rc = mdb_env_open(handle, path, flags, 0o644) }
+        guard rc == MDB_SUCCESS else {
+            mdb_env_close(handle)
+            return .failure(LMDBError.error(rc, "\(path): cannot open the environment"))
+        }
+        return .success(handle)
+    }
+
     deinit {
-        close()
+        try? close()
         pthread_rwlock_destroy(resizeLock)
         resizeLock.deallocate()
     }
 
-    func close() {
+    /// Flushes (unless read-only) and closes the environment.
+    /// - Throws: the error of `mdb_env_sync` (a full disk, an I/O error); the environment is
+    ///   closed either way.
+    func close() throws(StoreError) {
         guard !isClosed else { return }
         isClosed = true
-        mdb_env_sync(env, 1)
+        let rc = isReadOnly ? MDB_SUCCESS : mdb_env_sync(env, 1)
         mdb_env_close(env)
+        try LMDBError.check(rc, "\(path): cannot flush the environment to disk on close")
     }
 
-    /// Begins a transaction. A read transaction holds the resize lock for reading until
-    /// ``end(_:isWrite:)``.
+    /// Begins a transaction, which holds the resize lock for reading until ``end(_:commit:)``.
+    ///
+    /// When another process has grown the map (`MDB_MAP_RESIZED`), this process adopts the new
+    /// size first: `mdb_env_set_mapsize(env, 0)` needs every transaction of this process ended,
+    /// which taking the resize lock for writing waits for. Reads nested in a block join its
+    /// transaction and never begin one, so they cannot wait for themselves here.
     func begin(write: Bool) throws(StoreError) -> OpaquePointer {
-        if !write { pthread_rwlock_rdlock(resizeLock) }
-        var txn: OpaquePointer?
-        var rc = mdb_txn_begin(env, nil, write ? 0 : UInt32(MDB_RDONLY), &txn)
-        if rc == MDB_MAP_RESIZED, write {
-            // Another process grew the map: adopt its size, then begin again.
+        var adopted = 0
+        while true {
+            pthread_rwlock_rdlock(resizeLock)
+            var txn: OpaquePointer?
+            let rc = mdb_txn_begin(env, nil, write ? 0 : UInt32(MDB_RDONLY), &txn)
+            if rc == MDB_SUCCESS, let txn { return txn }
+            pthread_rwlock_unlock(resizeLock)
+            guard rc == MDB_MAP_RESIZED, adopted < 8 else {
+                throw LMDBError.error(rc, "\(path): cannot begin a \(write ? "write" : "read") transaction")
+            }
+            adopted += 1
             try adoptLargerMap(0)
-            rc = mdb_txn_begin(env, nil, 0, &txn)
         }
-        guard rc == MDB_SUCCESS, let txn else {
-            if !write { pthread_rwlock_unlock(resizeLock) }
-            throw LMDBError.error(rc, "\(path): cannot begin a \(write ? "write" : "read") transaction")
-        }
-        return txn
     }
 
-    /// Ends a read transaction and releases the resize lock.
-    func endRead(_ txn: OpaquePointer) {
-        mdb_txn_abort(txn)
+    /// Commits (or aborts) a transaction from ``begin(write:)`` and releases the resize lock.
+    /// `mdb_txn_commit` frees the transaction whether it succeeds or not.
+    @discardableResult
+    func end(_ txn: OpaquePointer, commit: Bool) -> Int32 {
+        var rc = MDB_SUCCESS
+        if commit { rc = mdb_txn_commit(txn) } else { mdb_txn_abort(txn) }
         pthread_rwlock_unlock(resizeLock)
+        return rc
     }
 
-    /// Doubles the map. Called by the writer with no write transaction open; waits for the
-    /// running reads of this process to end.
+    /// Doubles the map. Called by the writer with its transaction ended; waits for the other
+    /// transactions of this process to end.
     func grow() throws(StoreError) {
         try adoptLargerMap(mapSize * 2)
     }
@@ -94,8 +134,8 @@ final class LMDBEnvironment: @unchecked Sendable {
         clock_gettime(CLOCK_REALTIME, &deadline)
         deadline.tv_sec += 60
         guard pthread_rwlock_timedwrlock(resizeLock, &deadline) == 0 else {
-            throw StoreError(.busy, "\(path): the map must grow but reads stayed open for 60 s (a read inside a "
-                + "write block of the same store holds it)")
+            throw StoreError(.busy, "\(path): the map must grow but transactions of this process stayed open "
+                + "for 60 s")
         }
         defer { pthread_rwlock_unlock(resizeLock) }
         try LMDBError.check(mdb_env_set_mapsize(env, size), "\(path): cannot grow the map to \(size) bytes")

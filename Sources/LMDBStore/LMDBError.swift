@@ -9,11 +9,23 @@ enum LMDBError {
         guard rc == MDB_SUCCESS else { throw error(rc, context()) }
     }
 
+    /// The error of a failed write or commit in the environment at `path`: LMDB reports a write
+    /// that found no room as EIO when the page flush fails, so EIO on a file system with no free
+    /// space left is `storeFull`.
+    static func writeError(_ rc: Int32, _ context: String, path: String) -> StoreError {
+        var space = statvfs()
+        if rc == EIO, statvfs(path, &space) == 0, UInt64(space.f_bavail) * UInt64(space.f_frsize) < 1 << 20 {
+            return error(ENOSPC, context)
+        }
+        return error(rc, context)
+    }
+
     static func error(_ rc: Int32, _ context: String) -> StoreError {
         let cause = StoreError.Cause(library: "lmdb", code: rc, message: String(cString: mdb_strerror(rc)))
         switch rc {
-        case MDB_MAP_FULL, ENOSPC, EDQUOT:
-            return StoreError(.storeFull, "\(context): the disk or map is full", cause: cause)
+        case MDB_MAP_FULL, ENOSPC, EDQUOT, EFBIG:
+            return StoreError(.storeFull, "\(context): the disk is full (or a file size limit was reached)",
+                              cause: cause)
         case MDB_CORRUPTED, MDB_PANIC, MDB_PAGE_NOTFOUND:
             return StoreError(.corrupt, "\(context): the environment is damaged", cause: cause)
         case MDB_INVALID:

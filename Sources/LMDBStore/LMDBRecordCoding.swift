@@ -77,8 +77,14 @@ enum LMDBRecordCoding {
                 guard let length = reader.length(), let body = reader.take(length) else {
                     throw corrupt("truncated \(attribute.name)")
                 }
-                value = tag == .string ? .string(String(decoding: body.bindMemory(to: UInt8.self), as: UTF8.self))
-                    : .bytes(Array(body))
+                if tag == .string {
+                    guard let string = String(validating: body.bindMemory(to: UInt8.self), as: UTF8.self) else {
+                        throw corrupt("\(attribute.name) holds text that is not valid UTF-8")
+                    }
+                    value = .string(string)
+                } else {
+                    value = .bytes(Array(body))
+                }
             case .uuid:
                 guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw corrupt("truncated uuid") }
                 value = .uuid(uuid)
@@ -86,6 +92,10 @@ enum LMDBRecordCoding {
             if let type = value.type, type != attribute.type {
                 throw corrupt("attribute \(attribute.name) holds \(type), not \(attribute.type)")
             }
+            if value.isNull && !attribute.isOptional {
+                throw corrupt("attribute \(attribute.name) is null, but it is required")
+            }
+            if case .double(let d) = value, d.isNaN { throw corrupt("attribute \(attribute.name) holds NaN") }
             values.append(value)
         }
         guard reader.isAtEnd else { throw corrupt("trailing bytes") }

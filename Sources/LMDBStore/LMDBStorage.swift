@@ -23,7 +23,19 @@ final class LMDBStorage: StorageWriter {
     static func recordKey(_ key: [UInt8]) -> [UInt8] { [0x00] + key }
 
     func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record? {
-        try txn.withValue(dbi(entity), Self.recordKey(key)) { try LMDBRecordCoding.decode($0, entity) }
+        try txn.withValue(dbi(entity), Self.recordKey(key)) { try decode($0, entity, key: key) }
+    }
+
+    /// Decodes a stored record; a damaged one is `corrupt` naming the environment, entity and key.
+    private func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema,
+                        key: some Collection<UInt8>) throws(StoreError) -> Record {
+        do {
+            return try LMDBRecordCoding.decode(bytes, entity)
+        } catch {
+            let keyText = (try? KeyEncoding.decodeKey(key, as: entity.primaryKeyAttribute.type))?.description
+                ?? "0x" + key.map { String($0, radix: 16) }.joined()
+            throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(keyText)]: \(error.message)")
+        }
     }
 
     /// Candidate keys from an index, in key order; `nil` when no index applies.
@@ -55,7 +67,7 @@ final class LMDBStorage: StorageWriter {
             return
         }
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            let record = try LMDBRecordCoding.decode(value, entity)
+            let record = try decode(value, entity, key: key.dropFirst())
             guard filter.matches(record) else { return true }
             return try visit(Array(key.dropFirst()), record)
         }
@@ -100,10 +112,28 @@ final class LMDBStorage: StorageWriter {
         let start = key.map { Self.recordKey($0) }
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
-            result.append(try LMDBRecordCoding.decode(value, entity))
+            result.append(try decode(value, entity, key: k.dropFirst()))
             return result.count < limit
         }
         return result
+    }
+
+    /// Decodes every record of the entity and checks that each carries the primary key it is
+    /// stored under (damage can turn one key into another valid one); returns how many.
+    /// - Throws: `corrupt` naming the environment, entity and key.
+    func checkRecords(_ entity: EntitySchema) throws -> Int {
+        var count = 0
+        try txn.forEach(dbi(entity), from: nil) { key, value in
+            let record = try decode(value, entity, key: key.dropFirst())
+            let carried = try entity.encodeKey(record[entity.primaryKey])
+            guard key.first == 0x00, carried.elementsEqual(key.dropFirst()) else {
+                throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(record[entity.primaryKey])] "
+                    + "is stored under another key (0x\(key.map { String($0, radix: 16) }.joined()))")
+            }
+            count += 1
+            return true
+        }
+        return count
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {

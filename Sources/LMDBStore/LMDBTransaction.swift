@@ -82,14 +82,11 @@ final class LMDBTransaction {
         try perform(.put(dbi, key, value))
     }
 
-    /// Deletes a key; returns whether it existed.
+    /// Deletes a key; returns whether it existed. Grows the map when needed: LMDB deletes
+    /// write fresh pages too.
     @discardableResult
     func delete(_ dbi: MDB_dbi, _ key: [UInt8]) throws(StoreError) -> Bool {
-        let rc = apply(.delete(dbi, key))
-        if rc == MDB_NOTFOUND { return false }
-        try LMDBError.check(rc, "\(path): mdb_del")
-        journal.append(.delete(dbi, key))
-        return true
+        try perform(.delete(dbi, key))
     }
 
     /// Empties a database.
@@ -97,7 +94,10 @@ final class LMDBTransaction {
         try perform(.drop(dbi))
     }
 
-    private func perform(_ change: Change) throws(StoreError) {
+    /// Applies a change, growing the map and replaying the journal on `MDB_MAP_FULL`.
+    /// - Returns: false when a deleted key did not exist.
+    @discardableResult
+    private func perform(_ change: Change) throws(StoreError) -> Bool {
         var rc = apply(change)
         var attempts = 0
         while rc == MDB_MAP_FULL && attempts < 40 {
@@ -105,8 +105,10 @@ final class LMDBTransaction {
             try restartInLargerMap()
             rc = apply(change)
         }
-        try LMDBError.check(rc, "\(path): cannot write")
+        if rc == MDB_NOTFOUND, case .delete = change { return false }
+        guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot write", path: path) }
         journal.append(change)
+        return true
     }
 
     private func apply(_ change: Change) -> Int32 {
@@ -131,7 +133,7 @@ final class LMDBTransaction {
 
     /// Aborts, grows the map, begins again and replays the journal (growing again if needed).
     private func restartInLargerMap() throws(StoreError) {
-        mdb_txn_abort(txn)
+        environment.end(txn, commit: false)
         isFinished = true
         while true {
             try environment.grow()
@@ -139,7 +141,7 @@ final class LMDBTransaction {
             isFinished = false
             let rc = replay()
             if rc == MDB_SUCCESS { return }
-            mdb_txn_abort(txn)
+            environment.end(txn, commit: false)
             isFinished = true
             if rc != MDB_MAP_FULL {
                 throw LMDBError.error(rc, "\(path): cannot replay the transaction after growing the map")
@@ -155,28 +157,28 @@ final class LMDBTransaction {
         return MDB_SUCCESS
     }
 
-    /// Commits; growing the map and committing again if the commit itself finds it full.
+    /// Commits; growing the map and committing again if the commit itself finds it full. A read
+    /// transaction commits to keep the database handles it opened.
     func commit() throws(StoreError) {
-        // mdb_txn_commit frees the transaction whether it succeeds or not.
-        var rc = mdb_txn_commit(txn)
+        var rc = environment.end(txn, commit: true)
         isFinished = true
         var attempts = 0
-        while rc == MDB_MAP_FULL && attempts < 40 {
+        while isWrite && rc == MDB_MAP_FULL && attempts < 40 {
             attempts += 1
             try environment.grow()
             txn = try environment.begin(write: true)
             isFinished = false
             rc = replay()
-            if rc == MDB_SUCCESS { rc = mdb_txn_commit(txn) } else { mdb_txn_abort(txn) }
+            if rc == MDB_SUCCESS { rc = environment.end(txn, commit: true) } else { environment.end(txn, commit: false) }
             isFinished = true
         }
-        try LMDBError.check(rc, "\(path): cannot commit")
+        guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot commit", path: path) }
     }
 
     /// Aborts (or for a read, ends) the transaction if it is still open.
     func finish() {
         guard !isFinished else { return }
         isFinished = true
-        if isWrite { mdb_txn_abort(txn) } else { environment.endRead(txn) }
+        environment.end(txn, commit: false)
     }
 }

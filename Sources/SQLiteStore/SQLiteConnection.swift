@@ -9,32 +9,93 @@ final class SQLiteConnection {
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
 
+    /// Whether the connection was opened with `SQLITE_OPEN_READONLY`.
+    let isReadOnly: Bool
+    private var isClosed = false
+
     /// Opens a connection and reads the schema table once (so a file that is not a database
     /// fails here with SQLITE_NOTADB), changing nothing in the file; closes the handle again when
     /// that fails. ``configure(durability:)`` then sets WAL mode, once the file is known to be a
     /// store.
-    init(path: String, create: Bool) throws(StoreError) {
+    ///
+    /// Read-only, it is opened with `SQLITE_OPEN_READONLY` and never configured, so nothing in
+    /// the file or its journal mode changes. A WAL database on read-only media (where SQLite can
+    /// create neither `-shm` nor `-wal`) is then opened `immutable=1`, which is safe only because
+    /// nothing can write it there either.
+    init(path: String, create: Bool, readOnly: Bool = false) throws(StoreError) {
         self.path = path
+        isReadOnly = readOnly
+        do {
+            handle = try Self.connect(path, create: create, readOnly: readOnly, immutable: false)
+        } catch where readOnly && !FileManager.default.isWritableFile(atPath: Self.directory(of: path)) {
+            handle = try Self.connect(path, create: false, readOnly: true, immutable: true)
+        }
+    }
+
+    /// Opens, configures (extended result codes, busy timeout, no double-quoted strings, the
+    /// folding collation) and reads the schema table once; closes the handle again on failure.
+    private static func connect(_ path: String, create: Bool, readOnly: Bool,
+                                immutable: Bool) throws(StoreError) -> OpaquePointer {
+        let db = try open(path, create: create, readOnly: readOnly, immutable: immutable)
+        func fail(_ rc: Int32, _ context: String) -> StoreError {
+            let failure = SQLiteConnection.error(db, rc, path: path, context)
+            sqlite3_close_v2(db)
+            return failure
+        }
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 5_000)
+        var rc = ds_sqlite3_disable_double_quoted_strings(db)
+        guard rc == SQLITE_OK else { throw fail(rc, "cannot turn off double-quoted string literals") }
+        rc = sqlite3_create_collation_v2(db, foldingCollation, SQLITE_UTF8, nil, foldASCIICompare, nil)
+        guard rc == SQLITE_OK else { throw fail(rc, "cannot register collation \(foldingCollation)") }
+        rc = sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
+        if rc == SQLITE_ERROR || sqlite3_extended_errcode(db) == Self.ioErrorShortRead {
+            // The header or the schema table cannot be read ("unsupported file format", a file
+            // cut short): the file is damaged, whatever the code says.
+            let cause = StoreError.Cause(library: "sqlite", code: sqlite3_extended_errcode(db),
+                                         message: String(cString: sqlite3_errmsg(db)))
+            sqlite3_close_v2(db)
+            throw StoreError(.corrupt, "\(path) is damaged: its header or schema table cannot be read", cause: cause)
+        }
+        guard rc == SQLITE_OK else { throw fail(rc, "cannot read the schema") }
+        return db
+    }
+
+    private static func directory(of path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "." : directory
+    }
+
+    private static func open(_ path: String, create: Bool, readOnly: Bool,
+                             immutable: Bool) throws(StoreError) -> OpaquePointer {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0)
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
+        let target = immutable ? "file:" + Self.uriEscaped(path) + "?immutable=1" : Self.uriEscaped(path, plain: true)
+        let rc = sqlite3_open_v2(target, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(db)
-            throw Self.openError(rc, path: path, message: message)
+            throw openError(rc, path: path, message: message)
         }
-        handle = db
-        do throws(StoreError) {
-            sqlite3_extended_result_codes(db, 1)
-            sqlite3_busy_timeout(db, 5_000)
-            let rc = sqlite3_create_collation_v2(db, Self.foldingCollation, SQLITE_UTF8, nil, foldASCIICompare, nil)
-            guard rc == SQLITE_OK else { throw self.error(rc, "cannot register collation \(Self.foldingCollation)") }
-            _ = try scalar("SELECT count(*) FROM sqlite_master")
-        } catch {
-            statements.removeAll()
-            sqlite3_close_v2(db)
-            throw error
+        return db
+    }
+
+    /// The path as SQLite reads it with `SQLITE_OPEN_URI`: a plain path that begins with
+    /// `file:` would be read as a URI, so it is given as one; in a URI, `%`, `?` and `#` are
+    /// escaped.
+    private static func uriEscaped(_ path: String, plain: Bool = false) -> String {
+        if plain && !path.hasPrefix("file:") { return path }
+        var escaped = ""
+        for character in path {
+            switch character {
+            case "%": escaped += "%25"
+            case "?": escaped += "%3f"
+            case "#": escaped += "%23"
+            default: escaped.append(character)
+            }
         }
+        return plain ? "file:" + escaped : escaped
     }
 
     /// WAL mode (readers see a snapshot while a write runs) and the durability setting.
@@ -44,13 +105,30 @@ final class SQLiteConnection {
     }
 
     deinit {
+        try? close()
+    }
+
+    /// Finalizes the cached statements and closes the connection.
+    /// - Throws: SQLite's error when it cannot close (a statement still running).
+    func close() throws(StoreError) {
+        guard !isClosed else { return }
+        isClosed = true
         statements.removeAll()
-        sqlite3_close_v2(handle)
+        let rc = sqlite3_close(handle)
+        if rc != SQLITE_OK {
+            let failure = error(rc, "cannot close the connection")
+            sqlite3_close_v2(handle)
+            throw failure
+        }
     }
 
     private static func openError(_ rc: Int32, path: String, message: String) -> StoreError {
         let cause = StoreError.Cause(library: "sqlite", code: rc, message: message)
         let directory = (path as NSString).deletingLastPathComponent
+        if rc & 0xFF == SQLITE_CANTOPEN, FileManager.default.fileExists(atPath: path),
+           !FileManager.default.isReadableFile(atPath: path) {
+            return StoreError(.readOnly, "\(path): permission denied: cannot read the file", cause: cause)
+        }
         if !FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory) {
             return StoreError(.notFound, "\(path): directory \(directory) does not exist", cause: cause)
         }
@@ -71,9 +149,15 @@ final class SQLiteConnection {
     /// macros that Swift does not import ("(SQLITE_CONSTRAINT | (6<<8))" in sqlite3.h).
     static let constraintPrimaryKey = SQLITE_CONSTRAINT | (6 << 8)
     static let constraintRowID = SQLITE_CONSTRAINT | (10 << 8)
+    /// `SQLITE_IOERR_SHORT_READ`: a read past the end of a file cut short.
+    static let ioErrorShortRead = SQLITE_IOERR | (2 << 8)
 
     /// Turns a SQLite result code into the package's error, keeping the code and message.
     func error(_ rc: Int32, _ context: String) -> StoreError {
+        Self.error(handle, rc, path: path, context)
+    }
+
+    static func error(_ handle: OpaquePointer, _ rc: Int32, path: String, _ context: String) -> StoreError {
         let extended = sqlite3_extended_errcode(handle)
         let cause = StoreError.Cause(library: "sqlite", code: extended, message: String(cString: sqlite3_errmsg(handle)))
         let message = "\(path): \(context)"

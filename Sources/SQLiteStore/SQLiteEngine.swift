@@ -16,10 +16,16 @@ public struct SQLiteOptions: Sendable, Hashable {
     /// How long a read waits for a free reader connection before it fails with `busy`.
     public var readerTimeout: Double
 
-    public init(durability: Durability = .full, maxReaders: Int = 64, readerTimeout: Double = 5) {
+    /// Open with `SQLITE_OPEN_READONLY`: nothing in the file changes, not even its journal mode
+    /// on open, and writes throw `readOnly`. A store on read-only media opens this way too.
+    public var readOnly: Bool
+
+    public init(durability: Durability = .full, maxReaders: Int = 64, readerTimeout: Double = 5,
+                readOnly: Bool = false) {
         self.durability = durability
         self.maxReaders = max(1, maxReaders)
         self.readerTimeout = max(0, readerTimeout)
+        self.readOnly = readOnly
     }
 }
 
@@ -62,13 +68,16 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         if exists, FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw StoreError(.notAStore, "\(path) is a directory, not a SQLite store file")
         }
-        let connection = try SQLiteConnection(path: path, create: true)
+        let connection = try SQLiteConnection(path: path, create: !options.readOnly, readOnly: options.readOnly)
         writer = connection
-        schema = try Self.prepare(connection, requested: requested, path: path)
-        try connection.configure(durability: options.durability)
+        schema = try Self.prepare(connection, requested: options.readOnly ? nil : requested, path: path)
+        if options.readOnly, let requested {
+            _ = try Schema.resolve(stored: schema, requested: requested, location: path)
+        }
+        if !options.readOnly { try connection.configure(durability: options.durability) }
         statements = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, SQLiteEntitySQL($0)) })
         readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders,
-                                   timeout: options.readerTimeout)
+                                   timeout: options.readerTimeout, readOnly: options.readOnly)
     }
 
     /// Checks (or creates) the metadata and tables, in one write transaction.
@@ -101,8 +110,31 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: path)
             if isNew {
                 try create(schema, in: db)
+            } else {
+                try checkTables(schema, in: db, path: path)
             }
             return schema
+        }
+    }
+
+    /// Checks that every table the stored schema names has every column it names: a table
+    /// changed outside the package (a column dropped or renamed with the `sqlite3` shell) must
+    /// not be read as if it were whole.
+    private static func checkTables(_ schema: Schema, in db: SQLiteConnection, path: String) throws {
+        for entity in schema.entities {
+            let statement = try db.makeStatement("SELECT name FROM pragma_table_info(?)")
+            try statement.bind([.string(entity.name)])
+            var columns = Set<String>()
+            while try statement.step() {
+                columns.insert(String(decoding: statement.bytes(at: 0), as: UTF8.self))
+            }
+            guard !columns.isEmpty else {
+                throw StoreError(.schemaMismatch, "\(path): table \(entity.name) of the stored schema is missing")
+            }
+            for attribute in entity.attributes where !columns.contains(attribute.name) {
+                throw StoreError(.schemaMismatch, "\(path): table \(entity.name) has no column \(attribute.name), "
+                    + "which the stored schema names (was the table changed outside DataStore?)")
+            }
         }
     }
 
@@ -151,12 +183,45 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     }
 
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
-        try writer.transaction(write: true) { try body(SQLiteTransaction(connection: writer, statements: statements)) }
+        guard !writer.isReadOnly else {
+            throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
+        }
+        return try writer.transaction(write: true) { try body(SQLiteTransaction(connection: writer, statements: statements)) }
     }
 
+    /// Closes every reader, checkpoints the WAL into the database (unless read-only) and closes
+    /// the writer connection.
+    /// - Throws: the first error of the checkpoint or of closing a connection.
     public func close() throws {
-        readers.closeAll()
-        try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try readers.closeAll()
+        if !writer.isReadOnly {
+            do {
+                try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            } catch {
+                try? writer.close()
+                throw error
+            }
+        }
+        try writer.close()
+    }
+
+    /// Runs `PRAGMA integrity_check` on the store at `path`, opened read-only.
+    /// - Returns: `ok`.
+    /// - Throws: `corrupt` with SQLite's first findings, or the error of opening the file.
+    public static func integrityCheck(path: String) throws -> String {
+        let engine = try SQLiteEngine(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
+        defer { try? engine.close() }
+        let statement = try engine.writer.makeStatement("PRAGMA integrity_check(20)")
+        var findings: [String] = []
+        while try statement.step() { findings.append(String(decoding: statement.bytes(at: 0), as: UTF8.self)) }
+        guard findings == ["ok"] else {
+            let lines = findings.flatMap { $0.split(separator: "\n") }
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("*** in database") }
+            throw StoreError(.corrupt, "\(path) is damaged: PRAGMA integrity_check found: "
+                + lines.prefix(3).joined(separator: "; "))
+        }
+        return "ok"
     }
 
     /// How many prepared statements the writer connection caches (for tests of the bound).
@@ -208,15 +273,17 @@ final class SQLiteReaderPool: @unchecked Sendable {
     private let durability: Durability
     private let capacity: Int
     private let timeout: Double
+    private let readOnly: Bool
     private let condition = NSCondition()
     private var idle: [SQLiteConnection] = []
     private var open = 0
 
-    init(path: String, durability: Durability, capacity: Int, timeout: Double) {
+    init(path: String, durability: Durability, capacity: Int, timeout: Double, readOnly: Bool) {
         self.path = path
         self.durability = durability
         self.capacity = capacity
         self.timeout = timeout
+        self.readOnly = readOnly
     }
 
     /// A free connection, opening one when fewer than `capacity` are open.
@@ -238,8 +305,8 @@ final class SQLiteReaderPool: @unchecked Sendable {
         open += 1
         condition.unlock()
         do {
-            let connection = try SQLiteConnection(path: path, create: false)
-            try connection.configure(durability: durability)
+            let connection = try SQLiteConnection(path: path, create: false, readOnly: readOnly)
+            if !readOnly { try connection.configure(durability: durability) }
             return connection
         } catch {
             condition.lock()
@@ -257,10 +324,13 @@ final class SQLiteReaderPool: @unchecked Sendable {
         condition.unlock()
     }
 
-    func closeAll() {
+    /// Closes the idle connections (every one, once the store has no read running).
+    func closeAll() throws {
         condition.lock()
+        let closing = idle
         idle.removeAll()
         open = 0
         condition.unlock()
+        for connection in closing { try connection.close() }
     }
 }

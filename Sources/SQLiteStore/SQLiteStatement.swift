@@ -70,6 +70,9 @@ final class SQLiteStatement {
         return bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), sqliteTransient) }
     }
 
+    static let typeNames = [SQLITE_INTEGER: "INTEGER", SQLITE_FLOAT: "REAL", SQLITE_TEXT: "TEXT",
+                            SQLITE_BLOB: "BLOB"].reduce(into: [Int: String]()) { $0[Int($1.key)] = $1.value }
+
     /// Steps once: `true` when a row is available, `false` when done.
     func step() throws(StoreError) -> Bool {
         let rc = sqlite3_step(handle)
@@ -96,8 +99,10 @@ final class SQLiteStatement {
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
-    /// Reads a column as a value of `type`.
-    /// - Throws: `corrupt` when the stored SQLite type is not the one the schema promises.
+    /// Reads a column as a value of `type`, exactly: a value the schema's type cannot hold is
+    /// never coerced.
+    /// - Throws: `corrupt` naming `context` when the stored SQLite type is not the one the schema
+    ///   promises, a bool is neither 0 nor 1, a text is not valid UTF-8, a uuid is not 16 bytes.
     func value(at column: Int32, as type: ValueType, context: @autoclosure () -> String) throws(StoreError) -> Value {
         let stored = sqlite3_column_type(handle, column)
         if stored == SQLITE_NULL { return .null }
@@ -109,17 +114,27 @@ final class SQLiteStatement {
         case .bytes, .uuid: expected = SQLITE_BLOB
         }
         guard stored == expected else {
-            throw StoreError(.corrupt, "\(connection.path): \(context()) holds SQLite type \(stored), not \(type)")
+            throw StoreError(.corrupt, "\(connection.path): \(context()) holds a SQLite "
+                + "\(Self.typeNames[Int(stored)] ?? "type \(stored)") value, not \(type)")
         }
         switch type {
-        case .bool: return .bool(int64(at: column) != 0)
+        case .bool:
+            let n = int64(at: column)
+            guard n == 0 || n == 1 else {
+                throw StoreError(.corrupt, "\(connection.path): \(context()) holds \(n), which is not a bool (0 or 1)")
+            }
+            return .bool(n == 1)
         case .int: return .int(int64(at: column))
         case .date: return .date(Timestamp(microsecondsSinceEpoch: int64(at: column)))
         case .double: return .double(sqlite3_column_double(handle, column))
         case .string:
             let count = Int(sqlite3_column_bytes(handle, column))
             guard count > 0, let text = sqlite3_column_text(handle, column) else { return .string("") }
-            return .string(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+            guard let string = String(validating: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+            else {
+                throw StoreError(.corrupt, "\(connection.path): \(context()) holds text that is not valid UTF-8")
+            }
+            return .string(string)
         case .bytes: return .bytes(bytes(at: column))
         case .uuid:
             guard let uuid = UUID(bytes: bytes(at: column)) else {

@@ -1,5 +1,6 @@
 internal import CSQLite
 import DataStoreAPI
+import Foundation
 
 /// A read or write transaction on one connection.
 final class SQLiteTransaction: StorageWriter {
@@ -41,9 +42,27 @@ final class SQLiteTransaction: StorageWriter {
         values.reserveCapacity(entity.attributes.count)
         for (i, attribute) in entity.attributes.enumerated() {
             values.append(try statement.value(at: Int32(i), as: attribute.type,
-                                              context: "\(entity.name).\(attribute.name)"))
+                                              context: "\(entity.name)[\(Self.keyText(statement, entity))]"
+                                                  + ".\(attribute.name)"))
+            if values[i].isNull && !attribute.isOptional {
+                throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
+                    + ".\(attribute.name) is null, but the attribute is required")
+            }
         }
         return Record(layout: entity.layout, values: values)
+    }
+
+    /// The row's primary key as text, for error messages about the row.
+    private static func keyText(_ statement: SQLiteStatement, _ entity: EntitySchema) -> String {
+        guard let column = entity.attributes.firstIndex(where: { $0.name == entity.primaryKey }) else { return "?" }
+        switch sqlite3_column_type(statement.handle, Int32(column)) {
+        case SQLITE_INTEGER: return String(statement.int64(at: Int32(column)))
+        case SQLITE_NULL: return "null"
+        default:
+            let bytes = statement.bytes(at: Int32(column))
+            if entity.primaryKeyAttribute.type == .uuid, let uuid = UUID(bytes: bytes) { return uuid.uuidString }
+            return "\"" + String(decoding: bytes, as: UTF8.self) + "\""
+        }
     }
 
     private func keyValue(_ key: [UInt8], _ entity: EntitySchema) throws(StoreError) -> Value {

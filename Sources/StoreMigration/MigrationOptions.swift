@@ -12,14 +12,17 @@ public struct MigrationOptions: Sendable {
     public var verify: Bool
     /// Read and count the source and check the destination, but write nothing.
     public var dryRun: Bool
+    /// Check the source (``StoreLocation/check()``) before copying it (on by default for copy).
+    public var checkSource: Bool
 
     public init(entities: [String]? = nil, batchSize: Int = 1_000, resume: Bool = false, overwrite: Bool = false,
-                verify: Bool = true, dryRun: Bool = false) {
+                verify: Bool = true, dryRun: Bool = false, checkSource: Bool = true) {
         self.entities = entities
         self.batchSize = batchSize
         self.resume = resume
         self.overwrite = overwrite
         self.verify = verify
         self.dryRun = dryRun
+        self.checkSource = checkSource
     }
 }

@@ -32,6 +32,8 @@ public struct MigrationReport: Sendable, Codable, Hashable {
     public var resumed = false
     /// Up to 20 differences found by verify, as "Entity[key]: what".
     public var sampleDifferences: [String] = []
+    /// The check of the source before the run, when one ran.
+    public var sourceCheck: StoreCheckReport?
     public var seconds = 0.0
 
     public init(operation: String, source: String, destination: String) {

@@ -51,10 +51,12 @@ public enum Migrator {
         guard source != destination else {
             throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
         }
-        let sourceStore = try source.open(schema: nil)
+        let sourceCheck = options.checkSource ? try source.check() : nil
+        let sourceStore = try source.openSource(checkPages: sourceCheck == nil)
         defer { try? sourceStore.close() }
         let schema = try selectedSchema(sourceStore.schema, options.entities)
         let run = MigrationRun(operation: "copy", source, destination, options, shouldStop, progress)
+        run.report.sourceCheck = sourceCheck
         run.report.resumed = options.resume
 
         let destinationStore: any DataStore
@@ -123,15 +125,19 @@ public enum Migrator {
         guard source != destination else {
             throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
         }
-        let sourceStore = try source.open(schema: nil)
+        let sourceCheck = options.checkSource ? try source.check() : nil
+        let sourceStore = try source.openSource(checkPages: sourceCheck == nil)
         defer { try? sourceStore.close() }
         let schema = try selectedSchema(sourceStore.schema, options.entities)
-        let destinationStore = try destination.open(schema: nil)
+        let destinationStore = try withResumeCommand(destination) {
+            operation == "verify" ? try destination.openSource() : try destination.open(schema: nil)
+        }
         defer { try? destinationStore.close() }
         for entity in schema.entities where destinationStore.schema.entity(named: entity.name) != entity {
             throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' like the source's")
         }
         let run = MigrationRun(operation: operation, source, destination, options, shouldStop, progress)
+        run.report.sourceCheck = sourceCheck
         try run.interruptible {
             try sourceStore.read { snapshot in
                 if operation == "verify" {
@@ -146,6 +152,22 @@ public enum Migrator {
             }
         }
         return run.finish()
+    }
+
+    /// Runs `body`, which opens `destination`; an `incompleteMigration` refusal gets the full
+    /// command that finishes the migration.
+    static func withResumeCommand<T>(_ destination: StoreLocation, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as StoreError where error.code == .incompleteMigration {
+            let store = try? destination.openSource(acceptingIncompleteMigration: true)
+            defer { try? store?.close() }
+            let marker = try? store?.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
+            let source = marker.flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) } ?? "SOURCE"
+            throw StoreError(.incompleteMigration, "\(destination) is the destination of an unfinished migration "
+                + "from \(source); finish it with: migrate-store copy --from \(source) --to \(destination) --resume",
+                cause: error.cause)
+        }
     }
 
     static func selectedSchema(_ schema: Schema, _ names: [String]?) throws -> Schema {

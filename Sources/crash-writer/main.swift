@@ -5,6 +5,12 @@
 //
 //     crash-writer sqlite|lmdb PATH COUNT
 //     crash-writer sqlite|lmdb PATH hold-read    (prints "reading" inside a read block, then waits to be killed)
+//     crash-writer sqlite|lmdb PATH grow MB      (commits 1 MB transactions until MB megabytes are written;
+//                                                 LMDB starts from a 64 KiB map; prints the final map size)
+//     crash-writer sqlite|lmdb PATH read-loop    (reads until PATH.stop exists, checking in every snapshot that
+//                                                 the items equal the counter; prints "reads N failures F")
+//
+// Every transaction moves the counter "items" to the number of entries, in the same transaction.
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -18,10 +24,19 @@ let schema = Schema(entities: [
 ])
 
 let arguments = CommandLine.arguments
-let holdRead = arguments.count == 4 && arguments[3] == "hold-read"
-guard arguments.count == 4, let count = holdRead ? 0 : Int(arguments[3]) else {
-    FileHandle.standardError.write(Data("usage: crash-writer sqlite|lmdb PATH COUNT|hold-read\n".utf8))
+let mode = arguments.count >= 4 ? arguments[3] : ""
+let holdRead = arguments.count == 4 && mode == "hold-read"
+let readLoop = arguments.count == 4 && mode == "read-loop"
+let growMegabytes = arguments.count == 5 && mode == "grow" ? Int(arguments[4]) : nil
+guard arguments.count >= 4, let count = holdRead || readLoop || growMegabytes != nil ? 0 : Int(mode) else {
+    FileHandle.standardError.write(Data("usage: crash-writer sqlite|lmdb PATH COUNT|hold-read|read-loop|grow MB\n".utf8))
     exit(2)
+}
+
+/// The counter of entries, moved in the same transaction as the entries.
+func itemCount(_ reader: ReadAccessor) throws -> Int64 {
+    if case .int(let n)? = try reader.get("Counter", key: "items")?["value"] { return n }
+    return 0
 }
 do {
     let store: any DataStore
@@ -29,7 +44,8 @@ do {
     case "sqlite": store = try SQLiteStore(path: arguments[2], schema: schema, options: SQLiteOptions(durability: .normal))
     case "lmdb":
         store = try LMDBStore(path: arguments[2], schema: schema,
-                              options: LMDBOptions(durability: .normal, initialMapSize: 256 << 10))
+                              options: LMDBOptions(durability: .normal,
+                                                   initialMapSize: growMegabytes != nil ? 64 << 10 : 256 << 10))
     default:
         FileHandle.standardError.write(Data("unknown kind \(arguments[1])\n".utf8))
         exit(2)
@@ -39,6 +55,47 @@ do {
             FileHandle.standardOutput.write(Data("reading\n".utf8))
             while true { sleep(60) }
         }
+    }
+    if readLoop {
+        var reads = 0
+        var failures = 0
+        var firstFailure = ""
+        while !FileManager.default.fileExists(atPath: arguments[2] + ".stop") {
+            do {
+                let (counted, counter) = try store.read { r in (try r.count(FetchRequest("Entry")), try itemCount(r)) }
+                if Int64(counted) != counter {
+                    failures += 1
+                    if firstFailure.isEmpty { firstFailure = "snapshot holds \(counted) entries, counter \(counter)" }
+                }
+            } catch {
+                failures += 1
+                if firstFailure.isEmpty { firstFailure = "\(error)" }
+            }
+            reads += 1
+        }
+        let last = try store.read { try itemCount($0) }
+        print("reads \(reads) failures \(failures) items \(last) \(firstFailure)")
+        try store.close()
+        exit(failures == 0 ? 0 : 1)
+    }
+    if let growMegabytes {
+        let text = String(repeating: "g", count: 10_000)
+        var written = try store.read { Int(try itemCount($0)) }
+        var batch = 0
+        while written * 10_000 < growMegabytes << 20 {
+            batch += 1
+            try store.writeSync { w in
+                for i in 0..<100 {
+                    try w.insert(["id": .int(Int64(written + i)), "batch": .int(Int64(batch)), "text": .string(text)],
+                                 into: "Entry")
+                }
+                try w.save(["name": "items", "value": .int(Int64(written + 100))], into: "Counter")
+            }
+            written += 100
+        }
+        if let lmdb = store as? LMDBStore { print("map \(lmdb.engine.mapSize)") } else { print("written \(written)") }
+        try store.close()
+        exit(0)
     }
     let start = try store.read { r -> Int in
         if case .int(let done)? = try r.get("Counter", key: "committed")?["value"] { return Int(done) + 1 }
@@ -51,6 +108,7 @@ do {
                               "text": .string(String(repeating: "x", count: 200))], into: "Entry")
             }
             try w.save(["name": "committed", "value": .int(Int64(batch))], into: "Counter")
+            try w.save(["name": "items", "value": .int(try itemCount(w) + 10)], into: "Counter")
         }
         FileHandle.standardOutput.write(Data("\(batch)\n".utf8))
     }

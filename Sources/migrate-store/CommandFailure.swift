@@ -17,7 +17,8 @@ enum CommandFailure {
         let message = (error as? StoreError).map { error in
             error.message + (error.cause.map { " (\($0))" } ?? "")
         } ?? "\(error)"
-        FileHandle.standardError.write(Data("migrate-store: error: \(message)\n".utf8))
+        let oneLine = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+        FileHandle.standardError.write(Data("migrate-store: error: \(oneLine)\n".utf8))
         if let store = error as? StoreError, badInput.contains(store.code) { return ExitCode(2) }
         return ExitCode(3)
     }

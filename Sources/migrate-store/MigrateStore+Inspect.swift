@@ -11,18 +11,27 @@ extension MigrateStore {
         @Argument(help: "The store, KIND:PATH.")
         var store: String
 
+        @Flag(help: "Check the store's integrity too (as `check` does).")
+        var check = false
+
         func run() throws {
             let location = try CommandFailure.catching { try StoreLocation(parsing: store) }
             try CommandFailure.catching {
-                let opened = try location.open(schema: nil, acceptingIncompleteMigration: true)
+                if check {
+                    let report = try location.check()
+                    print("checked in \(String(format: "%.2f", report.seconds)) s: \(report.engineCheck); "
+                        + "\(report.items) items")
+                }
+                let opened = try location.openSource(checkPages: !check, acceptingIncompleteMigration: true)
                 defer { try? opened.close() }
                 print("\(location)  \(location.sizeOnDisk) bytes on disk  schema version \(opened.schema.version)")
                 let marker = try opened.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
                 let checkpoint = try Migrator.checkpoint(of: opened)
                 try opened.read { reader in
                     if let marker {
-                        print("state: UNFINISHED migration from \(String(decoding: marker, as: UTF8.self)); "
-                            + "finish it with migrate-store copy --resume")
+                        let source = String(decoding: marker, as: UTF8.self)
+                        print("state: UNFINISHED migration from \(source); finish it with: "
+                            + "migrate-store copy --from \(source) --to \(location) --resume")
                         if let checkpoint {
                             print("checkpoint: \(checkpoint.entity) up to key \(checkpoint.lastKey ?? .null)"
                                 + (checkpoint.finishedEntities.isEmpty ? ""
@@ -46,6 +55,26 @@ extension MigrateStore {
                     }
                 }
             }
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a store for damage without writing to it; exit 2 when it is damaged.",
+            discussion: """
+                SQLite: PRAGMA integrity_check. LMDB: every page of every database walked with bounds \
+                checks before liblmdb reads it. Both: every item read back and checked against the \
+                schema (types, required values, valid UTF-8).
+                """)
+
+        @Argument(help: "The store, KIND:PATH.")
+        var store: String
+
+        func run() throws {
+            let location = try CommandFailure.catching { try StoreLocation(parsing: store) }
+            let report = try CommandFailure.catching { try location.check() }
+            print("\(location): no damage found in \(String(format: "%.2f", report.seconds)) s: "
+                + "\(report.engineCheck); \(report.items) items")
         }
     }
 

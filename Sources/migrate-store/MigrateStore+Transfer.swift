@@ -22,6 +22,9 @@ extension MigrateStore {
         @Flag(help: "Read and count the source and check the destination, but write nothing.")
         var dryRun = false
 
+        @Flag(help: "Skip the integrity check of the source before the copy (its cost is in the summary).")
+        var noCheck = false
+
         func validate() throws {
             if resume && overwrite { throw ValidationError("--resume and --overwrite exclude each other") }
         }
@@ -31,7 +34,7 @@ extension MigrateStore {
                 try Migrator.copy(from: source, to: destination,
                                   options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
                                                             resume: resume, overwrite: overwrite, verify: !noVerify,
-                                                            dryRun: dryRun),
+                                                            dryRun: dryRun, checkSource: !noCheck),
                                   shouldStop: stop, progress: progress)
             }
         }
@@ -43,10 +46,14 @@ extension MigrateStore {
 
         @OptionGroup var options: TransferOptions
 
+        @Flag(help: "Check the source's integrity first (as `check` does).")
+        var check = false
+
         func run() throws {
             try runTransfer(options, name: "sync", resumeHint: false) { source, destination, stop, progress in
                 try Migrator.sync(from: source, to: destination,
-                                  options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize),
+                                  options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
+                                                            checkSource: check),
                                   shouldStop: stop, progress: progress)
             }
         }
@@ -58,10 +65,14 @@ extension MigrateStore {
 
         @OptionGroup var options: TransferOptions
 
+        @Flag(help: "Check the source's integrity first (as `check` does).")
+        var check = false
+
         func run() throws {
             try runTransfer(options, name: "verify", resumeHint: false) { source, destination, stop, progress in
                 try Migrator.verify(from: source, to: destination,
-                                    options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize),
+                                    options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
+                                                              checkSource: check),
                                     shouldStop: stop, progress: progress)
             }
         }
@@ -124,6 +135,9 @@ func printSummary(_ report: MigrationReport) {
         }.joined(separator: "  ")
     }
     print("\(report.operation) \(report.source) -> \(report.destination)\(report.resumed ? " (resumed)" : "")")
+    if let check = report.sourceCheck {
+        print("source checked in \(String(format: "%.2f", check.seconds)) s: \(check.engineCheck); \(check.items) items")
+    }
     print(line(header))
     for row in rows { print(line(row)) }
     if report.verified {

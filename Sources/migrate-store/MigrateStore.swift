@@ -16,13 +16,13 @@ struct MigrateStore: ParsableCommand {
             Exit codes:
               0    success
               1    verify found differences
-              2    bad input: a missing, damaged or non-store source, an unknown kind, a destination \
-            that exists, an unknown entity
+              2    bad input: a missing, damaged, unreadable or non-store source, an unknown kind, a \
+            destination that exists, an unknown entity; `check` found damage
               3    the operation failed while running (I/O error, full disk, ...)
               64   invalid command-line usage
               130  interrupted (Ctrl-C) after a finished batch; run again with --resume
             """,
-        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Seed.self],
+        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Seed.self],
         defaultSubcommand: Copy.self
     )
 }

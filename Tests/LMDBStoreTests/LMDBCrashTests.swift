@@ -47,3 +47,16 @@ func startReader(_ path: String) throws -> Process {
     #expect(!after.contains(deadPID), "opening cleared the stale slot: \(after)")
     #expect(after.contains(livePID), "the live reader keeps its slot: \(after)")
 }
+
+/// A reader process keeps working while a writer process grows the map from 64 KiB past 100 MB
+/// (before, every read failed with `busy` once another process had grown the map).
+@Test func aReaderProcessAdoptsAMapGrownByAnotherProcess() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("shared.lmdb")
+    let seen = try CrashRecovery.readWhileAnotherProcessGrows(kind: "lmdb", path: path, megabytes: 110)
+    #expect(seen.status == 0 && seen.failures == 0 && seen.reads > 100, "reader: \(seen.output)")
+    #expect(seen.items >= 110 * 100, "the reader saw the final state: \(seen.output)")
+    let store = try LMDBStore(path: path, schema: nil)
+    #expect(store.engine.mapSize > 100 << 20)
+    try store.close()
+}

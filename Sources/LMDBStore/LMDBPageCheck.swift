@@ -1,0 +1,364 @@
+import DataStoreAPI
+import Foundation
+
+/// Validates an LMDB environment's `data.mdb` with bounds checks, reading it with `pread`,
+/// never through the memory map, so that no damaged file can crash the process.
+///
+/// liblmdb trusts its pages: a truncated file faults (SIGBUS) on the first access past its
+/// end, and a damaged page sends it through wild offsets (SIGSEGV). The check runs in two
+/// steps, both before liblmdb reads a page:
+/// - ``checkMeta(path:)``, on every open: the two meta pages (magic, version, page size) and
+///   that the file holds every page the newest meta says was committed (`mm_last_pg`).
+/// - ``walk(txnid:)``, for sources and `migrate-store check`: every page of the free tree,
+///   the main tree and each named database reachable from the meta of transaction `txnid`:
+///   page numbers, flags, header bounds, node offsets and sizes, key order, overflow runs,
+///   sub-database records, tree depth, page and entry counts, and no page reached twice.
+///   The caller holds a read transaction of that snapshot, so a live writer cannot reuse
+///   its pages during the walk.
+///
+/// The layout is LMDB's data format version 1 (lmdb.h 0.9, 64-bit): a 16-byte page header
+/// `{pgno: u64, pad: u16, flags: u16, lower: u16, upper: u16}` (`pages: u32` for overflow
+/// pages), node pointers after the header, nodes `{lo: u16, hi: u16, flags: u16, ksize: u16}`
+/// followed by key and data. A meta page holds `{magic, version, address, mapsize,
+/// dbs[2] (48 bytes each), last_pg, txnid}` after its header.
+struct LMDBPageCheck {
+    /// What a walk found.
+    struct Report: Sendable, Hashable {
+        var pageSize = 0
+        var pages = 0
+        var entries = 0
+        var databases = 0
+    }
+
+    struct Meta {
+        var pageSize: Int
+        var lastPage: UInt64
+        var txnid: UInt64
+        var free: DatabaseRecord
+        var main: DatabaseRecord
+    }
+
+    /// An `MDB_db` record: a tree's root, depth and counts.
+    struct DatabaseRecord {
+        var flags: UInt16
+        var depth: Int
+        var branchPages: UInt64
+        var leafPages: UInt64
+        var overflowPages: UInt64
+        var entries: UInt64
+        var root: UInt64
+
+        init(_ bytes: ArraySlice<UInt8>) {
+            flags = UInt16(littleEndian: bytes, at: 4)
+            depth = Int(UInt16(littleEndian: bytes, at: 6))
+            branchPages = UInt64(littleEndian: bytes, at: 8)
+            leafPages = UInt64(littleEndian: bytes, at: 16)
+            overflowPages = UInt64(littleEndian: bytes, at: 24)
+            entries = UInt64(littleEndian: bytes, at: 32)
+            root = UInt64(littleEndian: bytes, at: 40)
+        }
+    }
+
+    static let magic: UInt32 = 0xBEEF_C0DE
+    static let headerSize = 16
+    static let nodeHeaderSize = 8
+    static let invalidPage = UInt64.max
+    static let maxKeySize = 511
+    static let branch: UInt16 = 0x01, leaf: UInt16 = 0x02, overflow: UInt16 = 0x04
+    static let bigData: UInt16 = 0x01, subData: UInt16 = 0x02, dupData: UInt16 = 0x04
+    /// `MDB_DUPSORT`: this package never creates such databases.
+    static let dupSort: UInt16 = 0x04
+
+    let path: String
+    let file: String
+    private let descriptor: Int32
+    private let fileSize: UInt64
+
+    /// Opens `data.mdb` of the environment `path` for reading.
+    init(path: String) throws(StoreError) {
+        self.path = path
+        file = path + "/data.mdb"
+        descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
+            let cause = StoreError.Cause(library: "posix", code: code, message: String(cString: strerror(code)))
+            if code == EACCES || code == EPERM {
+                throw StoreError(.readOnly, "\(file): permission denied: cannot read the environment", cause: cause)
+            }
+            throw StoreError(code == ENOENT ? .notFound : .io, "\(file): cannot open: \(cause.message)", cause: cause)
+        }
+        var status = stat()
+        fstat(descriptor, &status)
+        fileSize = UInt64(max(0, status.st_size))
+    }
+
+    func close() { Glibc.close(descriptor) }
+
+    private func corrupt(_ what: String) -> StoreError {
+        StoreError(.corrupt, "\(file) is damaged: \(what)")
+    }
+
+    private func read(offset: UInt64, count: Int) throws(StoreError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
+        guard got == count else {
+            if got < 0 {
+                let code = errno
+                throw StoreError(.io, "\(file): cannot read at offset \(offset)",
+                                 cause: StoreError.Cause(library: "posix", code: code,
+                                                         message: String(cString: strerror(code))))
+            }
+            throw corrupt("it ends at byte \(fileSize), inside the page at offset \(offset)")
+        }
+        return bytes
+    }
+
+    // MARK: Meta pages
+
+    /// Reads both meta pages and checks that the file holds every committed page of the newest.
+    /// - Returns: the meta of the newest committed transaction.
+    /// - Throws: `notAStore` for a file that is not an LMDB environment (empty, too short for
+    ///   a meta page, wrong magic), `incompatibleFormat` for another data version, `corrupt`
+    ///   for a truncated file or unusable metas.
+    func checkMeta() throws(StoreError) -> Meta {
+        guard fileSize > 0 else {
+            throw StoreError(.notAStore, "\(file) is empty: not an LMDB environment (nothing is written to it)")
+        }
+        guard fileSize >= 160 else {
+            throw StoreError(.notAStore, "\(file) holds \(fileSize) bytes, too few for an LMDB meta page")
+        }
+        let first = try read(offset: 0, count: 160)
+        guard UInt32(littleEndian: first[...], at: 16) == Self.magic else {
+            throw StoreError(.notAStore, "\(file) is not an LMDB environment (no LMDB magic number)")
+        }
+        let pageSize = Int(UInt32(littleEndian: first[...], at: 40))
+        guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else {
+            throw corrupt("its meta page names a page size of \(pageSize) bytes")
+        }
+        var metas: [Meta] = []
+        for index in 0..<2 {
+            let offset = UInt64(index * pageSize)
+            guard offset + 160 <= fileSize else { continue }
+            let bytes = index == 0 ? first : try read(offset: offset, count: 160)
+            guard let meta = parseMeta(bytes, pageSize: pageSize) else { continue }
+            metas.append(meta)
+        }
+        guard let newest = metas.max(by: { $0.txnid < $1.txnid }) else {
+            throw corrupt("neither meta page is valid")
+        }
+        let needed = (newest.lastPage + 1) * UInt64(pageSize)
+        guard fileSize >= needed else {
+            throw corrupt("it holds \(fileSize) bytes but its last committed page ends at byte \(needed) "
+                + "(the file was truncated)")
+        }
+        return newest
+    }
+
+    private func parseMeta(_ bytes: [UInt8], pageSize: Int) -> Meta? {
+        let page = bytes[...]
+        guard UInt32(littleEndian: page, at: 16) == Self.magic, UInt32(littleEndian: page, at: 20) == 1,
+              UInt16(littleEndian: page, at: 10) & 0x08 != 0 else { return nil }
+        let lastPage = UInt64(littleEndian: page, at: 136)
+        guard lastPage >= 1, lastPage < UInt64.max / UInt64(pageSize) else { return nil }
+        return Meta(pageSize: pageSize, lastPage: lastPage, txnid: UInt64(littleEndian: page, at: 144),
+                    free: DatabaseRecord(page[40..<88]), main: DatabaseRecord(page[88..<136]))
+    }
+
+    // MARK: Tree walk
+
+    /// Walks every tree of the meta page whose transaction is `txnid`.
+    /// - Throws: `corrupt` naming the file, the database and the page at the first damage.
+    func walk(txnid: UInt64? = nil) throws(StoreError) -> Report {
+        let newest = try checkMeta()
+        var meta = newest
+        if let txnid, txnid != newest.txnid {
+            var candidates: [Meta] = []
+            for offset in [0, UInt64(newest.pageSize)] {
+                if let parsed = parseMeta(try read(offset: offset, count: 160), pageSize: newest.pageSize) {
+                    candidates.append(parsed)
+                }
+            }
+            guard let match = candidates.first(where: { $0.txnid == txnid }) else {
+                throw corrupt("no meta page holds transaction \(txnid)")
+            }
+            meta = match
+        }
+        var walker = Walker(check: self, meta: meta)
+        try walker.tree(meta.free, name: "the free-page list", isFreeList: true)
+        try walker.tree(meta.main, name: "the main database", isFreeList: false)
+        return walker.report
+    }
+
+    fileprivate struct Walker {
+        let check: LMDBPageCheck
+        let meta: Meta
+        var visited = Set<UInt64>()
+        var report = Report()
+        var named: [(String, DatabaseRecord)] = []
+
+        init(check: LMDBPageCheck, meta: Meta) {
+            self.check = check
+            self.meta = meta
+            report.pageSize = meta.pageSize
+        }
+
+        struct Counts {
+            var branch: UInt64 = 0
+            var leaf: UInt64 = 0
+            var overflow: UInt64 = 0
+            var entries: UInt64 = 0
+        }
+
+        mutating func tree(_ db: DatabaseRecord, name: String, isFreeList: Bool) throws(StoreError) {
+            report.databases += 1
+            if db.root == LMDBPageCheck.invalidPage {
+                guard db.entries == 0, db.depth == 0 else {
+                    throw check.corrupt("\(name) has no root page but counts \(db.entries) entries")
+                }
+                return
+            }
+            guard db.flags & LMDBPageCheck.dupSort == 0 else {
+                throw check.corrupt("\(name) holds duplicate-sorted data, which no DataStore store has")
+            }
+            guard db.depth >= 1, db.depth <= 32 else {
+                throw check.corrupt("\(name) has a tree depth of \(db.depth)")
+            }
+            var counts = Counts()
+            try page(db.root, depth: 1, tree: db, name: name, isFreeList: isFreeList, counts: &counts)
+            guard counts.entries == db.entries, counts.branch == db.branchPages, counts.leaf == db.leafPages,
+                  counts.overflow == db.overflowPages else {
+                throw check.corrupt("\(name) counts \(db.entries) entries in \(db.branchPages + db.leafPages) "
+                    + "pages, but its tree holds \(counts.entries) entries in \(counts.branch + counts.leaf) pages")
+            }
+            report.entries += Int(counts.entries)
+            if !isFreeList {
+                let children = named
+                named = []
+                for (child, record) in children { try tree(record, name: "database '\(child)'", isFreeList: false) }
+            }
+        }
+
+        mutating func load(_ number: UInt64, name: String) throws(StoreError) -> [UInt8] {
+            guard number >= 2, number <= meta.lastPage else {
+                throw check.corrupt("\(name) refers to page \(number), outside pages 2...\(meta.lastPage)")
+            }
+            guard visited.insert(number).inserted else {
+                throw check.corrupt("\(name) reaches page \(number) twice")
+            }
+            report.pages += 1
+            let bytes = try check.read(offset: number * UInt64(meta.pageSize), count: meta.pageSize)
+            guard UInt64(littleEndian: bytes[...], at: 0) == number else {
+                throw check.corrupt("page \(number) of \(name) carries the number "
+                    + "\(UInt64(littleEndian: bytes[...], at: 0))")
+            }
+            return bytes
+        }
+
+        mutating func page(_ number: UInt64, depth: Int, tree: DatabaseRecord, name: String, isFreeList: Bool,
+                           counts: inout Counts) throws(StoreError) {
+            let bytes = try load(number, name: name)
+            let p = bytes[...]
+            let size = meta.pageSize
+            let flags = UInt16(littleEndian: p, at: 10)
+            let lower = Int(UInt16(littleEndian: p, at: 12))
+            let upper = Int(UInt16(littleEndian: p, at: 14))
+            let where_ = "page \(number) of \(name)"
+            let isBranch = flags & LMDBPageCheck.branch != 0
+            guard flags & ~(LMDBPageCheck.branch | LMDBPageCheck.leaf) == 0, isBranch != (flags & LMDBPageCheck.leaf != 0)
+            else { throw check.corrupt("\(where_) has flags 0x\(String(flags, radix: 16)), not a tree page") }
+            guard lower >= LMDBPageCheck.headerSize, lower % 2 == 0, lower <= upper, upper <= size else {
+                throw check.corrupt("\(where_) has free space bounds \(lower)...\(upper)")
+            }
+            guard isBranch == (depth < tree.depth) else {
+                throw check.corrupt("\(where_) is a \(isBranch ? "branch" : "leaf") at depth \(depth) of a tree "
+                    + "\(tree.depth) deep")
+            }
+            let count = (lower - LMDBPageCheck.headerSize) / 2
+            guard count > 0 || (!isBranch && depth == 1) else { throw check.corrupt("\(where_) holds no nodes") }
+            if isBranch { counts.branch += 1 } else { counts.leaf += 1 }
+            var previousKey: ArraySlice<UInt8>?
+            for i in 0..<count {
+                let offset = Int(UInt16(littleEndian: p, at: LMDBPageCheck.headerSize + 2 * i))
+                guard offset >= upper, offset + LMDBPageCheck.nodeHeaderSize <= size else {
+                    throw check.corrupt("\(where_): node \(i) starts at \(offset), outside \(upper)..<\(size)")
+                }
+                let lo = UInt64(UInt16(littleEndian: p, at: offset))
+                let hi = UInt64(UInt16(littleEndian: p, at: offset + 2))
+                let nodeFlags = UInt16(littleEndian: p, at: offset + 4)
+                let keySize = Int(UInt16(littleEndian: p, at: offset + 6))
+                let keyStart = offset + LMDBPageCheck.nodeHeaderSize
+                guard keySize <= LMDBPageCheck.maxKeySize, keyStart + keySize <= size else {
+                    throw check.corrupt("\(where_): node \(i) has a key of \(keySize) bytes past the page end")
+                }
+                let key = p[keyStart..<keyStart + keySize]
+                if let previousKey, !(isBranch && i == 1), Value.compareBytes(previousKey, key) >= 0,
+                   !isFreeList {
+                    throw check.corrupt("\(where_): keys \(i - 1) and \(i) are out of order")
+                }
+                previousKey = key
+                if isBranch {
+                    let child = lo | hi << 16 | UInt64(nodeFlags) << 32
+                    try page(child, depth: depth + 1, tree: tree, name: name, isFreeList: isFreeList, counts: &counts)
+                    continue
+                }
+                counts.entries += 1
+                let dataSize = Int(lo | hi << 16)
+                let dataStart = keyStart + keySize
+                if nodeFlags & LMDBPageCheck.bigData != 0 {
+                    guard dataStart + 8 <= size else {
+                        throw check.corrupt("\(where_): node \(i) names an overflow page past the page end")
+                    }
+                    try overflowRun(UInt64(littleEndian: p, at: dataStart), dataSize: dataSize, name: name,
+                                    counts: &counts)
+                    continue
+                }
+                guard nodeFlags & ~LMDBPageCheck.subData == 0 else {
+                    throw check.corrupt("\(where_): node \(i) has flags 0x\(String(nodeFlags, radix: 16))")
+                }
+                guard dataStart + dataSize <= size else {
+                    throw check.corrupt("\(where_): node \(i) holds \(dataSize) bytes of data past the page end")
+                }
+                if isFreeList {
+                    let ids = Int(dataSize >= 8 ? UInt64(littleEndian: p, at: dataStart) : UInt64.max)
+                    guard dataSize >= 8, ids >= 0, ids <= (dataSize - 8) / 8 else {
+                        throw check.corrupt("\(where_): free-page list \(i) is malformed")
+                    }
+                } else if nodeFlags & LMDBPageCheck.subData != 0 {
+                    guard dataSize == 48 else {
+                        throw check.corrupt("\(where_): database record \(i) holds \(dataSize) bytes, not 48")
+                    }
+                    named.append((String(decoding: key, as: UTF8.self),
+                                  DatabaseRecord(p[dataStart..<dataStart + 48])))
+                }
+            }
+        }
+
+        mutating func overflowRun(_ number: UInt64, dataSize: Int, name: String, counts: inout Counts)
+            throws(StoreError) {
+            let bytes = try load(number, name: name)
+            let flags = UInt16(littleEndian: bytes[...], at: 10)
+            let pages = UInt64(UInt32(littleEndian: bytes[...], at: 12))
+            guard flags == LMDBPageCheck.overflow, pages >= 1, number + pages - 1 <= meta.lastPage,
+                  UInt64(dataSize) <= pages * UInt64(meta.pageSize) - UInt64(LMDBPageCheck.headerSize) else {
+                throw check.corrupt("overflow page \(number) of \(name) is malformed (\(pages) pages for "
+                    + "\(dataSize) bytes)")
+            }
+            for extra in 1..<pages where !visited.insert(number + extra).inserted {
+                throw check.corrupt("overflow pages of \(name) overlap at page \(number + extra)")
+            }
+            counts.overflow += pages
+            report.pages += Int(pages) - 1
+        }
+    }
+}
+
+extension FixedWidthInteger {
+    /// Reads a little-endian integer at `offset` of `bytes` (the caller checked the bounds).
+    init(littleEndian bytes: ArraySlice<UInt8>, at offset: Int) {
+        var value: Self = 0
+        for i in 0..<MemoryLayout<Self>.size {
+            value |= Self(truncatingIfNeeded: bytes[bytes.startIndex + offset + i]) << (8 * i)
+        }
+        self = value
+    }
+}
