@@ -34,12 +34,13 @@ let package = Package(
             dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore"],
             swiftSettings: swiftSettings
         ),
-        .executableTarget(
-            name: "migrate-store",
+        .target(
+            name: "MigrateStoreCommand",
             dependencies: ["StoreMigration", "DataStoreAPI",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(name: "migrate-store", dependencies: ["MigrateStoreCommand"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "crash-writer",
             dependencies: ["SQLiteStore", "LMDBStore"],
@@ -72,7 +73,8 @@ let package = Package(
         ),
         .testTarget(
             name: "StoreMigrationTests",
-            dependencies: ["StoreMigration", "DataStoreConformance", "migrate-store", "crash-writer"],
+            dependencies: ["StoreMigration", "DataStoreConformance", "migrate-store", "crash-writer", "MigrateStoreCommand",
+                           "InMemoryStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
     ]

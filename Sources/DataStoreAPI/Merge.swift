@@ -31,7 +31,7 @@ extension DataStore {
     /// data with the overlay applied, until ``merge(_:policy:)`` applies them here. Children nest.
     public func makeChild() throws -> ChildStore {
         if isClosed { throw StoreError(.closed, "cannot make a child of a closed store") }
-        return try Store(engine: OverlayEngine(parent: self), acceptingIncompleteMigration: true)
+        return try ChildStore(parent: self)
     }
 
     /// Applies every change of `child` in one atomic write and clears the child's overlay.
@@ -40,13 +40,13 @@ extension DataStore {
     ///   error nothing is applied and the child keeps its changes.
     @discardableResult
     public func merge(_ child: ChildStore, policy: MergePolicy = .childWins) throws -> MergeReport {
-        guard child.engine.parent === self else {
+        guard child.overlay.parent === self else {
             throw StoreError(.invalidArgument, "cannot merge a child store into a store that is not its parent")
         }
         return try child.exclusively {
-            let overlay = child.engine.takeChanges()
+            let overlay = child.overlay.takeChanges()
             let report = try writeSync { writer in try Self.apply(overlay, to: writer, policy: policy) }
-            child.engine.clear()
+            child.overlay.clear()
             return report
         }
     }

@@ -1,27 +1,24 @@
 import Synchronization
 
-/// A store whose writes stay in an overlay until its parent merges them.
-public typealias ChildStore = Store<OverlayEngine>
-
 /// The engine of a child store: reads see the parent's current data with the overlay applied;
 /// writes go to the overlay. Generic over ``DataStore``, so every backend has child stores.
-public final class OverlayEngine: StorageEngine {
+final class OverlayEngine: StorageEngine {
     /// The store this child was made from.
-    public let parent: any DataStore
+    let parent: any DataStore
     let state = Mutex(Overlay())
 
     init(parent: any DataStore) {
         self.parent = parent
     }
 
-    public var schema: Schema { parent.schema }
+    var schema: Schema { parent.schema }
 
-    public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
+    func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         let overlay = state.withLock { $0 }
         return try parent.read { try body(OverlayTransaction(parent: $0, overlay: overlay)) }
     }
 
-    public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
+    func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         let overlay = state.withLock { $0 }
         return try parent.read { parentReader in
             let transaction = OverlayTransaction(parent: parentReader, overlay: overlay)
@@ -32,7 +29,7 @@ public final class OverlayEngine: StorageEngine {
         }
     }
 
-    public func close() throws {}
+    func close() throws {}
 
     func takeChanges() -> Overlay {
         state.withLock { $0 }

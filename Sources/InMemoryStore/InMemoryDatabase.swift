@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Synchronization
 
 /// The storage behind in-memory stores. It outlives the stores opened on it, so that closing

@@ -1,11 +1,8 @@
-import DataStoreAPI
-
-/// An in-memory store: the reference backend.
-public typealias InMemoryStore = Store<InMemoryEngine>
+@_spi(Backend) import DataStoreAPI
 
 /// The in-memory backend. Reads take a copy-on-write snapshot of the committed state; a write
 /// works on its own copy and publishes it on commit.
-public final class InMemoryEngine: StorageEngine {
+@_spi(Backend) public final class InMemoryEngine: StorageEngine {
     let database: InMemoryDatabase
     public let schema: Schema
 
@@ -38,14 +35,16 @@ public final class InMemoryEngine: StorageEngine {
     public func close() throws {}
 }
 
-extension Store where Engine == InMemoryEngine {
+/// An in-memory store: the reference backend. Copy-on-write snapshots give every read its own
+/// consistent view.
+public final class InMemoryStore: Store, @unchecked Sendable {
     /// Opens a new, empty in-memory store.
     public convenience init(schema: Schema) throws {
-        try self.init(engine: InMemoryEngine(database: InMemoryDatabase(), schema: schema))
+        try self.init(database: InMemoryDatabase(), schema: schema)
     }
 
     /// Opens a store on an existing in-memory database (with `schema: nil`, the one it holds).
-    public convenience init(database: InMemoryDatabase, schema: Schema?) throws {
-        try self.init(engine: InMemoryEngine(database: database, schema: schema))
+    public init(database: InMemoryDatabase, schema: Schema?) throws {
+        try super.init(engine: InMemoryEngine(database: database, schema: schema))
     }
 }

@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// A transaction on its own copy of the in-memory state.
 final class MemoryTransaction: StorageWriter {

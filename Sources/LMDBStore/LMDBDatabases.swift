@@ -1,5 +1,5 @@
 internal import CLMDB
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// The named databases of a store: `_ds_meta`, `e.<Entity>` per entity and
 /// `i.<Entity>.<index>` per index. Handles stay valid for the environment's life.

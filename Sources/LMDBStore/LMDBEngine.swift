@@ -1,9 +1,6 @@
 internal import CLMDB
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
-
-/// A store in one LMDB environment directory.
-public typealias LMDBStore = Store<LMDBEngine>
 
 /// Options of an LMDB store.
 public struct LMDBOptions: Sendable, Hashable {
@@ -33,7 +30,7 @@ public struct LMDBOptions: Sendable, Hashable {
 
 /// The LMDB backend: a named database per entity (order-preserving key → compact, versioned
 /// record), one per index, and `_ds_meta` for the format version and schema.
-public final class LMDBEngine: StorageEngine {
+@_spi(Backend) public final class LMDBEngine: StorageEngine {
     /// The format this code writes. Format 1 wrote index keys without the separator that
     /// ``LMDBIndexKeys`` puts between tuple and primary key; its indexes are rebuilt on open.
     static let formatVersion = 2
@@ -122,7 +119,7 @@ public final class LMDBEngine: StorageEngine {
     /// the environment read-only and writes nothing.
     /// - Throws: `corrupt` naming the file, database, page or item at the first damage found;
     ///   `notAStore`, `notFound`, `readOnly` as an open does.
-    public static func check(path: String) throws -> LMDBCheckReport {
+    static func check(path: String) throws -> LMDBCheckReport {
         let engine = try LMDBEngine(path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: true))
         defer { try? engine.close() }
         var report = try walk(engine.environment)
@@ -229,7 +226,7 @@ public final class LMDBEngine: StorageEngine {
     }
 
     /// The current map size in bytes.
-    public var mapSize: Int { environment.mapSize }
+    var mapSize: Int { environment.mapSize }
 
     /// The index and ranges a filter would use (for tests).
     func plannedIndex(_ request: FetchRequest) -> String? {
@@ -237,11 +234,29 @@ public final class LMDBEngine: StorageEngine {
     }
 }
 
-extension Store where Engine == LMDBEngine {
+/// A store in one LMDB environment directory: a named database per entity and per index.
+public final class LMDBStore: Store, @unchecked Sendable {
+    let lmdb: LMDBEngine
+
     /// Opens (or creates) the LMDB store in the directory `path`.
     /// - Parameter schema: the schema the store must hold; `nil` opens an existing store.
-    public convenience init(path: String, schema: Schema?, options: LMDBOptions = LMDBOptions()) throws {
-        try self.init(engine: LMDBEngine(path: path, schema: schema, options: options))
+    /// - Throws: `notFound` (no store there and no schema), `notAStore`, `incompatibleFormat`,
+    ///   `schemaMismatch`, `readOnly`, `corrupt`, `incompleteMigration`.
+    public init(path: String, schema: Schema?, options: LMDBOptions = LMDBOptions()) throws {
+        lmdb = try LMDBEngine(path: path, schema: schema, options: options)
+        try super.init(engine: lmdb)
+    }
+
+    /// The environment directory.
+    public var path: String { lmdb.path }
+
+    /// The current map size in bytes (it grows by itself).
+    public var mapSize: Int { lmdb.mapSize }
+
+    /// Checks the environment at `path` for damage without writing to it (see
+    /// ``LMDBOptions/checkPages``): every page walked with bounds checks, then every record.
+    public static func check(path: String) throws -> LMDBCheckReport {
+        try LMDBEngine.check(path: path)
     }
 
     /// Deletes the environment's files and its directory. Close every store opened on it first.
@@ -257,7 +272,7 @@ extension Store where Engine == LMDBEngine {
     }
 }
 
-/// What ``LMDBEngine/check(path:)`` found in an environment without damage.
+/// What ``LMDBStore/check(path:)`` found in an environment without damage.
 public struct LMDBCheckReport: Sendable, Hashable {
     /// The environment's page size in bytes.
     public var pageSize: Int

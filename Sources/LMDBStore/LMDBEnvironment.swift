@@ -1,5 +1,5 @@
 internal import CLMDB
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// An open LMDB environment: the `MDB_env` handle, its named databases, and the lock that

@@ -1,5 +1,5 @@
 internal import CLMDB
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// Turns an LMDB (or errno) return code into the package's error, with the code as the cause.

@@ -1,5 +1,5 @@
 internal import CLMDB
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// Index keys of the LMDB backend and the index ranges a filter can use.
 ///

@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// Validates an LMDB environment's `data.mdb` with bounds checks, reading it with `pread`,

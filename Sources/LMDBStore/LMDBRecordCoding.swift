@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// The compact, versioned record encoding of the LMDB backend: a format byte, then for each

@@ -1,5 +1,5 @@
 internal import CLMDB
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// The items of a store inside one LMDB transaction: records in `e.<Entity>` under
 /// `0x00 + encoded key` (LMDB refuses empty keys, and a string key may be empty), index entries

@@ -1,5 +1,5 @@
 internal import CLMDB
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// A raw LMDB transaction over byte keys and values.
 ///

@@ -1,5 +1,5 @@
 internal import CSQLite
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// One SQLite connection and its cache of prepared statements. Not thread-safe: the engine

@@ -1,9 +1,6 @@
 internal import CSQLite
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
-
-/// A store in one SQLite file.
-public typealias SQLiteStore = Store<SQLiteEngine>
 
 /// Options of a SQLite store.
 public struct SQLiteOptions: Sendable, Hashable {
@@ -38,7 +35,7 @@ public struct SQLiteOptions: Sendable, Hashable {
 /// `@unchecked Sendable`: the writer connection is used only by the write transaction that
 /// ``Store`` serializes under its write lock, and closed with that lock held; the readers live
 /// in ``SQLiteReaderPool``, which guards them with a condition variable.
-public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
+@_spi(Backend) public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// The format this code writes; a store of a newer format is refused.
     static let formatVersion = 1
 
@@ -208,7 +205,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// Runs `PRAGMA integrity_check` on the store at `path`, opened read-only.
     /// - Returns: `ok`.
     /// - Throws: `corrupt` with SQLite's first findings, or the error of opening the file.
-    public static func integrityCheck(path: String) throws -> String {
+    static func integrityCheck(path: String) throws -> String {
         let engine = try SQLiteEngine(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
         defer { try? engine.close() }
         let statement = try engine.writer.makeStatement("PRAGMA integrity_check(20)")
@@ -244,11 +241,28 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     }
 }
 
-extension Store where Engine == SQLiteEngine {
+/// A store in one SQLite file: an ordinary database with one table per entity, a column per
+/// attribute and real SQL indexes, which the `sqlite3` shell reads.
+public final class SQLiteStore: Store, @unchecked Sendable {
+    let sqlite: SQLiteEngine
+
     /// Opens (or creates) the SQLite store at `path`.
     /// - Parameter schema: the schema the store must hold; `nil` opens an existing store.
-    public convenience init(path: String, schema: Schema?, options: SQLiteOptions = SQLiteOptions()) throws {
-        try self.init(engine: SQLiteEngine(path: path, schema: schema, options: options))
+    /// - Throws: `notFound` (missing directory, or missing file with no schema), `notAStore`,
+    ///   `incompatibleFormat`, `schemaMismatch`, `readOnly`, `corrupt`, `incompleteMigration`.
+    public init(path: String, schema: Schema?, options: SQLiteOptions = SQLiteOptions()) throws {
+        sqlite = try SQLiteEngine(path: path, schema: schema, options: options)
+        try super.init(engine: sqlite)
+    }
+
+    /// The database file.
+    public var path: String { sqlite.path }
+
+    /// Runs `PRAGMA integrity_check` on the store at `path`, opened read-only.
+    /// - Returns: `ok`.
+    /// - Throws: `corrupt` with SQLite's first findings, or the error of opening the file.
+    public static func integrityCheck(path: String) throws -> String {
+        try SQLiteEngine.integrityCheck(path: path)
     }
 
     /// Deletes the store's files (the database, its WAL and shared-memory files).

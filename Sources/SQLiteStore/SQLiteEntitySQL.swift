@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// The SQL of the fixed statements of one entity, built once when the store opens (building
 /// and quoting it per call cost more than SQLite's own work; seen with callgrind).

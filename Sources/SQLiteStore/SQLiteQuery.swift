@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// A piece of SQL and the values bound to its parameters, in order. A prefix bound is bound as
 /// raw text bytes (it need not be valid UTF-8), which `Value` cannot carry.

@@ -1,5 +1,5 @@
 internal import CSQLite
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the call returns.

@@ -1,5 +1,5 @@
 internal import CSQLite
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// A read or write transaction on one connection.

@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// A realistic demo store: customers, products and orders with every value type, optional

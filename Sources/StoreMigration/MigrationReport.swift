@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// What a migration step did to one entity.
 public struct EntityReport: Sendable, Codable, Hashable {

@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// The migration engine: copies, syncs and verifies stores of any kind, as a library call.
@@ -52,7 +52,7 @@ public enum Migrator {
             throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
         }
         let sourceCheck = options.checkSource ? try source.check() : nil
-        let sourceStore = try source.openSource(checkPages: sourceCheck == nil)
+        let sourceStore = try source.openSource(alreadyChecked: sourceCheck != nil)
         defer { try? sourceStore.close() }
         let schema = try selectedSchema(sourceStore.schema, options.entities)
         let run = MigrationRun(operation: "copy", source, destination, options, shouldStop, progress)
@@ -126,7 +126,7 @@ public enum Migrator {
             throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
         }
         let sourceCheck = options.checkSource ? try source.check() : nil
-        let sourceStore = try source.openSource(checkPages: sourceCheck == nil)
+        let sourceStore = try source.openSource(alreadyChecked: sourceCheck != nil)
         defer { try? sourceStore.close() }
         let schema = try selectedSchema(sourceStore.schema, options.entities)
         let destinationStore = try withResumeCommand(destination) {
@@ -154,13 +154,19 @@ public enum Migrator {
         return run.finish()
     }
 
+    /// Runs `body`, in which stores that a migration has not finished open (only the migration
+    /// engine and `migrate-store` open them: apps get `incompleteMigration`).
+    package static func acceptingUnfinished<T>(_ body: () throws -> T) rethrows -> T {
+        try MigrationGate.$opensUnfinished.withValue(true, operation: body)
+    }
+
     /// Runs `body`, which opens `destination`; an `incompleteMigration` refusal gets the full
     /// command that finishes the migration.
     static func withResumeCommand<T>(_ destination: StoreLocation, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as StoreError where error.code == .incompleteMigration {
-            let store = try? destination.openSource(acceptingIncompleteMigration: true)
+            let store = try? acceptingUnfinished { try destination.openSource() }
             defer { try? store?.close() }
             let marker = try? store?.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
             let source = marker.flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) } ?? "SOURCE"
@@ -181,7 +187,7 @@ public enum Migrator {
 
     private static func checkNew(_ destination: StoreLocation, overwrite: Bool) throws {
         guard destination.exists, !overwrite else { return }
-        let unfinished = (try? destination.open(schema: nil, acceptingIncompleteMigration: true)).map { store in
+        let unfinished = (try? acceptingUnfinished { try destination.open(schema: nil) }).map { store in
             defer { try? store.close() }
             return ((try? store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) ?? nil) != nil
         } ?? false
@@ -196,18 +202,18 @@ public enum Migrator {
         var staging = destination
         staging.path += ".migrating"
         if staging.exists { try staging.destroy() }
-        let store = try staging.open(schema: schema, durability: .normal, acceptingIncompleteMigration: true)
+        let store = try acceptingUnfinished { try staging.open(schema: schema, durability: .normal) }
         try store.writeSync { try $0.setReservedMetadata(Array(marker.utf8), forKey: MetadataKeys.incompleteMigration) }
         try store.close()
         try staging.move(to: destination)
-        return try destination.open(schema: schema, durability: .normal, acceptingIncompleteMigration: true)
+        return try acceptingUnfinished { try destination.open(schema: schema, durability: .normal) }
     }
 
     private static func openUnfinished(_ destination: StoreLocation, schema: Schema) throws -> any DataStore {
         guard destination.exists else {
             throw StoreError(.notFound, "nothing to resume: \(destination) does not exist")
         }
-        let store = try destination.open(schema: nil, durability: .normal, acceptingIncompleteMigration: true)
+        let store = try acceptingUnfinished { try destination.open(schema: nil, durability: .normal) }
         do {
             guard try store.read({ try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) != nil else {
                 throw StoreError(.invalidArgument, "nothing to resume: \(destination) is a complete store")

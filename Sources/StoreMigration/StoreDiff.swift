@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 
 /// The one streaming pass that compares a source snapshot with a destination: a merge join of
 /// both in canonical key order, a page at a time, in constant memory. Applied, it makes the

@@ -1,21 +1,13 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
-import InMemoryStore
-import LMDBStore
-import SQLiteStore
-import Synchronization
-
-/// The kind of a store.
-public enum StoreKind: String, Sendable, Hashable, CaseIterable, Codable {
-    case sqlite, lmdb, memory
-}
 
 /// Where a store lives: `KIND:PATH`.
 ///
 /// `sqlite:app.sqlite` is a SQLite file, `lmdb:app.lmdb` an LMDB environment directory,
-/// `memory:NAME` an in-memory store of this process. A bare path names what is there: a
-/// directory holding `data.mdb` is LMDB, a file is SQLite. A bare kind (`sqlite`) has no path
-/// and is an error.
+/// `memory:NAME` an in-memory store of this process; any registered kind works the same way
+/// (``StoreBackends``). A bare path names what is there (the kind that recognizes it: a
+/// directory is LMDB, a file SQLite). A bare kind names a store by its name: see
+/// ``resolve(_:store:directory:)``.
 public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     public var kind: StoreKind
     public var path: String
@@ -30,119 +22,87 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     ///   or a bare path whose kind cannot be told.
     public init(parsing text: String) throws(StoreError) {
         if let colon = text.firstIndex(of: ":") {
-            let kindText = String(text[..<colon])
+            let kind = StoreKind(rawValue: String(text[..<colon]))
             let path = String(text[text.index(after: colon)...])
-            guard let kind = StoreKind(rawValue: kindText) else {
-                throw StoreError(.invalidArgument, "unknown store kind '\(kindText)' in '\(text)'; use sqlite:PATH, "
-                    + "lmdb:PATH or memory:NAME")
-            }
+            _ = try StoreBackends.backend(kind)
             guard !path.isEmpty else {
-                throw StoreError(.invalidArgument, "'\(text)' names no path; write \(kind.rawValue):PATH")
+                throw StoreError(.invalidArgument, "'\(text)' names no path; write \(kind):PATH")
             }
             self.init(kind: kind, path: path)
             return
         }
-        if let kind = StoreKind(rawValue: text) {
-            throw StoreError(.invalidArgument, "'\(text)' names no path; write \(kind.rawValue):PATH")
+        if StoreBackends.kinds.contains(StoreKind(rawValue: text)) {
+            throw StoreError(.invalidArgument, "'\(text)' names no store; write \(text):PATH, or give the store's "
+                + "name with --store")
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: text, isDirectory: &isDirectory) else {
-            throw StoreError(.invalidArgument, "'\(text)' has no kind and does not exist; write sqlite:\(text) or "
-                + "lmdb:\(text)")
+        guard FileManager.default.fileExists(atPath: text),
+              let backend = StoreBackends.all.first(where: { $0.recognizes(text) }) else {
+            throw StoreError(.invalidArgument, "'\(text)' has no kind and does not exist; write KIND:\(text) with "
+                + "KIND one of " + StoreBackends.kinds.map(\.rawValue).joined(separator: ", "))
         }
-        self.init(kind: isDirectory.boolValue ? .lmdb : .sqlite, path: text)
+        self.init(kind: backend.kind, path: text)
     }
 
-    public var description: String { "\(kind.rawValue):\(path)" }
+    /// Resolves store arguments that may be bare kinds (`--from sqlite --to lmdb`): a store has
+    /// a name, and its kind decides the file (`app` is `app.sqlite` for SQLite, `app.lmdb` for
+    /// LMDB). `store` names it (`PATH/NAME`); without it, the one store found in `directory`
+    /// (a file or directory with a registered kind's extension) gives the name.
+    /// - Throws: `invalidArgument` when no store or several are found (listing them), and what
+    ///   ``init(parsing:)`` throws for the other arguments.
+    public static func resolve(_ texts: [String], store: String?,
+                               directory: String = FileManager.default.currentDirectoryPath) throws -> [StoreLocation] {
+        var name: String?
+        func storeName() throws -> String {
+            if let name { return name }
+            if let store {
+                name = store
+                return store
+            }
+            let extensions = Set(StoreBackends.all.compactMap(\.fileExtension))
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            let names = Set(entries.compactMap { entry -> String? in
+                let url = URL(fileURLWithPath: entry)
+                guard extensions.contains(url.pathExtension), !entry.hasSuffix(".migrating") else { return nil }
+                return url.deletingPathExtension().lastPathComponent
+            }).sorted()
+            guard names.count == 1, let only = names.first else {
+                throw StoreError(.invalidArgument, names.isEmpty
+                    ? "no store in \(directory) to name; give one with --store PATH/NAME"
+                    : "\(directory) holds several stores (\(names.joined(separator: ", "))); choose one with --store NAME")
+            }
+            name = (directory as NSString).appendingPathComponent(only)
+            return name ?? only
+        }
+        return try texts.map { text in
+            let kind = StoreKind(rawValue: text)
+            guard !text.contains(":"), StoreBackends.kinds.contains(kind) else { return try StoreLocation(parsing: text) }
+            let backend = try StoreBackends.backend(kind)
+            let base = try storeName()
+            return StoreLocation(kind: kind, path: backend.fileExtension.map { "\(base).\($0)" } ?? base)
+        }
+    }
+
+    public var description: String { "\(kind):\(path)" }
+
+    var backend: any StoreBackend {
+        get throws(StoreError) { try StoreBackends.backend(kind) }
+    }
 
     /// Whether something (a store or not) is at the location.
-    public var exists: Bool {
-        switch kind {
-        case .memory: return MemoryStores.shared.exists(path)
-        case .sqlite, .lmdb: return FileManager.default.fileExists(atPath: path)
-        }
-    }
+    public var exists: Bool { (try? backend.exists(at: path)) ?? false }
 
-    /// Opens the store; with `schema == nil`, an existing store with the schema it holds.
-    public func open(schema: Schema?, durability: Durability = .full,
-                     acceptingIncompleteMigration: Bool = false) throws -> any DataStore {
-        switch kind {
-        case .sqlite:
-            return try Store(engine: SQLiteEngine(path: path, schema: schema,
-                                                  options: SQLiteOptions(durability: durability)),
-                             acceptingIncompleteMigration: acceptingIncompleteMigration)
-        case .lmdb:
-            return try Store(engine: LMDBEngine(path: path, schema: schema,
-                                                options: LMDBOptions(durability: durability)),
-                             acceptingIncompleteMigration: acceptingIncompleteMigration)
-        case .memory:
-            return try Store(engine: InMemoryEngine(database: MemoryStores.shared.database(path, create: schema != nil),
-                                                    schema: schema),
-                             acceptingIncompleteMigration: acceptingIncompleteMigration)
-        }
+    /// Opens the store for reading and writing; with `schema == nil`, an existing store with the
+    /// schema it holds.
+    public func open(schema: Schema?, durability: Durability = .full) throws -> any DataStore {
+        try backend.open(at: path, schema: schema, durability: durability)
     }
 
     /// Deletes the store's files (or in-memory database).
-    public func destroy() throws {
-        switch kind {
-        case .sqlite: try SQLiteStore.destroy(at: path)
-        case .lmdb: try LMDBStore.destroy(at: path)
-        case .memory: MemoryStores.shared.remove(path)
-        }
-    }
+    public func destroy() throws { try backend.destroy(at: path) }
 
     /// Moves the store to `other` (same kind), replacing nothing: `other` must not exist.
-    func move(to other: StoreLocation) throws {
-        switch kind {
-        case .memory:
-            MemoryStores.shared.rename(path, to: other.path)
-        case .sqlite, .lmdb:
-            do {
-                for suffix in kind == .sqlite ? ["-wal", "-shm"] : [] where FileManager.default.fileExists(atPath: path + suffix) {
-                    try FileManager.default.removeItem(atPath: path + suffix)
-                }
-                try FileManager.default.moveItem(atPath: path, toPath: other.path)
-            } catch {
-                throw StoreError(.io, "cannot move \(path) to \(other.path): \(error.localizedDescription)")
-            }
-        }
-    }
+    func move(to other: StoreLocation) throws { try backend.move(from: path, to: other.path) }
 
     /// Bytes on disk (0 for memory).
-    public var sizeOnDisk: Int64 {
-        let files = FileManager.default
-        switch kind {
-        case .memory: return 0
-        case .sqlite:
-            return [path, path + "-wal"].reduce(0) { total, file in
-                total + ((try? files.attributesOfItem(atPath: file)[.size] as? Int64) ?? 0)
-            }
-        case .lmdb:
-            return ((try? files.attributesOfItem(atPath: path + "/data.mdb")[.size] as? Int64) ?? 0)
-        }
-    }
-}
-
-/// In-memory databases by name, for `memory:NAME` locations inside one process.
-public final class MemoryStores: Sendable {
-    public static let shared = MemoryStores()
-    private let databases = Mutex<[String: InMemoryDatabase]>([:])
-
-    func exists(_ name: String) -> Bool { databases.withLock { $0[name] != nil } }
-
-    func database(_ name: String, create: Bool) throws -> InMemoryDatabase {
-        try databases.withLock { all in
-            if let existing = all[name] { return existing }
-            guard create else { throw StoreError(.notFound, "memory:\(name) does not exist in this process") }
-            let database = InMemoryDatabase()
-            all[name] = database
-            return database
-        }
-    }
-
-    func remove(_ name: String) { databases.withLock { _ = $0.removeValue(forKey: name) } }
-
-    func rename(_ name: String, to other: String) {
-        databases.withLock { all in all[other] = all.removeValue(forKey: name) }
-    }
+    public var sizeOnDisk: Int64 { (try? backend.sizeOnDisk(at: path)) ?? 0 }
 }

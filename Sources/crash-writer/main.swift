@@ -93,7 +93,7 @@ do {
             }
             written += 100
         }
-        if let lmdb = store as? LMDBStore { print("map \(lmdb.engine.mapSize)") } else { print("written \(written)") }
+        if let lmdb = store as? LMDBStore { print("map \(lmdb.mapSize)") } else { print("written \(written)") }
         try store.close()
         exit(0)
     }

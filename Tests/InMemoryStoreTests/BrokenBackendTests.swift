@@ -1,7 +1,7 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import DataStoreConformance
 import Foundation
-import InMemoryStore
+@_spi(Backend) import InMemoryStore
 import Testing
 
 /// How the broken backend misbehaves.

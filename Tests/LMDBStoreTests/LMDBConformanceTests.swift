@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import DataStoreConformance
 import Foundation
 import LMDBStore

@@ -1,7 +1,7 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import DataStoreConformance
 import Foundation
-@testable import LMDBStore
+@_spi(Backend) @testable import LMDBStore
 import Synchronization
 import Testing
 
@@ -166,7 +166,7 @@ let itemSchema = Schema(entities: [
     do {
         let store = try LMDBStore(path: path, schema: schema)
         try store.writeSync { writer in for key in keys { try writer.insert(["id": .int(key), "name": "ab"], into: "Item") } }
-        let engine = store.engine
+        let engine = store.lmdb
         let txn = try LMDBTransaction(environment: engine.environment, write: true)
         let dbi = try #require(engine.databases.indexes["Item"]?["byName"])
         try txn.drop(dbi)
@@ -181,7 +181,36 @@ let itemSchema = Schema(entities: [
     let store = try LMDBStore(path: path, schema: nil)
     #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") <= "ab\u{0}")) } == 4)
     #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") == "ab")) } == 4)
-    let format = try store.engine.withReader { try $0.metadata(forKey: "datastore.format") }
+    let format = try store.lmdb.withReader { try $0.metadata(forKey: "datastore.format") }
     #expect(format == Array("2".utf8))
+    try store.close()
+}
+
+/// Deletes write fresh pages too: one transaction that deletes from every page of a store whose
+/// map is nearly full must grow the map instead of failing with MDB_MAP_FULL.
+@Test func deletingFromAFullMapGrowsIt() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("full.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema, options: LMDBOptions(initialMapSize: 64 << 10))
+    let payload = Array(repeating: UInt8(7), count: 300)
+    var next = 0
+    for _ in 0..<40 {
+        try store.writeSync { writer in
+            for _ in 0..<50 {
+                let item: Record = ["id": .int(Int64(next)), "name": .string("n\(next)"), "payload": .bytes(payload)]
+                try writer.insert(item, into: "Item")
+                next += 1
+            }
+        }
+    }
+    let before = store.mapSize
+    let deleted = try store.writeSync { writer -> Int in
+        var count = 0
+        for id in stride(from: 0, to: next, by: 2) where try writer.delete("Item", key: .int(Int64(id))) { count += 1 }
+        return count
+    }
+    #expect(deleted == next / 2)
+    #expect(store.mapSize > before, "the delete transaction needed a larger map (map \(before) -> \(store.mapSize))")
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == next / 2)
     try store.close()
 }

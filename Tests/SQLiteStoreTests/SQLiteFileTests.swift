@@ -1,7 +1,7 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import DataStoreConformance
 import Foundation
-@testable import SQLiteStore
+@_spi(Backend) @testable import SQLiteStore
 import Testing
 
 let itemSchema = Schema(entities: [

@@ -1,7 +1,7 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import DataStoreConformance
 import Foundation
-@testable import SQLiteStore
+@_spi(Backend) @testable import SQLiteStore
 import Synchronization
 import Testing
 
@@ -41,7 +41,7 @@ import Testing
     let dir = try TemporaryDirectory()
     let store = try SQLiteStore(path: dir.path("cache.sqlite"), schema: itemSchema)
     try seed(store, 20)
-    let before = store.engine.cachedStatementCount
+    let before = store.sqlite.cachedStatementCount
     try store.writeSync { writer in
         for n in 1...2_000 {
             let request = FetchRequest("Item", filter: Field("score").among((0..<n).map { .int(Int64($0)) }))
@@ -49,6 +49,6 @@ import Testing
             _ = try writer.fetch(FetchRequest("Item", filter: Field("name").hasPrefix(String(repeating: "n", count: n))))
         }
     }
-    #expect(store.engine.cachedStatementCount <= before + 16, "only fixed statements are cached")
+    #expect(store.sqlite.cachedStatementCount <= before + 16, "only fixed statements are cached")
     try store.close()
 }

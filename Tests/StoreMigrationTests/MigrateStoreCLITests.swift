@@ -15,9 +15,10 @@ let migrateStore = CrashRecovery.executable(named: "migrate-store")
 /// Starts migrate-store, through `launcher` when given (a command that runs the binary passed as
 /// its next argument, such as setpriv or a bash wrapper); standard output is discarded unless
 /// `capturingOutput`, standard error goes to the returned pipe.
-func startCLI(_ arguments: [String], via launcher: [String] = [],
-              capturingOutput: Bool = false) throws -> (process: Process, output: Pipe, errors: Pipe) {
+func startCLI(_ arguments: [String], via launcher: [String] = [], capturingOutput: Bool = false,
+              in directory: String? = nil) throws -> (process: Process, output: Pipe, errors: Pipe) {
     let process = Process()
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     process.executableURL = URL(fileURLWithPath: launcher.first ?? migrateStore.path)
     process.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [migrateStore.path]) + arguments
     let output = Pipe()
@@ -29,8 +30,8 @@ func startCLI(_ arguments: [String], via launcher: [String] = [],
 }
 
 /// Runs migrate-store to completion.
-func runCLI(_ arguments: [String], via launcher: [String] = []) throws -> CommandResult {
-    let (process, out, err) = try startCLI(arguments, via: launcher, capturingOutput: true)
+func runCLI(_ arguments: [String], via launcher: [String] = [], in directory: String? = nil) throws -> CommandResult {
+    let (process, out, err) = try startCLI(arguments, via: launcher, capturingOutput: true, in: directory)
     let output = out.fileHandleForReading.readDataToEndOfFile()
     let errors = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
@@ -71,7 +72,7 @@ func opensAsComplete(_ location: StoreLocation) -> Bool {
         ("truncated", ["--from", "sqlite:\(truncated)", "--to", "lmdb:\(dir.url.path)/c"], "truncated.sqlite"),
         ("not a store", ["--from", "sqlite:\(plain)", "--to", "lmdb:\(dir.url.path)/d"], "not a DataStore store"),
         ("unknown kind", ["--from", "postgres:db", "--to", "lmdb:\(dir.url.path)/e"], "unknown store kind 'postgres'"),
-        ("bare kind", ["--from", "sqlite", "--to", "lmdb:\(dir.url.path)/f"], "names no path"),
+        ("bare kind, no store here", ["--from", "sqlite", "--to", "lmdb:\(dir.url.path)/f"], "give one with --store"),
         ("non-empty destination", ["--from", good.description, "--to", existing.description], "--overwrite"),
         ("unknown entity", ["--from", good.description, "--to", "lmdb:\(dir.url.path)/g", "--entities", "Nope"], "Nope"),
     ]

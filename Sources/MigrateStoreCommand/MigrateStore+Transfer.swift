@@ -27,6 +27,9 @@ extension MigrateStore {
 
         func validate() throws {
             if resume && overwrite { throw ValidationError("--resume and --overwrite exclude each other") }
+            if resume && dryRun {
+                throw ValidationError("--resume and --dry-run exclude each other: a resume writes the differences it finds")
+            }
         }
 
         func run() throws {

@@ -5,7 +5,7 @@
 /// ``Store`` and the accessors, above this protocol. A backend receives only requests whose
 /// entity, attributes and values were checked, and records normalized by
 /// ``EntitySchema/normalize(_:)``.
-public protocol StorageEngine: AnyObject, Sendable {
+@_spi(Backend) public protocol StorageEngine: AnyObject, Sendable {
     /// The schema the store holds.
     var schema: Schema { get }
     /// Runs `body` in a read transaction that sees one consistent snapshot.
@@ -18,7 +18,7 @@ public protocol StorageEngine: AnyObject, Sendable {
 }
 
 /// The read operations of a backend transaction. Not `Sendable`: it lives inside its block.
-public protocol StorageReader {
+@_spi(Backend) public protocol StorageReader {
     func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record?
     /// Returns the items that match, sorted by the request's sort keys and then by primary key,
     /// with offset and limit applied.
@@ -30,7 +30,7 @@ public protocol StorageReader {
 }
 
 /// The write operations of a backend transaction.
-public protocol StorageWriter: StorageReader {
+@_spi(Backend) public protocol StorageWriter: StorageReader {
     /// Stores a new item. Throws `keyExists` when the key is taken, `uniqueViolation` when a
     /// unique index would hold the same values twice.
     func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws

@@ -9,7 +9,7 @@ import Foundation
 /// Tuples (index keys) follow FoundationDB's tuple layer: a type tag, then an order-preserving
 /// body; strings and bytes escape 0x00 as 0x00 0xFF and end with 0x00, so a tuple never is a
 /// prefix of another and tuples sort element by element.
-public enum KeyEncoding {
+@_spi(Backend) public enum KeyEncoding {
     /// Encodes a primary-key value (`int`, `string` or `uuid`).
     public static func encodeKey(_ value: Value) -> [UInt8] {
         switch value {

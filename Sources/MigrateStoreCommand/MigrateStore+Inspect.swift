@@ -8,21 +8,21 @@ extension MigrateStore {
         static let configuration = CommandConfiguration(
             abstract: "Show a store's schema, item counts per entity, size on disk and migration state.")
 
-        @Argument(help: "The store, KIND:PATH.")
+        @Argument(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
         var store: String
 
         @Flag(help: "Check the store's integrity too (as `check` does).")
         var check = false
 
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation(parsing: store) }
+            let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
             try CommandFailure.catching {
                 if check {
                     let report = try location.check()
                     print("checked in \(String(format: "%.2f", report.seconds)) s: \(report.engineCheck); "
                         + "\(report.items) items")
                 }
-                let opened = try location.openSource(checkPages: !check, acceptingIncompleteMigration: true)
+                let opened = try Migrator.acceptingUnfinished { try location.openSource(alreadyChecked: check) }
                 defer { try? opened.close() }
                 print("\(location)  \(location.sizeOnDisk) bytes on disk  schema version \(opened.schema.version)")
                 let marker = try opened.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
@@ -67,11 +67,11 @@ extension MigrateStore {
                 schema (types, required values, valid UTF-8).
                 """)
 
-        @Argument(help: "The store, KIND:PATH.")
+        @Argument(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
         var store: String
 
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation(parsing: store) }
+            let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
             let report = try CommandFailure.catching { try location.check() }
             print("\(location): no damage found in \(String(format: "%.2f", report.seconds)) s: "
                 + "\(report.engineCheck); \(report.items) items")

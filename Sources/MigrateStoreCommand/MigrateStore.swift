@@ -3,15 +3,20 @@ import DataStoreAPI
 import Foundation
 import StoreMigration
 
-@main
-struct MigrateStore: ParsableCommand {
-    static let configuration = CommandConfiguration(
+/// The `migrate-store` command, as a library so that a program (or a test) can run it with
+/// store kinds of its own registered (`StoreBackends.register`).
+public struct MigrateStore: ParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "migrate-store",
         abstract: "Copy, sync and verify DataStore stores between SQLite, LMDB and in-memory backends.",
         discussion: """
             A store is named KIND:PATH: sqlite:app.sqlite (a SQLite file), lmdb:app.lmdb (an LMDB \
-            environment directory). A bare PATH names what is there (a directory with data.mdb is \
-            LMDB, a file is SQLite); a bare KIND such as 'sqlite' is an error.
+            environment directory). A bare PATH names what is there (a directory is LMDB, a file is \
+            SQLite). A bare KIND names the store by its name: in a directory holding app.sqlite, \
+            `migrate-store --from sqlite --to lmdb` copies app.sqlite into app.lmdb; --store \
+            PATH/NAME chooses the name when there is not exactly one store.
 
             Exit codes:
               0    success
@@ -27,6 +32,11 @@ struct MigrateStore: ParsableCommand {
     )
 }
 
+extension MigrateStore {
+    /// The exit code (and the one-line message on standard error) for an error of a command.
+    public static func exitCode(for error: any Error) -> ExitCode { CommandFailure.exit(for: error) }
+}
+
 /// How progress is shown.
 enum ProgressStyle: String, ExpressibleByArgument, CaseIterable {
     case auto, bar, plain, none
@@ -34,11 +44,15 @@ enum ProgressStyle: String, ExpressibleByArgument, CaseIterable {
 
 /// The options every source-to-destination command shares.
 struct TransferOptions: ParsableArguments {
-    @Option(help: "The source store, KIND:PATH (it is never written).")
+    @Option(help: "The source store: KIND:PATH, or a bare KIND for the store named by --store (it is never written).")
     var from: String
 
-    @Option(help: "The destination store, KIND:PATH.")
+    @Option(help: "The destination store: KIND:PATH, or a bare KIND.")
     var to: String
+
+    @Option(help: ArgumentHelp("The store's name (PATH/NAME) for a bare KIND: sqlite means NAME.sqlite, lmdb NAME.lmdb. "
+        + "Default: the one store in the current directory.", valueName: "path/name"))
+    var store: String?
 
     @Option(help: "Only these entities, comma-separated (default: all).")
     var entities: String?
@@ -61,6 +75,7 @@ struct TransferOptions: ParsableArguments {
     }
 
     func locations() throws -> (StoreLocation, StoreLocation) {
-        try (StoreLocation(parsing: from), StoreLocation(parsing: to))
+        let resolved = try StoreLocation.resolve([from, to], store: store)
+        return (resolved[0], resolved[1])
     }
 }

@@ -2,29 +2,47 @@ import Foundation
 
 /// A ``DataStore`` over a ``StorageEngine``: the one implementation of the protocol's
 /// semantics (lifecycle, serialized writes, the FIFO background writer, reentrancy checks,
-/// validation and accessor expiry) that every backend shares.
+/// validation, accessor expiry, the unfinished-migration gate) that every backend shares.
 ///
-/// `Sendable` because every stored property is: the engine is `Sendable`, the lock and queue
-/// are thread-safe, and ``StoreLifecycle`` guards its state with a condition variable.
-public final class Store<Engine: StorageEngine>: DataStore {
-    /// The backend.
-    public let engine: Engine
+/// Each backend's public store type (`SQLiteStore`, `LMDBStore`, `InMemoryStore`) subclasses it
+/// and adds only its initializers, passing its engine to ``init(engine:)``, so that an app
+/// names stores, never engines. Subclasses cannot change the semantics: every member is final.
+///
+/// `@unchecked Sendable` because a non-final class cannot be checked, but every stored property
+/// is `Sendable` or thread-safe: the engine is `Sendable`, the lock and queue are thread-safe,
+/// ``StoreLifecycle`` guards its state with a condition variable, and subclasses add no state
+/// that is not `Sendable` (they are expected to add none at all).
+open class Store: DataStore, @unchecked Sendable {
+    /// The backend's engine.
+    @_spi(Backend) public let engine: any StorageEngine
     let catalog: Catalog
     let lifecycle = StoreLifecycle()
     let writeLock = NSLock()
     let writerQueue: DispatchQueue
 
-    /// Makes a store over an open engine.
+    /// Makes a store over an open engine; what a backend's store type calls.
     ///
-    /// - Parameter acceptingIncompleteMigration: open a store that a migration has not finished
-    ///   (only the migration engine does this).
-    /// - Throws: `incompleteMigration` when the store is an unfinished migration destination;
-    ///   the engine is closed again in that case.
-    public init(engine: Engine, acceptingIncompleteMigration: Bool = false) throws {
+    /// - Throws: `incompleteMigration` when the store is the destination of a migration that has
+    ///   not finished (the migration engine itself opens such stores); the engine is closed
+    ///   again in that case.
+    @_spi(Backend) public init(engine: any StorageEngine) throws {
         self.engine = engine
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
-        if !acceptingIncompleteMigration {
+        try Self.gate(engine)
+    }
+
+    /// A store over `engine`, gated (as ``init(engine:)``) or not (child stores).
+    init(engine: any StorageEngine, gated: Bool) throws {
+        self.engine = engine
+        catalog = Catalog(engine.schema)
+        writerQueue = DispatchQueue(label: "DataStore.writer")
+        if gated { try Self.gate(engine) }
+    }
+
+    /// Refuses an unfinished migration destination, unless the migration engine opens it.
+    private static func gate(_ engine: any StorageEngine) throws {
+        if !MigrationGate.opensUnfinished {
             let marker = try engine.withReader { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
             if let marker {
                 try? engine.close()
@@ -35,9 +53,9 @@ public final class Store<Engine: StorageEngine>: DataStore {
         }
     }
 
-    public var schema: Schema { catalog.schema }
+    public final var schema: Schema { catalog.schema }
 
-    public var isClosed: Bool { lifecycle.isClosed }
+    public final var isClosed: Bool { lifecycle.isClosed }
 
     private var identity: ObjectIdentifier { ObjectIdentifier(self) }
 
@@ -61,7 +79,7 @@ public final class Store<Engine: StorageEngine>: DataStore {
     /// transaction: it sees the same snapshot (and, inside a write, the write's own changes),
     /// and needs no second connection or reader slot, so reads nest to any depth and never wait
     /// for themselves.
-    public func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
+    public final func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
         try lifecycle.begin()
         defer { lifecycle.end() }
         if let open = ActiveBlocks.transactions[identity], let reader = open.readerOnThisThread {
@@ -79,7 +97,7 @@ public final class Store<Engine: StorageEngine>: DataStore {
     }
 
     @discardableResult
-    public func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
+    public final func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
         try checkNotReentrant("writeSync")
         return try performWrite(allowWhileClosing: false, body)
     }
@@ -98,7 +116,7 @@ public final class Store<Engine: StorageEngine>: DataStore {
         }
     }
 
-    public func writeAsync<T: Sendable>(
+    public final func writeAsync<T: Sendable>(
         _ body: @escaping @Sendable (WriteAccessor) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
@@ -115,12 +133,12 @@ public final class Store<Engine: StorageEngine>: DataStore {
         }
     }
 
-    public func waitForPendingWrites() throws {
+    public final func waitForPendingWrites() throws {
         try checkNotReentrant("waitForPendingWrites")
         writerQueue.sync {}
     }
 
-    public func close() throws {
+    public final func close() throws {
         try checkNotReentrant("close")
         guard lifecycle.beginClosing() else { return }
         writerQueue.sync {}
@@ -167,6 +185,12 @@ final class OpenTransaction: @unchecked Sendable {
     }
 
     func close() { isOpen = false }
+}
+
+/// Whether stores opened in the current task may be unfinished migration destinations: set
+/// only by the migration engine, around its own opens.
+package enum MigrationGate {
+    @TaskLocal package static var opensUnfinished = false
 }
 
 /// Metadata keys the package itself uses; apps cannot write keys with the reserved prefix.

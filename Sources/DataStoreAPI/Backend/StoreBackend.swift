@@ -1,0 +1,42 @@
+/// The name of a kind of store, as written in `KIND:PATH`: `sqlite`, `lmdb`, `memory`, or the
+/// name a third-party backend registers.
+public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral,
+    CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { rawValue = value }
+    public var description: String { rawValue }
+}
+
+/// How the stores of one kind are found, opened, checked, moved and removed by path.
+///
+/// Each backend implements it in its own module, next to the files it owns, and registers it
+/// with StoreMigration's `StoreBackends.register(_:)`; the migration engine and `migrate-store`
+/// then copy, sync, verify, inspect and check stores of that kind without knowing it.
+@_spi(Backend) public protocol StoreBackend: Sendable {
+    /// The kind's name in `KIND:PATH`.
+    var kind: StoreKind { get }
+    /// The suffix of the file or directory that holds a store named NAME (`sqlite` names
+    /// `NAME.sqlite`); `nil` for a kind without files.
+    var fileExtension: String? { get }
+    /// Whether anything (a store or not) is at `path`.
+    func exists(at path: String) -> Bool
+    /// Whether `path` looks like a store of this kind (it decides the kind of a bare path).
+    func recognizes(_ path: String) -> Bool
+    /// Opens the store at `path` for reading and writing, creating it with `schema` when there
+    /// is none (`nil` opens an existing store).
+    func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore
+    /// Opens an existing store to read it as a source: nothing may be written to it, and no
+    /// damage may crash the process (`alreadyChecked` when ``check(at:)`` has just run).
+    func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore
+    /// The engine's own integrity check, without writing; returns one line saying what it
+    /// checked. Throws `corrupt` naming what is damaged.
+    func check(at path: String) throws -> String
+    /// Deletes the store's files.
+    func destroy(at path: String) throws
+    /// Moves the store to `other`, which must not exist.
+    func move(from path: String, to other: String) throws
+    /// Bytes on disk.
+    func sizeOnDisk(at path: String) -> Int64
+}

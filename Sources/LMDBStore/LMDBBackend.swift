@@ -1,0 +1,47 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// The `lmdb` kind: a store is one environment directory, `NAME.lmdb`, holding `data.mdb` and
+/// `lock.mdb`.
+@_spi(Backend) public struct LMDBBackend: StoreBackend {
+    public init() {}
+
+    public var kind: StoreKind { "lmdb" }
+    public var fileExtension: String? { "lmdb" }
+
+    public func exists(at path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+    public func recognizes(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
+    public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
+        try LMDBStore(path: path, schema: schema, options: LMDBOptions(durability: durability))
+    }
+
+    /// Read-only, and unless just checked, with every page walked before liblmdb reads one.
+    public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
+        try LMDBStore(path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: !alreadyChecked))
+    }
+
+    public func check(at path: String) throws -> String {
+        let report = try LMDBStore.check(path: path)
+        return "page walk: \(report.pages) pages of \(report.pageSize) bytes, \(report.databases) databases, "
+            + "\(report.entries) entries"
+    }
+
+    public func destroy(at path: String) throws { try LMDBStore.destroy(at: path) }
+
+    public func move(from path: String, to other: String) throws {
+        do {
+            try FileManager.default.moveItem(atPath: path, toPath: other)
+        } catch {
+            throw StoreError(.io, "cannot move \(path) to \(other): \(error.localizedDescription)")
+        }
+    }
+
+    public func sizeOnDisk(at path: String) -> Int64 {
+        (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")[.size] as? Int64) ?? 0
+    }
+}

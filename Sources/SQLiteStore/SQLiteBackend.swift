@@ -1,0 +1,48 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// The `sqlite` kind: a store is one file, `NAME.sqlite`, with its `-wal` and `-shm` files.
+@_spi(Backend) public struct SQLiteBackend: StoreBackend {
+    public init() {}
+
+    public var kind: StoreKind { "sqlite" }
+    public var fileExtension: String? { "sqlite" }
+
+    public func exists(at path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+    public func recognizes(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+    }
+
+    public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
+        try SQLiteStore(path: path, schema: schema, options: SQLiteOptions(durability: durability))
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
+        try SQLiteStore(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
+    }
+
+    public func check(at path: String) throws -> String {
+        "PRAGMA integrity_check: " + (try SQLiteEngine.integrityCheck(path: path))
+    }
+
+    public func destroy(at path: String) throws { try SQLiteStore.destroy(at: path) }
+
+    public func move(from path: String, to other: String) throws {
+        do {
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                try FileManager.default.removeItem(atPath: path + suffix)
+            }
+            try FileManager.default.moveItem(atPath: path, toPath: other)
+        } catch {
+            throw StoreError(.io, "cannot move \(path) to \(other): \(error.localizedDescription)")
+        }
+    }
+
+    public func sizeOnDisk(at path: String) -> Int64 {
+        [path, path + "-wal"].reduce(0) { total, file in
+            total + ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int64) ?? 0)
+        }
+    }
+}

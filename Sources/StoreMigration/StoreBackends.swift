@@ -1,0 +1,46 @@
+@_spi(Backend) import DataStoreAPI
+@_spi(Backend) import InMemoryStore
+@_spi(Backend) import LMDBStore
+@_spi(Backend) import SQLiteStore
+import Synchronization
+
+extension StoreKind {
+    /// A SQLite file (`NAME.sqlite`).
+    public static let sqlite: StoreKind = "sqlite"
+    /// An LMDB environment directory (`NAME.lmdb`).
+    public static let lmdb: StoreKind = "lmdb"
+    /// An in-memory database of this process.
+    public static let memory: StoreKind = "memory"
+}
+
+/// The kinds of store the migration engine and `migrate-store` know: the three built in, and
+/// any a backend registers.
+public enum StoreBackends {
+    private static let registry = Mutex<[StoreKind: any StoreBackend]>(
+        Dictionary(uniqueKeysWithValues: ([SQLiteBackend(), LMDBBackend(), InMemoryBackend()] as [any StoreBackend])
+            .map { ($0.kind, $0) }))
+
+    /// Makes a kind of store known (replacing a registration of the same name).
+    @_spi(Backend) public static func register(_ backend: any StoreBackend) {
+        registry.withLock { $0[backend.kind] = backend }
+    }
+
+    /// The registered kinds, by name.
+    public static var kinds: [StoreKind] {
+        registry.withLock { Array($0.keys) }.sorted { $0.rawValue < $1.rawValue }
+    }
+
+    /// The backend of `kind`.
+    /// - Throws: `invalidArgument` naming the kind and the known ones.
+    @_spi(Backend) public static func backend(_ kind: StoreKind) throws(StoreError) -> any StoreBackend {
+        guard let backend = registry.withLock({ $0[kind] }) else {
+            throw StoreError(.invalidArgument, "unknown store kind '\(kind)'; known kinds: "
+                + kinds.map(\.rawValue).joined(separator: ", "))
+        }
+        return backend
+    }
+
+    static var all: [any StoreBackend] {
+        registry.withLock { Array($0.values) }.sorted { $0.kind.rawValue < $1.kind.rawValue }
+    }
+}
