@@ -68,7 +68,7 @@ public class ReadAccessor {
     /// The item with that primary key, or `nil`.
     public func get(_ entityName: String, key: Value) throws -> Record? {
         let entity = try entity(entityName)
-        return try reader.get(entity, key: try entity.encodeKey(key))
+        return try reader.get(entity, key: try entity.primaryKey(key))
     }
 
     /// Up to `limit` items with keys after `after` (from the start when `nil`), in key order:
@@ -78,7 +78,7 @@ public class ReadAccessor {
         guard limit >= 0 else {
             throw StoreError(.invalidArgument, "scan of '\(entityName)' with negative limit \(limit)")
         }
-        let start = try after.map { v throws(StoreError) in try entity.encodeKey(v) }
+        let start = try after.map { v throws(StoreError) in try entity.primaryKey(v) }
         return limit == 0 ? [] : try reader.scan(entity, after: start, limit: limit)
     }
 
@@ -105,14 +105,14 @@ public final class WriteAccessor: ReadAccessor {
     public func insert(_ record: Record, into entityName: String) throws {
         let entity = try entity(entityName)
         let normalized = try entity.normalize(record)
-        try writer.insert(normalized, key: KeyEncoding.encodeKey(normalized[entity.primaryKey]), in: entity)
+        try writer.insert(normalized, key: PrimaryKey(normalized[entity.primaryKey]), in: entity)
     }
 
     /// Stores an item, replacing any item with the same primary key (upsert).
     public func save(_ record: Record, into entityName: String) throws {
         let entity = try entity(entityName)
         let normalized = try entity.normalize(record)
-        try writer.put(normalized, key: KeyEncoding.encodeKey(normalized[entity.primaryKey]), in: entity)
+        try writer.put(normalized, key: PrimaryKey(normalized[entity.primaryKey]), in: entity)
     }
 
     /// Changes some attributes of an existing item and returns the updated item.
@@ -121,7 +121,7 @@ public final class WriteAccessor: ReadAccessor {
     @discardableResult
     public func update(_ entityName: String, key: Value, set changes: [String: Value]) throws -> Record {
         let entity = try entity(entityName)
-        let encoded = try entity.encodeKey(key)
+        let encoded = try entity.primaryKey(key)
         guard var record = try writer.get(entity, key: encoded) else {
             throw StoreError(.notFound, "no '\(entityName)' with key \(key) to update")
         }
@@ -140,7 +140,7 @@ public final class WriteAccessor: ReadAccessor {
     @discardableResult
     public func delete(_ entityName: String, key: Value) throws -> Bool {
         let entity = try entity(entityName)
-        return try writer.delete(key: try entity.encodeKey(key), in: entity)
+        return try writer.delete(key: try entity.primaryKey(key), in: entity)
     }
 
     /// Deletes every item the request returns (filter, sort, offset and limit applied);
@@ -153,7 +153,7 @@ public final class WriteAccessor: ReadAccessor {
         }
         let doomed = checked.limit == 0 ? [] : try writer.fetch(checked, in: entity)
         for record in doomed {
-            _ = try writer.delete(key: KeyEncoding.encodeKey(record[entity.primaryKey]), in: entity)
+            _ = try writer.delete(key: PrimaryKey(record[entity.primaryKey]), in: entity)
         }
         return doomed.count
     }

@@ -25,8 +25,8 @@ extension EntitySchema {
         }
     }
 
-    /// Checks a value given for the primary key and returns its order-preserving encoding.
-    public func encodeKey(_ key: Value) throws(StoreError) -> [UInt8] {
+    /// Checks a value given for the primary key and returns the key.
+    @_spi(Backend) public func primaryKey(_ key: Value) throws(StoreError) -> PrimaryKey {
         let attribute = primaryKeyAttribute
         guard !key.isNull else {
             throw StoreError(.invalidValue, "primary key '\(name).\(primaryKey)' cannot be null")
@@ -36,7 +36,7 @@ extension EntitySchema {
             throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
                 + "\(Limits.maxStringKeyBytes) are allowed")
         }
-        return KeyEncoding.encodeKey(checked)
+        return try PrimaryKey(checked)
     }
 
     /// Checks a record against the entity and returns it complete: every attribute present,

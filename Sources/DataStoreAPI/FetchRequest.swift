@@ -54,7 +54,8 @@ public struct FetchRequest: Sendable, Hashable {
 
 extension Array where Element == SortKey {
     /// Compares two records by these sort keys, then by their encoded primary keys.
-    public func compare(_ a: (key: [UInt8], record: Record), _ b: (key: [UInt8], record: Record)) -> Int {
+    @_spi(Backend) public func compare(_ a: (key: [UInt8], record: Record),
+                                       _ b: (key: [UInt8], record: Record)) -> Int {
         for sortKey in self {
             var c = Value.compareCanonical(a.record[sortKey.attribute], b.record[sortKey.attribute],
                                            foldingASCIICase: sortKey.caseInsensitive)
@@ -66,18 +67,8 @@ extension Array where Element == SortKey {
 }
 
 extension FetchRequest {
-    /// Filters, sorts and pages keyed records in the canonical way: the shared evaluation that
-    /// backends without a query engine use.
-    public func apply(to candidates: [(key: [UInt8], record: Record)], alreadyInKeyOrder: Bool) -> [Record] {
-        var rows = candidates.filter { filter.matches($0.record) }
-        if !sort.isEmpty || !alreadyInKeyOrder {
-            rows.sort { sort.compare($0, $1) < 0 }
-        }
-        return page(rows.map(\.record))
-    }
-
-    /// Applies offset and limit.
-    public func page<T>(_ rows: [T]) -> [T] {
+    /// Applies offset and limit to rows in the request's order.
+    @_spi(Backend) public func page<T>(_ rows: [T]) -> [T] {
         let start = Swift.min(offset, rows.count)
         let end = limit.map { start + Swift.min($0, rows.count - start) } ?? rows.count
         return Array(rows[start..<end])

@@ -55,10 +55,10 @@ extension DataStore {
         var report = MergeReport()
         var writes: [(entity: String, change: Overlay.Change)] = []
         for (entity, changes) in overlay.entities.sorted(by: { $0.key < $1.key }) {
-            for (_, change) in changes.sorted(by: { Value.compareBytes($0.key, $1.key) < 0 }) {
-                let now = try writer.get(entity, key: change.key)
+            for (_, change) in changes.sorted(by: { $0.key < $1.key }) {
+                let now = try writer.get(entity, key: change.key.value)
                 if now != change.base {
-                    report.conflicts.append(StoreError.ItemReference(entity: entity, key: change.key))
+                    report.conflicts.append(StoreError.ItemReference(entity: entity, key: change.key.value))
                     if policy == .parentWins {
                         report.skipped += 1
                         continue
@@ -76,7 +76,7 @@ extension DataStore {
         // the child's final state meets the unique indexes (values swapped between items merge).
         var existed: [Bool] = []
         for (entity, change) in writes {
-            existed.append(try writer.delete(entity, key: change.key))
+            existed.append(try writer.delete(entity, key: change.key.value))
         }
         for ((entity, change), wasThere) in zip(writes, existed) {
             if let current = change.current {

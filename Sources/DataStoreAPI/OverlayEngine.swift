@@ -44,12 +44,12 @@ final class OverlayEngine: StorageEngine {
 struct Overlay: Sendable {
     /// One changed item: what the parent held when the child first changed it, and now.
     struct Change: Sendable {
-        var key: Value
+        var key: PrimaryKey
         var base: Record?
         var current: Record?
     }
 
-    var entities: [String: [[UInt8]: Change]] = [:]
+    var entities: [String: [PrimaryKey: Change]] = [:]
     /// Metadata changes by the UTF-8 bytes of their key.
     var metadata: [[UInt8]: [UInt8]?] = [:]
 }
@@ -64,13 +64,9 @@ final class OverlayTransaction: StorageWriter {
         self.overlay = overlay
     }
 
-    private func decodedKey(_ key: [UInt8], _ entity: EntitySchema) throws -> Value {
-        try KeyEncoding.decodeKey(key, as: entity.primaryKeyAttribute.type)
-    }
-
-    func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record? {
+    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         if let change = overlay.entities[entity.name]?[key] { return change.current }
-        return try parent.get(entity.name, key: decodedKey(key, entity))
+        return try parent.get(entity.name, key: key.value)
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
@@ -82,13 +78,13 @@ final class OverlayTransaction: StorageWriter {
         unpaged.limit = nil
         var rows: [(key: [UInt8], record: Record)] = []
         for record in try parent.fetch(unpaged) {
-            let key = KeyEncoding.encodeKey(record[entity.primaryKey])
-            if changes[key] == nil { rows.append((key, record)) }
+            let key = try PrimaryKey(record[entity.primaryKey])
+            if changes[key] == nil { rows.append((key.bytes, record)) }
         }
         for (key, change) in changes {
-            if let current = change.current { rows.append((key, current)) }
+            if let current = change.current { rows.append((key.bytes, current)) }
         }
-        return request.apply(to: rows, alreadyInKeyOrder: false)
+        return RequestStages.answer(request, over: rows)
     }
 
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
@@ -98,27 +94,26 @@ final class OverlayTransaction: StorageWriter {
         return try fetch(FetchRequest(entity.name, filter: filter), in: entity).count
     }
 
-    func scan(_ entity: EntitySchema, after key: [UInt8]?, limit: Int) throws -> [Record] {
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         let changes = overlay.entities[entity.name] ?? [:]
-        var fromParent: [(key: [UInt8], record: Record)] = []
-        var cursor = try key.map { try decodedKey($0, entity) }
+        var rows: [(key: PrimaryKey, record: Record)] = []
+        var cursor = key?.value
         var exhausted = false
-        while fromParent.count < limit && !exhausted {
+        while rows.count < limit && !exhausted {
             let page = try parent.scan(entity.name, after: cursor, limit: limit)
             exhausted = page.count < limit
             for record in page {
-                let k = KeyEncoding.encodeKey(record[entity.primaryKey])
-                if changes[k] == nil { fromParent.append((k, record)) }
+                let k = try PrimaryKey(record[entity.primaryKey])
+                if changes[k] == nil { rows.append((k, record)) }
             }
             cursor = page.last?[entity.primaryKey]
         }
-        var rows = fromParent
         for (k, change) in changes {
             guard let current = change.current else { continue }
-            if let key, Value.compareBytes(k, key) <= 0 { continue }
+            if let key, k <= key { continue }
             rows.append((k, current))
         }
-        rows.sort { Value.compareBytes($0.key, $1.key) < 0 }
+        rows.sort { $0.key < $1.key }
         return rows.prefix(limit).map(\.record)
     }
 
@@ -127,43 +122,30 @@ final class OverlayTransaction: StorageWriter {
         return try parent.metadata(forKey: key)
     }
 
-    private func record(_ record: Record?, key: [UInt8], in entity: EntitySchema) throws {
+    private func record(_ record: Record?, key: PrimaryKey, in entity: EntitySchema) throws {
         if var change = overlay.entities[entity.name]?[key] {
             change.current = record
             overlay.entities[entity.name, default: [:]][key] = change
         } else {
-            let keyValue = try decodedKey(key, entity)
-            let base = try parent.get(entity.name, key: keyValue)
-            overlay.entities[entity.name, default: [:]][key] = Overlay.Change(key: keyValue, base: base,
-                                                                              current: record)
+            let base = try parent.get(entity.name, key: key.value)
+            overlay.entities[entity.name, default: [:]][key] = Overlay.Change(key: key, base: base, current: record)
         }
     }
 
-    private func checkUnique(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
-        for index in entity.indexes where index.isUnique {
-            let values = index.attributes.map { record[$0] }
-            if values.contains(where: \.isNull) { continue }
-            let filter = Filter.and(zip(index.attributes, values).map { .compare($0, .equal, $1) })
-            let clash = try fetch(FetchRequest(entity.name, filter: filter), in: entity).contains {
-                KeyEncoding.encodeKey($0[entity.primaryKey]) != key
-            }
-            if clash { throw StoreError.uniqueViolation(entity, index, record) }
-        }
-    }
-
-    func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
-        if try get(entity, key: key) != nil {
-            throw StoreError.keyExists(entity, record)
-        }
+    func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        if try get(entity, key: key) != nil { throw StoreError.keyExists(entity, record) }
         try put(record, key: key, in: entity)
     }
 
-    func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
-        try checkUnique(record, key: key, in: entity)
+    func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        try UniqueIndexRule.check(record, key: key, in: entity) { index, values in
+            let sameValues = Filter.and(zip(index.attributes, values).map { .compare($0, .equal, $1) })
+            return try fetch(FetchRequest(entity.name, filter: sameValues, limit: 2), in: entity)
+        }
         try self.record(record, key: key, in: entity)
     }
 
-    func delete(key: [UInt8], in entity: EntitySchema) throws -> Bool {
+    func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
         guard try get(entity, key: key) != nil else { return false }
         try record(nil, key: key, in: entity)
         return true
@@ -172,7 +154,7 @@ final class OverlayTransaction: StorageWriter {
     func deleteAll(in entity: EntitySchema) throws -> Int {
         let all = try fetch(FetchRequest(entity.name), in: entity)
         for item in all {
-            try record(nil, key: KeyEncoding.encodeKey(item[entity.primaryKey]), in: entity)
+            try record(nil, key: PrimaryKey(item[entity.primaryKey]), in: entity)
         }
         return all.count
     }

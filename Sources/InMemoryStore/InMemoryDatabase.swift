@@ -12,7 +12,6 @@ public final class InMemoryDatabase: Sendable {
 /// One committed version of an in-memory database. Copying it is O(1): the tables are
 /// copy-on-write, which gives every read transaction its own snapshot.
 struct MemoryState: Sendable {
-    var schema: Schema?
     var tables: [String: MemoryTable] = [:]
     /// Metadata by the UTF-8 bytes of its key (never by Swift's canonical `String` equality).
     var metadata: [[UInt8]: [UInt8]] = [:]
@@ -20,7 +19,8 @@ struct MemoryState: Sendable {
 
 struct MemoryTable: Sendable {
     var rows: [[UInt8]: Record] = [:]
-    /// For each unique index, the owner of each complete (non-null) tuple of values.
+    /// For each unique index, the owner of each complete (non-null) tuple of values
+    /// (``UniqueIndexRule/tuple(_:_:)``).
     var unique: [String: [[Value]: [UInt8]]] = [:]
     /// The keys in canonical order, computed at most once per committed version.
     var order = KeyOrder()

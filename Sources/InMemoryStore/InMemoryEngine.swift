@@ -11,13 +11,22 @@
     ///   `schema` is `nil`.
     public init(database: InMemoryDatabase, schema requested: Schema?) throws {
         self.database = database
-        let stored = database.state.withLock { $0.schema }
-        let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: "in-memory database")
+        let metadata = database.state.withLock { $0.metadata }
+        let location = "in-memory database"
+        let stored = try StoreHeader.read(location: location, supportedFormat: Self.formatVersion) {
+            metadata[Array($0.utf8)]
+        }
+        let (schema, isNew) = try Schema.resolve(stored: stored?.schema, requested: requested, location: location)
         self.schema = schema
         if isNew {
-            database.state.withLock { $0.schema = schema }
+            var header: [[UInt8]: [UInt8]] = [:]
+            try StoreHeader.write(schema, format: Self.formatVersion) { header[Array($0.utf8)] = $1 }
+            database.state.withLock { $0.metadata.merge(header) { _, new in new } }
         }
     }
+
+    /// The format of the in-memory header (the tables themselves are never stored).
+    static let formatVersion = 1
 
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         let snapshot = database.state.withLock { $0 }

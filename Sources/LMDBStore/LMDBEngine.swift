@@ -68,7 +68,11 @@ public struct LMDBOptions: Sendable, Hashable {
         var stored: Schema?
         var storedFormat = Self.formatVersion
         if let meta = existingMeta {
-            (storedFormat, stored) = try Self.readSchema(txn, meta: meta, path: path)
+            let header = try StoreHeader.read(location: path, supportedFormat: Self.formatVersion) { key in
+                try txn.withValue(meta, Array(key.utf8)) { Array($0) }
+            }
+            guard let header else { throw StoreError(.corrupt, "\(path): the store's header is missing") }
+            (storedFormat, stored) = header
         } else if try txn.count(environment.mainDatabase(in: txn.txn)) > 0 {
             throw StoreError(.notAStore, "\(path) is an LMDB environment but not a DataStore store (no _ds_meta)")
         }
@@ -83,8 +87,7 @@ public struct LMDBOptions: Sendable, Hashable {
         // A read-only store of format 1 cannot have its indexes rebuilt: queries scan instead.
         databases = readOnly && storedFormat < Self.formatVersion ? opened.withoutIndexes : opened
         if isNew {
-            try txn.put(meta, Array("datastore.format".utf8), Array(String(Self.formatVersion).utf8))
-            try txn.put(meta, Array("datastore.schema".utf8), schema.encodedForStorage())
+            try StoreHeader.write(schema, format: Self.formatVersion) { try txn.put(meta, Array($0.utf8), $1) }
         }
         try txn.commit()
         if storedFormat < Self.formatVersion && !readOnly {
@@ -139,21 +142,21 @@ public struct LMDBOptions: Sendable, Hashable {
         for entity in schema.entities {
             guard let indexes = databases.indexes[entity.name], !indexes.isEmpty else { continue }
             for (_, dbi) in indexes { try txn.drop(dbi) }
-            var after: [UInt8]?
+            var after: PrimaryKey?
             while true {
                 let page = try storage.scan(entity, after: after, limit: 1_000)
                 for record in page {
-                    let key = try entity.encodeKey(record[entity.primaryKey])
+                    let key = try PrimaryKey(record[entity.primaryKey])
                     for index in entity.indexes {
                         guard let dbi = indexes[index.name] else { continue }
-                        try txn.put(dbi, LMDBIndexKeys.key(index, record, primaryKey: key), key)
+                        try txn.put(dbi, LMDBIndexKeys.key(index, record, primaryKey: key.bytes), key.bytes)
                     }
                     after = key
                 }
                 if page.count < 1_000 { break }
             }
         }
-        try txn.put(databases.meta, Array("datastore.format".utf8), Array(String(Self.formatVersion).utf8))
+        try StoreHeader.write(schema, format: Self.formatVersion) { try txn.put(databases.meta, Array($0.utf8), $1) }
         try txn.commit()
     }
 
@@ -187,23 +190,6 @@ public struct LMDBOptions: Sendable, Hashable {
         }
     }
 
-    private static func readSchema(_ txn: LMDBTransaction, meta: MDB_dbi, path: String) throws -> (Int, Schema) {
-        let format = try txn.withValue(meta, Array("datastore.format".utf8)) {
-            Int(String(decoding: $0, as: UTF8.self))
-        }
-        guard let format, let version = format else {
-            throw StoreError(.corrupt, "\(path): the store's format version is missing")
-        }
-        guard version <= formatVersion else {
-            throw StoreError(.incompatibleFormat, "\(path) was written by format version \(version); this version "
-                + "reads up to \(formatVersion)")
-        }
-        guard let bytes = try txn.withValue(meta, Array("datastore.schema".utf8), { Array($0) }) else {
-            throw StoreError(.corrupt, "\(path): the store's schema is missing")
-        }
-        return (version, try Schema.decodeFromStorage(bytes, location: path))
-    }
-
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         let txn = try LMDBTransaction(environment: environment, write: false)
         defer { txn.finish() }
@@ -230,7 +216,7 @@ public struct LMDBOptions: Sendable, Hashable {
 
     /// The index and ranges a filter would use (for tests).
     func plannedIndex(_ request: FetchRequest) -> String? {
-        schema.entity(named: request.entity).flatMap { LMDBIndexKeys.plan(request.filter, $0)?.0.name }
+        schema.entity(named: request.entity).flatMap { LMDBQueryPlan.plan(request.filter, $0)?.0.name }
     }
 }
 

@@ -1,5 +1,6 @@
 internal import CLMDB
 @_spi(Backend) import DataStoreAPI
+import Foundation
 
 /// The items of a store inside one LMDB transaction: records in `e.<Entity>` under
 /// `0x00 + encoded key` (LMDB refuses empty keys, and a string key may be empty), index entries
@@ -20,10 +21,10 @@ final class LMDBStorage: StorageWriter {
         return dbi
     }
 
-    static func recordKey(_ key: [UInt8]) -> [UInt8] { [0x00] + key }
+    static func recordKey(_ key: PrimaryKey) -> [UInt8] { [0x00] + key.bytes }
 
-    func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record? {
-        try txn.withValue(dbi(entity), Self.recordKey(key)) { try decode($0, entity, key: key) }
+    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
+        try txn.withValue(dbi(entity), Self.recordKey(key)) { try decode($0, entity, key: key.bytes) }
     }
 
     /// Decodes a stored record; a damaged one is `corrupt` naming the environment, entity and key.
@@ -32,15 +33,19 @@ final class LMDBStorage: StorageWriter {
         do {
             return try LMDBRecordCoding.decode(bytes, entity)
         } catch {
-            let keyText = (try? KeyEncoding.decodeKey(key, as: entity.primaryKeyAttribute.type))?.description
-                ?? "0x" + key.map { String($0, radix: 16) }.joined()
+            let keyText = (try? PrimaryKey(bytes: key, type: entity.primaryKeyAttribute.type))?.description
+                ?? Self.hex(key)
             throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(keyText)]: \(error.message)")
         }
     }
 
+    static func hex(_ bytes: some Collection<UInt8>) -> String {
+        "0x" + bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
     /// Candidate keys from an index, in key order; `nil` when no index applies.
     private func candidates(_ filter: Filter, _ entity: EntitySchema) throws -> [[UInt8]]? {
-        guard let (index, ranges) = LMDBIndexKeys.plan(filter, entity),
+        guard let (index, ranges) = LMDBQueryPlan.plan(filter, entity),
               let dbi = databases.indexes[entity.name]?[index.name] else { return nil }
         var keys: [[UInt8]] = []
         for range in ranges {
@@ -54,60 +59,44 @@ final class LMDBStorage: StorageWriter {
         return keys
     }
 
-    /// Visits the records matching `filter` in key order while `visit` returns true.
-    private func matching(_ filter: Filter, _ entity: EntitySchema,
-                          _ visit: ([UInt8], Record) throws -> Bool) throws {
+    /// Offers the entity's records in key order to `visit` while it returns true: the index's
+    /// candidates when one applies (the filter is re-checked on each record by the caller),
+    /// every record otherwise.
+    private func candidates(_ filter: Filter, _ entity: EntitySchema,
+                            _ visit: ([UInt8], Record) throws -> Bool) throws {
         if let keys = try candidates(filter, entity) {
+            let type = entity.primaryKeyAttribute.type
             for key in keys {
-                guard let record = try get(entity, key: key) else {
-                    throw StoreError(.corrupt, "index of '\(entity.name)' names a missing item")
+                guard let record = try get(entity, key: PrimaryKey(bytes: key, type: type)) else {
+                    throw StoreError(.corrupt, "\(txn.environment.path): an index of '\(entity.name)' names the "
+                        + "missing item \(Self.hex(key))")
                 }
-                if filter.matches(record), !(try visit(key, record)) { return }
+                if !(try visit(key, record)) { return }
             }
             return
         }
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            let record = try decode(value, entity, key: key.dropFirst())
-            guard filter.matches(record) else { return true }
-            return try visit(Array(key.dropFirst()), record)
+            try visit(Array(key.dropFirst()), try decode(value, entity, key: key.dropFirst()))
         }
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
-        if request.sort.isEmpty {
-            var skipped = 0
-            var result: [Record] = []
-            try matching(request.filter, entity) { _, record in
-                if skipped < request.offset {
-                    skipped += 1
-                    return true
-                }
-                result.append(record)
-                return request.limit.map { result.count < $0 } ?? true
-            }
-            return result
-        }
-        var rows: [(key: [UInt8], record: Record)] = []
-        try matching(request.filter, entity) { key, record in
-            rows.append((key, record))
-            return true
-        }
-        var unfiltered = request
-        unfiltered.filter = .all
-        return unfiltered.apply(to: rows, alreadyInKeyOrder: true)
+        var stages = RequestStages(request)
+        try candidates(request.filter, entity) { key, record in stages.offer(key: key, record: record) }
+        return stages.finish()
     }
 
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         if filter == .all { return try txn.count(dbi(entity)) }
         var count = 0
-        try matching(filter, entity) { _, _ in
-            count += 1
+        try candidates(filter, entity) { _, record in
+            if filter.matches(record) { count += 1 }
             return true
         }
         return count
     }
 
-    func scan(_ entity: EntitySchema, after key: [UInt8]?, limit: Int) throws -> [Record] {
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         var result: [Record] = []
         let start = key.map { Self.recordKey($0) }
         try txn.forEach(dbi(entity), from: start) { k, value in
@@ -125,10 +114,10 @@ final class LMDBStorage: StorageWriter {
         var count = 0
         try txn.forEach(dbi(entity), from: nil) { key, value in
             let record = try decode(value, entity, key: key.dropFirst())
-            let carried = try entity.encodeKey(record[entity.primaryKey])
-            guard key.first == 0x00, carried.elementsEqual(key.dropFirst()) else {
-                throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(record[entity.primaryKey])] "
-                    + "is stored under another key (0x\(key.map { String($0, radix: 16) }.joined()))")
+            let carried = try PrimaryKey(record[entity.primaryKey])
+            guard key.first == 0x00, carried.bytes.elementsEqual(key.dropFirst()) else {
+                throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(carried)] is stored under "
+                    + "another key (\(Self.hex(key)))")
             }
             count += 1
             return true
@@ -140,60 +129,45 @@ final class LMDBStorage: StorageWriter {
         try txn.withValue(databases.meta, Array(key.utf8)) { Array($0) }
     }
 
-    func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
+    func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         if try txn.withValue(dbi(entity), Self.recordKey(key), { _ in true }) != nil {
             throw StoreError.keyExists(entity, record)
         }
         try write(record, key: key, old: nil, in: entity)
     }
 
-    func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
+    func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         try write(record, key: key, old: get(entity, key: key), in: entity)
     }
 
-    private func write(_ record: Record, key: [UInt8], old: Record?, in entity: EntitySchema) throws {
-        try checkUnique(record, key: key, in: entity)
+    private func write(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
+        try UniqueIndexRule.check(record, key: key, in: entity) { index, values in
+            guard let dbi = databases.indexes[entity.name]?[index.name] else { return [] }
+            var holders: [[UInt8]] = []
+            try LMDBIndexKeys.primaryKeys(in: .prefix(LMDBIndexKeys.equalityPrefix(values)), of: dbi, txn) {
+                holders.append($0)
+            }
+            let type = entity.primaryKeyAttribute.type
+            return try holders.compactMap { try get(entity, key: PrimaryKey(bytes: $0, type: type)) }
+        }
         for index in entity.indexes {
             guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
-            let newKey = LMDBIndexKeys.key(index, record, primaryKey: key)
+            let newKey = LMDBIndexKeys.key(index, record, primaryKey: key.bytes)
             if let old {
-                let oldKey = LMDBIndexKeys.key(index, old, primaryKey: key)
+                let oldKey = LMDBIndexKeys.key(index, old, primaryKey: key.bytes)
                 if oldKey == newKey { continue }
                 try txn.delete(dbi, oldKey)
             }
-            try txn.put(dbi, newKey, key)
+            try txn.put(dbi, newKey, key.bytes)
         }
         try txn.put(dbi(entity), Self.recordKey(key), LMDBRecordCoding.encode(record, entity))
     }
 
-    /// Looks up each unique index's values (nulls never conflict); the index gives candidates,
-    /// the records decide, since long values are indexed by a prefix.
-    private func checkUnique(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
-        for index in entity.indexes where index.isUnique {
-            let values = index.attributes.map { record[$0] }
-            if values.contains(where: \.isNull) { continue }
-            guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
-            var clash = false
-            var others: [[UInt8]] = []
-            try LMDBIndexKeys.primaryKeys(in: .prefix(LMDBIndexKeys.equalityPrefix(values)), of: dbi, txn) {
-                if $0 != key { others.append($0) }
-            }
-            for other in others {
-                guard let existing = try get(entity, key: other) else { continue }
-                if zip(index.attributes, values).allSatisfy({ Value.compareCanonical(existing[$0], $1) == 0 }) {
-                    clash = true
-                    break
-                }
-            }
-            if clash { throw StoreError.uniqueViolation(entity, index, record) }
-        }
-    }
-
-    func delete(key: [UInt8], in entity: EntitySchema) throws -> Bool {
+    func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
         guard let old = try get(entity, key: key) else { return false }
         for index in entity.indexes {
             guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
-            try txn.delete(dbi, LMDBIndexKeys.key(index, old, primaryKey: key))
+            try txn.delete(dbi, LMDBIndexKeys.key(index, old, primaryKey: key.bytes))
         }
         return try txn.delete(dbi(entity), Self.recordKey(key))
     }

@@ -91,18 +91,11 @@ public struct SQLiteOptions: Sendable, Hashable {
             var stored: Schema?
             if hasMeta == 1 {
                 let transaction = SQLiteTransaction(connection: db, statements: [:])
-                let format = try transaction.metadata(forKey: "datastore.format").flatMap { Int(String(decoding: $0, as: UTF8.self)) }
-                guard let format else {
-                    throw StoreError(.corrupt, "\(path): the store's format version is missing")
+                guard let header = try StoreHeader.read(location: path, supportedFormat: formatVersion,
+                                                        transaction.metadata(forKey:)) else {
+                    throw StoreError(.corrupt, "\(path): the store's header is missing from _ds_meta")
                 }
-                guard format <= formatVersion else {
-                    throw StoreError(.incompatibleFormat, "\(path) was written by format version \(format); this "
-                        + "version reads up to \(formatVersion)")
-                }
-                guard let bytes = try transaction.metadata(forKey: "datastore.schema") else {
-                    throw StoreError(.corrupt, "\(path): the store's schema is missing")
-                }
-                stored = try Schema.decodeFromStorage(bytes, location: path)
+                stored = header.schema
             }
             let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: path)
             if isNew {
@@ -156,8 +149,7 @@ public struct SQLiteOptions: Sendable, Hashable {
             }
         }
         let transaction = SQLiteTransaction(connection: db, statements: [:])
-        try transaction.setMetadata(Array(String(formatVersion).utf8), forKey: "datastore.format")
-        try transaction.setMetadata(schema.encodedForStorage(), forKey: "datastore.schema")
+        try StoreHeader.write(schema, format: formatVersion) { try transaction.setMetadata($1, forKey: $0) }
     }
 
     /// Column types. Doubles get no declared type: a REAL column stores integral doubles as

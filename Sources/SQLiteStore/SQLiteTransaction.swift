@@ -65,20 +65,18 @@ final class SQLiteTransaction: StorageWriter {
         }
     }
 
-    private func keyValue(_ key: [UInt8], _ entity: EntitySchema) throws(StoreError) -> Value {
-        try KeyEncoding.decodeKey(key, as: entity.primaryKeyAttribute.type)
-    }
-
-    func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record? {
+    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         let statement = try connection.statement(sql(entity).get)
-        try statement.bind([keyValue(key, entity)])
+        try statement.bind([key.value])
         return try rows(statement, entity).first
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
         if SQLiteQuery.nestsTooDeep(select.sql) {
-            return request.apply(to: try keyedRecords(entity), alreadyInKeyOrder: true)
+            var stages = RequestStages(request)
+            for (key, record) in try keyedRecords(entity) where !stages.offer(key: key, record: record) { break }
+            return stages.finish()
         }
         return try rows(prepared(select), entity)
     }
@@ -86,7 +84,7 @@ final class SQLiteTransaction: StorageWriter {
     /// Every item of the entity in key order, for filters too deep for SQLite's parser.
     private func keyedRecords(_ entity: EntitySchema) throws -> [(key: [UInt8], record: Record)] {
         try rows(connection.statement(sql(entity).scanAll), entity).map { record in
-            (try entity.encodeKey(record[entity.primaryKey]), record)
+            (try PrimaryKey(record[entity.primaryKey]).bytes, record)
         }
     }
 
@@ -101,11 +99,11 @@ final class SQLiteTransaction: StorageWriter {
         return try statement.step() ? Int(statement.int64(at: 0)) : 0
     }
 
-    func scan(_ entity: EntitySchema, after key: [UInt8]?, limit: Int) throws -> [Record] {
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         let texts = sql(entity)
         let statement = try connection.statement(key == nil ? texts.scanFirst : texts.scanAfter)
         if let key {
-            try statement.bind([keyValue(key, entity), .int(Int64(limit))])
+            try statement.bind([key.value, .int(Int64(limit))])
         } else {
             try statement.bind([.int(Int64(limit))])
         }
@@ -119,7 +117,7 @@ final class SQLiteTransaction: StorageWriter {
         return try statement.step() ? statement.bytes(at: 0) : nil
     }
 
-    private func write(_ sql: String, _ record: Record, key: [UInt8], in entity: EntitySchema,
+    private func write(_ sql: String, _ record: Record, key: PrimaryKey, in entity: EntitySchema,
                        inserting: Bool) throws {
         let statement = try connection.statement(sql)
         try statement.bind(record.values(in: entity.layout))
@@ -135,35 +133,34 @@ final class SQLiteTransaction: StorageWriter {
     /// schema, never by SQLite's message: an insert whose key is taken is `keyExists` even when
     /// SQLite checked a unique index first (WITHOUT ROWID tables do); otherwise the unique index
     /// that holds the record's values for another item.
-    private func constraintError(_ error: StoreError, _ record: Record, key: [UInt8], in entity: EntitySchema,
+    private func constraintError(_ error: StoreError, _ record: Record, key: PrimaryKey, in entity: EntitySchema,
                                  inserting: Bool) throws -> StoreError {
         let code = error.cause?.code ?? 0
         let keyTaken = try inserting && get(entity, key: key) != nil
         if code == SQLiteConnection.constraintPrimaryKey || code == SQLiteConnection.constraintRowID || keyTaken {
             return StoreError.keyExists(entity, record, cause: error.cause)
         }
-        for index in entity.indexes where index.isUnique {
-            let values = index.attributes.map { record[$0] }
-            if values.contains(where: \.isNull) { continue }
-            let sameValues = Filter.and(zip(index.attributes, values).map { .compare($0, .equal, $1) })
-            let holders = try fetch(FetchRequest(entity.name, filter: sameValues, limit: 2), in: entity)
-            if holders.contains(where: { $0[entity.primaryKey] != record[entity.primaryKey] }) {
-                return StoreError.uniqueViolation(entity, index, record, cause: error.cause)
+        do {
+            try UniqueIndexRule.check(record, key: key, in: entity) { index, values in
+                let sameValues = Filter.and(zip(index.attributes, values).map { .compare($0, .equal, $1) })
+                return try fetch(FetchRequest(entity.name, filter: sameValues, limit: 2), in: entity)
             }
+        } catch let violation as StoreError where violation.code == .uniqueViolation {
+            return StoreError(.uniqueViolation, violation.message, cause: error.cause, items: violation.items)
         }
         return error
     }
 
-    func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
+    func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         try write(sql(entity).insert, record, key: key, in: entity, inserting: true)
     }
 
-    func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
+    func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         try write(sql(entity).upsert, record, key: key, in: entity, inserting: false)
     }
 
-    func delete(key: [UInt8], in entity: EntitySchema) throws -> Bool {
-        try connection.execute(sql(entity).delete, [keyValue(key, entity)])
+    func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
+        try connection.execute(sql(entity).delete, [key.value])
         return connection.changes > 0
     }
 

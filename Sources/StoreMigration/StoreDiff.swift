@@ -88,7 +88,7 @@ struct StoreDiff {
             if s == nil && d == nil { break }
             let order: Int
             if let s, let d {
-                order = Value.compareBytes(KeyEncoding.encodeKey(s[pk]), KeyEncoding.encodeKey(d[pk]))
+                order = Value.compareBytes(try KeyEncoding.encodeKey(s[pk]), try KeyEncoding.encodeKey(d[pk]))
             } else {
                 order = s == nil ? 1 : -1
             }

@@ -5,8 +5,8 @@ import Testing
 @Test(arguments: [
     ([Int64.min, -1_000_000, -1, 0, 1, 255, 256, Int64.max]),
 ])
-func intKeysEncodeInSignedOrder(_ ints: [Int64]) {
-    let encoded = ints.map { KeyEncoding.encodeKey(.int($0)) }
+func intKeysEncodeInSignedOrder(_ ints: [Int64]) throws {
+    let encoded = try ints.map { try KeyEncoding.encodeKey(.int($0)) }
     #expect(encoded == encoded.sorted { $0.lexicographicallyPrecedes($1) })
     for (i, e) in zip(ints, encoded) {
         #expect((try? KeyEncoding.decodeKey(e, as: .int)) == .int(i))
@@ -54,4 +54,10 @@ func intKeysEncodeInSignedOrder(_ ints: [Int64]) {
         .compare("a", .equal, 1), .among("b", [1, 2]), .isNull("c"),
         .and([.compare("d", .greaterOrEqual, 1), .compare("d", .lessOrEqual, 3)]),
     ]))
+}
+
+@Test(arguments: [Value.null, .bool(true), .double(1), .bytes([1]), .date(Timestamp(microsecondsSinceEpoch: 1))])
+func aValueThatCannotBeAKeyIsAnErrorNotEmptyBytes(_ value: Value) {
+    #expect(throws: StoreError.self) { try KeyEncoding.encodeKey(value) }
+    #expect(throws: StoreError.self) { try PrimaryKey(value) }
 }

@@ -54,12 +54,12 @@ class BrokenTransaction: StorageReader {
         self.breakage = breakage
     }
 
-    func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record? { try base.get(entity, key: key) }
+    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? { try base.get(entity, key: key) }
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         guard breakage == .rangeStopsAtKeysStartingWith0xFF else { return try base.count(filter, in: entity) }
         return try fetch(FetchRequest(entity.name, filter: filter), in: entity).count
     }
-    func scan(_ entity: EntitySchema, after key: [UInt8]?, limit: Int) throws -> [Record] {
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         try base.scan(entity, after: key, limit: limit)
     }
     func metadata(forKey key: String) throws -> [UInt8]? { try base.metadata(forKey: key) }
@@ -77,7 +77,7 @@ class BrokenTransaction: StorageReader {
         case .rangeStopsAtKeysStartingWith0xFF:
             let bounds = Self.upperBounds(request.filter)
             return try base.fetch(request, in: entity).filter { record in
-                let key = KeyEncoding.encodeKey(record[entity.primaryKey])
+                let key = (try? KeyEncoding.encodeKey(record[entity.primaryKey])) ?? []
                 return key.first != 0xFF || !bounds.contains { name, bound in
                     let value = Self.bytes(record[name])
                     return value.count < bound.count && bound.starts(with: value)
@@ -88,7 +88,7 @@ class BrokenTransaction: StorageReader {
             let (offset, limit) = (request.offset, request.limit)
             request.offset = 0
             request.limit = nil
-            let rows = try base.fetch(request, in: entity).map { (KeyEncoding.encodeKey($0[entity.primaryKey]), $0) }
+            let rows = try base.fetch(request, in: entity).map { (try KeyEncoding.encodeKey($0[entity.primaryKey]), $0) }
             let sorted = rows.sorted { a, b in
                 for key in request.sort {
                     var c = key.caseInsensitive ? Self.compareUpToNUL(a.1[key.attribute], b.1[key.attribute])
@@ -160,7 +160,7 @@ final class BrokenWriter: BrokenTransaction, StorageWriter {
         super.init(inner: inner, breakage: breakage)
     }
 
-    func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
+    func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         if breakage == .uniqueCheckedBeforeKey {
             for index in entity.indexes where index.isUnique {
                 let values = index.attributes.map { record[$0] }
@@ -173,10 +173,10 @@ final class BrokenWriter: BrokenTransaction, StorageWriter {
         }
         try writer.insert(record, key: key, in: entity)
     }
-    func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws {
+    func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         try writer.put(record, key: key, in: entity)
     }
-    func delete(key: [UInt8], in entity: EntitySchema) throws -> Bool { try writer.delete(key: key, in: entity) }
+    func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool { try writer.delete(key: key, in: entity) }
     func deleteAll(in entity: EntitySchema) throws -> Int { try writer.deleteAll(in: entity) }
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws { try writer.setMetadata(value, forKey: key) }
 }

@@ -171,7 +171,7 @@ let itemSchema = Schema(entities: [
         let dbi = try #require(engine.databases.indexes["Item"]?["byName"])
         try txn.drop(dbi)
         for key in keys {
-            let encoded = KeyEncoding.encodeKey(.int(key))
+            let encoded = try KeyEncoding.encodeKey(.int(key))
             try txn.put(dbi, LMDBIndexKeys.tuple(["ab"]) + encoded, encoded)
         }
         try txn.put(engine.databases.meta, Array("datastore.format".utf8), Array("1".utf8))

@@ -11,12 +11,14 @@ import Foundation
 /// prefix of another and tuples sort element by element.
 @_spi(Backend) public enum KeyEncoding {
     /// Encodes a primary-key value (`int`, `string` or `uuid`).
-    public static func encodeKey(_ value: Value) -> [UInt8] {
+    /// - Throws: `invalidArgument` for any other value, which cannot be a key.
+    public static func encodeKey(_ value: Value) throws(StoreError) -> [UInt8] {
         switch value {
         case .int(let i): return bigEndian(UInt64(bitPattern: i) ^ (1 << 63))
         case .string(let s): return Array(s.utf8)
         case .uuid(let u): return u.bytes
-        default: return []
+        default:
+            throw StoreError(.invalidArgument, "\(value) cannot be a primary key: keys are int, string or uuid")
         }
     }
 

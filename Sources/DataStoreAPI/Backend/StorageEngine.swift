@@ -19,13 +19,13 @@
 
 /// The read operations of a backend transaction. Not `Sendable`: it lives inside its block.
 @_spi(Backend) public protocol StorageReader {
-    func get(_ entity: EntitySchema, key: [UInt8]) throws -> Record?
+    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record?
     /// Returns the items that match, sorted by the request's sort keys and then by primary key,
     /// with offset and limit applied.
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record]
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int
     /// Returns up to `limit` items with keys greater than `key`, in key order.
-    func scan(_ entity: EntitySchema, after key: [UInt8]?, limit: Int) throws -> [Record]
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record]
     func metadata(forKey key: String) throws -> [UInt8]?
 }
 
@@ -33,11 +33,11 @@
 @_spi(Backend) public protocol StorageWriter: StorageReader {
     /// Stores a new item. Throws `keyExists` when the key is taken, `uniqueViolation` when a
     /// unique index would hold the same values twice.
-    func insert(_ record: Record, key: [UInt8], in entity: EntitySchema) throws
+    func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws
     /// Stores an item, replacing the one with the same key. Throws `uniqueViolation`.
-    func put(_ record: Record, key: [UInt8], in entity: EntitySchema) throws
+    func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws
     /// Deletes an item; returns whether it existed.
-    func delete(key: [UInt8], in entity: EntitySchema) throws -> Bool
+    func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool
     /// Deletes every item of an entity; returns how many there were.
     func deleteAll(in entity: EntitySchema) throws -> Int
     /// Stores (or with `nil` removes) a metadata value, in the same transaction as the data.

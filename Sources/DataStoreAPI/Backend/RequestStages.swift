@@ -1,0 +1,55 @@
+/// The filter, sort and page stages of a request, for backends without a query engine of their
+/// own (the in-memory tables, LMDB, child stores): they offer candidates, the stages answer
+/// exactly as the canonical semantics say.
+///
+/// Offered in key order, a request without sort keys streams: offset and limit apply as the
+/// candidates arrive and ``offer(key:record:)`` says when no more are needed. With sort keys,
+/// every match is kept, then sorted (ties by primary key) and paged.
+@_spi(Backend) public struct RequestStages {
+    public let request: FetchRequest
+    private let inKeyOrder: Bool
+    private var skipped = 0
+    private var streamed: [Record] = []
+    private var kept: [(key: [UInt8], record: Record)] = []
+
+    /// Stages for `request`; `inKeyOrder` when candidates come in canonical key order.
+    public init(_ request: FetchRequest, inKeyOrder: Bool = true) {
+        self.request = request
+        self.inKeyOrder = inKeyOrder
+    }
+
+    /// Whether the stages can stop taking candidates early (no sort, candidates in key order).
+    private var streams: Bool { request.sort.isEmpty && inKeyOrder }
+
+    /// Offers a candidate (it need not match the filter).
+    /// - Returns: false once no later candidate can change the answer.
+    public mutating func offer(key: [UInt8], record: Record) -> Bool {
+        guard request.filter.matches(record) else { return true }
+        guard streams else {
+            kept.append((key, record))
+            return true
+        }
+        if skipped < request.offset {
+            skipped += 1
+            return true
+        }
+        if let limit = request.limit, streamed.count >= limit { return false }
+        streamed.append(record)
+        return request.limit.map { streamed.count < $0 } ?? true
+    }
+
+    /// The answer: the matches in the request's order, offset and limit applied.
+    public func finish() -> [Record] {
+        if streams { return streamed }
+        let sorted = kept.sorted { request.sort.compare($0, $1) < 0 }
+        return request.page(sorted.map(\.record))
+    }
+
+    /// Answers `request` over candidates in any order.
+    public static func answer(_ request: FetchRequest,
+                              over candidates: some Sequence<(key: [UInt8], record: Record)>) -> [Record] {
+        var stages = RequestStages(request, inKeyOrder: false)
+        for (key, record) in candidates { _ = stages.offer(key: key, record: record) }
+        return stages.finish()
+    }
+}
