@@ -51,6 +51,12 @@ let package = Package(
             dependencies: ["DataStoreAPI", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "DataStoreTestSupport",
+            dependencies: ["DataStoreAPI"],
+            path: "Tests/Support",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "DataStoreAPITests",
             dependencies: ["DataStoreAPI"],
@@ -58,22 +64,23 @@ let package = Package(
         ),
         .testTarget(
             name: "InMemoryStoreTests",
-            dependencies: ["InMemoryStore", "DataStoreConformance"],
+            dependencies: ["InMemoryStore", "DataStoreConformance", "DataStoreTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "DataStoreConformance", "crash-writer"],
+            dependencies: ["SQLiteStore", "DataStoreConformance", "DataStoreTestSupport", "crash-writer"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LMDBStoreTests",
-            dependencies: ["LMDBStore", "DataStoreConformance", "crash-writer"],
+            dependencies: ["LMDBStore", "DataStoreConformance", "DataStoreTestSupport", "crash-writer"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "StoreMigrationTests",
-            dependencies: ["StoreMigration", "DataStoreConformance", "migrate-store", "crash-writer", "MigrateStoreCommand",
+            dependencies: ["StoreMigration", "DataStoreConformance", "DataStoreTestSupport", "migrate-store", "crash-writer",
+                           "MigrateStoreCommand",
                            "InMemoryStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),

@@ -30,11 +30,11 @@
 
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         let snapshot = database.state.withLock { $0 }
-        return try body(MemoryTransaction(state: snapshot))
+        return try body(InMemoryTransaction(state: snapshot))
     }
 
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
-        let transaction = MemoryTransaction(state: database.state.withLock { $0 })
+        let transaction = InMemoryTransaction(state: database.state.withLock { $0 })
         let result = try body(transaction)
         let committed = transaction.state
         database.state.withLock { $0 = committed }

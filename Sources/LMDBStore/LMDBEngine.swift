@@ -62,7 +62,7 @@ public struct LMDBOptions: Sendable, Hashable {
         if options.checkPages {
             _ = try Self.walk(environment)
         }
-        let txn = try LMDBTransaction(environment: environment, write: !readOnly)
+        let txn = try LMDBTxn(environment: environment, write: !readOnly)
         defer { txn.finish() }
         let existingMeta = try environment.openDatabase("_ds_meta", in: txn.txn, create: false)
         var stored: Schema?
@@ -107,7 +107,7 @@ public struct LMDBOptions: Sendable, Hashable {
 
     /// Walks every page of the snapshot that a read transaction pins for the walk's duration.
     private static func walk(_ environment: LMDBEnvironment) throws -> LMDBCheckReport {
-        let txn = try LMDBTransaction(environment: environment, write: false)
+        let txn = try LMDBTxn(environment: environment, write: false)
         defer { txn.finish() }
         let check = try LMDBPageCheck(path: environment.path)
         defer { check.close() }
@@ -126,9 +126,9 @@ public struct LMDBOptions: Sendable, Hashable {
         let engine = try LMDBEngine(path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: true))
         defer { try? engine.close() }
         var report = try walk(engine.environment)
-        let txn = try LMDBTransaction(environment: engine.environment, write: false)
+        let txn = try LMDBTxn(environment: engine.environment, write: false)
         defer { txn.finish() }
-        let storage = LMDBStorage(txn: txn, databases: engine.databases)
+        let storage = LMDBTransaction(txn: txn, databases: engine.databases)
         report.items = try engine.schema.entities.reduce(0) { $0 + (try storage.checkRecords($1)) }
         return report
     }
@@ -136,9 +136,9 @@ public struct LMDBOptions: Sendable, Hashable {
     /// Rewrites every index in the current format, in one write transaction, reading each
     /// entity in pages (a cursor would not survive the restart that growing the map needs).
     private func rebuildIndexes() throws {
-        let txn = try LMDBTransaction(environment: environment, write: true)
+        let txn = try LMDBTxn(environment: environment, write: true)
         defer { txn.finish() }
-        let storage = LMDBStorage(txn: txn, databases: databases)
+        let storage = LMDBTransaction(txn: txn, databases: databases)
         for entity in schema.entities {
             guard let indexes = databases.indexes[entity.name], !indexes.isEmpty else { continue }
             for (_, dbi) in indexes { try txn.drop(dbi) }
@@ -191,18 +191,18 @@ public struct LMDBOptions: Sendable, Hashable {
     }
 
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
-        let txn = try LMDBTransaction(environment: environment, write: false)
+        let txn = try LMDBTxn(environment: environment, write: false)
         defer { txn.finish() }
-        return try body(LMDBStorage(txn: txn, databases: databases))
+        return try body(LMDBTransaction(txn: txn, databases: databases))
     }
 
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         guard !environment.isReadOnly else {
             throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
         }
-        let txn = try LMDBTransaction(environment: environment, write: true)
+        let txn = try LMDBTxn(environment: environment, write: true)
         defer { txn.finish() }
-        let result = try body(LMDBStorage(txn: txn, databases: databases))
+        let result = try body(LMDBTransaction(txn: txn, databases: databases))
         try txn.commit()
         return result
     }

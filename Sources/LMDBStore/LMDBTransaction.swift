@@ -1,184 +1,190 @@
 internal import CLMDB
 @_spi(Backend) import DataStoreAPI
+import Foundation
 
-/// A raw LMDB transaction over byte keys and values.
-///
-/// A write transaction keeps a journal of its changes. When a put hits `MDB_MAP_FULL`, it
-/// aborts, grows the map, begins again, replays the journal and retries the put, so the
-/// caller's block carries on and the user never sees a full map while the disk has room.
-/// Nothing else can have written in between: the store serializes writers.
-final class LMDBTransaction {
-    private enum Change {
-        case put(MDB_dbi, [UInt8], [UInt8])
-        case delete(MDB_dbi, [UInt8])
-        case drop(MDB_dbi)
+/// The items of a store inside one LMDB transaction: records in `e.<Entity>` under
+/// `0x00 + encoded key` (LMDB refuses empty keys, and a string key may be empty), index entries
+/// in `i.<Entity>.<index>`.
+final class LMDBTransaction: StorageWriter {
+    let txn: LMDBTxn
+    let databases: LMDBDatabases
+
+    init(txn: LMDBTxn, databases: LMDBDatabases) {
+        self.txn = txn
+        self.databases = databases
     }
 
-    let environment: LMDBEnvironment
-    let isWrite: Bool
-    private(set) var txn: OpaquePointer
-    private var journal: [Change] = []
-    private var isFinished = false
-
-    init(environment: LMDBEnvironment, write: Bool) throws(StoreError) {
-        self.environment = environment
-        isWrite = write
-        txn = try environment.begin(write: write)
-    }
-
-    deinit {
-        finish()
-    }
-
-    private var path: String { environment.path }
-
-    /// Calls `body` with the value stored under `key`, valid only during the call.
-    func withValue<T>(_ dbi: MDB_dbi, _ key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
-        var data = MDB_val()
-        let rc = key.withUnsafeBytes { raw -> Int32 in
-            var k = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
-            return mdb_get(txn, dbi, &k, &data)
+    private func dbi(_ entity: EntitySchema) throws(StoreError) -> MDB_dbi {
+        guard let dbi = databases.entities[entity.name] else {
+            throw StoreError(.unknownEntity, "no database for entity '\(entity.name)'")
         }
-        if rc == MDB_NOTFOUND { return nil }
-        try LMDBError.check(rc, "\(path): mdb_get")
-        return try body(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+        return dbi
     }
 
-    /// Visits entries in key order from the first key `>= start` (from the first key when `nil`)
-    /// while `body` returns true.
-    func forEach(_ dbi: MDB_dbi, from start: [UInt8]?,
-                 _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
-        var cursor: OpaquePointer?
-        try LMDBError.check(mdb_cursor_open(txn, dbi, &cursor), "\(path): mdb_cursor_open")
-        defer { mdb_cursor_close(cursor) }
-        var key = MDB_val()
-        var data = MDB_val()
-        var rc: Int32
-        if let start {
-            rc = start.withUnsafeBytes { raw -> Int32 in
-                key = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
-                return mdb_cursor_get(cursor, &key, &data, MDB_SET_RANGE)
-            }
-        } else {
-            rc = mdb_cursor_get(cursor, &key, &data, MDB_FIRST)
+    static func recordKey(_ key: PrimaryKey) -> [UInt8] { [0x00] + key.bytes }
+
+    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
+        try txn.withValue(dbi(entity), Self.recordKey(key)) { try decode($0, entity, key: key.bytes) }
+    }
+
+    /// Decodes a stored record; a damaged one is `corrupt` naming the environment, entity and key.
+    private func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema,
+                        key: some Collection<UInt8>) throws(StoreError) -> Record {
+        do {
+            return try LMDBRecordCoding.decode(bytes, entity)
+        } catch {
+            let keyText = (try? PrimaryKey(bytes: key, type: entity.primaryKeyAttribute.type))?.description
+                ?? Self.hex(key)
+            throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(keyText)]: \(error.message)")
         }
-        while rc == MDB_SUCCESS {
-            let goOn = try body(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size),
-                                UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
-            if !goOn { return }
-            rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
+    }
+
+    static func hex(_ bytes: some Collection<UInt8>) -> String {
+        "0x" + bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Candidate keys from an index, in key order; `nil` when no index applies.
+    private func candidates(_ filter: Filter, _ entity: EntitySchema) throws -> [[UInt8]]? {
+        guard let (index, ranges) = LMDBQueryPlan.plan(filter, entity),
+              let dbi = databases.indexes[entity.name]?[index.name] else { return nil }
+        var keys: [[UInt8]] = []
+        for range in ranges {
+            try LMDBIndexKeys.primaryKeys(in: range, of: dbi, txn) { keys.append($0) }
         }
-        if rc != MDB_NOTFOUND { try LMDBError.check(rc, "\(path): mdb_cursor_get") }
-    }
-
-    /// The number of entries of a database.
-    func count(_ dbi: MDB_dbi) throws(StoreError) -> Int {
-        var stat = MDB_stat()
-        try LMDBError.check(mdb_stat(txn, dbi, &stat), "\(path): mdb_stat")
-        return stat.ms_entries
-    }
-
-    func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws(StoreError) {
-        try perform(.put(dbi, key, value))
-    }
-
-    /// Deletes a key; returns whether it existed. Grows the map when needed: LMDB deletes
-    /// write fresh pages too.
-    @discardableResult
-    func delete(_ dbi: MDB_dbi, _ key: [UInt8]) throws(StoreError) -> Bool {
-        try perform(.delete(dbi, key))
-    }
-
-    /// Empties a database.
-    func drop(_ dbi: MDB_dbi) throws(StoreError) {
-        try perform(.drop(dbi))
-    }
-
-    /// Applies a change, growing the map and replaying the journal on `MDB_MAP_FULL`.
-    /// - Returns: false when a deleted key did not exist.
-    @discardableResult
-    private func perform(_ change: Change) throws(StoreError) -> Bool {
-        var rc = apply(change)
-        var attempts = 0
-        while rc == MDB_MAP_FULL && attempts < 40 {
-            attempts += 1
-            try restartInLargerMap()
-            rc = apply(change)
+        // One equality prefix yields its keys in key order already; anything else is merged here.
+        if ranges.count > 1 { keys = Array(Set(keys)) }
+        if zip(keys, keys.dropFirst()).contains(where: { Value.compareBytes($0, $1) >= 0 }) {
+            keys.sort { Value.compareBytes($0, $1) < 0 }
         }
-        if rc == MDB_NOTFOUND, case .delete = change { return false }
-        guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot write", path: path) }
-        journal.append(change)
-        return true
+        return keys
     }
 
-    private func apply(_ change: Change) -> Int32 {
-        switch change {
-        case let .put(dbi, key, value):
-            return key.withUnsafeBytes { k in
-                value.withUnsafeBytes { v in
-                    var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-                    var vv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
-                    return mdb_put(txn, dbi, &kv, &vv, 0)
+    /// Offers the entity's records in key order to `visit` while it returns true: the index's
+    /// candidates when one applies (the filter is re-checked on each record by the caller),
+    /// every record otherwise.
+    private func candidates(_ filter: Filter, _ entity: EntitySchema,
+                            _ visit: ([UInt8], Record) throws -> Bool) throws {
+        if let keys = try candidates(filter, entity) {
+            let type = entity.primaryKeyAttribute.type
+            for key in keys {
+                guard let record = try get(entity, key: PrimaryKey(bytes: key, type: type)) else {
+                    throw StoreError(.corrupt, "\(txn.environment.path): an index of '\(entity.name)' names the "
+                        + "missing item \(Self.hex(key))")
                 }
+                if !(try visit(key, record)) { return }
             }
-        case let .delete(dbi, key):
-            return key.withUnsafeBytes { k in
-                var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-                return mdb_del(txn, dbi, &kv, nil)
+            return
+        }
+        try txn.forEach(dbi(entity), from: nil) { key, value in
+            try visit(Array(key.dropFirst()), try decode(value, entity, key: key.dropFirst()))
+        }
+    }
+
+    func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
+        var stages = RequestStages(request)
+        try candidates(request.filter, entity) { key, record in stages.offer(key: key, record: record) }
+        return stages.finish()
+    }
+
+    func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
+        if filter == .all { return try txn.count(dbi(entity)) }
+        var count = 0
+        try candidates(filter, entity) { _, record in
+            if filter.matches(record) { count += 1 }
+            return true
+        }
+        return count
+    }
+
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
+        var result: [Record] = []
+        let start = key.map { Self.recordKey($0) }
+        try txn.forEach(dbi(entity), from: start) { k, value in
+            if let start, k.elementsEqual(start) { return true }
+            result.append(try decode(value, entity, key: k.dropFirst()))
+            return result.count < limit
+        }
+        return result
+    }
+
+    /// Decodes every record of the entity and checks that each carries the primary key it is
+    /// stored under (damage can turn one key into another valid one); returns how many.
+    /// - Throws: `corrupt` naming the environment, entity and key.
+    func checkRecords(_ entity: EntitySchema) throws -> Int {
+        var count = 0
+        try txn.forEach(dbi(entity), from: nil) { key, value in
+            let record = try decode(value, entity, key: key.dropFirst())
+            let carried = try PrimaryKey(record[entity.primaryKey])
+            guard key.first == 0x00, carried.bytes.elementsEqual(key.dropFirst()) else {
+                throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(carried)] is stored under "
+                    + "another key (\(Self.hex(key)))")
             }
-        case .drop(let dbi):
-            return mdb_drop(txn, dbi, 0)
+            count += 1
+            return true
         }
+        return count
     }
 
-    /// Aborts, grows the map, begins again and replays the journal (growing again if needed).
-    private func restartInLargerMap() throws(StoreError) {
-        environment.end(txn, commit: false)
-        isFinished = true
-        while true {
-            try environment.grow()
-            txn = try environment.begin(write: true)
-            isFinished = false
-            let rc = replay()
-            if rc == MDB_SUCCESS { return }
-            environment.end(txn, commit: false)
-            isFinished = true
-            if rc != MDB_MAP_FULL {
-                throw LMDBError.error(rc, "\(path): cannot replay the transaction after growing the map")
+    func metadata(forKey key: String) throws -> [UInt8]? {
+        try txn.withValue(databases.meta, Array(key.utf8)) { Array($0) }
+    }
+
+    func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        if try txn.withValue(dbi(entity), Self.recordKey(key), { _ in true }) != nil {
+            throw StoreError.keyExists(entity, record)
+        }
+        try write(record, key: key, old: nil, in: entity)
+    }
+
+    func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        try write(record, key: key, old: get(entity, key: key), in: entity)
+    }
+
+    private func write(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
+        try UniqueIndexRule.check(record, key: key, in: entity) { index, values in
+            guard let dbi = databases.indexes[entity.name]?[index.name] else { return [] }
+            var holders: [[UInt8]] = []
+            try LMDBIndexKeys.primaryKeys(in: .prefix(LMDBIndexKeys.equalityPrefix(values)), of: dbi, txn) {
+                holders.append($0)
             }
+            let type = entity.primaryKeyAttribute.type
+            return try holders.compactMap { try get(entity, key: PrimaryKey(bytes: $0, type: type)) }
         }
+        for index in entity.indexes {
+            guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
+            let newKey = LMDBIndexKeys.key(index, record, primaryKey: key.bytes)
+            if let old {
+                let oldKey = LMDBIndexKeys.key(index, old, primaryKey: key.bytes)
+                if oldKey == newKey { continue }
+                try txn.delete(dbi, oldKey)
+            }
+            try txn.put(dbi, newKey, key.bytes)
+        }
+        try txn.put(dbi(entity), Self.recordKey(key), LMDBRecordCoding.encode(record, entity))
     }
 
-    private func replay() -> Int32 {
-        for change in journal {
-            let rc = apply(change)
-            if rc != MDB_SUCCESS && rc != MDB_NOTFOUND { return rc }
+    func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
+        guard let old = try get(entity, key: key) else { return false }
+        for index in entity.indexes {
+            guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
+            try txn.delete(dbi, LMDBIndexKeys.key(index, old, primaryKey: key.bytes))
         }
-        return MDB_SUCCESS
+        return try txn.delete(dbi(entity), Self.recordKey(key))
     }
 
-    /// Commits; growing the map and committing again if the commit itself finds it full. A read
-    /// transaction commits to keep the database handles it opened.
-    func commit() throws(StoreError) {
-        var rc = environment.end(txn, commit: true)
-        isFinished = true
-        var attempts = 0
-        while isWrite && rc == MDB_MAP_FULL && attempts < 40 {
-            attempts += 1
-            try environment.grow()
-            txn = try environment.begin(write: true)
-            isFinished = false
-            rc = replay()
-            if rc == MDB_SUCCESS { rc = environment.end(txn, commit: true) } else { environment.end(txn, commit: false) }
-            isFinished = true
-        }
-        guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot commit", path: path) }
+    func deleteAll(in entity: EntitySchema) throws -> Int {
+        let dbi = try dbi(entity)
+        let count = try txn.count(dbi)
+        try txn.drop(dbi)
+        for (_, indexDBI) in databases.indexes[entity.name] ?? [:] { try txn.drop(indexDBI) }
+        return count
     }
 
-    /// Aborts (or for a read, ends) the transaction if it is still open.
-    func finish() {
-        guard !isFinished else { return }
-        isFinished = true
-        environment.end(txn, commit: false)
+    func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
+        if let value {
+            try txn.put(databases.meta, Array(key.utf8), value)
+        } else {
+            try txn.delete(databases.meta, Array(key.utf8))
+        }
     }
 }

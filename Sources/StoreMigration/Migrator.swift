@@ -48,13 +48,8 @@ public enum Migrator {
                             options: MigrationOptions = MigrationOptions(),
                             shouldStop: @escaping () -> Bool = { false },
                             progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
-        guard source != destination else {
-            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
-        }
-        let sourceCheck = options.checkSource ? try source.check() : nil
-        let sourceStore = try source.openSource(alreadyChecked: sourceCheck != nil)
+        let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
         defer { try? sourceStore.close() }
-        let schema = try selectedSchema(sourceStore.schema, options.entities)
         let run = MigrationRun(operation: "copy", source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
         run.report.resumed = options.resume
@@ -122,13 +117,8 @@ public enum Migrator {
     private static func compareStores(operation: String, _ source: StoreLocation, _ destination: StoreLocation,
                                       _ options: MigrationOptions, _ shouldStop: @escaping () -> Bool,
                                       _ progress: @escaping (MigrationProgress) -> Void) throws -> MigrationReport {
-        guard source != destination else {
-            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
-        }
-        let sourceCheck = options.checkSource ? try source.check() : nil
-        let sourceStore = try source.openSource(alreadyChecked: sourceCheck != nil)
+        let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
         defer { try? sourceStore.close() }
-        let schema = try selectedSchema(sourceStore.schema, options.entities)
         let destinationStore = try withResumeCommand(destination) {
             operation == "verify" ? try destination.openSource() : try destination.open(schema: nil)
         }
@@ -173,6 +163,24 @@ public enum Migrator {
             throw StoreError(.incompleteMigration, "\(destination) is the destination of an unfinished migration "
                 + "from \(source); finish it with: migrate-store copy --from \(source) --to \(destination) --resume",
                 cause: error.cause)
+        }
+    }
+
+    /// Checks the source (unless the options say not to) and opens it read-only; returns the
+    /// store, the schema of the entities to migrate and the check's report.
+    private static func openSource(_ source: StoreLocation, distinctFrom destination: StoreLocation,
+                                   _ options: MigrationOptions) throws
+        -> (store: any DataStore, schema: Schema, check: StoreCheckReport?) {
+        guard source != destination else {
+            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
+        }
+        let check = options.checkSource ? try source.check() : nil
+        let store = try source.openSource(alreadyChecked: check != nil)
+        do {
+            return (store, try selectedSchema(store.schema, options.entities), check)
+        } catch {
+            try? store.close()
+            throw error
         }
     }
 

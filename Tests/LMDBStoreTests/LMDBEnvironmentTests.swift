@@ -1,5 +1,6 @@
 @_spi(Backend) import DataStoreAPI
 import DataStoreConformance
+import DataStoreTestSupport
 import Foundation
 @_spi(Backend) @testable import LMDBStore
 import Synchronization
@@ -167,7 +168,7 @@ let itemSchema = Schema(entities: [
         let store = try LMDBStore(path: path, schema: schema)
         try store.writeSync { writer in for key in keys { try writer.insert(["id": .int(key), "name": "ab"], into: "Item") } }
         let engine = store.lmdb
-        let txn = try LMDBTransaction(environment: engine.environment, write: true)
+        let txn = try LMDBTxn(environment: engine.environment, write: true)
         let dbi = try #require(engine.databases.indexes["Item"]?["byName"])
         try txn.drop(dbi)
         for key in keys {

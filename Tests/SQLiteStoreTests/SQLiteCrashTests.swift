@@ -1,5 +1,6 @@
 @_spi(Backend) import DataStoreAPI
 import DataStoreConformance
+import DataStoreTestSupport
 import Foundation
 import SQLiteStore
 import Testing

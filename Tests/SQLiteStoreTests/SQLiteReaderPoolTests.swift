@@ -1,5 +1,6 @@
 @_spi(Backend) import DataStoreAPI
 import DataStoreConformance
+import DataStoreTestSupport
 import Foundation
 @_spi(Backend) @testable import SQLiteStore
 import Synchronization

@@ -1,5 +1,6 @@
 import DataStoreAPI
 import DataStoreConformance
+import DataStoreTestSupport
 import Foundation
 import StoreMigration
 import Testing

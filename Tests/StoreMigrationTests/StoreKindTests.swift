@@ -1,6 +1,7 @@
 import ArgumentParser
 @_spi(Backend) import DataStoreAPI
 import DataStoreConformance
+import DataStoreTestSupport
 import Foundation
 @_spi(Backend) import InMemoryStore
 import MigrateStoreCommand

@@ -1,7 +1,7 @@
 @_spi(Backend) import DataStoreAPI
 
 /// A transaction on its own copy of the in-memory state.
-final class MemoryTransaction: StorageWriter {
+final class InMemoryTransaction: StorageWriter {
     var state: MemoryState
 
     init(state: MemoryState) {

@@ -1,0 +1,178 @@
+internal import CLMDB
+@_spi(Backend) import DataStoreAPI
+
+/// A raw LMDB transaction over byte keys and values.
+///
+/// A write transaction keeps a journal of its changes. When a put hits `MDB_MAP_FULL`, it
+/// aborts, grows the map, begins again, replays the journal and retries the put, so the
+/// caller's block carries on and the user never sees a full map while the disk has room.
+/// Nothing else can have written in between: the store serializes writers.
+final class LMDBTxn {
+    private enum Change {
+        case put(MDB_dbi, [UInt8], [UInt8])
+        case delete(MDB_dbi, [UInt8])
+        case drop(MDB_dbi)
+    }
+
+    let environment: LMDBEnvironment
+    let isWrite: Bool
+    private(set) var txn: OpaquePointer
+    private var journal: [Change] = []
+    private var isFinished = false
+
+    init(environment: LMDBEnvironment, write: Bool) throws(StoreError) {
+        self.environment = environment
+        isWrite = write
+        txn = try environment.begin(write: write)
+    }
+
+    deinit {
+        finish()
+    }
+
+    private var path: String { environment.path }
+
+    /// Calls `body` with the value stored under `key`, valid only during the call.
+    func withValue<T>(_ dbi: MDB_dbi, _ key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        var data = MDB_val()
+        let rc = key.withUnsafeBytes { raw -> Int32 in
+            var k = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
+            return mdb_get(txn, dbi, &k, &data)
+        }
+        if rc == MDB_NOTFOUND { return nil }
+        try LMDBError.check(rc, "\(path): mdb_get")
+        return try body(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+    }
+
+    /// Visits entries in key order from the first key `>= start` (from the first key when `nil`)
+    /// while `body` returns true.
+    func forEach(_ dbi: MDB_dbi, from start: [UInt8]?,
+                 _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        var cursor: OpaquePointer?
+        try LMDBError.check(mdb_cursor_open(txn, dbi, &cursor), "\(path): mdb_cursor_open")
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var data = MDB_val()
+        var rc: Int32
+        if let start {
+            rc = start.withUnsafeBytes { raw -> Int32 in
+                key = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
+                return mdb_cursor_get(cursor, &key, &data, MDB_SET_RANGE)
+            }
+        } else {
+            rc = mdb_cursor_get(cursor, &key, &data, MDB_FIRST)
+        }
+        while rc == MDB_SUCCESS {
+            let goOn = try body(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size),
+                                UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+            if !goOn { return }
+            rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try LMDBError.check(rc, "\(path): mdb_cursor_get") }
+    }
+
+    /// The number of entries of a database.
+    func count(_ dbi: MDB_dbi) throws(StoreError) -> Int {
+        var stat = MDB_stat()
+        try LMDBError.check(mdb_stat(txn, dbi, &stat), "\(path): mdb_stat")
+        return stat.ms_entries
+    }
+
+    func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws(StoreError) {
+        try perform(.put(dbi, key, value))
+    }
+
+    /// Deletes a key; returns whether it existed. Grows the map when needed: LMDB deletes
+    /// write fresh pages too.
+    @discardableResult
+    func delete(_ dbi: MDB_dbi, _ key: [UInt8]) throws(StoreError) -> Bool {
+        try perform(.delete(dbi, key))
+    }
+
+    /// Empties a database.
+    func drop(_ dbi: MDB_dbi) throws(StoreError) {
+        try perform(.drop(dbi))
+    }
+
+    /// Applies a change, growing the map and replaying the journal on `MDB_MAP_FULL`.
+    /// - Returns: false when a deleted key did not exist.
+    @discardableResult
+    private func perform(_ change: Change) throws(StoreError) -> Bool {
+        let rc = try growingTheMap { apply(change) }
+        if rc == MDB_NOTFOUND, case .delete = change { return false }
+        guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot write", path: path) }
+        journal.append(change)
+        return true
+    }
+
+    /// The one map-growth retry, for writes and commits: runs `attempt` until it does not find
+    /// the map full. Each time it does, the transaction ends (if `attempt` left it open), the map
+    /// doubles, and a new write transaction replays the journal before `attempt` runs again.
+    private func growingTheMap(_ attempt: () -> Int32) throws(StoreError) -> Int32 {
+        var rc = attempt()
+        var growths = 0
+        while rc == MDB_MAP_FULL && growths < 40 {
+            growths += 1
+            if !isFinished {
+                environment.end(txn, commit: false)
+                isFinished = true
+            }
+            try environment.grow()
+            txn = try environment.begin(write: true)
+            isFinished = false
+            rc = replay()
+            if rc == MDB_MAP_FULL { continue }
+            guard rc == MDB_SUCCESS else {
+                throw LMDBError.error(rc, "\(path): cannot replay the transaction after growing the map")
+            }
+            rc = attempt()
+        }
+        return rc
+    }
+
+    private func apply(_ change: Change) -> Int32 {
+        switch change {
+        case let .put(dbi, key, value):
+            return key.withUnsafeBytes { k in
+                value.withUnsafeBytes { v in
+                    var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                    var vv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+                    return mdb_put(txn, dbi, &kv, &vv, 0)
+                }
+            }
+        case let .delete(dbi, key):
+            return key.withUnsafeBytes { k in
+                var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                return mdb_del(txn, dbi, &kv, nil)
+            }
+        case .drop(let dbi):
+            return mdb_drop(txn, dbi, 0)
+        }
+    }
+
+    private func replay() -> Int32 {
+        for change in journal {
+            let rc = apply(change)
+            if rc != MDB_SUCCESS && rc != MDB_NOTFOUND { return rc }
+        }
+        return MDB_SUCCESS
+    }
+
+    /// Commits; growing the map and committing again if the commit itself finds it full. A read
+    /// transaction commits to keep the database handles it opened.
+    func commit() throws(StoreError) {
+        let commit = { () -> Int32 in
+            defer { self.isFinished = true }
+            return self.environment.end(self.txn, commit: true)
+        }
+        let rc = isWrite ? try growingTheMap(commit) : commit()
+        guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot commit", path: path) }
+    }
+
+    /// Aborts (or for a read, ends) the transaction if it is still open.
+    func finish() {
+        guard !isFinished else { return }
+        isFinished = true
+        environment.end(txn, commit: false)
+    }
+}

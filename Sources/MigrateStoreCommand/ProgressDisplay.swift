@@ -1,0 +1,47 @@
+import Foundation
+import StoreMigration
+
+/// A progress bar with rate and ETA on a terminal, plain lines about once a second otherwise.
+final class ProgressDisplay {
+    private let bar: Bool
+    private let silent: Bool
+    private var lastDraw = Date.distantPast
+    private var lastShown: (String, Int)?
+    private var drewBar = false
+
+    init(style: ProgressStyle) {
+        let terminal = isatty(STDERR_FILENO) != 0
+        bar = style == .bar || (style == .auto && terminal)
+        silent = style == .none
+    }
+
+    func show(_ progress: MigrationProgress) {
+        guard !silent else { return }
+        let now = Date()
+        let complete = progress.done == progress.total
+        guard now.timeIntervalSince(lastDraw) >= (bar ? 0.1 : 1.0) || complete else { return }
+        let key = (progress.phase.rawValue + progress.entity, progress.done)
+        if let lastShown, lastShown == key { return }
+        lastShown = key
+        lastDraw = now
+        let fraction = progress.total > 0 ? min(1, Double(progress.done) / Double(progress.total)) : 1
+        let rate = progress.itemsPerSecond
+        let eta = rate > 0 ? Double(progress.total - progress.done) / rate : 0
+        let stats = "\(progress.done)/\(progress.total) \(Int(rate)) items/s ETA \(Int(eta.rounded()))s"
+        if bar {
+            let width = 30
+            let filled = Int(fraction * Double(width))
+            let text = "\r\(progress.phase.rawValue) \(progress.entity) [" + String(repeating: "#", count: filled)
+                + String(repeating: ".", count: width - filled) + "] \(Int(fraction * 100))% \(stats)\u{1B}[K"
+            FileHandle.standardError.write(Data(text.utf8))
+            drewBar = true
+        } else {
+            FileHandle.standardError.write(Data("\(progress.phase.rawValue) \(progress.entity) \(Int(fraction * 100))% \(stats)\n".utf8))
+        }
+    }
+
+    func finish() {
+        if drewBar { FileHandle.standardError.write(Data("\n".utf8)) }
+        drewBar = false
+    }
+}
