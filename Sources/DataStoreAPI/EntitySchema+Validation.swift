@@ -2,7 +2,7 @@ extension EntitySchema {
     /// Checks one non-null value against an attribute: its type, NaN, and size limits.
     /// An `int` given for a `double` attribute is converted.
     /// - Returns: the value as it will be stored.
-    public func checkValue(_ value: Value, for attribute: Attribute) throws(StoreError) -> Value {
+    @_spi(Backend) public func checkValue(_ value: Value, for attribute: Attribute) throws(StoreError) -> Value {
         var value = value
         if attribute.type == .double, case .int(let i) = value {
             value = .double(Double(i))
@@ -43,7 +43,7 @@ extension EntitySchema {
     /// defaults applied, optional attributes without a value set to null.
     /// - Throws: ``StoreError`` with `unknownAttribute`, `typeMismatch`, `invalidValue` (null for a
     ///   required attribute, NaN) or `limitExceeded`, naming the entity and attribute.
-    public func normalize(_ record: Record) throws(StoreError) -> Record {
+    @_spi(Backend) public func normalize(_ record: Record) throws(StoreError) -> Record {
         var result: [Value] = []
         result.reserveCapacity(attributes.count)
         var matched = 0
@@ -78,7 +78,7 @@ extension EntitySchema {
     }
 
     /// Checks a filter's attributes and values; returns it with values converted as stored.
-    public func validate(_ filter: Filter) throws(StoreError) -> Filter {
+    @_spi(Backend) public func validate(_ filter: Filter) throws(StoreError) -> Filter {
         switch filter {
         case .all:
             return .all
@@ -116,7 +116,7 @@ extension EntitySchema {
     }
 
     /// Checks sort keys: the attributes exist, and case folding is asked only of strings.
-    public func validate(_ sort: [SortKey]) throws(StoreError) {
+    @_spi(Backend) public func validate(_ sort: [SortKey]) throws(StoreError) {
         for key in sort {
             let attribute = try requireAttribute(key.attribute)
             if key.caseInsensitive, attribute.type != .string {

@@ -17,7 +17,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     }
 
     /// A record with one value per name of `layout`, in order (what backends build).
-    public init(layout: RecordLayout, values: [Value]) {
+    @_spi(Backend) public init(layout: RecordLayout, values: [Value]) {
         if values.count == layout.names.count {
             self.layout = layout
             slots = values
@@ -59,7 +59,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     }
 
     /// The values in the order of `layout` (null for names the record lacks).
-    public func values(in layout: RecordLayout) -> [Value] {
+    @_spi(Backend) public func values(in layout: RecordLayout) -> [Value] {
         if self.layout === layout { return slots }
         return layout.names.map { self[$0] }
     }

@@ -1,6 +1,6 @@
 /// The attribute names of an entity in schema order, shared by every record a store returns
 /// for that entity, so that such a record is an array of values rather than a dictionary.
-public final class RecordLayout: Sendable, Hashable {
+@_spi(Backend) public final class RecordLayout: Sendable, Hashable {
     /// The attribute names, in schema order.
     public let names: [String]
     let slots: [String: Int]

@@ -8,7 +8,7 @@ extension Schema {
     /// - An existing store opened with a schema must hold exactly that schema.
     /// - Returns: the schema, and whether it must be written to the store.
     /// - Throws: `schemaMismatch` naming the first difference; `notFound` when neither exists.
-    public static func resolve(stored: Schema?, requested: Schema?, location: String)
+    @_spi(Backend) public static func resolve(stored: Schema?, requested: Schema?, location: String)
         throws(StoreError) -> (schema: Schema, isNew: Bool)
     {
         switch (stored, requested) {
@@ -49,7 +49,7 @@ extension Schema {
     }
 
     /// The schema as stored by every backend: JSON with sorted keys.
-    public func encodedForStorage() throws(StoreError) -> [UInt8] {
+    @_spi(Backend) public func encodedForStorage() throws(StoreError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
@@ -61,7 +61,7 @@ extension Schema {
 
     /// Decodes a schema written by ``encodedForStorage()``.
     /// - Throws: `corrupt` naming `location`.
-    public static func decodeFromStorage(_ bytes: [UInt8], location: String) throws(StoreError) -> Schema {
+    @_spi(Backend) public static func decodeFromStorage(_ bytes: [UInt8], location: String) throws(StoreError) -> Schema {
         do {
             return try JSONDecoder().decode(Schema.self, from: Data(bytes))
         } catch {

@@ -51,7 +51,7 @@ public struct EntitySchema: Sendable, Hashable, Codable {
     /// The entity's indexes.
     public var indexes: [Index]
     /// The layout of the records a store returns for this entity (its attribute names in order).
-    public private(set) var layout: RecordLayout
+    @_spi(Backend) public private(set) var layout: RecordLayout
 
     /// An entity; ``Schema/validate()`` checks it when a store opens.
     public init(_ name: String, primaryKey: String, attributes: [Attribute], indexes: [Index] = []) {

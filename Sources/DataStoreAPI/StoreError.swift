@@ -117,14 +117,14 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
 extension StoreError {
     /// The error every backend throws when an insert finds an item with the same primary key.
-    public static func keyExists(_ entity: EntitySchema, _ record: Record, cause: Cause? = nil) -> StoreError {
+    @_spi(Backend) public static func keyExists(_ entity: EntitySchema, _ record: Record, cause: Cause? = nil) -> StoreError {
         StoreError(.keyExists, "'\(entity.name)' already has an item with key \(record[entity.primaryKey])",
                    cause: cause, items: [ItemReference(entity: entity.name, key: record[entity.primaryKey])])
     }
 
     /// The error every backend throws when a write would give two items the same values in a
     /// unique index.
-    public static func uniqueViolation(_ entity: EntitySchema, _ index: Index, _ record: Record,
+    @_spi(Backend) public static func uniqueViolation(_ entity: EntitySchema, _ index: Index, _ record: Record,
                                        cause: Cause? = nil) -> StoreError {
         let values = index.attributes.map { record[$0].description }.joined(separator: ", ")
         return StoreError(.uniqueViolation, "unique index '\(entity.name).\(index.name)' already holds \(values)",

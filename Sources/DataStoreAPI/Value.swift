@@ -97,7 +97,7 @@ extension Value {
     }
 
     /// Three-way comparison of two byte sequences (memcmp, then length).
-    public static func compareBytes<A: Sequence, B: Sequence>(
+    @_spi(Backend) public static func compareBytes<A: Sequence, B: Sequence>(
         _ a: A, _ b: B, foldingASCIICase: Bool = false
     ) -> Int where A.Element == UInt8, B.Element == UInt8 {
         var ia = a.makeIterator()
@@ -115,7 +115,7 @@ extension Value {
     }
 
     /// Three-way comparison of two byte arrays with `memcmp` (the hot path of key ordering).
-    public static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    @_spi(Backend) public static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
         let common = Swift.min(a.count, b.count)
         let c = a.withUnsafeBufferPointer { pa in
             b.withUnsafeBufferPointer { pb -> Int32 in
@@ -160,12 +160,12 @@ extension Value: CustomStringConvertible {
 
 extension UUID {
     /// The 16 bytes of the UUID, in order.
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         withUnsafeBytes(of: uuid) { Array($0) }
     }
 
     /// Makes a UUID from exactly 16 bytes; `nil` for any other length.
-    public init?(bytes: some Collection<UInt8>) {
+    package init?(bytes: some Collection<UInt8>) {
         guard bytes.count == 16 else { return nil }
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &raw) { buffer in
