@@ -25,12 +25,15 @@ enum EdgeQueryCases {
         let store = try c.open(EdgeDomain.schema, name: "edge")
         let items = EdgeDomain.items(150, seed: seed)
         try store.writeSync { writer in
-            for (entity, records) in items { for record in records { try writer.insert(record, into: entity) } }
+            for (entity, records) in items {
+                for record in records { try writer.insert(record, into: entity) }
+            }
         }
         let stored = try store.read { reader in
-            Dictionary(uniqueKeysWithValues: try items.map { entity, records in
-                (entity, try records.map { try reader.get(entity, key: $0["id"]) ?? [:] })
-            })
+            Dictionary(
+                uniqueKeysWithValues: try items.map { entity, records in
+                    (entity, try records.map { try reader.get(entity, key: $0["id"]) ?? [:] })
+                })
         }
         var rng = SplitMix64(seed: seed &+ 1)
         var model = stored.mapValues { Dictionary(uniqueKeysWithValues: $0.map { ($0["id"], $0) }) }
@@ -59,7 +62,8 @@ enum EdgeQueryCases {
                 }
             }
         }
-        return Setup(store: store, stored: stored, child: child, childItems: model.mapValues { Array($0.values) })
+        return Setup(
+            store: store, stored: stored, child: child, childItems: model.mapValues { Array($0.values) })
     }
 
     static func describe(_ request: FetchRequest) -> String {
@@ -67,17 +71,25 @@ enum EdgeQueryCases {
             + "limit \(request.limit.map(String.init) ?? "none")"
     }
 
-    static func check(_ c: ConformanceContext, _ setup: Setup, _ request: FetchRequest, deleting: Bool) throws {
+    static func check(_ c: ConformanceContext, _ setup: Setup, _ request: FetchRequest, deleting: Bool) throws
+    {
         let expected = Oracle.answer(request, over: setup.stored[request.entity] ?? [], primaryKey: "id")
-        let (got, count) = try setup.store.read { reader in (try reader.fetch(request), try reader.count(request)) }
-        c.expect(got == expected, "fetch \(describe(request)) on \(c.backend.name): got \(got.map(\.["id"])), "
-            + "expected \(expected.map(\.["id"]))")
+        let (got, count) = try setup.store.read { reader in
+            (try reader.fetch(request), try reader.count(request))
+        }
+        c.expect(
+            got == expected,
+            "fetch \(describe(request)) on \(c.backend.name): got \(got.map(\.["id"])), "
+                + "expected \(expected.map(\.["id"]))")
         c.expectEqual(count, expected.count, "count \(describe(request)) on \(c.backend.name)")
 
-        let childExpected = Oracle.answer(request, over: setup.childItems[request.entity] ?? [], primaryKey: "id")
+        let childExpected = Oracle.answer(
+            request, over: setup.childItems[request.entity] ?? [], primaryKey: "id")
         let childGot = try setup.child.read { try $0.fetch(request) }
-        c.expect(childGot == childExpected, "child fetch \(describe(request)) on \(c.backend.name): got "
-            + "\(childGot.map(\.["id"])), expected \(childExpected.map(\.["id"]))")
+        c.expect(
+            childGot == childExpected,
+            "child fetch \(describe(request)) on \(c.backend.name): got "
+                + "\(childGot.map(\.["id"])), expected \(childExpected.map(\.["id"]))")
 
         guard deleting else { return }
         var deleted = -1
@@ -90,8 +102,9 @@ enum EdgeQueryCases {
             }
         } catch is Rollback {}
         c.expectEqual(deleted, expected.count, "delete \(describe(request)) on \(c.backend.name)")
-        c.expectEqual(remaining, (setup.stored[request.entity]?.count ?? 0) - expected.count,
-                      "items left after delete \(describe(request)) on \(c.backend.name)")
+        c.expectEqual(
+            remaining, (setup.stored[request.entity]?.count ?? 0) - expected.count,
+            "items left after delete \(describe(request)) on \(c.backend.name)")
     }
 
     static let all: [ConformanceCase] = [
@@ -99,30 +112,35 @@ enum EdgeQueryCases {
             let setup = try setUp(c, seed: 9)
             let generator = EdgeRequests.generator(EdgeRequests.storedValues(setup.stored))
             var checked = 0
-            await propertyCheck(count: requestCount, input: generator, perform: { request in
-                checked += 1
-                try check(c, setup, request, deleting: checked % 16 == 0)
-            }, sourceLocation: c.sourceLocation)
+            await propertyCheck(
+                count: requestCount, input: generator,
+                perform: { request in
+                    checked += 1
+                    try check(c, setup, request, deleting: checked % 16 == 0)
+                }, sourceLocation: c.sourceLocation)
         },
         ConformanceCase("Edge queries", "indexedRangesFindValuesThatArePrefixesOfTheirBounds") { c in
             let store = try c.open(EdgeDomain.schema, name: "edge")
             let keys: [Value] = [.int(.max), .int(.max - 1), .int(.min), .int(0)]
             try store.writeSync { writer in
                 for (i, key) in keys.enumerated() {
-                    try writer.insert(["id": key, "s": "ab", "b": .bytes([1]), "n": .int(Int64(i))],
-                                      into: "EdgeInt")
+                    try writer.insert(
+                        ["id": key, "s": "ab", "b": .bytes([1]), "n": .int(Int64(i))],
+                        into: "EdgeInt")
                 }
             }
             let requests: [(Filter, Int)] = [
                 (Field("s") <= "ab\u{0}", 4), (Field("s") < "ab\u{0}", 4), (Field("s") < "ab\u{0}\u{0}", 4),
                 (Field("s") <= "ab", 4), (Field("s") < "ab", 0), (Field("s") > "a", 4),
-                (Field("b") < .bytes([1, 0]), 4), (Field("b") <= .bytes([1]), 4), (Field("b") < .bytes([1]), 0),
+                (Field("b") < .bytes([1, 0]), 4), (Field("b") <= .bytes([1]), 4),
+                (Field("b") < .bytes([1]), 0),
                 (Field("s") >= "ab" && Field("s") <= "ab\u{0}", 4),
             ]
             try store.read { reader in
                 for (filter, expected) in requests {
                     let request = FetchRequest("EdgeInt", filter: filter)
-                    c.expectEqual(try reader.fetch(request).count, expected, "fetch \(filter) on \(c.backend.name)")
+                    c.expectEqual(
+                        try reader.fetch(request).count, expected, "fetch \(filter) on \(c.backend.name)")
                     c.expectEqual(try reader.count(request), expected, "count \(filter) on \(c.backend.name)")
                 }
             }
@@ -145,16 +163,22 @@ enum EdgeQueryCases {
                     c.expectEqual(try reader.count(request), expected.count, "count \(describe(request))")
                 }
                 c.expectEqual(try reader.scan("Item", limit: Int.max).count, stored.count)
-                c.expectEqual(try reader.scan("Item", after: stored[0]["id"], limit: Int.max).count,
-                              stored.count - 1)
+                c.expectEqual(
+                    try reader.scan("Item", after: stored[0]["id"], limit: Int.max).count,
+                    stored.count - 1)
             }
             let child = try store.makeChild()
             try child.writeSync { try $0.delete("Item", key: stored[0]["id"]) }
             try child.read { reader in
-                c.expectEqual(try reader.fetch(FetchRequest("Item", offset: 1, limit: Int.max)).count,
-                              stored.count - 2)
-                c.expectEqual(try reader.fetch(FetchRequest("Item", sort: [.ascending("name")], offset: Int.max,
-                                                            limit: Int.max)).count, 0)
+                c.expectEqual(
+                    try reader.fetch(FetchRequest("Item", offset: 1, limit: Int.max)).count,
+                    stored.count - 2)
+                c.expectEqual(
+                    try reader.fetch(
+                        FetchRequest(
+                            "Item", sort: [.ascending("name")], offset: Int.max,
+                            limit: Int.max)
+                    ).count, 0)
                 c.expectEqual(try reader.scan("Item", limit: Int.max).count, stored.count - 1)
             }
         },
@@ -168,17 +192,24 @@ enum EdgeQueryCases {
             }
             let stored = try store.read { try $0.fetch(FetchRequest("EdgeInt")) }
             for ascending in [true, false] {
-                let request = FetchRequest("EdgeInt", sort: [SortKey("t", ascending: ascending, caseInsensitive: true)])
+                let request = FetchRequest(
+                    "EdgeInt", sort: [SortKey("t", ascending: ascending, caseInsensitive: true)])
                 let expected = Oracle.answer(request, over: stored, primaryKey: "id")
-                c.expectEqual(try store.read { try $0.fetch(request) }.map(\.["t"]), expected.map(\.["t"]),
-                              "ascending \(ascending) on \(c.backend.name)")
+                c.expectEqual(
+                    try store.read { try $0.fetch(request) }.map(\.["t"]), expected.map(\.["t"]),
+                    "ascending \(ascending) on \(c.backend.name)")
                 let child = try store.makeChild()
                 try child.writeSync { try $0.save(["id": 100, "t": "a\u{0}B"], into: "EdgeInt") }
-                let childExpected = Oracle.answer(request, over: stored + [try child.read {
-                    try $0.get("EdgeInt", key: 100) ?? [:]
-                }], primaryKey: "id")
-                c.expectEqual(try child.read { try $0.fetch(request) }.map(\.["t"]), childExpected.map(\.["t"]),
-                              "child, ascending \(ascending) on \(c.backend.name)")
+                let childExpected = Oracle.answer(
+                    request,
+                    over: stored + [
+                        try child.read {
+                            try $0.get("EdgeInt", key: 100) ?? [:]
+                        }
+                    ], primaryKey: "id")
+                c.expectEqual(
+                    try child.read { try $0.fetch(request) }.map(\.["t"]), childExpected.map(\.["t"]),
+                    "child, ascending \(ascending) on \(c.backend.name)")
             }
         },
     ]

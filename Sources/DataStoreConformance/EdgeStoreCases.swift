@@ -79,9 +79,12 @@ enum EdgeStoreCases {
         let sortKeys = (0..<Limits.maxSortKeys).map { i in
             SortKey(["score", "name", "ratio", "flag"][i % 4], ascending: i % 3 == 0)
         }
-        let requests = [FetchRequest("Item", filter: manyOr), FetchRequest("Item", filter: manyAnd),
-                        FetchRequest("Item", filter: manyIn), FetchRequest("Item", filter: deep),
-                        FetchRequest("Item", filter: manyOr && Field("flag") == true), FetchRequest("Item", sort: sortKeys)]
+        let requests = [
+            FetchRequest("Item", filter: manyOr), FetchRequest("Item", filter: manyAnd),
+            FetchRequest("Item", filter: manyIn), FetchRequest("Item", filter: deep),
+            FetchRequest("Item", filter: manyOr && Field("flag") == true),
+            FetchRequest("Item", sort: sortKeys),
+        ]
         try store.read { reader in
             for request in requests {
                 let expected = Oracle.answer(request, over: stored, primaryKey: "id")
@@ -93,8 +96,10 @@ enum EdgeStoreCases {
         let tooMany = Filter.or((0...Limits.maxFilterTerms).map { Field("score") == .int(Int64($0)) })
         let tooManyValues = Field("id").among((0...Limits.maxFilterTerms).map { .int(Int64($0)) })
         let tooManySortKeys = sortKeys + [.ascending("name")]
-        for request in [FetchRequest("Item", filter: tooDeep), FetchRequest("Item", filter: tooMany),
-                        FetchRequest("Item", filter: tooManyValues), FetchRequest("Item", sort: tooManySortKeys)] {
+        for request in [
+            FetchRequest("Item", filter: tooDeep), FetchRequest("Item", filter: tooMany),
+            FetchRequest("Item", filter: tooManyValues), FetchRequest("Item", sort: tooManySortKeys),
+        ] {
             c.expectError(.limitExceeded, naming: "Item", "for a request past the limits") {
                 _ = try store.read { try $0.fetch(request) }
             }
@@ -120,7 +125,9 @@ enum EdgeStoreCases {
             try Fixtures.load(Fixtures.items(10), into: store)
             c.expectEqual(concurrentReaders(store, count: 16), 16, "reads open at once on \(c.backend.name)")
         },
-        ConformanceCase("Edge store rules", "insertingAnExistingKeyIsKeyExistsEvenWhenAUniqueValueAlsoClashes") { c in
+        ConformanceCase(
+            "Edge store rules", "insertingAnExistingKeyIsKeyExistsEvenWhenAUniqueValueAlsoClashes"
+        ) { c in
             let store = try c.open(EdgeDomain.schema, name: "edge")
             var rng = SplitMix64(seed: 4)
             for entity in EdgeDomain.entityNames {
@@ -141,38 +148,90 @@ enum EdgeStoreCases {
         ConformanceCase("Edge store rules", "namesThatDifferOnlyByCaseOrAreReservedAreRefused") { c in
             let id = Attribute("id", .int)
             let refused: [(String, Schema)] = [
-                ("entities Item and item", Schema(version: 1, entities: [
-                    EntitySchema("Item", primaryKey: "id", attributes: [id]),
-                    EntitySchema("item", primaryKey: "id", attributes: [id])])),
-                ("attributes a and A", Schema(version: 1, entities: [
-                    EntitySchema("E", primaryKey: "id", attributes: [id, Attribute("a", .int), Attribute("A", .int)])])),
-                ("indexes ix and IX", Schema(version: 1, entities: [
-                    EntitySchema("E", primaryKey: "id", attributes: [id, Attribute("a", .int)],
-                                 indexes: [Index("ix", on: ["a"]), Index("IX", on: ["id"])])])),
-                ("entity sqlite_stat", Schema(version: 1, entities: [
-                    EntitySchema("sqlite_stat", primaryKey: "id", attributes: [id])])),
-                ("entity SQLITE_x", Schema(version: 1, entities: [
-                    EntitySchema("SQLITE_x", primaryKey: "id", attributes: [id])])),
-                ("entity _DS_meta", Schema(version: 1, entities: [
-                    EntitySchema("_DS_meta", primaryKey: "id", attributes: [id])])),
-                ("attribute _Ds", Schema(version: 1, entities: [
-                    EntitySchema("E", primaryKey: "id", attributes: [id, Attribute("_Ds", .int)])])),
+                (
+                    "entities Item and item",
+                    Schema(
+                        version: 1,
+                        entities: [
+                            EntitySchema("Item", primaryKey: "id", attributes: [id]),
+                            EntitySchema("item", primaryKey: "id", attributes: [id]),
+                        ])
+                ),
+                (
+                    "attributes a and A",
+                    Schema(
+                        version: 1,
+                        entities: [
+                            EntitySchema(
+                                "E", primaryKey: "id",
+                                attributes: [id, Attribute("a", .int), Attribute("A", .int)])
+                        ])
+                ),
+                (
+                    "indexes ix and IX",
+                    Schema(
+                        version: 1,
+                        entities: [
+                            EntitySchema(
+                                "E", primaryKey: "id", attributes: [id, Attribute("a", .int)],
+                                indexes: [Index("ix", on: ["a"]), Index("IX", on: ["id"])])
+                        ])
+                ),
+                (
+                    "entity sqlite_stat",
+                    Schema(
+                        version: 1,
+                        entities: [
+                            EntitySchema("sqlite_stat", primaryKey: "id", attributes: [id])
+                        ])
+                ),
+                (
+                    "entity SQLITE_x",
+                    Schema(
+                        version: 1,
+                        entities: [
+                            EntitySchema("SQLITE_x", primaryKey: "id", attributes: [id])
+                        ])
+                ),
+                (
+                    "entity _DS_meta",
+                    Schema(
+                        version: 1,
+                        entities: [
+                            EntitySchema("_DS_meta", primaryKey: "id", attributes: [id])
+                        ])
+                ),
+                (
+                    "attribute _Ds",
+                    Schema(
+                        version: 1,
+                        entities: [
+                            EntitySchema("E", primaryKey: "id", attributes: [id, Attribute("_Ds", .int)])
+                        ])
+                ),
             ]
             for (i, (what, schema)) in refused.enumerated() {
                 c.expectError(.invalidArgument, "for \(what) on \(c.backend.name)") {
                     _ = try c.open(schema, name: "refused\(i)")
                 }
             }
-            let accepted = Schema(version: 1, entities: [
-                EntitySchema("Item", primaryKey: "item", attributes: [Attribute("item", .int), Attribute("Items", .int)],
-                             indexes: [Index("item", on: ["Items"])]),
-                EntitySchema("Other", primaryKey: "id", attributes: [id], indexes: [Index("item", on: ["id"])]),
-            ])
+            let accepted = Schema(
+                version: 1,
+                entities: [
+                    EntitySchema(
+                        "Item", primaryKey: "item",
+                        attributes: [Attribute("item", .int), Attribute("Items", .int)],
+                        indexes: [Index("item", on: ["Items"])]),
+                    EntitySchema(
+                        "Other", primaryKey: "id", attributes: [id], indexes: [Index("item", on: ["id"])]),
+                ])
             let store = try c.open(accepted, name: "accepted")
             try store.writeSync { try $0.insert(["item": 1, "Items": 2], into: "Item") }
-            c.expectEqual(try store.read { try $0.count(FetchRequest("Item", filter: Field("Items") == 2)) }, 1)
+            c.expectEqual(
+                try store.read { try $0.count(FetchRequest("Item", filter: Field("Items") == 2)) }, 1)
         },
-        ConformanceCase("Edge store rules", "requestsWithThousandsOfTermsAnswerAndPastTheLimitsFailAlike") { c in
+        ConformanceCase("Edge store rules", "requestsWithThousandsOfTermsAnswerAndPastTheLimitsFailAlike") {
+            c in
             try largeRequests(c)
         },
         ConformanceCase("Edge store rules", "metadataKeysCompareByBytes") { c in
@@ -185,14 +244,17 @@ enum EdgeStoreCases {
             c.expectEqual(try store.read { try $0.metadata(forKey: "e\u{301}") }, [2])
             let child = try store.makeChild()
             try child.writeSync { try $0.setMetadata([3], forKey: "e\u{301}") }
-            c.expectEqual(try child.read { try $0.metadata(forKey: "\u{E9}") }, [1], "child keeps the other key")
+            c.expectEqual(
+                try child.read { try $0.metadata(forKey: "\u{E9}") }, [1], "child keeps the other key")
             try store.merge(child)
             c.expectEqual(try store.read { try $0.metadata(forKey: "\u{E9}") }, [1])
             c.expectEqual(try store.read { try $0.metadata(forKey: "e\u{301}") }, [3])
         },
         ConformanceCase("Edge store rules", "reservedMetadataKeysCannotBeWritten") { c in
             var store = try c.open(name: "reserved")
-            for key in ["datastore.schema", "datastore.format", "datastore.migration.incomplete", "datastore.x"] {
+            for key in [
+                "datastore.schema", "datastore.format", "datastore.migration.incomplete", "datastore.x",
+            ] {
                 c.expectError(.invalidArgument, naming: key, "writing \(key)") {
                     try store.writeSync { try $0.setMetadata([0], forKey: key) }
                 }

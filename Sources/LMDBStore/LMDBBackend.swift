@@ -13,7 +13,8 @@ import Foundation
 
     public func recognizes(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            && isDirectory.boolValue
     }
 
     public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
@@ -22,7 +23,8 @@ import Foundation
 
     /// Read-only, and unless just checked, with every page walked before liblmdb reads one.
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
-        try LMDBStore(path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: !alreadyChecked))
+        try LMDBStore(
+            path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: !alreadyChecked))
     }
 
     public func check(at path: String) throws -> String {

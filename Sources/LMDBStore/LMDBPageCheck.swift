@@ -81,11 +81,14 @@ struct LMDBPageCheck {
         descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let code = errno
-            let cause = StoreError.Cause(library: "posix", code: code, message: String(cString: strerror(code)))
+            let cause = StoreError.Cause(
+                library: "posix", code: code, message: String(cString: strerror(code)))
             if code == EACCES || code == EPERM {
-                throw StoreError(.readOnly, "\(file): permission denied: cannot read the environment", cause: cause)
+                throw StoreError(
+                    .readOnly, "\(file): permission denied: cannot read the environment", cause: cause)
             }
-            throw StoreError(code == ENOENT ? .notFound : .io, "\(file): cannot open: \(cause.message)", cause: cause)
+            throw StoreError(
+                code == ENOENT ? .notFound : .io, "\(file): cannot open: \(cause.message)", cause: cause)
         }
         var status = stat()
         fstat(descriptor, &status)
@@ -104,9 +107,11 @@ struct LMDBPageCheck {
         guard got == count else {
             if got < 0 {
                 let code = errno
-                throw StoreError(.io, "\(file): cannot read at offset \(offset)",
-                                 cause: StoreError.Cause(library: "posix", code: code,
-                                                         message: String(cString: strerror(code))))
+                throw StoreError(
+                    .io, "\(file): cannot read at offset \(offset)",
+                    cause: StoreError.Cause(
+                        library: "posix", code: code,
+                        message: String(cString: strerror(code))))
             }
             throw corrupt("it ends at byte \(fileSize), inside the page at offset \(offset)")
         }
@@ -122,7 +127,8 @@ struct LMDBPageCheck {
     ///   for a truncated file or unusable metas.
     func checkMeta() throws(StoreError) -> Meta {
         guard fileSize > 0 else {
-            throw StoreError(.notAStore, "\(file) is empty: not an LMDB environment (nothing is written to it)")
+            throw StoreError(
+                .notAStore, "\(file) is empty: not an LMDB environment (nothing is written to it)")
         }
         guard fileSize >= 160 else {
             throw StoreError(.notAStore, "\(file) holds \(fileSize) bytes, too few for an LMDB meta page")
@@ -148,8 +154,9 @@ struct LMDBPageCheck {
         }
         let needed = (newest.lastPage + 1) * UInt64(pageSize)
         guard fileSize >= needed else {
-            throw corrupt("it holds \(fileSize) bytes but its last committed page ends at byte \(needed) "
-                + "(the file was truncated)")
+            throw corrupt(
+                "it holds \(fileSize) bytes but its last committed page ends at byte \(needed) "
+                    + "(the file was truncated)")
         }
         return newest
     }
@@ -157,11 +164,13 @@ struct LMDBPageCheck {
     private func parseMeta(_ bytes: [UInt8], pageSize: Int) -> Meta? {
         let page = bytes[...]
         guard UInt32(littleEndian: page, at: 16) == Self.magic, UInt32(littleEndian: page, at: 20) == 1,
-              UInt16(littleEndian: page, at: 10) & 0x08 != 0 else { return nil }
+            UInt16(littleEndian: page, at: 10) & 0x08 != 0
+        else { return nil }
         let lastPage = UInt64(littleEndian: page, at: 136)
         guard lastPage >= 1, lastPage < UInt64.max / UInt64(pageSize) else { return nil }
-        return Meta(pageSize: pageSize, lastPage: lastPage, txnid: UInt64(littleEndian: page, at: 144),
-                    free: DatabaseRecord(page[40..<88]), main: DatabaseRecord(page[88..<136]))
+        return Meta(
+            pageSize: pageSize, lastPage: lastPage, txnid: UInt64(littleEndian: page, at: 144),
+            free: DatabaseRecord(page[40..<88]), main: DatabaseRecord(page[88..<136]))
     }
 
     // MARK: Tree walk
@@ -226,15 +235,21 @@ struct LMDBPageCheck {
             var counts = Counts()
             try page(db.root, depth: 1, tree: db, name: name, isFreeList: isFreeList, counts: &counts)
             guard counts.entries == db.entries, counts.branch == db.branchPages, counts.leaf == db.leafPages,
-                  counts.overflow == db.overflowPages else {
-                throw check.corrupt("\(name) counts \(db.entries) entries in \(db.branchPages + db.leafPages) "
-                    + "pages, but its tree holds \(counts.entries) entries in \(counts.branch + counts.leaf) pages")
+                counts.overflow == db.overflowPages
+            else {
+                throw check.corrupt(
+                    "\(name) counts \(db.entries) entries in \(db.branchPages + db.leafPages) "
+                        + "pages, but its tree holds \(counts.entries) entries in "
+                        + "\(counts.branch + counts.leaf) pages"
+                )
             }
             report.entries += Int(counts.entries)
             if !isFreeList {
                 let children = named
                 named = []
-                for (child, record) in children { try tree(record, name: "database '\(child)'", isFreeList: false) }
+                for (child, record) in children {
+                    try tree(record, name: "database '\(child)'", isFreeList: false)
+                }
             }
         }
 
@@ -248,14 +263,17 @@ struct LMDBPageCheck {
             report.pages += 1
             let bytes = try check.read(offset: number * UInt64(meta.pageSize), count: meta.pageSize)
             guard UInt64(littleEndian: bytes[...], at: 0) == number else {
-                throw check.corrupt("page \(number) of \(name) carries the number "
-                    + "\(UInt64(littleEndian: bytes[...], at: 0))")
+                throw check.corrupt(
+                    "page \(number) of \(name) carries the number "
+                        + "\(UInt64(littleEndian: bytes[...], at: 0))")
             }
             return bytes
         }
 
-        mutating func page(_ number: UInt64, depth: Int, tree: DatabaseRecord, name: String, isFreeList: Bool,
-                           counts: inout Counts) throws(StoreError) {
+        mutating func page(
+            _ number: UInt64, depth: Int, tree: DatabaseRecord, name: String, isFreeList: Bool,
+            counts: inout Counts
+        ) throws(StoreError) {
             let bytes = try load(number, name: name)
             let p = bytes[...]
             let size = meta.pageSize
@@ -264,23 +282,28 @@ struct LMDBPageCheck {
             let upper = Int(UInt16(littleEndian: p, at: 14))
             let where_ = "page \(number) of \(name)"
             let isBranch = flags & LMDBPageCheck.branch != 0
-            guard flags & ~(LMDBPageCheck.branch | LMDBPageCheck.leaf) == 0, isBranch != (flags & LMDBPageCheck.leaf != 0)
+            guard flags & ~(LMDBPageCheck.branch | LMDBPageCheck.leaf) == 0,
+                isBranch != (flags & LMDBPageCheck.leaf != 0)
             else { throw check.corrupt("\(where_) has flags 0x\(String(flags, radix: 16)), not a tree page") }
             guard lower >= LMDBPageCheck.headerSize, lower % 2 == 0, lower <= upper, upper <= size else {
                 throw check.corrupt("\(where_) has free space bounds \(lower)...\(upper)")
             }
             guard isBranch == (depth < tree.depth) else {
-                throw check.corrupt("\(where_) is a \(isBranch ? "branch" : "leaf") at depth \(depth) of a tree "
-                    + "\(tree.depth) deep")
+                throw check.corrupt(
+                    "\(where_) is a \(isBranch ? "branch" : "leaf") at depth \(depth) of a tree "
+                        + "\(tree.depth) deep")
             }
             let count = (lower - LMDBPageCheck.headerSize) / 2
-            guard count > 0 || (!isBranch && depth == 1) else { throw check.corrupt("\(where_) holds no nodes") }
+            guard count > 0 || (!isBranch && depth == 1) else {
+                throw check.corrupt("\(where_) holds no nodes")
+            }
             if isBranch { counts.branch += 1 } else { counts.leaf += 1 }
             var previousKey: ArraySlice<UInt8>?
             for i in 0..<count {
                 let offset = Int(UInt16(littleEndian: p, at: LMDBPageCheck.headerSize + 2 * i))
                 guard offset >= upper, offset + LMDBPageCheck.nodeHeaderSize <= size else {
-                    throw check.corrupt("\(where_): node \(i) starts at \(offset), outside \(upper)..<\(size)")
+                    throw check.corrupt(
+                        "\(where_): node \(i) starts at \(offset), outside \(upper)..<\(size)")
                 }
                 let lo = UInt64(UInt16(littleEndian: p, at: offset))
                 let hi = UInt64(UInt16(littleEndian: p, at: offset + 2))
@@ -288,17 +311,21 @@ struct LMDBPageCheck {
                 let keySize = Int(UInt16(littleEndian: p, at: offset + 6))
                 let keyStart = offset + LMDBPageCheck.nodeHeaderSize
                 guard keySize <= LMDBPageCheck.maxKeySize, keyStart + keySize <= size else {
-                    throw check.corrupt("\(where_): node \(i) has a key of \(keySize) bytes past the page end")
+                    throw check.corrupt(
+                        "\(where_): node \(i) has a key of \(keySize) bytes past the page end")
                 }
                 let key = p[keyStart..<keyStart + keySize]
                 if let previousKey, !(isBranch && i == 1), Value.compareBytes(previousKey, key) >= 0,
-                   !isFreeList {
+                    !isFreeList
+                {
                     throw check.corrupt("\(where_): keys \(i - 1) and \(i) are out of order")
                 }
                 previousKey = key
                 if isBranch {
                     let child = lo | hi << 16 | UInt64(nodeFlags) << 32
-                    try page(child, depth: depth + 1, tree: tree, name: name, isFreeList: isFreeList, counts: &counts)
+                    try page(
+                        child, depth: depth + 1, tree: tree, name: name, isFreeList: isFreeList,
+                        counts: &counts)
                     continue
                 }
                 counts.entries += 1
@@ -308,15 +335,17 @@ struct LMDBPageCheck {
                     guard dataStart + 8 <= size else {
                         throw check.corrupt("\(where_): node \(i) names an overflow page past the page end")
                     }
-                    try overflowRun(UInt64(littleEndian: p, at: dataStart), dataSize: dataSize, name: name,
-                                    counts: &counts)
+                    try overflowRun(
+                        UInt64(littleEndian: p, at: dataStart), dataSize: dataSize, name: name,
+                        counts: &counts)
                     continue
                 }
                 guard nodeFlags & ~LMDBPageCheck.subData == 0 else {
                     throw check.corrupt("\(where_): node \(i) has flags 0x\(String(nodeFlags, radix: 16))")
                 }
                 guard dataStart + dataSize <= size else {
-                    throw check.corrupt("\(where_): node \(i) holds \(dataSize) bytes of data past the page end")
+                    throw check.corrupt(
+                        "\(where_): node \(i) holds \(dataSize) bytes of data past the page end")
                 }
                 if isFreeList {
                     let ids = Int(dataSize >= 8 ? UInt64(littleEndian: p, at: dataStart) : UInt64.max)
@@ -327,21 +356,29 @@ struct LMDBPageCheck {
                     guard dataSize == 48 else {
                         throw check.corrupt("\(where_): database record \(i) holds \(dataSize) bytes, not 48")
                     }
-                    named.append((String(decoding: key, as: UTF8.self),
-                                  DatabaseRecord(p[dataStart..<dataStart + 48])))
+                    named.append(
+                        (
+                            String(decoding: key, as: UTF8.self),
+                            DatabaseRecord(p[dataStart..<dataStart + 48])
+                        ))
                 }
             }
         }
 
-        mutating func overflowRun(_ number: UInt64, dataSize: Int, name: String, counts: inout Counts)
-            throws(StoreError) {
+        mutating func overflowRun(
+            _ number: UInt64, dataSize: Int, name: String, counts: inout Counts
+        )
+            throws(StoreError)
+        {
             let bytes = try load(number, name: name)
             let flags = UInt16(littleEndian: bytes[...], at: 10)
             let pages = UInt64(UInt32(littleEndian: bytes[...], at: 12))
             guard flags == LMDBPageCheck.overflow, pages >= 1, number + pages - 1 <= meta.lastPage,
-                  UInt64(dataSize) <= pages * UInt64(meta.pageSize) - UInt64(LMDBPageCheck.headerSize) else {
-                throw check.corrupt("overflow page \(number) of \(name) is malformed (\(pages) pages for "
-                    + "\(dataSize) bytes)")
+                UInt64(dataSize) <= pages * UInt64(meta.pageSize) - UInt64(LMDBPageCheck.headerSize)
+            else {
+                throw check.corrupt(
+                    "overflow page \(number) of \(name) is malformed (\(pages) pages for "
+                        + "\(dataSize) bytes)")
             }
             for extra in 1..<pages where !visited.insert(number + extra).inserted {
                 throw check.corrupt("overflow pages of \(name) overlap at page \(number + extra)")

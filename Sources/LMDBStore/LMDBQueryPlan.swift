@@ -52,7 +52,8 @@ enum LMDBQueryPlan {
         for term in terms {
             guard case let .compare(n, o, v) = term, n == name, !v.isNull else { continue }
             switch o {
-            case .greater, .greaterOrEqual: lower = max(lower, LMDBIndexKeys.tuple([v]), by: { Value.compareBytes($0, $1) < 0 })
+            case .greater, .greaterOrEqual:
+                lower = max(lower, LMDBIndexKeys.tuple([v]), by: { Value.compareBytes($0, $1) < 0 })
             case .less, .lessOrEqual:
                 let bound = LMDBIndexKeys.tuple([v])
                 upper = upper.map { min($0, bound, by: { Value.compareBytes($0, $1) < 0 }) } ?? bound

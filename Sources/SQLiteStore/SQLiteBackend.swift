@@ -12,7 +12,8 @@ import Foundation
 
     public func recognizes(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            && !isDirectory.boolValue
     }
 
     public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {

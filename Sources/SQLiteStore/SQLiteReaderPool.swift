@@ -31,8 +31,10 @@ final class SQLiteReaderPool: @unchecked Sendable {
         while idle.isEmpty && open >= capacity {
             if !condition.wait(until: deadline) && idle.isEmpty && open >= capacity {
                 condition.unlock()
-                throw StoreError(.busy, "\(path): all \(capacity) reader connections stayed in use for "
-                    + "\(timeout) s; raise SQLiteOptions.maxReaders or finish reads sooner")
+                throw StoreError(
+                    .busy,
+                    "\(path): all \(capacity) reader connections stayed in use for "
+                        + "\(timeout) s; raise SQLiteOptions.maxReaders or finish reads sooner")
             }
         }
         if let connection = idle.popLast() {

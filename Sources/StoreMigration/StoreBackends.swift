@@ -17,8 +17,9 @@ extension StoreKind {
 /// any a backend registers.
 public enum StoreBackends {
     private static let registry = Mutex<[StoreKind: any StoreBackend]>(
-        Dictionary(uniqueKeysWithValues: ([SQLiteBackend(), LMDBBackend(), InMemoryBackend()] as [any StoreBackend])
-            .map { ($0.kind, $0) }))
+        Dictionary(
+            uniqueKeysWithValues: ([SQLiteBackend(), LMDBBackend(), InMemoryBackend()] as [any StoreBackend])
+                .map { ($0.kind, $0) }))
 
     /// Makes a kind of store known (replacing a registration of the same name).
     @_spi(Backend) public static func register(_ backend: any StoreBackend) {
@@ -34,8 +35,10 @@ public enum StoreBackends {
     /// - Throws: `invalidArgument` naming the kind and the known ones.
     @_spi(Backend) public static func backend(_ kind: StoreKind) throws(StoreError) -> any StoreBackend {
         guard let backend = registry.withLock({ $0[kind] }) else {
-            throw StoreError(.invalidArgument, "unknown store kind '\(kind)'; known kinds: "
-                + kinds.map(\.rawValue).joined(separator: ", "))
+            throw StoreError(
+                .invalidArgument,
+                "unknown store kind '\(kind)'; known kinds: "
+                    + kinds.map(\.rawValue).joined(separator: ", "))
         }
         return backend
     }

@@ -30,7 +30,9 @@ extension StoreLocation {
     public func check() throws -> StoreCheckReport {
         let started = Date()
         let engineCheck = try backend.check(at: path)
-        let store = try MigrationGate.$opensUnfinished.withValue(true) { try openSource(alreadyChecked: true) }
+        let store = try MigrationGate.$opensUnfinished.withValue(true) {
+            try openSource(alreadyChecked: true)
+        }
         defer { try? store.close() }
         let items = try store.read { reader in
             var items = 0
@@ -45,7 +47,8 @@ extension StoreLocation {
             }
             return items
         }
-        return StoreCheckReport(store: description, engineCheck: engineCheck, items: items,
-                                seconds: Date().timeIntervalSince(started))
+        return StoreCheckReport(
+            store: description, engineCheck: engineCheck, items: items,
+            seconds: Date().timeIntervalSince(started))
     }
 }

@@ -32,13 +32,18 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
             return
         }
         if StoreBackends.kinds.contains(StoreKind(rawValue: text)) {
-            throw StoreError(.invalidArgument, "'\(text)' names no store; write \(text):PATH, or give the store's "
-                + "name with --store")
+            throw StoreError(
+                .invalidArgument,
+                "'\(text)' names no store; write \(text):PATH, or give the store's "
+                    + "name with --store")
         }
         guard FileManager.default.fileExists(atPath: text),
-              let backend = StoreBackends.all.first(where: { $0.recognizes(text) }) else {
-            throw StoreError(.invalidArgument, "'\(text)' has no kind and does not exist; write KIND:\(text) with "
-                + "KIND one of " + StoreBackends.kinds.map(\.rawValue).joined(separator: ", "))
+            let backend = StoreBackends.all.first(where: { $0.recognizes(text) })
+        else {
+            throw StoreError(
+                .invalidArgument,
+                "'\(text)' has no kind and does not exist; write KIND:\(text) with "
+                    + "KIND one of " + StoreBackends.kinds.map(\.rawValue).joined(separator: ", "))
         }
         self.init(kind: backend.kind, path: text)
     }
@@ -49,8 +54,10 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     /// (a file or directory with a registered kind's extension) gives the name.
     /// - Throws: `invalidArgument` when no store or several are found (listing them), and what
     ///   ``init(parsing:)`` throws for the other arguments.
-    public static func resolve(_ texts: [String], store: String?,
-                               directory: String = FileManager.default.currentDirectoryPath) throws -> [StoreLocation] {
+    public static func resolve(
+        _ texts: [String], store: String?,
+        directory: String = FileManager.default.currentDirectoryPath
+    ) throws -> [StoreLocation] {
         var name: String?
         func storeName() throws -> String {
             if let name { return name }
@@ -60,22 +67,32 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
             }
             let extensions = Set(StoreBackends.all.compactMap(\.fileExtension))
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            let names = Set(entries.compactMap { entry -> String? in
-                let url = URL(fileURLWithPath: entry)
-                guard extensions.contains(url.pathExtension), !entry.hasSuffix(".migrating") else { return nil }
-                return url.deletingPathExtension().lastPathComponent
-            }).sorted()
+            let names = Set(
+                entries.compactMap { entry -> String? in
+                    let url = URL(fileURLWithPath: entry)
+                    guard extensions.contains(url.pathExtension), !entry.hasSuffix(".migrating") else {
+                        return nil
+                    }
+                    return url.deletingPathExtension().lastPathComponent
+                }
+            ).sorted()
             guard names.count == 1, let only = names.first else {
-                throw StoreError(.invalidArgument, names.isEmpty
-                    ? "no store in \(directory) to name; give one with --store PATH/NAME"
-                    : "\(directory) holds several stores (\(names.joined(separator: ", "))); choose one with --store NAME")
+                throw StoreError(
+                    .invalidArgument,
+                    names.isEmpty
+                        ? "no store in \(directory) to name; give one with --store PATH/NAME"
+                        : "\(directory) holds several stores (\(names.joined(separator: ", "))); "
+                            + "choose one with --store NAME"
+                )
             }
             name = (directory as NSString).appendingPathComponent(only)
             return name ?? only
         }
         return try texts.map { text in
             let kind = StoreKind(rawValue: text)
-            guard !text.contains(":"), StoreBackends.kinds.contains(kind) else { return try StoreLocation(parsing: text) }
+            guard !text.contains(":"), StoreBackends.kinds.contains(kind) else {
+                return try StoreLocation(parsing: text)
+            }
             let backend = try StoreBackends.backend(kind)
             let base = try storeName()
             return StoreLocation(kind: kind, path: backend.fileExtension.map { "\(base).\($0)" } ?? base)

@@ -8,8 +8,9 @@ import Testing
 
 @Test func readsBeyondTheReaderPoolWaitABoundedTimeThenFailWithBusy() throws {
     let dir = try TemporaryDirectory()
-    let store = try SQLiteStore(path: dir.path("pool.sqlite"), schema: itemSchema,
-                                options: SQLiteOptions(maxReaders: 2, readerTimeout: 0.2))
+    let store = try SQLiteStore(
+        path: dir.path("pool.sqlite"), schema: itemSchema,
+        options: SQLiteOptions(maxReaders: 2, readerTimeout: 0.2))
     try seed(store, 5)
     let release = DispatchSemaphore(value: 0)
     let holding = DispatchSemaphore(value: 0)
@@ -34,7 +35,8 @@ import Testing
     release.signal()
     finished.wait()
     finished.wait()
-    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 5, "reads work again once readers finish")
+    #expect(
+        try store.read { try $0.count(FetchRequest("Item")) } == 5, "reads work again once readers finish")
     try store.close()
 }
 
@@ -47,7 +49,8 @@ import Testing
         for n in 1...2_000 {
             let request = FetchRequest("Item", filter: Field("score").among((0..<n).map { .int(Int64($0)) }))
             #expect(try writer.count(request) == min(n, 20))
-            _ = try writer.fetch(FetchRequest("Item", filter: Field("name").hasPrefix(String(repeating: "n", count: n))))
+            _ = try writer.fetch(
+                FetchRequest("Item", filter: Field("name").hasPrefix(String(repeating: "n", count: n))))
         }
     }
     #expect(store.sqlite.cachedStatementCount <= before + 16, "only fixed statements are cached")

@@ -90,23 +90,32 @@ struct DamageCorpus {
         schemaFormat[47] ^= 0x10
         try add("schema-format-number-damaged", kind: "sqlite", bytes: schemaFormat, asDirectory: false)
         try add("lmdb-without-data", kind: "lmdb", bytes: nil, asDirectory: true)
-        inputs.append(Input(name: "lmdb-named-sqlite", location: "sqlite:\(lmdb)", files: [lmdb + "/data.mdb"]))
+        inputs.append(
+            Input(name: "lmdb-named-sqlite", location: "sqlite:\(lmdb)", files: [lmdb + "/data.mdb"]))
         inputs.append(Input(name: "sqlite-named-lmdb", location: "lmdb:\(sqlite)", files: [sqlite]))
         let foreign = "\(directory)/foreign.sqlite"
         _ = try runCommand("/usr/bin/sqlite3", [foreign, "CREATE TABLE t(x); INSERT INTO t VALUES (1);"])
         inputs.append(Input(name: "foreign-sqlite", location: "sqlite:\(foreign)", files: [foreign]))
         let renamed = "\(directory)/renamed-column.sqlite"
         try FileManager.default.copyItem(atPath: sqlite, toPath: renamed)
-        _ = try runCommand("/usr/bin/sqlite3", [renamed, "ALTER TABLE Customer RENAME COLUMN name TO fullName"])
+        _ = try runCommand(
+            "/usr/bin/sqlite3", [renamed, "ALTER TABLE Customer RENAME COLUMN name TO fullName"])
         inputs.append(Input(name: "renamed-column", location: "sqlite:\(renamed)", files: [renamed]))
         let coerced = "\(directory)/bad-values.sqlite"
         try FileManager.default.copyItem(atPath: sqlite, toPath: coerced)
-        _ = try runCommand("/usr/bin/sqlite3", [coerced, "UPDATE \"Order\" SET product = CAST(X'C328' AS TEXT) "
-            + "WHERE id = (SELECT min(id) FROM \"Order\")"])
+        _ = try runCommand(
+            "/usr/bin/sqlite3",
+            [
+                coerced,
+                "UPDATE \"Order\" SET product = CAST(X'C328' AS TEXT) "
+                    + "WHERE id = (SELECT min(id) FROM \"Order\")",
+            ])
         inputs.append(Input(name: "invalid-utf8", location: "sqlite:\(coerced)", files: [coerced]))
         let seven = "\(directory)/bool-seven.sqlite"
         try FileManager.default.copyItem(atPath: sqlite, toPath: seven)
-        _ = try runCommand("/usr/bin/sqlite3", [seven, "UPDATE Customer SET vip = 7 WHERE id = (SELECT min(id) FROM Customer)"])
+        _ = try runCommand(
+            "/usr/bin/sqlite3",
+            [seven, "UPDATE Customer SET vip = 7 WHERE id = (SELECT min(id) FROM Customer)"])
         inputs.append(Input(name: "bool-seven", location: "sqlite:\(seven)", files: [seven]))
     }
 }
@@ -130,9 +139,10 @@ func runGuarded(_ arguments: [String], seconds: Double = 60) throws -> GuardedRu
     let errors = errorPipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     watchdog.cancel()
-    return GuardedRun(status: process.terminationStatus,
-                      signaled: process.terminationReason == .uncaughtSignal && !hung.withLock { $0 },
-                      hung: hung.withLock { $0 }, errors: String(decoding: errors, as: UTF8.self))
+    return GuardedRun(
+        status: process.terminationStatus,
+        signaled: process.terminationReason == .uncaughtSignal && !hung.withLock { $0 },
+        hung: hung.withLock { $0 }, errors: String(decoding: errors, as: UTF8.self))
 }
 
 /// Random damages per kind of store: `DATASTORE_CORPUS` in the environment (100 by default,
@@ -145,8 +155,11 @@ var corpusDamagesPerKind: Int {
     let dir = try TemporaryDirectory()
     let sqlite = dir.path("base.sqlite")
     let lmdb = dir.path("base.lmdb")
-    #expect(try runCLI(["seed", "--to", "sqlite:\(sqlite)", "--items", "800", "--progress", "none"]).status == 0)
-    #expect(try runCLI(["copy", "--from", "sqlite:\(sqlite)", "--to", "lmdb:\(lmdb)", "--progress", "none"]).status == 0)
+    #expect(
+        try runCLI(["seed", "--to", "sqlite:\(sqlite)", "--items", "800", "--progress", "none"]).status == 0)
+    #expect(
+        try runCLI(["copy", "--from", "sqlite:\(sqlite)", "--to", "lmdb:\(lmdb)", "--progress", "none"])
+            .status == 0)
     let corpusDirectory = dir.path("corpus")
     try FileManager.default.createDirectory(atPath: corpusDirectory, withIntermediateDirectories: false)
     var corpus = DamageCorpus(directory: corpusDirectory, seed: 2026)
@@ -168,16 +181,25 @@ var corpusDamagesPerKind: Int {
             ("inspect", ["inspect", input.location]),
             ("check", ["check", input.location]),
             ("verify", ["verify", "--from", input.location, "--to", intact, "--progress", "none"]),
-            ("copy", ["copy", "--from", input.location, "--to", "lmdb:\(corpusDirectory)/out-\(i).lmdb",
-                      "--progress", "none"]),
+            (
+                "copy",
+                [
+                    "copy", "--from", input.location, "--to", "lmdb:\(corpusDirectory)/out-\(i).lmdb",
+                    "--progress", "none",
+                ]
+            ),
         ]
         let before = input.files.map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
         for (name, arguments) in commands {
             do {
                 let run = try runGuarded(arguments)
                 let after = input.files.map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
-                outcomes.withLock { $0.append(Outcome(input: input.name, command: name, run: run,
-                                                      sourceChanged: after != before)) }
+                outcomes.withLock {
+                    $0.append(
+                        Outcome(
+                            input: input.name, command: name, run: run,
+                            sourceChanged: after != before))
+                }
             } catch {
                 failures.withLock { $0.append("\(input.name) \(name): cannot run: \(error)") }
             }
@@ -192,10 +214,13 @@ var corpusDamagesPerKind: Int {
         let lines = outcome.run.errors.split(separator: "\n")
         #expect(!outcome.run.signaled, "\(what) died of a signal: \(outcome.run.errors)")
         #expect(!outcome.run.hung, "\(what) hung")
-        #expect([0, 1, 2].contains(outcome.run.status), "\(what) exited \(outcome.run.status): \(outcome.run.errors)")
+        #expect(
+            [0, 1, 2].contains(outcome.run.status),
+            "\(what) exited \(outcome.run.status): \(outcome.run.errors)")
         if outcome.run.status != 0 {
-            #expect(lines.count == 1 && lines[0].hasPrefix("migrate-store: "),
-                    "\(what) should print one line, printed: \(outcome.run.errors)")
+            #expect(
+                lines.count == 1 && lines[0].hasPrefix("migrate-store: "),
+                "\(what) should print one line, printed: \(outcome.run.errors)")
         }
         #expect(!outcome.sourceChanged, "\(what) changed its source")
     }
@@ -203,13 +228,17 @@ var corpusDamagesPerKind: Int {
         Dictionary(grouping: runs, by: \.run.status).mapValues(\.count).sorted { $0.key < $1.key }
             .map { "exit \($0.key): \($0.value)" }.joined(separator: ", ")
     }
-    print("damaged-store corpus: \(inputs.count) inputs, \(all.count) runs, "
-        + "\(all.filter(\.run.signaled).count) signals, \(all.filter(\.run.hung).count) hangs, "
-        + "\(all.filter(\.sourceChanged).count) changed sources; "
-        + byCommand.sorted { $0.key < $1.key }.map { "\($0.key) [\($0.value)]" }.joined(separator: "; "))
+    print(
+        "damaged-store corpus: \(inputs.count) inputs, \(all.count) runs, "
+            + "\(all.filter(\.run.signaled).count) signals, \(all.filter(\.run.hung).count) hangs, "
+            + "\(all.filter(\.sourceChanged).count) changed sources; "
+            + byCommand.sorted { $0.key < $1.key }.map { "\($0.key) [\($0.value)]" }.joined(separator: "; "))
     for odd in all where odd.command == "copy" && odd.run.status == 1 {
         print("damaged-store corpus: copy of \(odd.input) found differences after copying: \(odd.run.errors)")
     }
     let missed = all.filter { $0.command == "check" && $0.run.status == 0 }.map(\.input)
-    print("damaged-store corpus: check passed \(missed.count) inputs: \(missed.prefix(40).joined(separator: " "))")
+    print(
+        "damaged-store corpus: check passed \(missed.count) inputs: "
+            + missed.prefix(40).joined(separator: " ")
+    )
 }

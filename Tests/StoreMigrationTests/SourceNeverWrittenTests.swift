@@ -15,15 +15,22 @@ let asNobody = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65
     _ = try runCommand("/usr/bin/sqlite3", [source.path, "PRAGMA journal_mode=DELETE"])
     let before = fileDigest(source.path)
     let copied = dir.location(.lmdb, "copied")
-    for arguments in [["inspect", source.description], ["check", source.description], ["inspect", "--check", source.description],
-                      ["copy", "--from", source.description, "--to", copied.description, "--progress", "none"],
-                      ["verify", "--check", "--from", source.description, "--to", copied.description, "--progress", "none"],
-                      ["sync", "--from", source.description, "--to", copied.description, "--progress", "none"]] {
+    for arguments in [
+        ["inspect", source.description], ["check", source.description],
+        ["inspect", "--check", source.description],
+        ["copy", "--from", source.description, "--to", copied.description, "--progress", "none"],
+        [
+            "verify", "--check", "--from", source.description, "--to", copied.description, "--progress",
+            "none",
+        ],
+        ["sync", "--from", source.description, "--to", copied.description, "--progress", "none"],
+    ] {
         let run = try runCLI(arguments)
         #expect(run.status == 0, "\(arguments[0]): \(run.errors)")
         #expect(fileDigest(source.path) == before, "\(arguments[0]) changed the source")
-        #expect(try runCommand("/usr/bin/sqlite3", [source.path, "PRAGMA journal_mode"]) == "delete\n",
-                "\(arguments[0]) switched the journal mode")
+        #expect(
+            try runCommand("/usr/bin/sqlite3", [source.path, "PRAGMA journal_mode"]) == "delete\n",
+            "\(arguments[0]) switched the journal mode")
         #expect(!FileManager.default.fileExists(atPath: source.path + "-wal"), "\(arguments[0]) made a WAL")
     }
 }
@@ -44,19 +51,27 @@ func aSourceOnReadOnlyMediaCopiesAndVerifies(_ kind: StoreKind) throws {
     try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: output)
     let files = kind == .lmdb ? [source.path + "/data.mdb", source.path] : [source.path]
     for file in files + [media] {
-        try FileManager.default.setAttributes([.posixPermissions: file == source.path + "/data.mdb"
-            || (kind == .sqlite && file == source.path) ? 0o444 : 0o555], ofItemAtPath: file)
+        try FileManager.default.setAttributes(
+            [
+                .posixPermissions: file == source.path + "/data.mdb"
+                    || (kind == .sqlite && file == source.path) ? 0o444 : 0o555
+            ], ofItemAtPath: file)
     }
     defer {
-        for file in [media] + files { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file) }
+        for file in [media] + files {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file)
+        }
     }
     let before = fileDigest(source.path)
     let destination = "lmdb:\(output)/restored.lmdb"
-    let copy = try runCLI(["copy", "--from", source.description, "--to", destination, "--progress", "none"], via: asNobody)
+    let copy = try runCLI(
+        ["copy", "--from", source.description, "--to", destination, "--progress", "none"], via: asNobody)
     #expect(copy.status == 0, "\(copy.errors)")
     #expect(copy.output.contains("verified: every item equals the source snapshot"), "\(copy.output)")
     let inspect = try runCLI(["inspect", source.description], via: asNobody)
-    #expect(inspect.status == 0 && inspect.output.contains("Order: 280 items"), "\(inspect.errors)\(inspect.output)")
+    #expect(
+        inspect.status == 0 && inspect.output.contains("Order: 280 items"),
+        "\(inspect.errors)\(inspect.output)")
     #expect(fileDigest(source.path) == before)
     #expect(!FileManager.default.fileExists(atPath: source.path + (kind == .lmdb ? "/lock.mdb" : "-shm")))
 }
@@ -72,7 +87,8 @@ func anUnreadableSourceSaysPermissionDenied(_ kind: StoreKind) throws {
     for command in ["inspect", "check"] {
         let run = try runCLI([command, source.description], via: asNobody)
         #expect(run.status == 2, "\(command): \(run.errors)")
-        #expect(run.errors.split(separator: "\n").count == 1 && run.errors.contains("permission denied")
+        #expect(
+            run.errors.split(separator: "\n").count == 1 && run.errors.contains("permission denied")
                 && run.errors.contains(source.path), "\(command): \(run.errors)")
     }
 }

@@ -101,11 +101,18 @@ func runInProcess(_ arguments: [String]) -> Int32 {
     #expect(try Migrator.verify(from: sqlite, to: tape).differences == 0)
 
     let back = dir.location(.lmdb, "back")
-    #expect(runInProcess(["copy", "--from", "tape:copy", "--to", back.description, "--progress", "none"]) == 0)
-    #expect(runInProcess(["verify", "--from", sqlite.description, "--to", back.description, "--progress", "none"]) == 0)
-    #expect(runInProcess(["copy", "--from", sqlite.description, "--to", "tape:second", "--progress", "none"]) == 0)
-    #expect(runInProcess(["sync", "--from", back.description, "--to", "tape:second", "--progress", "none"]) == 0)
-    #expect(runInProcess(["verify", "--from", "tape:second", "--to", "tape:copy", "--progress", "none"]) == 0)
+    #expect(
+        runInProcess(["copy", "--from", "tape:copy", "--to", back.description, "--progress", "none"]) == 0)
+    #expect(
+        runInProcess(["verify", "--from", sqlite.description, "--to", back.description, "--progress", "none"])
+            == 0)
+    #expect(
+        runInProcess(["copy", "--from", sqlite.description, "--to", "tape:second", "--progress", "none"]) == 0
+    )
+    #expect(
+        runInProcess(["sync", "--from", back.description, "--to", "tape:second", "--progress", "none"]) == 0)
+    #expect(
+        runInProcess(["verify", "--from", "tape:second", "--to", "tape:copy", "--progress", "none"]) == 0)
     #expect(runInProcess(["inspect", "tape:second"]) == 0)
     #expect(runInProcess(["check", "tape:nowhere"]) == 2)
 }
@@ -120,10 +127,12 @@ func runInProcess(_ arguments: [String]) -> Int32 {
 
     try DemoData.seed(StoreLocation(kind: .sqlite, path: dir.path("other.sqlite")), items: 10, seed: 6)
     let ambiguous = try runCLI(["--from", "sqlite", "--to", "lmdb", "--progress", "none"], in: dir.url.path)
-    #expect(ambiguous.status == 2 && ambiguous.errors.contains("several stores (app, other)")
+    #expect(
+        ambiguous.status == 2 && ambiguous.errors.contains("several stores (app, other)")
             && ambiguous.errors.split(separator: "\n").count == 1, "\(ambiguous.errors)")
-    let named = try runCLI(["--from", "sqlite", "--to", "lmdb", "--store", "other", "--progress", "none"],
-                           in: dir.url.path)
+    let named = try runCLI(
+        ["--from", "sqlite", "--to", "lmdb", "--store", "other", "--progress", "none"],
+        in: dir.url.path)
     #expect(named.status == 0, "\(named.errors)")
     #expect(FileManager.default.fileExists(atPath: dir.path("other.lmdb/data.mdb")))
     let inspect = try runCLI(["inspect", "lmdb:\(dir.path("other.lmdb"))"])
@@ -135,8 +144,10 @@ func runInProcess(_ arguments: [String]) -> Int32 {
     let source = dir.location(.sqlite, "source")
     try DemoData.seed(source, items: 100, seed: 2)
     let destination = dir.location(.lmdb, "destination")
-    let refused = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--resume",
-                              "--dry-run", "--progress", "none"])
+    let refused = try runCLI([
+        "copy", "--from", source.description, "--to", destination.description, "--resume",
+        "--dry-run", "--progress", "none",
+    ])
     #expect(refused.status == 64 && refused.errors.contains("--resume and --dry-run"), "\(refused.errors)")
     #expect(!destination.exists)
 }

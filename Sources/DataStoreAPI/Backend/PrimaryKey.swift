@@ -25,6 +25,8 @@
 
     public static func == (lhs: PrimaryKey, rhs: PrimaryKey) -> Bool { lhs.bytes == rhs.bytes }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
-    public static func < (lhs: PrimaryKey, rhs: PrimaryKey) -> Bool { Value.compareBytes(lhs.bytes, rhs.bytes) < 0 }
+    public static func < (lhs: PrimaryKey, rhs: PrimaryKey) -> Bool {
+        Value.compareBytes(lhs.bytes, rhs.bytes) < 0
+    }
     public var description: String { value.description }
 }

@@ -46,8 +46,10 @@
     }
 
     /// Answers `request` over candidates in any order.
-    public static func answer(_ request: FetchRequest,
-                              over candidates: some Sequence<(key: [UInt8], record: Record)>) -> [Record] {
+    public static func answer(
+        _ request: FetchRequest,
+        over candidates: some Sequence<(key: [UInt8], record: Record)>
+    ) -> [Record] {
         var stages = RequestStages(request, inKeyOrder: false)
         for (key, record) in candidates { _ = stages.offer(key: key, record: record) }
         return stages.finish()

@@ -1,7 +1,8 @@
 /// The name of a kind of store, as written in `KIND:PATH`: `sqlite`, `lmdb`, `memory`, or the
 /// name a third-party backend registers.
 public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral,
-    CustomStringConvertible {
+    CustomStringConvertible
+{
     public let rawValue: String
 
     public init(rawValue: String) { self.rawValue = rawValue }

@@ -13,8 +13,10 @@ import Foundation
     /// - Returns: the format and schema, or `nil` for a store that has no header yet.
     /// - Throws: `incompatibleFormat` for a format newer than `supportedFormat`; `corrupt` when
     ///   half of the header is missing or it cannot be read; naming `location`.
-    public static func read(location: String, supportedFormat: Int,
-                            _ metadata: (String) throws -> [UInt8]?) throws -> (format: Int, schema: Schema)? {
+    public static func read(
+        location: String, supportedFormat: Int,
+        _ metadata: (String) throws -> [UInt8]?
+    ) throws -> (format: Int, schema: Schema)? {
         let formatBytes = try metadata(formatKey)
         let schemaBytes = try metadata(schemaKey)
         if formatBytes == nil && schemaBytes == nil { return nil }
@@ -22,15 +24,20 @@ import Foundation
             throw StoreError(.corrupt, "\(location): the store's format version is missing or unreadable")
         }
         guard format <= supportedFormat else {
-            throw StoreError(.incompatibleFormat, "\(location) was written by format version \(format); this "
-                + "version reads up to \(supportedFormat)")
+            throw StoreError(
+                .incompatibleFormat,
+                "\(location) was written by format version \(format); this "
+                    + "version reads up to \(supportedFormat)")
         }
-        guard let schemaBytes else { throw StoreError(.corrupt, "\(location): the store's schema is missing") }
+        guard let schemaBytes else {
+            throw StoreError(.corrupt, "\(location): the store's schema is missing")
+        }
         return (format, try Schema.decodeFromStorage(schemaBytes, location: location))
     }
 
     /// Writes the header of a new store (or the new format of an upgraded one) through `write`.
-    public static func write(_ schema: Schema, format: Int, _ write: (String, [UInt8]) throws -> Void) throws {
+    public static func write(_ schema: Schema, format: Int, _ write: (String, [UInt8]) throws -> Void) throws
+    {
         try write(formatKey, Array(String(format).utf8))
         try write(schemaKey, schema.encodedForStorage())
     }

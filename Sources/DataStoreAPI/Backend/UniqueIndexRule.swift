@@ -20,8 +20,10 @@
     /// - Parameter holders: the items an engine's lookup finds for an index's values; a
     ///   superset is fine (long values are looked up by a prefix), the rule compares.
     /// - Throws: `uniqueViolation` naming the index and values, or what `holders` throws.
-    public static func check(_ record: Record, key: PrimaryKey, in entity: EntitySchema,
-                             holders: (Index, [Value]) throws -> [Record]) throws {
+    public static func check(
+        _ record: Record, key: PrimaryKey, in entity: EntitySchema,
+        holders: (Index, [Value]) throws -> [Record]
+    ) throws {
         for index in entity.indexes where index.isUnique {
             guard let values = tuple(record, index) else { continue }
             let clash = try holders(index, values).contains { other in

@@ -13,37 +13,48 @@ public enum EdgeDomain {
     static let stringAttributes: Set<String> = ["s", "t", "u"]
 
     static func entity(_ name: String, key: ValueType) -> EntitySchema {
-        EntitySchema(name, primaryKey: "id", attributes: [
-            Attribute("id", key),
-            Attribute("s", .string, optional: true),
-            Attribute("b", .bytes, optional: true),
-            Attribute("t", .string, optional: true),
-            Attribute("n", .int, optional: true),
-            Attribute("d", .double, optional: true),
-            Attribute("u", .string, optional: true),
-        ], indexes: [
-            Index("byS", on: ["s"]),
-            Index("byB", on: ["b"]),
-            Index("byU", on: ["u"], unique: true),
-            Index("bySN", on: ["s", "n"]),
-        ])
+        EntitySchema(
+            name, primaryKey: "id",
+            attributes: [
+                Attribute("id", key),
+                Attribute("s", .string, optional: true),
+                Attribute("b", .bytes, optional: true),
+                Attribute("t", .string, optional: true),
+                Attribute("n", .int, optional: true),
+                Attribute("d", .double, optional: true),
+                Attribute("u", .string, optional: true),
+            ],
+            indexes: [
+                Index("byS", on: ["s"]),
+                Index("byB", on: ["b"]),
+                Index("byU", on: ["u"], unique: true),
+                Index("bySN", on: ["s", "n"]),
+            ])
     }
 
     /// `EdgeInt` (int keys), `EdgeText` (string keys), `EdgeUUID` (uuid keys).
-    public static let schema = Schema(version: 1, entities: [
-        entity("EdgeInt", key: .int), entity("EdgeText", key: .string), entity("EdgeUUID", key: .uuid),
-    ])
+    public static let schema = Schema(
+        version: 1,
+        entities: [
+            entity("EdgeInt", key: .int), entity("EdgeText", key: .string), entity("EdgeUUID", key: .uuid),
+        ])
 
     static let entityNames = schema.entities.map(\.name)
 
     /// Pieces that strings are built from: every pair of them is a test of byte order.
-    static let stringPieces = ["", "\u{0}", "a", "b", "A", "ab", "\u{7F}", "\u{80}", "\u{E9}", "e\u{301}",
-                               "\u{FFFF}", "\u{10FFFF}", "\u{0}\u{0}", "Z", "_"]
-    static let bytePieces: [[UInt8]] = [[], [0x00], [0xFF], [0x01], [0x7F, 0x80], [0xFF, 0x00], [0x00, 0x00]]
+    static let stringPieces = [
+        "", "\u{0}", "a", "b", "A", "ab", "\u{7F}", "\u{80}", "\u{E9}", "e\u{301}",
+        "\u{FFFF}", "\u{10FFFF}", "\u{0}\u{0}", "Z", "_",
+    ]
+    static let bytePieces: [[UInt8]] = [
+        [], [0x00], [0xFF], [0x01], [0x7F, 0x80], [0xFF, 0x00], [0x00, 0x00],
+    ]
     static let ints: [Int64] = [.min, .min + 1, -256, -1, 0, 1, 255, 256, .max - 1, .max]
-    static let doubles: [Double] = [-0.0, 0.0, .infinity, -.infinity, .leastNonzeroMagnitude,
-                                    -.leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
-                                    1.5, -1.5, 9_007_199_254_740_994, 9.223372036854776e18]
+    static let doubles: [Double] = [
+        -0.0, 0.0, .infinity, -.infinity, .leastNonzeroMagnitude,
+        -.leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+        1.5, -1.5, 9_007_199_254_740_994, 9.223372036854776e18,
+    ]
 
     static func pick<T>(_ values: [T], _ rng: inout some RandomNumberGenerator) -> T {
         values[Int(rng.next() % UInt64(values.count))]
@@ -78,8 +89,11 @@ public enum EdgeDomain {
         case 1: bytes[0] = 0xFF
         default: break
         }
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     static func key(for entity: String, _ rng: inout some RandomNumberGenerator) -> Value {
@@ -135,7 +149,9 @@ public enum EdgeDomain {
     /// A bound near what is stored: a stored value, the same value one step past it (a string or
     /// bytes value extended by NUL, 0xFF or a piece, or cut short; an int or double next to it),
     /// or a value from the edges.
-    static func bound(_ attribute: String, near stored: [Value], _ rng: inout some RandomNumberGenerator) -> Value {
+    static func bound(
+        _ attribute: String, near stored: [Value], _ rng: inout some RandomNumberGenerator
+    ) -> Value {
         let roll = rng.next() % 10
         if roll < 7, !stored.isEmpty {
             let base = pick(stored, &rng)

@@ -9,9 +9,10 @@ enum EdgeRequests {
 
     static func storedValues(_ items: [String: [Record]]) -> StoredValues {
         items.mapValues { records in
-            Dictionary(uniqueKeysWithValues: (["id"] + EdgeDomain.attributeNames).map { name in
-                (name, records.map { $0[name] }.filter { !$0.isNull })
-            })
+            Dictionary(
+                uniqueKeysWithValues: (["id"] + EdgeDomain.attributeNames).map { name in
+                    (name, records.map { $0[name] }.filter { !$0.isNull })
+                })
         }
     }
 
@@ -34,7 +35,9 @@ enum EdgeRequests {
         return FetchRequest(entity, filter: filter, sort: sort, offset: offset, limit: limit)
     }
 
-    static func filter(_ values: [String: [Value]], depth: Int, _ rng: inout some RandomNumberGenerator) -> Filter {
+    static func filter(
+        _ values: [String: [Value]], depth: Int, _ rng: inout some RandomNumberGenerator
+    ) -> Filter {
         let roll = rng.next() % 10
         if depth > 0 && roll < 4 {
             let children = (0..<Int(rng.next() % 4)).map { _ in filter(values, depth: depth - 1, &rng) }
@@ -48,18 +51,26 @@ enum EdgeRequests {
         let stored = values[name] ?? []
         switch rng.next() % 8 {
         case 0:
-            return .among(name, (0..<Int(rng.next() % 5)).map { _ in EdgeDomain.bound(name, near: stored, &rng) })
+            return .among(
+                name, (0..<Int(rng.next() % 5)).map { _ in EdgeDomain.bound(name, near: stored, &rng) })
         case 1:
             return .isNull(name)
         case 2 where EdgeDomain.stringAttributes.contains(name):
-            guard case .string(let prefix) = EdgeDomain.bound(name, near: stored, &rng) else { return .hasPrefix(name, "") }
+            guard case .string(let prefix) = EdgeDomain.bound(name, near: stored, &rng) else {
+                return .hasPrefix(name, "")
+            }
             return .hasPrefix(name, prefix)
         case 3 where EdgeDomain.stringAttributes.contains(name):
-            guard case .string(let needle) = EdgeDomain.bound(name, near: stored, &rng) else { return .contains(name, "\u{0}") }
+            guard case .string(let needle) = EdgeDomain.bound(name, near: stored, &rng) else {
+                return .contains(name, "\u{0}")
+            }
             return .contains(name, needle)
         default:
-            let op = EdgeDomain.pick([ComparisonOperator.equal, .notEqual, .less, .lessOrEqual, .greater,
-                                      .greaterOrEqual], &rng)
+            let op = EdgeDomain.pick(
+                [
+                    ComparisonOperator.equal, .notEqual, .less, .lessOrEqual, .greater,
+                    .greaterOrEqual,
+                ], &rng)
             return .compare(name, op, EdgeDomain.bound(name, near: stored, &rng))
         }
     }
@@ -115,7 +126,8 @@ enum EdgeRequests {
     }
 
     static func size(_ request: FetchRequest) -> Int {
-        size(request.filter) + request.sort.count + (request.offset == 0 ? 0 : 1) + (request.limit == nil ? 0 : 1)
+        size(request.filter) + request.sort.count + (request.offset == 0 ? 0 : 1)
+            + (request.limit == nil ? 0 : 1)
     }
 
     static func size(_ filter: Filter) -> Int {
