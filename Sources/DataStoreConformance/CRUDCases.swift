@@ -2,172 +2,219 @@ import DataStoreAPI
 import Foundation
 
 enum CRUDCases {
+    static func insertThenGetReturnsTheItem(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let item = Fixtures.items(1)[0]
+        try store.writeSync { try $0.insert(item, into: "Item") }
+        let got = try store.read { try $0.get("Item", key: item["id"]) }
+        c.expectEqual(got, item)
+    }
+
+    static func getOfMissingKeyReturnsNil(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expect(try store.read { try $0.get("Item", key: 42) } == nil)
+        c.expect(try store.read { try $0.get("Keyed", key: "nope") } == nil)
+    }
+
+    static func insertOfExistingKeyThrowsKeyExists(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.insert(["key": "a"], into: "Keyed") }
+        c.expectError(.keyExists, naming: "Keyed") {
+            try store.writeSync { try $0.insert(["key": "a", "value": 2], into: "Keyed") }
+        }
+        c.expectEqual(try store.read { try $0.get("Keyed", key: "a")?["value"] }, .int(0))
+    }
+
+    static func saveInsertsThenReplaces(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.save(["key": "a", "value": 1], into: "Keyed") }
+        try store.writeSync { try $0.save(["key": "a", "value": 2], into: "Keyed") }
+        let all = try store.read { try $0.fetch(FetchRequest("Keyed")) }
+        c.expectEqual(all, [["key": "a", "value": 2, "note": .null]])
+    }
+
+    static func updateChangesOnlyNamedAttributes(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.insert(["key": "a", "value": 1, "note": "n"], into: "Keyed") }
+        let updated = try store.writeSync { try $0.update("Keyed", key: "a", set: ["value": 5]) }
+        c.expectEqual(updated, ["key": "a", "value": 5, "note": "n"])
+        c.expectEqual(try store.read { try $0.get("Keyed", key: "a") }, updated)
+    }
+
+    static func updateOfMissingKeyThrowsNotFound(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.notFound, naming: "Keyed") {
+            try store.writeSync { w -> Record in try w.update("Keyed", key: "missing", set: ["value": 1]) }
+        }
+    }
+
+    static func deleteThenGetReturnsNil(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.insert(["key": "a"], into: "Keyed") }
+        c.expect(try store.writeSync { try $0.delete("Keyed", key: "a") }, "first delete finds the item")
+        c.expect(try !store.writeSync { try $0.delete("Keyed", key: "a") }, "second delete finds nothing")
+        c.expect(try store.read { try $0.get("Keyed", key: "a") } == nil)
+    }
+
+    static func deleteMatchingRequestDeletesOnlyMatches(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let items = Fixtures.items(60)
+        try Fixtures.load(items, into: store)
+        let filter = Field("score") > 0
+        let deleted = try store.writeSync { try $0.delete(FetchRequest("Item", filter: filter)) }
+        let expected = items.filter { !Oracle.matches(filter, $0) }
+        c.expectEqual(deleted, items.count - expected.count)
+        let left = try store.read { try $0.fetch(FetchRequest("Item")) }
+        c.expectEqual(left, Oracle.answer(FetchRequest("Item"), over: expected, primaryKey: "id"))
+    }
+
+    static func deleteWithSortAndLimitDeletesThatPage(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let items = Fixtures.items(40)
+        try Fixtures.load(items, into: store)
+        let request = FetchRequest("Item", sort: [.descending("name")], offset: 3, limit: 5)
+        let doomed = Oracle.answer(request, over: items, primaryKey: "id")
+        c.expectEqual(try store.writeSync { try $0.delete(request) }, 5)
+        for item in doomed { c.expect(try store.read { try $0.get("Item", key: item["id"]) } == nil) }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 35)
+    }
+
+    static func deleteAllEmptiesOnlyThatEntity(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try Fixtures.load(Fixtures.items(20), into: store)
+        try store.writeSync { try $0.insert(["key": "k"], into: "Keyed") }
+        c.expectEqual(try store.writeSync { try $0.deleteAll("Item") }, 20)
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 0)
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Keyed")) }, 1)
+    }
+
+    static func missingAttributesTakeDefaultsOrNull(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.insert(["key": "a"], into: "Keyed") }
+        c.expectEqual(
+            try store.read { try $0.get("Keyed", key: "a") }, ["key": "a", "value": 0, "note": .null])
+    }
+
+    static func scanStreamsEveryItemInKeyOrderInPages(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let items = Fixtures.items(53)
+        try Fixtures.load(items, into: store)
+        var seen: [Record] = []
+        var cursor: Value? = nil
+        while true {
+            let page = try store.read { try $0.scan("Item", after: cursor, limit: 10) }
+            seen += page
+            guard page.count == 10, let last = page.last else { break }
+            cursor = last["id"]
+        }
+        c.expectEqual(seen, Oracle.answer(FetchRequest("Item"), over: items, primaryKey: "id"))
+        c.expectEqual(try store.read { try $0.scan("Item", after: .int(1_000), limit: 10) }, [])
+    }
+
+    static func intKeysEnumerateInSignedOrder(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let ids: [Int64] = [5, -1, .max, 0, .min, -300, 256]
+        try store.writeSync { w in
+            for id in ids { try w.insert(["id": .int(id), "name": "n"], into: "Item") }
+        }
+        let got = try store.read { try $0.fetch(FetchRequest("Item")).map(\.["id"]) }
+        c.expectEqual(got, ids.sorted().map(Value.int))
+    }
+
+    static func stringAndUUIDKeysEnumerateInByteOrder(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let keys = ["b", "a", "B", "\u{E9}", "e\u{301}", "", "a\u{0}", "\u{1F600}", "z"]
+        try store.writeSync { w in for k in keys { try w.insert(["key": .string(k)], into: "Keyed") } }
+        let got = try store.read { try $0.fetch(FetchRequest("Keyed")).map(\.["key"]) }
+        let expected = keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        c.expectEqual(got, expected.map(Value.string))
+        let uuids = (0..<20).map { _ in UUID() }
+        try store.writeSync { w in for u in uuids { try w.insert(["id": .uuid(u)], into: "Ident") } }
+        let gotUUIDs = try store.read { try $0.fetch(FetchRequest("Ident")).map(\.["id"]) }
+        c.expectEqual(gotUUIDs, uuids.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }.map(Value.uuid))
+    }
+
+    static func firstAndCountFollowTheRequest(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let items = Fixtures.items(50)
+        try Fixtures.load(items, into: store)
+        let request = FetchRequest(
+            "Item", filter: Field("score") >= 0, sort: [.descending("score")], offset: 2)
+        let expected = Oracle.answer(request, over: items, primaryKey: "id")
+        c.expectEqual(try store.read { try $0.first(request) }, expected.first)
+        c.expectEqual(try store.read { try $0.count(request) }, expected.count)
+        var limited = request
+        limited.limit = 3
+        c.expectEqual(try store.read { try $0.count(limited) }, min(3, expected.count))
+    }
+
+    static func uniqueIndexRejectsDuplicateAndAllowsNulls(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { w in
+            try w.insert(["id": 1, "name": "a", "code": "X"], into: "Item")
+            try w.insert(["id": 2, "name": "b"], into: "Item")
+            try w.insert(["id": 3, "name": "c"], into: "Item")
+        }
+        c.expectError(.uniqueViolation, naming: "byCode") {
+            try store.writeSync { try $0.insert(["id": 4, "name": "d", "code": "X"], into: "Item") }
+        }
+        c.expectError(.uniqueViolation, naming: "byCode") {
+            _ = try store.writeSync { try $0.update("Item", key: 2, set: ["code": "X"]) }
+        }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 3)
+        c.expect(try store.read { try $0.get("Item", key: 4) } == nil)
+    }
+
+    static func uniqueIndexAllowsRewritingTheSameItemAndReusingFreedValues(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.insert(["id": 1, "name": "a", "code": "X"], into: "Item") }
+        try store.writeSync { try $0.save(["id": 1, "name": "b", "code": "X"], into: "Item") }
+        try store.writeSync { w in
+            try w.update("Item", key: 1, set: ["code": "Y"])
+            try w.insert(["id": 2, "name": "c", "code": "X"], into: "Item")
+        }
+        c.expectEqual(try store.read { try $0.fetch(FetchRequest("Item")).map(\.["code"]) }, ["Y", "X"])
+    }
+
+    static func metadataIsTransactional(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.setMetadata([1, 2, 3], forKey: "app.cursor") }
+        c.expectEqual(try store.read { try $0.metadata(forKey: "app.cursor") }, [1, 2, 3])
+        struct Abort: Error {}
+        _ = try? store.writeSync { w -> Void in
+            try w.setMetadata([9], forKey: "app.cursor")
+            throw Abort()
+        }
+        c.expectEqual(try store.read { try $0.metadata(forKey: "app.cursor") }, [1, 2, 3])
+        try store.writeSync { try $0.setMetadata(nil, forKey: "app.cursor") }
+        c.expect(try store.read { try $0.metadata(forKey: "app.cursor") } == nil)
+    }
+
     static let all: [ConformanceCase] = [
-        ConformanceCase("CRUD", "insertThenGetReturnsTheItem") { c in
-            let store = try c.open()
-            let item = Fixtures.items(1)[0]
-            try store.writeSync { try $0.insert(item, into: "Item") }
-            let got = try store.read { try $0.get("Item", key: item["id"]) }
-            c.expectEqual(got, item)
-        },
-        ConformanceCase("CRUD", "getOfMissingKeyReturnsNil") { c in
-            let store = try c.open()
-            c.expect(try store.read { try $0.get("Item", key: 42) } == nil)
-            c.expect(try store.read { try $0.get("Keyed", key: "nope") } == nil)
-        },
-        ConformanceCase("CRUD", "insertOfExistingKeyThrowsKeyExists") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.insert(["key": "a"], into: "Keyed") }
-            c.expectError(.keyExists, naming: "Keyed") {
-                try store.writeSync { try $0.insert(["key": "a", "value": 2], into: "Keyed") }
-            }
-            c.expectEqual(try store.read { try $0.get("Keyed", key: "a")?["value"] }, .int(0))
-        },
-        ConformanceCase("CRUD", "saveInsertsThenReplaces") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.save(["key": "a", "value": 1], into: "Keyed") }
-            try store.writeSync { try $0.save(["key": "a", "value": 2], into: "Keyed") }
-            let all = try store.read { try $0.fetch(FetchRequest("Keyed")) }
-            c.expectEqual(all, [["key": "a", "value": 2, "note": .null]])
-        },
-        ConformanceCase("CRUD", "updateChangesOnlyNamedAttributes") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.insert(["key": "a", "value": 1, "note": "n"], into: "Keyed") }
-            let updated = try store.writeSync { try $0.update("Keyed", key: "a", set: ["value": 5]) }
-            c.expectEqual(updated, ["key": "a", "value": 5, "note": "n"])
-            c.expectEqual(try store.read { try $0.get("Keyed", key: "a") }, updated)
-        },
-        ConformanceCase("CRUD", "updateOfMissingKeyThrowsNotFound") { c in
-            let store = try c.open()
-            c.expectError(.notFound, naming: "Keyed") {
-                try store.writeSync { w -> Record in try w.update("Keyed", key: "missing", set: ["value": 1]) }
-            }
-        },
-        ConformanceCase("CRUD", "deleteThenGetReturnsNil") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.insert(["key": "a"], into: "Keyed") }
-            c.expect(try store.writeSync { try $0.delete("Keyed", key: "a") }, "first delete finds the item")
-            c.expect(try !store.writeSync { try $0.delete("Keyed", key: "a") }, "second delete finds nothing")
-            c.expect(try store.read { try $0.get("Keyed", key: "a") } == nil)
-        },
-        ConformanceCase("CRUD", "deleteMatchingRequestDeletesOnlyMatches") { c in
-            let store = try c.open()
-            let items = Fixtures.items(60)
-            try Fixtures.load(items, into: store)
-            let filter = Field("score") > 0
-            let deleted = try store.writeSync { try $0.delete(FetchRequest("Item", filter: filter)) }
-            let expected = items.filter { !Oracle.matches(filter, $0) }
-            c.expectEqual(deleted, items.count - expected.count)
-            let left = try store.read { try $0.fetch(FetchRequest("Item")) }
-            c.expectEqual(left, Oracle.answer(FetchRequest("Item"), over: expected, primaryKey: "id"))
-        },
-        ConformanceCase("CRUD", "deleteWithSortAndLimitDeletesThatPage") { c in
-            let store = try c.open()
-            let items = Fixtures.items(40)
-            try Fixtures.load(items, into: store)
-            let request = FetchRequest("Item", sort: [.descending("name")], offset: 3, limit: 5)
-            let doomed = Oracle.answer(request, over: items, primaryKey: "id")
-            c.expectEqual(try store.writeSync { try $0.delete(request) }, 5)
-            for item in doomed { c.expect(try store.read { try $0.get("Item", key: item["id"]) } == nil) }
-            c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 35)
-        },
-        ConformanceCase("CRUD", "deleteAllEmptiesOnlyThatEntity") { c in
-            let store = try c.open()
-            try Fixtures.load(Fixtures.items(20), into: store)
-            try store.writeSync { try $0.insert(["key": "k"], into: "Keyed") }
-            c.expectEqual(try store.writeSync { try $0.deleteAll("Item") }, 20)
-            c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 0)
-            c.expectEqual(try store.read { try $0.count(FetchRequest("Keyed")) }, 1)
-        },
-        ConformanceCase("CRUD", "missingAttributesTakeDefaultsOrNull") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.insert(["key": "a"], into: "Keyed") }
-            c.expectEqual(try store.read { try $0.get("Keyed", key: "a") }, ["key": "a", "value": 0, "note": .null])
-        },
-        ConformanceCase("CRUD", "scanStreamsEveryItemInKeyOrderInPages") { c in
-            let store = try c.open()
-            let items = Fixtures.items(53)
-            try Fixtures.load(items, into: store)
-            var seen: [Record] = []
-            var cursor: Value? = nil
-            while true {
-                let page = try store.read { try $0.scan("Item", after: cursor, limit: 10) }
-                seen += page
-                guard page.count == 10, let last = page.last else { break }
-                cursor = last["id"]
-            }
-            c.expectEqual(seen, Oracle.answer(FetchRequest("Item"), over: items, primaryKey: "id"))
-            c.expectEqual(try store.read { try $0.scan("Item", after: .int(1_000), limit: 10) }, [])
-        },
-        ConformanceCase("CRUD", "intKeysEnumerateInSignedOrder") { c in
-            let store = try c.open()
-            let ids: [Int64] = [5, -1, .max, 0, .min, -300, 256]
-            try store.writeSync { w in for id in ids { try w.insert(["id": .int(id), "name": "n"], into: "Item") } }
-            let got = try store.read { try $0.fetch(FetchRequest("Item")).map(\.["id"]) }
-            c.expectEqual(got, ids.sorted().map(Value.int))
-        },
-        ConformanceCase("CRUD", "stringAndUUIDKeysEnumerateInByteOrder") { c in
-            let store = try c.open()
-            let keys = ["b", "a", "B", "\u{E9}", "e\u{301}", "", "a\u{0}", "\u{1F600}", "z"]
-            try store.writeSync { w in for k in keys { try w.insert(["key": .string(k)], into: "Keyed") } }
-            let got = try store.read { try $0.fetch(FetchRequest("Keyed")).map(\.["key"]) }
-            let expected = keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-            c.expectEqual(got, expected.map(Value.string))
-            let uuids = (0..<20).map { _ in UUID() }
-            try store.writeSync { w in for u in uuids { try w.insert(["id": .uuid(u)], into: "Ident") } }
-            let gotUUIDs = try store.read { try $0.fetch(FetchRequest("Ident")).map(\.["id"]) }
-            c.expectEqual(gotUUIDs, uuids.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }.map(Value.uuid))
-        },
-        ConformanceCase("CRUD", "firstAndCountFollowTheRequest") { c in
-            let store = try c.open()
-            let items = Fixtures.items(50)
-            try Fixtures.load(items, into: store)
-            let request = FetchRequest("Item", filter: Field("score") >= 0, sort: [.descending("score")], offset: 2)
-            let expected = Oracle.answer(request, over: items, primaryKey: "id")
-            c.expectEqual(try store.read { try $0.first(request) }, expected.first)
-            c.expectEqual(try store.read { try $0.count(request) }, expected.count)
-            var limited = request
-            limited.limit = 3
-            c.expectEqual(try store.read { try $0.count(limited) }, min(3, expected.count))
-        },
-        ConformanceCase("CRUD", "uniqueIndexRejectsDuplicateAndAllowsNulls") { c in
-            let store = try c.open()
-            try store.writeSync { w in
-                try w.insert(["id": 1, "name": "a", "code": "X"], into: "Item")
-                try w.insert(["id": 2, "name": "b"], into: "Item")
-                try w.insert(["id": 3, "name": "c"], into: "Item")
-            }
-            c.expectError(.uniqueViolation, naming: "byCode") {
-                try store.writeSync { try $0.insert(["id": 4, "name": "d", "code": "X"], into: "Item") }
-            }
-            c.expectError(.uniqueViolation, naming: "byCode") {
-                _ = try store.writeSync { try $0.update("Item", key: 2, set: ["code": "X"]) }
-            }
-            c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 3)
-            c.expect(try store.read { try $0.get("Item", key: 4) } == nil)
-        },
-        ConformanceCase("CRUD", "uniqueIndexAllowsRewritingTheSameItemAndReusingFreedValues") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.insert(["id": 1, "name": "a", "code": "X"], into: "Item") }
-            try store.writeSync { try $0.save(["id": 1, "name": "b", "code": "X"], into: "Item") }
-            try store.writeSync { w in
-                try w.update("Item", key: 1, set: ["code": "Y"])
-                try w.insert(["id": 2, "name": "c", "code": "X"], into: "Item")
-            }
-            c.expectEqual(try store.read { try $0.fetch(FetchRequest("Item")).map(\.["code"]) }, ["Y", "X"])
-        },
-        ConformanceCase("CRUD", "metadataIsTransactional") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.setMetadata([1, 2, 3], forKey: "app.cursor") }
-            c.expectEqual(try store.read { try $0.metadata(forKey: "app.cursor") }, [1, 2, 3])
-            struct Abort: Error {}
-            _ = try? store.writeSync { w -> Void in
-                try w.setMetadata([9], forKey: "app.cursor")
-                throw Abort()
-            }
-            c.expectEqual(try store.read { try $0.metadata(forKey: "app.cursor") }, [1, 2, 3])
-            try store.writeSync { try $0.setMetadata(nil, forKey: "app.cursor") }
-            c.expect(try store.read { try $0.metadata(forKey: "app.cursor") } == nil)
-        },
+        ConformanceCase("CRUD", "insertThenGetReturnsTheItem", insertThenGetReturnsTheItem),
+        ConformanceCase("CRUD", "getOfMissingKeyReturnsNil", getOfMissingKeyReturnsNil),
+        ConformanceCase("CRUD", "insertOfExistingKeyThrowsKeyExists", insertOfExistingKeyThrowsKeyExists),
+        ConformanceCase("CRUD", "saveInsertsThenReplaces", saveInsertsThenReplaces),
+        ConformanceCase("CRUD", "updateChangesOnlyNamedAttributes", updateChangesOnlyNamedAttributes),
+        ConformanceCase("CRUD", "updateOfMissingKeyThrowsNotFound", updateOfMissingKeyThrowsNotFound),
+        ConformanceCase("CRUD", "deleteThenGetReturnsNil", deleteThenGetReturnsNil),
+        ConformanceCase(
+            "CRUD", "deleteMatchingRequestDeletesOnlyMatches", deleteMatchingRequestDeletesOnlyMatches),
+        ConformanceCase(
+            "CRUD", "deleteWithSortAndLimitDeletesThatPage", deleteWithSortAndLimitDeletesThatPage),
+        ConformanceCase("CRUD", "deleteAllEmptiesOnlyThatEntity", deleteAllEmptiesOnlyThatEntity),
+        ConformanceCase("CRUD", "missingAttributesTakeDefaultsOrNull", missingAttributesTakeDefaultsOrNull),
+        ConformanceCase(
+            "CRUD", "scanStreamsEveryItemInKeyOrderInPages", scanStreamsEveryItemInKeyOrderInPages),
+        ConformanceCase("CRUD", "intKeysEnumerateInSignedOrder", intKeysEnumerateInSignedOrder),
+        ConformanceCase(
+            "CRUD", "stringAndUUIDKeysEnumerateInByteOrder", stringAndUUIDKeysEnumerateInByteOrder),
+        ConformanceCase("CRUD", "firstAndCountFollowTheRequest", firstAndCountFollowTheRequest),
+        ConformanceCase(
+            "CRUD", "uniqueIndexRejectsDuplicateAndAllowsNulls", uniqueIndexRejectsDuplicateAndAllowsNulls),
+        ConformanceCase(
+            "CRUD", "uniqueIndexAllowsRewritingTheSameItemAndReusingFreedValues",
+            uniqueIndexAllowsRewritingTheSameItemAndReusingFreedValues),
+        ConformanceCase("CRUD", "metadataIsTransactional", metadataIsTransactional),
     ]
 }

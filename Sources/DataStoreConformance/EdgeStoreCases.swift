@@ -109,22 +109,176 @@ enum EdgeStoreCases {
         }
     }
 
+    static func nestedReadsJoinTheEnclosingTransaction(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try Fixtures.load(Fixtures.items(10), into: store)
+        guard let seen = c.withinDeadline(30, "nested reads", { try nestedReads(store) }) else { return }
+        c.expectEqual(seen.deepCount, 10, "a read nested 200 deep on \(c.backend.name)")
+        c.expect(seen.writeCommitted, "a write commits while a read is open on \(c.backend.name)")
+        c.expectEqual(seen.innerCount, seen.outerCount, "a nested read sees the enclosing snapshot")
+        c.expect(seen.ownWriteSeen, "a read inside a write block sees the block's uncommitted write")
+        c.expectEqual(seen.childCount, 12, "a child read inside a parent read")
+    }
+
+    static func sixteenThreadsHoldReadsAtOnce(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try Fixtures.load(Fixtures.items(10), into: store)
+        c.expectEqual(concurrentReaders(store, count: 16), 16, "reads open at once on \(c.backend.name)")
+    }
+
+    static func namesThatDifferOnlyByCaseOrAreReservedAreRefused(_ c: ConformanceContext) throws {
+        let id = Attribute("id", .int)
+        let refused: [(String, Schema)] = [
+            (
+                "entities Item and item",
+                Schema(
+                    version: 1,
+                    entities: [
+                        EntitySchema("Item", primaryKey: "id", attributes: [id]),
+                        EntitySchema("item", primaryKey: "id", attributes: [id]),
+                    ])
+            ),
+            (
+                "attributes a and A",
+                Schema(
+                    version: 1,
+                    entities: [
+                        EntitySchema(
+                            "E", primaryKey: "id",
+                            attributes: [id, Attribute("a", .int), Attribute("A", .int)])
+                    ])
+            ),
+            (
+                "indexes ix and IX",
+                Schema(
+                    version: 1,
+                    entities: [
+                        EntitySchema(
+                            "E", primaryKey: "id", attributes: [id, Attribute("a", .int)],
+                            indexes: [Index("ix", on: ["a"]), Index("IX", on: ["id"])])
+                    ])
+            ),
+            (
+                "entity sqlite_stat",
+                Schema(
+                    version: 1,
+                    entities: [
+                        EntitySchema("sqlite_stat", primaryKey: "id", attributes: [id])
+                    ])
+            ),
+            (
+                "entity SQLITE_x",
+                Schema(
+                    version: 1,
+                    entities: [
+                        EntitySchema("SQLITE_x", primaryKey: "id", attributes: [id])
+                    ])
+            ),
+            (
+                "entity _DS_meta",
+                Schema(
+                    version: 1,
+                    entities: [
+                        EntitySchema("_DS_meta", primaryKey: "id", attributes: [id])
+                    ])
+            ),
+            (
+                "attribute _Ds",
+                Schema(
+                    version: 1,
+                    entities: [
+                        EntitySchema("E", primaryKey: "id", attributes: [id, Attribute("_Ds", .int)])
+                    ])
+            ),
+        ]
+        for (i, (what, schema)) in refused.enumerated() {
+            c.expectError(.invalidArgument, "for \(what) on \(c.backend.name)") {
+                _ = try c.open(schema, name: "refused\(i)")
+            }
+        }
+        let accepted = Schema(
+            version: 1,
+            entities: [
+                EntitySchema(
+                    "Item", primaryKey: "item",
+                    attributes: [Attribute("item", .int), Attribute("Items", .int)],
+                    indexes: [Index("item", on: ["Items"])]),
+                EntitySchema(
+                    "Other", primaryKey: "id", attributes: [id], indexes: [Index("item", on: ["id"])]),
+            ])
+        let store = try c.open(accepted, name: "accepted")
+        try store.writeSync { try $0.insert(["item": 1, "Items": 2], into: "Item") }
+        c.expectEqual(
+            try store.read { try $0.count(FetchRequest("Item", filter: Field("Items") == 2)) }, 1)
+    }
+
+    static func requestsWithThousandsOfTermsAnswerAndPastTheLimitsFailAlike(_ c: ConformanceContext) throws {
+        try largeRequests(c)
+    }
+
+    static func metadataKeysCompareByBytes(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { writer in
+            try writer.setMetadata([1], forKey: "\u{E9}")
+            try writer.setMetadata([2], forKey: "e\u{301}")
+        }
+        c.expectEqual(try store.read { try $0.metadata(forKey: "\u{E9}") }, [1])
+        c.expectEqual(try store.read { try $0.metadata(forKey: "e\u{301}") }, [2])
+        let child = try store.makeChild()
+        try child.writeSync { try $0.setMetadata([3], forKey: "e\u{301}") }
+        c.expectEqual(
+            try child.read { try $0.metadata(forKey: "\u{E9}") }, [1], "child keeps the other key")
+        try store.merge(child)
+        c.expectEqual(try store.read { try $0.metadata(forKey: "\u{E9}") }, [1])
+        c.expectEqual(try store.read { try $0.metadata(forKey: "e\u{301}") }, [3])
+    }
+
+    static func reservedMetadataKeysCannotBeWritten(_ c: ConformanceContext) throws {
+        var store = try c.open(name: "reserved")
+        for key in [
+            "datastore.schema", "datastore.format", "datastore.migration.incomplete", "datastore.x",
+        ] {
+            c.expectError(.invalidArgument, naming: key, "writing \(key)") {
+                try store.writeSync { try $0.setMetadata([0], forKey: key) }
+            }
+            c.expectError(.invalidArgument, naming: key, "deleting \(key)") {
+                try store.writeSync { try $0.setMetadata(nil, forKey: key) }
+            }
+            let child = try store.makeChild()
+            c.expectError(.invalidArgument, naming: key, "writing \(key) in a child") {
+                try child.writeSync { try $0.setMetadata([0], forKey: key) }
+            }
+        }
+        try store.close()
+        store = try c.open(nil, name: "reserved")
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 0, "the store still opens")
+    }
+
+    static func aChildThatSwappedUniqueValuesMerges(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { writer in
+            try writer.insert(["id": 1, "name": "a", "code": "x"], into: "Item")
+            try writer.insert(["id": 2, "name": "b", "code": "y"], into: "Item")
+            try writer.insert(["id": 3, "name": "c", "code": "z"], into: "Item")
+        }
+        let child = try store.makeChild()
+        try child.writeSync { writer in
+            try writer.update("Item", key: 1, set: ["code": .null])
+            try writer.update("Item", key: 3, set: ["code": "x"])
+            try writer.update("Item", key: 2, set: ["code": "z"])
+            try writer.update("Item", key: 1, set: ["code": "y"])
+        }
+        let report = try store.merge(child)
+        c.expectEqual(report.updated, 3)
+        let codes = try store.read { try $0.fetch(FetchRequest("Item")) }.map(\.["code"])
+        c.expectEqual(codes, ["y", "z", "x"])
+    }
+
     static let all: [ConformanceCase] = [
-        ConformanceCase("Edge store rules", "nestedReadsJoinTheEnclosingTransaction") { c in
-            let store = try c.open()
-            try Fixtures.load(Fixtures.items(10), into: store)
-            guard let seen = c.withinDeadline(30, "nested reads", { try nestedReads(store) }) else { return }
-            c.expectEqual(seen.deepCount, 10, "a read nested 200 deep on \(c.backend.name)")
-            c.expect(seen.writeCommitted, "a write commits while a read is open on \(c.backend.name)")
-            c.expectEqual(seen.innerCount, seen.outerCount, "a nested read sees the enclosing snapshot")
-            c.expect(seen.ownWriteSeen, "a read inside a write block sees the block's uncommitted write")
-            c.expectEqual(seen.childCount, 12, "a child read inside a parent read")
-        },
-        ConformanceCase("Edge store rules", "sixteenThreadsHoldReadsAtOnce") { c in
-            let store = try c.open()
-            try Fixtures.load(Fixtures.items(10), into: store)
-            c.expectEqual(concurrentReaders(store, count: 16), 16, "reads open at once on \(c.backend.name)")
-        },
+        ConformanceCase(
+            "Edge store rules", "nestedReadsJoinTheEnclosingTransaction",
+            nestedReadsJoinTheEnclosingTransaction),
+        ConformanceCase("Edge store rules", "sixteenThreadsHoldReadsAtOnce", sixteenThreadsHoldReadsAtOnce),
         ConformanceCase(
             "Edge store rules", "insertingAnExistingKeyIsKeyExistsEvenWhenAUniqueValueAlsoClashes"
         ) { c in
@@ -145,149 +299,16 @@ enum EdgeStoreCases {
                 }
             }
         },
-        ConformanceCase("Edge store rules", "namesThatDifferOnlyByCaseOrAreReservedAreRefused") { c in
-            let id = Attribute("id", .int)
-            let refused: [(String, Schema)] = [
-                (
-                    "entities Item and item",
-                    Schema(
-                        version: 1,
-                        entities: [
-                            EntitySchema("Item", primaryKey: "id", attributes: [id]),
-                            EntitySchema("item", primaryKey: "id", attributes: [id]),
-                        ])
-                ),
-                (
-                    "attributes a and A",
-                    Schema(
-                        version: 1,
-                        entities: [
-                            EntitySchema(
-                                "E", primaryKey: "id",
-                                attributes: [id, Attribute("a", .int), Attribute("A", .int)])
-                        ])
-                ),
-                (
-                    "indexes ix and IX",
-                    Schema(
-                        version: 1,
-                        entities: [
-                            EntitySchema(
-                                "E", primaryKey: "id", attributes: [id, Attribute("a", .int)],
-                                indexes: [Index("ix", on: ["a"]), Index("IX", on: ["id"])])
-                        ])
-                ),
-                (
-                    "entity sqlite_stat",
-                    Schema(
-                        version: 1,
-                        entities: [
-                            EntitySchema("sqlite_stat", primaryKey: "id", attributes: [id])
-                        ])
-                ),
-                (
-                    "entity SQLITE_x",
-                    Schema(
-                        version: 1,
-                        entities: [
-                            EntitySchema("SQLITE_x", primaryKey: "id", attributes: [id])
-                        ])
-                ),
-                (
-                    "entity _DS_meta",
-                    Schema(
-                        version: 1,
-                        entities: [
-                            EntitySchema("_DS_meta", primaryKey: "id", attributes: [id])
-                        ])
-                ),
-                (
-                    "attribute _Ds",
-                    Schema(
-                        version: 1,
-                        entities: [
-                            EntitySchema("E", primaryKey: "id", attributes: [id, Attribute("_Ds", .int)])
-                        ])
-                ),
-            ]
-            for (i, (what, schema)) in refused.enumerated() {
-                c.expectError(.invalidArgument, "for \(what) on \(c.backend.name)") {
-                    _ = try c.open(schema, name: "refused\(i)")
-                }
-            }
-            let accepted = Schema(
-                version: 1,
-                entities: [
-                    EntitySchema(
-                        "Item", primaryKey: "item",
-                        attributes: [Attribute("item", .int), Attribute("Items", .int)],
-                        indexes: [Index("item", on: ["Items"])]),
-                    EntitySchema(
-                        "Other", primaryKey: "id", attributes: [id], indexes: [Index("item", on: ["id"])]),
-                ])
-            let store = try c.open(accepted, name: "accepted")
-            try store.writeSync { try $0.insert(["item": 1, "Items": 2], into: "Item") }
-            c.expectEqual(
-                try store.read { try $0.count(FetchRequest("Item", filter: Field("Items") == 2)) }, 1)
-        },
-        ConformanceCase("Edge store rules", "requestsWithThousandsOfTermsAnswerAndPastTheLimitsFailAlike") {
-            c in
-            try largeRequests(c)
-        },
-        ConformanceCase("Edge store rules", "metadataKeysCompareByBytes") { c in
-            let store = try c.open()
-            try store.writeSync { writer in
-                try writer.setMetadata([1], forKey: "\u{E9}")
-                try writer.setMetadata([2], forKey: "e\u{301}")
-            }
-            c.expectEqual(try store.read { try $0.metadata(forKey: "\u{E9}") }, [1])
-            c.expectEqual(try store.read { try $0.metadata(forKey: "e\u{301}") }, [2])
-            let child = try store.makeChild()
-            try child.writeSync { try $0.setMetadata([3], forKey: "e\u{301}") }
-            c.expectEqual(
-                try child.read { try $0.metadata(forKey: "\u{E9}") }, [1], "child keeps the other key")
-            try store.merge(child)
-            c.expectEqual(try store.read { try $0.metadata(forKey: "\u{E9}") }, [1])
-            c.expectEqual(try store.read { try $0.metadata(forKey: "e\u{301}") }, [3])
-        },
-        ConformanceCase("Edge store rules", "reservedMetadataKeysCannotBeWritten") { c in
-            var store = try c.open(name: "reserved")
-            for key in [
-                "datastore.schema", "datastore.format", "datastore.migration.incomplete", "datastore.x",
-            ] {
-                c.expectError(.invalidArgument, naming: key, "writing \(key)") {
-                    try store.writeSync { try $0.setMetadata([0], forKey: key) }
-                }
-                c.expectError(.invalidArgument, naming: key, "deleting \(key)") {
-                    try store.writeSync { try $0.setMetadata(nil, forKey: key) }
-                }
-                let child = try store.makeChild()
-                c.expectError(.invalidArgument, naming: key, "writing \(key) in a child") {
-                    try child.writeSync { try $0.setMetadata([0], forKey: key) }
-                }
-            }
-            try store.close()
-            store = try c.open(nil, name: "reserved")
-            c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 0, "the store still opens")
-        },
-        ConformanceCase("Edge store rules", "aChildThatSwappedUniqueValuesMerges") { c in
-            let store = try c.open()
-            try store.writeSync { writer in
-                try writer.insert(["id": 1, "name": "a", "code": "x"], into: "Item")
-                try writer.insert(["id": 2, "name": "b", "code": "y"], into: "Item")
-                try writer.insert(["id": 3, "name": "c", "code": "z"], into: "Item")
-            }
-            let child = try store.makeChild()
-            try child.writeSync { writer in
-                try writer.update("Item", key: 1, set: ["code": .null])
-                try writer.update("Item", key: 3, set: ["code": "x"])
-                try writer.update("Item", key: 2, set: ["code": "z"])
-                try writer.update("Item", key: 1, set: ["code": "y"])
-            }
-            let report = try store.merge(child)
-            c.expectEqual(report.updated, 3)
-            let codes = try store.read { try $0.fetch(FetchRequest("Item")) }.map(\.["code"])
-            c.expectEqual(codes, ["y", "z", "x"])
-        },
+        ConformanceCase(
+            "Edge store rules", "namesThatDifferOnlyByCaseOrAreReservedAreRefused",
+            namesThatDifferOnlyByCaseOrAreReservedAreRefused),
+        ConformanceCase(
+            "Edge store rules", "requestsWithThousandsOfTermsAnswerAndPastTheLimitsFailAlike",
+            requestsWithThousandsOfTermsAnswerAndPastTheLimitsFailAlike),
+        ConformanceCase("Edge store rules", "metadataKeysCompareByBytes", metadataKeysCompareByBytes),
+        ConformanceCase(
+            "Edge store rules", "reservedMetadataKeysCannotBeWritten", reservedMetadataKeysCannotBeWritten),
+        ConformanceCase(
+            "Edge store rules", "aChildThatSwappedUniqueValuesMerges", aChildThatSwappedUniqueValuesMerges),
     ]
 }

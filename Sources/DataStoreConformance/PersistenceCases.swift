@@ -2,41 +2,50 @@ import DataStoreAPI
 import Foundation
 
 enum PersistenceCases {
+    static func dataSurvivesCloseAndReopen(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let items = Fixtures.items(40)
+        try Fixtures.load(items, into: store)
+        try store.writeSync { w in
+            try w.insert(["key": "k", "value": 3], into: "Keyed")
+            try w.setMetadata([7], forKey: "app.version")
+        }
+        let before = try store.read { try $0.fetch(FetchRequest("Item")) }
+        try store.close()
+        let reopened = try c.open()
+        c.expectEqual(try reopened.read { try $0.fetch(FetchRequest("Item")) }, before)
+        c.expectEqual(try reopened.read { try $0.get("Keyed", key: "k")?["value"] }, 3)
+        c.expectEqual(try reopened.read { try $0.metadata(forKey: "app.version") }, [7])
+    }
+
+    static func reopeningWithAnotherSchemaThrowsSchemaMismatch(_ c: ConformanceContext) throws {
+        try c.open().close()
+        var changed = Fixtures.schema
+        changed.entities[1].attributes.append(Attribute("extra", .int, optional: true))
+        c.expectError(.schemaMismatch, naming: "Keyed") { _ = try c.open(changed) }
+        var bumped = Fixtures.schema
+        bumped.version = 2
+        c.expectError(.schemaMismatch, naming: "version") { _ = try c.open(bumped) }
+        let store = try c.open()
+        c.expectEqual(store.schema, Fixtures.schema, "the store is still usable with its own schema")
+    }
+
+    static func openingWithoutASchemaUsesTheStoredOne(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.insert(["key": "k"], into: "Keyed") }
+        try store.close()
+        let described = try c.open(nil)
+        c.expectEqual(described.schema, Fixtures.schema)
+        c.expectEqual(try described.read { try $0.count(FetchRequest("Keyed")) }, 1)
+        c.expectError(.notFound) { _ = try c.open(nil, name: "nothing-here") }
+    }
+
     static let all: [ConformanceCase] = [
-        ConformanceCase("Persistence", "dataSurvivesCloseAndReopen") { c in
-            let store = try c.open()
-            let items = Fixtures.items(40)
-            try Fixtures.load(items, into: store)
-            try store.writeSync { w in
-                try w.insert(["key": "k", "value": 3], into: "Keyed")
-                try w.setMetadata([7], forKey: "app.version")
-            }
-            let before = try store.read { try $0.fetch(FetchRequest("Item")) }
-            try store.close()
-            let reopened = try c.open()
-            c.expectEqual(try reopened.read { try $0.fetch(FetchRequest("Item")) }, before)
-            c.expectEqual(try reopened.read { try $0.get("Keyed", key: "k")?["value"] }, 3)
-            c.expectEqual(try reopened.read { try $0.metadata(forKey: "app.version") }, [7])
-        },
-        ConformanceCase("Persistence", "reopeningWithAnotherSchemaThrowsSchemaMismatch") { c in
-            try c.open().close()
-            var changed = Fixtures.schema
-            changed.entities[1].attributes.append(Attribute("extra", .int, optional: true))
-            c.expectError(.schemaMismatch, naming: "Keyed") { _ = try c.open(changed) }
-            var bumped = Fixtures.schema
-            bumped.version = 2
-            c.expectError(.schemaMismatch, naming: "version") { _ = try c.open(bumped) }
-            let store = try c.open()
-            c.expectEqual(store.schema, Fixtures.schema, "the store is still usable with its own schema")
-        },
-        ConformanceCase("Persistence", "openingWithoutASchemaUsesTheStoredOne") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.insert(["key": "k"], into: "Keyed") }
-            try store.close()
-            let described = try c.open(nil)
-            c.expectEqual(described.schema, Fixtures.schema)
-            c.expectEqual(try described.read { try $0.count(FetchRequest("Keyed")) }, 1)
-            c.expectError(.notFound) { _ = try c.open(nil, name: "nothing-here") }
-        },
+        ConformanceCase("Persistence", "dataSurvivesCloseAndReopen", dataSurvivesCloseAndReopen),
+        ConformanceCase(
+            "Persistence", "reopeningWithAnotherSchemaThrowsSchemaMismatch",
+            reopeningWithAnotherSchemaThrowsSchemaMismatch),
+        ConformanceCase(
+            "Persistence", "openingWithoutASchemaUsesTheStoredOne", openingWithoutASchemaUsesTheStoredOne),
     ]
 }

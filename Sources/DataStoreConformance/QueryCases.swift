@@ -5,17 +5,21 @@ enum QueryCases {
     static let uuid1 = Fixtures.refs[0]
     static let filters: [Filter] = [
         .all,
-        Field("name") == "alpha", Field("name") != "alpha", Field("name") < "beta", Field("name") >= "e\u{301}",
+        Field("name") == "alpha", Field("name") != "alpha", Field("name") < "beta",
+        Field("name") >= "e\u{301}",
         Field("name") > "\u{E9}", Field("name").among(["alpha", "\u{E9}", ""]), Field("name").hasPrefix("a"),
         Field("name").hasPrefix(""), Field("name").contains("p"), Field("name").contains("\u{0}"),
         Field("name").hasPrefix("A"), Field("name").contains("PP"),
         Field("score") == 3, Field("score") != 3, Field("score") < 0, Field("score") <= 0, Field("score") > 2,
-        Field("score") >= -1, Field("score") == nil, Field("score") != nil, Field("score").among([1, 2, nil]),
+        Field("score") >= -1, Field("score") == nil, Field("score") != nil,
+        Field("score").among([1, 2, nil]),
         Field("score").isNull, Field("score") < nil,
-        Field("ratio") == 0.0, Field("ratio") == -0.0, Field("ratio") < 0, Field("ratio") > .double(-.infinity),
+        Field("ratio") == 0.0, Field("ratio") == -0.0, Field("ratio") < 0,
+        Field("ratio") > .double(-.infinity),
         Field("ratio") >= 2.5, Field("ratio") <= 1e-300,
         Field("flag") == true, Field("flag") != false, Field("flag") < true,
-        Field("when") < .date(Timestamp(microsecondsSinceEpoch: 0)), Field("ref") == uuid1, Field("ref") > uuid1,
+        Field("when") < .date(Timestamp(microsecondsSinceEpoch: 0)), Field("ref") == uuid1,
+        Field("ref") > uuid1,
         Field("blob") == .bytes([]), Field("blob") > .bytes([0]),
         Field("label").isNull, Field("label").hasPrefix("A"), Field("code") == "code-3", Field("code") != nil,
         !(Field("score") < 0), !(Field("name") == "alpha") && Field("score") > 0,
@@ -26,7 +30,8 @@ enum QueryCases {
     static let sorts: [[SortKey]] = [
         [], [.ascending("name")], [.descending("name")], [.ascending("label", caseInsensitive: true)],
         [.descending("label", caseInsensitive: true)], [.ascending("score")], [.descending("score")],
-        [.ascending("ratio")], [.descending("flag"), .ascending("name")], [.ascending("when")], [.ascending("ref")],
+        [.ascending("ratio")], [.descending("flag"), .ascending("name")], [.ascending("when")],
+        [.ascending("ref")],
         [.ascending("score"), .descending("label", caseInsensitive: true)], [.descending("blob")],
         [.ascending("label")], [.descending("code")],
     ]
@@ -43,124 +48,169 @@ enum QueryCases {
             for request in requests {
                 let expected = Oracle.answer(request, over: stored, primaryKey: "id")
                 let got = try reader.fetch(request)
-                c.expect(got == expected, "ids \(got.map(\.["id"])) expected \(expected.map(\.["id"])): fetch \(request.filter) sort \(request.sort) offset \(request.offset) "
-                    + "limit \(request.limit.map(String.init) ?? "none") on \(c.backend.name)")
+                c.expect(
+                    got == expected,
+                    "ids \(got.map(\.["id"])) expected \(expected.map(\.["id"])): fetch \(request.filter) "
+                        + "sort \(request.sort) offset \(request.offset) limit \(request.limit.map(String.init) ?? "none") on \(c.backend.name)")
                 if got != expected { return }
             }
         }
     }
 
-    static let all: [ConformanceCase] = [
-        ConformanceCase("Queries", "everyPredicateMatchesTheOracle") { c in
-            try compare(c, filters.map { FetchRequest("Item", filter: $0) })
-        },
-        ConformanceCase("Queries", "everySortMatchesTheOracle") { c in
-            try compare(c, sorts.map { FetchRequest("Item", sort: $0) })
-        },
-        ConformanceCase("Queries", "offsetsAndLimitsMatchTheOracle") { c in
-            var requests: [FetchRequest] = []
-            for sort in sorts { for offset in offsets { for limit in limits {
-                requests.append(FetchRequest("Item", sort: sort, offset: offset, limit: limit))
-            } } }
-            try compare(c, requests)
-        },
-        ConformanceCase("Queries", "predicatesSortsOffsetsAndLimitsCombinedMatchTheOracle") { c in
-            var requests: [FetchRequest] = []
-            var rng = SplitMix64(seed: 11)
-            for filter in filters { for sort in sorts {
+    static func everyPredicateMatchesTheOracle(_ c: ConformanceContext) throws {
+        try compare(c, filters.map { FetchRequest("Item", filter: $0) })
+    }
+
+    static func everySortMatchesTheOracle(_ c: ConformanceContext) throws {
+        try compare(c, sorts.map { FetchRequest("Item", sort: $0) })
+    }
+
+    static func offsetsAndLimitsMatchTheOracle(_ c: ConformanceContext) throws {
+        var requests: [FetchRequest] = []
+        for sort in sorts {
+            for offset in offsets {
+                for limit in limits {
+                    requests.append(FetchRequest("Item", sort: sort, offset: offset, limit: limit))
+                }
+            }
+        }
+        try compare(c, requests)
+    }
+
+    static func predicatesSortsOffsetsAndLimitsCombinedMatchTheOracle(_ c: ConformanceContext) throws {
+        var requests: [FetchRequest] = []
+        var rng = SplitMix64(seed: 11)
+        for filter in filters {
+            for sort in sorts {
                 let offset = offsets[Int(rng.next() % UInt64(offsets.count))]
                 let limit = limits[Int(rng.next() % UInt64(limits.count))]
-                requests.append(FetchRequest("Item", filter: filter, sort: sort, offset: offset, limit: limit))
-            } }
-            try compare(c, requests)
-        },
-        ConformanceCase("Queries", "countsMatchTheOracle") { c in
-            let store = try c.open()
-            let items = Fixtures.items(120, seed: 3)
-            try Fixtures.load(items, into: store)
-            let stored = try store.read { try $0.fetch(FetchRequest("Item")) }
-            for filter in filters {
-                let expected = stored.filter { Oracle.matches(filter, $0) }.count
-                let got = try store.read { try $0.count(FetchRequest("Item", filter: filter)) }
-                c.expect(got == expected, "count \(got) expected \(expected) for \(filter)")
+                requests.append(
+                    FetchRequest("Item", filter: filter, sort: sort, offset: offset, limit: limit))
             }
-        },
-        ConformanceCase("Queries", "pagesOverManyEqualSortKeysAreStableAndComplete") { c in
-            let store = try c.open()
-            try store.writeSync { w in
-                for i in 0..<97 { try w.insert(["id": .int(Int64(96 - i)), "name": "same", "score": .int(Int64(i % 2))],
-                                               into: "Item") }
+        }
+        try compare(c, requests)
+    }
+
+    static func countsMatchTheOracle(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let items = Fixtures.items(120, seed: 3)
+        try Fixtures.load(items, into: store)
+        let stored = try store.read { try $0.fetch(FetchRequest("Item")) }
+        for filter in filters {
+            let expected = stored.filter { Oracle.matches(filter, $0) }.count
+            let got = try store.read { try $0.count(FetchRequest("Item", filter: filter)) }
+            c.expect(got == expected, "count \(got) expected \(expected) for \(filter)")
+        }
+    }
+
+    static func pagesOverManyEqualSortKeysAreStableAndComplete(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { w in
+            for i in 0..<97 {
+                try w.insert(
+                    ["id": .int(Int64(96 - i)), "name": "same", "score": .int(Int64(i % 2))],
+                    into: "Item")
             }
-            for sort in [[SortKey.ascending("name")], [.descending("score")]] {
-                var paged: [Record] = []
-                for page in 0..<10 {
-                    paged += try store.read { try $0.fetch(FetchRequest("Item", sort: sort, offset: page * 10, limit: 10)) }
-                }
-                let whole = try store.read { try $0.fetch(FetchRequest("Item", sort: sort)) }
-                c.expectEqual(paged, whole, "pages of \(sort)")
-                c.expectEqual(Set(paged.map(\.["id"])).count, 97)
-            }
-        },
-        ConformanceCase("Queries", "nullComparesAsAValueInTwoValuedLogic") { c in
-            let store = try c.open()
-            try store.writeSync { w in
-                try w.insert(["id": 1, "name": "a", "score": 5], into: "Item")
-                try w.insert(["id": 2, "name": "b", "score": 1], into: "Item")
-                try w.insert(["id": 3, "name": "c"], into: "Item")
-            }
-            func ids(_ f: Filter) throws -> [Value] {
-                try store.read { try $0.fetch(FetchRequest("Item", filter: f)).map(\.["id"]) }
-            }
-            c.expectEqual(try ids(Field("score") != 5), [2, 3], "!= matches null")
-            c.expectEqual(try ids(!(Field("score") < 5)), [1, 3], "not simply inverts")
-            c.expectEqual(try ids(Field("score") < 5), [2], "ordering with null is false")
-            c.expectEqual(try ids(Field("score") == nil), [3])
-            c.expectEqual(try ids(!(Field("score").among([5]))), [2, 3])
-        },
-        ConformanceCase("Queries", "stringsSortByUTF8BytesAndFoldASCIIOnly") { c in
-            let store = try c.open()
-            let names = ["b", "B", "a", "\u{C9}", "\u{E9}", "Z", "e\u{301}", "\u{1F600}", "aB", "Ab"]
-            try store.writeSync { w in
-                for (i, n) in names.enumerated() {
-                    try w.insert(["id": .int(Int64(i)), "name": .string(n), "label": .string(n)], into: "Item")
+        }
+        for sort in [[SortKey.ascending("name")], [.descending("score")]] {
+            var paged: [Record] = []
+            for page in 0..<10 {
+                paged += try store.read {
+                    try $0.fetch(FetchRequest("Item", sort: sort, offset: page * 10, limit: 10))
                 }
             }
-            let byBytes = try store.read { try $0.fetch(FetchRequest("Item", sort: [.ascending("name")])) }
-            let expected = names.map(Value.string).sorted { Oracle.order($0, $1, fold: false) < 0 }
-            c.expectEqual(byBytes.map(\.["name"]), expected)
-            c.expectEqual(byBytes.map(\.["id"]), [9, 1, 5, 2, 8, 0, 6, 3, 4, 7], "byte order, not Swift's <")
-            let folded = try store.read {
-                try $0.fetch(FetchRequest("Item", sort: [.ascending("label", caseInsensitive: true)]))
+            let whole = try store.read { try $0.fetch(FetchRequest("Item", sort: sort)) }
+            c.expectEqual(paged, whole, "pages of \(sort)")
+            c.expectEqual(Set(paged.map(\.["id"])).count, 97)
+        }
+    }
+
+    static func nullComparesAsAValueInTwoValuedLogic(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { w in
+            try w.insert(["id": 1, "name": "a", "score": 5], into: "Item")
+            try w.insert(["id": 2, "name": "b", "score": 1], into: "Item")
+            try w.insert(["id": 3, "name": "c"], into: "Item")
+        }
+        func ids(_ f: Filter) throws -> [Value] {
+            try store.read { try $0.fetch(FetchRequest("Item", filter: f)).map(\.["id"]) }
+        }
+        c.expectEqual(try ids(Field("score") != 5), [2, 3], "!= matches null")
+        c.expectEqual(try ids(!(Field("score") < 5)), [1, 3], "not simply inverts")
+        c.expectEqual(try ids(Field("score") < 5), [2], "ordering with null is false")
+        c.expectEqual(try ids(Field("score") == nil), [3])
+        c.expectEqual(try ids(!(Field("score").among([5]))), [2, 3])
+    }
+
+    static func stringsSortByUTF8BytesAndFoldASCIIOnly(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let names = ["b", "B", "a", "\u{C9}", "\u{E9}", "Z", "e\u{301}", "\u{1F600}", "aB", "Ab"]
+        try store.writeSync { w in
+            for (i, n) in names.enumerated() {
+                try w.insert(["id": .int(Int64(i)), "name": .string(n), "label": .string(n)], into: "Item")
             }
-            c.expectEqual(folded.map(\.["id"]), [2, 8, 9, 0, 1, 6, 5, 3, 4, 7], "NOCASE order, ties by id")
-        },
-        ConformanceCase("Queries", "prefixAndContainsAreCaseSensitiveAndByteWise") { c in
-            let store = try c.open()
-            let names = ["Apple", "apple", "%_x", "a%b", "\u{E9}t\u{E9}", "e\u{301}t\u{E9}"]
-            try store.writeSync { w in
-                for (i, n) in names.enumerated() { try w.insert(["id": .int(Int64(i)), "name": .string(n)], into: "Item") }
+        }
+        let byBytes = try store.read { try $0.fetch(FetchRequest("Item", sort: [.ascending("name")])) }
+        let expected = names.map(Value.string).sorted { Oracle.order($0, $1, fold: false) < 0 }
+        c.expectEqual(byBytes.map(\.["name"]), expected)
+        c.expectEqual(byBytes.map(\.["id"]), [9, 1, 5, 2, 8, 0, 6, 3, 4, 7], "byte order, not Swift's <")
+        let folded = try store.read {
+            try $0.fetch(FetchRequest("Item", sort: [.ascending("label", caseInsensitive: true)]))
+        }
+        c.expectEqual(folded.map(\.["id"]), [2, 8, 9, 0, 1, 6, 5, 3, 4, 7], "NOCASE order, ties by id")
+    }
+
+    static func prefixAndContainsAreCaseSensitiveAndByteWise(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let names = ["Apple", "apple", "%_x", "a%b", "\u{E9}t\u{E9}", "e\u{301}t\u{E9}"]
+        try store.writeSync { w in
+            for (i, n) in names.enumerated() {
+                try w.insert(["id": .int(Int64(i)), "name": .string(n)], into: "Item")
             }
-            func ids(_ f: Filter) throws -> [Value] {
-                try store.read { try $0.fetch(FetchRequest("Item", filter: f)).map(\.["id"]) }
-            }
-            c.expectEqual(try ids(Field("name").hasPrefix("a")), [1, 3])
-            c.expectEqual(try ids(Field("name").hasPrefix("%")), [2], "% is not a wildcard")
-            c.expectEqual(try ids(Field("name").contains("_")), [2], "_ is not a wildcard")
-            c.expectEqual(try ids(Field("name").contains("PP")), [])
-            c.expectEqual(try ids(Field("name").hasPrefix("\u{E9}")), [4], "decomposed é is not a match")
-            c.expectEqual(try ids(Field("name").contains("t\u{E9}")), [4, 5])
-        },
-        ConformanceCase("Queries", "negativeZeroEqualsZeroInFiltersAndSorts") { c in
-            let store = try c.open()
-            try store.writeSync { w in
-                try w.insert(["id": 1, "name": "a", "ratio": -0.0], into: "Item")
-                try w.insert(["id": 2, "name": "b", "ratio": 0.0], into: "Item")
-                try w.insert(["id": 3, "name": "c", "ratio": -1e-300], into: "Item")
-            }
-            let zeros = try store.read { try $0.fetch(FetchRequest("Item", filter: Field("ratio") == 0.0)) }
-            c.expectEqual(zeros.map(\.["id"]), [1, 2])
-            let sorted = try store.read { try $0.fetch(FetchRequest("Item", sort: [.descending("ratio")])) }
-            c.expectEqual(sorted.map(\.["id"]), [1, 2, 3], "-0.0 and 0.0 tie, broken by key")
-        },
+        }
+        func ids(_ f: Filter) throws -> [Value] {
+            try store.read { try $0.fetch(FetchRequest("Item", filter: f)).map(\.["id"]) }
+        }
+        c.expectEqual(try ids(Field("name").hasPrefix("a")), [1, 3])
+        c.expectEqual(try ids(Field("name").hasPrefix("%")), [2], "% is not a wildcard")
+        c.expectEqual(try ids(Field("name").contains("_")), [2], "_ is not a wildcard")
+        c.expectEqual(try ids(Field("name").contains("PP")), [])
+        c.expectEqual(try ids(Field("name").hasPrefix("\u{E9}")), [4], "decomposed é is not a match")
+        c.expectEqual(try ids(Field("name").contains("t\u{E9}")), [4, 5])
+    }
+
+    static func negativeZeroEqualsZeroInFiltersAndSorts(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { w in
+            try w.insert(["id": 1, "name": "a", "ratio": -0.0], into: "Item")
+            try w.insert(["id": 2, "name": "b", "ratio": 0.0], into: "Item")
+            try w.insert(["id": 3, "name": "c", "ratio": -1e-300], into: "Item")
+        }
+        let zeros = try store.read { try $0.fetch(FetchRequest("Item", filter: Field("ratio") == 0.0)) }
+        c.expectEqual(zeros.map(\.["id"]), [1, 2])
+        let sorted = try store.read { try $0.fetch(FetchRequest("Item", sort: [.descending("ratio")])) }
+        c.expectEqual(sorted.map(\.["id"]), [1, 2, 3], "-0.0 and 0.0 tie, broken by key")
+    }
+
+    static let all: [ConformanceCase] = [
+        ConformanceCase("Queries", "everyPredicateMatchesTheOracle", everyPredicateMatchesTheOracle),
+        ConformanceCase("Queries", "everySortMatchesTheOracle", everySortMatchesTheOracle),
+        ConformanceCase("Queries", "offsetsAndLimitsMatchTheOracle", offsetsAndLimitsMatchTheOracle),
+        ConformanceCase(
+            "Queries", "predicatesSortsOffsetsAndLimitsCombinedMatchTheOracle",
+            predicatesSortsOffsetsAndLimitsCombinedMatchTheOracle),
+        ConformanceCase("Queries", "countsMatchTheOracle", countsMatchTheOracle),
+        ConformanceCase(
+            "Queries", "pagesOverManyEqualSortKeysAreStableAndComplete",
+            pagesOverManyEqualSortKeysAreStableAndComplete),
+        ConformanceCase(
+            "Queries", "nullComparesAsAValueInTwoValuedLogic", nullComparesAsAValueInTwoValuedLogic),
+        ConformanceCase(
+            "Queries", "stringsSortByUTF8BytesAndFoldASCIIOnly", stringsSortByUTF8BytesAndFoldASCIIOnly),
+        ConformanceCase(
+            "Queries", "prefixAndContainsAreCaseSensitiveAndByteWise",
+            prefixAndContainsAreCaseSensitiveAndByteWise),
+        ConformanceCase(
+            "Queries", "negativeZeroEqualsZeroInFiltersAndSorts", negativeZeroEqualsZeroInFiltersAndSorts),
     ]
 }

@@ -25,7 +25,9 @@ enum RandomOperationCases {
             let op = rng.next() % 7
             switch op {
             case 0:
-                expectedError = model.items[id] != nil ? .keyExists
+                expectedError =
+                    model.items[id] != nil
+                    ? .keyExists
                     : (model.codeTaken(item["code"], by: id) ? .uniqueViolation : nil)
             case 1, 5, 6:
                 expectedError = model.codeTaken(item["code"], by: id) ? .uniqueViolation : nil
@@ -38,10 +40,12 @@ enum RandomOperationCases {
                 switch op {
                 case 0: try w.insert(item, into: "Item")
                 case 1, 5: try w.save(item, into: "Item")
-                case 2: try w.update("Item", key: .int(id), set: ["score": item["score"], "name": item["name"]])
+                case 2:
+                    try w.update("Item", key: .int(id), set: ["score": item["score"], "name": item["name"]])
                 case 3: _ = try w.delete("Item", key: .int(id))
                 case 6: try w.save(item, into: "Item")
-                default: _ = try w.delete(FetchRequest("Item", filter: Field("score") == item["score"], limit: 2))
+                default:
+                    _ = try w.delete(FetchRequest("Item", filter: Field("score") == item["score"], limit: 2))
                 }
             }
             var actualError: StoreError.Code?
@@ -69,8 +73,9 @@ enum RandomOperationCases {
                     model.items[id]?["name"] = item["name"]
                 case 3: model.items[id] = nil
                 default:
-                    let doomed = Oracle.answer(FetchRequest("Item", filter: Field("score") == item["score"], limit: 2),
-                                               over: Array(model.items.values), primaryKey: "id")
+                    let doomed = Oracle.answer(
+                        FetchRequest("Item", filter: Field("score") == item["score"], limit: 2),
+                        over: Array(model.items.values), primaryKey: "id")
                     for d in doomed { if case .int(let k) = d["id"] { model.items[k] = nil } }
                 }
             }
@@ -80,7 +85,9 @@ enum RandomOperationCases {
     }
 
     /// Runs a write through writeAsync and waits for it.
-    static func awaitAsync(_ store: any DataStore, _ body: @escaping @Sendable (WriteAccessor) throws -> Void) throws {
+    static func awaitAsync(
+        _ store: any DataStore, _ body: @escaping @Sendable (WriteAccessor) throws -> Void
+    ) throws {
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<Void, any Error>>(.success(()))
         store.writeAsync(body) { result in
@@ -109,14 +116,18 @@ enum RandomOperationCases {
             return !u.isNull && items.contains { $0.key != record["id"] && $0.value["u"] == u }
         }
         /// Applies one random operation to `writer` and `items`; returns the error it expects.
-        func operation(_ entity: String, _ items: inout [Value: Record],
-                       _ rng: inout SplitMix64) -> (StoreError.Code?, (WriteAccessor) throws -> Void) {
+        func operation(
+            _ entity: String, _ items: inout [Value: Record],
+            _ rng: inout SplitMix64
+        ) -> (StoreError.Code?, (WriteAccessor) throws -> Void) {
             let key = EdgeDomain.pick(keys[entity] ?? [], &rng)
             var record = EdgeDomain.item(entity, key: key, &rng)
             record["u"] = EdgeDomain.pick(uniques, &rng)
             switch rng.next() % 4 {
             case 0:
-                let error: StoreError.Code? = items[key] != nil ? .keyExists
+                let error: StoreError.Code? =
+                    items[key] != nil
+                    ? .keyExists
                     : (clash(record, entity, items) ? .uniqueViolation : nil)
                 if error == nil { items[key] = record }
                 return (error, { [record] in try $0.insert(record, into: entity) })
@@ -178,18 +189,21 @@ enum RandomOperationCases {
             let expected = (model[entity] ?? [:]).values.sorted {
                 Value.compareCanonical($0["id"], $1["id"]) < 0
             }
-            c.expectEqual(try store.read { try $0.fetch(FetchRequest(entity)) }, expected,
-                          "final \(entity) on \(c.backend.name)")
+            c.expectEqual(
+                try store.read { try $0.fetch(FetchRequest(entity)) }, expected,
+                "final \(entity) on \(c.backend.name)")
         }
     }
 
-    static let all: [ConformanceCase] = [1, 2, 3].map { seed in
-        ConformanceCase("Random operations", "seededSequence\(seed)EndsEqualToTheOracle") { c in
-            try run(c, seed: UInt64(seed))
+    static let all: [ConformanceCase] =
+        [1, 2, 3].map { seed in
+            ConformanceCase("Random operations", "seededSequence\(seed)EndsEqualToTheOracle") { c in
+                try run(c, seed: UInt64(seed))
+            }
         }
-    } + [4, 5, 6].map { seed in
-        ConformanceCase("Random operations", "seededEdgeSequence\(seed)EndsEqualToTheModel") { c in
-            try runEdge(c, seed: UInt64(seed))
+        + [4, 5, 6].map { seed in
+            ConformanceCase("Random operations", "seededEdgeSequence\(seed)EndsEqualToTheModel") { c in
+                try runEdge(c, seed: UInt64(seed))
+            }
         }
-    }
 }

@@ -2,94 +2,134 @@ import DataStoreAPI
 import Foundation
 
 enum ValidationCases {
+    static func unknownEntityIsNamed(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.unknownEntity, naming: "Pancake") {
+            _ = try store.read { try $0.get("Pancake", key: 1) }
+        }
+        c.expectError(.unknownEntity, naming: "Pancake") {
+            try store.writeSync { try $0.insert(["id": 1], into: "Pancake") }
+        }
+    }
+
+    static func unknownAttributeInRecordIsNamed(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.unknownAttribute, naming: "colour") {
+            try store.writeSync { try $0.insert(["key": "a", "colour": "red"], into: "Keyed") }
+        }
+    }
+
+    static func unknownAttributeInFilterOrSortIsNamed(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.unknownAttribute, naming: "colour") {
+            _ = try store.read { try $0.fetch(FetchRequest("Keyed", filter: Field("colour") == "red")) }
+        }
+        c.expectError(.unknownAttribute, naming: "colour") {
+            _ = try store.read { try $0.fetch(FetchRequest("Keyed", sort: [.ascending("colour")])) }
+        }
+    }
+
+    static func wrongTypeInRecordIsTypeMismatch(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.typeMismatch, naming: "value") {
+            try store.writeSync { try $0.insert(["key": "a", "value": "five"], into: "Keyed") }
+        }
+        c.expectError(.typeMismatch, naming: "key") {
+            try store.writeSync { try $0.insert(["key": 5], into: "Keyed") }
+        }
+        c.expectError(.typeMismatch, naming: "Keyed") { _ = try store.read { try $0.get("Keyed", key: 5) } }
+    }
+
+    static func wrongTypeInFilterIsTypeMismatchNotEmptyResult(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.insert(["key": "a", "value": 5], into: "Keyed") }
+        c.expectError(.typeMismatch, naming: "value") {
+            _ = try store.read { try $0.fetch(FetchRequest("Keyed", filter: Field("value") == "5")) }
+        }
+        c.expectError(.typeMismatch, naming: "value") {
+            _ = try store.read {
+                try $0.count(FetchRequest("Keyed", filter: Field("value").among([1, "x"])))
+            }
+        }
+    }
+
+    static func nanIsRejectedOnWrite(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.invalidValue, naming: "NaN") {
+            try store.writeSync {
+                try $0.insert(["id": 1, "name": "n", "ratio": .double(.nan)], into: "Item")
+            }
+        }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 0)
+    }
+
+    static func nullForRequiredAttributeIsRejected(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.invalidValue, naming: "name") {
+            try store.writeSync { try $0.insert(["id": 1], into: "Item") }
+        }
+        c.expectError(.invalidValue, naming: "name") {
+            try store.writeSync { try $0.insert(["id": 1, "name": nil], into: "Item") }
+        }
+    }
+
+    static func negativeOffsetOrLimitIsRejected(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.invalidArgument, naming: "Item") {
+            _ = try store.read { try $0.fetch(FetchRequest("Item", limit: -1)) }
+        }
+        c.expectError(.invalidArgument, naming: "Item") {
+            _ = try store.read { try $0.fetch(FetchRequest("Item", offset: -2)) }
+        }
+    }
+
+    static func prefixOnNonStringAndFoldingNonStringAreTypeMismatch(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        c.expectError(.typeMismatch, naming: "score") {
+            _ = try store.read { try $0.fetch(FetchRequest("Item", filter: Field("score").hasPrefix("1"))) }
+        }
+        c.expectError(.typeMismatch, naming: "score") {
+            _ = try store.read {
+                try $0.fetch(FetchRequest("Item", sort: [.ascending("score", caseInsensitive: true)]))
+            }
+        }
+    }
+
+    static func invalidSchemaIsRejectedAtOpen(_ c: ConformanceContext) throws {
+        let badKey = Schema(entities: [
+            EntitySchema("E", primaryKey: "x", attributes: [Attribute("x", .double)])
+        ])
+        c.expectError(.invalidArgument, naming: "x") { _ = try c.open(badKey, name: "bad1") }
+        let badName = Schema(entities: [
+            EntitySchema(
+                "has space", primaryKey: "id",
+                attributes: [Attribute("id", .int)])
+        ])
+        c.expectError(.invalidArgument, naming: "has space") { _ = try c.open(badName, name: "bad2") }
+        let badIndex = Schema(entities: [
+            EntitySchema(
+                "E", primaryKey: "id", attributes: [Attribute("id", .int)],
+                indexes: [Index("i", on: ["nope"])])
+        ])
+        c.expectError(.unknownAttribute, naming: "nope") { _ = try c.open(badIndex, name: "bad3") }
+    }
+
     static let all: [ConformanceCase] = [
-        ConformanceCase("Validation", "unknownEntityIsNamed") { c in
-            let store = try c.open()
-            c.expectError(.unknownEntity, naming: "Pancake") { _ = try store.read { try $0.get("Pancake", key: 1) } }
-            c.expectError(.unknownEntity, naming: "Pancake") {
-                try store.writeSync { try $0.insert(["id": 1], into: "Pancake") }
-            }
-        },
-        ConformanceCase("Validation", "unknownAttributeInRecordIsNamed") { c in
-            let store = try c.open()
-            c.expectError(.unknownAttribute, naming: "colour") {
-                try store.writeSync { try $0.insert(["key": "a", "colour": "red"], into: "Keyed") }
-            }
-        },
-        ConformanceCase("Validation", "unknownAttributeInFilterOrSortIsNamed") { c in
-            let store = try c.open()
-            c.expectError(.unknownAttribute, naming: "colour") {
-                _ = try store.read { try $0.fetch(FetchRequest("Keyed", filter: Field("colour") == "red")) }
-            }
-            c.expectError(.unknownAttribute, naming: "colour") {
-                _ = try store.read { try $0.fetch(FetchRequest("Keyed", sort: [.ascending("colour")])) }
-            }
-        },
-        ConformanceCase("Validation", "wrongTypeInRecordIsTypeMismatch") { c in
-            let store = try c.open()
-            c.expectError(.typeMismatch, naming: "value") {
-                try store.writeSync { try $0.insert(["key": "a", "value": "five"], into: "Keyed") }
-            }
-            c.expectError(.typeMismatch, naming: "key") {
-                try store.writeSync { try $0.insert(["key": 5], into: "Keyed") }
-            }
-            c.expectError(.typeMismatch, naming: "Keyed") { _ = try store.read { try $0.get("Keyed", key: 5) } }
-        },
-        ConformanceCase("Validation", "wrongTypeInFilterIsTypeMismatchNotEmptyResult") { c in
-            let store = try c.open()
-            try store.writeSync { try $0.insert(["key": "a", "value": 5], into: "Keyed") }
-            c.expectError(.typeMismatch, naming: "value") {
-                _ = try store.read { try $0.fetch(FetchRequest("Keyed", filter: Field("value") == "5")) }
-            }
-            c.expectError(.typeMismatch, naming: "value") {
-                _ = try store.read { try $0.count(FetchRequest("Keyed", filter: Field("value").among([1, "x"]))) }
-            }
-        },
-        ConformanceCase("Validation", "nanIsRejectedOnWrite") { c in
-            let store = try c.open()
-            c.expectError(.invalidValue, naming: "NaN") {
-                try store.writeSync { try $0.insert(["id": 1, "name": "n", "ratio": .double(.nan)], into: "Item") }
-            }
-            c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 0)
-        },
-        ConformanceCase("Validation", "nullForRequiredAttributeIsRejected") { c in
-            let store = try c.open()
-            c.expectError(.invalidValue, naming: "name") {
-                try store.writeSync { try $0.insert(["id": 1], into: "Item") }
-            }
-            c.expectError(.invalidValue, naming: "name") {
-                try store.writeSync { try $0.insert(["id": 1, "name": nil], into: "Item") }
-            }
-        },
-        ConformanceCase("Validation", "negativeOffsetOrLimitIsRejected") { c in
-            let store = try c.open()
-            c.expectError(.invalidArgument, naming: "Item") {
-                _ = try store.read { try $0.fetch(FetchRequest("Item", limit: -1)) }
-            }
-            c.expectError(.invalidArgument, naming: "Item") {
-                _ = try store.read { try $0.fetch(FetchRequest("Item", offset: -2)) }
-            }
-        },
-        ConformanceCase("Validation", "prefixOnNonStringAndFoldingNonStringAreTypeMismatch") { c in
-            let store = try c.open()
-            c.expectError(.typeMismatch, naming: "score") {
-                _ = try store.read { try $0.fetch(FetchRequest("Item", filter: Field("score").hasPrefix("1"))) }
-            }
-            c.expectError(.typeMismatch, naming: "score") {
-                _ = try store.read {
-                    try $0.fetch(FetchRequest("Item", sort: [.ascending("score", caseInsensitive: true)]))
-                }
-            }
-        },
-        ConformanceCase("Validation", "invalidSchemaIsRejectedAtOpen") { c in
-            let badKey = Schema(entities: [EntitySchema("E", primaryKey: "x", attributes: [Attribute("x", .double)])])
-            c.expectError(.invalidArgument, naming: "x") { _ = try c.open(badKey, name: "bad1") }
-            let badName = Schema(entities: [EntitySchema("has space", primaryKey: "id",
-                                                         attributes: [Attribute("id", .int)])])
-            c.expectError(.invalidArgument, naming: "has space") { _ = try c.open(badName, name: "bad2") }
-            let badIndex = Schema(entities: [EntitySchema("E", primaryKey: "id", attributes: [Attribute("id", .int)],
-                                                          indexes: [Index("i", on: ["nope"])])])
-            c.expectError(.unknownAttribute, naming: "nope") { _ = try c.open(badIndex, name: "bad3") }
-        },
+        ConformanceCase("Validation", "unknownEntityIsNamed", unknownEntityIsNamed),
+        ConformanceCase("Validation", "unknownAttributeInRecordIsNamed", unknownAttributeInRecordIsNamed),
+        ConformanceCase(
+            "Validation", "unknownAttributeInFilterOrSortIsNamed", unknownAttributeInFilterOrSortIsNamed),
+        ConformanceCase("Validation", "wrongTypeInRecordIsTypeMismatch", wrongTypeInRecordIsTypeMismatch),
+        ConformanceCase(
+            "Validation", "wrongTypeInFilterIsTypeMismatchNotEmptyResult",
+            wrongTypeInFilterIsTypeMismatchNotEmptyResult),
+        ConformanceCase("Validation", "nanIsRejectedOnWrite", nanIsRejectedOnWrite),
+        ConformanceCase(
+            "Validation", "nullForRequiredAttributeIsRejected", nullForRequiredAttributeIsRejected),
+        ConformanceCase("Validation", "negativeOffsetOrLimitIsRejected", negativeOffsetOrLimitIsRejected),
+        ConformanceCase(
+            "Validation", "prefixOnNonStringAndFoldingNonStringAreTypeMismatch",
+            prefixOnNonStringAndFoldingNonStringAreTypeMismatch),
+        ConformanceCase("Validation", "invalidSchemaIsRejectedAtOpen", invalidSchemaIsRejectedAtOpen),
     ]
 }
