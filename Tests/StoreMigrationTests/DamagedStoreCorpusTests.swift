@@ -146,7 +146,7 @@ func runGuarded(_ arguments: [String], seconds: Double = 60) throws -> GuardedRu
 }
 
 /// Random damages per kind of store: `DATASTORE_CORPUS` in the environment (100 by default,
-/// giving 215 inputs and 860 runs; the README's longer run uses 500).
+/// giving 216 inputs and 864 runs; the README's longer run uses 500).
 var corpusDamagesPerKind: Int {
     ProcessInfo.processInfo.environment["DATASTORE_CORPUS"].flatMap(Int.init) ?? 100
 }
