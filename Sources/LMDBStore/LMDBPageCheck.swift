@@ -1,8 +1,8 @@
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
-/// Validates an LMDB environment's `data.mdb` with bounds checks, reading it with `pread`,
-/// never through the memory map, so that no damaged file can crash the process.
+/// Validates an LMDB environment's `data.mdb` with bounds checks before liblmdb follows any
+/// of it, so that no damaged file can crash the process.
 ///
 /// liblmdb trusts its pages: a truncated file faults (SIGBUS) on the first access past its
 /// end, and a damaged page sends it through wild offsets (SIGSEGV). The check runs in two
@@ -48,7 +48,7 @@ struct LMDBPageCheck {
         var entries: UInt64
         var root: UInt64
 
-        init(_ bytes: ArraySlice<UInt8>) {
+        init(_ bytes: UnsafeRawBufferPointer) {
             flags = UInt16(littleEndian: bytes, at: 4)
             depth = Int(UInt16(littleEndian: bytes, at: 6))
             branchPages = UInt64(littleEndian: bytes, at: 8)
@@ -134,10 +134,10 @@ struct LMDBPageCheck {
             throw StoreError(.notAStore, "\(file) holds \(fileSize) bytes, too few for an LMDB meta page")
         }
         let first = try read(offset: 0, count: 160)
-        guard UInt32(littleEndian: first[...], at: 16) == Self.magic else {
+        guard first.withUnsafeBytes({ UInt32(littleEndian: $0, at: 16) }) == Self.magic else {
             throw StoreError(.notAStore, "\(file) is not an LMDB environment (no LMDB magic number)")
         }
-        let pageSize = Int(UInt32(littleEndian: first[...], at: 40))
+        let pageSize = Int(first.withUnsafeBytes { UInt32(littleEndian: $0, at: 40) })
         guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else {
             throw corrupt("its meta page names a page size of \(pageSize) bytes")
         }
@@ -162,7 +162,10 @@ struct LMDBPageCheck {
     }
 
     private func parseMeta(_ bytes: [UInt8], pageSize: Int) -> Meta? {
-        let page = bytes[...]
+        bytes.withUnsafeBytes { parseMeta($0, pageSize: pageSize) }
+    }
+
+    private func parseMeta(_ page: UnsafeRawBufferPointer, pageSize: Int) -> Meta? {
         guard UInt32(littleEndian: page, at: 16) == Self.magic, UInt32(littleEndian: page, at: 20) == 1,
             UInt16(littleEndian: page, at: 10) & 0x08 != 0
         else { return nil }
@@ -170,7 +173,8 @@ struct LMDBPageCheck {
         guard lastPage >= 1, lastPage < UInt64.max / UInt64(pageSize) else { return nil }
         return Meta(
             pageSize: pageSize, lastPage: lastPage, txnid: UInt64(littleEndian: page, at: 144),
-            free: DatabaseRecord(page[40..<88]), main: DatabaseRecord(page[88..<136]))
+            free: DatabaseRecord(UnsafeRawBufferPointer(rebasing: page[40..<88])),
+            main: DatabaseRecord(UnsafeRawBufferPointer(rebasing: page[88..<136])))
     }
 
     // MARK: Tree walk
@@ -192,7 +196,15 @@ struct LMDBPageCheck {
             }
             meta = match
         }
-        var walker = Walker(check: self, meta: meta)
+        // The file holds every page this meta commits (checkMeta), and LMDB never shrinks it
+        // while it is open, so reading the pages through a read-only mapping cannot fault; the
+        // walk's bounds checks are what stand between damaged contents and liblmdb.
+        let length = Int((meta.lastPage + 1) * UInt64(meta.pageSize))
+        guard let mapping = mmap(nil, length, PROT_READ, MAP_SHARED, descriptor, 0), mapping != MAP_FAILED else {
+            throw StoreError(.io, "\(file): cannot map \(length) bytes to check them")
+        }
+        defer { munmap(mapping, length) }
+        var walker = Walker(check: self, meta: meta, pages: UnsafeRawBufferPointer(start: mapping, count: length))
         try walker.tree(meta.free, name: "the free-page list", isFreeList: true)
         try walker.tree(meta.main, name: "the main database", isFreeList: false)
         return walker.report
@@ -201,13 +213,16 @@ struct LMDBPageCheck {
     fileprivate struct Walker {
         let check: LMDBPageCheck
         let meta: Meta
+        /// Pages `0...meta.lastPage`, mapped.
+        let pages: UnsafeRawBufferPointer
         var visited = Set<UInt64>()
         var report = Report()
         var named: [(String, DatabaseRecord)] = []
 
-        init(check: LMDBPageCheck, meta: Meta) {
+        init(check: LMDBPageCheck, meta: Meta, pages: UnsafeRawBufferPointer) {
             self.check = check
             self.meta = meta
+            self.pages = pages
             report.pageSize = meta.pageSize
         }
 
@@ -253,7 +268,7 @@ struct LMDBPageCheck {
             }
         }
 
-        mutating func load(_ number: UInt64, name: String) throws(StoreError) -> [UInt8] {
+        mutating func load(_ number: UInt64, name: String) throws(StoreError) -> UnsafeRawBufferPointer {
             guard number >= 2, number <= meta.lastPage else {
                 throw check.corrupt("\(name) refers to page \(number), outside pages 2...\(meta.lastPage)")
             }
@@ -261,11 +276,11 @@ struct LMDBPageCheck {
                 throw check.corrupt("\(name) reaches page \(number) twice")
             }
             report.pages += 1
-            let bytes = try check.read(offset: number * UInt64(meta.pageSize), count: meta.pageSize)
-            guard UInt64(littleEndian: bytes[...], at: 0) == number else {
+            let start = Int(number) * meta.pageSize
+            let bytes = UnsafeRawBufferPointer(rebasing: pages[start..<start + meta.pageSize])
+            guard UInt64(littleEndian: bytes, at: 0) == number else {
                 throw check.corrupt(
-                    "page \(number) of \(name) carries the number "
-                        + "\(UInt64(littleEndian: bytes[...], at: 0))")
+                    "page \(number) of \(name) carries the number \(UInt64(littleEndian: bytes, at: 0))")
             }
             return bytes
         }
@@ -274,13 +289,12 @@ struct LMDBPageCheck {
             _ number: UInt64, depth: Int, tree: DatabaseRecord, name: String, isFreeList: Bool,
             counts: inout Counts
         ) throws(StoreError) {
-            let bytes = try load(number, name: name)
-            let p = bytes[...]
+            let p = try load(number, name: name)
             let size = meta.pageSize
             let flags = UInt16(littleEndian: p, at: 10)
             let lower = Int(UInt16(littleEndian: p, at: 12))
             let upper = Int(UInt16(littleEndian: p, at: 14))
-            let where_ = "page \(number) of \(name)"
+            var where_: String { "page \(number) of \(name)" }
             let isBranch = flags & LMDBPageCheck.branch != 0
             guard flags & ~(LMDBPageCheck.branch | LMDBPageCheck.leaf) == 0,
                 isBranch != (flags & LMDBPageCheck.leaf != 0)
@@ -298,7 +312,7 @@ struct LMDBPageCheck {
                 throw check.corrupt("\(where_) holds no nodes")
             }
             if isBranch { counts.branch += 1 } else { counts.leaf += 1 }
-            var previousKey: ArraySlice<UInt8>?
+            var previousKey: UnsafeRawBufferPointer?
             for i in 0..<count {
                 let offset = Int(UInt16(littleEndian: p, at: LMDBPageCheck.headerSize + 2 * i))
                 guard offset >= upper, offset + LMDBPageCheck.nodeHeaderSize <= size else {
@@ -314,10 +328,8 @@ struct LMDBPageCheck {
                     throw check.corrupt(
                         "\(where_): node \(i) has a key of \(keySize) bytes past the page end")
                 }
-                let key = p[keyStart..<keyStart + keySize]
-                if let previousKey, !(isBranch && i == 1), Value.compareBytes(previousKey, key) >= 0,
-                    !isFreeList
-                {
+                let key = UnsafeRawBufferPointer(rebasing: p[keyStart..<keyStart + keySize])
+                if let previousKey, !(isBranch && i == 1), !isFreeList, Self.compare(previousKey, key) >= 0 {
                     throw check.corrupt("\(where_): keys \(i - 1) and \(i) are out of order")
                 }
                 previousKey = key
@@ -359,10 +371,20 @@ struct LMDBPageCheck {
                     named.append(
                         (
                             String(decoding: key, as: UTF8.self),
-                            DatabaseRecord(p[dataStart..<dataStart + 48])
+                            DatabaseRecord(UnsafeRawBufferPointer(rebasing: p[dataStart..<dataStart + 48]))
                         ))
                 }
             }
+        }
+
+        /// Byte order of two keys (memcmp, then length), as LMDB's default comparator.
+        static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+            let common = min(a.count, b.count)
+            if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+                let c = memcmp(x, y, common)
+                if c != 0 { return c < 0 ? -1 : 1 }
+            }
+            return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
         }
 
         mutating func overflowRun(
@@ -371,8 +393,8 @@ struct LMDBPageCheck {
             throws(StoreError)
         {
             let bytes = try load(number, name: name)
-            let flags = UInt16(littleEndian: bytes[...], at: 10)
-            let pages = UInt64(UInt32(littleEndian: bytes[...], at: 12))
+            let flags = UInt16(littleEndian: bytes, at: 10)
+            let pages = UInt64(UInt32(littleEndian: bytes, at: 12))
             guard flags == LMDBPageCheck.overflow, pages >= 1, number + pages - 1 <= meta.lastPage,
                 UInt64(dataSize) <= pages * UInt64(meta.pageSize) - UInt64(LMDBPageCheck.headerSize)
             else {
@@ -390,12 +412,13 @@ struct LMDBPageCheck {
 }
 
 extension FixedWidthInteger {
-    /// Reads a little-endian integer at `offset` of `bytes` (the caller checked the bounds).
-    init(littleEndian bytes: ArraySlice<UInt8>, at offset: Int) {
-        var value: Self = 0
-        for i in 0..<MemoryLayout<Self>.size {
-            value |= Self(truncatingIfNeeded: bytes[bytes.startIndex + offset + i]) << (8 * i)
+    /// Reads a little-endian integer at `offset` of `bytes`; 0 past their end (the callers check
+    /// the bounds first, this only keeps a mistake from reading out of bounds).
+    init(littleEndian bytes: UnsafeRawBufferPointer, at offset: Int) {
+        guard offset >= 0, offset + MemoryLayout<Self>.size <= bytes.count else {
+            self = 0
+            return
         }
-        self = value
+        self = Self(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Self.self))
     }
 }

@@ -24,7 +24,12 @@ final class LMDBTransaction: StorageWriter {
     static func recordKey(_ key: PrimaryKey) -> [UInt8] { [0x00] + key.bytes }
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
-        try txn.withValue(dbi(entity), Self.recordKey(key)) { try decode($0, entity, key: key.bytes) }
+        try record(entity, keyBytes: key.bytes)
+    }
+
+    /// The record stored under an encoded key (index entries hold encoded keys).
+    private func record(_ entity: EntitySchema, keyBytes: [UInt8]) throws -> Record? {
+        try txn.withValue(dbi(entity), [0x00] + keyBytes) { try decode($0, entity, key: keyBytes) }
     }
 
     /// Decodes a stored record; a damaged one is `corrupt` naming the environment, entity and key.
@@ -63,26 +68,25 @@ final class LMDBTransaction: StorageWriter {
     /// candidates when one applies (the filter is re-checked on each record by the caller),
     /// every record otherwise.
     private func candidates(_ filter: Filter, _ entity: EntitySchema,
-                            _ visit: ([UInt8], Record) throws -> Bool) throws {
+                            _ visit: (() -> [UInt8], Record) throws -> Bool) throws {
         if let keys = try candidates(filter, entity) {
-            let type = entity.primaryKeyAttribute.type
             for key in keys {
-                guard let record = try get(entity, key: PrimaryKey(bytes: key, type: type)) else {
+                guard let record = try record(entity, keyBytes: key) else {
                     throw StoreError(.corrupt, "\(txn.environment.path): an index of '\(entity.name)' names the "
                         + "missing item \(Self.hex(key))")
                 }
-                if !(try visit(key, record)) { return }
+                if !(try visit({ key }, record)) { return }
             }
             return
         }
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            try visit(Array(key.dropFirst()), try decode(value, entity, key: key.dropFirst()))
+            try visit({ Array(key.dropFirst()) }, try decode(value, entity, key: key.dropFirst()))
         }
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         var stages = RequestStages(request)
-        try candidates(request.filter, entity) { key, record in stages.offer(key: key, record: record) }
+        try candidates(request.filter, entity) { key, record in stages.offer(key: key(), record: record) }
         return stages.finish()
     }
 
@@ -147,8 +151,7 @@ final class LMDBTransaction: StorageWriter {
             try LMDBIndexKeys.primaryKeys(in: .prefix(LMDBIndexKeys.equalityPrefix(values)), of: dbi, txn) {
                 holders.append($0)
             }
-            let type = entity.primaryKeyAttribute.type
-            return try holders.compactMap { try get(entity, key: PrimaryKey(bytes: $0, type: type)) }
+            return try holders.compactMap { try self.record(entity, keyBytes: $0) }
         }
         for index in entity.indexes {
             guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }

@@ -21,12 +21,13 @@
     /// Whether the stages can stop taking candidates early (no sort, candidates in key order).
     private var streams: Bool { request.sort.isEmpty && inKeyOrder }
 
-    /// Offers a candidate (it need not match the filter).
+    /// Offers a candidate (it need not match the filter); its key is read only when a sort
+    /// needs it.
     /// - Returns: false once no later candidate can change the answer.
-    public mutating func offer(key: [UInt8], record: Record) -> Bool {
+    public mutating func offer(key: @autoclosure () -> [UInt8], record: Record) -> Bool {
         guard request.filter.matches(record) else { return true }
         guard streams else {
-            kept.append((key, record))
+            kept.append((key(), record))
             return true
         }
         if skipped < request.offset {
