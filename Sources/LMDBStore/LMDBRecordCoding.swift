@@ -78,7 +78,7 @@ enum LMDBRecordCoding {
                     throw corrupt("truncated \(attribute.name)")
                 }
                 if tag == .string {
-                    guard let string = String(validating: body.bindMemory(to: UInt8.self), as: UTF8.self) else {
+                    guard let string = UTF8Text.string(body) else {
                         throw corrupt("\(attribute.name) holds text that is not valid UTF-8")
                     }
                     value = .string(string)

@@ -8,6 +8,11 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
+    /// Statements of SQL built per request, least recently used first, at most
+    /// ``requestStatementLimit``: a request repeated in a loop is prepared once, and distinct
+    /// shapes (every `in` length, every prefix length) cannot grow the cache without bound.
+    private var requestStatements: [(sql: String, statement: SQLiteStatement)] = []
+    static let requestStatementLimit = 16
 
     /// Whether the connection was opened with `SQLITE_OPEN_READONLY`.
     let isReadOnly: Bool
@@ -114,6 +119,7 @@ final class SQLiteConnection {
         guard !isClosed else { return }
         isClosed = true
         statements.removeAll()
+        requestStatements.removeAll()
         let rc = sqlite3_close(handle)
         if rc != SQLITE_OK {
             let failure = error(rc, "cannot close the connection")
@@ -173,14 +179,26 @@ final class SQLiteConnection {
         }
     }
 
-    /// An uncached prepared statement, for SQL built per request (as GRDB's `makeStatement`):
-    /// caching every distinct filter shape would grow the cache without bound.
+    /// An uncached prepared statement, for SQL run once (as GRDB's `makeStatement`).
     func makeStatement(_ sql: String) throws(StoreError) -> SQLiteStatement {
         try SQLiteStatement(connection: self, sql: sql, persistent: false)
     }
 
-    /// How many statements are cached (fixed SQL only).
-    var cachedStatementCount: Int { statements.count }
+    /// A prepared statement for SQL built per request, from a small LRU cache.
+    func requestStatement(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        if let index = requestStatements.lastIndex(where: { $0.sql == sql }) {
+            let hit = requestStatements.remove(at: index)
+            requestStatements.append(hit)
+            return hit.statement
+        }
+        let statement = try makeStatement(sql)
+        if requestStatements.count >= Self.requestStatementLimit { requestStatements.removeFirst() }
+        requestStatements.append((sql, statement))
+        return statement
+    }
+
+    /// How many statements are cached (fixed SQL and the request LRU).
+    var cachedStatementCount: Int { statements.count + requestStatements.count }
 
     /// A cached prepared statement for `sql`, which must be one of the fixed statements.
     func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {

@@ -130,8 +130,7 @@ final class SQLiteStatement {
         case .string:
             let count = Int(sqlite3_column_bytes(handle, column))
             guard count > 0, let text = sqlite3_column_text(handle, column) else { return .string("") }
-            guard let string = String(validating: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
-            else {
+            guard let string = UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)) else {
                 throw StoreError(.corrupt, "\(connection.path): \(context()) holds text that is not valid UTF-8")
             }
             return .string(string)

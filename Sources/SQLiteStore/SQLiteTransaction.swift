@@ -17,7 +17,7 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     private func prepared(_ fragment: SQLFragment) throws(StoreError) -> SQLiteStatement {
-        let statement = try connection.makeStatement(fragment.sql)
+        let statement = try connection.requestStatement(fragment.sql)
         try statement.bind(fragment.bindings.map {
             if case .value(let v) = $0 { return v }
             return .null

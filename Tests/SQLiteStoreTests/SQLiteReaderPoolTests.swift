@@ -53,6 +53,7 @@ import Testing
                 FetchRequest("Item", filter: Field("name").hasPrefix(String(repeating: "n", count: n))))
         }
     }
-    #expect(store.sqlite.cachedStatementCount <= before + 16, "only fixed statements are cached")
+    #expect(store.sqlite.cachedStatementCount <= before + SQLiteConnection.requestStatementLimit,
+            "the cache of per-request statements stays at its bound")
     try store.close()
 }
