@@ -48,18 +48,9 @@ extension MigrateStore {
             abstract: "Apply only the differences (inserts, updates, deletes) from the source to an existing destination.")
 
         @OptionGroup var options: TransferOptions
+        @OptionGroup var check: SourceCheckOption
 
-        @Flag(help: "Check the source's integrity first (as `check` does).")
-        var check = false
-
-        func run() throws {
-            try runTransfer(options, name: "sync", resumeHint: false) { source, destination, stop, progress in
-                try Migrator.sync(from: source, to: destination,
-                                  options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
-                                                            checkSource: check),
-                                  shouldStop: stop, progress: progress)
-            }
-        }
+        func run() throws { try runComparison(options, check, name: "sync", Migrator.sync) }
     }
 
     struct Verify: ParsableCommand {
@@ -67,18 +58,28 @@ extension MigrateStore {
             abstract: "Compare two stores item by item; exit 1 on any difference.")
 
         @OptionGroup var options: TransferOptions
+        @OptionGroup var check: SourceCheckOption
 
-        @Flag(help: "Check the source's integrity first (as `check` does).")
-        var check = false
+        func run() throws { try runComparison(options, check, name: "verify", Migrator.verify) }
+    }
+}
 
-        func run() throws {
-            try runTransfer(options, name: "verify", resumeHint: false) { source, destination, stop, progress in
-                try Migrator.verify(from: source, to: destination,
-                                    options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
-                                                              checkSource: check),
-                                    shouldStop: stop, progress: progress)
-            }
-        }
+/// `--check` of the commands that compare two stores.
+struct SourceCheckOption: ParsableArguments {
+    @Flag(name: .customLong("check"), help: "Check the source's integrity first (as `check` does).")
+    var enabled = false
+}
+
+/// Runs `sync` or `verify`: the same options, a different pass of the migration engine.
+func runComparison(
+    _ options: TransferOptions, _ check: SourceCheckOption, name: String,
+    _ pass: @escaping (StoreLocation, StoreLocation, MigrationOptions, @escaping () -> Bool,
+                       @escaping (MigrationProgress) -> Void) throws -> MigrationReport
+) throws {
+    try runTransfer(options, name: name, resumeHint: false) { source, destination, stop, progress in
+        try pass(source, destination,
+                 MigrationOptions(entities: options.entityList, batchSize: options.batchSize, checkSource: check.enabled),
+                 stop, progress)
     }
 }
 
