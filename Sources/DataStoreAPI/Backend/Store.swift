@@ -11,7 +11,7 @@ import Foundation
 /// `@unchecked Sendable` because a non-final class cannot be checked, but every stored property
 /// is `Sendable` or thread-safe: the engine is `Sendable`, the lock and queue are thread-safe,
 /// ``StoreLifecycle`` guards its state with a condition variable, and subclasses add no state
-/// that is not `Sendable` (they are expected to add none at all).
+/// that is not `Sendable` (the built-in ones keep only a typed reference to their engine).
 open class Store: DataStore, @unchecked Sendable {
     /// The backend's engine.
     @_spi(Backend) public let engine: any StorageEngine
