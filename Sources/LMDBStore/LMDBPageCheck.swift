@@ -97,6 +97,12 @@ struct LMDBPageCheck {
 
     func close() { Glibc.close(descriptor) }
 
+    /// The file's size now (it only grows while a writer works on it).
+    private var currentSize: UInt64 {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 ? UInt64(max(0, status.st_size)) : fileSize
+    }
+
     private func corrupt(_ what: String) -> StoreError {
         StoreError(.corrupt, "\(file) is damaged: \(what)")
     }
@@ -120,7 +126,13 @@ struct LMDBPageCheck {
 
     // MARK: Meta pages
 
-    /// Reads both meta pages and checks that the file holds every committed page of the newest.
+    /// Reads both meta pages and checks that the file holds them and the root pages of the
+    /// newest meta's trees.
+    ///
+    /// Not every page up to the meta's `mm_last_pg`: a page a transaction dirtied and then freed
+    /// ("loose", mdb.c) is counted there but never written, so a healthy file can end before
+    /// it (seen on a store that another process was writing). Pages past the end of the file are
+    /// unreachable in a healthy store; ``walk(txnid:)`` checks that every reachable page is in it.
     /// - Returns: the meta of the newest committed transaction.
     /// - Throws: `notAStore` for a file that is not an LMDB environment (empty, too short for
     ///   a meta page, wrong magic), `incompatibleFormat` for another data version, `corrupt`
@@ -152,11 +164,16 @@ struct LMDBPageCheck {
         guard let newest = metas.max(by: { $0.txnid < $1.txnid }) else {
             throw corrupt("neither meta page is valid")
         }
-        let needed = (newest.lastPage + 1) * UInt64(pageSize)
-        guard fileSize >= needed else {
-            throw corrupt(
-                "it holds \(fileSize) bytes but its last committed page ends at byte \(needed) "
-                    + "(the file was truncated)")
+        // A live writer writes its pages and then the meta naming them: the size read after the
+        // metas holds every page they reach, the size read at open may not.
+        let filePages = currentSize / UInt64(pageSize)
+        guard filePages >= 2 else {
+            throw corrupt("it holds \(currentSize) bytes, less than its two meta pages (the file was truncated)")
+        }
+        for (name, tree) in [("free-page list", newest.free), ("main database", newest.main)]
+        where tree.root != Self.invalidPage && tree.root >= filePages {
+            throw corrupt("the root page \(tree.root) of its \(name) lies past its end at byte "
+                + "\(filePages * UInt64(pageSize)) (the file was truncated)")
         }
         return newest
     }
@@ -196,10 +213,11 @@ struct LMDBPageCheck {
             }
             meta = match
         }
-        // The file holds every page this meta commits (checkMeta), and LMDB never shrinks it
-        // while it is open, so reading the pages through a read-only mapping cannot fault; the
-        // walk's bounds checks are what stand between damaged contents and liblmdb.
-        let length = Int((meta.lastPage + 1) * UInt64(meta.pageSize))
+        // Only the pages the file holds are mapped, and LMDB never shrinks the file while it is
+        // open, so reading them through a read-only mapping cannot fault; the walk's bounds
+        // checks (every reachable page inside the file) stand between damage and liblmdb.
+        let filePages = min(meta.lastPage + 1, currentSize / UInt64(meta.pageSize))
+        let length = Int(filePages) * meta.pageSize
         guard let mapping = mmap(nil, length, PROT_READ, MAP_SHARED, descriptor, 0), mapping != MAP_FAILED else {
             throw StoreError(.io, "\(file): cannot map \(length) bytes to check them")
         }
@@ -272,6 +290,7 @@ struct LMDBPageCheck {
             guard number >= 2, number <= meta.lastPage else {
                 throw check.corrupt("\(name) refers to page \(number), outside pages 2...\(meta.lastPage)")
             }
+            guard number < filePages else { throw pastTheEnd(number, name) }
             guard visited.insert(number).inserted else {
                 throw check.corrupt("\(name) reaches page \(number) twice")
             }
@@ -377,6 +396,14 @@ struct LMDBPageCheck {
             }
         }
 
+        /// Pages the file holds (the mapping's length).
+        var filePages: UInt64 { UInt64(pages.count / meta.pageSize) }
+
+        func pastTheEnd(_ number: UInt64, _ name: String) -> StoreError {
+            check.corrupt("page \(number) of \(name) lies past the end of the file at byte \(pages.count) "
+                + "(the file was truncated)")
+        }
+
         /// Byte order of two keys (memcmp, then length), as LMDB's default comparator.
         static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
             let common = min(a.count, b.count)
@@ -402,6 +429,7 @@ struct LMDBPageCheck {
                     "overflow page \(number) of \(name) is malformed (\(pages) pages for "
                         + "\(dataSize) bytes)")
             }
+            guard number + pages <= filePages else { throw pastTheEnd(number + pages - 1, name) }
             for extra in 1..<pages where !visited.insert(number + extra).inserted {
                 throw check.corrupt("overflow pages of \(name) overlap at page \(number + extra)")
             }

@@ -61,3 +61,4 @@ func startReader(_ path: String) throws -> Process {
     #expect(store.mapSize > 100 << 20)
     try store.close()
 }
+

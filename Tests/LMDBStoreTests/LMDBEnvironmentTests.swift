@@ -215,3 +215,34 @@ let itemSchema = Schema(entities: [
     #expect(try store.read { try $0.count(FetchRequest("Item")) } == next / 2)
     try store.close()
 }
+
+/// LMDB counts in a meta's last page number pages that a transaction dirtied and freed without
+/// writing them (loose pages, mdb.c), so a healthy file may end before that page: such a store
+/// opens and checks clean, while a file cut before its reachable pages is `corrupt`.
+@Test func aFileEndingBeforeItsLastCountedPageIsHealthyWhenEveryReachablePageIsInIt() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("loose.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema)
+    try store.writeSync { writer in
+        for i in 0..<500 { try writer.insert(["id": .int(Int64(i)), "name": .string("n\(i)")], into: "Item") }
+    }
+    try store.close()
+    let file = URL(fileURLWithPath: path + "/data.mdb")
+    var bytes = try Data(contentsOf: file)
+    let pageSize = 4_096
+    for meta in [0, pageSize] {
+        let offset = meta + 136
+        let lastPage = bytes[offset..<offset + 8].enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * $1.offset) }
+        for i in 0..<8 { bytes[offset + i] = UInt8(truncatingIfNeeded: (lastPage + 3) >> (8 * i)) }
+    }
+    try bytes.write(to: file)
+    let reopened = try LMDBStore(path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: true))
+    #expect(try reopened.read { try $0.count(FetchRequest("Item")) } == 500)
+    try reopened.close()
+    #expect(try LMDBStore.check(path: path).items == 500)
+
+    try bytes.prefix(3 * pageSize).write(to: file)
+    #expect {
+        try LMDBStore(path: path, schema: nil, options: LMDBOptions(readOnly: true))
+    } throws: { ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("truncated") }
+}
