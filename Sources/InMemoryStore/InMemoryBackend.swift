@@ -33,9 +33,9 @@ import Synchronization
         try open(at: path, schema: nil, durability: .full)
     }
 
-    public func check(at path: String) throws -> String {
+    public func check(at path: String) throws -> EngineCheck {
         _ = try database(path, create: false)
-        return "none (in memory)"
+        return EngineCheck("none (in memory)")
     }
 
     public func destroy(at path: String) throws { databases.withLock { _ = $0.removeValue(forKey: path) } }

@@ -27,10 +27,12 @@ import Foundation
             path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: !alreadyChecked))
     }
 
-    public func check(at path: String) throws -> String {
+    /// The page walk, then every record decoded and checked against the key it is stored under.
+    public func check(at path: String) throws -> EngineCheck {
         let report = try LMDBStore.check(path: path)
-        return "page walk: \(report.pages) pages of \(report.pageSize) bytes, \(report.databases) databases, "
-            + "\(report.entries) entries"
+        return EngineCheck(
+            "page walk: \(report.pages) pages of \(report.pageSize) bytes, \(report.databases) databases, "
+                + "\(report.entries) entries", itemsChecked: report.items)
     }
 
     public func destroy(at path: String) throws { try LMDBStore.destroy(at: path) }

@@ -39,6 +39,8 @@ public struct LMDBOptions: Sendable, Hashable {
     /// The environment directory.
     public let path: String
     let environment: LMDBEnvironment
+    /// What the page walk on open found (``LMDBOptions/checkPages``).
+    let pagesChecked: LMDBCheckReport?
     let databases: LMDBDatabases
 
     /// Opens the store in the directory `path`, creating it (with `schema`) when it does not
@@ -59,9 +61,7 @@ public struct LMDBOptions: Sendable, Hashable {
         environment = try LMDBEnvironment(path: path, mapSize: options.initialMapSize,
                                           maxReaders: UInt32(options.maxReaders), durability: options.durability,
                                           readOnly: readOnly)
-        if options.checkPages {
-            _ = try Self.walk(environment)
-        }
+        pagesChecked = options.checkPages ? try Self.walk(environment) : nil
         let txn = try LMDBTxn(environment: environment, write: !readOnly)
         defer { txn.finish() }
         let existingMeta = try environment.openDatabase("_ds_meta", in: txn.txn, create: false)
@@ -125,7 +125,7 @@ public struct LMDBOptions: Sendable, Hashable {
     static func check(path: String) throws -> LMDBCheckReport {
         let engine = try LMDBEngine(path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: true))
         defer { try? engine.close() }
-        var report = try walk(engine.environment)
+        var report = try engine.pagesChecked ?? walk(engine.environment)
         let txn = try LMDBTxn(environment: engine.environment, write: false)
         defer { txn.finish() }
         let storage = LMDBTransaction(txn: txn, databases: engine.databases)

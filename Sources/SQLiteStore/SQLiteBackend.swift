@@ -24,8 +24,8 @@ import Foundation
         try SQLiteStore(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
     }
 
-    public func check(at path: String) throws -> String {
-        "PRAGMA integrity_check: " + (try SQLiteEngine.integrityCheck(path: path))
+    public func check(at path: String) throws -> EngineCheck {
+        EngineCheck("PRAGMA integrity_check: " + (try SQLiteEngine.integrityCheck(path: path)))
     }
 
     public func destroy(at path: String) throws { try SQLiteStore.destroy(at: path) }

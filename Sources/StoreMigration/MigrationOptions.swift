@@ -12,7 +12,8 @@ public struct MigrationOptions: Sendable {
     public var verify: Bool
     /// Read and count the source and check the destination, but write nothing.
     public var dryRun: Bool
-    /// Check the source (``StoreLocation/check()``) before copying it (on by default for copy).
+    /// Check the source (``StoreLocation/check()``) first; on by default (`migrate-store` turns
+    /// it off for `sync` and `verify` unless `--check` is given).
     public var checkSource: Bool
 
     public init(entities: [String]? = nil, batchSize: Int = 1_000, resume: Bool = false, overwrite: Bool = false,

@@ -57,3 +57,18 @@ import Testing
             "the cache of per-request statements stays at its bound")
     try store.close()
 }
+
+/// Closing closes every connection, the writer included: SQLite then removes the WAL and
+/// shared-memory files, as it does when the last connection to a WAL database closes (before,
+/// the writer stayed open and they stayed behind).
+@Test func closingClosesTheWriterSoTheWALFilesGo() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("closed.sqlite")
+    let store = try SQLiteStore(path: path, schema: itemSchema)
+    try seed(store, 50)
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 50)
+    try store.close()
+    #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+    #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+    #expect(try runCommand("/usr/bin/sqlite3", [path, "SELECT count(*) FROM Item"]) == "50\n")
+}

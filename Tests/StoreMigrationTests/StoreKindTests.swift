@@ -60,7 +60,7 @@ final class TapeBackend: StoreBackend {
         try open(at: path, schema: nil, durability: .full)
     }
 
-    func check(at path: String) throws -> String { "tape is fine" }
+    func check(at path: String) throws -> EngineCheck { EngineCheck("tape is fine") }
     func destroy(at path: String) throws { databases.withLock { _ = $0.removeValue(forKey: path) } }
     func move(from path: String, to other: String) throws {
         databases.withLock { all in all[other] = all.removeValue(forKey: path) }

@@ -31,13 +31,27 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     /// Opens an existing store to read it as a source: nothing may be written to it, and no
     /// damage may crash the process (`alreadyChecked` when ``check(at:)`` has just run).
     func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore
-    /// The engine's own integrity check, without writing; returns one line saying what it
-    /// checked. Throws `corrupt` naming what is damaged.
-    func check(at path: String) throws -> String
+    /// The engine's own integrity check, without writing. Throws `corrupt` naming what is
+    /// damaged.
+    func check(at path: String) throws -> EngineCheck
     /// Deletes the store's files.
     func destroy(at path: String) throws
     /// Moves the store to `other`, which must not exist.
     func move(from path: String, to other: String) throws
     /// Bytes on disk.
     func sizeOnDisk(at path: String) -> Int64
+}
+
+/// What a backend's own integrity check did.
+@_spi(Backend) public struct EngineCheck: Sendable {
+    /// One line saying what was checked (`PRAGMA integrity_check: ok`, the pages walked).
+    public var description: String
+    /// How many items the check decoded and checked against the schema, when it did; `nil`
+    /// lets the caller read every item itself.
+    public var itemsChecked: Int?
+
+    public init(_ description: String, itemsChecked: Int? = nil) {
+        self.description = description
+        self.itemsChecked = itemsChecked
+    }
 }
