@@ -7,7 +7,8 @@ extension Schema {
     /// - An existing store opened without a schema uses the stored one (self-describing stores).
     /// - An existing store opened with a schema must hold exactly that schema.
     /// - Returns: the schema, and whether it must be written to the store.
-    /// - Throws: `schemaMismatch` naming the first difference; `notFound` when neither exists.
+    /// - Throws: `schemaMismatch` listing each difference, `newerSchemaVersion`; `notFound` when
+    ///   neither exists. (Stores migrate through ``SchemaMigrator``, which opens with `nil` first.)
     @_spi(Backend) public static func resolve(stored: Schema?, requested: Schema?, location: String)
         throws(StoreError) -> (schema: Schema, isNew: Bool)
     {
@@ -21,31 +22,18 @@ extension Schema {
             return (stored, false)
         case (let stored?, let requested?):
             guard stored == requested else {
-                throw StoreError(.schemaMismatch, "\(location) holds a different schema: "
-                    + stored.firstDifference(from: requested))
+                if stored.version > requested.version {
+                    throw StoreError(.newerSchemaVersion, "\(location) holds schema version \(stored.version), newer "
+                        + "than the requested version \(requested.version)")
+                }
+                let differences = SchemaDifference.between(stored: stored, requested: requested)
+                throw StoreError(.schemaMismatch, "\(location) holds a different schema (stored version "
+                    + "\(stored.version), requested \(requested.version)): "
+                    + (differences.isEmpty ? "the order of entities, attributes or indexes differs"
+                        : SchemaDifference.list(differences)))
             }
             return (stored, false)
         }
-    }
-
-    func firstDifference(from other: Schema) -> String {
-        if version != other.version {
-            return "stored version \(version), requested version \(other.version)"
-        }
-        let mine = Set(entities.map(\.name))
-        let theirs = Set(other.entities.map(\.name))
-        if let missing = theirs.subtracting(mine).sorted().first {
-            return "entity '\(missing)' is not in the stored schema"
-        }
-        if let extra = mine.subtracting(theirs).sorted().first {
-            return "stored entity '\(extra)' is not in the requested schema"
-        }
-        for entity in entities {
-            if let requested = other.entity(named: entity.name), requested != entity {
-                return "entity '\(entity.name)' differs (attributes, primary key or indexes)"
-            }
-        }
-        return "entity order differs"
     }
 
     /// The schema as stored by every backend: JSON with sorted keys.

@@ -9,7 +9,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             case notFound, keyExists, uniqueViolation, typeMismatch, schemaMismatch, invalidValue
             case unknownEntity, unknownAttribute, limitExceeded, invalidArgument, storeFull, corrupt
             case io, closed, reentrantCall, accessorExpired, busy, conflict, notAStore
-            case incompatibleFormat, incompleteMigration, readOnly
+            case incompatibleFormat, incompleteMigration, readOnly, newerSchemaVersion
         }
 
         private let raw: Raw
@@ -60,6 +60,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let incompleteMigration = Code(.incompleteMigration)
         /// The store or its directory cannot be written.
         public static let readOnly = Code(.readOnly)
+        /// The store holds a newer schema version than the app's: opening it would downgrade it.
+        public static let newerSchemaVersion = Code(.newerSchemaVersion)
 
         public var description: String { raw.rawValue }
     }

@@ -53,7 +53,15 @@ public final class InMemoryStore: Store, @unchecked Sendable {
     }
 
     /// Opens a store on an existing in-memory database (with `schema: nil`, the one it holds).
-    public init(database: InMemoryDatabase, schema: Schema?) throws {
-        try super.init(engine: InMemoryEngine(database: database, schema: schema))
+    /// - Parameter migrations: the steps that bring a database holding an older schema version
+    ///   to `schema` (see ``SchemaMigrations``).
+    public init(database: InMemoryDatabase, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations())
+        throws
+    {
+        let engine = try SchemaMigrator.open(requested: schema, migrations: migrations,
+                                             location: "in-memory database") {
+            try InMemoryEngine(database: database, schema: $0)
+        }
+        try super.init(engine: engine)
     }
 }

@@ -5,8 +5,8 @@ internal import CLMDB
 /// `i.<Entity>.<index>` per index. Handles stay valid for the environment's life.
 struct LMDBDatabases: Sendable {
     let meta: MDB_dbi
-    let entities: [String: MDB_dbi]
-    let indexes: [String: [String: MDB_dbi]]
+    var entities: [String: MDB_dbi]
+    var indexes: [String: [String: MDB_dbi]]
 
     /// The same databases with no index: queries scan the entities instead.
     var withoutIndexes: LMDBDatabases { LMDBDatabases(meta: meta, entities: entities, indexes: [:]) }

@@ -211,6 +211,40 @@ public struct LMDBOptions: Sendable, Hashable {
         try environment.close()
     }
 
+    /// Opens every database of the schema again, inside `txn`: a restartable write may have
+    /// dropped some in an attempt that then rolled back, and liblmdb closes a dropped handle at once.
+    private func reopenDatabases(_ txn: LMDBTxn) throws -> LMDBDatabases {
+        guard let meta = try environment.openDatabase("_ds_meta", in: txn.txn, create: false) else {
+            throw StoreError(.corrupt, "\(path): _ds_meta is missing")
+        }
+        return try LMDBDatabases.open(schema, environment, txn, meta: meta, create: false)
+    }
+}
+
+extension LMDBEngine: RestartableWriting {
+    /// A write transaction without a journal: when the map fills, it rolls back, the map
+    /// doubles and `body` runs again from the start, so memory does not grow with the
+    /// transaction (schema migrations of any size use it).
+    public func restartableWrite<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
+        guard !environment.isReadOnly else {
+            throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
+        }
+        var growths = 0
+        while true {
+            let txn = try LMDBTxn(environment: environment, write: true, journaled: false)
+            defer { txn.finish() }
+            do {
+                let result = try body(LMDBTransaction(txn: txn, databases: reopenDatabases(txn)))
+                try txn.commit()
+                return result
+            } catch where LMDBTxn.isMapFull(error) && growths < 40 {
+                growths += 1
+                txn.finish()
+                try environment.grow()
+            }
+        }
+    }
+
     /// The current map size in bytes.
     var mapSize: Int { environment.mapSize }
 
@@ -228,8 +262,15 @@ public final class LMDBStore: Store, @unchecked Sendable {
     /// - Parameter schema: the schema the store must hold; `nil` opens an existing store.
     /// - Throws: `notFound` (no store there and no schema), `notAStore`, `incompatibleFormat`,
     ///   `schemaMismatch`, `readOnly`, `corrupt`, `incompleteMigration`.
-    public init(path: String, schema: Schema?, options: LMDBOptions = LMDBOptions()) throws {
-        lmdb = try LMDBEngine(path: path, schema: schema, options: options)
+    /// - Parameter migrations: the steps that bring a store holding an older schema version to
+    ///   `schema` (see ``SchemaMigrations``); they run, in one transaction, when the store opens.
+    ///   Throws `newerSchemaVersion` for a store of a newer version, `schemaMismatch` listing
+    ///   each difference no step accounts for.
+    public init(path: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
+                options: LMDBOptions = LMDBOptions()) throws {
+        lmdb = try SchemaMigrator.open(requested: schema, migrations: migrations, location: path) {
+            try LMDBEngine(path: path, schema: $0, options: options)
+        }
         try super.init(engine: lmdb)
     }
 

@@ -7,14 +7,15 @@ import Foundation
 /// in `i.<Entity>.<index>`.
 final class LMDBTransaction: StorageWriter {
     let txn: LMDBTxn
-    let databases: LMDBDatabases
+    /// The databases of the schema; a schema migration changes them as it creates and drops.
+    var databases: LMDBDatabases
 
     init(txn: LMDBTxn, databases: LMDBDatabases) {
         self.txn = txn
         self.databases = databases
     }
 
-    private func dbi(_ entity: EntitySchema) throws(StoreError) -> MDB_dbi {
+    func dbi(_ entity: EntitySchema) throws(StoreError) -> MDB_dbi {
         guard let dbi = databases.entities[entity.name] else {
             throw StoreError(.unknownEntity, "no database for entity '\(entity.name)'")
         }

@@ -7,24 +7,38 @@ internal import CLMDB
 /// aborts, grows the map, begins again, replays the journal and retries the put, so the
 /// caller's block carries on and the user never sees a full map while the disk has room.
 /// Nothing else can have written in between: the store serializes writers.
+///
+/// A transaction begun without a journal (``init(environment:write:journaled:)``) keeps
+/// nothing: on `MDB_MAP_FULL` it throws ``isMapFull(_:)`` and its caller starts over in a
+/// larger map, so a transaction of any size runs in bounded memory.
 final class LMDBTxn {
     private enum Change {
         case put(MDB_dbi, [UInt8], [UInt8])
         case delete(MDB_dbi, [UInt8])
         case drop(MDB_dbi)
+        case dropDatabase(MDB_dbi)
     }
 
     let environment: LMDBEnvironment
     let isWrite: Bool
     private(set) var txn: OpaquePointer
     private var journal: [Change] = []
+    private let journaled: Bool
     private var isFinished = false
 
-    init(environment: LMDBEnvironment, write: Bool) throws(StoreError) {
+    init(environment: LMDBEnvironment, write: Bool, journaled: Bool = true) throws(StoreError) {
         self.environment = environment
         isWrite = write
+        self.journaled = journaled
         txn = try environment.begin(write: write)
     }
+
+    /// Whether `error` is the map-full signal of a transaction without a journal.
+    static func isMapFull(_ error: any Error) -> Bool {
+        (error as? StoreError)?.cause == StoreError.Cause(library: "lmdb", code: MDB_MAP_FULL, message: mapFullMessage)
+    }
+
+    private static let mapFullMessage = "the map is full; the transaction starts over in a larger map"
 
     deinit {
         finish()
@@ -94,6 +108,14 @@ final class LMDBTxn {
         try perform(.drop(dbi))
     }
 
+    /// Deletes a database and closes its handle, which liblmdb does at once, even if the
+    /// transaction aborts later: only for a transaction without a journal, whose caller opens
+    /// every handle again when it starts over.
+    func dropDatabase(_ dbi: MDB_dbi) throws(StoreError) {
+        precondition(!journaled, "dropDatabase needs a transaction without a journal")
+        try perform(.dropDatabase(dbi))
+    }
+
     /// Applies a change, growing the map and replaying the journal on `MDB_MAP_FULL`.
     /// - Returns: false when a deleted key did not exist.
     @discardableResult
@@ -101,7 +123,7 @@ final class LMDBTxn {
         let rc = try growingTheMap { apply(change) }
         if rc == MDB_NOTFOUND, case .delete = change { return false }
         guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot write", path: path) }
-        journal.append(change)
+        if journaled { journal.append(change) }
         return true
     }
 
@@ -110,6 +132,10 @@ final class LMDBTxn {
     /// doubles, and a new write transaction replays the journal before `attempt` runs again.
     private func growingTheMap(_ attempt: () -> Int32) throws(StoreError) -> Int32 {
         var rc = attempt()
+        if rc == MDB_MAP_FULL && !journaled {
+            throw StoreError(.storeFull, "\(path): \(Self.mapFullMessage)",
+                             cause: StoreError.Cause(library: "lmdb", code: MDB_MAP_FULL, message: Self.mapFullMessage))
+        }
         var growths = 0
         while rc == MDB_MAP_FULL && growths < 40 {
             growths += 1
@@ -147,6 +173,8 @@ final class LMDBTxn {
             }
         case .drop(let dbi):
             return mdb_drop(txn, dbi, 0)
+        case .dropDatabase(let dbi):
+            return mdb_drop(txn, dbi, 1)
         }
     }
 

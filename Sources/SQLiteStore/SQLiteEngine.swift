@@ -131,25 +131,36 @@ public struct SQLiteOptions: Sendable, Hashable {
     private static func create(_ schema: Schema, in db: SQLiteConnection) throws {
         try db.execute("CREATE TABLE _ds_meta (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL)")
         for entity in schema.entities {
-            let columns = entity.attributes.map { attribute in
-                var column = SQLiteQuery.quote(attribute.name) + columnType(attribute.type)
-                if attribute.name == entity.primaryKey { column += " PRIMARY KEY" }
-                if !attribute.isOptional { column += " NOT NULL" }
-                return column
-            }
-            // An int primary key is SQLite's rowid (its order is the canonical signed order); string
-            // and uuid keys use a WITHOUT ROWID table ordered by the BINARY collation (memcmp).
-            let withoutRowID = entity.primaryKeyAttribute.type == .int ? "" : " WITHOUT ROWID"
-            try db.execute("CREATE TABLE \(SQLiteQuery.quote(entity.name)) (\(columns.joined(separator: ", ")))"
-                + withoutRowID)
-            for index in entity.indexes {
-                try db.execute("CREATE \(index.isUnique ? "UNIQUE " : "")INDEX "
-                    + "\(SQLiteQuery.quote("\(entity.name).\(index.name)")) ON \(SQLiteQuery.quote(entity.name)) ("
-                    + index.attributes.map(SQLiteQuery.quote).joined(separator: ", ") + ")")
-            }
+            try createTable(entity, in: db)
+            for index in entity.indexes { try createIndex(index, of: entity, in: db) }
         }
         let transaction = SQLiteTransaction(connection: db, statements: [:])
         try StoreHeader.write(schema, format: formatVersion) { try transaction.setMetadata($1, forKey: $0) }
+    }
+
+    /// Creates the table of an entity, without its indexes.
+    static func createTable(_ entity: EntitySchema, in db: SQLiteConnection) throws {
+        let columns = entity.attributes.map { attribute in
+            var column = SQLiteQuery.quote(attribute.name) + columnType(attribute.type)
+            if attribute.name == entity.primaryKey { column += " PRIMARY KEY" }
+            if !attribute.isOptional { column += " NOT NULL" }
+            return column
+        }
+        // An int primary key is SQLite's rowid (its order is the canonical signed order); string
+        // and uuid keys use a WITHOUT ROWID table ordered by the BINARY collation (memcmp).
+        let withoutRowID = entity.primaryKeyAttribute.type == .int ? "" : " WITHOUT ROWID"
+        try db.execute("CREATE TABLE \(SQLiteQuery.quote(entity.name)) (\(columns.joined(separator: ", ")))"
+            + withoutRowID)
+    }
+
+    /// The SQL name of an index: `Entity.index`.
+    static func indexName(_ index: Index, of entity: EntitySchema) -> String {
+        SQLiteQuery.quote("\(entity.name).\(index.name)")
+    }
+
+    static func createIndex(_ index: Index, of entity: EntitySchema, in db: SQLiteConnection) throws {
+        try db.execute("CREATE \(index.isUnique ? "UNIQUE " : "")INDEX \(indexName(index, of: entity)) ON "
+            + "\(SQLiteQuery.quote(entity.name)) (" + index.attributes.map(SQLiteQuery.quote).joined(separator: ", ") + ")")
     }
 
     /// Column types. Doubles get no declared type: a REAL column stores integral doubles as
@@ -233,6 +244,17 @@ public struct SQLiteOptions: Sendable, Hashable {
     }
 }
 
+extension SQLiteEngine: RestartableWriting {
+    /// A write transaction for a schema migration: SQLite never restarts one; it runs without the
+    /// engine's prepared SQL, which describes the stored schema rather than the steps' schemas.
+    public func restartableWrite<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
+        guard !writer.isReadOnly else {
+            throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
+        }
+        return try writer.transaction(write: true) { try body(SQLiteTransaction(connection: writer, statements: [:])) }
+    }
+}
+
 /// A store in one SQLite file: an ordinary database with one table per entity, a column per
 /// attribute and real SQL indexes, which the `sqlite3` shell reads.
 public final class SQLiteStore: Store, @unchecked Sendable {
@@ -242,8 +264,15 @@ public final class SQLiteStore: Store, @unchecked Sendable {
     /// - Parameter schema: the schema the store must hold; `nil` opens an existing store.
     /// - Throws: `notFound` (missing directory, or missing file with no schema), `notAStore`,
     ///   `incompatibleFormat`, `schemaMismatch`, `readOnly`, `corrupt`, `incompleteMigration`.
-    public init(path: String, schema: Schema?, options: SQLiteOptions = SQLiteOptions()) throws {
-        sqlite = try SQLiteEngine(path: path, schema: schema, options: options)
+    /// - Parameter migrations: the steps that bring a store holding an older schema version to
+    ///   `schema` (see ``SchemaMigrations``); they run, in one transaction, when the store opens.
+    ///   Throws `newerSchemaVersion` for a store of a newer version, `schemaMismatch` listing
+    ///   each difference no step accounts for.
+    public init(path: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
+                options: SQLiteOptions = SQLiteOptions()) throws {
+        sqlite = try SchemaMigrator.open(requested: schema, migrations: migrations, location: path) {
+            try SQLiteEngine(path: path, schema: $0, options: options)
+        }
         try super.init(engine: sqlite)
     }
 

@@ -182,7 +182,7 @@ final class BrokenWriter: BrokenTransaction, StorageWriter {
 }
 
 func brokenBackend(_ breakage: Breakage) -> ConformanceBackend {
-    ConformanceBackend(name: "broken (\(breakage))") { _, schema in
+    ConformanceBackend(name: "broken (\(breakage))") { _, schema, _ in
         let engine = try InMemoryEngine(database: InMemoryDatabase(), schema: schema)
         return try Store(engine: BrokenEngine(inner: engine, breakage: breakage))
     }

@@ -57,6 +57,12 @@ open class Store: DataStore, @unchecked Sendable {
 
     public final var isClosed: Bool { lifecycle.isClosed }
 
+    /// The schema migrations the store went through, oldest first.
+    public final func schemaHistory() throws -> [SchemaHistoryEntry] {
+        try read { _ in }
+        return try engine.withReader { try SchemaMigrator.readHistory($0) }
+    }
+
     private var identity: ObjectIdentifier { ObjectIdentifier(self) }
 
     private func checkNotReentrant(_ operation: String) throws(StoreError) {

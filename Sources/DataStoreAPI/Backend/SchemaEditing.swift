@@ -1,0 +1,109 @@
+/// The structural changes a backend makes for a schema migration, inside the one write
+/// transaction that migrates the store.
+///
+/// Everything else about a migration (which versions, which steps, checking them, converting
+/// values, unique checks, the error words, the history, progress) is ``SchemaMigrator``'s, the
+/// same for every backend. A backend decides only how its storage changes: in place where its
+/// engine can (SQLite's `ALTER TABLE`), or by rewriting items with ``EntityChange/newRecord(from:)``.
+@_spi(Backend) public protocol SchemaEditingWriter: StorageWriter {
+    /// Creates empty storage for `entity`, with its indexes.
+    func createEntity(_ entity: EntitySchema) throws
+    /// Removes `entity`'s storage, its items and its indexes.
+    func dropEntity(_ entity: EntitySchema) throws
+    /// Gives the items and indexes of `entity` to `renamed`, the same entity under a new name.
+    func renameEntity(_ entity: EntitySchema, to renamed: EntitySchema) throws
+    /// Changes the storage of ``EntityChange/old`` into that of ``EntityChange/new``: every item
+    /// becomes ``EntityChange/newRecord(from:)`` of itself (or is deleted when that is `nil`),
+    /// and the indexes of `new` hold exactly those records.
+    func changeEntity(_ change: EntityChange) throws
+    /// Records `schema` as the store's schema (the header), in this transaction.
+    func writeSchema(_ schema: Schema) throws
+}
+
+/// How one entity changes in a migration step.
+@_spi(Backend) public struct EntityChange {
+    /// The entity before the step.
+    public let old: EntitySchema
+    /// The entity after it; same name and primary key.
+    public let new: EntitySchema
+    /// Attributes that changed only their names: old name → new name.
+    public let renamedAttributes: [String: String]
+    /// Whether items change only as the schema says (renamed attributes keep their values, new
+    /// ones take their default or null, removed ones go): a backend may then change its storage
+    /// without visiting items. When false, every item must be rewritten through ``newRecord(from:)``.
+    public let isStructural: Bool
+    private let transform: ((Record) throws -> Record?)?
+    private let visited: (Int) -> Void
+
+    init(old: EntitySchema, new: EntitySchema, renamedAttributes: [String: String] = [:],
+         transform: ((Record) throws -> Record?)?, visited: @escaping (Int) -> Void) {
+        self.old = old
+        self.new = new
+        self.renamedAttributes = renamedAttributes
+        self.transform = transform
+        self.visited = visited
+        isStructural = transform == nil
+    }
+
+    /// The indexes of `new` that `old` does not have in the same form.
+    public var addedIndexes: [Index] {
+        new.indexes.filter { index in !old.indexes.contains(renamedIndex(index, back: true)) }
+    }
+
+    /// The indexes of `old` that `new` does not have in the same form.
+    public var removedIndexes: [Index] {
+        old.indexes.filter { index in !new.indexes.contains(renamedIndex(index, back: false)) }
+    }
+
+    private func renamedIndex(_ index: Index, back: Bool) -> Index {
+        let map = back ? Dictionary(uniqueKeysWithValues: renamedAttributes.map { ($1, $0) }) : renamedAttributes
+        return Index(index.name, on: index.attributes.map { map[$0] ?? $0 }, unique: index.isUnique)
+    }
+
+    /// The new record of an old item, complete and checked against `new`; `nil` when the item
+    /// goes. Each call counts as one item visited, for progress.
+    /// - Throws: `invalidValue` naming the item when a value does not convert, or when a custom
+    ///   step returns a record that does not fit or changes the key.
+    public func newRecord(from record: Record) throws -> Record? {
+        defer { visited(1) }
+        guard let transform else { return try carried(record) }
+        guard let result = try transform(record) else { return nil }
+        return result
+    }
+
+    /// The record with each value carried to its attribute of `new`.
+    private func carried(_ record: Record) throws -> Record {
+        let reverse = Dictionary(uniqueKeysWithValues: renamedAttributes.map { ($1, $0) })
+        var values: [Value] = []
+        values.reserveCapacity(new.attributes.count)
+        for attribute in new.attributes {
+            let source = reverse[attribute.name] ?? attribute.name
+            if old.attribute(named: source) != nil {
+                values.append(record[source])
+            } else {
+                values.append(attribute.defaultValue ?? .null)
+            }
+        }
+        return Record(layout: new.layout, values: values)
+    }
+}
+
+extension StorageEngine {
+    /// A write transaction for a large change that the engine may run more than once: an engine
+    /// that would otherwise keep every change in memory to survive a restart (LMDB growing its
+    /// map) may instead roll back and call `body` again from the start. `body` must give the
+    /// same result each time it runs.
+    @_spi(Backend) public func withRestartableWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
+        if let restartable = self as? any RestartableWriting {
+            return try restartable.restartableWrite(body)
+        }
+        return try withWriter(body)
+    }
+}
+
+/// An engine with a cheaper form of ``StorageEngine/withRestartableWriter(_:)``.
+@_spi(Backend) public protocol RestartableWriting {
+    /// Runs `body` in a write transaction, rolling back and running it again when the engine
+    /// must restart the transaction.
+    func restartableWrite<T>(_ body: (any StorageWriter) throws -> T) throws -> T
+}

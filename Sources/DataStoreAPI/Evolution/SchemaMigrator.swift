@@ -1,0 +1,217 @@
+import Foundation
+
+/// Brings a store from the schema version it holds to the app's, the same way on every backend.
+///
+/// A backend's store type opens its engine through ``open(requested:migrations:location:_:)``.
+/// The migrator checks the plan against the stored schema before it writes anything (every step
+/// must apply, and the result must be the app's schema, or the open fails listing each
+/// unexplained difference), then applies every step of every version in one restartable write
+/// transaction with the new header and a history entry, so a store is all-old or all-new
+/// whatever happens. The engine is then reopened with the new schema.
+@_spi(Backend) public enum SchemaMigrator {
+    /// Opens an engine with `requested`, migrating the stored schema to it first when the store
+    /// holds an older version.
+    ///
+    /// - Parameter open: opens the backend's engine with a schema (`nil`: the stored one).
+    /// - Throws: `newerSchemaVersion` when the store's version is newer than `requested`'s;
+    ///   `schemaMismatch` listing each difference no step accounts for; what a step throws
+    ///   (`invalidValue` for a value that does not convert, `uniqueViolation` listing duplicates).
+    public static func open<E: StorageEngine>(
+        requested: Schema?, migrations: SchemaMigrations, location: String,
+        _ open: (Schema?) throws -> E
+    ) throws -> E {
+        guard let requested else { return try open(nil) }
+        let engine: E
+        do {
+            engine = try open(nil)
+        } catch let error as StoreError where error.code == .notFound {
+            return try open(requested)
+        }
+        let stored = engine.schema
+        if stored == requested { return engine }
+        do {
+            let plan = try plan(from: stored, to: requested, migrations: migrations, location: location)
+            try apply(plan, to: engine, migrations: migrations)
+        } catch {
+            try? engine.close()
+            throw error
+        }
+        try engine.close()
+        return try open(requested)
+    }
+
+    /// The actions that bring `stored` to `requested`, checked without touching the store.
+    static func plan(from stored: Schema, to requested: Schema, migrations: SchemaMigrations,
+                     location: String) throws -> Plan {
+        if stored.version > requested.version {
+            throw StoreError(.newerSchemaVersion, "\(location) holds schema version \(stored.version), newer than this "
+                + "app's version \(requested.version); it was written by a newer version of the app and is left "
+                + "unchanged")
+        }
+        if stored.version == requested.version {
+            let differences = SchemaDifference.between(stored: stored, requested: requested)
+            let detail = differences.isEmpty ? "the order of entities, attributes or indexes differs"
+                : SchemaDifference.list(differences)
+            throw StoreError(.schemaMismatch, "\(location) holds a different schema of the same version "
+                + "\(stored.version): \(detail); a changed schema needs a new version and migration steps")
+        }
+        try requested.validate()
+        var planner = Planner(schema: stored, location: location)
+        for version in (stored.version + 1)...requested.version {
+            planner.schema.version = version
+            for step in migrations.steps[version] ?? [] {
+                try planner.add(step, version: version)
+            }
+        }
+        let differences = SchemaDifference.between(stored: planner.schema, requested: requested)
+        guard differences.isEmpty else {
+            throw StoreError(.schemaMismatch, "\(location): migrating from version \(stored.version) to "
+                + "\(requested.version) leaves differences no step accounts for: " + SchemaDifference.list(differences))
+        }
+        planner.finish(at: requested)
+        return Plan(from: stored, to: requested, actions: planner.actions)
+    }
+
+    /// Applies a plan in one write transaction.
+    static func apply(_ plan: Plan, to engine: any StorageEngine, migrations: SchemaMigrations) throws {
+        try engine.withRestartableWriter { writer in
+            guard let editor = writer as? any SchemaEditingWriter else {
+                throw StoreError(.invalidArgument, "this backend cannot change a store's schema")
+            }
+            for action in plan.actions {
+                try action.run(editor, migrations.progress)
+            }
+            var history = try readHistory(writer)
+            history.append(SchemaHistoryEntry(
+                fromVersion: plan.from.version, toVersion: plan.to.version,
+                steps: plan.actions.compactMap(\.historyLine),
+                date: try Timestamp(Date())))
+            try writer.setMetadata(try encodeHistory(history), forKey: historyKey)
+            try editor.writeSchema(plan.to)
+        }
+    }
+
+    /// The metadata key of the migration history (JSON).
+    static let historyKey = "datastore.schema.history"
+
+    static func readHistory(_ reader: any StorageReader) throws -> [SchemaHistoryEntry] {
+        guard let bytes = try reader.metadata(forKey: historyKey) else { return [] }
+        do {
+            return try JSONDecoder().decode([SchemaHistoryEntry].self, from: Data(bytes))
+        } catch {
+            throw StoreError(.corrupt, "the store's schema history cannot be read: \(error)")
+        }
+    }
+
+    static func encodeHistory(_ history: [SchemaHistoryEntry]) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            return Array(try encoder.encode(history))
+        } catch {
+            throw StoreError(.invalidValue, "the schema history cannot be encoded: \(error)")
+        }
+    }
+
+    /// What a migration will do, in order.
+    struct Plan {
+        let from: Schema
+        let to: Schema
+        let actions: [Action]
+    }
+
+    /// One change of the store's storage.
+    struct Action {
+        let version: Int
+        let description: String
+        let historyLine: String?
+        let kind: Kind
+
+        enum Kind {
+            case create(EntitySchema)
+            case drop(EntitySchema)
+            case rename(EntitySchema, EntitySchema)
+            case change(old: EntitySchema, new: EntitySchema, renamed: [String: String],
+                        transform: ((Record) throws -> Record?)?, checkUnique: [Index])
+            case custom(Schema, @Sendable (WriteAccessor) throws -> Void)
+        }
+
+        func run(_ editor: any SchemaEditingWriter,
+                 _ progress: (@Sendable (SchemaMigrationProgress) -> Void)?) throws {
+            switch kind {
+            case .create(let entity):
+                try editor.createEntity(entity)
+            case .drop(let entity):
+                try editor.dropEntity(entity)
+            case let .rename(entity, renamed):
+                try editor.renameEntity(entity, to: renamed)
+            case let .change(old, new, renamed, transform, checkUnique):
+                let total = try editor.count(.all, in: old)
+                var done = 0
+                let report: (Int) -> Void = { n in
+                    done += n
+                    if done % 10_000 == 0 || done == total {
+                        progress?(SchemaMigrationProgress(version: version, step: description, items: done,
+                                                          totalItems: total))
+                    }
+                }
+                let change = EntityChange(old: old, new: new, renamedAttributes: renamed, transform: transform,
+                                          visited: report)
+                if !checkUnique.isEmpty {
+                    let quiet = EntityChange(old: old, new: new, renamedAttributes: renamed, transform: transform,
+                                             visited: { _ in })
+                    try UniqueCheck.run(quiet, checkUnique, editor)
+                }
+                try editor.changeEntity(change)
+                progress?(SchemaMigrationProgress(version: version, step: description, items: total,
+                                                  totalItems: total))
+            case let .custom(schema, body):
+                let accessor = WriteAccessor(writer: editor, catalog: Catalog(schema))
+                defer { accessor.expire() }
+                try body(accessor)
+            }
+        }
+    }
+}
+
+/// Finds items that would share values under new unique indexes, before anything changes.
+enum UniqueCheck {
+    static let page = 1_000
+
+    /// - Throws: `uniqueViolation` naming the index and listing the conflicting items (at most
+    ///   the first 20 groups).
+    static func run(_ change: EntityChange, _ indexes: [Index], _ reader: any StorageReader) throws {
+        var owners: [[[Value]: PrimaryKey]] = Array(repeating: [:], count: indexes.count)
+        var conflicts: [[[Value]: [PrimaryKey]]] = Array(repeating: [:], count: indexes.count)
+        var after: PrimaryKey?
+        while true {
+            let records = try reader.scan(change.old, after: after, limit: page)
+            for record in records {
+                let key = try PrimaryKey(record[change.old.primaryKey])
+                after = key
+                guard let new = try change.newRecord(from: record) else { continue }
+                for (i, index) in indexes.enumerated() {
+                    guard let tuple = UniqueIndexRule.tuple(new, index) else { continue }
+                    if let first = owners[i].updateValue(key, forKey: tuple), first != key {
+                        owners[i][tuple] = first
+                        conflicts[i][tuple, default: [first]].append(key)
+                    }
+                }
+            }
+            if records.count < page { break }
+        }
+        for (i, index) in indexes.enumerated() where !conflicts[i].isEmpty {
+            let groups = conflicts[i].sorted { $0.value[0] < $1.value[0] }
+            let listed = groups.prefix(20).map { tuple, keys in
+                "(\(tuple.map(\.description).joined(separator: ", "))): "
+                    + keys.map { "\(change.new.name)[\($0)]" }.joined(separator: ", ")
+            }
+            let more = groups.count > 20 ? "; and \(groups.count - 20) more values" : ""
+            throw StoreError(
+                .uniqueViolation,
+                "unique index '\(change.new.name).\(index.name)' cannot hold the existing items: "
+                    + listed.joined(separator: "; ") + more,
+                items: groups.flatMap { $0.value.map { StoreError.ItemReference(entity: change.new.name, key: $0.value) } })
+        }
+    }
+}

@@ -1,0 +1,207 @@
+/// Applies migration steps to a schema, checking each, and records the storage actions they
+/// need; nothing touches a store.
+struct Planner {
+    var schema: Schema
+    let location: String
+    private(set) var actions: [SchemaMigrator.Action] = []
+
+    init(schema: Schema, location: String) {
+        self.schema = schema
+        self.location = location
+    }
+
+    private func entity(_ name: String, _ step: any CustomStringConvertible) throws(StoreError) -> EntitySchema {
+        guard let entity = schema.entity(named: name) else {
+            throw StoreError(.unknownEntity, "step '\(step)': the schema has no entity '\(name)'")
+        }
+        return entity
+    }
+
+    private func attribute(_ entity: EntitySchema, _ name: String, _ step: any CustomStringConvertible)
+        throws(StoreError) -> Attribute
+    {
+        guard let attribute = entity.attribute(named: name) else {
+            throw StoreError(.unknownAttribute, "step '\(step)': entity '\(entity.name)' has no attribute '\(name)'")
+        }
+        return attribute
+    }
+
+    private mutating func replace(_ entity: EntitySchema, with new: EntitySchema?) {
+        if let i = schema.entities.firstIndex(where: { $0.name == entity.name }) {
+            if let new { schema.entities[i] = new } else { schema.entities.remove(at: i) }
+        }
+    }
+
+    private mutating func record(_ kind: SchemaMigrator.Action.Kind, _ step: any CustomStringConvertible, version: Int,
+                                 inHistory: Bool = true) throws {
+        do {
+            try schema.validate()
+        } catch let error {
+            throw StoreError(error.code, "step '\(step)' of version \(version) leaves an invalid schema: \(error.message)")
+        }
+        actions.append(SchemaMigrator.Action(version: version, description: step.description,
+                                             historyLine: inHistory ? step.description : nil, kind: kind))
+    }
+
+    mutating func add(_ step: MigrationStep, version: Int) throws {
+        switch step {
+        case .step(let step):
+            try add(step, version: version)
+        case let .transformItems(name, to, _, transform):
+            let old = try entity(name, step)
+            let new = to ?? old
+            guard new.name == old.name, new.primaryKey == old.primaryKey,
+                  new.primaryKeyAttribute.type == old.primaryKeyAttribute.type else {
+                throw StoreError(.invalidArgument, "step '\(step)': the entity must keep its name and primary key")
+            }
+            replace(old, with: new)
+            let checked: (Record) throws -> Record? = { record in
+                let key = record[old.primaryKey]
+                guard let result = try transform(record) else { return nil }
+                let normalized: Record
+                do {
+                    normalized = try new.normalize(result)
+                } catch let error as StoreError {
+                    throw StoreError(error.code, "step '\(step)': the record returned for \(name)[\(key)] does not "
+                        + "fit: \(error.message)")
+                }
+                guard normalized[new.primaryKey] == key else {
+                    throw StoreError(.invalidArgument, "step '\(step)': the record returned for \(name)[\(key)] has "
+                        + "key \(normalized[new.primaryKey]); a step may not change an item's key")
+                }
+                return normalized
+            }
+            try record(.change(old: old, new: new, renamed: [:], transform: checked,
+                               checkUnique: new.indexes.filter(\.isUnique)), step, version: version)
+        case .custom(_, let body):
+            try record(.custom(schema, body), step, version: version)
+        }
+    }
+
+    mutating func add(_ step: SchemaStep, version: Int) throws {
+        switch step {
+        case .addEntity(let entity):
+            guard schema.entities.allSatisfy({ Schema.foldedName($0.name) != Schema.foldedName(entity.name) }) else {
+                throw StoreError(.invalidArgument, "step '\(step)': entity '\(entity.name)' already exists")
+            }
+            schema.entities.append(entity)
+            try record(.create(entity), step, version: version)
+        case .removeEntity(let name):
+            let old = try entity(name, step)
+            replace(old, with: nil)
+            try record(.drop(old), step, version: version)
+        case let .renameEntity(from, to):
+            let old = try entity(from, step)
+            var renamed = old
+            renamed.name = to
+            replace(old, with: renamed)
+            try record(.rename(old, renamed), step, version: version)
+        case let .addAttribute(name, attribute):
+            let old = try entity(name, step)
+            guard attribute.isOptional || attribute.defaultValue.map({ !$0.isNull }) == true else {
+                throw StoreError(.invalidArgument, "step '\(step)': a required attribute needs a default for the "
+                    + "existing items")
+            }
+            var new = old
+            new.attributes.append(attribute)
+            try change(old, new, step, version: version)
+        case let .removeAttribute(name, attributeName):
+            let old = try entity(name, step)
+            _ = try attribute(old, attributeName, step)
+            guard attributeName != old.primaryKey else {
+                throw StoreError(.invalidArgument, "step '\(step)': the primary key cannot be removed")
+            }
+            if let index = old.indexes.first(where: { $0.attributes.contains(attributeName) }) {
+                throw StoreError(.invalidArgument, "step '\(step)': index '\(name).\(index.name)' covers the "
+                    + "attribute; remove the index first")
+            }
+            var new = old
+            new.attributes.removeAll { $0.name == attributeName }
+            try change(old, new, step, version: version)
+        case let .renameAttribute(name, from, to):
+            let old = try entity(name, step)
+            _ = try attribute(old, from, step)
+            var new = old
+            new.attributes = old.attributes.map { var a = $0; if a.name == from { a.name = to }; return a }
+            if old.primaryKey == from { new.primaryKey = to }
+            new.indexes = old.indexes.map { Index($0.name, on: $0.attributes.map { $0 == from ? to : $0 },
+                                                   unique: $0.isUnique) }
+            try change(old, new, step, version: version, renamed: [from: to])
+        case let .changeType(name, attributeName, type, optional):
+            let old = try entity(name, step)
+            let before = try attribute(old, attributeName, step)
+            guard attributeName != old.primaryKey else {
+                throw StoreError(.invalidArgument, "step '\(step)': the primary key's type cannot change; add a new "
+                    + "entity and fill it with a custom step")
+            }
+            guard ValueConversion.isDefined(from: before.type, to: type) else {
+                throw StoreError(.invalidArgument, "step '\(step)': there is no conversion from \(before.type) "
+                    + "to \(type)")
+            }
+            var after = before
+            after.type = type
+            after.isOptional = optional ?? before.isOptional
+            if let value = before.defaultValue {
+                guard let converted = ValueConversion.convert(value, to: type) else {
+                    throw StoreError(.invalidValue, "step '\(step)': the default \(value) does not convert to \(type)")
+                }
+                after.defaultValue = converted
+            }
+            var new = old
+            new.attributes = old.attributes.map { $0.name == attributeName ? after : $0 }
+            let location = self.location
+            let converted: (Record) throws -> Record? = { record in
+                var values = record.values(in: old.layout)
+                let i = old.attributes.firstIndex { $0.name == attributeName }!
+                let value = values[i]
+                guard let result = ValueConversion.convert(value, to: type) else {
+                    throw StoreError(.invalidValue, "\(location): step '\(step)': \(name)[\(record[old.primaryKey])]"
+                        + ".\(attributeName) holds \(value), which does not convert to \(type)")
+                }
+                if result.isNull && !after.isOptional {
+                    throw StoreError(.invalidValue, "\(location): step '\(step)': \(name)[\(record[old.primaryKey])]"
+                        + ".\(attributeName) is null, but the attribute becomes required")
+                }
+                values[i] = result
+                return try new.normalize(Record(layout: new.layout, values: values))
+            }
+            let affected = new.indexes.filter { $0.isUnique && $0.attributes.contains(attributeName) }
+            try change(old, new, step, version: version, transform: converted, checkUnique: affected)
+        case let .addIndex(name, index):
+            let old = try entity(name, step)
+            var new = old
+            new.indexes.append(index)
+            try change(old, new, step, version: version, checkUnique: index.isUnique ? [index] : [])
+        case let .removeIndex(name, indexName):
+            let old = try entity(name, step)
+            guard old.indexes.contains(where: { $0.name == indexName }) else {
+                throw StoreError(.invalidArgument, "step '\(step)': entity '\(name)' has no index '\(indexName)'")
+            }
+            var new = old
+            new.indexes.removeAll { $0.name == indexName }
+            try change(old, new, step, version: version)
+        }
+    }
+
+    private mutating func change(_ old: EntitySchema, _ new: EntitySchema, _ step: SchemaStep, version: Int,
+                                 renamed: [String: String] = [:], transform: ((Record) throws -> Record?)? = nil,
+                                 checkUnique: [Index] = []) throws {
+        replace(old, with: new)
+        try record(.change(old: old, new: new, renamed: renamed, transform: transform, checkUnique: checkUnique),
+                   step, version: version)
+    }
+
+    /// Brings the planned schema to the app's exact form: the same entities, attributes and
+    /// indexes may be listed in another order, which changes the record layout of an entity
+    /// whose attributes moved.
+    mutating func finish(at requested: Schema) {
+        for entity in requested.entities {
+            guard let planned = schema.entity(named: entity.name), planned != entity else { continue }
+            actions.append(SchemaMigrator.Action(
+                version: requested.version, description: "order the attributes and indexes of \(entity.name)",
+                historyLine: nil,
+                kind: .change(old: planned, new: entity, renamed: [:], transform: nil, checkUnique: [])))
+        }
+        schema = requested
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+
+/// The conversions a ``SchemaStep/changeType(entity:attribute:to:optional:)`` step applies.
+///
+/// | from \ to | int | double | string | bool | date | uuid | bytes |
+/// |---|---|---|---|---|---|---|---|
+/// | int | = | exact (\|i\| ≤ 2^53) | decimal | 0 / 1 only | µs since 1970 | – | – |
+/// | double | integral, in range | = | shortest round-trip text | – | seconds since 1970 | – | – |
+/// | string | decimal only | Swift `Double(text)` | = | `true` / `false` | ISO 8601 (µs) | UUID text | UTF-8 |
+/// | bool | 0 / 1 | – | `true` / `false` | = | – | – | – |
+/// | date | µs since 1970 | seconds since 1970 | ISO 8601 (µs, UTC) | – | = | – | – |
+/// | uuid | – | – | uppercase text | – | – | = | 16 bytes |
+/// | bytes | – | – | valid UTF-8 only | – | – | 16 bytes only | = |
+///
+/// Null stays null. A value outside a conversion's domain fails the migration with
+/// `invalidValue` naming the item, attribute and value; a pair marked – is refused when the
+/// plan is checked, before anything is written.
+public enum ValueConversion {
+    /// Whether `from` values can be converted to `to`.
+    public static func isDefined(from: ValueType, to: ValueType) -> Bool {
+        if from == to { return true }
+        switch (from, to) {
+        case (.int, .double), (.int, .string), (.int, .bool), (.int, .date),
+             (.double, .int), (.double, .string), (.double, .date),
+             (.string, _),
+             (.bool, .int), (.bool, .string),
+             (.date, .int), (.date, .double), (.date, .string),
+             (.uuid, .string), (.uuid, .bytes),
+             (.bytes, .string), (.bytes, .uuid):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Converts `value` to `type`; `nil` when the value has no image under the conversion.
+    public static func convert(_ value: Value, to type: ValueType) -> Value? {
+        if value.isNull || value.type == type { return value }
+        switch (value, type) {
+        case (.int(let i), .double):
+            let d = Double(i)
+            return Int64(exactly: d) == i && abs(d) <= 9_007_199_254_740_992 ? .double(d) : nil
+        case (.int(let i), .string): return .string(String(i))
+        case (.int(let i), .bool): return i == 0 ? .bool(false) : i == 1 ? .bool(true) : nil
+        case (.int(let i), .date): return .date(Timestamp(microsecondsSinceEpoch: i))
+        case (.double(let d), .int): return Int64(exactly: d == 0 ? 0 : d).map { .int($0) }
+        case (.double(let d), .string): return d.isNaN ? nil : .string(d.description)
+        case (.double(let d), .date):
+            let micros = (d * 1_000_000).rounded()
+            return Int64(exactly: micros).map { .date(Timestamp(microsecondsSinceEpoch: $0)) }
+        case (.string(let s), _): return fromString(s, to: type)
+        case (.bool(let b), .int): return .int(b ? 1 : 0)
+        case (.bool(let b), .string): return .string(b ? "true" : "false")
+        case (.date(let t), .int): return .int(t.microsecondsSinceEpoch)
+        case (.date(let t), .double): return .double(Double(t.microsecondsSinceEpoch) / 1_000_000)
+        case (.date(let t), .string): return .string(iso8601(t))
+        case (.uuid(let u), .string): return .string(u.uuidString)
+        case (.uuid(let u), .bytes): return .bytes(u.bytes)
+        case (.bytes(let b), .string): return String(validating: b, as: UTF8.self).map { .string($0) }
+        case (.bytes(let b), .uuid): return UUID(bytes: b).map { .uuid($0) }
+        default: return nil
+        }
+    }
+
+    private static func fromString(_ s: String, to type: ValueType) -> Value? {
+        switch type {
+        case .int: return Int64(s).map { .int($0) }
+        case .double: return Double(s).flatMap { $0.isNaN ? nil : .double($0) }
+        case .bool: return s == "true" ? .bool(true) : s == "false" ? .bool(false) : nil
+        case .date: return parseISO8601(s).map { .date($0) }
+        case .uuid: return UUID(uuidString: s).map { .uuid($0) }
+        case .bytes: return .bytes(Array(s.utf8))
+        case .string: return .string(s)
+        }
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, UTC, the form ``convert(_:to:)`` writes.
+    static func iso8601(_ t: Timestamp) -> String {
+        let micros = t.microsecondsSinceEpoch
+        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
+        let fraction = micros - seconds * 1_000_000
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        var text = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                          Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        if fraction != 0 { text += String(format: ".%06d", Int(fraction)) }
+        return text + "Z"
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)`.
+    static func parseISO8601(_ text: String) -> Timestamp? {
+        let bytes = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= bytes.count else { return nil }
+            var n = 0
+            for b in bytes[range] {
+                guard b >= 0x30 && b <= 0x39 else { return nil }
+                n = n * 10 + Int(b - 0x30)
+            }
+            return n
+        }
+        guard bytes.count >= 20, bytes[4] == 0x2D, bytes[7] == 0x2D, bytes[10] == 0x54 || bytes[10] == 0x20,
+              bytes[13] == 0x3A, bytes[16] == 0x3A,
+              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+        else { return nil }
+        var i = 19
+        var micros = 0
+        if bytes[i] == 0x2E {
+            i += 1
+            var digits = 0
+            while i < bytes.count, bytes[i] >= 0x30 && bytes[i] <= 0x39 {
+                guard digits < 6 else { return nil }
+                micros = micros * 10 + Int(bytes[i] - 0x30)
+                digits += 1
+                i += 1
+            }
+            guard digits > 0 else { return nil }
+            for _ in digits..<6 { micros *= 10 }
+        }
+        var offset = 0
+        if i == bytes.count - 1 && bytes[i] == 0x5A {
+            offset = 0
+        } else if i == bytes.count - 6, bytes[i] == 0x2B || bytes[i] == 0x2D, bytes[i + 3] == 0x3A,
+                  let h = number(i + 1..<i + 3), let m = number(i + 4..<i + 6), h < 24, m < 60 {
+            offset = (h * 3600 + m * 60) * (bytes[i] == 0x2D ? -1 : 1)
+        } else {
+            return nil
+        }
+        // Days from the civil date (proleptic Gregorian), as in Howard Hinnant's algorithm.
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
+        return Timestamp(microsecondsSinceEpoch: Int64(seconds) * 1_000_000 + Int64(micros))
+    }
+}

@@ -1,0 +1,128 @@
+internal import CLMDB
+@_spi(Backend) import DataStoreAPI
+
+/// Schema migrations on LMDB, inside one write transaction without a journal
+/// (``LMDBEngine/restartableWrite(_:)``).
+///
+/// LMDB records are positional (``LMDBRecordCoding``), so a change of attributes rewrites each
+/// record under its own key, in pages read by key; a rename of attributes or a change of
+/// indexes alone leaves the records as they are. This was chosen over a versioned record layout
+/// read lazily: every read then stays one decode with one layout, a migrated store holds no
+/// old records to carry forever, and the cost is paid once, inside the migration's transaction.
+/// LMDB cannot rename a database, so renaming an entity copies its entries.
+extension LMDBTransaction: SchemaEditingWriter {
+    private var environment: LMDBEnvironment { txn.environment }
+
+    private func open(_ name: String) throws -> MDB_dbi {
+        guard let dbi = try environment.openDatabase(name, in: txn.txn, create: true) else {
+            throw StoreError(.io, "\(environment.path): cannot create database \(name)")
+        }
+        return dbi
+    }
+
+    func createEntity(_ entity: EntitySchema) throws {
+        databases.entities[entity.name] = try open(LMDBDatabases.entityName(entity.name))
+        try txn.drop(databases.entities[entity.name]!)
+        for index in entity.indexes {
+            try createIndex(index, of: entity)
+        }
+    }
+
+    func dropEntity(_ entity: EntitySchema) throws {
+        for index in entity.indexes { try dropIndex(index, of: entity) }
+        if let dbi = databases.entities.removeValue(forKey: entity.name) {
+            try txn.dropDatabase(dbi)
+        }
+    }
+
+    func renameEntity(_ entity: EntitySchema, to renamed: EntitySchema) throws {
+        let from = try dbi(entity)
+        let to = try open(LMDBDatabases.entityName(renamed.name))
+        try copy(from, to)
+        for index in entity.indexes {
+            guard let source = databases.indexes[entity.name]?[index.name] else { continue }
+            let target = try open(LMDBDatabases.indexName(renamed.name, index.name))
+            try copy(source, target)
+            databases.indexes[renamed.name, default: [:]][index.name] = target
+        }
+        try dropEntity(entity)
+        databases.entities[renamed.name] = to
+    }
+
+    private func copy(_ from: MDB_dbi, _ to: MDB_dbi) throws {
+        try txn.drop(to)
+        try txn.forEach(from, from: nil) { key, value in
+            try txn.put(to, Array(key), Array(value))
+            return true
+        }
+    }
+
+    func changeEntity(_ change: EntityChange) throws {
+        let sameRecords = change.isStructural && change.old.attributes.count == change.new.attributes.count
+            && zip(change.old.attributes, change.new.attributes).allSatisfy { old, new in
+                (change.renamedAttributes[old.name] ?? old.name) == new.name && old.type == new.type
+                    && old.isOptional == new.isOptional
+            }
+        if sameRecords {
+            for index in change.removedIndexes { try dropIndex(index, of: change.old) }
+            for index in change.addedIndexes {
+                try createIndex(index, of: change.new)
+                try fill(index, of: change.new)
+            }
+            return
+        }
+        for index in change.old.indexes { try dropIndex(index, of: change.old) }
+        let dbi = try dbi(change.old)
+        var after: PrimaryKey?
+        while true {
+            let page = try scan(change.old, after: after, limit: 1_000)
+            for record in page {
+                let key = try PrimaryKey(record[change.old.primaryKey])
+                after = key
+                if let new = try change.newRecord(from: record) {
+                    try txn.put(dbi, Self.recordKey(key), LMDBRecordCoding.encode(new, change.new))
+                } else {
+                    try txn.delete(dbi, Self.recordKey(key))
+                }
+            }
+            if page.count < 1_000 { break }
+        }
+        for index in change.new.indexes {
+            try createIndex(index, of: change.new)
+            try fill(index, of: change.new)
+        }
+    }
+
+    private func createIndex(_ index: Index, of entity: EntitySchema) throws {
+        let dbi = try open(LMDBDatabases.indexName(entity.name, index.name))
+        try txn.drop(dbi)
+        databases.indexes[entity.name, default: [:]][index.name] = dbi
+    }
+
+    private func dropIndex(_ index: Index, of entity: EntitySchema) throws {
+        if let dbi = databases.indexes[entity.name]?.removeValue(forKey: index.name) {
+            try txn.dropDatabase(dbi)
+        }
+    }
+
+    /// Writes the index entries of every item (the migrator checked unique indexes first).
+    private func fill(_ index: Index, of entity: EntitySchema) throws {
+        guard let dbi = databases.indexes[entity.name]?[index.name] else { return }
+        var after: PrimaryKey?
+        while true {
+            let page = try scan(entity, after: after, limit: 1_000)
+            for record in page {
+                let key = try PrimaryKey(record[entity.primaryKey])
+                after = key
+                try txn.put(dbi, LMDBIndexKeys.key(index, record, primaryKey: key.bytes), key.bytes)
+            }
+            if page.count < 1_000 { break }
+        }
+    }
+
+    func writeSchema(_ schema: Schema) throws {
+        try StoreHeader.write(schema, format: LMDBEngine.formatVersion) {
+            try txn.put(databases.meta, Array($0.utf8), $1)
+        }
+    }
+}
