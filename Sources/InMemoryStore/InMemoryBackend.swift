@@ -25,8 +25,10 @@ import Synchronization
         }
     }
 
-    public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
-        try InMemoryStore(database: database(path, create: schema != nil), schema: schema)
+    public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+        -> any DataStore
+    {
+        try InMemoryStore(database: database(path, create: schema != nil), schema: schema, migrations: migrations)
     }
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {

@@ -71,7 +71,13 @@ extension LMDBTransaction: SchemaEditingWriter {
             }
             return
         }
+        // Rewrite every record under its own key, writing the new index entries in the same pass.
         for index in change.old.indexes { try dropIndex(index, of: change.old) }
+        var indexes: [(Index, MDB_dbi)] = []
+        for index in change.new.indexes {
+            try createIndex(index, of: change.new)
+            if let dbi = databases.indexes[change.new.name]?[index.name] { indexes.append((index, dbi)) }
+        }
         let dbi = try dbi(change.old)
         var after: PrimaryKey?
         while true {
@@ -81,15 +87,14 @@ extension LMDBTransaction: SchemaEditingWriter {
                 after = key
                 if let new = try change.newRecord(from: record) {
                     try txn.put(dbi, Self.recordKey(key), LMDBRecordCoding.encode(new, change.new))
+                    for (index, indexDBI) in indexes {
+                        try txn.put(indexDBI, LMDBIndexKeys.key(index, new, primaryKey: key.bytes), key.bytes)
+                    }
                 } else {
                     try txn.delete(dbi, Self.recordKey(key))
                 }
             }
             if page.count < 1_000 { break }
-        }
-        for index in change.new.indexes {
-            try createIndex(index, of: change.new)
-            try fill(index, of: change.new)
         }
     }
 

@@ -8,7 +8,7 @@ import Synchronization
 enum CommandFailure {
     static let badInput: Set<StoreError.Code> = [
         .notFound, .notAStore, .corrupt, .incompatibleFormat, .schemaMismatch, .invalidArgument, .unknownEntity,
-        .incompleteMigration, .readOnly, .typeMismatch,
+        .incompleteMigration, .readOnly, .typeMismatch, .newerSchemaVersion, .invalidValue, .uniqueViolation,
     ]
 
     /// Prints `migrate-store: error: …` and returns the exit code to throw.

@@ -40,6 +40,16 @@ extension MigrateStore {
                     } else {
                         print("state: complete")
                     }
+                    let history = try (opened as? Store)?.schemaHistory() ?? []
+                    if history.isEmpty {
+                        print("schema history: none (created at version \(opened.schema.version))")
+                    } else {
+                        print("schema history:")
+                        for entry in history {
+                            print("  \(ValueConversion.iso8601Text(entry.date))  version \(entry.fromVersion) -> "
+                                + "\(entry.toVersion): " + (entry.steps.isEmpty ? "no steps" : entry.steps.joined(separator: "; ")))
+                        }
+                    }
                     for entity in opened.schema.entities {
                         let count = try reader.count(FetchRequest(entity.name))
                         print("\n\(entity.name): \(count) items, primary key \(entity.primaryKey)")

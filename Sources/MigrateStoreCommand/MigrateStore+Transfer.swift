@@ -25,6 +25,11 @@ extension MigrateStore {
         @Flag(help: "Skip the integrity check of the source before the copy (its cost is in the summary).")
         var noCheck = false
 
+        @Option(help: ArgumentHelp("After the copy, upgrade the destination with this schema plan (JSON, as for "
+            + "`upgrade`): move a store to another backend and to a new schema version in one command.",
+            valueName: "plan.json"))
+        var plan: String?
+
         func validate() throws {
             if resume && overwrite { throw ValidationError("--resume and --overwrite exclude each other") }
             if resume && dryRun {
@@ -33,12 +38,18 @@ extension MigrateStore {
         }
 
         func run() throws {
+            let schemaPlan = try plan.map { path in try CommandFailure.catching { try SchemaPlanFile.read(path) } }
             try runTransfer(options, name: "copy", resumeHint: true) { source, destination, stop, progress in
                 try Migrator.copy(from: source, to: destination,
                                   options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
                                                             resume: resume, overwrite: overwrite, verify: !noVerify,
                                                             dryRun: dryRun, checkSource: !noCheck),
                                   shouldStop: stop, progress: progress)
+            }
+            if let schemaPlan {
+                // A dry run checks the plan against the source, since no destination was written.
+                let (source, destination) = try CommandFailure.catching { try options.locations() }
+                try runUpgrade(dryRun ? source : destination, schemaPlan, dryRun: dryRun, progress: options.progress)
             }
         }
     }

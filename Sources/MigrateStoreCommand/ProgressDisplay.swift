@@ -2,7 +2,11 @@ import Foundation
 import StoreMigration
 
 /// A progress bar with rate and ETA on a terminal, plain lines about once a second otherwise.
-final class ProgressDisplay {
+///
+/// `@unchecked Sendable`: the engines call progress on the thread that runs the command, one
+/// call at a time (an upgrade's progress closure must be `@Sendable` because a store's
+/// migrations may be kept by the store).
+final class ProgressDisplay: @unchecked Sendable {
     private let bar: Bool
     private let silent: Bool
     private var lastDraw = Date.distantPast

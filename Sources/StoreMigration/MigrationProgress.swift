@@ -1,6 +1,6 @@
 /// Progress of a migration, reported after every batch.
 public struct MigrationProgress: Sendable {
-    public enum Phase: String, Sendable { case copy, sync, verify }
+    public enum Phase: String, Sendable { case copy, sync, verify, upgrade }
     public var phase: Phase
     public var entity: String
     public var done: Int

@@ -9,6 +9,9 @@
 //                                                 LMDB starts from a 64 KiB map; prints the final map size)
 //     crash-writer sqlite|lmdb PATH read-loop    (reads until PATH.stop exists, checking in every snapshot that
 //                                                 the items equal the counter; prints "reads N failures F")
+//     crash-writer sqlite|lmdb PATH seed-v1 N    (creates a store of `UpgradeFixture.v1` with N entries)
+//     crash-writer sqlite|lmdb PATH upgrade      (opens it with `UpgradeFixture.v2` and its migrations, printing
+//                                                 "progress ITEMS" as the migration goes and "done" at the end)
 //
 // Every transaction moves the counter "items" to the number of entries, in the same transaction.
 import DataStoreAPI
@@ -24,6 +27,9 @@ let schema = Schema(entities: [
 ])
 
 let arguments = CommandLine.arguments
+if arguments.count >= 4, arguments[3] == "seed-v1" || arguments[3] == "upgrade" {
+    exit(UpgradeFixture.main(arguments))
+}
 let mode = arguments.count >= 4 ? arguments[3] : ""
 let holdRead = arguments.count == 4 && mode == "hold-read"
 let readLoop = arguments.count == 4 && mode == "read-loop"

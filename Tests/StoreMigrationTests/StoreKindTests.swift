@@ -33,8 +33,10 @@ final class TapeEngine: StorageEngine {
 }
 
 final class TapeStore: Store, @unchecked Sendable {
-    init(database: InMemoryDatabase, schema: Schema?) throws {
-        try super.init(engine: TapeEngine(InMemoryEngine(database: database, schema: schema)))
+    init(database: InMemoryDatabase, schema: Schema?, migrations: SchemaMigrations) throws {
+        try super.init(engine: SchemaMigrator.open(requested: schema, migrations: migrations, location: "tape") {
+            try TapeEngine(InMemoryEngine(database: database, schema: $0))
+        })
     }
 }
 
@@ -46,14 +48,16 @@ final class TapeBackend: StoreBackend {
     func exists(at path: String) -> Bool { databases.withLock { $0[path] != nil } }
     func recognizes(_ path: String) -> Bool { false }
 
-    func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
+    func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+        -> any DataStore
+    {
         let database = try databases.withLock { all in
             if let existing = all[path] { return existing }
             guard schema != nil else { throw StoreError(.notFound, "tape:\(path) does not exist") }
             all[path] = InMemoryDatabase()
             return all[path] ?? InMemoryDatabase()
         }
-        return try TapeStore(database: database, schema: schema)
+        return try TapeStore(database: database, schema: schema, migrations: migrations)
     }
 
     func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {

@@ -34,6 +34,9 @@
     public let isStructural: Bool
     private let transform: ((Record) throws -> Record?)?
     private let visited: (Int) -> Void
+    /// For each attribute of `new`, the slot of `old` its value comes from, or its default.
+    private let sources: [Int?]
+    private let defaults: [Value]
 
     init(old: EntitySchema, new: EntitySchema, renamedAttributes: [String: String] = [:],
          transform: ((Record) throws -> Record?)?, visited: @escaping (Int) -> Void) {
@@ -43,6 +46,11 @@
         self.transform = transform
         self.visited = visited
         isStructural = transform == nil
+        let reverse = Dictionary(uniqueKeysWithValues: renamedAttributes.map { ($1, $0) })
+        sources = new.attributes.map { attribute in
+            old.attributes.firstIndex { $0.name == (reverse[attribute.name] ?? attribute.name) }
+        }
+        defaults = new.attributes.map { $0.defaultValue ?? .null }
     }
 
     /// The indexes of `new` that `old` does not have in the same form.
@@ -73,16 +81,11 @@
 
     /// The record with each value carried to its attribute of `new`.
     private func carried(_ record: Record) throws -> Record {
-        let reverse = Dictionary(uniqueKeysWithValues: renamedAttributes.map { ($1, $0) })
+        let before = record.values(in: old.layout)
         var values: [Value] = []
-        values.reserveCapacity(new.attributes.count)
-        for attribute in new.attributes {
-            let source = reverse[attribute.name] ?? attribute.name
-            if old.attribute(named: source) != nil {
-                values.append(record[source])
-            } else {
-                values.append(attribute.defaultValue ?? .null)
-            }
+        values.reserveCapacity(sources.count)
+        for i in 0..<sources.count {
+            if let source = sources[i] { values.append(before[source]) } else { values.append(defaults[i]) }
         }
         return Record(layout: new.layout, values: values)
     }

@@ -26,8 +26,10 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     /// Whether `path` looks like a store of this kind (it decides the kind of a bare path).
     func recognizes(_ path: String) -> Bool
     /// Opens the store at `path` for reading and writing, creating it with `schema` when there
-    /// is none (`nil` opens an existing store).
-    func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore
+    /// is none (`nil` opens an existing store), and migrating a store of an older schema
+    /// version with `migrations` (passed to the store's initializer).
+    func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+        -> any DataStore
     /// Opens an existing store to read it as a source: nothing may be written to it, and no
     /// damage may crash the process (`alreadyChecked` when ``check(at:)`` has just run).
     func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore
@@ -40,6 +42,13 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     func move(from path: String, to other: String) throws
     /// Bytes on disk.
     func sizeOnDisk(at path: String) -> Int64
+}
+
+extension StoreBackend {
+    /// Opens the store at `path` with no migration steps.
+    public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
+        try open(at: path, schema: schema, migrations: SchemaMigrations(), durability: durability)
+    }
 }
 
 /// What a backend's own integrity check did.

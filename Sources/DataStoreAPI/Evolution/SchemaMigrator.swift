@@ -84,7 +84,7 @@ import Foundation
             var history = try readHistory(writer)
             history.append(SchemaHistoryEntry(
                 fromVersion: plan.from.version, toVersion: plan.to.version,
-                steps: plan.actions.compactMap(\.historyLine),
+                steps: plan.actions.flatMap(\.historyLines),
                 date: try Timestamp(Date())))
             try writer.setMetadata(try encodeHistory(history), forKey: historyKey)
             try editor.writeSchema(plan.to)
@@ -124,7 +124,8 @@ import Foundation
     struct Action {
         let version: Int
         let description: String
-        let historyLine: String?
+        /// The steps it stands for, as the history words them (none for the implicit reordering).
+        let historyLines: [String]
         let kind: Kind
 
         enum Kind {
@@ -213,5 +214,28 @@ enum UniqueCheck {
                     + listed.joined(separator: "; ") + more,
                 items: groups.flatMap { $0.value.map { StoreError.ItemReference(entity: change.new.name, key: $0.value) } })
         }
+    }
+}
+
+extension SchemaPlan {
+    /// The schema a store holding `stored` reaches with the plan's versions above its own,
+    /// checked step by step (nothing is read or written).
+    /// - Throws: what a step that cannot apply throws, naming the step.
+    public func target(from stored: Schema) throws -> Schema {
+        guard let top = targetVersion, top > stored.version else { return stored }
+        var planner = Planner(schema: stored, location: "plan")
+        for version in (stored.version + 1)...top {
+            planner.schema.version = version
+            for step in versions.filter({ $0.version == version }).flatMap(\.steps) {
+                try planner.add(step, version: version)
+            }
+        }
+        return planner.schema
+    }
+
+    /// The steps the plan applies to a store holding `stored`, with their versions, in order.
+    public func steps(from stored: Schema) -> [(version: Int, step: SchemaStep)] {
+        versions.filter { $0.version > stored.version }.sorted { $0.version < $1.version }
+            .flatMap { version in version.steps.map { (version.version, $0) } }
     }
 }

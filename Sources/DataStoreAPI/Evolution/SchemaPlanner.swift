@@ -40,7 +40,7 @@ struct Planner {
             throw StoreError(error.code, "step '\(step)' of version \(version) leaves an invalid schema: \(error.message)")
         }
         actions.append(SchemaMigrator.Action(version: version, description: step.description,
-                                             historyLine: inHistory ? step.description : nil, kind: kind))
+                                             historyLines: inHistory ? [step.description] : [], kind: kind))
     }
 
     mutating func add(_ step: MigrationStep, version: Int) throws {
@@ -150,9 +150,9 @@ struct Planner {
             var new = old
             new.attributes = old.attributes.map { $0.name == attributeName ? after : $0 }
             let location = self.location
+            let i = old.attributes.firstIndex { $0.name == attributeName }!
             let converted: (Record) throws -> Record? = { record in
                 var values = record.values(in: old.layout)
-                let i = old.attributes.firstIndex { $0.name == attributeName }!
                 let value = values[i]
                 guard let result = ValueConversion.convert(value, to: type) else {
                     throw StoreError(.invalidValue, "\(location): step '\(step)': \(name)[\(record[old.primaryKey])]"
@@ -163,7 +163,7 @@ struct Planner {
                         + ".\(attributeName) is null, but the attribute becomes required")
                 }
                 values[i] = result
-                return try new.normalize(Record(layout: new.layout, values: values))
+                return Record(layout: new.layout, values: values)
             }
             let affected = new.indexes.filter { $0.isUnique && $0.attributes.contains(attributeName) }
             try change(old, new, step, version: version, transform: converted, checkUnique: affected)
@@ -199,9 +199,45 @@ struct Planner {
             guard let planned = schema.entity(named: entity.name), planned != entity else { continue }
             actions.append(SchemaMigrator.Action(
                 version: requested.version, description: "order the attributes and indexes of \(entity.name)",
-                historyLine: nil,
+                historyLines: [],
                 kind: .change(old: planned, new: entity, renamed: [:], transform: nil, checkUnique: [])))
         }
         schema = requested
+        actions = Self.merged(actions)
+    }
+
+    /// Consecutive changes of one entity, one of which rewrites every item anyway, become one
+    /// change whose items pass through each step in turn: one pass over the items (and one index
+    /// build) instead of one per step. Changes that need no rewrite stay apart, so that an engine
+    /// can still make them in place.
+    static func merged(_ actions: [SchemaMigrator.Action]) -> [SchemaMigrator.Action] {
+        var result: [SchemaMigrator.Action] = []
+        for action in actions {
+            guard case let .change(old2, new2, renamed2, transform2, unique2) = action.kind,
+                  let last = result.last,
+                  case let .change(old1, new1, renamed1, transform1, unique1) = last.kind,
+                  new1.name == old2.name, transform1 != nil || transform2 != nil
+            else {
+                result.append(action)
+                continue
+            }
+            let first = EntityChange(old: old1, new: new1, renamedAttributes: renamed1, transform: transform1,
+                                     visited: { _ in })
+            let second = EntityChange(old: old2, new: new2, renamedAttributes: renamed2, transform: transform2,
+                                      visited: { _ in })
+            let composed: (Record) throws -> Record? = { record in
+                guard let middle = try first.newRecord(from: record) else { return nil }
+                return try second.newRecord(from: middle)
+            }
+            // A unique index checked by the first change may be renamed or changed by the second:
+            // check every unique index of the result that either change had to check.
+            let checked = Set((unique1 + unique2).map(\.name))
+            result[result.count - 1] = SchemaMigrator.Action(
+                version: action.version, description: last.description + "; " + action.description,
+                historyLines: last.historyLines + action.historyLines,
+                kind: .change(old: old1, new: new2, renamed: [:], transform: composed,
+                              checkUnique: new2.indexes.filter { $0.isUnique && checked.contains($0.name) }))
+        }
+        return result
     }
 }

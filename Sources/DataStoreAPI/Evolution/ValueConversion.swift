@@ -74,6 +74,9 @@ public enum ValueConversion {
         }
     }
 
+    /// A timestamp as `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, UTC, the text a date converts to.
+    public static func iso8601Text(_ t: Timestamp) -> String { iso8601(t) }
+
     /// `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, UTC, the form ``convert(_:to:)`` writes.
     static func iso8601(_ t: Timestamp) -> String {
         let micros = t.microsecondsSinceEpoch

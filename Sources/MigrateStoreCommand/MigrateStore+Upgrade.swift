@@ -1,0 +1,88 @@
+import ArgumentParser
+import DataStoreAPI
+import Foundation
+import StoreMigration
+
+extension MigrateStore {
+    struct Upgrade: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Apply a declarative schema plan (JSON) to a store of any kind, in one transaction.",
+            discussion: """
+                The plan lists the steps of each version: {"versions": [{"version": 2, "steps": [...]}]}. \
+                The store is brought from its version to the plan's last one; it is all-old or all-new \
+                whatever happens. Steps: addEntity, removeEntity, renameEntity, addAttribute, \
+                removeAttribute, renameAttribute, changeType, addIndex, removeIndex (see the README).
+                """)
+
+        @Argument(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
+        var store: String
+
+        @Option(help: "The plan: a JSON file.")
+        var plan: String
+
+        @Flag(help: "Check the plan against the store and report what it would change; write nothing.")
+        var dryRun = false
+
+        @Option(help: "Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain or none.")
+        var progress: ProgressStyle = .auto
+
+        func run() throws {
+            let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
+            let schemaPlan = try CommandFailure.catching { try SchemaPlanFile.read(plan) }
+            try runUpgrade(location, schemaPlan, dryRun: dryRun, progress: progress)
+        }
+    }
+}
+
+/// Reads a plan file.
+enum SchemaPlanFile {
+    static func read(_ path: String) throws -> SchemaPlan {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw StoreError(.notFound, "cannot read the plan \(path): \(error.localizedDescription)")
+        }
+        do {
+            return try JSONDecoder().decode(SchemaPlan.self, from: data)
+        } catch let DecodingError.dataCorrupted(context) {
+            throw StoreError(.invalidArgument, "the plan \(path) is not valid: \(context.debugDescription)")
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw StoreError(.invalidArgument, "the plan \(path) lacks '\(key.stringValue)' at "
+                + context.codingPath.map(\.stringValue).joined(separator: "."))
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw StoreError(.invalidArgument, "the plan \(path) has a wrong value at "
+                + context.codingPath.map(\.stringValue).joined(separator: ".") + ": \(context.debugDescription)")
+        } catch {
+            throw StoreError(.invalidArgument, "the plan \(path) is not valid: \(error)")
+        }
+    }
+}
+
+/// Runs an upgrade with progress and prints what it did.
+func runUpgrade(_ location: StoreLocation, _ plan: SchemaPlan, dryRun: Bool, progress: ProgressStyle) throws {
+    let display = ProgressDisplay(style: progress)
+    let report: UpgradeReport
+    do {
+        let started = Date()
+        report = try SchemaUpgrade.upgrade(location, plan: plan, dryRun: dryRun) { step in
+            let seconds = Date().timeIntervalSince(started)
+            display.show(MigrationProgress(phase: .upgrade, entity: "v\(step.version) \(step.step)", done: step.items,
+                                           total: step.totalItems,
+                                           itemsPerSecond: seconds > 0 ? Double(step.items) / seconds : 0))
+        }
+    } catch {
+        display.finish()
+        throw CommandFailure.exit(for: error)
+    }
+    display.finish()
+    if report.fromVersion == report.toVersion {
+        print("\(location) is at schema version \(report.fromVersion); the plan has nothing to apply")
+        return
+    }
+    print("\(dryRun ? "would upgrade" : "upgraded") \(location) from schema version \(report.fromVersion) to "
+        + "\(report.toVersion)\(dryRun ? "" : String(format: " in %.2f s", report.seconds))")
+    for step in report.steps {
+        print("  v\(step.version): \(step.step)" + (step.items.map { " (\($0) items)" } ?? ""))
+    }
+}
