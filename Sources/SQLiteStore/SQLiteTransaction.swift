@@ -12,8 +12,17 @@ final class SQLiteTransaction: StorageWriter {
         self.statements = statements
     }
 
+    /// SQL built for entities the engine's schema does not hold as given (a schema migration's
+    /// intermediate entities), kept for the transaction: building it per call cost more than
+    /// the rows it writes.
+    private var built: [String: (EntitySchema, SQLiteEntitySQL)] = [:]
+
     private func sql(_ entity: EntitySchema) -> SQLiteEntitySQL {
-        statements[entity.name] ?? SQLiteEntitySQL(entity)
+        if let fixed = statements[entity.name] { return fixed }
+        if let (known, sql) = built[entity.name], known == entity { return sql }
+        let sql = SQLiteEntitySQL(entity)
+        built[entity.name] = (entity, sql)
+        return sql
     }
 
     private func prepared(_ fragment: SQLFragment) throws(StoreError) -> SQLiteStatement {

@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps]
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -121,7 +121,11 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
            })
 }
 
-for n in sizes {
+let onlySchemaSteps = arguments.contains("--schema-steps")
+for n in sizes where onlySchemaSteps {
+    try benchmarkSchemaSteps(n: n)
+}
+for n in sizes where !onlySchemaSteps {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -139,6 +143,7 @@ for n in sizes {
                                      b.indexedQueries, b.unindexedQuery)
                          })
     try benchmarkMigration(n: n)
+    try benchmarkSchemaSteps(n: n)
 }
 
 print("| backend | operation | items in store | API ops/s | raw C ops/s | API / raw C |")
@@ -149,7 +154,7 @@ for row in rows {
     print(String(format: "| %@ | %@ | %d | %.0f | %.0f | %.2f |", row.backend, row.operation, row.n, api, raw, api / raw))
 }
 
-let grdbCount = arguments.contains("--no-grdb") ? 0 : (quick ? 20_000 : 100_000)
+let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
 print("")
