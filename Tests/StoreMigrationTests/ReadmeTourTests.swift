@@ -59,3 +59,60 @@ struct TourPancake: DataObject, Equatable {
     let pancakes = try store.read { try $0.fetch(TourPancake.self, where: .matching(["flavor": ["plain", "banana"]])) }
     #expect(pancakes == [pancake])
 }
+
+/// Version 1 of the README's typed model.
+struct PancakeV1: DataObject {
+    static let entityName = "Pancake"
+    static let primaryKey = "id"
+    var id: UUID
+    var flavor: String
+    var rating: Int
+}
+
+/// Version 2: `rating` renamed to `stars`, a new optional `topping`.
+struct PancakeV2: DataObject {
+    static let entityName = "Pancake"
+    static let primaryKey = "id"
+    var id: UUID
+    var flavor: String
+    var stars: Int
+    var topping: String?
+}
+
+/// The README's schema-evolution example, on every backend.
+@Test(arguments: ["sqlite", "lmdb", "memory"])
+func theReadmeSchemaEvolutionRunsOnEveryBackend(_ kind: String) throws {
+    let dir = try TemporaryDirectory()
+    let database = InMemoryDatabase()
+    func open(_ schema: Schema, _ migrations: SchemaMigrations = SchemaMigrations()) throws -> any DataStore {
+        switch kind {
+        case "sqlite": try SQLiteStore(path: dir.path("app.sqlite"), schema: schema, migrations: migrations)
+        case "lmdb": try LMDBStore(path: dir.path("app.lmdb"), schema: schema, migrations: migrations)
+        default: try InMemoryStore(database: database, schema: schema, migrations: migrations)
+        }
+    }
+    let v1 = try open(Schema(version: 1, entities: [try PancakeV1.entitySchema()]))
+    let id = UUID()
+    try v1.writeSync { try $0.insert(PancakeV1(id: id, flavor: "plain", rating: 4)) }
+    // The typed layer names each difference and the step that accounts for it.
+    let differences = try PancakeV2.schemaDifferences(in: v1)
+    #expect(differences.map(\.description) == [
+        "attribute 'Pancake.rating' was removed, with its values (step: remove attribute Pancake.rating)",
+        "attribute 'Pancake.stars' is new (a new required attribute needs a default for the existing items)",
+        "attribute 'Pancake.topping' is new (step: add attribute Pancake.topping (string, optional))",
+    ])
+    try v1.close()
+    // Without steps, opening with version 2 fails and changes nothing.
+    let v2Schema = Schema(version: 2, entities: [try PancakeV2.entitySchema()])
+    #expect(throws: StoreError.self) { try open(v2Schema) }
+
+    var migrations = SchemaMigrations()
+    migrations.version(2,
+                       .renameAttribute(entity: "Pancake", from: "rating", to: "stars"),
+                       .addAttribute(entity: "Pancake", attribute: Attribute("topping", .string, optional: true)))
+    let store = try open(v2Schema, migrations)
+    let pancake = try store.read { try $0.get(PancakeV2.self, key: .uuid(id)) }
+    #expect(pancake?.stars == 4 && pancake?.topping == nil)
+    #expect(try (store as? Store)?.schemaHistory().map(\.toVersion) == [2])
+    try store.close()
+}
