@@ -9,7 +9,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             case notFound, keyExists, uniqueViolation, typeMismatch, schemaMismatch, invalidValue
             case unknownEntity, unknownAttribute, limitExceeded, invalidArgument, storeFull, corrupt
             case io, closed, reentrantCall, accessorExpired, busy, conflict, notAStore
-            case incompatibleFormat, incompleteMigration, readOnly, newerSchemaVersion
+            case incompatibleFormat, incompleteMigration, readOnly, newerSchemaVersion, changesExpired
         }
 
         private let raw: Raw
@@ -62,6 +62,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let readOnly = Code(.readOnly)
         /// The store holds a newer schema version than the app's: opening it would downgrade it.
         public static let newerSchemaVersion = Code(.newerSchemaVersion)
+        /// A change token is older than what the store's change feed keeps (or the feed was off
+        /// or restarted since): the caller must resynchronize from a fresh read.
+        public static let changesExpired = Code(.changesExpired)
 
         public var description: String { raw.rawValue }
     }

@@ -15,6 +15,8 @@ struct MemoryState: Sendable {
     var tables: [String: MemoryTable] = [:]
     /// Metadata by the UTF-8 bytes of its key (never by Swift's canonical `String` equality).
     var metadata: [[UInt8]: [UInt8]] = [:]
+    /// Counts commits, for observers.
+    var commits: UInt64 = 0
 }
 
 struct MemoryTable: Sendable {

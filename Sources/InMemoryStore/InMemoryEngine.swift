@@ -2,7 +2,7 @@
 
 /// The in-memory backend. Reads take a copy-on-write snapshot of the committed state; a write
 /// works on its own copy and publishes it on commit.
-@_spi(Backend) public final class InMemoryEngine: StorageEngine {
+@_spi(Backend) public final class InMemoryEngine: StorageEngine, CommitCounting {
     let database: InMemoryDatabase
     public let schema: Schema
 
@@ -36,9 +36,14 @@
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         let transaction = InMemoryTransaction(state: database.state.withLock { $0 })
         let result = try body(transaction)
-        let committed = transaction.state
-        database.state.withLock { $0 = committed }
+        var committed = transaction.state
+        committed.commits &+= 1
+        database.state.withLock { [committed] in $0 = committed }
         return result
+    }
+
+    public func commitCounter() throws -> UInt64 {
+        database.state.withLock { $0.commits }
     }
 
     public func close() throws {}

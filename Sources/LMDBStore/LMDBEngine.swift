@@ -30,7 +30,7 @@ public struct LMDBOptions: Sendable, Hashable {
 
 /// The LMDB backend: a named database per entity (order-preserving key → compact, versioned
 /// record), one per index, and `_ds_meta` for the format version and schema.
-@_spi(Backend) public final class LMDBEngine: StorageEngine {
+@_spi(Backend) public final class LMDBEngine: StorageEngine, CommitCounting {
     /// The format this code writes. Format 1 wrote index keys without the separator that
     /// ``LMDBIndexKeys`` puts between tuple and primary key; its indexes are rebuilt on open.
     static let formatVersion = 2
@@ -194,6 +194,11 @@ public struct LMDBOptions: Sendable, Hashable {
         let txn = try LMDBTxn(environment: environment, write: false)
         defer { txn.finish() }
         return try body(LMDBTransaction(txn: txn, databases: databases))
+    }
+
+    /// LMDB's own transaction id: it moves with every commit of any process.
+    public func commitCounter() throws -> UInt64 {
+        try environment.lastCommittedTransaction()
     }
 
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {

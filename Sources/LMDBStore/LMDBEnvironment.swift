@@ -113,6 +113,16 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
+    /// The id of the last committed write transaction of any process (`mdb_env_info`), read
+    /// under the resize lock so that no remapping runs meanwhile.
+    func lastCommittedTransaction() throws(StoreError) -> UInt64 {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        var info = MDB_envinfo()
+        try LMDBError.check(mdb_env_info(env, &info), "\(path): mdb_env_info")
+        return UInt64(info.me_last_txnid)
+    }
+
     /// Commits (or aborts) a transaction from ``begin(write:)`` and releases the resize lock.
     /// `mdb_txn_commit` frees the transaction whether it succeeds or not.
     @discardableResult

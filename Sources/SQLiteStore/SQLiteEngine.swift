@@ -1,6 +1,7 @@
 internal import CSQLite
 @_spi(Backend) import DataStoreAPI
 import Foundation
+import Synchronization
 
 /// Options of a SQLite store.
 public struct SQLiteOptions: Sendable, Hashable {
@@ -35,7 +36,7 @@ public struct SQLiteOptions: Sendable, Hashable {
 /// `@unchecked Sendable`: the writer connection is used only by the write transaction that
 /// ``Store`` serializes under its write lock, and closed with that lock held; the readers live
 /// in ``SQLiteReaderPool``, which guards them with a condition variable.
-@_spi(Backend) public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
+@_spi(Backend) public final class SQLiteEngine: StorageEngine, CommitCounting, @unchecked Sendable {
     /// The format this code writes; a store of a newer format is refused.
     static let formatVersion = 1
 
@@ -46,6 +47,8 @@ public struct SQLiteOptions: Sendable, Hashable {
     private let writer: SQLiteConnection
     private let readers: SQLiteReaderPool
     private let statements: [String: SQLiteEntitySQL]
+    /// The connection observers poll with `PRAGMA data_version`, opened at first use.
+    private let poller = Mutex<SQLiteConnection?>(nil)
 
     /// Opens the store at `path`, creating it (with `schema`) when the file does not exist.
     ///
@@ -189,10 +192,22 @@ public struct SQLiteOptions: Sendable, Hashable {
         return try writer.transaction(write: true) { try body(SQLiteTransaction(connection: writer, statements: statements)) }
     }
 
+    /// `PRAGMA data_version` of a connection that never writes: it changes whenever another
+    /// connection, of this process or another, commits.
+    public func commitCounter() throws -> UInt64 {
+        try poller.withLock { connection in
+            if connection == nil {
+                connection = try SQLiteConnection(path: path, create: false, readOnly: true)
+            }
+            return UInt64(bitPattern: try connection!.scalar("PRAGMA data_version") ?? 0)
+        }
+    }
+
     /// Closes every reader, checkpoints the WAL into the database (unless read-only) and closes
     /// the writer connection.
     /// - Throws: the first error of the checkpoint or of closing a connection.
     public func close() throws {
+        poller.withLock { $0 = nil }
         try readers.closeAll()
         if !writer.isReadOnly {
             do {

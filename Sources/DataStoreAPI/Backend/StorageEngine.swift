@@ -20,6 +20,9 @@
 /// The read operations of a backend transaction. Not `Sendable`: it lives inside its block.
 @_spi(Backend) public protocol StorageReader {
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record?
+    /// Whether an item has that key (the change feed asks before a `put`). The default calls
+    /// ``get(_:key:)``; a backend may answer without decoding the record.
+    func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool
     /// Returns the items that match, sorted by the request's sort keys and then by primary key,
     /// with offset and limit applied.
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record]
@@ -27,6 +30,12 @@
     /// Returns up to `limit` items with keys greater than `key`, in key order.
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record]
     func metadata(forKey key: String) throws -> [UInt8]?
+}
+
+extension StorageReader {
+    public func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool {
+        try get(entity, key: key) != nil
+    }
 }
 
 /// The write operations of a backend transaction.
@@ -42,4 +51,13 @@
     func deleteAll(in entity: EntitySchema) throws -> Int
     /// Stores (or with `nil` removes) a metadata value, in the same transaction as the data.
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws
+}
+
+/// An engine that can tell cheaply, without a read transaction, that some process committed a
+/// write since it last asked: what live observers poll to see other processes' commits (and
+/// writes made outside the package). Engines without it are polled through a read of the
+/// change feed's head.
+@_spi(Backend) public protocol CommitCounting {
+    /// A value that changes whenever any connection or process commits a write.
+    func commitCounter() throws -> UInt64
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A ``DataStore`` over a ``StorageEngine``: the one implementation of the protocol's
 /// semantics (lifecycle, serialized writes, the FIFO background writer, reentrancy checks,
@@ -19,6 +20,10 @@ open class Store: DataStore, @unchecked Sendable {
     let lifecycle = StoreLifecycle()
     let writeLock = NSLock()
     let writerQueue: DispatchQueue
+    /// Whether write transactions go to the change feed (not in child stores, whose changes
+    /// reach the parent's feed when merged).
+    let recordsChanges: Bool
+    private let hubStorage = Mutex<ChangeHub?>(nil)
 
     /// Makes a store over an open engine; what a backend's store type calls.
     ///
@@ -29,6 +34,7 @@ open class Store: DataStore, @unchecked Sendable {
         self.engine = engine
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
+        recordsChanges = true
         try Self.gate(engine)
     }
 
@@ -37,6 +43,7 @@ open class Store: DataStore, @unchecked Sendable {
         self.engine = engine
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
+        recordsChanges = gated
         if gated { try Self.gate(engine) }
     }
 
@@ -113,13 +120,46 @@ open class Store: DataStore, @unchecked Sendable {
         defer { lifecycle.end() }
         writeLock.lock()
         defer { writeLock.unlock() }
-        return try engine.withWriter { writer in
-            try inside(writer) {
+        let result = try engine.withWriter { engineWriter in
+            let recorder = recordsChanges ? ChangeRecorder(engineWriter) : nil
+            let writer: any StorageWriter = recorder ?? engineWriter
+            let result = try inside(writer) {
                 let accessor = WriteAccessor(writer: writer, catalog: catalog)
                 defer { accessor.expire() }
                 return try body(accessor)
             }
+            if let changes = recorder?.finish(), !changes.isEmpty {
+                _ = try ChangeLog.append(engineWriter, changes)
+            }
+            return result
         }
+        hubStorage.withLock { $0 }?.signal()
+        return result
+    }
+
+    /// The hub that wakes this store's feed readers and observers, made at first use.
+    var changeHub: ChangeHub {
+        hubStorage.withLock { hub in
+            if let hub { return hub }
+            let engine = self.engine
+            let lifecycle = self.lifecycle
+            let made = ChangeHub(counter: {
+                // Close waits for a poll in flight, and no poll starts once it began.
+                guard (try? lifecycle.begin()) != nil else { return nil }
+                defer { lifecycle.end() }
+                if let counting = engine as? any CommitCounting { return try? counting.commitCounter() }
+                return try? ChangeLog.head(of: engine).sequence
+            })
+            hub = made
+            return made
+        }
+    }
+
+    /// How often observers and feed readers look for commits of other processes while they
+    /// wait (5 ms by default); this process's own commits wake them at once.
+    public final var changePollInterval: Duration {
+        get { changeHub.pollInterval }
+        set { changeHub.pollInterval = newValue }
     }
 
     public final func writeAsync<T: Sendable>(
@@ -149,6 +189,7 @@ open class Store: DataStore, @unchecked Sendable {
         guard lifecycle.beginClosing() else { return }
         writerQueue.sync {}
         lifecycle.waitUntilIdle()
+        hubStorage.withLock { $0 }?.close()
         writeLock.lock()
         defer { writeLock.unlock() }
         defer { lifecycle.finishClosing() }

@@ -87,6 +87,9 @@ import Foundation
                 steps: plan.actions.flatMap(\.historyLines),
                 date: try Timestamp(Date())))
             try writer.setMetadata(try encodeHistory(history), forKey: historyKey)
+            // The migration's rewrites are not listed in the change feed: every earlier token
+            // expires, so a follower resynchronizes instead of missing them.
+            try ChangeLog.restart(writer)
             try editor.writeSchema(plan.to)
         }
     }

@@ -1,0 +1,283 @@
+import Foundation
+
+/// The change feed's storage, written once for every backend on top of the engine's metadata:
+/// a state value (`datastore.feed`) and one entry per recorded transaction
+/// (`datastore.feed.` + 16 hex digits of its sequence number), written by the transaction
+/// itself, so the feed is exactly as durable as the data.
+///
+/// Sequence numbers are dense: a reader walks from its token by point lookups, and a missing
+/// entry below the state's `next` can only mean the feed dropped it (retention, feed off,
+/// restart), which is `changesExpired`, never a silent gap.
+package enum ChangeLog {
+    static let stateKey = "datastore.feed"
+    static let entryPrefix = "datastore.feed."
+
+    /// The feed's state.
+    struct State: Equatable {
+        /// The feed's identity, which tokens carry.
+        var id: UUID
+        /// The sequence number the next recorded transaction gets.
+        var next: UInt64
+        /// The oldest sequence number still held (`next` when none is).
+        var first: UInt64
+        var settings: ChangeFeedSettings
+
+        var head: ChangeToken { ChangeToken(store: id, sequence: next - 1) }
+    }
+
+    static func entryKey(_ sequence: UInt64) -> String {
+        let hex = String(sequence, radix: 16)
+        return entryPrefix + String(repeating: "0", count: max(0, 16 - hex.count)) + hex
+    }
+
+    // MARK: Reading
+
+    static func readState(_ reader: any StorageReader) throws -> State? {
+        guard let bytes = try reader.metadata(forKey: stateKey) else { return nil }
+        return try decodeState(bytes)
+    }
+
+    /// The head token of a store, read in its own read transaction.
+    package static func head(of engine: any StorageEngine) throws -> ChangeToken {
+        try engine.withReader { reader in
+            guard let state = try readState(reader) else { return ChangeToken(store: nil, sequence: 0) }
+            return state.head
+        }
+    }
+
+    static func read(_ reader: any StorageReader, since token: ChangeToken, limit: Int) throws -> [ChangeSet] {
+        guard let state = try readState(reader) else {
+            if token.sequence == 0 && token.store == nil { return [] }
+            throw StoreError(.invalidArgument, "change token \(token) is not from this store, whose change feed "
+                + "has recorded nothing yet")
+        }
+        if let id = token.store, id != state.id {
+            throw StoreError(.invalidArgument, "change token \(token) is from another store (this one's feed is "
+                + "\(state.head))")
+        }
+        guard token.sequence < state.next else {
+            throw StoreError(.invalidArgument, "change token \(token) is ahead of this store's feed, which ends at "
+                + "\(state.head) (was the store restored from an older copy?)")
+        }
+        guard state.settings.isEnabled else {
+            throw StoreError(.changesExpired, "change token \(token) cannot be followed: the store's change feed is "
+                + "off; resynchronize from a fresh read")
+        }
+        if token.sequence + 1 == state.next { return [] }
+        guard token.sequence + 1 >= state.first else {
+            throw StoreError(.changesExpired, "change token \(token) has expired: the store's change feed keeps "
+                + "transactions \(state.first) to \(state.next - 1) (retention \(state.settings.retainedTransactions), "
+                + "or the feed restarted after a migration); resynchronize from a fresh read")
+        }
+        var result: [ChangeSet] = []
+        var sequence = token.sequence + 1
+        while sequence < state.next && result.count < limit {
+            guard let bytes = try reader.metadata(forKey: entryKey(sequence)) else {
+                throw StoreError(.corrupt, "the change feed's transaction \(sequence) is missing although the feed "
+                    + "holds \(state.first) to \(state.next - 1)")
+            }
+            result.append(try decodeEntry(bytes, token: ChangeToken(store: state.id, sequence: sequence)))
+            sequence += 1
+        }
+        return result
+    }
+
+    // MARK: Writing
+
+    /// Appends one transaction's changes; returns its sequence number, or `nil` when the feed is
+    /// off (nothing written).
+    static func append(_ writer: any StorageWriter, _ changes: RecordedChanges) throws -> UInt64? {
+        var state = try readState(writer) ?? State(id: UUID(), next: 1, first: 1, settings: ChangeFeedSettings())
+        guard state.settings.isEnabled else { return nil }
+        let sequence = state.next
+        let now = (try? Timestamp(Date())) ?? Timestamp(microsecondsSinceEpoch: 0)
+        try writer.setMetadata(encodeEntry(changes, committedAt: now), forKey: entryKey(sequence))
+        state.next += 1
+        try trim(writer, &state)
+        try writer.setMetadata(encodeState(state), forKey: stateKey)
+        return sequence
+    }
+
+    /// Drops the oldest entries past the retention.
+    private static func trim(_ writer: any StorageWriter, _ state: inout State) throws {
+        let keep = UInt64(max(1, state.settings.retainedTransactions))
+        while state.next - state.first > keep {
+            try writer.setMetadata(nil, forKey: entryKey(state.first))
+            state.first += 1
+        }
+    }
+
+    /// Drops every entry, so that every token before now expires: what a transaction the feed
+    /// does not record (a schema migration, a migration copy) must do.
+    package static func restart(_ writer: any StorageWriter) throws {
+        guard var state = try readState(writer) else { return }
+        while state.first < state.next {
+            try writer.setMetadata(nil, forKey: entryKey(state.first))
+            state.first += 1
+        }
+        // The unrecorded transaction takes a number of its own, so even the head token before it
+        // expires.
+        state.next += 1
+        state.first = state.next
+        try writer.setMetadata(encodeState(state), forKey: stateKey)
+    }
+
+    static func configure(_ writer: any StorageWriter, _ settings: ChangeFeedSettings) throws {
+        var state = try readState(writer) ?? State(id: UUID(), next: 1, first: 1, settings: settings)
+        let wasEnabled = state.settings.isEnabled
+        state.settings = settings
+        if !settings.isEnabled || !wasEnabled {
+            try writer.setMetadata(encodeState(state), forKey: stateKey)
+            if wasEnabled != settings.isEnabled { try restart(writer) }
+            return
+        }
+        try trim(writer, &state)
+        try writer.setMetadata(encodeState(state), forKey: stateKey)
+    }
+
+    // MARK: Encoding
+
+    private static let stateVersion: UInt8 = 1
+    private static let entryVersion: UInt8 = 1
+
+    static func encodeState(_ state: State) -> [UInt8] {
+        var out = FeedBytes()
+        out.byte(stateVersion)
+        out.raw(withUnsafeBytes(of: state.id.uuid) { Array($0) })
+        out.u64(state.next)
+        out.u64(state.first)
+        out.u64(UInt64(state.settings.retainedTransactions))
+        out.u64(UInt64(state.settings.maxKeysPerTransaction))
+        out.byte(state.settings.isEnabled ? 1 : 0)
+        return out.bytes
+    }
+
+    static func decodeState(_ bytes: [UInt8]) throws -> State {
+        var input = FeedReader(bytes, what: "the change feed's state")
+        guard try input.byte() == stateVersion else {
+            throw StoreError(.incompatibleFormat, "the change feed's state has an unknown version")
+        }
+        let idBytes = try input.raw(16)
+        let id = UUID(uuid: idBytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+        let next = try input.u64(), first = try input.u64()
+        let retention = try input.u64(), maxKeys = try input.u64()
+        let enabled = try input.byte() == 1
+        guard next >= 1, first <= next, retention >= 1, retention <= UInt64(Int.max), maxKeys >= 1,
+            maxKeys <= UInt64(Int.max), input.isAtEnd
+        else {
+            throw StoreError(.corrupt, "the change feed's state is damaged")
+        }
+        return State(id: id, next: next, first: first, settings: ChangeFeedSettings(
+            isEnabled: enabled, retainedTransactions: Int(retention), maxKeysPerTransaction: Int(maxKeys)))
+    }
+
+    static func encodeEntry(_ changes: RecordedChanges, committedAt: Timestamp) -> [UInt8] {
+        var out = FeedBytes()
+        out.byte(entryVersion)
+        out.u64(UInt64(bitPattern: committedAt.microsecondsSinceEpoch))
+        out.u32(changes.entities.count)
+        for group in changes.entities {
+            out.text(group.entity)
+            out.byte((group.cleared ? 1 : 0) | (group.overflowed ? 2 : 0))
+            out.byte(keyTypeCode(group.keyType))
+            out.u32(group.items.count)
+            for (key, kind) in group.items {
+                out.byte(kind.rawValue)
+                out.u32(key.bytes.count)
+                out.raw(key.bytes)
+            }
+        }
+        return out.bytes
+    }
+
+    static func decodeEntry(_ bytes: [UInt8], token: ChangeToken) throws -> ChangeSet {
+        var input = FeedReader(bytes, what: "the change feed's transaction \(token.sequence)")
+        guard try input.byte() == entryVersion else {
+            throw StoreError(.incompatibleFormat, "the change feed's transaction \(token.sequence) has an unknown "
+                + "version")
+        }
+        var set = ChangeSet(token: token, committedAt: Timestamp(microsecondsSinceEpoch: Int64(bitPattern: try input.u64())))
+        for _ in 0..<(try input.u32()) {
+            let entity = try input.text()
+            let flags = try input.byte()
+            let keyType = try keyType(try input.byte(), input)
+            if flags & 1 != 0 { set.cleared.append(entity) }
+            if flags & 2 != 0 { set.overflowed.append(entity) }
+            for _ in 0..<(try input.u32()) {
+                guard let kind = ItemChange.Kind(rawValue: try input.byte()) else { throw input.damaged() }
+                let keyBytes = try input.raw(try input.u32())
+                set.items.append(ItemChange(entity: entity, key: try KeyEncoding.decodeKey(keyBytes, as: keyType),
+                                            kind: kind))
+            }
+        }
+        guard input.isAtEnd else { throw input.damaged() }
+        return set
+    }
+
+    private static func keyTypeCode(_ type: ValueType) -> UInt8 {
+        switch type {
+        case .int: return 1
+        case .string: return 2
+        default: return 3
+        }
+    }
+
+    private static func keyType(_ code: UInt8, _ input: FeedReader) throws -> ValueType {
+        switch code {
+        case 1: return .int
+        case 2: return .string
+        case 3: return .uuid
+        default: throw input.damaged()
+        }
+    }
+}
+
+/// A little-endian byte writer for the feed's values.
+struct FeedBytes {
+    var bytes: [UInt8] = []
+    mutating func byte(_ b: UInt8) { bytes.append(b) }
+    mutating func u32(_ v: Int) { withUnsafeBytes(of: UInt32(v).littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func raw(_ b: [UInt8]) { bytes.append(contentsOf: b) }
+    mutating func text(_ s: String) {
+        u32(s.utf8.count)
+        bytes.append(contentsOf: s.utf8)
+    }
+}
+
+/// Reads what ``FeedBytes`` wrote; any overrun is `corrupt`, naming the value.
+struct FeedReader {
+    let bytes: [UInt8]
+    let what: String
+    var offset = 0
+
+    init(_ bytes: [UInt8], what: String) {
+        self.bytes = bytes
+        self.what = what
+    }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    func damaged() -> StoreError { StoreError(.corrupt, "\(what) is damaged") }
+
+    mutating func raw(_ count: Int) throws -> [UInt8] {
+        guard count >= 0, count <= bytes.count - offset else { throw damaged() }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    mutating func byte() throws -> UInt8 { try raw(1)[0] }
+
+    mutating func u32() throws -> Int {
+        let b = try raw(4)
+        return Int(UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24)
+    }
+
+    mutating func u64() throws -> UInt64 {
+        try raw(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    mutating func text() throws -> String {
+        String(decoding: try raw(try u32()), as: UTF8.self)
+    }
+}

@@ -1,0 +1,282 @@
+import Foundation
+
+extension DataStore {
+    /// The token of the store's last committed transaction: start following the feed here.
+    public func currentChangeToken() throws -> ChangeToken {
+        try read { try $0.changeToken() }
+    }
+
+    /// Up to `limit` transactions after `token`, in commit order (the synchronous, page-by-page
+    /// form of ``changes(since:)``): pass the last one's token to get the next page.
+    /// - Throws: `changesExpired` when the feed no longer reaches back to `token`.
+    public func changes(since token: ChangeToken, limit: Int) throws -> [ChangeSet] {
+        try read { try $0.changes(since: token, limit: limit) }
+    }
+
+    /// The transactions after `token` in commit order: first those recorded, then each new one
+    /// as it commits, in this process or another. It ends when the store closes or the task is
+    /// cancelled, and throws `changesExpired` when the feed drops transactions the sequence has
+    /// not delivered yet (a consumer slower than the retention).
+    ///
+    /// Writes made outside the package (the `sqlite3` shell, `mdb_load`) are not in the feed; a
+    /// live query (``observe(_:)``) notices them.
+    public func changes(since token: ChangeToken) -> ChangeSequence {
+        ChangeSequence(store: self as? Store, token: token)
+    }
+
+    /// The request's results now, and again after each commit that changes them (in this
+    /// process or another, or outside the package). Commits that do not touch the request's
+    /// entity, or that leave its results as they were, deliver nothing; consecutive commits may
+    /// be coalesced, but the last delivery always holds the store's final state. Ends when the
+    /// store closes or the task is cancelled.
+    public func observe(_ request: FetchRequest) -> QueryObservation {
+        QueryObservation(store: self as? Store, request: request)
+    }
+
+    /// The results as ``observe(_:)`` gives them, each with its difference from the previous
+    /// delivery (the first one inserts everything), for a table view.
+    public func observeUpdates(_ request: FetchRequest) -> ResultsUpdates {
+        ResultsUpdates(observation: observe(request), primaryKey: schema.entity(named: request.entity)?.primaryKey ?? "")
+    }
+
+    /// Typed live query: the objects matching `filter` in `sort` order (the type's default
+    /// sort when `nil`), now and after each commit that changes them.
+    public func observe<T: DataObject>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
+                                       offset: Int = 0, limit: Int? = nil) -> some AsyncSequence<[T], any Error> {
+        observe(FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset, limit: limit))
+            .map { records in try records.map { try RecordDecoder.decode(T.self, from: $0) } }
+    }
+
+    /// Callback form of ``observe(_:)``: `onChange` gets the results now and after each commit
+    /// that changes them, on a task of its own (never inside a block of the store, so it may read
+    /// and write the store); `onError` gets the error that ends the observation, if any.
+    /// Keep the returned handle; ``ObservationHandle/cancel()`` stops the observation.
+    public func observe(_ request: FetchRequest, onError: @escaping @Sendable (any Error) -> Void = { _ in },
+                        onChange: @escaping @Sendable ([Record]) -> Void) -> ObservationHandle {
+        let observation = observe(request)
+        return ObservationHandle(Task {
+            do {
+                for try await results in observation { onChange(results) }
+            } catch {
+                onError(error)
+            }
+        })
+    }
+}
+
+/// A running callback observation; ``cancel()`` stops it.
+public final class ObservationHandle: Sendable {
+    private let task: Task<Void, Never>
+
+    init(_ task: Task<Void, Never>) { self.task = task }
+
+    /// Stops the observation: no callback starts after this returns... except one already
+    /// running. Waits for nothing.
+    public func cancel() { task.cancel() }
+
+    /// Waits until the observation has ended (cancelled, store closed, or failed).
+    public func wait() async { await task.value }
+}
+
+/// The feed from a token on (``DataStore/changes(since:)``).
+public struct ChangeSequence: AsyncSequence, Sendable {
+    public typealias Element = ChangeSet
+    let store: Store?
+    let token: ChangeToken
+
+    public func makeAsyncIterator() -> Iterator { Iterator(store: store, token: token) }
+
+    public struct Iterator: AsyncIteratorProtocol, Sendable {
+        let store: Store?
+        var token: ChangeToken
+        var buffer: [ChangeSet] = []
+        var index = 0
+
+        public mutating func next() async throws -> ChangeSet? {
+            guard let store else { throw Store.notAStore("changes(since:)") }
+            while true {
+                if index < buffer.count {
+                    index += 1
+                    return buffer[index - 1]
+                }
+                if Task.isCancelled { return nil }
+                let hub = store.changeHub
+                let generation = hub.generation
+                let token = self.token
+                guard let page = try Store.unlessClosed({ try store.changes(since: token, limit: 256) }) else {
+                    return nil
+                }
+                if let last = page.last {
+                    buffer = page
+                    index = 0
+                    self.token = last.token
+                } else {
+                    await hub.wait(after: generation)
+                }
+            }
+        }
+    }
+}
+
+/// A live query (``DataStore/observe(_:)``).
+public struct QueryObservation: AsyncSequence, Sendable {
+    public typealias Element = [Record]
+    let store: Store?
+    let request: FetchRequest
+
+    public func makeAsyncIterator() -> Iterator { Iterator(store: store, request: request) }
+
+    public struct Iterator: AsyncIteratorProtocol, Sendable {
+        let store: Store?
+        let request: FetchRequest
+        var last: [Record]?
+        var token = ChangeToken(store: nil, sequence: 0)
+        var counter: UInt64?
+
+        public mutating func next() async throws -> [Record]? {
+            guard let store else { throw Store.notAStore("observe") }
+            let hub = store.changeHub
+            while true {
+                if Task.isCancelled { return nil }
+                let generation = hub.generation
+                // The counter is read before the snapshot, so a commit between the two is seen
+                // again next time rather than missed.
+                let counter = hub.currentCounter()
+                let (previousToken, previousCounter, first) = (token, self.counter, last == nil)
+                let request = self.request
+                guard let outcome = try Store.unlessClosed({
+                    try store.read { reader -> (ChangeToken, [Record]?) in
+                        let head = try reader.changeToken()
+                        // A child store's own writes are not in any feed: look again at every wake-up.
+                        var relevant = first || !store.recordsChanges
+                        if head != previousToken {
+                            if !relevant { relevant = try Self.touches(reader, request.entity, since: previousToken) }
+                        } else if counter != previousCounter {
+                            // A commit the feed did not record: a write made outside the package,
+                            // or with the feed off.
+                            relevant = true
+                        }
+                        return (head, relevant ? try reader.fetch(request) : nil)
+                    }
+                }) else { return nil }
+                token = outcome.0
+                self.counter = counter
+                if let results = outcome.1, results != last {
+                    last = results
+                    return results
+                }
+                await hub.wait(after: generation)
+            }
+        }
+
+        /// Whether any transaction after `token` touched `entity` (true when the feed no longer
+        /// reaches back to `token`).
+        static func touches(_ reader: ReadAccessor, _ entity: String, since token: ChangeToken) throws -> Bool {
+            var cursor = token
+            while true {
+                let page: [ChangeSet]
+                do {
+                    page = try reader.changes(since: cursor, limit: 256)
+                } catch let error as StoreError where error.code == .changesExpired || error.code == .invalidArgument {
+                    return true
+                }
+                guard let last = page.last else { return false }
+                if page.contains(where: { $0.entities.contains(entity) }) { return true }
+                cursor = last.token
+            }
+        }
+    }
+}
+
+/// One delivery of ``DataStore/observeUpdates(_:)``: the results and how they differ from the
+/// previous delivery's.
+public struct ResultsUpdate: Sendable, Hashable {
+    public var results: [Record]
+    public var diff: ResultsDiff
+}
+
+/// The difference between two deliveries of a live query, by primary key, in the terms of a
+/// table view's batch update: `removed` are positions in the old results, `inserted` positions
+/// in the new ones, `moved` pairs of old and new positions, and `updated` the new positions of
+/// items present in both whose values changed (a moved item may also be updated).
+public struct ResultsDiff: Sendable, Hashable {
+    public var removed: [Int] = []
+    public var inserted: [Int] = []
+    public var moved: [(from: Int, to: Int)] = []
+    public var updated: [Int] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { removed.isEmpty && inserted.isEmpty && moved.isEmpty && updated.isEmpty }
+
+    /// The difference from `old` to `new`, items identified by `primaryKey`.
+    public init(from old: [Record], to new: [Record], primaryKey: String) {
+        let oldKeys = old.map { $0[primaryKey] }
+        let newKeys = new.map { $0[primaryKey] }
+        for change in newKeys.difference(from: oldKeys).inferringMoves() {
+            switch change {
+            case let .remove(offset, _, associatedWith: to):
+                if let to { moved.append((offset, to)) } else { removed.append(offset) }
+            case let .insert(offset, _, associatedWith: from):
+                if from == nil { inserted.append(offset) }
+            }
+        }
+        moved.sort { $0.to < $1.to }
+        let oldByKey = Dictionary(zip(oldKeys, old), uniquingKeysWith: { a, _ in a })
+        for (position, record) in new.enumerated() {
+            if let before = oldByKey[record[primaryKey]], before != record { updated.append(position) }
+        }
+    }
+
+    public static func == (lhs: ResultsDiff, rhs: ResultsDiff) -> Bool {
+        lhs.removed == rhs.removed && lhs.inserted == rhs.inserted && lhs.updated == rhs.updated
+            && lhs.moved.map(\.from) == rhs.moved.map(\.from) && lhs.moved.map(\.to) == rhs.moved.map(\.to)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(removed)
+        hasher.combine(inserted)
+        hasher.combine(updated)
+        for move in moved {
+            hasher.combine(move.from)
+            hasher.combine(move.to)
+        }
+    }
+}
+
+/// ``DataStore/observeUpdates(_:)``'s sequence: a live query's results with their diffs.
+public struct ResultsUpdates: AsyncSequence, Sendable {
+    public typealias Element = ResultsUpdate
+    let observation: QueryObservation
+    let primaryKey: String
+
+    public func makeAsyncIterator() -> Iterator { Iterator(base: observation.makeAsyncIterator(), primaryKey: primaryKey) }
+
+    public struct Iterator: AsyncIteratorProtocol, Sendable {
+        var base: QueryObservation.Iterator
+        let primaryKey: String
+        var previous: [Record] = []
+
+        public mutating func next() async throws -> ResultsUpdate? {
+            guard let results = try await base.next() else { return nil }
+            defer { previous = results }
+            return ResultsUpdate(results: results, diff: ResultsDiff(from: previous, to: results, primaryKey: primaryKey))
+        }
+    }
+}
+
+extension Store {
+    static func notAStore(_ operation: String) -> StoreError {
+        StoreError(.invalidArgument, "\(operation) needs a store made by a backend of this package (SQLiteStore, "
+            + "LMDBStore, InMemoryStore, or a backend's Store subclass)")
+    }
+
+    /// Runs `body`; `nil` when the store closed (which ends feeds and observations).
+    static func unlessClosed<T>(_ body: () throws -> T) throws -> T? {
+        do {
+            return try body()
+        } catch let error as StoreError where error.code == .closed {
+            return nil
+        }
+    }
+}
