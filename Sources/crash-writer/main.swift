@@ -12,6 +12,8 @@
 //     crash-writer sqlite|lmdb PATH seed-v1 N    (creates a store of `UpgradeFixture.v1` with N entries)
 //     crash-writer sqlite|lmdb PATH upgrade      (opens it with `UpgradeFixture.v2` and its migrations, printing
 //                                                 "progress ITEMS" as the migration goes and "done" at the end)
+//     crash-writer sqlite|lmdb PATH feed-write N [PAUSE_MS] / feed-observe N   (the cross-process feed tests;
+//                                                 see FeedFixture)
 //
 // Every transaction moves the counter "items" to the number of entries, in the same transaction.
 import DataStoreAPI
@@ -29,6 +31,9 @@ let schema = Schema(entities: [
 let arguments = CommandLine.arguments
 if arguments.count >= 4, arguments[3] == "seed-v1" || arguments[3] == "upgrade" {
     exit(UpgradeFixture.main(arguments))
+}
+if arguments.count >= 4, arguments[3] == "feed-write" || arguments[3] == "feed-observe" {
+    exit(FeedFixture.main(arguments))
 }
 let mode = arguments.count >= 4 ? arguments[3] : ""
 let holdRead = arguments.count == 4 && mode == "hold-read"
