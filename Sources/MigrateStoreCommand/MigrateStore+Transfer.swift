@@ -30,7 +30,14 @@ extension MigrateStore {
             valueName: "plan.json"))
         var plan: String?
 
+        @OptionGroup var follow: FollowOption
+
         func validate() throws {
+            try follow.validate()
+            if follow.enabled && dryRun { throw ValidationError("--follow and --dry-run exclude each other") }
+            if follow.enabled && plan != nil {
+                throw ValidationError("--follow and --plan exclude each other: follow a source of the same schema")
+            }
             if resume && overwrite { throw ValidationError("--resume and --overwrite exclude each other") }
             if resume && dryRun {
                 throw ValidationError("--resume and --dry-run exclude each other: a resume writes the differences it finds")
@@ -46,6 +53,7 @@ extension MigrateStore {
                                                             dryRun: dryRun, checkSource: !noCheck),
                                   shouldStop: stop, progress: progress)
             }
+            if follow.enabled { try runFollow(options, follow) }
             if let schemaPlan {
                 // A dry run checks the plan against the source, since no destination was written.
                 let (source, destination) = try CommandFailure.catching { try options.locations() }
@@ -60,8 +68,19 @@ extension MigrateStore {
 
         @OptionGroup var options: TransferOptions
         @OptionGroup var check: SourceCheckOption
+        @OptionGroup var follow: FollowOption
 
-        func run() throws { try runComparison(options, check, name: "sync", Migrator.sync) }
+        func validate() throws { try follow.validate() }
+
+        func run() throws {
+            if follow.enabled {
+                // Follow catches up by itself: from the destination's position when the source's
+                // feed still reaches it, by a merge-join sync otherwise.
+                try runFollow(options, follow)
+            } else {
+                try runComparison(options, check, name: "sync", Migrator.sync)
+            }
+        }
     }
 
     struct Verify: ParsableCommand {
@@ -159,5 +178,59 @@ func printSummary(_ report: MigrationReport) {
         print(report.differences == 0 ? "verified: every item equals the source snapshot"
             : "verified: \(report.differences) differences")
         for sample in report.sampleDifferences { print("  \(sample)") }
+    }
+}
+
+/// `--follow` and `--until-idle` of `copy` and `sync`.
+struct FollowOption: ParsableArguments {
+    @Flag(name: .customLong("follow"), help: ArgumentHelp(
+        "Then keep applying the source's change feed to the destination, showing the lag, until Ctrl-C or "
+            + "--until-idle: the way to switch a live app to another backend. Resumable: a later `sync --follow` "
+            + "goes on from the position stored in the destination."))
+    var enabled = false
+
+    @Option(name: .customLong("until-idle"), help: ArgumentHelp(
+        "With --follow, stop once the source has committed nothing for this many seconds.", valueName: "SECONDS"))
+    var untilIdle: Double?
+
+    func validate() throws {
+        if untilIdle != nil && !enabled { throw ValidationError("--until-idle needs --follow") }
+        if let untilIdle, !(untilIdle >= 0) { throw ValidationError("--until-idle must be a number of seconds ≥ 0") }
+    }
+}
+
+/// Follows the source's feed into the destination until Ctrl-C or the idle limit, printing the
+/// lag; Ctrl-C is the normal end (the cutover), so it exits 0.
+func runFollow(_ options: TransferOptions, _ follow: FollowOption) throws {
+    let (source, destination) = try CommandFailure.catching { try options.locations() }
+    guard options.entityList == nil else {
+        throw CommandFailure.exit(for: StoreError(.invalidArgument, "--follow follows every entity; drop --entities"))
+    }
+    let display = ProgressDisplay(style: options.progress)
+    let interrupt = InterruptHandler()
+    let report: FollowReport
+    do {
+        report = try Migrator.follow(from: source, to: destination,
+                                     options: FollowOptions(untilIdle: follow.untilIdle, batchSize: options.batchSize),
+                                     shouldStop: { interrupt.isSet }, progress: { display.show($0) })
+    } catch {
+        display.finish()
+        throw CommandFailure.exit(for: error)
+    }
+    display.finish()
+    for reason in report.catchUps { print("caught up by a merge-join sync: \(reason)") }
+    print("followed \(source) into \(destination): \(report.transactionsApplied) transactions, "
+        + "\(report.itemsWritten) items written, \(report.itemsDeleted) deleted; lag median "
+        + String(format: "%.3f", report.lagMedianSeconds) + " s, worst " + String(format: "%.3f", report.lagWorstSeconds)
+        + " s; ended by \(report.endedBy == "idle" ? "idle source" : "Ctrl-C") at source transaction "
+        + "\(report.endToken?.description ?? "none")")
+    if let path = options.report {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw CommandFailure.exit(for: StoreError(.io, "cannot write the report \(path): \(error.localizedDescription)"))
+        }
     }
 }

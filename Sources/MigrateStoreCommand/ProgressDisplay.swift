@@ -19,6 +19,23 @@ final class ProgressDisplay: @unchecked Sendable {
         silent = style == .none
     }
 
+    /// A follow's position and lag: redrawn in place on a terminal, a line a second otherwise.
+    func show(_ progress: FollowProgress) {
+        guard !silent else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastDraw) >= (bar ? 0.1 : 1.0) else { return }
+        lastDraw = now
+        let text = "follow: applied \(progress.applied.sequence) of \(progress.sourceHead.sequence), lag "
+            + "\(progress.lagTransactions) transactions / " + String(format: "%.3f", progress.lagSeconds) + " s, "
+            + "\(progress.transactionsApplied) applied (\(progress.itemsWritten) written, \(progress.itemsDeleted) deleted)"
+        if bar {
+            FileHandle.standardError.write(Data(("\r" + text + "\u{1B}[K").utf8))
+            drewBar = true
+        } else {
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+        }
+    }
+
     func show(_ progress: MigrationProgress) {
         guard !silent else { return }
         let now = Date()

@@ -74,8 +74,10 @@ public enum Migrator {
         }
         defer { try? destinationStore.close() }
 
+        var snapshotToken: ChangeToken?
         try run.interruptible {
             try sourceStore.read { snapshot in
+                snapshotToken = try snapshot.changeToken()
                 for entity in schema.entities {
                     try run.entity(entity, phase: options.resume ? .sync : .copy, snapshot) { entry, checkpoint, tick in
                         if options.resume {
@@ -92,6 +94,12 @@ public enum Migrator {
             try destinationStore.writeSync { writer in
                 try writer.setReservedMetadata(nil, forKey: checkpointKey)
                 try writer.setReservedMetadata(nil, forKey: MetadataKeys.incompleteMigration)
+                // The destination now equals the source as of the snapshot: `follow` goes on from
+                // its token. The destination's own feed starts here (the copy was not recorded).
+                if let snapshotToken, options.entities == nil {
+                    try writeFollowState(writer, source: source, token: snapshotToken)
+                }
+                try writer.setChangeFeedSettings(ChangeFeedSettings())
             }
         }
         return run.finish()
@@ -133,10 +141,16 @@ public enum Migrator {
                 if operation == "verify" {
                     try run.verify(schema, snapshot, destinationStore)
                 } else {
+                    let token = try snapshot.changeToken()
                     for entity in schema.entities {
                         try run.entity(entity, phase: .sync, snapshot) { entry, _, tick in
                             try run.diff(entity, snapshot, destinationStore, .apply, &entry, { _, _ in }, tick)
                         }
+                    }
+                    // A sync of every entity leaves the destination equal to the snapshot: `follow`
+                    // goes on from its token.
+                    if options.entities == nil {
+                        try destinationStore.writeSync { try writeFollowState($0, source: source, token: token) }
                     }
                 }
             }
@@ -211,7 +225,12 @@ public enum Migrator {
         staging.path += ".migrating"
         if staging.exists { try staging.destroy() }
         let store = try acceptingUnfinished { try staging.open(schema: schema, durability: .normal) }
-        try store.writeSync { try $0.setReservedMetadata(Array(marker.utf8), forKey: MetadataKeys.incompleteMigration) }
+        try store.writeSync { writer in
+            try writer.setReservedMetadata(Array(marker.utf8), forKey: MetadataKeys.incompleteMigration)
+            // The copy's batches are not recorded in the destination's feed, which starts when
+            // the copy finishes.
+            try writer.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false))
+        }
         try store.close()
         try staging.move(to: destination)
         return try acceptingUnfinished { try destination.open(schema: schema, durability: .normal) }

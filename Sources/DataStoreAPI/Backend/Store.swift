@@ -155,6 +155,10 @@ open class Store: DataStore, @unchecked Sendable {
         }
     }
 
+    /// The engine's commit counter now (``CommitCounting``), or the feed's head where the
+    /// engine has none; `nil` once the store closes.
+    package func commitCounterNow() -> UInt64? { changeHub.currentCounter() }
+
     /// How often observers and feed readers look for commits of other processes while they
     /// wait (5 ms by default); this process's own commits wake them at once.
     public final var changePollInterval: Duration {
