@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed]
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -122,10 +122,14 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
 }
 
 let onlySchemaSteps = arguments.contains("--schema-steps")
+let onlyFeed = arguments.contains("--feed")
 for n in sizes where onlySchemaSteps {
     try benchmarkSchemaSteps(n: n)
 }
-for n in sizes where !onlySchemaSteps {
+for n in sizes where onlyFeed {
+    try benchmarkFeed(n: n)
+}
+for n in sizes where !onlySchemaSteps && !onlyFeed {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -144,6 +148,7 @@ for n in sizes where !onlySchemaSteps {
                          })
     try benchmarkMigration(n: n)
     try benchmarkSchemaSteps(n: n)
+    try benchmarkFeed(n: n)
 }
 
 print("| backend | operation | items in store | API ops/s | raw C ops/s | API / raw C |")
@@ -154,7 +159,16 @@ for row in rows {
     print(String(format: "| %@ | %@ | %d | %.0f | %.0f | %.2f |", row.backend, row.operation, row.n, api, raw, api / raw))
 }
 
-let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps ? 0 : (quick ? 20_000 : 100_000)
+if !latencyRows.isEmpty {
+    print("")
+    print("| backend | live query delivery after writeSync returns: median | p99 | worst |")
+    print("| --- | ---: | ---: | ---: |")
+    for (backend, median, p99, worst) in latencyRows {
+        print(String(format: "| %@ | %.0f µs | %.0f µs | %.0f µs |", backend, median * 1e6, p99 * 1e6, worst * 1e6))
+    }
+}
+
+let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps || onlyFeed ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
 print("")

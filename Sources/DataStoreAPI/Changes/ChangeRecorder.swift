@@ -23,11 +23,15 @@ final class ChangeRecorder: StorageWriter {
         var after: Bool
     }
 
-    private struct EntityChanges {
-        var keyType: ValueType
+    /// A class, so that recording a key mutates its table in place (a struct copied out of
+    /// `entities` and written back would copy the whole table at every write).
+    private final class EntityChanges {
+        let keyType: ValueType
         var touched: [PrimaryKey: Touch] = [:]
         var cleared = false
         var overflowed = false
+
+        init(keyType: ValueType) { self.keyType = keyType }
     }
 
     let writer: any StorageWriter
@@ -48,8 +52,7 @@ final class ChangeRecorder: StorageWriter {
     /// Notes that `key` is about to change; `existed` tells (lazily) whether it exists now.
     private func touch(_ entity: EntitySchema, _ key: PrimaryKey, existed: () throws -> Bool, after: Bool) throws {
         guard try isRecording() else { return }
-        var changes = entities[entity.name] ?? EntityChanges(keyType: entity.primaryKeyAttribute.type)
-        defer { entities[entity.name] = changes }
+        let changes = changesOf(entity)
         if changes.overflowed { return }
         if changes.touched[key] != nil {
             changes.touched[key]!.after = after
@@ -64,6 +67,13 @@ final class ChangeRecorder: StorageWriter {
         let before = changes.cleared ? false : try existed()
         changes.touched[key] = Touch(before: before, after: after)
         keysListed += 1
+    }
+
+    private func changesOf(_ entity: EntitySchema) -> EntityChanges {
+        if let changes = entities[entity.name] { return changes }
+        let made = EntityChanges(keyType: entity.primaryKeyAttribute.type)
+        entities[entity.name] = made
+        return made
     }
 
     func finish() -> RecordedChanges {
@@ -126,8 +136,7 @@ final class ChangeRecorder: StorageWriter {
     func deleteAll(in entity: EntitySchema) throws -> Int {
         let count = try writer.deleteAll(in: entity)
         guard count > 0, try isRecording() else { return count }
-        var changes = entities[entity.name] ?? EntityChanges(keyType: entity.primaryKeyAttribute.type)
-        defer { entities[entity.name] = changes }
+        let changes = changesOf(entity)
         if changes.overflowed { return count }
         if count == changes.touched.values.filter(\.after).count {
             // Every item that existed was one this transaction touched: the net effect is a

@@ -1,0 +1,107 @@
+import DataStoreAPI
+import Foundation
+import LMDBStore
+import SQLiteStore
+
+/// The change feed's cost and the delivery latency of live queries:
+/// - small transactions (one insert per `writeSync`) and a bulk insert of `n` items in one
+///   `writeSync`, each with the feed on and off, next to the raw C API doing the same inserts;
+/// - how long after `writeSync` returns an in-process observer gets the new results.
+@MainActor func benchmarkFeed(n: Int) throws {
+    let small = 2_000
+    for backend in ["SQLite", "LMDB"] {
+        let directory = scratch("feed-\(backend)")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func open(_ name: String, feed: Bool) throws -> any DataStore {
+            let store: any DataStore = backend == "SQLite"
+                ? try SQLiteStore(path: "\(directory)/\(name).sqlite", schema: Workload.schema,
+                                  options: SQLiteOptions(durability: .normal))
+                : try LMDBStore(path: "\(directory)/\(name).lmdb", schema: Workload.schema,
+                                options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
+            try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: feed)) }
+            return store
+        }
+        let workload = Workload(count: max(n, small))
+        func raw(_ name: String) -> (Int, Int, Int) -> Void {
+            if backend == "SQLite" {
+                let b = rawSQLite("\(directory)/\(name)", workload)
+                return { b.insertAll(from: $0, count: $1, batch: $2) }
+            }
+            let b = rawLMDB("\(directory)/\(name).lmdb", workload)
+            return { b.insertAll(from: $0, count: $1, batch: $2) }
+        }
+        for feed in [false, true] {
+            let label = feed ? "feed on" : "feed off"
+            let store = try open("small-\(feed)", feed: feed)
+            let rawSmall = raw("raw-small-\(feed)")
+            record(backend, "small transactions (1 insert per writeSync), \(label)", small, operations: small,
+                   api: try time { try APIBench(store: store, workload: workload).insertAll(from: 0, count: small, batch: 1) },
+                   raw: time { rawSmall(0, small, 1) })
+            try store.close()
+            let bulk = try open("bulk-\(feed)", feed: feed)
+            let rawBulk = raw("raw-bulk-\(feed)")
+            record(backend, "bulk insert, one writeSync, \(label)", n, operations: n,
+                   api: try time { try APIBench(store: bulk, workload: workload).insertAll(from: 0, count: n, batch: n) },
+                   raw: time { rawBulk(0, n, n) })
+            try bulk.close()
+        }
+        // Delivery latency: commit, then wait for the observer's delivery of that commit.
+        let store = try open("latency", feed: true)
+        let latencies = try observerLatencies(store, commits: 500)
+        try store.close()
+        let sorted = latencies.sorted()
+        latencyRows.append((backend, sorted[sorted.count / 2], sorted[sorted.count * 99 / 100], sorted.last ?? 0))
+        FileHandle.standardError.write(Data(String(format: "%@ observer latency: median %.1f µs, p99 %.1f µs\n",
+                                                   backend, sorted[sorted.count / 2] * 1e6,
+                                                   sorted[sorted.count * 99 / 100] * 1e6).utf8))
+    }
+}
+
+@MainActor var latencyRows: [(String, Double, Double, Double)] = []
+
+/// Seconds from the return of each `writeSync` to the delivery of its results to a live query
+/// iterated by another task.
+func observerLatencies(_ store: any DataStore, commits: Int) throws -> [Double] {
+    let delivered = DeliveryClock()
+    let observing = Task {
+        for try await results in store.observe(FetchRequest("Item", filter: .compare("id", .less, .int(-1_000_000)))) {
+            delivered.mark(results.count)
+            if results.count == commits { break }
+        }
+    }
+    delivered.waitFor(0)
+    var latencies: [Double] = []
+    for i in 0..<commits {
+        let start = ContinuousClock.now
+        try store.writeSync { w in
+            try w.insert(["id": .int(Int64(-2_000_000 - i)), "name": "n", "score": 1, "ratio": 0.5,
+                          "payload": .bytes([])], into: "Item")
+        }
+        let end = delivered.waitFor(i + 1)
+        let elapsed = end - start
+        latencies.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+    observing.cancel()
+    return latencies
+}
+
+/// When each result count was delivered.
+final class DeliveryClock: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var seen: [Int: ContinuousClock.Instant] = [:]
+
+    func mark(_ count: Int) {
+        condition.lock()
+        seen[count] = ContinuousClock.now
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    @discardableResult
+    func waitFor(_ count: Int) -> ContinuousClock.Instant {
+        condition.lock()
+        defer { condition.unlock() }
+        while seen[count] == nil { condition.wait() }
+        return seen[count]!
+    }
+}
