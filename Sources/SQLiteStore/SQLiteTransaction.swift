@@ -180,7 +180,10 @@ final class SQLiteTransaction: StorageWriter {
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         if let value {
-            try connection.execute("INSERT OR REPLACE INTO _ds_meta (key, value) VALUES (?, ?)", [.string(key), .bytes(value)])
+            // An upsert keeps the row (and its rowid) where it is, so a value rewritten by every
+            // transaction (the change feed's state) dirties one page, not a delete and an insert.
+            try connection.execute("INSERT INTO _ds_meta (key, value) VALUES (?, ?) "
+                + "ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.string(key), .bytes(value)])
         } else {
             try connection.execute("DELETE FROM _ds_meta WHERE key = ?", [.string(key)])
         }
