@@ -128,8 +128,8 @@ open class Store: DataStore, @unchecked Sendable {
                 defer { accessor.expire() }
                 return try body(accessor)
             }
-            if let changes = recorder?.finish(), !changes.isEmpty {
-                _ = try ChangeLog.append(engineWriter, changes)
+            if let recorder, case let changes = recorder.finish(), !changes.isEmpty {
+                _ = try ChangeLog.append(engineWriter, changes, state: recorder.knownState)
             }
             return result
         }

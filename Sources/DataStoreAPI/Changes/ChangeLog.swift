@@ -86,8 +86,10 @@ package enum ChangeLog {
 
     /// Appends one transaction's changes; returns its sequence number, or `nil` when the feed is
     /// off (nothing written).
-    static func append(_ writer: any StorageWriter, _ changes: RecordedChanges) throws -> UInt64? {
-        var state = try readState(writer) ?? State(id: UUID(), next: 1, first: 1, settings: ChangeFeedSettings())
+    static func append(_ writer: any StorageWriter, _ changes: RecordedChanges, state known: State? = nil) throws
+        -> UInt64?
+    {
+        var state = try known ?? readState(writer) ?? State(id: UUID(), next: 1, first: 1, settings: ChangeFeedSettings())
         guard state.settings.isEnabled else { return nil }
         let sequence = state.next
         let now = (try? Timestamp(Date())) ?? Timestamp(microsecondsSinceEpoch: 0)
@@ -157,8 +159,7 @@ package enum ChangeLog {
         guard try input.byte() == stateVersion else {
             throw StoreError(.incompatibleFormat, "the change feed's state has an unknown version")
         }
-        let idBytes = try input.raw(16)
-        let id = UUID(uuid: idBytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+        let id = UUID(uuid: try input.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
         let next = try input.u64(), first = try input.u64()
         let retention = try input.u64(), maxKeys = try input.u64()
         let enabled = try input.byte() == 1
@@ -261,23 +262,38 @@ struct FeedReader {
     func damaged() -> StoreError { StoreError(.corrupt, "\(what) is damaged") }
 
     mutating func raw(_ count: Int) throws -> [UInt8] {
-        guard count >= 0, count <= bytes.count - offset else { throw damaged() }
-        defer { offset += count }
-        return Array(bytes[offset..<offset + count])
+        try take(count)
+        return Array(bytes[offset - count..<offset])
     }
 
-    mutating func byte() throws -> UInt8 { try raw(1)[0] }
+    /// Moves past `count` bytes, checking that they are there.
+    private mutating func take(_ count: Int) throws {
+        guard count >= 0, count <= bytes.count - offset else { throw damaged() }
+        offset += count
+    }
+
+    mutating func byte() throws -> UInt8 {
+        try take(1)
+        return bytes[offset - 1]
+    }
 
     mutating func u32() throws -> Int {
-        let b = try raw(4)
-        return Int(UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24)
+        try take(4)
+        var value = 0
+        for i in (offset - 4..<offset).reversed() { value = value << 8 | Int(bytes[i]) }
+        return value
     }
 
     mutating func u64() throws -> UInt64 {
-        try raw(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        try take(8)
+        var value: UInt64 = 0
+        for i in (offset - 8..<offset).reversed() { value = value << 8 | UInt64(bytes[i]) }
+        return value
     }
 
     mutating func text() throws -> String {
-        String(decoding: try raw(try u32()), as: UTF8.self)
+        let count = try u32()
+        try take(count)
+        return String(decoding: bytes[offset - count..<offset], as: UTF8.self)
     }
 }

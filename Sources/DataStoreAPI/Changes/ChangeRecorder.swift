@@ -37,7 +37,9 @@ final class ChangeRecorder: StorageWriter {
     let writer: any StorageWriter
     private var entities: [String: EntityChanges] = [:]
     private var keysListed = 0
-    /// The feed's settings, read at the first write (`nil` until then).
+    /// The feed's state as the transaction found it, read at the first write (`nil` until then,
+    /// and `.some(nil)` for a store whose feed has no state yet).
+    private var state: ChangeLog.State??
     private var settings: ChangeFeedSettings?
 
     init(_ writer: any StorageWriter) {
@@ -45,7 +47,11 @@ final class ChangeRecorder: StorageWriter {
     }
 
     private func isRecording() throws -> Bool {
-        if settings == nil { settings = try ChangeLog.readState(writer)?.settings ?? ChangeFeedSettings() }
+        if settings == nil {
+            let found = try ChangeLog.readState(writer)
+            state = .some(found)
+            settings = found?.settings ?? ChangeFeedSettings()
+        }
         return settings!.isEnabled
     }
 
@@ -75,6 +81,9 @@ final class ChangeRecorder: StorageWriter {
         entities[entity.name] = made
         return made
     }
+
+    /// The feed's state as last read by this transaction, unless it wrote it since.
+    var knownState: ChangeLog.State? { state ?? nil }
 
     func finish() -> RecordedChanges {
         var result = RecordedChanges()
@@ -152,6 +161,9 @@ final class ChangeRecorder: StorageWriter {
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         try writer.setMetadata(value, forKey: key)
-        if key == ChangeLog.stateKey { settings = nil }
+        if key == ChangeLog.stateKey {
+            settings = nil
+            state = nil
+        }
     }
 }
