@@ -17,6 +17,9 @@ final class SQLiteConnection {
     /// Whether the connection was opened with `SQLITE_OPEN_READONLY`.
     let isReadOnly: Bool
     private var isClosed = false
+    /// Whether `_ds_feed` was seen in this connection (it is never dropped once created, but a
+    /// rolled-back transaction may have created it, so a rollback forgets).
+    private var feedTableSeen = false
 
     /// Opens a connection and reads the schema table once (so a file that is not a database
     /// fails here with SQLITE_NOTADB), changing nothing in the file; closes the handle again when
@@ -223,6 +226,14 @@ final class SQLiteConnection {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// Whether the change feed's table exists.
+    func hasFeedTable() throws(StoreError) -> Bool {
+        if feedTableSeen { return true }
+        let found = try scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_ds_feed'") == 1
+        feedTableSeen = found
+        return found
+    }
+
     /// Runs `body` in a transaction: `BEGIN IMMEDIATE` for writes (so a write never fails with
     /// SQLITE_BUSY half-way), a deferred `BEGIN` plus one read for reads (which starts the WAL
     /// snapshot at once). Commits when `body` returns, rolls back when it throws.
@@ -235,6 +246,7 @@ final class SQLiteConnection {
             return result
         } catch {
             if sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }
+            feedTableSeen = false
             throw error
         }
     }

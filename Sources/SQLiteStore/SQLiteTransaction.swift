@@ -189,3 +189,38 @@ final class SQLiteTransaction: StorageWriter {
         }
     }
 }
+
+/// The change feed's entries in a table of their own, `_ds_feed (seq INTEGER PRIMARY KEY, entry
+/// BLOB)`: a rowid table, so a recorded transaction appends at its right edge and the retention
+/// deletes from its left, one page each; and its bounds are two rowid lookups.
+extension SQLiteTransaction: ChangeLogWriting {
+    func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
+        guard try connection.hasFeedTable() else { return nil }
+        // Two queries: SQLite answers a lone min() or max() from one end of the B-tree, but scans
+        // the table for both in one query.
+        guard let first = try connection.scalar("SELECT min(seq) FROM _ds_feed"),
+            let last = try connection.scalar("SELECT max(seq) FROM _ds_feed")
+        else { return nil }
+        return (UInt64(first), UInt64(last))
+    }
+
+    func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]? {
+        guard try connection.hasFeedTable() else { return nil }
+        let statement = try connection.statement("SELECT entry FROM _ds_feed WHERE seq = ?")
+        try statement.bind([.int(Int64(sequence))])
+        defer { sqlite3_reset(statement.handle) }
+        return try statement.step() ? statement.bytes(at: 0) : nil
+    }
+
+    func appendChangeLog(_ sequence: UInt64, _ entry: [UInt8]) throws {
+        if try !connection.hasFeedTable() {
+            try connection.execute("CREATE TABLE IF NOT EXISTS _ds_feed (seq INTEGER PRIMARY KEY, entry BLOB NOT NULL)")
+        }
+        try connection.execute("INSERT INTO _ds_feed (seq, entry) VALUES (?, ?)", [.int(Int64(sequence)), .bytes(entry)])
+    }
+
+    func removeChangeLog(before sequence: UInt64) throws {
+        guard try connection.hasFeedTable() else { return }
+        try connection.execute("DELETE FROM _ds_feed WHERE seq < ?", [.int(Int64(sequence))])
+    }
+}

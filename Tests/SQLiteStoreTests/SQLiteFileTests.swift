@@ -28,7 +28,10 @@ func seed(_ store: any DataStore, _ count: Int) throws {
     try seed(store, 250)
     try store.close()
     #expect(try runCommand("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"]) == "ok\n")
-    #expect(try runCommand("/usr/bin/sqlite3", [path, ".tables"]).split(whereSeparator: \.isWhitespace) == ["Item", "_ds_meta"])
+    #expect(try runCommand("/usr/bin/sqlite3", [path, ".tables"]).split(whereSeparator: \.isWhitespace)
+        == ["Item", "_ds_feed", "_ds_meta"])
+    // The change feed's entries, one row per recorded transaction, numbered from 1.
+    #expect(try runCommand("/usr/bin/sqlite3", [path, "SELECT min(seq), count(*) = max(seq) FROM _ds_feed"]) == "1|1\n")
     #expect(try runCommand("/usr/bin/sqlite3", [path, "SELECT count(*), max(score) FROM Item"]) == "250|249\n")
     #expect(try runCommand("/usr/bin/sqlite3", [path, "SELECT name FROM Item WHERE id = 13"]) == "name3\n")
     let indexes = try runCommand("/usr/bin/sqlite3", [path, "SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name"])

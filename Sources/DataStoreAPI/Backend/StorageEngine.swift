@@ -61,3 +61,24 @@ extension StorageReader {
     /// A value that changes whenever any connection or process commits a write.
     func commitCounter() throws -> UInt64
 }
+
+/// Storage of its own for the change feed's entries, which a backend's transactions may offer
+/// instead of the metadata the feed uses otherwise: with it, a recorded transaction appends one
+/// entry (and drops the oldest past the retention) and writes nothing else, because the feed's
+/// bounds are the entries' own.
+///
+/// Entries are numbered densely; the feed appends the number after the last and removes from
+/// the front.
+@_spi(Backend) public protocol ChangeLogStoring: StorageReader {
+    /// The lowest and highest numbers stored, or `nil` when none is.
+    func changeLogBounds() throws -> (first: UInt64, last: UInt64)?
+    /// The entry numbered `sequence`.
+    func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]?
+}
+
+/// The write side of ``ChangeLogStoring``.
+@_spi(Backend) public protocol ChangeLogWriting: ChangeLogStoring, StorageWriter {
+    func appendChangeLog(_ sequence: UInt64, _ entry: [UInt8]) throws
+    /// Removes every entry numbered below `sequence`.
+    func removeChangeLog(before sequence: UInt64) throws
+}

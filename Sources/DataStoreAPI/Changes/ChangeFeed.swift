@@ -128,6 +128,10 @@ extension WriteAccessor {
     /// drops the oldest transactions now; turning the feed off drops it all.
     public func setChangeFeedSettings(_ settings: ChangeFeedSettings) throws {
         guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
+        guard !(writer is OverlayTransaction) else {
+            throw StoreError(.invalidArgument, "a child store has no change feed of its own; set the feed's settings "
+                + "on the store it was made from")
+        }
         guard settings.retainedTransactions >= 1, settings.maxKeysPerTransaction >= 1 else {
             throw StoreError(.invalidArgument, "change-feed retention and keys per transaction must be at least 1 "
                 + "(got \(settings.retainedTransactions) and \(settings.maxKeysPerTransaction))")

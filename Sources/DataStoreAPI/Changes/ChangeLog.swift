@@ -1,9 +1,10 @@
 import Foundation
 
-/// The change feed's storage, written once for every backend on top of the engine's metadata:
-/// a state value (`datastore.feed`) and one entry per recorded transaction
-/// (`datastore.feed.` + 16 hex digits of its sequence number), written by the transaction
-/// itself, so the feed is exactly as durable as the data.
+/// The change feed's storage, written once for every backend: a state value in the metadata
+/// (`datastore.feed`) and one entry per recorded transaction, written by the transaction itself,
+/// so the feed is exactly as durable as the data. Entries live in the backend's own storage when
+/// its transactions offer one (``ChangeLogStoring``, SQLite's `_ds_feed` table), else in the
+/// metadata (`datastore.feed.` + 16 hex digits of the sequence number).
 ///
 /// Sequence numbers are dense: a reader walks from its token by point lookups, and a missing
 /// entry below the state's `next` can only mean the feed dropped it (retention, feed off,
@@ -30,11 +31,57 @@ package enum ChangeLog {
         return entryPrefix + String(repeating: "0", count: max(0, 16 - hex.count)) + hex
     }
 
+    // MARK: Where entries live
+
+    /// The backend transaction under a recorder or a child store's overlay (whose reads of the
+    /// feed are its parent's).
+    static func base(_ reader: any StorageReader) -> any StorageReader {
+        if let recorder = reader as? ChangeRecorder { return base(recorder.writer) }
+        if let overlay = reader as? OverlayTransaction { return base(overlay.parent.reader) }
+        return reader
+    }
+
+    /// The backend transaction under a recorder.
+    static func base(_ writer: any StorageWriter) -> any StorageWriter {
+        if let recorder = writer as? ChangeRecorder { return base(recorder.writer) }
+        return writer
+    }
+
+    private static func entry(_ reader: any StorageReader, _ sequence: UInt64) throws -> [UInt8]? {
+        if let log = reader as? any ChangeLogStoring { return try log.changeLogEntry(sequence) }
+        return try reader.metadata(forKey: entryKey(sequence))
+    }
+
+    private static func store(_ writer: any StorageWriter, _ sequence: UInt64, _ bytes: [UInt8]) throws {
+        if let log = writer as? any ChangeLogWriting { return try log.appendChangeLog(sequence, bytes) }
+        try writer.setMetadata(bytes, forKey: entryKey(sequence))
+    }
+
+    /// Removes the entries below `sequence`, from `state.first` on.
+    private static func remove(_ writer: any StorageWriter, _ state: State, before sequence: UInt64) throws {
+        guard state.first < sequence else { return }
+        if let log = writer as? any ChangeLogWriting { return try log.removeChangeLog(before: sequence) }
+        for old in state.first..<sequence { try writer.setMetadata(nil, forKey: entryKey(old)) }
+    }
+
     // MARK: Reading
 
+    /// The feed's state. With a backend's own entry storage, the stored value keeps the identity,
+    /// the settings and a floor for `next` (written when those change); the bounds come from the
+    /// entries themselves.
     static func readState(_ reader: any StorageReader) throws -> State? {
+        let reader = base(reader)
         guard let bytes = try reader.metadata(forKey: stateKey) else { return nil }
-        return try decodeState(bytes)
+        var state = try decodeState(bytes)
+        if let log = reader as? any ChangeLogStoring {
+            if let bounds = try log.changeLogBounds() {
+                state.next = max(state.next, bounds.last + 1)
+                state.first = bounds.first
+            } else {
+                state.first = state.next
+            }
+        }
+        return state
     }
 
     /// The head token of a store, read in its own read transaction.
@@ -71,8 +118,9 @@ package enum ChangeLog {
         }
         var result: [ChangeSet] = []
         var sequence = token.sequence + 1
+        let reader = base(reader)
         while sequence < state.next && result.count < limit {
-            guard let bytes = try reader.metadata(forKey: entryKey(sequence)) else {
+            guard let bytes = try entry(reader, sequence) else {
                 throw StoreError(.corrupt, "the change feed's transaction \(sequence) is missing although the feed "
                     + "holds \(state.first) to \(state.next - 1)")
             }
@@ -89,34 +137,37 @@ package enum ChangeLog {
     static func append(_ writer: any StorageWriter, _ changes: RecordedChanges, state known: State? = nil) throws
         -> UInt64?
     {
-        var state = try known ?? readState(writer) ?? State(id: UUID(), next: 1, first: 1, settings: ChangeFeedSettings())
+        let writer = base(writer)
+        let known = try known ?? readState(writer)
+        var state = known ?? State(id: UUID(), next: 1, first: 1, settings: ChangeFeedSettings())
         guard state.settings.isEnabled else { return nil }
         let sequence = state.next
         let now = (try? Timestamp(Date())) ?? Timestamp(microsecondsSinceEpoch: 0)
-        try writer.setMetadata(encodeEntry(changes, committedAt: now), forKey: entryKey(sequence))
+        try store(writer, sequence, encodeEntry(changes, committedAt: now))
         state.next += 1
         try trim(writer, &state)
-        try writer.setMetadata(encodeState(state), forKey: stateKey)
+        // With the backend's own entry storage the bounds need no writing: the state is written
+        // only when it is new.
+        if known == nil || !(writer is any ChangeLogWriting) {
+            try writer.setMetadata(encodeState(state), forKey: stateKey)
+        }
         return sequence
     }
 
     /// Drops the oldest entries past the retention.
     private static func trim(_ writer: any StorageWriter, _ state: inout State) throws {
         let keep = UInt64(max(1, state.settings.retainedTransactions))
-        while state.next - state.first > keep {
-            try writer.setMetadata(nil, forKey: entryKey(state.first))
-            state.first += 1
-        }
+        guard state.next - state.first > keep else { return }
+        try remove(writer, state, before: state.next - keep)
+        state.first = state.next - keep
     }
 
     /// Drops every entry, so that every token before now expires: what a transaction the feed
     /// does not record (a schema migration, a migration copy) must do.
     package static func restart(_ writer: any StorageWriter) throws {
+        let writer = base(writer)
         guard var state = try readState(writer) else { return }
-        while state.first < state.next {
-            try writer.setMetadata(nil, forKey: entryKey(state.first))
-            state.first += 1
-        }
+        try remove(writer, state, before: state.next)
         // The unrecorded transaction takes a number of its own, so even the head token before it
         // expires.
         state.next += 1
@@ -125,6 +176,7 @@ package enum ChangeLog {
     }
 
     static func configure(_ writer: any StorageWriter, _ settings: ChangeFeedSettings) throws {
+        let writer = base(writer)
         var state = try readState(writer) ?? State(id: UUID(), next: 1, first: 1, settings: settings)
         let wasEnabled = state.settings.isEnabled
         state.settings = settings
