@@ -25,6 +25,7 @@ let package = Package(
     targets: [
         .target(name: "DataStoreAPI", swiftSettings: swiftSettings),
         .target(name: "InMemoryStore", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
+        .target(name: "JSONLStore", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
@@ -55,6 +56,12 @@ let package = Package(
             name: "DataStoreTestSupport",
             dependencies: ["DataStoreAPI"],
             path: "Tests/Support",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "JSONLStoreTests",
+            dependencies: ["JSONLStore", "DataStoreConformance",
+                           .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

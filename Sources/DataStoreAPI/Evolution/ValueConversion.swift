@@ -77,11 +77,15 @@ public enum ValueConversion {
     /// A timestamp as `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, UTC, the text a date converts to.
     public static func iso8601Text(_ t: Timestamp) -> String { iso8601(t) }
 
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)`, the text a string converts to a date from.
+    public static func parseISO8601Text(_ text: String) -> Timestamp? { parseISO8601(text) }
+
     /// `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, UTC, the form ``convert(_:to:)`` writes.
     static func iso8601(_ t: Timestamp) -> String {
-        let micros = t.microsecondsSinceEpoch
-        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-        let fraction = micros - seconds * 1_000_000
+        // Floor division without overflow: Int64.min microseconds is a valid timestamp.
+        let (quotient, remainder) = t.microsecondsSinceEpoch.quotientAndRemainder(dividingBy: 1_000_000)
+        let seconds = remainder < 0 ? quotient - 1 : quotient
+        let fraction = remainder < 0 ? remainder + 1_000_000 : remainder
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
