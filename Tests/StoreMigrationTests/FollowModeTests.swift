@@ -38,7 +38,7 @@ private func lag(in output: String) -> (median: Double, worst: Double)? {
     // 1. Copy and follow while the writer writes.
     let writer = try startWriter(source, count: 3_000, pause: 1)
     usleep(200_000)
-    let copy = try runCLI(["copy", "--from", "sqlite:" + source, "--to", destination, "--follow", "--until-idle", "1.5",
+    let copy = try runCLI(["copy", "--from", "sqlite:" + source, "--to", destination, "--follow", "--until-idle", "3",
                            "--progress", "none"])
     #expect(!writer.isRunning, "the writer wrote for the whole copy and follow")
     writer.waitUntilExit()
@@ -61,7 +61,7 @@ private func lag(in output: String) -> (median: Double, worst: Double)? {
     follower.process.waitUntilExit()
     #expect(follower.process.terminationReason == .uncaughtSignal)
     let resumed = try runCLI(["sync", "--from", "sqlite:" + source, "--to", destination, "--follow", "--until-idle",
-                              "1.5", "--progress", "none"])
+                              "3", "--progress", "none"])
     second.waitUntilExit()
     #expect(resumed.status == 0, "\(resumed.errors)")
     #expect(!resumed.output.contains("caught up by a merge-join"), "resumed from the stored token: \(resumed.output)")
