@@ -25,7 +25,8 @@ let package = Package(
     targets: [
         .target(name: "DataStoreAPI", swiftSettings: swiftSettings),
         .target(name: "InMemoryStore", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
-        .target(name: "JSONLStore", dependencies: ["DataStoreAPI"], swiftSettings: swiftSettings),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(name: "JSONLStore", dependencies: ["DataStoreAPI", "CZlib"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
@@ -60,7 +61,8 @@ let package = Package(
         ),
         .testTarget(
             name: "JSONLStoreTests",
-            dependencies: ["JSONLStore", "DataStoreConformance",
+            dependencies: ["JSONLStore", "DataStoreConformance", "DataStoreTestSupport", "InMemoryStore", "SQLiteStore",
+                           "LMDBStore",
                            .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),

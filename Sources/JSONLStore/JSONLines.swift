@@ -1,0 +1,140 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// Export of a store to a JSON Lines file and loading of one into a store, streamed both ways
+/// in bounded memory: a header line with the schema, then one item per line
+/// (``JSONLineCodec``), entity by entity in schema order, each in key order.
+public enum JSONLines {
+    /// Where an export or load stands.
+    public struct Progress: Sendable {
+        public var entity: String
+        public var items: Int
+    }
+
+    /// Writes every item of `store`, read in one snapshot, to `path` (gzip-compressed when it
+    /// ends in `.gz`); returns the number of items. The file appears only when complete.
+    @discardableResult
+    public static func export(_ store: any DataStore, to path: String, pageSize: Int = 1_000,
+                              progress: (Progress) -> Void = { _ in }) throws -> Int {
+        let writer = try JSONLLineWriter(path: path)
+        do {
+            let count = try store.read { snapshot -> Int in
+                try writer.write(line: JSONLHeader.encode(snapshot.schema))
+                var total = 0
+                for entity in snapshot.schema.entities {
+                    var after: Value?
+                    var items = 0
+                    while true {
+                        let page = try snapshot.scan(entity.name, after: after, limit: pageSize)
+                        for record in page { try writer.write(line: JSONLineCodec.encode(record, of: entity)) }
+                        items += page.count
+                        progress(Progress(entity: entity.name, items: items))
+                        guard page.count == pageSize, let last = page.last else { break }
+                        after = last[entity.primaryKey]
+                    }
+                    total += items
+                }
+                return total
+            }
+            try writer.finish()
+            return count
+        } catch {
+            writer.abandon()
+            throw error
+        }
+    }
+
+    /// The schema a JSON Lines file holds.
+    public static func schema(of path: String) throws -> Schema {
+        let reader = try JSONLLineReader(path: path)
+        guard let header = try reader.next() else { throw StoreError(.notAStore, "\(path) is empty") }
+        return try JSONLHeader.decode(header, path: path)
+    }
+
+    /// Checks every line of `path` without writing anything: the header, each line's JSON and
+    /// types, entities in schema order, keys in strictly increasing order. Returns the number of
+    /// items per entity.
+    /// - Throws: one-line `corrupt` errors naming the file and the line.
+    public static func check(_ path: String) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        try read(path) { entity, _ in counts[entity.name, default: 0] += 1 }
+        return counts
+    }
+
+    /// Loads `path` into `store` (whose schema must hold the file's entities as they are), in
+    /// write transactions of `batchSize` items. The whole file is checked first, so a damaged
+    /// file writes nothing.
+    @discardableResult
+    public static func load(_ path: String, into store: any DataStore, batchSize: Int = 1_000,
+                            progress: (Progress) -> Void = { _ in }) throws -> Int {
+        let fileSchema = try schema(of: path)
+        for entity in fileSchema.entities where store.schema.entity(named: entity.name) != entity {
+            throw StoreError(.schemaMismatch, "\(path): entity '\(entity.name)' differs from the store's (or the store "
+                + "has none)")
+        }
+        _ = try check(path)
+        var batch: [(String, Record)] = []
+        var total = 0
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            try store.writeSync { writer in
+                for (entity, record) in batch { try writer.insert(record, into: entity) }
+            }
+            total += batch.count
+            progress(Progress(entity: batch.last!.0, items: total))
+            batch.removeAll(keepingCapacity: true)
+        }
+        try read(path) { entity, record in
+            batch.append((entity.name, record))
+            if batch.count >= max(1, batchSize) { try flush() }
+        }
+        try flush()
+        return total
+    }
+
+    /// Streams every item of `path`, checking order as it goes.
+    static func read(_ path: String, _ body: (EntitySchema, Record) throws -> Void) throws {
+        let reader = try JSONLLineReader(path: path)
+        guard let header = try reader.next() else { throw StoreError(.notAStore, "\(path) is empty") }
+        let schema = try JSONLHeader.decode(header, path: path)
+        var entityIndex = 0
+        var lastKey: (entity: String, key: [UInt8])?
+        while let line = try reader.next() {
+            let number = reader.lineNumber
+            let (entity, record): (EntitySchema, Record)
+            do {
+                (entity, record) = try JSONLineCodec.decode(line, schema: schema, lineNumber: number)
+                _ = try entity.normalize(record)
+            } catch let error as StoreError {
+                // A value the schema does not allow is damage in the file, named by its line.
+                throw StoreError(.corrupt, "\(path): "
+                    + (error.message.hasPrefix("line ") ? error.message : "line \(number): \(error.message)"))
+            }
+            guard let position = schema.entities.firstIndex(where: { $0.name == entity.name }),
+                position >= entityIndex
+            else {
+                throw StoreError(.corrupt, "\(path): line \(number): '\(entity.name)' items come after those of a later "
+                    + "entity; a file lists entities in schema order")
+            }
+            entityIndex = position
+            let key = keyBytes(record[entity.primaryKey])
+            if let lastKey, lastKey.entity == entity.name, !lastKey.key.lexicographicallyPrecedes(key) {
+                throw StoreError(.corrupt, "\(path): line \(number): key \(record[entity.primaryKey]) of '\(entity.name)' "
+                    + (lastKey.key == key ? "appears twice" : "is out of key order"))
+            }
+            lastKey = (entity.name, key)
+            try body(entity, record)
+        }
+    }
+
+    /// The canonical order of keys (ints by value, strings by UTF-8 bytes, uuids by bytes), as
+    /// bytes that compare alike.
+    static func keyBytes(_ key: Value) -> [UInt8] {
+        switch key {
+        case .int(let i): return withUnsafeBytes(of: (UInt64(bitPattern: i) ^ (1 << 63)).bigEndian) { Array($0) }
+        case .string(let s): return Array(s.utf8)
+        case .uuid(let u): return withUnsafeBytes(of: u.uuid) { Array($0) }
+        default: return []
+        }
+    }
+}
