@@ -5,6 +5,7 @@ import Foundation
 import InMemoryStore
 import LMDBStore
 import SQLiteStore
+import Synchronization
 import Testing
 
 /// The README's tour, run on every backend, so that the documented code compiles and works.
@@ -115,4 +116,51 @@ func theReadmeSchemaEvolutionRunsOnEveryBackend(_ kind: String) throws {
     #expect(pancake?.stars == 4 && pancake?.topping == nil)
     #expect(try (store as? Store)?.schemaHistory().map(\.toVersion) == [2])
     try store.close()
+}
+
+/// The README's change-feed and live-query examples, on every backend.
+@Test(arguments: ["sqlite", "lmdb", "memory"])
+func theReadmeFeedExamplesRunOnEveryBackend(_ kind: String) async throws {
+    let dir = try TemporaryDirectory()
+    let schema = Schema(entities: [try TourPancake.entitySchema()])
+    let store: any DataStore = switch kind {
+    case "sqlite": try SQLiteStore(path: dir.path("app.sqlite"), schema: schema)
+    case "lmdb": try LMDBStore(path: dir.path("app.lmdb"), schema: schema)
+    default: try InMemoryStore(schema: schema)
+    }
+    defer { try? store.close() }
+    // Remember where you are...
+    let token = try store.currentChangeToken()
+    let pancake = TourPancake(id: UUID(), flavor: "plain", rating: 5, weight: nil)
+    try store.writeSync { try $0.insert(pancake) }
+    // ...and later read what happened since, a page at a time.
+    let page = try store.changes(since: token, limit: 500)
+    #expect(page.map(\.items) == [[ItemChange(entity: "Pancake", key: .uuid(pancake.id), kind: .inserted)]])
+    // Or follow it live.
+    var applied: [ChangeSet] = []
+    for try await change in store.changes(since: token) {
+        applied.append(change)
+        break
+    }
+    #expect(applied == page)
+    // The feed and the data in one snapshot.
+    let current = try store.read { r in
+        let changes = try r.changes(since: token, limit: 500)
+        return try changes.flatMap(\.items).map { try r.get($0.entity, key: $0.key) }
+    }
+    #expect(current.count == 1 && current[0]?["flavor"] == "plain")
+    // Live queries: typed, with diffs, and a callback.
+    var typed = store.observe(TourPancake.self, where: .compare("rating", .greater, 3)).makeAsyncIterator()
+    #expect(try await typed.next() == [pancake])
+    var updates = store.observeUpdates(FetchRequest("Pancake", sort: [.ascending("flavor")])).makeAsyncIterator()
+    #expect(try await updates.next()?.diff.inserted == [0])
+    let seen = Mutex<[Int]>([])
+    let handle = store.observe(FetchRequest("Pancake")) { pancakes in seen.withLock { $0.append(pancakes.count) } }
+    let second = TourPancake(id: UUID(), flavor: "banana", rating: 4, weight: 1.5)
+    try store.writeSync { try $0.insert(second) }
+    #expect(try await typed.next()?.count == 2)
+    let update = try await updates.next()
+    #expect(update?.diff.inserted == [0] && update?.results.count == 2)
+    while seen.withLock({ $0.last }) != 2 { try await Task.sleep(for: .milliseconds(5)) }
+    handle.cancel()
 }
