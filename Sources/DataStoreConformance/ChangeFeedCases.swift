@@ -418,6 +418,26 @@ enum ChangeFeedCases {
         }
         // Inside a block, the store's blocking calls fail with reentrantCall rather than hang.
         c.expectError(.reentrantCall) { try store.writeSync { _ in try store.writeSync { _ in } } }
+        // A callback observation started inside a write block writes once that block ended.
+        let wrote = Mutex(false)
+        let inner = try store.writeSync { _ in
+            store.observe(FetchRequest("Keyed"), onError: { error in failures.withLock { $0.append("\(error)") } }) { _ in
+                do {
+                    if !wrote.withLock({ $0 }) {
+                        try store.writeSync { try $0.insert(["key": "started-in-a-block"], into: "Keyed") }
+                        wrote.withLock { $0 = true }
+                    }
+                } catch {
+                    failures.withLock { $0.append("callback of an observation started in a block: \(error)") }
+                }
+            }
+        }
+        try await within(c, seconds: 30) {
+            while !wrote.withLock({ $0 }) && failures.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        inner.cancel()
+        c.expectEqual(failures.withLock { $0 }, [])
+        c.expectEqual(try store.read { try $0.get("Keyed", key: "started-in-a-block") } != nil, true)
     }
 
     static func typedAndDiffObservationsDescribeEachDelivery(_ c: ConformanceContext) async throws {

@@ -54,7 +54,9 @@ extension DataStore {
     public func observe(_ request: FetchRequest, onError: @escaping @Sendable (any Error) -> Void = { _ in },
                         onChange: @escaping @Sendable ([Record]) -> Void) -> ObservationHandle {
         let observation = observe(request)
-        return ObservationHandle(Task {
+        // Detached: a task started inside a block of the store would inherit the block's
+        // task-local record and see every later write of the callback as reentrant.
+        return ObservationHandle(Task.detached {
             do {
                 for try await results in observation { onChange(results) }
             } catch {
