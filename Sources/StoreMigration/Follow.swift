@@ -30,8 +30,8 @@ public struct FollowProgress: Sendable {
     public var sourceHead: ChangeToken
     /// Source transactions committed but not applied yet.
     public var lagTransactions: UInt64 { sourceHead.sequence > applied.sequence ? sourceHead.sequence - applied.sequence : 0 }
-    /// How long the oldest transaction of the last batch waited between its commit in the source
-    /// and its commit in the destination (0 when idle).
+    /// How long the last transaction applied waited between its commit in the source and its
+    /// commit in the destination (0 when idle).
     public var lagSeconds: Double
     public var transactionsApplied: Int
     public var itemsWritten: Int
