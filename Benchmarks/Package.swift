@@ -26,6 +26,7 @@ let package = Package(
                 .product(name: "DataStoreAPI", package: root),
                 .product(name: "SQLiteStore", package: root),
                 .product(name: "LMDBStore", package: root),
+                .product(name: "InMemoryStore", package: root),
                 .product(name: "StoreMigration", package: root),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

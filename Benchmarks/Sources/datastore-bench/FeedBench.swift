@@ -1,5 +1,6 @@
 import DataStoreAPI
 import Foundation
+import InMemoryStore
 import LMDBStore
 import SQLiteStore
 
@@ -58,6 +59,33 @@ import SQLiteStore
 }
 
 @MainActor var latencyRows: [(String, Double, Double, Double)] = []
+
+/// In-memory stores have no C API to compare with: their rows compare the feed on with the feed
+/// off, each operation timed on a fresh store, the two alternating three times (best of each).
+@MainActor var memoryFeedRows: [(String, Int, Double, Double)] = []
+
+@MainActor func benchmarkMemoryFeed(n: Int) throws {
+    let small = 2_000
+    let workload = Workload(count: max(n, small))
+    func open(feed: Bool) throws -> any DataStore {
+        let store = try InMemoryStore(schema: Workload.schema)
+        try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: feed)) }
+        return store
+    }
+    for (operation, count, batch) in [("small transactions (1 insert per writeSync)", small, 1),
+                                      ("bulk insert, one writeSync", n, n)] {
+        var best = [false: Double.infinity, true: Double.infinity]
+        for _ in 0..<3 {
+            for feed in [false, true] {
+                let store = try open(feed: feed)
+                let seconds = try time { try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: batch) }
+                best[feed] = min(best[feed]!, seconds)
+                try store.close()
+            }
+        }
+        memoryFeedRows.append((operation, count, Double(count) / best[false]!, Double(count) / best[true]!))
+    }
+}
 
 /// Seconds from the return of each `writeSync` to the delivery of its results to a live query
 /// iterated by another task.

@@ -128,6 +128,7 @@ for n in sizes where onlySchemaSteps {
 }
 for n in sizes where onlyFeed {
     try benchmarkFeed(n: n)
+    try benchmarkMemoryFeed(n: n)
 }
 for n in sizes where !onlySchemaSteps && !onlyFeed {
     try benchmarkBackend("SQLite", n: n,
@@ -149,6 +150,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed {
     try benchmarkMigration(n: n)
     try benchmarkSchemaSteps(n: n)
     try benchmarkFeed(n: n)
+    try benchmarkMemoryFeed(n: n)
 }
 
 print("| backend | operation | items in store | API ops/s | raw C ops/s | API / raw C |")
@@ -157,6 +159,15 @@ for row in rows {
     let api = Double(row.operations) / row.apiSeconds
     let raw = Double(row.operations) / row.rawSeconds
     print(String(format: "| %@ | %@ | %d | %.0f | %.0f | %.2f |", row.backend, row.operation, row.n, api, raw, api / raw))
+}
+
+if !memoryFeedRows.isEmpty {
+    print("")
+    print("| in-memory | items | feed off ops/s | feed on ops/s | feed on / feed off |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for (operation, n, off, on) in memoryFeedRows {
+        print(String(format: "| %@ | %d | %.0f | %.0f | %.2f |", operation, n, off, on, on / off))
+    }
 }
 
 if !latencyRows.isEmpty {
