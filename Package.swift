@@ -38,7 +38,7 @@ let package = Package(
         ),
         .target(
             name: "MigrateStoreCommand",
-            dependencies: ["StoreMigration", "DataStoreAPI",
+            dependencies: ["StoreMigration", "DataStoreAPI", "JSONLStore",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),

@@ -27,7 +27,7 @@ public struct MigrateStore: ParsableCommand {
               64   invalid command-line usage
               130  interrupted (Ctrl-C) after a finished batch; run again with --resume
             """,
-        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self],
+        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Import.self],
         defaultSubcommand: Copy.self
     )
 }

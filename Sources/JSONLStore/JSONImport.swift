@@ -1,0 +1,314 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// Imports an API's JSON (an array of objects, or JSON Lines of objects) into one entity with
+/// the semantics of the Sync library: JSON keys are mapped onto attributes, the primary key
+/// decides between insert and update, and items the JSON no longer holds are deleted, each of
+/// the three operations optional.
+public enum JSONImport {
+    public enum Operation: String, Sendable, Codable, CaseIterable {
+        case insert, update, delete
+    }
+
+    /// How numbers given for dates are read.
+    public enum EpochUnit: String, Sendable, Codable {
+        case seconds, milliseconds
+    }
+
+    public struct Options: Sendable {
+        /// JSON key -> attribute name, for the keys the default mapping does not find.
+        public var mapping: [String: String]
+        /// Map `snake_case` keys onto `camelCase` attributes (on by default).
+        public var snakeCaseToCamelCase: Bool
+        /// The operations to perform (all by default).
+        public var operations: Set<Operation>
+        /// How numbers given for dates are read.
+        public var epochUnit: EpochUnit
+        /// Objects per write transaction.
+        public var batchSize: Int
+
+        public init(mapping: [String: String] = [:], snakeCaseToCamelCase: Bool = true,
+                    operations: Set<Operation> = Set(Operation.allCases), epochUnit: EpochUnit = .seconds,
+                    batchSize: Int = 1_000) {
+            self.mapping = mapping
+            self.snakeCaseToCamelCase = snakeCaseToCamelCase
+            self.operations = operations
+            self.epochUnit = epochUnit
+            self.batchSize = batchSize
+        }
+    }
+
+    /// An object that was not imported, and why.
+    public struct Reject: Sendable, Codable, Hashable {
+        /// Its position in the input, from 1 (the line, for JSON Lines).
+        public var position: Int
+        public var reason: String
+    }
+
+    public struct Report: Sendable, Codable, Hashable {
+        public var objects = 0
+        public var inserted = 0
+        public var updated = 0
+        public var unchanged = 0
+        public var deleted = 0
+        public var rejected: [Reject] = []
+    }
+
+    /// Imports `path` into `entityName` of `store`.
+    ///
+    /// The whole input is parsed and every object mapped before anything is written: input
+    /// that is not JSON, or not an array or lines of objects, writes nothing. Objects that cannot
+    /// be mapped (no primary key, a value of the wrong type, a required attribute missing from a
+    /// new item, a key given twice) are rejected with their reason and the rest imported, in
+    /// write transactions of `batchSize` objects, then the deletes.
+    /// - Parameter rejects: where to write the rejected objects as JSON Lines, if anywhere.
+    public static func run(_ path: String, into store: any DataStore, entity entityName: String,
+                           options: Options = Options(), rejects rejectsPath: String? = nil,
+                           progress: (Int) -> Void = { _ in }) throws -> Report {
+        guard let entity = store.schema.entity(named: entityName) else {
+            throw StoreError(.unknownEntity, "the store has no entity '\(entityName)' (it has "
+                + store.schema.entities.map(\.name).joined(separator: ", ") + ")")
+        }
+        for (key, attribute) in options.mapping where entity.attributes.first(where: { $0.name == attribute }) == nil {
+            throw StoreError(.unknownAttribute, "the mapping sends '\(key)' to '\(attribute)', which '\(entityName)' "
+                + "does not have")
+        }
+        let objects = try parse(path)
+        var report = Report()
+        report.objects = objects.count
+        var rejectedObjects: [(Reject, JSON)] = []
+        var accepted: [(position: Int, key: Value, values: [String: Value], object: JSON)] = []
+        var seen = Set<Value>()
+        for (position, object) in objects {
+            do {
+                // The key first: an object rejected for another reason still names an item that
+                // the input holds, which the delete pass must keep.
+                let key = try primaryKey(of: object, entity, options)
+                guard seen.insert(key).inserted else {
+                    throw ImportRejection("primary key \(key) was given by an earlier object")
+                }
+                accepted.append((position, key, try map(object, into: entity, options), object))
+            } catch let rejection as ImportRejection {
+                rejectedObjects.append((Reject(position: position, reason: rejection.reason), object))
+            }
+        }
+        // Writes, in batches; a value the store refuses rejects its object and the rest of the
+        // batch is written.
+        var start = 0
+        while start < accepted.count {
+            let batch = accepted[start..<min(accepted.count, start + max(1, options.batchSize))]
+            let outcome = try store.writeSync { writer -> (Report, [(Int, String)]) in
+                var counts = Report()
+                var refused: [(Int, String)] = []
+                for (offset, item) in zip(batch.indices, batch) {
+                    let existing = try writer.get(entity.name, key: item.key)
+                    do {
+                        if var record = existing {
+                            guard options.operations.contains(.update) else { continue }
+                            for (name, value) in item.values { record[name] = value }
+                            let normalized = try entity.normalize(record)
+                            if normalized == existing {
+                                counts.unchanged += 1
+                                continue
+                            }
+                            try writer.save(normalized, into: entity.name)
+                            counts.updated += 1
+                        } else {
+                            guard options.operations.contains(.insert) else { continue }
+                            var record = Record()
+                            for (name, value) in item.values { record[name] = value }
+                            try writer.insert(try entity.normalize(record), into: entity.name)
+                            counts.inserted += 1
+                        }
+                    } catch let error as StoreError where ![.io, .storeFull, .corrupt, .closed].contains(error.code) {
+                        // The store refuses this object's values (a missing required attribute, a
+                        // unique index): the object is rejected, the rest of the batch goes on.
+                        refused.append((offset, error.message))
+                    }
+                }
+                return (counts, refused)
+            }
+            report.inserted += outcome.0.inserted
+            report.updated += outcome.0.updated
+            report.unchanged += outcome.0.unchanged
+            for (offset, reason) in outcome.1 {
+                rejectedObjects.append((Reject(position: accepted[offset].position, reason: reason), accepted[offset].object))
+            }
+            start += batch.count
+            progress(start)
+        }
+        if options.operations.contains(.delete) {
+            var after: Value?
+            var doomed: [Value] = []
+            try store.read { reader in
+                while true {
+                    let page = try reader.scan(entity.name, after: after, limit: 1_000)
+                    for record in page where !seen.contains(record[entity.primaryKey]) {
+                        doomed.append(record[entity.primaryKey])
+                    }
+                    guard page.count == 1_000, let last = page.last else { break }
+                    after = last[entity.primaryKey]
+                }
+            }
+            var index = 0
+            while index < doomed.count {
+                let batch = doomed[index..<min(doomed.count, index + max(1, options.batchSize))]
+                report.deleted += try store.writeSync { writer in
+                    try batch.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
+                }
+                index += batch.count
+            }
+        }
+        rejectedObjects.sort { $0.0.position < $1.0.position }
+        report.rejected = rejectedObjects.map(\.0)
+        if let rejectsPath {
+            let writer = try JSONLLineWriter(path: rejectsPath)
+            do {
+                for (reject, object) in rejectedObjects {
+                    var line = Array(#"{"position":\#(reject.position),"reason":"#.utf8)
+                    JSONLineCodec.appendString(reject.reason, to: &line)
+                    line += Array(#","object":"#.utf8)
+                    object.append(to: &line)
+                    line.append(0x7D)
+                    try writer.write(line: line)
+                }
+                try writer.finish()
+            } catch {
+                writer.abandon()
+                throw error
+            }
+        }
+        return report
+    }
+
+    struct ImportRejection: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// The objects of the input with their positions (array index or line number, from 1).
+    static func parse(_ path: String) throws -> [(position: Int, JSON)] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StoreError(.notFound, "\(path) does not exist or cannot be read")
+        }
+        let bytes = Array(data)
+        let firstByte = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        if firstByte == UInt8(ascii: "[") {
+            var parser = JSONParser(bytes)
+            let document: JSON
+            do {
+                document = try parser.parseDocument()
+            } catch let error as JSONParser.Failure {
+                throw StoreError(.invalidValue, "\(path) is not valid JSON: \(error.message) at byte \(error.offset + 1); "
+                    + "nothing was imported")
+            }
+            guard case .array(let items) = document else {
+                throw StoreError(.invalidValue, "\(path) is not a JSON array of objects; nothing was imported")
+            }
+            return items.enumerated().map { ($0.offset + 1, $0.element) }
+        }
+        // JSON Lines: one object per line; blank lines are skipped.
+        var result: [(Int, JSON)] = []
+        for (number, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            guard line.contains(where: { ![0x20, 0x09, 0x0D].contains($0) }) else { continue }
+            var parser = JSONParser(Array(line))
+            do {
+                result.append((number + 1, try parser.parseDocument()))
+            } catch let error as JSONParser.Failure {
+                throw StoreError(.invalidValue, "\(path): line \(number + 1) is not valid JSON: \(error.message); "
+                    + "nothing was imported")
+            }
+        }
+        return result
+    }
+
+    /// The object's primary key.
+    static func primaryKey(of object: JSON, _ entity: EntitySchema, _ options: Options) throws -> Value {
+        guard case .object(let fields) = object else { throw ImportRejection("not a JSON object") }
+        for (key, json) in fields where attributeName(key, entity, options) == entity.primaryKey {
+            guard let value = convert(json, to: entity.primaryKeyAttribute.type, options), !value.isNull else {
+                throw ImportRejection("primary key '\(key)' holds \(json.summary), which is not a "
+                    + "\(entity.primaryKeyAttribute.type)")
+            }
+            return value
+        }
+        throw ImportRejection("no primary key '\(entity.primaryKey)'")
+    }
+
+    /// The attribute values an object gives, by attribute name.
+    static func map(_ object: JSON, into entity: EntitySchema, _ options: Options) throws -> [String: Value] {
+        guard case .object(let fields) = object else { throw ImportRejection("not a JSON object") }
+        var values: [String: Value] = [:]
+        for (key, json) in fields {
+            guard let name = attributeName(key, entity, options),
+                let attribute = entity.attributes.first(where: { $0.name == name })
+            else { continue }
+            guard values[name] == nil else { throw ImportRejection("attribute '\(name)' is given twice") }
+            guard let value = convert(json, to: attribute.type, options) else {
+                throw ImportRejection("'\(key)' holds \(json.summary), which is not a \(attribute.type)")
+            }
+            values[name] = value
+        }
+        return values
+    }
+
+    /// The attribute a JSON key maps onto: the explicit mapping, the same name, or the
+    /// camelCase form of a snake_case key.
+    static func attributeName(_ key: String, _ entity: EntitySchema, _ options: Options) -> String? {
+        if let mapped = options.mapping[key] { return mapped }
+        if entity.attributes.contains(where: { $0.name == key }) { return key }
+        guard options.snakeCaseToCamelCase, key.contains("_") else { return nil }
+        let parts = key.split(separator: "_", omittingEmptySubsequences: true)
+        guard let first = parts.first else { return nil }
+        let camel = String(first) + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+        return entity.attributes.contains(where: { $0.name == camel }) ? camel : nil
+    }
+
+    static func convert(_ json: JSON, to type: ValueType, _ options: Options) -> Value? {
+        switch (json, type) {
+        case (.number(let text), .date):
+            guard let number = Double(text), number.isFinite else { return nil }
+            let micros = (options.epochUnit == .seconds ? number * 1_000_000 : number * 1_000).rounded()
+            guard let exact = Int64(exactly: micros) else { return nil }
+            return .date(Timestamp(microsecondsSinceEpoch: exact))
+        case (.number(let text), .double):
+            guard let d = Double(text), d.isFinite else { return nil }
+            return .double(d)
+        case (.number(let text), .int):
+            if let i = Int64(text) { return .int(i) }
+            // An integral number written with a fraction or exponent (3.0, 1e3).
+            guard let d = Double(text), d.rounded() == d, let i = Int64(exactly: d) else { return nil }
+            return .int(i)
+        default:
+            return JSONLineCodec.value(json, as: type)
+        }
+    }
+}
+
+extension JSON {
+    /// Writes the value back as JSON.
+    func append(to out: inout [UInt8]) {
+        switch self {
+        case .null: out += Array("null".utf8)
+        case .bool(let b): out += Array((b ? "true" : "false").utf8)
+        case .number(let n): out += Array(n.utf8)
+        case .string(let s): JSONLineCodec.appendString(s, to: &out)
+        case .array(let items):
+            out.append(0x5B)
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(0x2C) }
+                item.append(to: &out)
+            }
+            out.append(0x5D)
+        case .object(let fields):
+            out.append(0x7B)
+            for (i, field) in fields.enumerated() {
+                if i > 0 { out.append(0x2C) }
+                JSONLineCodec.appendString(field.key, to: &out)
+                out.append(0x3A)
+                field.value.append(to: &out)
+            }
+            out.append(0x7D)
+        }
+    }
+}

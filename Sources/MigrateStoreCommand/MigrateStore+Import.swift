@@ -1,0 +1,92 @@
+import ArgumentParser
+import DataStoreAPI
+import Foundation
+import JSONLStore
+import StoreMigration
+
+extension MigrateStore {
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import an API's JSON (an array of objects, or JSON Lines) into one entity, as the Sync library does.",
+            discussion: """
+                JSON keys map onto attributes: the same name, the camelCase form of a snake_case key, or \
+                the --mapping file ({"json_key": "attribute"}). The primary key decides between insert \
+                and update; items of the entity that the JSON does not hold are deleted. Dates may be \
+                ISO 8601 text or Unix-epoch numbers. Objects that cannot be imported are counted, listed \
+                with their reason in --rejects, and skipped; input that is not JSON writes nothing.
+                """)
+
+        @Option(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
+        var to: String
+
+        @Option(help: "The entity to import into.")
+        var entity: String
+
+        @Argument(help: "The JSON file.")
+        var file: String
+
+        @Option(help: ArgumentHelp("A JSON object mapping JSON keys onto attribute names.", valueName: "mapping.json"))
+        var mapping: String?
+
+        @Flag(help: "Do not map snake_case keys onto camelCase attributes.")
+        var noSnakeCase = false
+
+        @Flag(help: "Do not insert new items.")
+        var skipInserts = false
+
+        @Flag(help: "Do not update existing items.")
+        var skipUpdates = false
+
+        @Flag(help: "Do not delete the items the JSON does not hold.")
+        var skipDeletes = false
+
+        @Option(help: "How numbers given for dates are read: seconds or milliseconds since 1970.")
+        var epoch: String = "seconds"
+
+        @Option(help: ArgumentHelp("Write the rejected objects, with their reasons, as JSON Lines.", valueName: "rejects.jsonl"))
+        var rejects: String?
+
+        @Option(help: "Objects per write transaction.")
+        var batchSize: Int = 1_000
+
+        func validate() throws {
+            guard JSONImport.EpochUnit(rawValue: epoch) != nil else {
+                throw ValidationError("--epoch must be seconds or milliseconds")
+            }
+            guard batchSize > 0 else { throw ValidationError("--batch-size must be at least 1") }
+        }
+
+        func run() throws {
+            let location = try CommandFailure.catching { try StoreLocation.resolve([to], store: nil)[0] }
+            var options = JSONImport.Options(snakeCaseToCamelCase: !noSnakeCase,
+                                             epochUnit: JSONImport.EpochUnit(rawValue: epoch) ?? .seconds,
+                                             batchSize: batchSize)
+            if skipInserts { options.operations.remove(.insert) }
+            if skipUpdates { options.operations.remove(.update) }
+            if skipDeletes { options.operations.remove(.delete) }
+            if let mapping {
+                options.mapping = try CommandFailure.catching {
+                    guard let data = FileManager.default.contents(atPath: mapping) else {
+                        throw StoreError(.notFound, "the mapping file \(mapping) does not exist")
+                    }
+                    do {
+                        return try JSONDecoder().decode([String: String].self, from: data)
+                    } catch {
+                        throw StoreError(.invalidArgument, "the mapping file \(mapping) is not a JSON object of "
+                            + "strings: \(error)")
+                    }
+                }
+            }
+            let report = try CommandFailure.catching {
+                let store = try location.open(schema: nil)
+                defer { try? store.close() }
+                return try JSONImport.run(file, into: store, entity: entity, options: options, rejects: rejects)
+            }
+            print("import \(file) -> \(location) \(entity): \(report.objects) objects, \(report.inserted) inserted, "
+                + "\(report.updated) updated, \(report.unchanged) unchanged, \(report.deleted) deleted, "
+                + "\(report.rejected.count) rejected")
+            for reject in report.rejected.prefix(10) { print("  rejected object \(reject.position): \(reject.reason)") }
+            if report.rejected.count > 10 { print("  ... \(report.rejected.count - 10) more") }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import DataStoreAPI
+import DataStoreConformance
+import DataStoreTestSupport
+import Foundation
+import InMemoryStore
+import JSONLStore
+import LMDBStore
+import SQLiteStore
+import Testing
+
+let userSchema = Schema(version: 1, entities: [
+    EntitySchema("User", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("firstName", .string), Attribute("emailAddress", .string, optional: true),
+        Attribute("createdAt", .date, optional: true), Attribute("score", .double, default: .double(0)),
+        Attribute("isAdmin", .bool, default: .bool(false)),
+    ], indexes: [Index("byEmail", on: ["emailAddress"], unique: true)]),
+])
+
+/// An API's users: inserts, updates, deletes (users no longer listed), snake_case keys, ISO 8601
+/// and Unix-epoch dates, nulls, an unknown key, and five malformed objects.
+let fixture = #"""
+[
+  {"id": 1, "first_name": "Ada", "email_address": "ada@example.com", "created_at": "2024-01-02T03:04:05.123456Z"},
+  {"id": 2, "first_name": "Grace", "email_address": null, "created_at": 1700000000, "score": 9.5},
+  {"id": 3, "first_name": "Linus", "created_at": 1700000000.25, "is_admin": true, "unknown_key": [1, 2]},
+  {"id": 4, "first_name": "Updated", "email_address": "four@example.com"},
+  {"id": 11},
+  {"first_name": "No key"},
+  {"id": "six", "first_name": "Text key"},
+  {"id": 5, "first_name": 42},
+  {"id": 1, "first_name": "Ada again"}
+]
+"""#
+
+@Test(arguments: Kind.allCases)
+func anAPIsJSONIsImportedWithSyncSemantics(_ kind: Kind) throws {
+    let dir = try TemporaryDirectory()
+    let store = try kind.open(dir, "users", userSchema)
+    defer { try? store.close() }
+    try store.writeSync { w in
+        try w.insert(["id": 4, "firstName": "Old", "emailAddress": "old4@example.com", "score": 1.0], into: "User")
+        try w.insert(["id": 9, "firstName": "Gone"], into: "User")
+        try w.insert(["id": 5, "firstName": "Kept by its malformed object"], into: "User")
+    }
+    let input = dir.path("users.json")
+    FileManager.default.createFile(atPath: input, contents: Data(fixture.utf8))
+    let rejects = dir.path("rejects.jsonl")
+    let report = try JSONImport.run(input, into: store, entity: "User", rejects: rejects)
+    #expect(report.objects == 9)
+    #expect(report.inserted == 3)
+    #expect(report.updated == 1)
+    #expect(report.deleted == 1, "user 9, which the JSON no longer lists")
+    #expect(report.rejected.map(\.position) == [5, 6, 7, 8, 9], "\(report.rejected)")
+    let reasons = report.rejected.map(\.reason)
+    #expect(reasons.count == 5)
+    if reasons.count == 5 {
+        #expect(reasons[0].contains("firstName"), "a new user without a first name: \(reasons[0])")
+        #expect(reasons[1].contains("no primary key"), "\(reasons[1])")
+        #expect(reasons[2].contains("holds the string \"six\""), "\(reasons[2])")
+        #expect(reasons[3].contains("holds the number 42"), "\(reasons[3])")
+        #expect(reasons[4].contains("given by an earlier object"), "\(reasons[4])")
+    }
+    let users = try store.read { try $0.fetch(FetchRequest("User")) }
+    #expect(users.map(\.["id"]) == [1, 2, 3, 4, 5], "\(users.map(\.["id"]))")
+    let byID = Dictionary(uniqueKeysWithValues: users.map { ($0["id"], $0) })
+    #expect(byID[1]?["firstName"] == "Ada")
+    #expect(byID[1]?["createdAt"] == .date(Timestamp(microsecondsSinceEpoch: 1_704_164_645_123_456)))
+    #expect(byID[2]?["createdAt"] == .date(Timestamp(microsecondsSinceEpoch: 1_700_000_000_000_000)))
+    #expect(byID[2]?["emailAddress"] == .null && byID[2]?["score"] == .double(9.5))
+    #expect(byID[3]?["createdAt"] == .date(Timestamp(microsecondsSinceEpoch: 1_700_000_000_250_000)))
+    #expect(byID[3]?["isAdmin"] == .bool(true) && byID[3]?["score"] == .double(0))
+    #expect(byID[4]?["firstName"] == "Updated" && byID[4]?["score"] == .double(1.0),
+            "an update changes only the attributes given")
+    #expect(byID[5]?["firstName"] == "Kept by its malformed object",
+            "an object rejected for a bad value still keeps its item from the delete pass")
+    let lines = try String(contentsOfFile: rejects, encoding: .utf8).split(separator: "\n")
+    #expect(lines.count == 5)
+    #expect(lines.allSatisfy { $0.hasPrefix(#"{"position":"#) && $0.contains(#""object":"#) })
+    // The same import again changes nothing.
+    let again = try JSONImport.run(input, into: store, entity: "User")
+    #expect(again.inserted == 0 && again.updated == 0 && again.deleted == 0 && again.unchanged == 4)
+    // Sync's operation options.
+    try store.writeSync { try $0.insert(["id": 10, "firstName": "Extra"], into: "User") }
+    let keep = try JSONImport.run(input, into: store, entity: "User",
+                                  options: JSONImport.Options(operations: [.insert, .update]))
+    #expect(keep.deleted == 0)
+    #expect(try store.read { try $0.get("User", key: 10) } != nil)
+}
+
+@Test func inputThatIsNotJSONImportsNothing() throws {
+    let dir = try TemporaryDirectory()
+    let store = try InMemoryStore(schema: userSchema)
+    for (name, text) in [("truncated", #"[{"id": 1, "first_name": "A"}, {"id": 2"#), ("bad object", #"{"id": 1,,}"#), ("not JSON", "id,first_name\n1,Ada\n"),
+                         ("lines", "{\"id\": 1, \"first_name\": \"A\"}\n{\"id\": 2,\n")] {
+        let path = dir.path(name + ".json")
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        #expect(throws: StoreError.self) { try JSONImport.run(path, into: store, entity: "User") }
+    }
+    #expect(try store.read { try $0.count(FetchRequest("User")) } == 0)
+}
