@@ -98,3 +98,22 @@ func anAPIsJSONIsImportedWithSyncSemantics(_ kind: Kind) throws {
     }
     #expect(try store.read { try $0.count(FetchRequest("User")) } == 0)
 }
+
+/// An object that would break a unique index is rejected; the others of its batch are written.
+@Test(arguments: Kind.allCases)
+func anObjectThatBreaksAUniqueIndexIsRejectedAndItsBatchGoesOn(_ kind: Kind) throws {
+    let dir = try TemporaryDirectory()
+    let store = try kind.open(dir, "unique", userSchema)
+    defer { try? store.close() }
+    let input = dir.path("clash.json")
+    FileManager.default.createFile(atPath: input, contents: Data(#"""
+        [{"id": 1, "first_name": "A", "email_address": "same@example.com"},
+         {"id": 2, "first_name": "B", "email_address": "same@example.com"},
+         {"id": 3, "first_name": "C"}]
+        """#.utf8))
+    let report = try JSONImport.run(input, into: store, entity: "User")
+    #expect(report.inserted == 2)
+    #expect(report.rejected.map(\.position) == [2])
+    #expect(report.rejected.first?.reason.contains("byEmail") == true, "\(report.rejected)")
+    #expect(try store.read { try $0.fetch(FetchRequest("User")).map(\.["id"]) } == [1, 3])
+}
