@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "LMDBStore", targets: ["LMDBStore"]),
+        .library(name: "JSONLStore", targets: ["JSONLStore"]),
         .library(name: "StoreMigration", targets: ["StoreMigration"]),
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
     ],

@@ -27,6 +27,7 @@ let package = Package(
                 .product(name: "SQLiteStore", package: root),
                 .product(name: "LMDBStore", package: root),
                 .product(name: "InMemoryStore", package: root),
+                .product(name: "JSONLStore", package: root),
                 .product(name: "StoreMigration", package: root),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl]
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -123,14 +123,18 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
 
 let onlySchemaSteps = arguments.contains("--schema-steps")
 let onlyFeed = arguments.contains("--feed")
+let onlyJSONL = arguments.contains("--jsonl")
+for n in sizes where onlyJSONL {
+    try benchmarkJSONLines(n: n)
+}
 for n in sizes where onlySchemaSteps {
     try benchmarkSchemaSteps(n: n)
 }
-for n in sizes where onlyFeed {
+for n in sizes where onlyFeed && !onlyJSONL {
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
 }
-for n in sizes where !onlySchemaSteps && !onlyFeed {
+for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -151,6 +155,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed {
     try benchmarkSchemaSteps(n: n)
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
+    try benchmarkJSONLines(n: n)
 }
 
 print("| backend | operation | items in store | API ops/s | raw C ops/s | API / raw C |")
@@ -179,7 +184,7 @@ if !latencyRows.isEmpty {
     }
 }
 
-let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps || onlyFeed ? 0 : (quick ? 20_000 : 100_000)
+let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps || onlyFeed || onlyJSONL ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
 print("")
