@@ -138,16 +138,12 @@ public enum JSONImport {
             progress(start)
         }
         if options.operations.contains(.delete) {
-            var after: Value?
             var doomed: [Value] = []
             try store.read { reader in
-                while true {
-                    let page = try reader.scan(entity.name, after: after, limit: 1_000)
+                try JSONLines.forEachPage(of: entity, in: reader, pageSize: 1_000) { page in
                     for record in page where !seen.contains(record[entity.primaryKey]) {
                         doomed.append(record[entity.primaryKey])
                     }
-                    guard page.count == 1_000, let last = page.last else { break }
-                    after = last[entity.primaryKey]
                 }
             }
             var index = 0

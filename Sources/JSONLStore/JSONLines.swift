@@ -22,15 +22,11 @@ public enum JSONLines {
                 try writer.write(line: JSONLHeader.encode(snapshot.schema))
                 var total = 0
                 for entity in snapshot.schema.entities {
-                    var after: Value?
                     var items = 0
-                    while true {
-                        let page = try snapshot.scan(entity.name, after: after, limit: pageSize)
+                    try forEachPage(of: entity, in: snapshot, pageSize: pageSize) { page in
                         for record in page { try writer.write(line: JSONLineCodec.encode(record, of: entity)) }
                         items += page.count
                         progress(Progress(entity: entity.name, items: items))
-                        guard page.count == pageSize, let last = page.last else { break }
-                        after = last[entity.primaryKey]
                     }
                     total += items
                 }
@@ -124,6 +120,18 @@ public enum JSONLines {
             }
             lastKey = (entity.name, key)
             try body(entity, record)
+        }
+    }
+
+    /// Calls `body` with each page of the entity's items, in key order.
+    static func forEachPage(of entity: EntitySchema, in reader: ReadAccessor, pageSize: Int,
+                            _ body: ([Record]) throws -> Void) throws {
+        var after: Value?
+        while true {
+            let page = try reader.scan(entity.name, after: after, limit: max(1, pageSize))
+            try body(page)
+            guard page.count == max(1, pageSize), let last = page.last else { return }
+            after = last[entity.primaryKey]
         }
     }
 

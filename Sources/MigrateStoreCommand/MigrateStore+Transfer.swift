@@ -136,15 +136,7 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
     }
     display.finish()
     printSummary(report)
-    if let path = options.report {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        do {
-            try encoder.encode(report).write(to: URL(fileURLWithPath: path))
-        } catch {
-            throw CommandFailure.exit(for: StoreError(.io, "cannot write the report \(path): \(error.localizedDescription)"))
-        }
-    }
+    if let path = options.report { try writeReport(report, to: path) }
     if report.differences > 0 {
         let message = "migrate-store: \(report.differences) differences between \(source) and \(destination)\n"
         FileHandle.standardError.write(Data(message.utf8))
@@ -224,13 +216,16 @@ func runFollow(_ options: TransferOptions, _ follow: FollowOption) throws {
         + String(format: "%.3f", report.lagMedianSeconds) + " s, worst " + String(format: "%.3f", report.lagWorstSeconds)
         + " s; ended by \(report.endedBy == "idle" ? "idle source" : "Ctrl-C") at source transaction "
         + "\(report.endToken?.description ?? "none")")
-    if let path = options.report {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        do {
-            try encoder.encode(report).write(to: URL(fileURLWithPath: path))
-        } catch {
-            throw CommandFailure.exit(for: StoreError(.io, "cannot write the report \(path): \(error.localizedDescription)"))
-        }
+    if let path = options.report { try writeReport(report, to: path) }
+}
+
+/// Writes a summary as pretty JSON for `--report`.
+func writeReport(_ report: some Encodable, to path: String) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    do {
+        try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+    } catch {
+        throw CommandFailure.exit(for: StoreError(.io, "cannot write the report \(path): \(error.localizedDescription)"))
     }
 }
