@@ -161,6 +161,33 @@ enum SchemaEvolutionCases {
         ])
     }
 
+    /// Dates at the ends of the Int64 microsecond range convert to text on every backend (the
+    /// conversion trapped on overflow at `Int64.min`).
+    static func datesAtTheInt64EdgesConvertToText(_ c: ConformanceContext) throws {
+        var store = try c.open()
+        let dates: [Int64: Int64] = [1: .min, 2: .max, 3: -1_000_000, 4: 1_700_000_000_123_456]
+        try store.writeSync { w in
+            for (id, micros) in dates {
+                var item = Fixtures.items(1)[0]
+                item["id"] = .int(id)
+                item["code"] = .null
+                item["when"] = .date(Timestamp(microsecondsSinceEpoch: micros))
+                try w.insert(item, into: "Item")
+            }
+        }
+        try store.close()
+        var entities = Fixtures.schema.entities
+        entities[0].attributes[7] = Attribute("when", .string, optional: true)
+        var migrations = SchemaMigrations()
+        migrations.version(2, [.step(.changeType(entity: "Item", attribute: "when", to: .string))])
+        store = try c.open(Schema(version: 2, entities: entities), migrations: migrations)
+        let texts = try store.read { r in
+            try (1...4).map { try r.get("Item", key: .int($0))?["when"] ?? .null }
+        }
+        c.expectEqual(texts, ["-290308-12-21T19:59:05.224192Z", "294247-01-10T04:00:54.775807Z",
+                              "1969-12-31T23:59:59Z", "2023-11-14T22:13:20.123456Z"])
+    }
+
     static func aValueThatDoesNotConvertFailsNamingItAndChangesNothing(_ c: ConformanceContext) throws {
         var oracle = try prepared(c)
         try migrate(c, &oracle, [.changeType(entity: "Item", attribute: "name", to: .int)], failure: .invalidValue,
@@ -404,6 +431,7 @@ enum SchemaEvolutionCases {
 
     static let all: [ConformanceCase] = [
         ConformanceCase("SchemaEvolution", "addAndRemoveEntities", addAndRemoveEntities),
+        ConformanceCase("SchemaEvolution", "datesAtTheInt64EdgesConvertToText", datesAtTheInt64EdgesConvertToText),
         ConformanceCase("SchemaEvolution", "renameEntityKeepsItemsAndIndexes", renameEntityKeepsItemsAndIndexes),
         ConformanceCase("SchemaEvolution", "addAttributesOptionalAndWithDefaults", addAttributesOptionalAndWithDefaults),
         ConformanceCase("SchemaEvolution", "removeAndRenameAttributes", removeAndRenameAttributes),

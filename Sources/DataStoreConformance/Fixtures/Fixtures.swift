@@ -50,7 +50,9 @@ public enum Fixtures {
         let flag: Value = pick([.bool(true), .bool(false), .null])
         let blob: Value = pick([.bytes([]), .bytes([0, 1, 2]), .bytes([255]), .null])
         let when: Value = pick([.date(Timestamp(microsecondsSinceEpoch: -1_000_000)),
-                                .date(Timestamp(microsecondsSinceEpoch: 1_700_000_000_123_456)), .null])
+                                .date(Timestamp(microsecondsSinceEpoch: 1_700_000_000_123_456)), .null,
+                                .date(Timestamp(microsecondsSinceEpoch: .min)),
+                                .date(Timestamp(microsecondsSinceEpoch: .max))])
         return [
             "id": .int(id), "name": .string(pick(names)), "label": label, "score": score,
             "ratio": pick(ratios), "flag": flag, "blob": blob, "when": when, "ref": pick(refs),
