@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "LMDBStore", dependencies: ["DataStoreAPI", "CLMDB"], swiftSettings: swiftSettings),
         .target(
             name: "StoreMigration",
-            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore"],
+            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "JSONLStore"],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -158,7 +158,7 @@ public enum JSONImport {
         rejectedObjects.sort { $0.0.position < $1.0.position }
         report.rejected = rejectedObjects.map(\.0)
         if let rejectsPath {
-            let writer = try JSONLLineWriter(path: rejectsPath)
+            let writer = try JSONLStreamWriter.lines(at: rejectsPath)
             do {
                 for (reject, object) in rejectedObjects {
                     var line = Array(#"{"position":\#(reject.position),"reason":"#.utf8)

@@ -1,5 +1,5 @@
 internal import CZlib
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// The header line of a JSON Lines store: `{"datastore":"jsonl","format":1,"schema":{...}}`.
@@ -48,21 +48,42 @@ final class JSONLLineReader {
     private var atEnd = false
     /// The number of the last line returned.
     private(set) var lineNumber = 0
+    /// Where the last line returned starts, in uncompressed bytes from the start of the file.
+    private(set) var lineOffset: Int64 = 0
+    /// Where the next line starts, in uncompressed bytes.
+    private var nextOffset: Int64 = 0
 
-    init(path: String) throws {
+    /// Opens `path` (named so in errors), or the file `opening` names in its place (a
+    /// `/proc/self/fd` path that holds on to one version of a file a writer may replace).
+    init(path: String, opening: String? = nil) throws {
         self.path = path
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard FileManager.default.fileExists(atPath: opening ?? path, isDirectory: &isDirectory) else {
             throw StoreError(.notFound, "\(path) does not exist")
         }
         guard !isDirectory.boolValue else { throw StoreError(.notAStore, "\(path) is a directory, not a JSON Lines file") }
-        guard let file = gzopen(path, "rb") else {
+        guard let file = gzopen(opening ?? path, "rb") else {
             throw StoreError(.io, "\(path) cannot be opened: \(String(cString: strerror(errno)))")
         }
         self.file = file
     }
 
     deinit { gzclose(file) }
+
+    /// Moves to the line that starts at `offset` (uncompressed), numbered `lineNumber + 1`:
+    /// direct in a plain file, by decompressing from the start (or from where it is, going
+    /// forward) in a compressed one.
+    func seek(toOffset offset: Int64, lineNumber: Int) throws {
+        guard gzseek(file, off_t(offset), SEEK_SET) == off_t(offset) else {
+            var code: Int32 = 0
+            throw StoreError(.io, "\(path): cannot move to byte \(offset): \(String(cString: gzerror(file, &code)))")
+        }
+        start = 0
+        end = 0
+        atEnd = false
+        nextOffset = offset
+        self.lineNumber = lineNumber
+    }
 
     /// The next line without its newline, or `nil` at the end of the file.
     /// - Throws: `corrupt` when the compressed data is damaged or truncated, or a line is over
@@ -73,6 +94,8 @@ final class JSONLLineReader {
                 let line = Array(buffer[start..<newline])
                 start = newline + 1
                 lineNumber += 1
+                lineOffset = nextOffset
+                nextOffset += Int64(line.count + 1)
                 return line
             }
             if atEnd {
@@ -112,42 +135,110 @@ final class JSONLLineReader {
     }
 }
 
-/// Writes a file line by line into `PATH.partial` (gzip-compressed when the path ends in `.gz`),
-/// then syncs it and renames it into place: a reader never sees half a file.
-final class JSONLLineWriter {
+/// Writes a JSON Lines store as one stream into `PATH.migrating` (gzip-compressed when `PATH`
+/// ends in `.gz`), with checkpoints, then syncs it and renames it into place: a reader never
+/// sees half a file, and an interrupted stream goes on from its last checkpoint.
+///
+/// A checkpoint flushes and syncs the stream (in a compressed file it also ends the gzip
+/// member, so the file ends cleanly there) and then records its length and the position in
+/// `PATH.migrating.checkpoint`, written to a temporary file, synced and renamed. Resuming cuts
+/// the stream back to that length and appends a new member.
+final class JSONLStreamWriter: StreamedStoreWriter {
     let path: String
-    private let partial: String
-    private let gzip: gzFile?
-    private let plain: FileHandle?
+    let staging: String
+    let checkpointPath: String
+    private let compressed: Bool
+    private(set) var position: StreamPosition
+    private var descriptor: Int32 = -1
+    private var gzip: gzFile?
     private var pending: [UInt8] = []
     private var closed = false
 
-    init(path: String) throws {
+    private struct Mark: Codable {
+        var position: StreamPosition
+        var bytes: Int64
+    }
+
+    static func stagingPath(_ path: String) -> String { path + ".migrating" }
+    static func checkpointPath(_ path: String) -> String { path + ".migrating.checkpoint" }
+
+    private init(path: String, position: StreamPosition) {
         self.path = path
-        partial = path + ".partial"
+        staging = Self.stagingPath(path)
+        checkpointPath = Self.checkpointPath(path)
+        compressed = path.hasSuffix(".gz")
+        self.position = position
+    }
+
+    /// A new stream into `path`: the header line, then a first checkpoint.
+    static func begin(at path: String, schema: Schema, source: String) throws -> JSONLStreamWriter {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             throw StoreError(.notFound, "\(path): directory \(directory) does not exist")
         }
-        try? FileManager.default.removeItem(atPath: partial)
-        if path.hasSuffix(".gz") {
-            guard let file = gzopen(partial, "wb6") else {
-                throw StoreError(.io, "\(partial) cannot be created: \(String(cString: strerror(errno)))")
+        let writer = JSONLStreamWriter(path: path, position: StreamPosition(source: source))
+        try? FileManager.default.removeItem(atPath: writer.checkpointPath)
+        try writer.open(truncating: true)
+        do {
+            try writer.write(line: JSONLHeader.encode(schema))
+            try writer.checkpoint(writer.position)
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        return writer
+    }
+
+    /// A plain stream of lines into `path` (no header, no checkpoints), which appears when
+    /// finished: the rejects file of an import.
+    static func lines(at path: String) throws -> JSONLStreamWriter {
+        let writer = JSONLStreamWriter(path: path, position: StreamPosition(source: ""))
+        try writer.open(truncating: true)
+        return writer
+    }
+
+    /// The unfinished stream into `path`, cut back to its last checkpoint; `nil` when there is
+    /// none (or it never reached a first checkpoint, so it holds nothing worth keeping).
+    static func resume(at path: String) throws -> JSONLStreamWriter? {
+        let checkpointPath = Self.checkpointPath(path)
+        guard FileManager.default.fileExists(atPath: stagingPath(path)),
+            let data = FileManager.default.contents(atPath: checkpointPath)
+        else { return nil }
+        let mark: Mark
+        do {
+            mark = try JSONDecoder().decode(Mark.self, from: data)
+        } catch {
+            throw StoreError(.corrupt, "\(checkpointPath) cannot be read (\(error)); start over with --overwrite")
+        }
+        let writer = JSONLStreamWriter(path: path, position: mark.position)
+        guard truncate(writer.staging, off_t(mark.bytes)) == 0 else {
+            throw StoreError(.io, "\(writer.staging) cannot be cut back to its checkpoint (\(mark.bytes) bytes): "
+                + String(cString: strerror(errno)))
+        }
+        return writer
+    }
+
+    private func open(truncating: Bool) throws {
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncating ? O_TRUNC : O_APPEND)
+        descriptor = Foundation.open(staging, flags, 0o644)
+        guard descriptor >= 0 else {
+            throw StoreError(.io, "\(staging) cannot be written: \(String(cString: strerror(errno)))")
+        }
+        if compressed {
+            // gzdopen takes its own descriptor: ours stays open for fsync.
+            guard let file = gzdopen(dup(descriptor), truncating ? "wb6" : "ab6") else {
+                throw StoreError(.io, "\(staging) cannot be compressed into")
             }
             gzip = file
-            plain = nil
-        } else {
-            guard FileManager.default.createFile(atPath: partial, contents: nil),
-                let handle = FileHandle(forWritingAtPath: partial)
-            else {
-                throw StoreError(.io, "\(partial) cannot be created: \(String(cString: strerror(errno)))")
-            }
-            plain = handle
-            gzip = nil
         }
     }
 
+    func append(_ record: Record, of entity: EntitySchema) throws {
+        try write(line: JSONLineCodec.encode(record, of: entity))
+    }
+
     func write(line: [UInt8]) throws {
+        if descriptor < 0 { try open(truncating: false) }
         pending += line
         pending.append(0x0A)
         if pending.count >= 1 << 16 { try flush() }
@@ -159,43 +250,97 @@ final class JSONLLineWriter {
         if let gzip {
             let written = pending.withUnsafeBytes { gzwrite(gzip, $0.baseAddress, UInt32($0.count)) }
             guard written == pending.count else {
-                throw StoreError(.io, "\(partial): cannot write (disk full?)")
+                var code: Int32 = 0
+                throw StoreError(.io, "\(staging): cannot write: \(String(cString: gzerror(gzip, &code))) (disk full?)")
             }
-        } else if let plain {
-            do {
-                try plain.write(contentsOf: pending)
-            } catch {
-                throw StoreError(.io, "\(partial): cannot write: \(error.localizedDescription)")
+            return
+        }
+        try pending.withUnsafeBytes { raw in
+            var done = 0
+            while done < raw.count {
+                let n = Foundation.write(descriptor, raw.baseAddress! + done, raw.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw StoreError(errno == ENOSPC ? .storeFull : .io,
+                                     "\(staging): cannot write: \(String(cString: strerror(errno)))")
+                }
+                done += n
             }
         }
     }
 
-    /// Flushes, syncs and renames the file into place.
-    func finish() throws {
+    /// Flushes and closes the stream (ending a gzip member) and syncs it; returns its length.
+    private func sync() throws -> Int64 {
         try flush()
-        closed = true
         if let gzip {
-            guard gzclose(gzip) == Z_OK else { throw StoreError(.io, "\(partial): cannot finish the gzip stream") }
-        } else if let plain {
-            do {
-                try plain.synchronize()
-                try plain.close()
-            } catch {
-                throw StoreError(.io, "\(partial): cannot flush: \(error.localizedDescription)")
-            }
+            self.gzip = nil
+            guard gzclose(gzip) == Z_OK else { throw StoreError(.io, "\(staging): cannot finish the gzip member") }
         }
-        guard rename(partial, path) == 0 else {
-            throw StoreError(.io, "cannot move \(partial) to \(path): \(String(cString: strerror(errno)))")
+        guard descriptor >= 0 else { return 0 }
+        defer {
+            Foundation.close(descriptor)
+            descriptor = -1
         }
+        guard fsync(descriptor) == 0 else {
+            throw StoreError(.io, "\(staging): cannot sync: \(String(cString: strerror(errno)))")
+        }
+        return Int64(lseek(descriptor, 0, SEEK_END))
     }
 
-    /// Removes the partial file.
+    func checkpoint(_ position: StreamPosition) throws {
+        let bytes = try sync()
+        let data: Data
+        do {
+            data = try JSONEncoder().encode(Mark(position: position, bytes: bytes))
+        } catch {
+            throw StoreError(.invalidValue, "the checkpoint cannot be encoded: \(error)")
+        }
+        let temporary = checkpointPath + ".tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: data) else {
+            throw StoreError(.io, "\(temporary) cannot be written")
+        }
+        try Self.syncFile(temporary)
+        guard rename(temporary, checkpointPath) == 0 else {
+            throw StoreError(.io, "cannot move \(temporary) to \(checkpointPath): \(String(cString: strerror(errno)))")
+        }
+        self.position = position
+    }
+
+    func finish() throws {
+        _ = try sync()
+        closed = true
+        guard rename(staging, path) == 0 else {
+            throw StoreError(.io, "cannot move \(staging) to \(path): \(String(cString: strerror(errno)))")
+        }
+        try? FileManager.default.removeItem(atPath: checkpointPath)
+        try Self.syncFile((path as NSString).deletingLastPathComponent.isEmpty
+            ? "." : (path as NSString).deletingLastPathComponent)
+    }
+
     func abandon() {
         if !closed {
             closed = true
             if let gzip { gzclose(gzip) }
-            try? plain?.close()
+            gzip = nil
+            if descriptor >= 0 { Foundation.close(descriptor) }
+            descriptor = -1
         }
-        try? FileManager.default.removeItem(atPath: partial)
+        try? FileManager.default.removeItem(atPath: staging)
+        try? FileManager.default.removeItem(atPath: checkpointPath)
+    }
+
+    deinit {
+        if let gzip { gzclose(gzip) }
+        if descriptor >= 0 { Foundation.close(descriptor) }
+    }
+
+    /// fsync of a file or directory by path.
+    static func syncFile(_ path: String) throws {
+        let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StoreError(.io, "\(path) cannot be opened to sync") }
+        defer { Foundation.close(descriptor) }
+        guard fsync(descriptor) == 0 else {
+            throw StoreError(.io, "\(path): cannot sync: \(String(cString: strerror(errno)))")
+        }
     }
 }

@@ -16,27 +16,25 @@ public enum JSONLines {
     @discardableResult
     public static func export(_ store: any DataStore, to path: String, pageSize: Int = 1_000,
                               progress: (Progress) -> Void = { _ in }) throws -> Int {
-        let writer = try JSONLLineWriter(path: path)
-        do {
-            let count = try store.read { snapshot -> Int in
-                try writer.write(line: JSONLHeader.encode(snapshot.schema))
+        try store.read { snapshot -> Int in
+            let writer = try JSONLStreamWriter.begin(at: path, schema: snapshot.schema, source: "export")
+            do {
                 var total = 0
                 for entity in snapshot.schema.entities {
                     var items = 0
                     try forEachPage(of: entity, in: snapshot, pageSize: pageSize) { page in
-                        for record in page { try writer.write(line: JSONLineCodec.encode(record, of: entity)) }
+                        for record in page { try writer.append(record, of: entity) }
                         items += page.count
                         progress(Progress(entity: entity.name, items: items))
                     }
                     total += items
                 }
+                try writer.finish()
                 return total
+            } catch {
+                writer.abandon()
+                throw error
             }
-            try writer.finish()
-            return count
-        } catch {
-            writer.abandon()
-            throw error
         }
     }
 
@@ -53,7 +51,7 @@ public enum JSONLines {
     /// - Throws: one-line `corrupt` errors naming the file and the line.
     public static func check(_ path: String) throws -> [String: Int] {
         var counts: [String: Int] = [:]
-        try read(path) { entity, _ in counts[entity.name, default: 0] += 1 }
+        try read(path) { _, entity, _, _ in counts[entity.name, default: 0] += 1 }
         return counts
     }
 
@@ -80,7 +78,7 @@ public enum JSONLines {
             progress(Progress(entity: batch.last!.0, items: total))
             batch.removeAll(keepingCapacity: true)
         }
-        try read(path) { entity, record in
+        try read(path) { _, entity, _, record in
             batch.append((entity.name, record))
             if batch.count >= max(1, batchSize) { try flush() }
         }
@@ -88,9 +86,12 @@ public enum JSONLines {
         return total
     }
 
-    /// Streams every item of `path`, checking order as it goes.
-    static func read(_ path: String, _ body: (EntitySchema, Record) throws -> Void) throws {
-        let reader = try JSONLLineReader(path: path)
+    /// Streams every item of `path` (read through the file `opening` names, when given),
+    /// checking every line and the order as it goes; returns the header's schema.
+    @discardableResult
+    static func read(_ path: String, opening: String? = nil,
+                     _ body: (JSONLLineReader, EntitySchema, [UInt8], Record) throws -> Void) throws -> Schema {
+        let reader = try JSONLLineReader(path: path, opening: opening)
         guard let header = try reader.next() else { throw StoreError(.notAStore, "\(path) is empty") }
         let schema = try JSONLHeader.decode(header, path: path)
         var entityIndex = 0
@@ -98,9 +99,11 @@ public enum JSONLines {
         while let line = try reader.next() {
             let number = reader.lineNumber
             let (entity, record): (EntitySchema, Record)
+            let key: [UInt8]
             do {
                 (entity, record) = try JSONLineCodec.decode(line, schema: schema, lineNumber: number)
                 _ = try entity.normalize(record)
+                key = try PrimaryKey(record[entity.primaryKey]).bytes
             } catch let error as StoreError {
                 // A value the schema does not allow is damage in the file, named by its line.
                 throw StoreError(.corrupt, "\(path): "
@@ -113,14 +116,14 @@ public enum JSONLines {
                     + "entity; a file lists entities in schema order")
             }
             entityIndex = position
-            let key = keyBytes(record[entity.primaryKey])
             if let lastKey, lastKey.entity == entity.name, !lastKey.key.lexicographicallyPrecedes(key) {
                 throw StoreError(.corrupt, "\(path): line \(number): key \(record[entity.primaryKey]) of '\(entity.name)' "
                     + (lastKey.key == key ? "appears twice" : "is out of key order"))
             }
             lastKey = (entity.name, key)
-            try body(entity, record)
+            try body(reader, entity, key, record)
         }
+        return schema
     }
 
     /// Calls `body` with each page of the entity's items, in key order.
@@ -132,17 +135,6 @@ public enum JSONLines {
             try body(page)
             guard page.count == max(1, pageSize), let last = page.last else { return }
             after = last[entity.primaryKey]
-        }
-    }
-
-    /// The canonical order of keys (ints by value, strings by UTF-8 bytes, uuids by bytes), as
-    /// bytes that compare alike.
-    static func keyBytes(_ key: Value) -> [UInt8] {
-        switch key {
-        case .int(let i): return withUnsafeBytes(of: (UInt64(bitPattern: i) ^ (1 << 63)).bigEndian) { Array($0) }
-        case .string(let s): return Array(s.utf8)
-        case .uuid(let u): return withUnsafeBytes(of: u.uuid) { Array($0) }
-        default: return []
         }
     }
 }

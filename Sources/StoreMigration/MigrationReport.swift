@@ -30,6 +30,9 @@ public struct MigrationReport: Sendable, Codable, Hashable {
     public var verified = false
     /// Whether the run resumed an interrupted migration.
     public var resumed = false
+    /// Whether a resumed copy into a kind written whole (JSON Lines) found the source changed
+    /// since the interruption and wrote the destination from the start.
+    public var startedOver = false
     /// Up to 20 differences found by verify, as "Entity[key]: what".
     public var sampleDifferences: [String] = []
     /// The check of the source before the run, when one ran.

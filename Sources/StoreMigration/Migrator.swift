@@ -48,6 +48,9 @@ public enum Migrator {
                             options: MigrationOptions = MigrationOptions(),
                             shouldStop: @escaping () -> Bool = { false },
                             progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
+        if let streamed = try destination.backend as? any StreamedStoreBackend {
+            return try copyStreamed(streamed, from: source, to: destination, options, shouldStop, progress)
+        }
         let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
         defer { try? sourceStore.close() }
         let run = MigrationRun(operation: "copy", source, destination, options, shouldStop, progress)
@@ -125,6 +128,9 @@ public enum Migrator {
     private static func compareStores(operation: String, _ source: StoreLocation, _ destination: StoreLocation,
                                       _ options: MigrationOptions, _ shouldStop: @escaping () -> Bool,
                                       _ progress: @escaping (MigrationProgress) -> Void) throws -> MigrationReport {
+        if operation == "sync", let streamed = try destination.backend as? any StreamedStoreBackend {
+            return try syncStreamed(streamed, from: source, to: destination, options, shouldStop, progress)
+        }
         let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
         defer { try? sourceStore.close() }
         let destinationStore = try withResumeCommand(destination) {
@@ -182,7 +188,7 @@ public enum Migrator {
 
     /// Checks the source (unless the options say not to) and opens it read-only; returns the
     /// store, the schema of the entities to migrate and the check's report.
-    private static func openSource(_ source: StoreLocation, distinctFrom destination: StoreLocation,
+    static func openSource(_ source: StoreLocation, distinctFrom destination: StoreLocation,
                                    _ options: MigrationOptions) throws
         -> (store: any DataStore, schema: Schema, check: StoreCheckReport?) {
         guard source != destination else {

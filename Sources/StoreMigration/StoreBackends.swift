@@ -1,5 +1,6 @@
 @_spi(Backend) import DataStoreAPI
 @_spi(Backend) import InMemoryStore
+@_spi(Backend) import JSONLStore
 @_spi(Backend) import LMDBStore
 @_spi(Backend) import SQLiteStore
 import Synchronization
@@ -11,14 +12,17 @@ extension StoreKind {
     public static let lmdb: StoreKind = "lmdb"
     /// An in-memory database of this process.
     public static let memory: StoreKind = "memory"
+    /// A JSON Lines file (`NAME.jsonl`, or `.jsonl.gz` compressed): read as a store, written
+    /// whole by copy and sync.
+    public static let jsonl: StoreKind = "jsonl"
 }
 
-/// The kinds of store the migration engine and `migrate-store` know: the three built in, and
+/// The kinds of store the migration engine and `migrate-store` know: the four built in, and
 /// any a backend registers.
 public enum StoreBackends {
     private static let registry = Mutex<[StoreKind: any StoreBackend]>(
         Dictionary(
-            uniqueKeysWithValues: ([SQLiteBackend(), LMDBBackend(), InMemoryBackend()] as [any StoreBackend])
+            uniqueKeysWithValues: ([SQLiteBackend(), LMDBBackend(), InMemoryBackend(), JSONLBackend()] as [any StoreBackend])
                 .map { ($0.kind, $0) }))
 
     /// Makes a kind of store known (replacing a registration of the same name).

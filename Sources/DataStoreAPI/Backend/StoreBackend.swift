@@ -64,3 +64,54 @@ extension StoreBackend {
         self.itemsChecked = itemsChecked
     }
 }
+
+/// A kind of store that is written whole, as one stream of items (entity by entity in schema
+/// order, each in key order), instead of by transactions: a file format such as JSON Lines.
+/// The migration engine copies and syncs into it through a ``StreamedStoreWriter``; reading
+/// goes through the ``DataStore`` that ``StoreBackend/openSource(at:alreadyChecked:)`` returns.
+@_spi(Backend) public protocol StreamedStoreBackend: StoreBackend {
+    /// Starts a new stream into `path`, replacing an unfinished one; nothing appears at `path`
+    /// until ``StreamedStoreWriter/finish()``.
+    func beginStream(at path: String, schema: Schema, source: String) throws -> any StreamedStoreWriter
+    /// Whether an unfinished stream into `path` was left by an interrupted run.
+    func hasUnfinishedStream(at path: String) -> Bool
+    /// Reopens the unfinished stream into `path` at its last checkpoint: the writer, which
+    /// appends after it, and a read-only store of what it holds up to there (to compare with the
+    /// source before going on).
+    /// - Throws: `notFound` when there is none, `corrupt` when its checkpoint cannot be read.
+    func resumeStream(at path: String, schema: Schema) throws
+        -> (writer: any StreamedStoreWriter, written: any DataStore)
+}
+
+/// Where a streamed write stands: stored with each checkpoint.
+@_spi(Backend) public struct StreamPosition: Codable, Sendable, Hashable {
+    /// The source the stream is copied from.
+    public var source: String
+    /// The entities written completely.
+    public var finishedEntities: [String]
+    /// The entity being written, and the last key written of it.
+    public var entity: String?
+    public var lastKey: Value?
+
+    public init(source: String, finishedEntities: [String] = [], entity: String? = nil, lastKey: Value? = nil) {
+        self.source = source
+        self.finishedEntities = finishedEntities
+        self.entity = entity
+        self.lastKey = lastKey
+    }
+}
+
+/// Writes one streamed store.
+@_spi(Backend) public protocol StreamedStoreWriter: AnyObject {
+    /// Where the stream stood at its last checkpoint.
+    var position: StreamPosition { get }
+    /// Appends an item; items come entity by entity in schema order, each in key order.
+    func append(_ record: Record, of entity: EntitySchema) throws
+    /// Makes everything appended so far durable and records `position` with it: an interrupted
+    /// run resumes from the last checkpoint.
+    func checkpoint(_ position: StreamPosition) throws
+    /// Makes the stream durable and moves it into place (replacing what was there).
+    func finish() throws
+    /// Stops writing and removes the unfinished stream.
+    func abandon()
+}

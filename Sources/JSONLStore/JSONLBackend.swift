@@ -1,0 +1,109 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// A JSON Lines file opened as a read-only ``DataStore``: every read works as on any store
+/// (one snapshot: the file as it was when opened), and writes fail with `readOnly`.
+///
+/// ```swift
+/// let backup = try JSONLinesStore(path: "backup.jsonl.gz")
+/// let customers = try backup.read { try $0.fetch(FetchRequest("Customer")) }
+/// ```
+public final class JSONLinesStore: Store, @unchecked Sendable {
+    /// Opens the file at `path`, reading it once to check every line.
+    /// - Throws: `notFound`, `notAStore`, or a one-line `corrupt` naming the damaged line.
+    public init(path: String) throws {
+        try super.init(engine: JSONLEngine(path: path))
+    }
+}
+
+/// The `jsonl` kind: `jsonl:PATH` is a JSON Lines file (gzip-compressed when PATH ends in
+/// `.gz`): a header line with the schema, then one item per line, entity by entity in key
+/// order. The migration engine reads it as a store and writes it as one stream.
+@_spi(Backend) public struct JSONLBackend: StreamedStoreBackend {
+    public init() {}
+
+    public var kind: StoreKind { "jsonl" }
+    public var fileExtension: String? { "jsonl" }
+
+    public func exists(at path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+    public func recognizes(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return (path.hasSuffix(".jsonl") || path.hasSuffix(".jsonl.gz"))
+            && FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+    }
+
+    public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+        -> any DataStore
+    {
+        guard exists(at: path) else {
+            throw StoreError(.notFound, "jsonl:\(path) does not exist; a JSON Lines store is made by "
+                + "migrate-store copy --to jsonl:\(path)")
+        }
+        let store = try JSONLinesStore(path: path)
+        if let schema, schema != store.schema {
+            try? store.close()
+            throw StoreError(.schemaMismatch, "jsonl:\(path) holds schema version \(store.schema.version) with "
+                + "entities \(store.schema.entities.map(\.name).joined(separator: ", ")), not the one asked for; "
+                + "a JSON Lines store is read-only, so copy it into another kind to migrate it")
+        }
+        return store
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
+        try open(at: path, schema: nil, durability: .full)
+    }
+
+    public func check(at path: String) throws -> EngineCheck {
+        let counts = try JSONLines.check(path)
+        let items = counts.values.reduce(0, +)
+        return EngineCheck("every line read and checked: \(items) items, keys in order", itemsChecked: items)
+    }
+
+    public func destroy(at path: String) throws {
+        for file in [path, JSONLStreamWriter.stagingPath(path), JSONLStreamWriter.checkpointPath(path)]
+        where FileManager.default.fileExists(atPath: file) {
+            do {
+                try FileManager.default.removeItem(atPath: file)
+            } catch {
+                throw StoreError(.io, "\(file) cannot be removed: \(error.localizedDescription)")
+            }
+        }
+    }
+
+    public func move(from path: String, to other: String) throws {
+        guard !exists(at: other) else { throw StoreError(.invalidArgument, "\(other) already exists") }
+        guard rename(path, other) == 0 else {
+            throw StoreError(.io, "cannot move \(path) to \(other): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    public func sizeOnDisk(at path: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    // MARK: Streams
+
+    public func beginStream(at path: String, schema: Schema, source: String) throws -> any StreamedStoreWriter {
+        try JSONLStreamWriter.begin(at: path, schema: schema, source: source)
+    }
+
+    public func hasUnfinishedStream(at path: String) -> Bool {
+        FileManager.default.fileExists(atPath: JSONLStreamWriter.stagingPath(path))
+    }
+
+    public func resumeStream(at path: String, schema: Schema) throws
+        -> (writer: any StreamedStoreWriter, written: any DataStore)
+    {
+        guard let writer = try JSONLStreamWriter.resume(at: path) else {
+            throw StoreError(.notFound, "nothing to resume: no unfinished copy into jsonl:\(path)")
+        }
+        let written = try JSONLinesStore(path: writer.staging)
+        guard written.schema == schema else {
+            try? written.close()
+            throw StoreError(.schemaMismatch, "the unfinished copy into jsonl:\(path) was made with another schema "
+                + "or entity list; start over with --overwrite")
+        }
+        return (writer, written)
+    }
+}

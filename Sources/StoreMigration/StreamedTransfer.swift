@@ -1,0 +1,236 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// Copies and syncs into a kind of store written whole (``StreamedStoreBackend``: JSON Lines):
+/// the source snapshot is written as one stream, with a checkpoint per batch, and moved into
+/// place when complete.
+extension Migrator {
+    static func copyStreamed(_ backend: any StreamedStoreBackend, from source: StoreLocation,
+                             to destination: StoreLocation, _ options: MigrationOptions,
+                             _ shouldStop: @escaping () -> Bool,
+                             _ progress: @escaping (MigrationProgress) -> Void) throws -> MigrationReport {
+        let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
+        defer { try? sourceStore.close() }
+        let run = MigrationRun(operation: "copy", source, destination, options, shouldStop, progress)
+        run.report.sourceCheck = sourceCheck
+        run.report.resumed = options.resume
+        var written: (any DataStore)?
+        var writer: any StreamedStoreWriter
+        if options.resume {
+            let resumed = try backend.resumeStream(at: destination.path, schema: schema)
+            writer = resumed.writer
+            written = resumed.written
+        } else {
+            if !options.overwrite {
+                if destination.exists {
+                    throw StoreError(.invalidArgument, "destination \(destination) already exists; replace it "
+                        + "with --overwrite")
+                }
+                if backend.hasUnfinishedStream(at: destination.path) {
+                    throw StoreError(.invalidArgument, "destination \(destination) is an unfinished copy: finish it "
+                        + "with --resume or replace it with --overwrite")
+                }
+            }
+            if options.dryRun { return try dryRun(run, sourceStore, schema) }
+            writer = try backend.beginStream(at: destination.path, schema: schema, source: source.description)
+        }
+        defer { try? written?.close() }
+        try run.interruptible {
+            try sourceStore.read { snapshot in
+                // What an interrupted run wrote must equal the snapshot up to its checkpoint, or the
+                // source changed since and the copy starts over.
+                if let store = written {
+                    let same = try writtenPrefixMatches(store, snapshot, schema, writer.position)
+                    try store.close()
+                    written = nil
+                    if !same {
+                        writer.abandon()
+                        writer = try backend.beginStream(at: destination.path, schema: schema, source: source.description)
+                        run.report.startedOver = true
+                    }
+                }
+                var position = writer.position
+                for entity in schema.entities {
+                    try run.entity(entity, phase: .copy, snapshot) { entry, _, tick in
+                        if position.finishedEntities.contains(entity.name) { return }
+                        var after = position.entity == entity.name ? position.lastKey : nil
+                        let limit = max(1, options.batchSize)
+                        while true {
+                            let page = try snapshot.scan(entity.name, after: after, limit: limit)
+                            for record in page { try writer.append(record, of: entity) }
+                            if let last = page.last?[entity.primaryKey] {
+                                position.entity = entity.name
+                                position.lastKey = last
+                                after = last
+                            }
+                            if page.count < limit {
+                                position.finishedEntities.append(entity.name)
+                                position.entity = nil
+                                position.lastKey = nil
+                            }
+                            try writer.checkpoint(position)
+                            entry.itemsRead += page.count
+                            entry.itemsWritten += page.count
+                            tick(entry.itemsRead)
+                            if page.count < limit { break }
+                            if shouldStop() { throw StopRequested() }
+                        }
+                    }
+                }
+                try writer.finish()
+                if options.verify {
+                    let store = try destination.openSource()
+                    defer { try? store.close() }
+                    try run.verify(schema, snapshot, store)
+                }
+            }
+        }
+        return run.finish()
+    }
+
+    /// Writes the snapshot as a new stream that replaces the destination, counting the
+    /// differences with what it held by a merge join; entities the run does not select are
+    /// copied from the old destination.
+    static func syncStreamed(_ backend: any StreamedStoreBackend, from source: StoreLocation,
+                             to destination: StoreLocation, _ options: MigrationOptions,
+                             _ shouldStop: @escaping () -> Bool,
+                             _ progress: @escaping (MigrationProgress) -> Void) throws -> MigrationReport {
+        let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
+        defer { try? sourceStore.close() }
+        let old = try destination.openSource()
+        defer { try? old.close() }
+        for entity in schema.entities where old.schema.entity(named: entity.name) != entity {
+            throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' like the source's")
+        }
+        let run = MigrationRun(operation: "sync", source, destination, options, shouldStop, progress)
+        run.report.sourceCheck = sourceCheck
+        let writer = try backend.beginStream(at: destination.path, schema: old.schema, source: source.description)
+        do {
+            try run.interruptible {
+                try sourceStore.read { snapshot in
+                    try old.read { previous in
+                        for entity in old.schema.entities {
+                            let selected = schema.entity(named: entity.name) != nil
+                            try run.entity(entity, phase: .sync, selected ? snapshot : previous) { entry, _, tick in
+                                try streamEntity(entity, from: selected ? snapshot : previous, comparedWith: previous,
+                                                 into: writer, options.batchSize, &entry, tick, shouldStop)
+                            }
+                        }
+                    }
+                }
+            }
+            try old.close()
+            try writer.finish()
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        return run.finish()
+    }
+
+    /// Appends every item of `entity` from `reader` to `writer`, counting against `previous`
+    /// (the destination before) the items written new or changed and those dropped.
+    private static func streamEntity(_ entity: EntitySchema, from reader: ReadAccessor, comparedWith previous: ReadAccessor,
+                                     into writer: any StreamedStoreWriter, _ batchSize: Int,
+                                     _ entry: inout EntityReport, _ tick: (Int) -> Void,
+                                     _ shouldStop: () -> Bool) throws {
+        let limit = max(1, batchSize)
+        var theirs = PageCursor(reader: previous, entity: entity, limit: limit)
+        var after: Value?
+        while true {
+            let page = try reader.scan(entity.name, after: after, limit: limit)
+            for record in page {
+                let key = try KeyEncoding.encodeKey(record[entity.primaryKey])
+                // Items of the old destination before this key are gone from the source.
+                while let old = try theirs.peek(), Value.compareBytes(old.key, key) < 0 {
+                    entry.itemsDeleted += 1
+                    theirs.advance()
+                }
+                if let old = try theirs.peek(), old.key == key {
+                    if old.record != record { entry.itemsWritten += 1 }
+                    theirs.advance()
+                } else {
+                    entry.itemsWritten += 1
+                }
+                try writer.append(record, of: entity)
+            }
+            entry.itemsRead += page.count
+            tick(entry.itemsRead)
+            if shouldStop() { throw StopRequested() }
+            guard page.count == limit, let last = page.last else { break }
+            after = last[entity.primaryKey]
+        }
+        while try theirs.peek() != nil {
+            entry.itemsDeleted += 1
+            theirs.advance()
+        }
+    }
+
+    /// Whether `written` (an interrupted stream's items up to `position`) equals the snapshot
+    /// over the same range.
+    private static func writtenPrefixMatches(_ written: any DataStore, _ snapshot: ReadAccessor, _ schema: Schema,
+                                             _ position: StreamPosition) throws -> Bool {
+        try written.read { ours in
+            for entity in schema.entities {
+                let whole = position.finishedEntities.contains(entity.name)
+                guard whole || position.entity == entity.name else { continue }
+                let end = whole ? nil : try position.lastKey.map { try KeyEncoding.encodeKey($0) }
+                var mine = PageCursor(reader: ours, entity: entity, limit: 1_000)
+                var theirs = PageCursor(reader: snapshot, entity: entity, limit: 1_000)
+                while true {
+                    var next = try theirs.peek()
+                    if let item = next, let end, Value.compareBytes(item.key, end) > 0 { next = nil }
+                    let written = try mine.peek()
+                    guard next?.record == written?.record else { return false }
+                    if next == nil { break }
+                    mine.advance()
+                    theirs.advance()
+                }
+            }
+            return true
+        }
+    }
+
+    private static func dryRun(_ run: MigrationRun, _ store: any DataStore, _ schema: Schema) throws -> MigrationReport {
+        try store.read { snapshot in
+            for entity in schema.entities {
+                var entry = EntityReport(entity: entity.name)
+                entry.itemsRead = try snapshot.count(FetchRequest(entity.name))
+                run.report.entities.append(entry)
+            }
+        }
+        return run.finish()
+    }
+}
+
+/// An entity's items in key order, a page at a time, with their encoded keys.
+struct PageCursor {
+    let reader: ReadAccessor
+    let entity: EntitySchema
+    let limit: Int
+    private var page: [(key: [UInt8], record: Record)] = []
+    private var index = 0
+    private var after: Value?
+    private var exhausted = false
+
+    init(reader: ReadAccessor, entity: EntitySchema, limit: Int) {
+        self.reader = reader
+        self.entity = entity
+        self.limit = limit
+    }
+
+    mutating func peek() throws -> (key: [UInt8], record: Record)? {
+        if index == page.count {
+            guard !exhausted else { return nil }
+            let records = try reader.scan(entity.name, after: after, limit: limit)
+            page = try records.map { (try KeyEncoding.encodeKey($0[entity.primaryKey]), $0) }
+            index = 0
+            exhausted = records.count < limit
+            after = records.last?[entity.primaryKey]
+            if page.isEmpty { return nil }
+        }
+        return page[index]
+    }
+
+    mutating func advance() { index += 1 }
+}
