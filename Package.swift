@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(
             name: "JSONLStoreTests",
             dependencies: ["JSONLStore", "DataStoreConformance", "DataStoreTestSupport", "InMemoryStore", "SQLiteStore",
-                           "LMDBStore",
+                           "LMDBStore", "StoreMigration",
                            .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),

@@ -17,38 +17,37 @@ public enum JSONLineCodec {
         out.reserveCapacity(64 + entity.attributes.count * 16)
         out += Array(#"{"entity":"#.utf8)
         appendString(entity.name, to: &out)
-        out += Array(#","item":{"#.utf8)
+        out += Array(#","item":"#.utf8)
+        appendItem(record, of: entity, to: &out)
+        out.append(0x7D)
+        return out
+    }
+
+    /// The item's object: every attribute in schema order.
+    static func appendItem(_ record: Record, of entity: EntitySchema, to out: inout [UInt8]) {
+        out.append(0x7B)
         for (i, attribute) in entity.attributes.enumerated() {
             if i > 0 { out.append(0x2C) }
             appendString(attribute.name, to: &out)
             out.append(0x3A)
             appendValue(record[attribute.name], to: &out)
         }
-        out += [0x7D, 0x7D]
-        return out
+        out.append(0x7D)
     }
 
-    /// Decodes a line written by ``encode(_:of:)``.
-    /// - Throws: `corrupt` naming the line and what is wrong with it: bad JSON, an unknown entity
-    ///   or attribute, a value of the wrong type, a missing attribute.
-    public static func decode(_ line: some Collection<UInt8>, schema: Schema, lineNumber: Int) throws
-        -> (entity: EntitySchema, record: Record)
-    {
-        func fail(_ what: String) -> StoreError { StoreError(.corrupt, "line \(lineNumber): \(what)") }
+    /// Parses one line's JSON document.
+    static func parse(_ line: some Collection<UInt8>, _ fail: (String) -> StoreError) throws -> JSON {
         var parser = JSONParser(Array(line))
-        let top: JSON
         do {
-            top = try parser.parseDocument()
+            return try parser.parseDocument()
         } catch let error as JSONParser.Failure {
             throw fail("not valid JSON: \(error.message) at byte \(error.offset + 1)")
         }
-        guard case .object(let fields) = top, fields.count == 2,
-            case .string(let entityName)? = fields.first(where: { $0.key == "entity" })?.value,
-            case .object(let values)? = fields.first(where: { $0.key == "item" })?.value
-        else { throw fail(#"expected {"entity":"NAME","item":{...}}"#) }
-        guard let entity = schema.entity(named: entityName) else {
-            throw fail("unknown entity '\(entityName)'")
-        }
+    }
+
+    /// The item an object of every attribute's value describes.
+    static func item(_ values: [(key: String, value: JSON)], of entity: EntitySchema,
+                     _ fail: (String) -> StoreError) throws -> Record {
         var record = Record()
         var seen = Set<String>()
         for (name, json) in values {
@@ -64,6 +63,25 @@ public enum JSONLineCodec {
         for attribute in entity.attributes where !seen.contains(attribute.name) {
             throw fail("'\(entity.name)' item lacks attribute '\(attribute.name)'")
         }
+        return record
+    }
+
+    /// Decodes a line written by ``encode(_:of:)``.
+    /// - Throws: `corrupt` naming the line and what is wrong with it: bad JSON, an unknown entity
+    ///   or attribute, a value of the wrong type, a missing attribute.
+    public static func decode(_ line: some Collection<UInt8>, schema: Schema, lineNumber: Int) throws
+        -> (entity: EntitySchema, record: Record)
+    {
+        func fail(_ what: String) -> StoreError { StoreError(.corrupt, "line \(lineNumber): \(what)") }
+        let top = try parse(line, fail)
+        guard case .object(let fields) = top, fields.count == 2,
+            case .string(let entityName)? = fields.first(where: { $0.key == "entity" })?.value,
+            case .object(let values)? = fields.first(where: { $0.key == "item" })?.value
+        else { throw fail(#"expected {"entity":"NAME","item":{...}}"#) }
+        guard let entity = schema.entity(named: entityName) else {
+            throw fail("unknown entity '\(entityName)'")
+        }
+        let record = try item(values, of: entity, fail)
         return (entity, record)
     }
 

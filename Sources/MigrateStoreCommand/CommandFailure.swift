@@ -9,6 +9,7 @@ enum CommandFailure {
     static let badInput: Set<StoreError.Code> = [
         .notFound, .notAStore, .corrupt, .incompatibleFormat, .schemaMismatch, .invalidArgument, .unknownEntity,
         .incompleteMigration, .readOnly, .typeMismatch, .newerSchemaVersion, .invalidValue, .uniqueViolation,
+        .conflict,
     ]
 
     /// Prints `migrate-store: error: …` and returns the exit code to throw.

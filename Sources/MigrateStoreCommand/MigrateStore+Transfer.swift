@@ -64,16 +64,28 @@ extension MigrateStore {
 
     struct Sync: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Apply only the differences (inserts, updates, deletes) from the source to an existing destination.")
+            abstract: "Apply only the differences (inserts, updates, deletes) from the source to an existing destination.",
+            discussion: """
+                With --from diff:FILE, applies a diff written by `migrate-store diff` instead, in one \
+                transaction, if the destination still holds what the diff saw (exit 2 naming the first \
+                line that no longer matches, with nothing written).
+                """)
 
         @OptionGroup var options: TransferOptions
         @OptionGroup var check: SourceCheckOption
         @OptionGroup var follow: FollowOption
 
-        func validate() throws { try follow.validate() }
+        func validate() throws {
+            try follow.validate()
+            if options.from.hasPrefix("diff:") && follow.enabled {
+                throw ValidationError("--follow follows a store, not a diff file")
+            }
+        }
 
         func run() throws {
-            if follow.enabled {
+            if options.from.hasPrefix("diff:") {
+                try runApplyDiff(String(options.from.dropFirst(5)), options)
+            } else if follow.enabled {
                 // Follow catches up by itself: from the destination's position when the source's
                 // feed still reaches it, by a merge-join sync otherwise.
                 try runFollow(options, follow)

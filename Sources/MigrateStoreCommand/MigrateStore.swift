@@ -10,24 +10,25 @@ public struct MigrateStore: ParsableCommand {
 
     public static let configuration = CommandConfiguration(
         commandName: "migrate-store",
-        abstract: "Copy, sync and verify DataStore stores between SQLite, LMDB and in-memory backends.",
+        abstract: "Copy, sync and verify DataStore stores between SQLite, LMDB, in-memory and JSON Lines stores.",
         discussion: """
             A store is named KIND:PATH: sqlite:app.sqlite (a SQLite file), lmdb:app.lmdb (an LMDB \
-            environment directory). A bare PATH names what is there (a directory is LMDB, a file is \
+            environment directory), jsonl:app.jsonl or jsonl:app.jsonl.gz (a JSON Lines file, read as \
+            a store and written whole by copy and sync). A bare PATH names what is there (a directory is LMDB, a file is \
             SQLite). A bare KIND names the store by its name: in a directory holding app.sqlite, \
             `migrate-store --from sqlite --to lmdb` copies app.sqlite into app.lmdb; --store \
             PATH/NAME chooses the name when there is not exactly one store.
 
             Exit codes:
               0    success
-              1    verify found differences
+              1    verify or diff found differences
               2    bad input: a missing, damaged, unreadable or non-store source, an unknown kind, a \
             destination that exists, an unknown entity; `check` found damage
               3    the operation failed while running (I/O error, full disk, ...)
               64   invalid command-line usage
               130  interrupted (Ctrl-C) after a finished batch; run again with --resume
             """,
-        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Import.self],
+        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Import.self, Diff.self],
         defaultSubcommand: Copy.self
     )
 }

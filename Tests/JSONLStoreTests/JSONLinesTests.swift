@@ -6,6 +6,7 @@ import InMemoryStore
 import JSONLStore
 import LMDBStore
 import SQLiteStore
+import StoreMigration
 import Testing
 
 /// The stores a round trip goes through.
@@ -72,7 +73,8 @@ func aStoreOfEdgeValuesRoundTripsThroughJSONLines(_ kind: Kind) throws {
 
 /// 200 damaged files (truncated at line boundaries and inside lines, plain and gzip; bytes that
 /// are not UTF-8; values of the wrong type; keys out of order or twice; unknown entities): each
-/// load fails with one line naming the file, and the destination stays empty.
+/// load fails with one line naming the file, and the destination stays empty; each copy from
+/// `jsonl:FILE` fails the same way and leaves no destination.
 @Test func damagedFilesGiveOneLineErrorsAndLoadNothing() throws {
     let dir = try TemporaryDirectory()
     let source = try edgeStore(.memory, dir, "source")
@@ -148,6 +150,20 @@ func aStoreOfEdgeValuesRoundTripsThroughJSONLines(_ kind: Kind) throws {
             failures.append("\(what): \(error)")
         }
         if try contents(destination) != [] { failures.append("\(what): the destination is not empty") }
+        let copy = StoreLocation(kind: .sqlite, path: dir.path("copy-\(n).sqlite"))
+        do {
+            _ = try Migrator.copy(from: StoreLocation(kind: .jsonl, path: file), to: copy)
+            failures.append("\(what): copied")
+        } catch let error as StoreError {
+            if error.message.contains("\n") || !error.message.contains(file)
+                || (!what.hasPrefix("gzip") && !error.message.contains("line "))
+            {
+                failures.append("\(what): copy: \(error.message)")
+            }
+        }
+        if copy.exists || FileManager.default.fileExists(atPath: copy.path + ".migrating") {
+            failures.append("\(what): the copy left a destination")
+        }
     }
     #expect(failures == [], "\(failures.prefix(10))")
 }

@@ -1,0 +1,156 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+import JSONLStore
+
+/// What `diff` found, or what applying a diff did.
+public struct DiffReport: Sendable, Codable, Hashable {
+    public struct Counts: Sendable, Codable, Hashable {
+        public var entity: String
+        public var inserted = 0
+        public var updated = 0
+        public var deleted = 0
+    }
+
+    public var source: String
+    public var destination: String
+    public var entities: [Counts] = []
+    public var seconds = 0.0
+
+    /// Every change, over every entity.
+    public var changes: Int { entities.reduce(0) { $0 + $1.inserted + $1.updated + $1.deleted } }
+}
+
+extension Migrator {
+    /// Lists the item-level differences between `source` and `destination` (what `sync` would
+    /// do to the destination) as a diff file at `output` (standard output when `nil` or `-`):
+    /// one streaming merge join of both stores in key order, each read in one snapshot.
+    public static func diff(from source: StoreLocation, to destination: StoreLocation, output: String?,
+                            options: MigrationOptions = MigrationOptions(checkSource: false),
+                            progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> DiffReport {
+        let started = Date()
+        let (sourceStore, schema, _) = try openSource(source, distinctFrom: destination, options)
+        defer { try? sourceStore.close() }
+        let destinationStore = try withResumeCommand(destination) { try destination.openSource() }
+        defer { try? destinationStore.close() }
+        for entity in schema.entities where destinationStore.schema.entity(named: entity.name) != entity {
+            throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' like the source's")
+        }
+        var report = DiffReport(source: source.description, destination: destination.description)
+        let writer = try StoreChanges.Writer(path: output, schema: schema, from: source.description,
+                                             to: destination.description)
+        do {
+            try sourceStore.read { ours in
+                try destinationStore.read { theirs in
+                    for entity in schema.entities {
+                        var counts = DiffReport.Counts(entity: entity.name)
+                        let total = try ours.count(FetchRequest(entity.name))
+                        var read = 0
+                        var a = PageCursor(reader: ours, entity: entity, limit: max(1, options.batchSize))
+                        var b = PageCursor(reader: theirs, entity: entity, limit: max(1, options.batchSize))
+                        while true {
+                            let s = try a.peek()
+                            let d = try b.peek()
+                            guard s != nil || d != nil else { break }
+                            let order = s.flatMap { s in d.map { Value.compareBytes(s.key, $0.key) } } ?? (s == nil ? 1 : -1)
+                            if order < 0, let s {
+                                try writer.write(.insert(entity: entity.name, item: s.record), of: entity)
+                                counts.inserted += 1
+                                a.advance()
+                                read += 1
+                            } else if order > 0, let d {
+                                try writer.write(.delete(entity: entity.name, item: d.record), of: entity)
+                                counts.deleted += 1
+                                b.advance()
+                            } else if let s, let d {
+                                if s.record != d.record {
+                                    try writer.write(.update(entity: entity.name, old: d.record, new: s.record), of: entity)
+                                    counts.updated += 1
+                                }
+                                a.advance()
+                                b.advance()
+                                read += 1
+                            }
+                            if read % 1_000 == 0 {
+                                progress(MigrationProgress(phase: .verify, entity: entity.name, done: read, total: total,
+                                                           itemsPerSecond: Double(read) / max(Date().timeIntervalSince(started), 1e-6)))
+                            }
+                        }
+                        report.entities.append(counts)
+                    }
+                }
+            }
+            try writer.finish()
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        report.seconds = Date().timeIntervalSince(started)
+        return report
+    }
+
+    /// Applies a diff file to `destination` in one write transaction, after checking every line:
+    /// each insert's key must be free, each update's item must still hold the diff's old values,
+    /// each delete's item must be as the diff saw it. Anything else fails with `conflict` naming
+    /// the line, and nothing is written.
+    public static func apply(diff path: String, to destination: StoreLocation) throws -> DiffReport {
+        let started = Date()
+        // The whole file is read (and checked) before the store is opened for writing.
+        let (schema, from, _) = try StoreChanges.read(path) { _, _ in }
+        let store = try withResumeCommand(destination) { try destination.open(schema: nil) }
+        defer { try? store.close() }
+        for entity in schema.entities where store.schema.entity(named: entity.name) != entity {
+            throw StoreError(.schemaMismatch, "\(path) is a diff of entity '\(entity.name)', which \(destination) "
+                + "does not have as the diff does")
+        }
+        var report = DiffReport(source: from, destination: destination.description)
+        report.entities = schema.entities.map { DiffReport.Counts(entity: $0.name) }
+        try store.writeSync { writer in
+            var line = 1
+            try StoreChanges.read(path) { entity, change in
+                line += 1
+                let index = report.entities.firstIndex { $0.entity == entity.name }!
+                func conflict(_ what: String) -> StoreError {
+                    StoreError(.conflict, "\(path): line \(line): \(entity.name)[\(keyOf(change, entity))] \(what); "
+                        + "the destination changed since the diff was made, and nothing was applied")
+                }
+                switch change {
+                case .insert(_, let item):
+                    if try writer.get(entity.name, key: item[entity.primaryKey]) != nil { throw conflict("exists") }
+                    try writer.insert(item, into: entity.name)
+                    report.entities[index].inserted += 1
+                case .update(_, let old, let new):
+                    guard let current = try writer.get(entity.name, key: new[entity.primaryKey]) else {
+                        throw conflict("is gone")
+                    }
+                    for attribute in entity.attributes where old[attribute.name] != new[attribute.name] {
+                        guard current[attribute.name] == old[attribute.name] else {
+                            throw conflict("has \(attribute.name) = \(current[attribute.name]), not the diff's old "
+                                + "value \(old[attribute.name])")
+                        }
+                    }
+                    var updated = current
+                    for attribute in entity.attributes where old[attribute.name] != new[attribute.name] {
+                        updated[attribute.name] = new[attribute.name]
+                    }
+                    try writer.save(updated, into: entity.name)
+                    report.entities[index].updated += 1
+                case .delete(_, let item):
+                    guard let current = try writer.get(entity.name, key: item[entity.primaryKey]) else {
+                        throw conflict("is already gone")
+                    }
+                    guard current == item else { throw conflict("changed since the diff") }
+                    _ = try writer.delete(entity.name, key: item[entity.primaryKey])
+                    report.entities[index].deleted += 1
+                }
+            }
+        }
+        report.seconds = Date().timeIntervalSince(started)
+        return report
+    }
+
+    private static func keyOf(_ change: StoreChange, _ entity: EntitySchema) -> Value {
+        switch change {
+        case .insert(_, let item), .delete(_, let item), .update(_, _, let item): return item[entity.primaryKey]
+        }
+    }
+}

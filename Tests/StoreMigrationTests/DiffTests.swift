@@ -1,0 +1,97 @@
+import DataStoreAPI
+import DataStoreConformance
+import DataStoreTestSupport
+import Foundation
+import JSONLStore
+import StoreMigration
+import Testing
+
+/// `diff` lists what sync would do, losslessly, and `sync --from diff:FILE` applies it only to
+/// the destination it was made against.
+@Test(arguments: [(StoreKind.sqlite, StoreKind.lmdb), (.lmdb, .memory), (.memory, .jsonl)])
+func aDiffListsEveryChangeWithBothValuesAndAppliesOnlyToTheStoreItSaw(_ from: StoreKind, _ to: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(from, "source")
+    let destination = dir.location(to == .jsonl ? .sqlite : to, "destination")
+    defer { for l in [source, destination] where l.kind == .memory { try? l.destroy() } }
+    try writeEdgeCaseStore(source)
+    _ = try Migrator.copy(from: source, to: destination)
+    let store = try source.open(schema: nil)
+    try store.writeSync { w in
+        _ = try w.delete("Item", key: 100_000)
+        try w.update("Item", key: 100_001, set: ["ratio": -0.0, "label": .null])
+        try w.update("Item", key: 100_002, set: ["label": "", "name": "a\u{0}c"])
+        try w.insert(["id": 5_000_000, "name": "e\u{301}", "score": .int(.max)], into: "Item")
+        _ = try w.delete("Keyed", key: "")
+        try w.insert(["key": "\u{E9}\u{E9}", "value": 1], into: "Keyed")
+    }
+    try store.close()
+    // A JSON Lines destination: the diff reads it like any store.
+    var target = destination
+    if to == .jsonl {
+        target = dir.jsonl("destination", compressed: true)
+        _ = try Migrator.copy(from: destination, to: target)
+    }
+    let file = dir.url.appendingPathComponent("changes.jsonl.gz").path
+    let report = try Migrator.diff(from: source, to: target, output: file)
+    #expect(report.entities.map { [$0.inserted, $0.updated, $0.deleted] } == [[1, 2, 1], [1, 0, 1], [0, 0, 0]])
+    var changes: [StoreChange] = []
+    let header = try StoreChanges.read(file) { _, change in changes.append(change) }
+    #expect(header.from == source.description && header.to == target.description)
+    #expect(changes.count == 6)
+    let ratio = changes.compactMap { change -> UInt64? in
+        guard case .update(_, _, let new) = change, new["id"] == 100_001, case .double(let d) = new["ratio"] else {
+            return nil
+        }
+        return d.bitPattern
+    }
+    #expect(ratio == [(-0.0 as Double).bitPattern], "-0.0 survives the diff bit for bit")
+    #expect(changes.contains { if case .update(_, let old, let new) = $0 { old["label"] == .null && new["label"] == "" } else { false } },
+            "null and empty stay apart")
+    if to == .jsonl {
+        // A JSON Lines store is read-only: apply to the store it was copied from.
+        #expect(throws: StoreError.self) { try Migrator.apply(diff: file, to: target) }
+        return
+    }
+    let applied = try Migrator.apply(diff: file, to: destination)
+    #expect(applied.changes == 6)
+    #expect(try Migrator.verify(from: source, to: destination).differences == 0)
+    // Applied twice, the first line conflicts and nothing is written.
+    let before = try contents(destination)
+    do {
+        _ = try Migrator.apply(diff: file, to: destination)
+        Issue.record("a diff applied to a store that changed since")
+    } catch let error as StoreError {
+        #expect(error.code == .conflict && error.message.contains("line 2") && !error.message.contains("\n"), "\(error)")
+    }
+    #expect(try contents(destination) == before)
+}
+
+@Test func theDiffCommandWritesJSONLinesToStandardOutputAndSyncAppliesThem() throws {
+    let dir = try TemporaryDirectory()
+    let a = dir.location(.sqlite, "a")
+    let b = dir.location(.lmdb, "b")
+    try writeEdgeCaseStore(a)
+    _ = try Migrator.copy(from: a, to: b)
+    let same = try runCLI(["diff", "--from", a.description, "--to", b.description])
+    #expect(same.status == 0 && same.output.split(separator: "\n").count == 1, "only the header: \(same.output)")
+    let store = try a.open(schema: nil)
+    try store.writeSync { w in try w.update("Keyed", key: "a\u{0}", set: ["note": "changed"]) }
+    try store.close()
+    let different = try runCLI(["diff", "--from", a.description, "--to", b.description])
+    #expect(different.status == 1 && different.errors.contains("1 differences"), "\(different.errors)")
+    let lines = different.output.split(separator: "\n")
+    #expect(lines.count == 2 && lines[1].contains(#""op":"update""#) && lines[1].contains(#""note":{"old":"a\u0000","new":"changed"}"#),
+            "\(lines)")
+    let file = dir.url.appendingPathComponent("d.jsonl")
+    try Data(different.output.utf8).write(to: file)
+    let sync = try runCLI(["sync", "--from", "diff:" + file.path, "--to", b.description])
+    #expect(sync.status == 0 && sync.output.contains("Keyed: 0 inserted, 1 updated"), "\(sync.output) \(sync.errors)")
+    #expect(try runCLI(["verify", "--from", a.description, "--to", b.description, "--progress", "none"]).status == 0)
+    let again = try runCLI(["sync", "--from", "diff:" + file.path, "--to", b.description])
+    #expect(again.status == 2 && again.errors.contains("line 2"), "\(again.errors)")
+    // A damaged diff: a one-line error, nothing applied.
+    try Data((different.output.replacingOccurrences(of: #""op":"update""#, with: #""op":"upsert""#)).utf8).write(to: file)
+    let damaged = try runCLI(["sync", "--from", "diff:" + file.path, "--to", b.description])
+    #expect(damaged.status == 2 && damaged.errors.contains("unknown op 'upsert'"), "\(damaged.errors)")
+}
