@@ -1,4 +1,5 @@
 @_spi(Backend) import DataStoreAPI
+internal import CZlib
 import Foundation
 
 /// Imports an API's JSON (an array of objects, or JSON Lines of objects) into one entity with
@@ -27,6 +28,12 @@ public enum JSONImport {
         /// Objects per write transaction.
         public var batchSize: Int
 
+        /// What makes two runs the same import, besides the input and the entity.
+        var fingerprint: String {
+            "\(mapping.sorted { $0.key < $1.key }) \(snakeCaseToCamelCase) \(operations.map(\.rawValue).sorted()) "
+                + "\(epochUnit) \(batchSize)"
+        }
+
         public init(mapping: [String: String] = [:], snakeCaseToCamelCase: Bool = true,
                     operations: Set<Operation> = Set(Operation.allCases), epochUnit: EpochUnit = .seconds,
                     batchSize: Int = 1_000) {
@@ -52,7 +59,32 @@ public enum JSONImport {
         public var unchanged = 0
         public var deleted = 0
         public var rejected: [Reject] = []
+        /// The accepted objects an interrupted run of the same input had already imported, when
+        /// this run went on from its checkpoint.
+        public var resumedAfter: Int?
     }
+
+    /// Thrown when `shouldStop` said to stop after a batch: the checkpoint is stored, and the
+    /// same import run again goes on from it.
+    public struct Interrupted: Error, Sendable {
+        public var report: Report
+    }
+
+    /// Where an import stands: stored in the store, in the same transaction as each batch.
+    struct Checkpoint: Codable {
+        /// The input and the options, which must be the same for a run to go on from here.
+        var run: String
+        /// Accepted objects written.
+        var done: Int
+        var inserted: Int
+        var updated: Int
+        var unchanged: Int
+        var deleted: Int
+        /// Objects the store refused, by position, with the reason.
+        var refused: [Int: String]
+    }
+
+    static let checkpointKey = "datastore.import.checkpoint"
 
     /// Imports `path` into `entityName` of `store`.
     ///
@@ -64,6 +96,7 @@ public enum JSONImport {
     /// - Parameter rejects: where to write the rejected objects as JSON Lines, if anywhere.
     public static func run(_ path: String, into store: any DataStore, entity entityName: String,
                            options: Options = Options(), rejects rejectsPath: String? = nil,
+                           shouldStop: () -> Bool = { false },
                            progress: (Int) -> Void = { _ in }) throws -> Report {
         guard let entity = store.schema.entity(named: entityName) else {
             throw StoreError(.unknownEntity, "the store has no entity '\(entityName)' (it has "
@@ -73,7 +106,8 @@ public enum JSONImport {
             throw StoreError(.unknownAttribute, "the mapping sends '\(key)' to '\(attribute)', which '\(entityName)' "
                 + "does not have")
         }
-        let objects = try parse(path)
+        let (objects, digest) = try parse(path)
+        let run = "\(digest) \(entity.name) \(options.fingerprint)"
         var report = Report()
         report.objects = objects.count
         var rejectedObjects: [(Reject, JSON)] = []
@@ -92,10 +126,38 @@ public enum JSONImport {
                 rejectedObjects.append((Reject(position: position, reason: rejection.reason), object))
             }
         }
-        // Writes, in batches; a value the store refuses rejects its object and the rest of the
-        // batch is written.
-        var start = 0
+        // An interrupted run of the same input and options goes on from its checkpoint.
+        var mark = Checkpoint(run: run, done: 0, inserted: 0, updated: 0, unchanged: 0, deleted: 0, refused: [:])
+        if let bytes = try store.read({ try $0.metadata(forKey: checkpointKey) }),
+            let stored = try? JSONDecoder().decode(Checkpoint.self, from: Data(bytes)), stored.run == run
+        {
+            mark = stored
+            report.resumedAfter = stored.done
+        }
+        func save(_ writer: WriteAccessor, _ mark: Checkpoint?) throws {
+            let bytes = try mark.map { mark -> [UInt8] in
+                do {
+                    return Array(try JSONEncoder().encode(mark))
+                } catch {
+                    throw StoreError(.invalidValue, "the import checkpoint cannot be encoded: \(error)")
+                }
+            }
+            try writer.setReservedMetadata(bytes, forKey: checkpointKey)
+        }
+        func record(_ mark: Checkpoint) {
+            report.inserted = mark.inserted
+            report.updated = mark.updated
+            report.unchanged = mark.unchanged
+            report.deleted = mark.deleted
+        }
+        record(mark)
+        // Writes, in batches, each with the checkpoint; a value the store refuses rejects its
+        // object and the rest of the batch is written.
+        var start = min(mark.done, accepted.count)
+        var wrote = false
         while start < accepted.count {
+            if wrote, shouldStop() { throw Interrupted(report: report) }
+            wrote = true
             let batch = accepted[start..<min(accepted.count, start + max(1, options.batchSize))]
             let outcome = try store.writeSync { writer -> (Report, [(Int, String)]) in
                 var counts = Report()
@@ -126,16 +188,29 @@ public enum JSONImport {
                         refused.append((offset, error.message))
                     }
                 }
+                var next = mark
+                next.done = batch.endIndex
+                next.inserted += counts.inserted
+                next.updated += counts.updated
+                next.unchanged += counts.unchanged
+                for (offset, reason) in refused { next.refused[accepted[offset].position] = reason }
+                try save(writer, next)
                 return (counts, refused)
             }
-            report.inserted += outcome.0.inserted
-            report.updated += outcome.0.updated
-            report.unchanged += outcome.0.unchanged
-            for (offset, reason) in outcome.1 {
-                rejectedObjects.append((Reject(position: accepted[offset].position, reason: reason), accepted[offset].object))
-            }
+            mark.done = batch.endIndex
+            mark.inserted += outcome.0.inserted
+            mark.updated += outcome.0.updated
+            mark.unchanged += outcome.0.unchanged
+            for (offset, reason) in outcome.1 { mark.refused[accepted[offset].position] = reason }
+            record(mark)
             start += batch.count
             progress(start)
+        }
+        // The objects the store refused, in this run or the one it goes on from.
+        for item in accepted {
+            if let reason = mark.refused[item.position] {
+                rejectedObjects.append((Reject(position: item.position, reason: reason), item.object))
+            }
         }
         if options.operations.contains(.delete) {
             var doomed: [Value] = []
@@ -149,12 +224,19 @@ public enum JSONImport {
             var index = 0
             while index < doomed.count {
                 let batch = doomed[index..<min(doomed.count, index + max(1, options.batchSize))]
-                report.deleted += try store.writeSync { writer in
-                    try batch.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
+                mark.deleted += try store.writeSync { writer in
+                    let deleted = try batch.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
+                    var next = mark
+                    next.deleted += deleted
+                    try save(writer, next)
+                    return deleted
                 }
+                record(mark)
                 index += batch.count
+                if index < doomed.count, shouldStop() { throw Interrupted(report: report) }
             }
         }
+        try store.writeSync { try save($0, nil) }
         rejectedObjects.sort { $0.0.position < $1.0.position }
         report.rejected = rejectedObjects.map(\.0)
         if let rejectsPath {
@@ -183,11 +265,29 @@ public enum JSONImport {
     }
 
     /// The objects of the input with their positions (array index or line number, from 1).
-    static func parse(_ path: String) throws -> [(position: Int, JSON)] {
+    static func parse(_ path: String) throws -> (objects: [(position: Int, JSON)], digest: String) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StoreError(.notFound, "\(path) does not exist or cannot be read")
         }
         let bytes = Array(data)
+        return (try parse(bytes, path), "\(bytes.count):\(crc32(of: bytes))")
+    }
+
+    /// zlib's CRC-32 of `bytes`.
+    static func crc32(of bytes: [UInt8]) -> UInt {
+        bytes.withUnsafeBufferPointer { buffer in
+            var crc = CZlib.crc32(0, nil, 0)
+            var offset = 0
+            while offset < buffer.count {
+                let length = min(buffer.count - offset, 1 << 30)
+                crc = CZlib.crc32(crc, buffer.baseAddress! + offset, UInt32(length))
+                offset += length
+            }
+            return UInt(crc)
+        }
+    }
+
+    static func parse(_ bytes: [UInt8], _ path: String) throws -> [(position: Int, JSON)] {
         let firstByte = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
         if firstByte == UInt8(ascii: "[") {
             var parser = JSONParser(bytes)

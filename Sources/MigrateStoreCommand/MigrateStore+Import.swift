@@ -13,7 +13,9 @@ extension MigrateStore {
                 the --mapping file ({"json_key": "attribute"}). The primary key decides between insert \
                 and update; items of the entity that the JSON does not hold are deleted. Dates may be \
                 ISO 8601 text or Unix-epoch numbers. Objects that cannot be imported are counted, listed \
-                with their reason in --rejects, and skipped; input that is not JSON writes nothing.
+                with their reason in --rejects, and skipped; input that is not JSON writes nothing. \
+                Objects are written in transactions of --batch-size, each storing a checkpoint: after \
+                Ctrl-C or a crash, the same command goes on from the last one.
                 """)
 
         @Option(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
@@ -77,14 +79,25 @@ extension MigrateStore {
                     }
                 }
             }
-            let report = try CommandFailure.catching {
+            let interrupt = InterruptHandler()
+            let report: JSONImport.Report
+            do {
                 let store = try location.open(schema: nil)
                 defer { try? store.close() }
-                return try JSONImport.run(file, into: store, entity: entity, options: options, rejects: rejects)
+                report = try JSONImport.run(file, into: store, entity: entity, options: options, rejects: rejects,
+                                            shouldStop: { interrupt.isSet })
+            } catch let stopped as JSONImport.Interrupted {
+                let done = stopped.report.inserted + stopped.report.updated + stopped.report.unchanged
+                FileHandle.standardError.write(Data(("migrate-store: interrupted after a finished batch (\(done) objects "
+                    + "imported); the same command run again goes on from there\n").utf8))
+                throw ExitCode(130)
+            } catch {
+                throw CommandFailure.exit(for: error)
             }
             print("import \(file) -> \(location) \(entity): \(report.objects) objects, \(report.inserted) inserted, "
                 + "\(report.updated) updated, \(report.unchanged) unchanged, \(report.deleted) deleted, "
-                + "\(report.rejected.count) rejected")
+                + "\(report.rejected.count) rejected"
+                + (report.resumedAfter.map { " (went on after \($0) objects of an interrupted run)" } ?? ""))
             for reject in report.rejected.prefix(10) { print("  rejected object \(reject.position): \(reject.reason)") }
             if report.rejected.count > 10 { print("  ... \(report.rejected.count - 10) more") }
         }

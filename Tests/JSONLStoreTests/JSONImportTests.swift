@@ -117,3 +117,52 @@ func anObjectThatBreaksAUniqueIndexIsRejectedAndItsBatchGoesOn(_ kind: Kind) thr
     #expect(report.rejected.first?.reason.contains("byEmail") == true, "\(report.rejected)")
     #expect(try store.read { try $0.fetch(FetchRequest("User")).map(\.["id"]) } == [1, 3])
 }
+
+/// An import stopped after a batch keeps its checkpoint in the store; the same import run again
+/// goes on from it and ends with the store and report an uninterrupted run gives. Another input
+/// starts from the beginning.
+@Test(arguments: Kind.allCases)
+func anInterruptedImportGoesOnFromItsCheckpoint(_ kind: Kind) throws {
+    let dir = try TemporaryDirectory()
+    var objects: [String] = []
+    for id in 1...230 {
+        // Every 50th object clashes with the unique e-mail of the one before it.
+        let email = id % 50 == 0 ? "user\(id - 1)@example.com" : "user\(id)@example.com"
+        objects.append(#"{"id": \#(id), "first_name": "U\#(id)", "email_address": "\#(email)"}"#)
+    }
+    let input = dir.path("many.json")
+    FileManager.default.createFile(atPath: input, contents: Data(("[" + objects.joined(separator: ",\n") + "]").utf8))
+    func seeded(_ name: String) throws -> any DataStore {
+        let store = try kind.open(dir, name, userSchema)
+        try store.writeSync { w in
+            for id in [3, 500, 501] { try w.insert(["id": .int(Int64(id)), "firstName": "Before"], into: "User") }
+        }
+        return store
+    }
+    let options = JSONImport.Options(batchSize: 40)
+    let whole = try seeded("whole")
+    defer { try? whole.close() }
+    let expected = try JSONImport.run(input, into: whole, entity: "User", options: options)
+    #expect(expected.inserted == 225 && expected.updated == 1 && expected.deleted == 2 && expected.rejected.count == 4)
+
+    let store = try seeded("stopped")
+    defer { try? store.close() }
+    var batches = 0
+    do {
+        _ = try JSONImport.run(input, into: store, entity: "User", options: options,
+                               shouldStop: { batches += 1; return batches == 3 })
+        Issue.record("the import did not stop")
+    } catch let stopped as JSONImport.Interrupted {
+        #expect(stopped.report.inserted + stopped.report.updated == 120 - 2, "three batches of 40, two refused")
+    }
+    #expect(try store.read { try $0.count(FetchRequest("User")) } == 3 + 120 - 1 - 2)
+    let resumed = try JSONImport.run(input, into: store, entity: "User", options: options)
+    #expect(resumed.resumedAfter == 120)
+    var comparable = resumed
+    comparable.resumedAfter = nil
+    #expect(comparable == expected)
+    #expect(try store.read { try $0.fetch(FetchRequest("User")) } == whole.read { try $0.fetch(FetchRequest("User")) })
+    // Done: the checkpoint is gone, and the next run is a whole new one.
+    let again = try JSONImport.run(input, into: store, entity: "User", options: options)
+    #expect(again.resumedAfter == nil && again.unchanged == 226)
+}
