@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "StoreMigrationTests",
             dependencies: ["StoreMigration", "DataStoreConformance", "DataStoreTestSupport", "migrate-store", "crash-writer",
-                           "MigrateStoreCommand",
+                           "MigrateStoreCommand", "JSONLStore",
                            "InMemoryStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Peak memory of migrate-store copies at 100,000 and 1,000,000 items, both directions.
+# Peak memory of migrate-store copies at 100,000 and 1,000,000 items, both directions, and of
+# exporting to and importing from JSON Lines (plain and gzip-compressed).
 # Prints peak VmRSS (all resident memory), RssAnon (heap and stacks) and RssFile (file pages
 # mapped into the process: LMDB's memory map) sampled every 20 ms from /proc.
 set -euo pipefail
@@ -15,4 +16,12 @@ for n in 100000 1000000; do
     python3 Scripts/peak-rss.py "$bin" copy --from "sqlite:$work/s$n.sqlite" --to "lmdb:$work/l$n.lmdb" --progress none
     echo -n "$n items lmdb->sqlite: "
     python3 Scripts/peak-rss.py "$bin" copy --from "lmdb:$work/l$n.lmdb" --to "sqlite:$work/b$n.sqlite" --progress none
+    for ext in jsonl jsonl.gz; do
+        echo -n "$n items sqlite->$ext: "
+        python3 Scripts/peak-rss.py "$bin" copy --from "sqlite:$work/s$n.sqlite" --to "jsonl:$work/e$n.$ext" --progress none
+        echo -n "$n items $ext->lmdb: "
+        python3 Scripts/peak-rss.py "$bin" copy --from "jsonl:$work/e$n.$ext" --to "lmdb:$work/i$n-$ext.lmdb" --progress none
+        echo -n "$n items $ext->sqlite: "
+        python3 Scripts/peak-rss.py "$bin" copy --from "jsonl:$work/e$n.$ext" --to "sqlite:$work/i$n-$ext.sqlite" --progress none
+    done
 done

@@ -5,9 +5,8 @@ import Foundation
 ///
 /// ```swift
 /// let report = try Migrator.copy(from: StoreLocation(parsing: "sqlite:app.sqlite"),
-///                                to: StoreLocation(parsing: "lmdb:app.lmdb")) { progress in
-///     print(progress.entity, progress.done, progress.total)
-/// }
+///                                to: StoreLocation(parsing: "lmdb:app.lmdb"),
+///                                progress: { progress in print(progress.entity, progress.done, progress.total) })
 /// ```
 ///
 /// The source is read through one read transaction (one consistent snapshot of every entity)

@@ -3,8 +3,10 @@ import DataStoreConformance
 import DataStoreTestSupport
 import Foundation
 import InMemoryStore
+import JSONLStore
 import LMDBStore
 import SQLiteStore
+import StoreMigration
 import Synchronization
 import Testing
 
@@ -163,4 +165,39 @@ func theReadmeFeedExamplesRunOnEveryBackend(_ kind: String) async throws {
     #expect(update?.diff.inserted == [0] && update?.results.count == 2)
     while seen.withLock({ $0.last }) != 2 { try await Task.sleep(for: .milliseconds(5)) }
     handle.cancel()
+}
+
+/// The README's JSON Lines library example, as written there.
+@Test func theReadmeJSONLinesExampleWorks() throws {
+    let tmp = try TemporaryDirectory()
+    let dir = tmp.url.path
+    try DemoData.seed(StoreLocation(parsing: "sqlite:\(dir)/app.sqlite"), items: 2_000, seed: 3)
+    let live = try StoreLocation(parsing: "sqlite:\(dir)/app.sqlite")
+    let replica = try StoreLocation(parsing: "lmdb:\(dir)/replica.lmdb")
+    _ = try Migrator.copy(from: live, to: replica)
+
+    let backup = try StoreLocation(parsing: "jsonl:\(dir)/app.jsonl.gz")
+    var reported = 0
+    try Migrator.copy(from: StoreLocation(parsing: "sqlite:\(dir)/app.sqlite"), to: backup,
+                      progress: { progress in reported = max(reported, progress.done) })
+    let file = try JSONLinesStore(path: "\(dir)/app.jsonl.gz")          // a read-only DataStore
+    let vips = try file.read { try $0.fetch(FetchRequest("Customer", filter: Field("vip") == true)) }
+    #expect(!vips.isEmpty && reported > 0)
+    try file.close()
+
+    let store = try live.open(schema: nil)
+    try store.writeSync { w in _ = try w.delete("Customer", key: vips[0]["id"]) }
+    try store.close()
+    let changes = try Migrator.diff(from: live, to: backup, output: "\(dir)/changes.jsonl")
+    #expect(changes.changes == 1)
+    try Migrator.apply(diff: "\(dir)/changes.jsonl", to: replica)     // conflict: nothing applied
+    #expect(try Migrator.verify(from: live, to: replica).differences == 0)
+    #expect(throws: StoreError.self) { try Migrator.apply(diff: "\(dir)/changes.jsonl", to: replica) }
+
+    let opened = try live.open(schema: nil)
+    defer { try? opened.close() }
+    try JSONLines.export(opened, to: "\(dir)/fixture.jsonl")   // any open store, one snapshot
+    let empty = try InMemoryStore(schema: opened.schema)
+    try JSONLines.load("\(dir)/fixture.jsonl", into: empty)   // checked whole first, then batches
+    #expect(try empty.read { try $0.count(FetchRequest("Order")) } == opened.read { try $0.count(FetchRequest("Order")) })
 }
