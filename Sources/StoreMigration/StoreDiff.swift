@@ -22,40 +22,15 @@ struct StoreDiff {
         case delete(Value)
     }
 
-    /// A page-at-a-time cursor over an entity in key order.
-    private struct Cursor {
-        let fetch: (Value?) throws -> [Record]
-        let limit: Int
-        var page: [Record] = []
-        var index = 0
-        var last: Value?
-        var exhausted = false
-
-        mutating func peek() throws -> Record? {
-            if index == page.count {
-                guard !exhausted else { return nil }
-                page = try fetch(last)
-                index = 0
-                exhausted = page.count < limit
-                if page.isEmpty { return nil }
-            }
-            return page[index]
-        }
-
-        mutating func advance(_ key: Value) {
-            index += 1
-            last = key
-        }
-    }
-
     func run(_ report: inout EntityReport, samples: inout [String]) throws {
         let name = entity.name
         let pk = entity.primaryKey
         let limit = max(1, batchSize)
-        var src = Cursor(fetch: { [source] after in try source.scan(name, after: after, limit: limit) }, limit: limit)
-        var dst = Cursor(fetch: { [destination] after in
+        var src = PageCursor(reader: source, entity: entity, limit: limit)
+        // Each destination page in a read transaction of its own: the pass writes between them.
+        var dst = PageCursor(entity: entity, limit: limit) { [destination] after in
             try destination.read { try $0.scan(name, after: after, limit: limit) }
-        }, limit: limit)
+        }
         var pending: [Change] = []
         var lastSourceKey: Value?
         var sinceProgress = 0
@@ -83,12 +58,12 @@ struct StoreDiff {
         }
 
         while true {
-            let s = try src.peek()
-            let d = try dst.peek()
+            let s = try src.peek()?.record
+            let d = try dst.peek()?.record
             if s == nil && d == nil { break }
             let order: Int
-            if let s, let d {
-                order = Value.compareBytes(try KeyEncoding.encodeKey(s[pk]), try KeyEncoding.encodeKey(d[pk]))
+            if let sk = try src.peek()?.key, let dk = try dst.peek()?.key {
+                order = Value.compareBytes(sk, dk)
             } else {
                 order = s == nil ? 1 : -1
             }
@@ -97,11 +72,11 @@ struct StoreDiff {
                 report.itemsRead += 1
                 if mode == .apply { report.itemsWritten += 1 }
                 lastSourceKey = s[pk]
-                src.advance(s[pk])
+                src.advance()
             } else if order > 0, let d {
                 note(.delete(d[pk]), "\(name)[\(d[pk])]: not in the source")
                 if mode == .apply { report.itemsDeleted += 1 }
-                dst.advance(d[pk])
+                dst.advance()
             } else if let s, let d {
                 if s != d {
                     note(.save(s), "\(name)[\(s[pk])]: differs")
@@ -110,8 +85,8 @@ struct StoreDiff {
                 report.itemsRead += 1
                 report.itemsVerified += mode == .compare ? 1 : 0
                 lastSourceKey = s[pk]
-                src.advance(s[pk])
-                dst.advance(d[pk])
+                src.advance()
+                dst.advance()
             }
             sinceProgress += 1
             if pending.count >= limit || sinceProgress >= limit {

@@ -203,26 +203,33 @@ extension Migrator {
     }
 }
 
-/// An entity's items in key order, a page at a time, with their encoded keys.
+/// An entity's items in key order, a page at a time, with their encoded keys: the cursor of
+/// every merge join of two stores.
 struct PageCursor {
-    let reader: ReadAccessor
     let entity: EntitySchema
     let limit: Int
+    private let fetch: (Value?) throws -> [Record]
     private var page: [(key: [UInt8], record: Record)] = []
     private var index = 0
     private var after: Value?
     private var exhausted = false
 
-    init(reader: ReadAccessor, entity: EntitySchema, limit: Int) {
-        self.reader = reader
+    /// Pages that `fetch` returns: up to `limit` items after the key it is given.
+    init(entity: EntitySchema, limit: Int, fetch: @escaping (Value?) throws -> [Record]) {
         self.entity = entity
         self.limit = limit
+        self.fetch = fetch
+    }
+
+    /// Pages of one read transaction.
+    init(reader: ReadAccessor, entity: EntitySchema, limit: Int) {
+        self.init(entity: entity, limit: limit) { after in try reader.scan(entity.name, after: after, limit: limit) }
     }
 
     mutating func peek() throws -> (key: [UInt8], record: Record)? {
         if index == page.count {
             guard !exhausted else { return nil }
-            let records = try reader.scan(entity.name, after: after, limit: limit)
+            let records = try fetch(after)
             page = try records.map { (try KeyEncoding.encodeKey($0[entity.primaryKey]), $0) }
             index = 0
             exhausted = records.count < limit

@@ -4,6 +4,7 @@ import InMemoryStore
 import JSONLStore
 import LMDBStore
 import SQLiteStore
+import StoreMigration
 
 /// The workload's item as a plain Codable struct, for the baseline loops.
 struct PlainItem: Codable {
@@ -77,5 +78,29 @@ struct PlainItem: Codable {
         record(backend, "JSON Lines export (vs JSONEncoder loop)", n, operations: n, api: exportSeconds, raw: encodeSeconds)
         record(backend, "JSON Lines load, checked first (vs JSONSerialization loop)", n, operations: n,
                api: loadSeconds, raw: parseSeconds)
+        // The same through the jsonl: kind of the migration engine (checkpointed batches; the
+        // source file checked by a pass of its own, then read once more while opening).
+        let kind: StoreKind = backend == "SQLite" ? .sqlite : backend == "LMDB" ? .lmdb : .memory
+        func location(_ name: String) -> StoreLocation {
+            kind == .memory ? StoreLocation(kind: .memory, path: "bench-\(name)-\(n)")
+                : StoreLocation(kind: kind, path: "\(directory)/\(name).\(kind.rawValue)")
+        }
+        let from = location("kind-source")
+        let kindSource = try from.open(schema: Workload.schema, durability: .normal)
+        try APIBench(store: kindSource, workload: workload).insertAll(from: 0, count: n, batch: 10_000)
+        try kindSource.close()
+        let file = StoreLocation(kind: .jsonl, path: "\(directory)/\(backend)-kind.jsonl")
+        let options = MigrationOptions(batchSize: 10_000, verify: false, checkSource: false)
+        let copyOutSeconds = try time { _ = try Migrator.copy(from: from, to: file, options: options) }
+        var checked = options
+        checked.checkSource = true
+        let into = location("kind-destination")
+        let copyInSeconds = try time { _ = try Migrator.copy(from: file, to: into, options: checked) }
+        precondition(try Migrator.verify(from: from, to: into).differences == 0)
+        for l in [from, into] { try l.destroy() }
+        record(backend, "copy --to jsonl: (vs JSONEncoder loop)", n, operations: n, api: copyOutSeconds,
+               raw: encodeSeconds)
+        record(backend, "copy --from jsonl:, checked (vs JSONSerialization loop)", n, operations: n,
+               api: copyInSeconds, raw: parseSeconds)
     }
 }
