@@ -37,6 +37,10 @@ public final class JSONLinesStore: Store, @unchecked Sendable {
         -> any DataStore
     {
         guard exists(at: path) else {
+            if let source = JSONLStreamWriter.unfinishedSource(path) {
+                throw StoreError(.incompleteMigration, "jsonl:\(path) is the destination of an unfinished copy from "
+                    + "\(source); finish it with: migrate-store copy --from \(source) --to jsonl:\(path) --resume")
+            }
             throw StoreError(.notFound, "jsonl:\(path) does not exist; a JSON Lines store is made by "
                 + "migrate-store copy --to jsonl:\(path)")
         }

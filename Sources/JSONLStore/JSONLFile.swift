@@ -189,6 +189,15 @@ final class JSONLStreamWriter: StreamedStoreWriter {
         return writer
     }
 
+    /// The source of the unfinished stream into `path`, as its checkpoint names it.
+    static func unfinishedSource(_ path: String) -> String? {
+        guard FileManager.default.fileExists(atPath: stagingPath(path)),
+            let data = FileManager.default.contents(atPath: checkpointPath(path)),
+            let mark = try? JSONDecoder().decode(Mark.self, from: data)
+        else { return nil }
+        return mark.position.source
+    }
+
     /// A plain stream of lines into `path` (no header, no checkpoints), which appears when
     /// finished: the rejects file of an import.
     static func lines(at path: String) throws -> JSONLStreamWriter {

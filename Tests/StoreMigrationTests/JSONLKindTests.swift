@@ -77,6 +77,13 @@ func everyBackendRoundTripsThroughJSONLinesItemForItem(_ kind: StoreKind, _ comp
                               shouldStop: { batches += 1; return batches == 3 })
         }
         #expect(!file.exists, "nothing at the destination until the copy finishes")
+        do {
+            _ = try file.open(schema: nil)
+            Issue.record("an unfinished JSON Lines copy opened")
+        } catch let error as StoreError {
+            #expect(error.code == .incompleteMigration && error.message.contains("--resume")
+                && error.message.contains(source.description), "\(error)")
+        }
         #expect(FileManager.default.fileExists(atPath: file.path + ".migrating"))
         do {
             _ = try Migrator.copy(from: source, to: file)
