@@ -59,8 +59,7 @@ public final class JSONLinesStore: Store, @unchecked Sendable {
     }
 
     public func check(at path: String) throws -> EngineCheck {
-        let counts = try JSONLines.check(path)
-        let items = counts.values.reduce(0, +)
+        let items = try JSONLEngine.check(path).entities.values.reduce(0) { $0 + $1.count }
         return EngineCheck("every line read and checked, keys in order", itemsChecked: items)
     }
 

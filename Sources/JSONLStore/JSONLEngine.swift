@@ -35,6 +35,18 @@ final class JSONLEngine: StorageEngine, CommitCounting {
     /// Readers left where a scan stopped, by entity, for the next page.
     private let idle = Mutex<[JSONLCursor]>([])
 
+    /// What one checking pass over a file learned: the schema and each entity's lines.
+    struct Scan: @unchecked Sendable {
+        var schema: Schema
+        var entities: [String: EntityLines]
+        /// The file it read: device, inode, size and modification time.
+        var identity: [Int]
+    }
+
+    /// The last file ``check(_:)`` read, so that opening it right after (a copy checks its
+    /// source, then opens it) does not read it again.
+    private static let lastCheck = Mutex<(path: String, scan: Scan)?>(nil)
+
     init(path: String) throws {
         let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -42,24 +54,57 @@ final class JSONLEngine: StorageEngine, CommitCounting {
             throw StoreError(errno == ENOENT ? .notFound : .io, "\(path) cannot be opened: \(reason)")
         }
         do {
-            var entities: [String: EntityLines] = [:]
-            let schema = try JSONLines.read(path, opening: Self.procPath(descriptor)) { reader, entity, key, _ in
-                // Seeking to the line's offset, numbered as the line before it, reads it next.
-                let here = (offset: reader.lineOffset, lineNumber: reader.lineNumber - 1)
-                var lines = entities[entity.name] ?? EntityLines()
-                if lines.start == nil { lines.start = here }
-                if lines.count % Self.indexStride == 0 { lines.index.append((key, here.offset, here.lineNumber)) }
-                lines.count += 1
-                entities[entity.name] = lines
+            let identity = try Self.identity(descriptor, path)
+            let checked = Self.lastCheck.withLock { last -> Scan? in
+                defer { last = nil }
+                return last.flatMap { $0.path == path && $0.scan.identity == identity ? $0.scan : nil }
             }
+            let scan = try checked ?? Self.scan(path, opening: Self.procPath(descriptor), identity: identity)
             self.path = path
-            self.schema = schema
-            self.entities = entities
+            self.schema = scan.schema
+            self.entities = scan.entities
             self.descriptor = descriptor
         } catch {
             _ = Foundation.close(descriptor)
             throw error
         }
+    }
+
+    /// Reads and checks every line (``JSONLines/check(_:)``), keeping what a store needs of it
+    /// for an open that follows.
+    static func check(_ path: String) throws -> Scan {
+        let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw StoreError(errno == ENOENT ? .notFound : .io, "\(path) cannot be opened: \(reason)")
+        }
+        defer { _ = Foundation.close(descriptor) }
+        let scan = try Self.scan(path, opening: procPath(descriptor), identity: identity(descriptor, path))
+        lastCheck.withLock { $0 = (path, scan) }
+        return scan
+    }
+
+    private static func identity(_ descriptor: Int32, _ path: String) throws -> [Int] {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            throw StoreError(.io, "\(path) cannot be examined: \(String(cString: strerror(errno)))")
+        }
+        return [Int(info.st_dev), Int(info.st_ino), Int(info.st_size), Int(info.st_mtim.tv_sec),
+                Int(info.st_mtim.tv_nsec)]
+    }
+
+    private static func scan(_ path: String, opening: String, identity: [Int]) throws -> Scan {
+        var entities: [String: EntityLines] = [:]
+        let schema = try JSONLines.read(path, opening: opening) { reader, entity, key, _ in
+            // Seeking to the line's offset, numbered as the line before it, reads it next.
+            let here = (offset: reader.lineOffset, lineNumber: reader.lineNumber - 1)
+            var lines = entities[entity.name] ?? EntityLines()
+            if lines.start == nil { lines.start = here }
+            if lines.count % Self.indexStride == 0 { lines.index.append((key, here.offset, here.lineNumber)) }
+            lines.count += 1
+            entities[entity.name] = lines
+        }
+        return Scan(schema: schema, entities: entities, identity: identity)
     }
 
     deinit { _ = Foundation.close(descriptor) }

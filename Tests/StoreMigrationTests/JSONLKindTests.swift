@@ -216,3 +216,28 @@ func everyBackendRoundTripsThroughJSONLinesItemForItem(_ kind: StoreKind, _ comp
     }
     #expect(resumes > 0, "no kill landed inside the copy")
 }
+
+/// A copy checks its source, then opens it without reading it again; a file changed in between
+/// (even in place, at the same size) is read again, and its damage found.
+@Test func aSourceChangedAfterItsCheckIsReadAgain() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    let file = dir.jsonl("checked", compressed: false)
+    try writeEdgeCaseStore(source)
+    _ = try Migrator.copy(from: source, to: file)
+    _ = try file.check()
+    var bytes = try #require(FileManager.default.contents(atPath: file.path))
+    let at = try #require(bytes.lastIndex(of: UInt8(ascii: "{")))
+    bytes[at] = UInt8(ascii: "[")
+    let handle = try #require(FileHandle(forWritingAtPath: file.path))
+    try handle.write(contentsOf: bytes)
+    try handle.close()
+    let copy = dir.location(.lmdb, "copy")
+    do {
+        _ = try Migrator.copy(from: file, to: copy, options: MigrationOptions(checkSource: false))
+        Issue.record("the changed file was not read again")
+    } catch let error as StoreError {
+        #expect(error.code == .corrupt && error.message.contains("line "), "\(error)")
+    }
+    #expect(!copy.exists, "the damage was found before anything was written")
+}

@@ -96,7 +96,8 @@ struct PlainItem: Codable {
         checked.checkSource = true
         let into = location("kind-destination")
         let copyInSeconds = try time { _ = try Migrator.copy(from: file, to: into, options: checked) }
-        precondition(try Migrator.verify(from: from, to: into).differences == 0)
+        let differences = try Migrator.verify(from: from, to: into).differences
+        precondition(differences == 0)
         for l in [from, into] { try l.destroy() }
         record(backend, "copy --to jsonl: (vs JSONEncoder loop)", n, operations: n, api: copyOutSeconds,
                raw: encodeSeconds)
