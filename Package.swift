@@ -15,13 +15,21 @@ let package = Package(
         .library(name: "InMemoryStore", targets: ["InMemoryStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "LMDBStore", targets: ["LMDBStore"]),
+        .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "JSONLStore", targets: ["JSONLStore"]),
         .library(name: "StoreMigration", targets: ["StoreMigration"]),
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
     ],
+    traits: [
+        .trait(name: "Postgres", description: "The PostgreSQL backend (PostgresStore, postgres:// stores in "
+            + "migrate-store), built on vapor/postgres-nio; off by default, so that users who do not need it "
+            + "do not build it."),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(name: "DataStoreAPI", swiftSettings: swiftSettings),
@@ -32,6 +40,15 @@ let package = Package(
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore", dependencies: ["DataStoreAPI", "CLMDB"], swiftSettings: swiftSettings),
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                "DataStoreAPI",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Postgres"])),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "StoreMigration",
             dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "JSONLStore"],
@@ -70,6 +87,11 @@ let package = Package(
         .testTarget(
             name: "DataStoreAPITests",
             dependencies: ["DataStoreAPI"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: ["PostgresStore", "DataStoreConformance", "DataStoreTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

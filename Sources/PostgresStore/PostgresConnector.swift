@@ -1,0 +1,172 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Where a PostgreSQL store lives: `postgres://USER@HOST:PORT/DATABASE?schema=NAME`, or with
+/// `host=/socket/directory` in the query for a Unix socket. The password comes from
+/// `PGPASSWORD` or `~/.pgpass` (never from the URL, never printed); missing parts default as
+/// libpq's do (`PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`).
+public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var database: String
+    /// The PostgreSQL schema (namespace) that holds the store's tables.
+    public var schema: String
+
+    /// Parses a URL (`postgres://…`), or the part after `postgres:` of a store location.
+    public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(StoreError)
+    {
+        var rest = text
+        for prefix in ["postgres://", "postgresql://", "//"] where rest.hasPrefix(prefix) {
+            rest.removeFirst(prefix.count)
+            break
+        }
+        var query: [String: String] = [:]
+        if let mark = rest.firstIndex(of: "?") {
+            for pair in rest[rest.index(after: mark)...].split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                query[parts[0]] = parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
+            }
+            rest = String(rest[..<mark])
+        }
+        var authority = rest
+        var database = ""
+        if let slash = rest.firstIndex(of: "/") {
+            authority = String(rest[..<slash])
+            database = String(rest[rest.index(after: slash)...])
+        }
+        var user = ""
+        if let at = authority.lastIndex(of: "@") {
+            user = String(authority[..<at])
+            authority = String(authority[authority.index(after: at)...])
+            if user.contains(":") {
+                throw StoreError(.invalidArgument, "a postgres:// location must not hold a password; set PGPASSWORD or "
+                    + "use ~/.pgpass")
+            }
+        }
+        var host = authority
+        var port = Int(environment["PGPORT"] ?? "") ?? 5432
+        if let colon = authority.lastIndex(of: ":"), let given = Int(authority[authority.index(after: colon)...]) {
+            host = String(authority[..<colon])
+            port = given
+        }
+        self.host = query["host"] ?? (host.isEmpty ? environment["PGHOST"] ?? "localhost" : host)
+        self.port = Int(query["port"] ?? "") ?? port
+        self.user = query["user"] ?? (user.isEmpty ? environment["PGUSER"] ?? "postgres" : user)
+        self.database = database.isEmpty ? environment["PGDATABASE"] ?? self.user : database
+        guard let schema = query["schema"], !schema.isEmpty else {
+            throw StoreError(.invalidArgument, "postgres:\(text) names no schema; add ?schema=NAME (each store lives "
+                + "in a PostgreSQL schema of its own)")
+        }
+        guard schema.utf8.count <= 63, !schema.hasPrefix("pg_"), schema != "information_schema" else {
+            throw StoreError(.invalidArgument, "'\(schema)' cannot be a store's schema name (at most 63 bytes, not "
+                + "pg_… or information_schema)")
+        }
+        self.schema = schema
+    }
+
+    public var description: String {
+        let hostPart = host.hasPrefix("/") ? "" : host + (port == 5432 ? "" : ":\(port)")
+        let socket = host.hasPrefix("/") ? "&host=\(host)" + (port == 5432 ? "" : "&port=\(port)") : ""
+        return "postgres://\(user)@\(hostPart)/\(database)?schema=\(schema)\(socket)"
+    }
+
+    /// The password from `PGPASSWORD`, else the first matching line of `~/.pgpass`
+    /// (`host:port:database:user:password`, `*` matching anything).
+    func password(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if let password = environment["PGPASSWORD"] { return password }
+        let file = environment["PGPASSFILE"] ?? (NSHomeDirectory() as NSString).appendingPathComponent(".pgpass")
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
+        let hostName = host.hasPrefix("/") ? "localhost" : host
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let fields = line.split(separator: ":", maxSplits: 4, omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 5 else { continue }
+            let wanted = [hostName, String(port), database, user]
+            if zip(fields.prefix(4), wanted).allSatisfy({ $0 == "*" || $0 == $1 }) { return fields[4] }
+        }
+        return nil
+    }
+
+    /// A new connection, waited for.
+    func connect() throws(StoreError) -> PostgresConnection {
+        let configuration: PostgresConnection.Configuration
+        if host.hasPrefix("/") {
+            configuration = .init(unixSocketPath: "\(host)/.s.PGSQL.\(port)", username: user, password: password(),
+                                  database: database)
+        } else {
+            configuration = .init(host: host, port: port, username: user, password: password(), database: database,
+                                  tls: .disable)
+        }
+        do {
+            return try PostgresConnection.connect(on: PostgresConnection.defaultEventLoopGroup.any(),
+                                                  configuration: configuration, id: Self.nextID(),
+                                                  logger: PostgresSession.logger).wait()
+        } catch {
+            throw StoreError(.io, "cannot connect to \(self): \(PostgresSession.describe(error))")
+        }
+    }
+
+    private static let ids = NSLock()
+    nonisolated(unsafe) private static var lastID = 0
+    private static func nextID() -> Int {
+        ids.lock()
+        defer { ids.unlock() }
+        lastID += 1
+        return lastID
+    }
+}
+
+/// One connection used synchronously: each query waits for its result (from a thread that is
+/// not one of NIO's event loops: the store's callers).
+final class PostgresSession: @unchecked Sendable {
+    static let logger = Logger(label: "DataStore.PostgresStore")
+    let connection: PostgresConnection
+    let location: PostgresLocation
+
+    init(_ location: PostgresLocation) throws(StoreError) {
+        self.location = location
+        connection = try location.connect()
+    }
+
+    /// Runs `sql` with its binds; returns every row.
+    @discardableResult
+    func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws(StoreError) -> [PostgresRow] {
+        do {
+            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger).wait().rows
+        } catch {
+            throw Self.storeError(error, sql: sql, location: location)
+        }
+    }
+
+    func close() { try? connection.close().wait() }
+
+    /// The SQLSTATE of a server error.
+    static func sqlState(_ error: any Error) -> String? {
+        (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError, let info = error.serverInfo {
+            return [info[.sqlState], info[.message], info[.detail]].compactMap { $0 }.joined(separator: ": ")
+        }
+        return String(describing: error)
+    }
+
+    static func storeError(_ error: any Error, sql: String, location: PostgresLocation) -> StoreError {
+        let state = sqlState(error) ?? ""
+        let code: StoreError.Code
+        switch state {
+        case "23505": code = .uniqueViolation
+        case "40001", "40P01", "55P03": code = .conflict
+        case "53100": code = .storeFull
+        case "3F000", "42P01": code = .notFound
+        default: code = state.hasPrefix("XX") ? .corrupt : .io
+        }
+        return StoreError(code, "\(location): \(describe(error)) (in \(sql.prefix(120)))")
+    }
+}
+#endif

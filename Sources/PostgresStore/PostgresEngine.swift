@@ -1,0 +1,297 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import Foundation
+import PostgresNIO
+import Synchronization
+
+/// The PostgreSQL backend: a store is one PostgreSQL schema holding a table per entity (a column
+/// per attribute, the primary key as the table's), `_ds_meta` (format and schema), `_ds_feed`
+/// (the change feed) and `_ds_commits` (a counter every write transaction moves).
+///
+/// Reads run in `REPEATABLE READ READ ONLY` transactions (one snapshot per read block) on
+/// reader connections; writes run on one writer connection and first take a transaction-scoped
+/// advisory lock of the store, so that writers of every process and machine serialize as the
+/// threads of one process do.
+///
+/// Values are stored so that PostgreSQL's order and equality are the canonical ones: ints,
+/// dates (microseconds) as `bigint`, doubles as `float8` (bit-exact, `-0.0` kept), strings as
+/// `text COLLATE "C"` (byte order) with NUL, which text cannot hold, written as `\u{1}\u{1}` and
+/// `\u{1}` as `\u{1}\u{2}` (an escape that keeps byte order), bytes as `bytea`, uuids as `uuid`.
+/// Filters, sorts and pages are answered by the shared request stages over key-ordered pages.
+@_spi(Backend) public final class PostgresEngine: StorageEngine, CommitCounting, @unchecked Sendable {
+    static let formatVersion = 1
+
+    public let schema: Schema
+    public let location: PostgresLocation
+    let durability: Durability
+    private let writer: PostgresSession
+    private let readers = Mutex<[PostgresSession]>([])
+    private let poller = Mutex<PostgresSession?>(nil)
+    /// The advisory lock every writer of this store takes.
+    let lockKey: Int64
+
+    public init(location: PostgresLocation, schema requested: Schema?, durability: Durability = .full) throws {
+        self.location = location
+        self.durability = durability
+        lockKey = Self.lockKey(location.schema)
+        let writer = try PostgresSession(location)
+        self.writer = writer
+        do {
+            try writer.query("SET synchronous_commit TO " + (durability == .full ? "on" : "off"))
+            schema = try Self.prepare(writer, requested: requested, location: location, lockKey: lockKey)
+        } catch {
+            writer.close()
+            throw error
+        }
+    }
+
+    /// A stable 64-bit key from the schema's name (FNV-1a).
+    static func lockKey(_ name: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "datastore:\(name)".utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return Int64(bitPattern: hash)
+    }
+
+    var quotedSchema: String { PostgresSQL.quote(location.schema) }
+
+    private static func prepare(_ db: PostgresSession, requested: Schema?, location: PostgresLocation,
+                                lockKey: Int64) throws -> Schema {
+        let s = PostgresSQL.quote(location.schema)
+        var binds = PostgresBindings()
+        binds.append(lockKey)
+        try db.query("BEGIN")
+        do {
+            try db.query("SELECT pg_advisory_xact_lock($1)", binds)
+            var name = PostgresBindings()
+            name.append(location.schema)
+            let tables = try db.query("SELECT table_name FROM information_schema.tables WHERE table_schema = $1", name)
+                .compactMap { try? $0.makeRandomAccess()[0].decode(String.self) }
+            var stored: Schema?
+            if tables.contains("_ds_meta") {
+                let reader = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
+                guard let header = try StoreHeader.read(location: location.description, supportedFormat: formatVersion,
+                                                        reader.metadata(forKey:)) else {
+                    throw StoreError(.corrupt, "\(location): the store's header is missing from _ds_meta")
+                }
+                stored = header.schema
+            } else if !tables.isEmpty {
+                throw StoreError(.notAStore, "\(location): schema \(location.schema) holds tables but is not a "
+                    + "DataStore store (no _ds_meta table)")
+            } else if requested == nil {
+                throw StoreError(.notFound, "\(location) does not exist")
+            }
+            let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: location.description)
+            if isNew { try create(schema, in: db, quotedSchema: s) }
+            try db.query("COMMIT")
+            return schema
+        } catch {
+            try? db.query("ROLLBACK")
+            throw error
+        }
+    }
+
+    private static func create(_ schema: Schema, in db: PostgresSession, quotedSchema s: String) throws {
+        try db.query("CREATE SCHEMA IF NOT EXISTS \(s)")
+        try db.query("CREATE TABLE \(s)._ds_meta (key text COLLATE \"C\" PRIMARY KEY, value bytea NOT NULL)")
+        try db.query("CREATE TABLE \(s)._ds_feed (seq bigint PRIMARY KEY, entry bytea NOT NULL)")
+        try db.query("CREATE TABLE \(s)._ds_commits (id int PRIMARY KEY, n bigint NOT NULL)")
+        try db.query("INSERT INTO \(s)._ds_commits VALUES (1, 0)")
+        // textsend (the text's bytes) is deterministic but not declared IMMUTABLE, which an
+        // index expression needs.
+        try db.query("CREATE FUNCTION \(s)._ds_hash(text) RETURNS bytea IMMUTABLE STRICT PARALLEL SAFE "
+            + "LANGUAGE sql AS 'SELECT sha256(textsend($1))'")
+        for entity in schema.entities {
+            try db.query(PostgresSQL.createTable(entity, schema: s))
+            for index in entity.indexes { try db.query(PostgresSQL.createIndex(index, of: entity, schema: s)) }
+        }
+        let transaction = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
+        try StoreHeader.write(schema, format: formatVersion) { try transaction.setMetadata($1, forKey: $0) }
+    }
+
+    public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
+        let session = try readers.withLock { $0.popLast() } ?? PostgresSession(location)
+        var healthy = true
+        defer {
+            if healthy { readers.withLock { $0.append(session) } } else { session.close() }
+        }
+        do {
+            try session.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let result = try body(PostgresTransaction(session: session, engine: self, quotedSchema: quotedSchema))
+            try session.query("COMMIT")
+            return result
+        } catch {
+            if (try? session.query("ROLLBACK")) == nil { healthy = false }
+            throw error
+        }
+    }
+
+    public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
+        var binds = PostgresBindings()
+        binds.append(lockKey)
+        try writer.query("BEGIN")
+        do {
+            try writer.query("SELECT pg_advisory_xact_lock($1)", binds)
+            let result = try body(PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema))
+            try writer.query("UPDATE \(quotedSchema)._ds_commits SET n = n + 1 WHERE id = 1")
+            try writer.query("COMMIT")
+            return result
+        } catch {
+            try? writer.query("ROLLBACK")
+            throw error
+        }
+    }
+
+    public func commitCounter() throws -> UInt64 {
+        try poller.withLock { session in
+            if session == nil { session = try PostgresSession(location) }
+            guard let row = try session?.query("SELECT n FROM \(quotedSchema)._ds_commits WHERE id = 1").first else {
+                return 0
+            }
+            return UInt64(bitPattern: try row.makeRandomAccess()[0].decode(Int64.self))
+        }
+    }
+
+    public func close() throws {
+        writer.close()
+        for session in readers.withLock({ all in defer { all.removeAll() }; return all }) { session.close() }
+        poller.withLock { $0?.close() }
+    }
+
+    /// Drops the store's schema and everything in it.
+    public static func destroy(_ location: PostgresLocation) throws {
+        let session = try PostgresSession(location)
+        defer { session.close() }
+        try session.query("DROP SCHEMA IF EXISTS \(PostgresSQL.quote(location.schema)) CASCADE")
+    }
+
+    /// Whether the store's schema exists.
+    public static func exists(_ location: PostgresLocation) throws -> Bool {
+        let session = try PostgresSession(location)
+        defer { session.close() }
+        var name = PostgresBindings()
+        name.append(location.schema)
+        return try !session.query("SELECT 1 FROM information_schema.schemata WHERE schema_name = $1", name).isEmpty
+    }
+}
+
+/// SQL text: identifiers, DDL, and the mapping of values to PostgreSQL types.
+enum PostgresSQL {
+    static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func table(_ entity: EntitySchema, schema: String) -> String { "\(schema).\(quote(entity.name))" }
+
+    static func columnType(_ type: ValueType) -> String {
+        switch type {
+        case .int, .date: return "bigint"
+        case .double: return "float8"
+        case .bool: return "boolean"
+        case .string: return "text COLLATE \"C\""
+        case .bytes: return "bytea"
+        case .uuid: return "uuid"
+        }
+    }
+
+    static func createTable(_ entity: EntitySchema, schema: String) -> String {
+        let columns = entity.attributes.map { attribute in
+            quote(attribute.name) + " " + columnType(attribute.type) + (attribute.isOptional ? "" : " NOT NULL")
+        }
+        return "CREATE TABLE \(table(entity, schema: schema)) (" + columns.joined(separator: ", ")
+            + ", PRIMARY KEY (\(quote(entity.primaryKey))))"
+    }
+
+    /// An index term: long strings and bytes by their SHA-256, which keeps every entry within
+    /// PostgreSQL's limit of an index row.
+    static func indexTerm(_ attribute: Attribute, schema: String) -> String {
+        indexTerm(attribute, schema: schema, operand: quote(attribute.name))
+    }
+
+    /// The index term of `operand` (a column, or a bind cast to the column's type).
+    static func indexTerm(_ attribute: Attribute, schema: String, operand: String) -> String {
+        switch attribute.type {
+        case .string: return "\(schema)._ds_hash(\(operand))"
+        case .bytes: return "sha256(\(operand))"
+        default: return operand
+        }
+    }
+
+    static func createIndex(_ index: Index, of entity: EntitySchema, schema: String) -> String {
+        let terms = index.attributes.compactMap { name in entity.attributes.first { $0.name == name } }
+            .map { indexTerm($0, schema: schema) }
+        return "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX \(quote("\(entity.name).\(index.name)")) ON "
+            + "\(table(entity, schema: schema)) (" + terms.map { "(\($0))" }.joined(separator: ", ") + ")"
+    }
+
+    /// Text for a string: NUL as `\u{1}\u{1}`, `\u{1}` as `\u{1}\u{2}`.
+    static func escape(_ string: String) -> String {
+        guard string.utf8.contains(where: { $0 < 2 }) else { return string }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(string.utf8.count + 4)
+        for byte in string.utf8 {
+            switch byte {
+            case 0: bytes += [1, 1]
+            case 1: bytes += [1, 2]
+            default: bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func unescape(_ text: String) -> String? {
+        guard text.utf8.contains(1) else { return text }
+        var bytes: [UInt8] = []
+        var escaped = false
+        for byte in text.utf8 {
+            if escaped {
+                guard byte == 1 || byte == 2 else { return nil }
+                bytes.append(byte - 1)
+                escaped = false
+            } else if byte == 1 {
+                escaped = true
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return escaped ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func bind(_ value: Value, into binds: inout PostgresBindings) {
+        switch value {
+        case .null: binds.appendNull()
+        case .bool(let b): binds.append(b)
+        case .int(let i): binds.append(i)
+        case .double(let d): binds.append(d)
+        case .string(let s): binds.append(escape(s))
+        case .bytes(let b): binds.append(ByteBuffer(bytes: b))
+        case .date(let t): binds.append(t.microsecondsSinceEpoch)
+        case .uuid(let u): binds.append(u)
+        }
+    }
+
+    static func value(_ cell: PostgresCell, _ attribute: Attribute, entity: EntitySchema) throws -> Value {
+        guard cell.bytes != nil else { return .null }
+        do {
+            switch attribute.type {
+            case .int: return .int(try cell.decode(Int64.self))
+            case .date: return .date(Timestamp(microsecondsSinceEpoch: try cell.decode(Int64.self)))
+            case .double: return .double(try cell.decode(Double.self))
+            case .bool: return .bool(try cell.decode(Bool.self))
+            case .string:
+                guard let text = unescape(try cell.decode(String.self)) else {
+                    throw StoreError(.corrupt, "\(entity.name).\(attribute.name) holds text with a bad escape")
+                }
+                return .string(text)
+            case .bytes: return .bytes(Array(try cell.decode(ByteBuffer.self).readableBytesView))
+            case .uuid: return .uuid(try cell.decode(UUID.self))
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.corrupt, "\(entity.name).\(attribute.name) cannot be read as \(attribute.type): \(error)")
+        }
+    }
+}
+#endif

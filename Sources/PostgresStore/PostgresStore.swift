@@ -1,0 +1,82 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import Foundation
+import PostgresNIO
+
+/// A store in a PostgreSQL schema: `PostgresStore(url: "postgres://app@db.internal/app?schema=app", schema:)`.
+public final class PostgresStore: Store, @unchecked Sendable {
+    let postgres: PostgresEngine
+
+    /// Opens (or creates) the store that `url` names (`postgres://USER@HOST:PORT/DB?schema=NAME`).
+    public convenience init(url: String, schema: Schema?, durability: Durability = .full) throws {
+        try self.init(location: PostgresLocation(parsing: url), schema: schema, durability: durability)
+    }
+
+    public init(location: PostgresLocation, schema: Schema?, durability: Durability = .full) throws {
+        postgres = try PostgresEngine(location: location, schema: schema, durability: durability)
+        try super.init(engine: postgres)
+    }
+
+    public var location: PostgresLocation { postgres.location }
+
+    /// Drops the store's schema with everything in it.
+    public static func destroy(_ location: PostgresLocation) throws { try PostgresEngine.destroy(location) }
+}
+
+/// The `postgres` kind: `postgres://USER@HOST:PORT/DB?schema=NAME` names a store in a schema of
+/// a PostgreSQL database.
+@_spi(Backend) public struct PostgresBackend: StoreBackend {
+    public init() {}
+
+    public var kind: StoreKind { "postgres" }
+    public var fileExtension: String? { nil }
+
+    public func exists(at path: String) -> Bool {
+        guard let location = try? PostgresLocation(parsing: path) else { return false }
+        return (try? PostgresEngine.exists(location)) ?? false
+    }
+
+    public func recognizes(_ path: String) -> Bool { false }
+
+    public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+        -> any DataStore
+    {
+        try PostgresStore(location: PostgresLocation(parsing: path), schema: schema, durability: durability)
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
+        try PostgresStore(location: PostgresLocation(parsing: path), schema: nil)
+    }
+
+    public func check(at path: String) throws -> EngineCheck {
+        let store = try PostgresStore(location: PostgresLocation(parsing: path), schema: nil)
+        try store.close()
+        return EngineCheck("the schema's tables and header read (PostgreSQL checks its own pages)")
+    }
+
+    public func destroy(at path: String) throws { try PostgresStore.destroy(PostgresLocation(parsing: path)) }
+
+    public func move(from path: String, to other: String) throws {
+        let from = try PostgresLocation(parsing: path)
+        let to = try PostgresLocation(parsing: other)
+        guard from.host == to.host, from.port == to.port, from.database == to.database else {
+            throw StoreError(.invalidArgument, "a PostgreSQL store moves only within its database")
+        }
+        let session = try PostgresSession(from)
+        defer { session.close() }
+        try session.query("ALTER SCHEMA \(PostgresSQL.quote(from.schema)) RENAME TO \(PostgresSQL.quote(to.schema))")
+    }
+
+    public func sizeOnDisk(at path: String) -> Int64 {
+        guard let location = try? PostgresLocation(parsing: path), let session = try? PostgresSession(location) else {
+            return 0
+        }
+        defer { session.close() }
+        var name = PostgresBindings()
+        name.append(location.schema)
+        let row = try? session.query("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c "
+            + "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", name).first
+        return (try? row?.makeRandomAccess()[0].decode(Int64.self)) ?? 0
+    }
+}
+#endif

@@ -1,0 +1,202 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import Foundation
+import PostgresNIO
+
+/// A read or write transaction on one session.
+final class PostgresTransaction: StorageWriter, ChangeLogWriting {
+    let session: PostgresSession
+    let engine: PostgresEngine?
+    let s: String
+
+    init(session: PostgresSession, engine: PostgresEngine?, quotedSchema: String) {
+        self.session = session
+        self.engine = engine
+        s = quotedSchema
+    }
+
+    private func table(_ entity: EntitySchema) -> String { PostgresSQL.table(entity, schema: s) }
+    private func columns(_ entity: EntitySchema) -> String {
+        entity.attributes.map { PostgresSQL.quote($0.name) }.joined(separator: ", ")
+    }
+    private func pk(_ entity: EntitySchema) -> String { PostgresSQL.quote(entity.primaryKey) }
+
+    private func records(_ rows: [PostgresRow], _ entity: EntitySchema) throws -> [Record] {
+        try rows.map { row in
+            let cells = row.makeRandomAccess()
+            var values: [Value] = []
+            values.reserveCapacity(entity.attributes.count)
+            for (i, attribute) in entity.attributes.enumerated() {
+                let value = try PostgresSQL.value(cells[i], attribute, entity: entity)
+                if value.isNull && !attribute.isOptional {
+                    throw StoreError(.corrupt, "\(session.location): \(entity.name).\(attribute.name) is null, but "
+                        + "the attribute is required")
+                }
+                values.append(value)
+            }
+            return Record(layout: entity.layout, values: values)
+        }
+    }
+
+    private func binds(_ values: [Value]) -> PostgresBindings {
+        var binds = PostgresBindings()
+        for value in values { PostgresSQL.bind(value, into: &binds) }
+        return binds
+    }
+
+    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
+        try records(session.query("SELECT \(columns(entity)) FROM \(table(entity)) WHERE \(pk(entity)) = $1",
+                                  binds([key.value])), entity).first
+    }
+
+    func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool {
+        try !session.query("SELECT 1 FROM \(table(entity)) WHERE \(pk(entity)) = $1", binds([key.value])).isEmpty
+    }
+
+    /// Every item in key order, a page at a time, until `body` says stop.
+    private func forEach(_ entity: EntitySchema, _ body: ([UInt8], Record) throws -> Bool) throws {
+        var after: Value?
+        while true {
+            let page = try scan(entity, after: after.map { try PrimaryKey($0) }, limit: 1_000)
+            for record in page {
+                if try !body(try PrimaryKey(record[entity.primaryKey]).bytes, record) { return }
+            }
+            guard page.count == 1_000, let last = page.last else { return }
+            after = last[entity.primaryKey]
+        }
+    }
+
+    func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
+        var stages = RequestStages(request)
+        try forEach(entity) { key, record in stages.offer(key: key, record: record) }
+        return stages.finish()
+    }
+
+    func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
+        if case .all = filter {
+            guard let row = try session.query("SELECT count(*) FROM \(table(entity))").first else { return 0 }
+            return Int(try row.makeRandomAccess()[0].decode(Int64.self))
+        }
+        var count = 0
+        try forEach(entity) { _, record in
+            if filter.matches(record) { count += 1 }
+            return true
+        }
+        return count
+    }
+
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
+        let select = "SELECT \(columns(entity)) FROM \(table(entity))"
+        if let key {
+            return try records(session.query(select + " WHERE \(pk(entity)) > $1 ORDER BY \(pk(entity)) LIMIT $2",
+                                             binds([key.value, .int(Int64(limit))])), entity)
+        }
+        return try records(session.query(select + " ORDER BY \(pk(entity)) LIMIT $1", binds([.int(Int64(limit))])),
+                           entity)
+    }
+
+    func metadata(forKey key: String) throws -> [UInt8]? {
+        var binds = PostgresBindings()
+        binds.append(key)
+        guard let row = try session.query("SELECT value FROM \(s)._ds_meta WHERE key = $1", binds).first else {
+            return nil
+        }
+        return Array(try row.makeRandomAccess()[0].decode(ByteBuffer.self).readableBytesView)
+    }
+
+    // MARK: Writing
+
+    /// The unique-index rule, checked before a write so that a violation leaves the transaction
+    /// usable (a failed statement would abort it).
+    private func checkUnique(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        try UniqueIndexRule.check(record, key: key, in: entity) { index, values in
+            let attributes = index.attributes.compactMap { name in entity.attributes.first { $0.name == name } }
+            let conditions = attributes.enumerated().map { i, attribute in
+                let type = PostgresSQL.columnType(attribute.type).replacingOccurrences(of: " COLLATE \"C\"", with: "")
+                return PostgresSQL.indexTerm(attribute, schema: s) + " = "
+                    + PostgresSQL.indexTerm(attribute, schema: s, operand: "$\(i + 1)::\(type)")
+            }
+            return try records(session.query("SELECT \(columns(entity)) FROM \(table(entity)) WHERE "
+                                              + conditions.joined(separator: " AND "), binds(values)), entity)
+        }
+    }
+
+    private func placeholders(_ entity: EntitySchema) -> String {
+        (1...entity.attributes.count).map { "$\($0)" }.joined(separator: ", ")
+    }
+
+    func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        if entity.indexes.contains(where: \.isUnique) {
+            if try contains(entity, key: key) { throw StoreError.keyExists(entity, record) }
+            try checkUnique(record, key: key, in: entity)
+        }
+        let inserted = try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES "
+            + "(\(placeholders(entity))) ON CONFLICT (\(pk(entity))) DO NOTHING RETURNING 1",
+            binds(entity.attributes.map { record[$0.name] }))
+        if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
+    }
+
+    func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        if entity.indexes.contains(where: \.isUnique) { try checkUnique(record, key: key, in: entity) }
+        let updates = entity.attributes.filter { $0.name != entity.primaryKey }
+            .map { "\(PostgresSQL.quote($0.name)) = EXCLUDED.\(PostgresSQL.quote($0.name))" }
+        try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES (\(placeholders(entity))) "
+            + "ON CONFLICT (\(pk(entity))) DO " + (updates.isEmpty ? "NOTHING" : "UPDATE SET " + updates.joined(separator: ", ")),
+            binds(entity.attributes.map { record[$0.name] }))
+    }
+
+    func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
+        try !session.query("DELETE FROM \(table(entity)) WHERE \(pk(entity)) = $1 RETURNING 1", binds([key.value]))
+            .isEmpty
+    }
+
+    func deleteAll(in entity: EntitySchema) throws -> Int {
+        guard let row = try session.query("WITH gone AS (DELETE FROM \(table(entity)) RETURNING 1) "
+            + "SELECT count(*) FROM gone").first else { return 0 }
+        return Int(try row.makeRandomAccess()[0].decode(Int64.self))
+    }
+
+    func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
+        var binds = PostgresBindings()
+        binds.append(key)
+        guard let value else {
+            try session.query("DELETE FROM \(s)._ds_meta WHERE key = $1", binds)
+            return
+        }
+        binds.append(ByteBuffer(bytes: value))
+        try session.query("INSERT INTO \(s)._ds_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE "
+            + "SET value = EXCLUDED.value", binds)
+    }
+
+    // MARK: The change feed's entries
+
+    func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
+        guard let row = try session.query("SELECT min(seq), max(seq) FROM \(s)._ds_feed").first else { return nil }
+        let cells = row.makeRandomAccess()
+        guard cells[0].bytes != nil else { return nil }
+        return (UInt64(try cells[0].decode(Int64.self)), UInt64(try cells[1].decode(Int64.self)))
+    }
+
+    func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]? {
+        var binds = PostgresBindings()
+        binds.append(Int64(sequence))
+        guard let row = try session.query("SELECT entry FROM \(s)._ds_feed WHERE seq = $1", binds).first else {
+            return nil
+        }
+        return Array(try row.makeRandomAccess()[0].decode(ByteBuffer.self).readableBytesView)
+    }
+
+    func appendChangeLog(_ sequence: UInt64, _ entry: [UInt8]) throws {
+        var binds = PostgresBindings()
+        binds.append(Int64(sequence))
+        binds.append(ByteBuffer(bytes: entry))
+        try session.query("INSERT INTO \(s)._ds_feed (seq, entry) VALUES ($1, $2)", binds)
+    }
+
+    func removeChangeLog(before sequence: UInt64) throws {
+        var binds = PostgresBindings()
+        binds.append(Int64(sequence))
+        try session.query("DELETE FROM \(s)._ds_feed WHERE seq < $1", binds)
+    }
+}
+#endif
