@@ -285,7 +285,15 @@ final class JSONLStreamWriter: StreamedStoreWriter {
             self.gzip = nil
             guard gzclose(gzip) == Z_OK else { throw StoreError(.io, "\(staging): cannot finish the gzip member") }
         }
-        guard descriptor >= 0 else { return 0 }
+        guard descriptor >= 0 else {
+            // Nothing written since the last checkpoint, which closed the stream: its length is
+            // the file's.
+            var info = stat()
+            guard stat(staging, &info) == 0 else {
+                throw StoreError(.io, "\(staging) cannot be examined: \(String(cString: strerror(errno)))")
+            }
+            return Int64(info.st_size)
+        }
         defer {
             Foundation.close(descriptor)
             descriptor = -1
