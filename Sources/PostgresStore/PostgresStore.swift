@@ -8,12 +8,20 @@ public final class PostgresStore: Store, @unchecked Sendable {
     let postgres: PostgresEngine
 
     /// Opens (or creates) the store that `url` names (`postgres://USER@HOST:PORT/DB?schema=NAME`).
-    public convenience init(url: String, schema: Schema?, durability: Durability = .full) throws {
-        try self.init(location: PostgresLocation(parsing: url), schema: schema, durability: durability)
+    public convenience init(url: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
+                            durability: Durability = .full) throws {
+        try self.init(location: PostgresLocation(parsing: url), schema: schema, migrations: migrations,
+                      durability: durability)
     }
 
-    public init(location: PostgresLocation, schema: Schema?, durability: Durability = .full) throws {
-        postgres = try PostgresEngine(location: location, schema: schema, durability: durability)
+    /// Opens (or creates) the store at `location`, migrating a store of an older schema version
+    /// with `migrations` (as the other backends do).
+    public init(location: PostgresLocation, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
+                durability: Durability = .full) throws {
+        postgres = try SchemaMigrator.open(requested: schema, migrations: migrations,
+                                           location: location.description) {
+            try PostgresEngine(location: location, schema: $0, durability: durability)
+        }
         try super.init(engine: postgres)
     }
 
@@ -41,7 +49,8 @@ public final class PostgresStore: Store, @unchecked Sendable {
     public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
         -> any DataStore
     {
-        try PostgresStore(location: PostgresLocation(parsing: path), schema: schema, durability: durability)
+        try PostgresStore(location: PostgresLocation(parsing: path), schema: schema, migrations: migrations,
+                          durability: durability)
     }
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {

@@ -6,7 +6,8 @@ import PostgresStore
 import Testing
 
 let postgresBackend = ConformanceBackend(name: "PostgreSQL") { location, schema, migrations in
-    try PostgresStore(location: PostgresTestServer.location(location.path), schema: schema, durability: .normal)
+    try PostgresStore(location: PostgresTestServer.location(location.path), schema: schema, migrations: migrations,
+                      durability: .normal)
 }
 
 @Test(arguments: ConformanceSuite.cases)

@@ -1,0 +1,55 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// Schema migrations on PostgreSQL, inside the writer's transaction (PostgreSQL's DDL is
+/// transactional): entities are created, dropped and renamed as tables, and a changed entity is
+/// rebuilt: a new table filled with each item's new record, the old table dropped, the new one
+/// renamed, its indexes built last.
+extension PostgresTransaction: SchemaEditingWriter {
+    func createEntity(_ entity: EntitySchema) throws {
+        try session.query(PostgresSQL.createTable(entity, schema: s))
+        for index in entity.indexes { try session.query(PostgresSQL.createIndex(index, of: entity, schema: s)) }
+    }
+
+    func dropEntity(_ entity: EntitySchema) throws {
+        try session.query("DROP TABLE \(PostgresSQL.table(entity, schema: s))")
+    }
+
+    func renameEntity(_ entity: EntitySchema, to renamed: EntitySchema) throws {
+        for index in entity.indexes {
+            try session.query("DROP INDEX \(s).\(PostgresSQL.quote("\(entity.name).\(index.name)"))")
+        }
+        try session.query("ALTER TABLE \(PostgresSQL.table(entity, schema: s)) RENAME TO "
+            + PostgresSQL.quote(renamed.name))
+        for index in renamed.indexes { try session.query(PostgresSQL.createIndex(index, of: renamed, schema: s)) }
+    }
+
+    func changeEntity(_ change: EntityChange) throws {
+        var staging = change.new
+        staging.name = "_ds_migrating"
+        staging.indexes = []
+        try session.query(PostgresSQL.createTable(staging, schema: s))
+        var after: PrimaryKey?
+        while true {
+            let page = try scan(change.old, after: after, limit: 1_000)
+            for record in page {
+                let key = try PrimaryKey(record[change.old.primaryKey])
+                after = key
+                if let new = try change.newRecord(from: record) { try insert(new, key: key, in: staging) }
+            }
+            if page.count < 1_000 { break }
+        }
+        try dropEntity(change.old)
+        try session.query("ALTER TABLE \(PostgresSQL.table(staging, schema: s)) RENAME TO "
+            + PostgresSQL.quote(change.new.name))
+        for index in change.new.indexes {
+            try session.query(PostgresSQL.createIndex(index, of: change.new, schema: s))
+        }
+    }
+
+    func writeSchema(_ schema: Schema) throws {
+        try StoreHeader.write(schema, format: PostgresEngine.formatVersion) { try setMetadata($1, forKey: $0) }
+    }
+}
+#endif
