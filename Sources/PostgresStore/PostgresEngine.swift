@@ -87,7 +87,7 @@ import Synchronization
             try db.query("COMMIT")
             return schema
         } catch {
-            try? db.query("ROLLBACK")
+            _ = try? db.query("ROLLBACK")
             throw error
         }
     }
@@ -138,7 +138,7 @@ import Synchronization
             try writer.query("COMMIT")
             return result
         } catch {
-            try? writer.query("ROLLBACK")
+            _ = try? writer.query("ROLLBACK")
             throw error
         }
     }
