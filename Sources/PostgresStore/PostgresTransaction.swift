@@ -67,6 +67,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting {
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
+        if let select = PostgresRequestSQL.select(request, entity, columns: columns(entity), table: table(entity)) {
+            return try records(session.query(select.sql, select.binds), entity)
+        }
         var stages = RequestStages(request)
         try forEach(entity) { key, record in stages.offer(key: key, record: record) }
         return stages.finish()
@@ -75,6 +78,11 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting {
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         if case .all = filter {
             guard let row = try session.query("SELECT count(*) FROM \(table(entity))").first else { return 0 }
+            return Int(try row.makeRandomAccess()[0].decode(Int64.self))
+        }
+        if let query = PostgresRequestSQL.count(filter, entity, table: table(entity)),
+            let row = try session.query(query.sql, query.binds).first
+        {
             return Int(try row.makeRandomAccess()[0].decode(Int64.self))
         }
         var count = 0
