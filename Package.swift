@@ -51,7 +51,7 @@ let package = Package(
         ),
         .target(
             name: "StoreMigration",
-            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "JSONLStore"],
+            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "JSONLStore", "PostgresStore"],
             swiftSettings: swiftSettings
         ),
         .target(

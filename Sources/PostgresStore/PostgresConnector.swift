@@ -153,7 +153,7 @@ final class PostgresSession: @unchecked Sendable {
         if let error = error as? PSQLError, let info = error.serverInfo {
             return [info[.sqlState], info[.message], info[.detail]].compactMap { $0 }.joined(separator: ": ")
         }
-        return String(describing: error)
+        return String(reflecting: error)
     }
 
     static func storeError(_ error: any Error, sql: String, location: PostgresLocation) -> StoreError {

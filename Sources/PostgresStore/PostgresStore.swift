@@ -76,6 +76,12 @@ public final class PostgresStore: Store, @unchecked Sendable {
         try session.query("ALTER SCHEMA \(PostgresSQL.quote(from.schema)) RENAME TO \(PostgresSQL.quote(to.schema))")
     }
 
+    public func stagingPath(for path: String) -> String {
+        guard var location = try? PostgresLocation(parsing: path) else { return path + ".migrating" }
+        location.schema = String(location.schema.prefix(50)) + "__migrating"
+        return String(location.description.dropFirst("postgres:".count))
+    }
+
     public func sizeOnDisk(at path: String) -> Int64 {
         guard let location = try? PostgresLocation(parsing: path), let session = try? PostgresSession(location) else {
             return 0

@@ -227,7 +227,7 @@ public enum Migrator {
     /// place, so that no crash can leave a destination that opens as a complete, empty store.
     private static func create(_ destination: StoreLocation, schema: Schema, marker: String) throws -> any DataStore {
         var staging = destination
-        staging.path += ".migrating"
+        staging.path = try destination.backend.stagingPath(for: destination.path)
         if staging.exists { try staging.destroy() }
         let store = try acceptingUnfinished { try staging.open(schema: schema, durability: .normal) }
         try store.writeSync { writer in

@@ -3,6 +3,9 @@
 @_spi(Backend) import JSONLStore
 @_spi(Backend) import LMDBStore
 @_spi(Backend) import SQLiteStore
+#if Postgres
+@_spi(Backend) import PostgresStore
+#endif
 import Synchronization
 
 extension StoreKind {
@@ -21,9 +24,15 @@ extension StoreKind {
 /// any a backend registers.
 public enum StoreBackends {
     private static let registry = Mutex<[StoreKind: any StoreBackend]>(
-        Dictionary(
-            uniqueKeysWithValues: ([SQLiteBackend(), LMDBBackend(), InMemoryBackend(), JSONLBackend()] as [any StoreBackend])
-                .map { ($0.kind, $0) }))
+        Dictionary(uniqueKeysWithValues: builtIn.map { ($0.kind, $0) }))
+
+    private static var builtIn: [any StoreBackend] {
+        var backends: [any StoreBackend] = [SQLiteBackend(), LMDBBackend(), InMemoryBackend(), JSONLBackend()]
+        #if Postgres
+        backends.append(PostgresBackend())
+        #endif
+        return backends
+    }
 
     /// Makes a kind of store known (replacing a registration of the same name).
     @_spi(Backend) public static func register(_ backend: any StoreBackend) {

@@ -42,9 +42,15 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     func move(from path: String, to other: String) throws
     /// Bytes on disk.
     func sizeOnDisk(at path: String) -> Int64
+    /// Where a migration stages a new store before it moves it to `path`.
+    func stagingPath(for path: String) -> String
 }
 
 extension StoreBackend {
+    /// Where a migration stages a new store before it moves it to `path`: `PATH.migrating`,
+    /// unless the backend's paths are not file names (a PostgreSQL URL names another schema).
+    public func stagingPath(for path: String) -> String { path + ".migrating" }
+
     /// Opens the store at `path` with no migration steps.
     public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
         try open(at: path, schema: schema, migrations: SchemaMigrations(), durability: durability)
