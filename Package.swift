@@ -91,7 +91,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PostgresStoreTests",
-            dependencies: ["PostgresStore", "DataStoreConformance", "DataStoreTestSupport"],
+            dependencies: ["PostgresStore", "DataStoreConformance", "DataStoreTestSupport", "StoreMigration"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
