@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(name: "migrate-store", dependencies: ["MigrateStoreCommand"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "crash-writer",
-            dependencies: ["SQLiteStore", "LMDBStore"],
+            dependencies: ["SQLiteStore", "LMDBStore", "PostgresStore"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -91,7 +91,8 @@ let package = Package(
         ),
         .testTarget(
             name: "PostgresStoreTests",
-            dependencies: ["PostgresStore", "DataStoreConformance", "DataStoreTestSupport", "StoreMigration"],
+            dependencies: ["PostgresStore", "DataStoreConformance", "DataStoreTestSupport", "StoreMigration",
+                           "crash-writer"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -3,7 +3,7 @@
 // counter an earlier run left. Each transaction
 // inserts ten items and moves a counter, so a partial commit would be visible.
 //
-//     crash-writer sqlite|lmdb PATH COUNT
+//     crash-writer sqlite|lmdb|postgres PATH COUNT   (postgres with the trait Postgres; PATH is its URL)
 //     crash-writer sqlite|lmdb PATH hold-read    (prints "reading" inside a read block, then waits to be killed)
 //     crash-writer sqlite|lmdb PATH grow MB      (commits 1 MB transactions until MB megabytes are written;
 //                                                 LMDB starts from a 64 KiB map; prints the final map size)
@@ -20,6 +20,9 @@ import DataStoreAPI
 import Foundation
 import LMDBStore
 import SQLiteStore
+#if Postgres
+import PostgresStore
+#endif
 
 let schema = Schema(entities: [
     EntitySchema("Entry", primaryKey: "id", attributes: [
@@ -57,6 +60,9 @@ do {
         store = try LMDBStore(path: arguments[2], schema: schema,
                               options: LMDBOptions(durability: .normal,
                                                    initialMapSize: growMegabytes != nil ? 64 << 10 : 256 << 10))
+    #if Postgres
+    case "postgres": store = try PostgresStore(url: arguments[2], schema: schema, durability: .normal)
+    #endif
     default:
         FileHandle.standardError.write(Data("unknown kind \(arguments[1])\n".utf8))
         exit(2)
@@ -108,18 +114,19 @@ do {
         try store.close()
         exit(0)
     }
-    let start = try store.read { r -> Int in
-        if case .int(let done)? = try r.get("Counter", key: "committed")?["value"] { return Int(done) + 1 }
-        return 1
-    }
-    for batch in start..<(start + count) {
-        try store.writeSync { w in
+    // Each transaction takes the next batch number from the counter inside the transaction, so
+    // that several writer processes on one store (PostgreSQL) interleave without clashing.
+    for _ in 0..<count {
+        let batch = try store.writeSync { w -> Int in
+            var batch = 1
+            if case .int(let done)? = try w.get("Counter", key: "committed")?["value"] { batch = Int(done) + 1 }
             for i in 0..<10 {
                 try w.insert(["id": .int(Int64(batch * 10 + i)), "batch": .int(Int64(batch)),
                               "text": .string(String(repeating: "x", count: 200))], into: "Entry")
             }
             try w.save(["name": "committed", "value": .int(Int64(batch))], into: "Counter")
             try w.save(["name": "items", "value": .int(try itemCount(w) + 10)], into: "Counter")
+            return batch
         }
         FileHandle.standardOutput.write(Data("\(batch)\n".utf8))
     }
