@@ -108,6 +108,18 @@ public final class WriteAccessor: ReadAccessor {
         try writer.insert(normalized, key: PrimaryKey(normalized[entity.primaryKey]), in: entity)
     }
 
+    /// Inserts new items, as ``insert(_:into:)`` does each in order, in as few round trips as
+    /// the backend allows: what a bulk load (a migration's batch) calls.
+    /// - Throws: as ``insert(_:into:)``, for the first item that cannot be stored.
+    public func insert(contentsOf records: [Record], into entityName: String) throws {
+        let entity = try entity(entityName)
+        let normalized = try records.map { record -> (record: Record, key: PrimaryKey) in
+            let normalized = try entity.normalize(record)
+            return (normalized, try PrimaryKey(normalized[entity.primaryKey]))
+        }
+        try writer.insertAll(normalized, in: entity)
+    }
+
     /// Stores an item, replacing any item with the same primary key (upsert).
     public func save(_ record: Record, into entityName: String) throws {
         let entity = try entity(entityName)

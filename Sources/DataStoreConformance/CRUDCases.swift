@@ -190,7 +190,59 @@ enum CRUDCases {
         c.expect(try store.read { try $0.metadata(forKey: "app.cursor") } == nil)
     }
 
+    /// `insert(contentsOf:)` is inserting each item in order: a clean batch stores every item; a
+    /// batch with a taken key, a key given twice or a unique value held or repeated fails at
+    /// the first item that cannot be stored, with those before it stored (caught inside the
+    /// block) and none after it.
+    static func insertContentsOfIsInsertingEachInOrder(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let items = (1...300).map { i -> Record in
+            let code: Value = i % 2 == 0 ? .string("c\(i)") : .null
+            let ratio: Value = i == 7 ? .double(-0.0) : .double(Double(i))
+            var record = Record()
+            record["id"] = .int(Int64(i))
+            record["name"] = .string("n\(i)")
+            record["code"] = code
+            record["ratio"] = ratio
+            return record
+        }
+        try store.writeSync { try $0.insert(contentsOf: items, into: "Item") }
+        let given = { (records: [Record]) in records.map { [$0["id"], $0["name"], $0["code"], $0["ratio"]] } }
+        c.expectEqual(given(try store.read { try $0.fetch(FetchRequest("Item")) }), given(items))
+        struct Case {
+            var what: String
+            var batch: [Record]
+            var code: StoreError.Code
+            var stored: Int
+        }
+        let cases = [
+            Case(what: "a taken key", batch: [["id": 1_001, "name": "a"], ["id": 5, "name": "taken"],
+                                              ["id": 1_002, "name": "b"]], code: .keyExists, stored: 1),
+            Case(what: "a key given twice", batch: [["id": 2_001, "name": "a"], ["id": 2_002, "name": "b"],
+                                                    ["id": 2_001, "name": "again"], ["id": 2_003, "name": "c"]],
+                 code: .keyExists, stored: 2),
+            Case(what: "a unique value held", batch: [["id": 3_001, "name": "a", "code": "c4"], ["id": 3_002, "name": "b"]],
+                 code: .uniqueViolation, stored: 0),
+            Case(what: "a unique value repeated", batch: [["id": 4_001, "name": "a", "code": "new"],
+                                                          ["id": 4_002, "name": "b", "code": "new"],
+                                                          ["id": 4_003, "name": "c"]],
+                 code: .uniqueViolation, stored: 1),
+        ]
+        for testCase in cases {
+            let before = try store.read { try $0.count(FetchRequest("Item")) }
+            try store.writeSync { w in
+                c.expectError(testCase.code, testCase.what) { try w.insert(contentsOf: testCase.batch, into: "Item") }
+            }
+            c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, before + testCase.stored, testCase.what)
+            for record in testCase.batch.prefix(testCase.stored) {
+                c.expectEqual(try store.read { try $0.get("Item", key: record["id"])?["name"] }, record["name"],
+                              testCase.what)
+            }
+        }
+    }
+
     static let all: [ConformanceCase] = [
+        ConformanceCase("CRUD", "insertContentsOfIsInsertingEachInOrder", insertContentsOfIsInsertingEachInOrder),
         ConformanceCase("CRUD", "insertThenGetReturnsTheItem", insertThenGetReturnsTheItem),
         ConformanceCase("CRUD", "getOfMissingKeyReturnsNil", getOfMissingKeyReturnsNil),
         ConformanceCase("CRUD", "insertOfExistingKeyThrowsKeyExists", insertOfExistingKeyThrowsKeyExists),

@@ -4,7 +4,7 @@ import Foundation
 import PostgresNIO
 
 /// A read or write transaction on one session.
-final class PostgresTransaction: StorageWriter, ChangeLogWriting {
+final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting {
     let session: PostgresSession
     let engine: PostgresEngine?
     let s: String
@@ -142,6 +142,80 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting {
             + "(\(placeholders(entity))) ON CONFLICT (\(pk(entity))) DO NOTHING RETURNING 1",
             binds(entity.attributes.map { record[$0.name] }))
         if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
+    }
+
+    /// Inserts in multi-row statements when no item of the batch clashes (keys taken or given
+    /// twice, values a unique index holds or that two items of the batch share); otherwise one
+    /// by one, so that the error comes from the first item that cannot be stored, as in order.
+    func insert(contentsOf records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws {
+        guard !records.isEmpty else { return }
+        guard try bulkIsClean(records, entity) else {
+            for (record, key) in records { try insert(record, key: key, in: entity) }
+            return
+        }
+        let perRow = entity.attributes.count
+        let rowsPerStatement = max(1, PostgresRequestSQL.maxBinds / perRow)
+        var start = 0
+        while start < records.count {
+            let chunk = records[start..<min(records.count, start + rowsPerStatement)]
+            var binds = PostgresBindings()
+            var rows: [String] = []
+            var n = 0
+            for (record, _) in chunk {
+                var marks: [String] = []
+                for attribute in entity.attributes {
+                    PostgresSQL.bind(record[attribute.name], into: &binds)
+                    n += 1
+                    marks.append("$\(n)")
+                }
+                rows.append("(" + marks.joined(separator: ", ") + ")")
+            }
+            try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES " + rows.joined(separator: ", "),
+                              binds)
+            start += chunk.count
+        }
+    }
+
+    /// Whether a batch can go in one statement: no key taken or repeated, and no unique value
+    /// held already or shared within the batch (single-attribute unique indexes are checked in
+    /// one query each; an entity with a unique index over several attributes goes one by one).
+    private func bulkIsClean(_ records: [(record: Record, key: PrimaryKey)], _ entity: EntitySchema) throws -> Bool {
+        guard Set(records.map(\.key)).count == records.count else { return false }
+        for chunk in stride(from: 0, to: records.count, by: 10_000).map({ records[$0..<min(records.count, $0 + 10_000)] }) {
+            var binds = PostgresBindings()
+            let marks = chunk.enumerated().map { i, item -> String in
+                PostgresSQL.bind(item.key.value, into: &binds)
+                return "$\(i + 1)"
+            }
+            if try !session.query("SELECT 1 FROM \(table(entity)) WHERE \(pk(entity)) IN (\(marks.joined(separator: ", "))) "
+                + "LIMIT 1", binds).isEmpty { return false }
+        }
+        for index in entity.indexes where index.isUnique {
+            guard index.attributes.count == 1, let attribute = entity.attribute(named: index.attributes[0]) else {
+                return false
+            }
+            var seen = Set<[Value]>()
+            var values: [Value] = []
+            for (record, _) in records {
+                guard let tuple = UniqueIndexRule.tuple(record, index) else { continue }
+                guard seen.insert(tuple).inserted else { return false }
+                values.append(tuple[0])
+            }
+            let type = PostgresSQL.columnType(attribute.type).replacingOccurrences(of: " COLLATE \"C\"", with: "")
+            var start = 0
+            while start < values.count {
+                let chunk = values[start..<min(values.count, start + 10_000)]
+                var binds = PostgresBindings()
+                let terms = chunk.enumerated().map { i, value -> String in
+                    PostgresSQL.bind(value, into: &binds)
+                    return PostgresSQL.indexTerm(attribute, schema: s, operand: "$\(i + 1)::\(type)")
+                }
+                if try !session.query("SELECT 1 FROM \(table(entity)) WHERE \(PostgresSQL.indexTerm(attribute, schema: s)) "
+                    + "IN (\(terms.joined(separator: ", "))) LIMIT 1", binds).isEmpty { return false }
+                start += chunk.count
+            }
+        }
+        return true
     }
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {

@@ -325,7 +325,7 @@ final class MigrationRun {
             let page = try snapshot.scan(entity.name, after: after, limit: limit)
             guard let last = page.last?[entity.primaryKey] else { break }
             try destination.writeSync { writer in
-                for record in page { try writer.insert(record, into: entity.name) }
+                try writer.insert(contentsOf: page, into: entity.name)
                 try checkpoint(writer, last)
             }
             entry.itemsRead += page.count

@@ -53,6 +53,22 @@ extension StorageReader {
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws
 }
 
+/// A write transaction that stores many new items in fewer round trips than one insert each
+/// (a server backend sends them as one statement). The result is that of inserting each in
+/// order: `keyExists` or `uniqueViolation` for the first that cannot be stored, with the items
+/// before it stored.
+@_spi(Backend) public protocol BulkInserting: StorageWriter {
+    func insert(contentsOf records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws
+}
+
+extension StorageWriter {
+    /// Inserts `records` through ``BulkInserting`` when the writer has it, one by one otherwise.
+    func insertAll(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws {
+        if let bulk = self as? any BulkInserting { return try bulk.insert(contentsOf: records, in: entity) }
+        for (record, key) in records { try insert(record, key: key, in: entity) }
+    }
+}
+
 /// An engine that can tell cheaply, without a read transaction, that some process committed a
 /// write since it last asked: what live observers poll to see other processes' commits (and
 /// writes made outside the package). Engines without it are polled through a read of the

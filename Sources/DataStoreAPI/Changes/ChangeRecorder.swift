@@ -17,7 +17,7 @@ struct RecordedChanges {
 ///
 /// For each item it keeps whether the item existed before the transaction and whether it exists
 /// now, so the feed gets each item's net effect exactly once.
-final class ChangeRecorder: StorageWriter {
+final class ChangeRecorder: StorageWriter, BulkInserting {
     private struct Touch {
         var before: Bool
         var after: Bool
@@ -125,6 +125,16 @@ final class ChangeRecorder: StorageWriter {
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         try writer.insert(record, key: key, in: entity)
         try touch(entity, key, existed: { false }, after: true)
+    }
+
+    func insert(contentsOf records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws {
+        // Recording, each insert is noted as it succeeds (a failing bulk insert would leave the
+        // ones before it stored but unnoted); not recording (a migration's copy), in bulk.
+        guard try !isRecording() else {
+            for (record, key) in records { try insert(record, key: key, in: entity) }
+            return
+        }
+        try writer.insertAll(records, in: entity)
     }
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
