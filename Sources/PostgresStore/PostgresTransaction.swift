@@ -144,7 +144,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
     }
 
-    /// Inserts in multi-row statements when no item of the batch clashes (keys taken or given
+    /// Inserts by COPY (or one multi-row statement) when no item of the batch clashes (keys taken or given
     /// twice, values a unique index holds or that two items of the batch share); otherwise one
     /// by one, so that the error comes from the first item that cannot be stored, as in order.
     func insert(contentsOf records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws {
@@ -153,27 +153,21 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             for (record, key) in records { try insert(record, key: key, in: entity) }
             return
         }
-        let perRow = entity.attributes.count
-        let rowsPerStatement = max(1, PostgresRequestSQL.maxBinds / perRow)
-        var start = 0
-        while start < records.count {
-            let chunk = records[start..<min(records.count, start + rowsPerStatement)]
-            var binds = PostgresBindings()
-            var rows: [String] = []
-            var n = 0
-            for (record, _) in chunk {
-                var marks: [String] = []
-                for attribute in entity.attributes {
-                    PostgresSQL.bind(record[attribute.name], into: &binds)
-                    n += 1
-                    marks.append("$\(n)")
-                }
-                rows.append("(" + marks.joined(separator: ", ") + ")")
+        // Large batches go by COPY, small ones as one multi-row INSERT.
+        if records.count >= 64 { return try session.copy(records, into: entity, schema: s) }
+        var binds = PostgresBindings()
+        var rows: [String] = []
+        var n = 0
+        for (record, _) in records {
+            var marks: [String] = []
+            for attribute in entity.attributes {
+                PostgresSQL.bind(record[attribute.name], into: &binds)
+                n += 1
+                marks.append("$\(n)")
             }
-            try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES " + rows.joined(separator: ", "),
-                              binds)
-            start += chunk.count
+            rows.append("(" + marks.joined(separator: ", ") + ")")
         }
+        try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES " + rows.joined(separator: ", "), binds)
     }
 
     /// Whether a batch can go in one statement: no key taken or repeated, and no unique value
