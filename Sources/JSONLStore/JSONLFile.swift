@@ -7,15 +7,18 @@ enum JSONLHeader {
     static let format = 1
 
     static func encode(_ schema: Schema) throws -> [UInt8] {
+        Array(#"{"datastore":"jsonl","format":\#(format),"schema":"#.utf8) + (try schemaJSON(schema)) + [0x7D]
+    }
+
+    /// The schema as JSON with sorted keys: the same schema always gives the same bytes.
+    static func schemaJSON(_ schema: Schema) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let schemaJSON: Data
         do {
-            schemaJSON = try encoder.encode(schema)
+            return Array(try encoder.encode(schema))
         } catch {
             throw StoreError(.invalidValue, "the schema cannot be encoded: \(error)")
         }
-        return Array(#"{"datastore":"jsonl","format":\#(format),"schema":"#.utf8) + Array(schemaJSON) + [0x7D]
     }
 
     static func decode(_ line: [UInt8], path: String) throws -> Schema {

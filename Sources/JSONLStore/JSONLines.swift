@@ -50,9 +50,7 @@ public enum JSONLines {
     /// items per entity.
     /// - Throws: one-line `corrupt` errors naming the file and the line.
     public static func check(_ path: String) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
-        try read(path) { _, entity, _, _ in counts[entity.name, default: 0] += 1 }
-        return counts
+        try JSONLEngine.check(path).entities.mapValues(\.count)
     }
 
     /// Loads `path` into `store` (whose schema must hold the file's entities as they are), in

@@ -36,19 +36,11 @@ public enum StoreChanges {
 
     /// The header line.
     public static func header(schema: Schema, from source: String, to destination: String) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let schemaJSON: Data
-        do {
-            schemaJSON = try encoder.encode(schema)
-        } catch {
-            throw StoreError(.invalidValue, "the schema cannot be encoded: \(error)")
-        }
         var out = Array(#"{"datastore":"diff","format":\#(format),"from":"#.utf8)
         JSONLineCodec.appendString(source, to: &out)
         out += Array(#","to":"#.utf8)
         JSONLineCodec.appendString(destination, to: &out)
-        out += Array(#","schema":"#.utf8) + Array(schemaJSON) + [0x7D]
+        out += Array(#","schema":"#.utf8) + (try JSONLHeader.schemaJSON(schema)) + [0x7D]
         return out
     }
 

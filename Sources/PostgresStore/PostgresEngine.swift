@@ -195,6 +195,11 @@ enum PostgresSQL {
         }
     }
 
+    /// The type a bind is cast to where it meets a column of `type`.
+    static func castType(_ type: ValueType) -> String {
+        type == .string ? "text" : columnType(type)
+    }
+
     static func createTable(_ entity: EntitySchema, schema: String) -> String {
         let columns = entity.attributes.map { attribute in
             quote(attribute.name) + " " + columnType(attribute.type) + (attribute.isOptional ? "" : " NOT NULL")

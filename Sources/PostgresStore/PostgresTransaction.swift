@@ -120,7 +120,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         try UniqueIndexRule.check(record, key: key, in: entity) { index, values in
             let attributes = index.attributes.compactMap { name in entity.attributes.first { $0.name == name } }
             let conditions = attributes.enumerated().map { i, attribute in
-                let type = PostgresSQL.columnType(attribute.type).replacingOccurrences(of: " COLLATE \"C\"", with: "")
+                let type = PostgresSQL.castType(attribute.type)
                 return PostgresSQL.indexTerm(attribute, schema: s) + " = "
                     + PostgresSQL.indexTerm(attribute, schema: s, operand: "$\(i + 1)::\(type)")
             }
@@ -195,7 +195,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
                 guard seen.insert(tuple).inserted else { return false }
                 values.append(tuple[0])
             }
-            let type = PostgresSQL.columnType(attribute.type).replacingOccurrences(of: " COLLATE \"C\"", with: "")
+            let type = PostgresSQL.castType(attribute.type)
             var start = 0
             while start < values.count {
                 let chunk = values[start..<min(values.count, start + 10_000)]

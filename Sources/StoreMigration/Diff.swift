@@ -108,7 +108,7 @@ extension Migrator {
             var line = 1
             try StoreChanges.read(path) { entity, change in
                 line += 1
-                let index = report.entities.firstIndex { $0.entity == entity.name }!
+                guard let index = report.entities.firstIndex(where: { $0.entity == entity.name }) else { return }
                 func conflict(_ what: String) -> StoreError {
                     StoreError(.conflict, "\(path): line \(line): \(entity.name)[\(keyOf(change, entity))] \(what); "
                         + "the destination changed since the diff was made, and nothing was applied")

@@ -61,16 +61,7 @@ public enum Migrator {
             destinationStore = try openUnfinished(destination, schema: schema)
         } else {
             try checkNew(destination, overwrite: options.overwrite)
-            if options.dryRun {
-                try sourceStore.read { snapshot in
-                    for entity in schema.entities {
-                        var entry = EntityReport(entity: entity.name)
-                        entry.itemsRead = try snapshot.count(FetchRequest(entity.name))
-                        run.report.entities.append(entry)
-                    }
-                }
-                return run.finish()
-            }
+            if options.dryRun { return try dryRun(run, sourceStore, schema) }
             if destination.exists { try destination.destroy() }
             destinationStore = try create(destination, schema: schema, marker: source.description)
         }

@@ -191,7 +191,8 @@ extension Migrator {
         }
     }
 
-    private static func dryRun(_ run: MigrationRun, _ store: any DataStore, _ schema: Schema) throws -> MigrationReport {
+    /// A dry run's report: the snapshot's count of each entity, nothing written.
+    static func dryRun(_ run: MigrationRun, _ store: any DataStore, _ schema: Schema) throws -> MigrationReport {
         try store.read { snapshot in
             for entity in schema.entities {
                 var entry = EntityReport(entity: entity.name)
