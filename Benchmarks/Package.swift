@@ -1,7 +1,8 @@
 // swift-tools-version: 6.1
 // The performance harness: every backend and the migration next to the raw C APIs doing the same
 // work in the same run, and SQLiteStore's typed layer next to GRDB. Its own package, so that
-// users of the library never build GRDB.
+// users of the library never build GRDB. It builds the root package with its `Postgres` trait, so
+// that PostgresStore runs next to postgres-nio.
 import Foundation
 import PackageDescription
 
@@ -13,7 +14,9 @@ let package = Package(
     name: "DataStoreBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: ".."),
+        .package(path: "..", traits: ["Postgres"]),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
@@ -29,6 +32,9 @@ let package = Package(
                 .product(name: "InMemoryStore", package: root),
                 .product(name: "JSONLStore", package: root),
                 .product(name: "StoreMigration", package: root),
+                .product(name: "PostgresStore", package: root),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]

@@ -72,7 +72,7 @@ func opensAsComplete(_ location: StoreLocation) -> Bool {
         ("random bytes", ["--from", "sqlite:\(random)", "--to", "lmdb:\(dir.url.path)/b"], "random.sqlite"),
         ("truncated", ["--from", "sqlite:\(truncated)", "--to", "lmdb:\(dir.url.path)/c"], "truncated.sqlite"),
         ("not a store", ["--from", "sqlite:\(plain)", "--to", "lmdb:\(dir.url.path)/d"], "not a DataStore store"),
-        ("unknown kind", ["--from", "postgres:db", "--to", "lmdb:\(dir.url.path)/e"], "unknown store kind 'postgres'"),
+        ("unknown kind", ["--from", "oracle:db", "--to", "lmdb:\(dir.url.path)/e"], "unknown store kind 'oracle'"),
         ("bare kind, no store here", ["--from", "sqlite", "--to", "lmdb:\(dir.url.path)/f"], "give one with --store"),
         ("non-empty destination", ["--from", good.description, "--to", existing.description], "--overwrite"),
         ("unknown entity", ["--from", good.description, "--to", "lmdb:\(dir.url.path)/g", "--entities", "Nope"], "Nope"),

@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres]
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -124,6 +124,11 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
 let onlySchemaSteps = arguments.contains("--schema-steps")
 let onlyFeed = arguments.contains("--feed")
 let onlyJSONL = arguments.contains("--jsonl")
+let onlyPostgres = arguments.contains("--postgres")
+for n in sizes where onlyPostgres {
+    try benchmarkPostgres(n: n)
+    try benchmarkPostgresMigration(n: n)
+}
 for n in sizes where onlyJSONL {
     try benchmarkJSONLines(n: n)
 }
@@ -134,7 +139,7 @@ for n in sizes where onlyFeed && !onlyJSONL {
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
 }
-for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL {
+for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -156,9 +161,11 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL {
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
     try benchmarkJSONLines(n: n)
+    try benchmarkPostgres(n: n)
+    try benchmarkPostgresMigration(n: n)
 }
 
-print("| backend | operation | items in store | API ops/s | raw C ops/s | API / raw C |")
+print("| backend | operation | items in store | API ops/s | raw ops/s | API / raw |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
 for row in rows {
     let api = Double(row.operations) / row.apiSeconds
@@ -184,7 +191,7 @@ if !latencyRows.isEmpty {
     }
 }
 
-let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps || onlyFeed || onlyJSONL ? 0 : (quick ? 20_000 : 100_000)
+let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
 print("")
