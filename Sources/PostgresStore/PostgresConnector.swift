@@ -3,6 +3,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// Where a PostgreSQL store lives: `postgres://USER@HOST:PORT/DATABASE?schema=NAME`, or with
 /// `host=/socket/directory` in the query for a Unix socket. The password comes from
@@ -142,7 +143,29 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    func close() { try? connection.close().wait() }
+    /// Queues `sql` on the connection and returns at once; ``wait(_:sql:)`` gives its outcome.
+    /// Statements run in the order they were queued.
+    func send(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) -> EventLoopFuture<PostgresQueryResult> {
+        connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)
+    }
+
+    func wait(_ sent: EventLoopFuture<PostgresQueryResult>, sql: String) throws(StoreError) {
+        do {
+            _ = try sent.wait()
+        } catch {
+            throw Self.storeError(error, sql: sql, location: location)
+        }
+    }
+
+    private let closed = Mutex(false)
+
+    /// Closes the connection (once; a session released without it is closed then).
+    func close() {
+        guard closed.withLock({ done in defer { done = true }; return !done }) else { return }
+        try? connection.close().wait()
+    }
+
+    deinit { close() }
 
     /// The SQLSTATE of a server error.
     static func sqlState(_ error: any Error) -> String? {

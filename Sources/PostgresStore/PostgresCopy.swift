@@ -54,10 +54,10 @@ private final class ResultBox<T>: @unchecked Sendable {
 }
 
 extension PostgresSession {
-    /// `COPY table FROM STDIN` of `records` in text format, inside the session's transaction
-    /// (the table named through `search_path`, which postgres-nio's COPY cannot qualify).
-    func copy(_ records: [(record: Record, key: PrimaryKey)], into entity: EntitySchema, schema: String) throws {
-        try query("SET LOCAL search_path TO \(schema)")
+    /// `COPY table FROM STDIN` of `records` in text format, inside the session's transaction.
+    /// postgres-nio's COPY cannot qualify the table's name: it is found through the writer
+    /// session's `search_path`, which the engine sets to the store's schema when it connects.
+    func copy(_ records: [(record: Record, key: PrimaryKey)], into entity: EntitySchema) throws {
         let connection = self.connection
         let rows = records.map(\.record)
         do {
@@ -80,7 +80,6 @@ extension PostgresSession {
         } catch {
             throw PostgresSession.storeError(error, sql: "COPY \(entity.name) FROM STDIN", location: location)
         }
-        try query("SET LOCAL search_path TO DEFAULT")
     }
 }
 

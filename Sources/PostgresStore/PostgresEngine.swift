@@ -9,9 +9,10 @@ import Synchronization
 /// (the change feed) and `_ds_commits` (a counter every write transaction moves).
 ///
 /// Reads run in `REPEATABLE READ READ ONLY` transactions (one snapshot per read block) on
-/// reader connections; writes run on one writer connection and first take a transaction-scoped
-/// advisory lock of the store, so that writers of every process and machine serialize as the
-/// threads of one process do.
+/// reader connections; writes run on one writer connection and first lock the row of the
+/// store's commit counter, so that writers of every process and machine serialize as the
+/// threads of one process do (creating a store takes a transaction-scoped advisory lock, since
+/// there is no row yet).
 ///
 /// Values are stored so that PostgreSQL's order and equality are the canonical ones: ints,
 /// dates (microseconds) as `bigint`, doubles as `float8` (bit-exact, `-0.0` kept), strings as
@@ -27,7 +28,7 @@ import Synchronization
     private let writer: PostgresSession
     private let readers = Mutex<[PostgresSession]>([])
     private let poller = Mutex<PostgresSession?>(nil)
-    /// The advisory lock every writer of this store takes.
+    /// The advisory lock that creating or opening this store takes.
     let lockKey: Int64
 
     public init(location: PostgresLocation, schema requested: Schema?, durability: Durability = .full) throws {
@@ -38,6 +39,8 @@ import Synchronization
         self.writer = writer
         do {
             try writer.query("SET synchronous_commit TO " + (durability == .full ? "on" : "off"))
+            // Where COPY finds the store's tables (see `PostgresSession.copy`).
+            try writer.query("SET search_path TO \(PostgresSQL.quote(location.schema))")
             schema = try Self.prepare(writer, requested: requested, location: location, lockKey: lockKey)
         } catch {
             writer.close()
@@ -83,7 +86,13 @@ import Synchronization
                 throw StoreError(.notFound, "\(location) does not exist")
             }
             let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: location.description)
-            if isNew { try create(schema, in: db, quotedSchema: s) }
+            if isNew {
+                try create(schema, in: db, quotedSchema: s)
+            } else if try db.query("SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                + "WHERE n.nspname = $1 AND p.proname = '_ds_begin_write'", name).isEmpty {
+                // A store made before writers began with it.
+                try createBeginWrite(in: db, quotedSchema: s)
+            }
             try db.query("COMMIT")
             return schema
         } catch {
@@ -102,12 +111,33 @@ import Synchronization
         // index expression needs.
         try db.query("CREATE FUNCTION \(s)._ds_hash(text) RETURNS bytea IMMUTABLE STRICT PARALLEL SAFE "
             + "LANGUAGE sql AS 'SELECT sha256(textsend($1))'")
+        try createBeginWrite(in: db, quotedSchema: s)
         for entity in schema.entities {
             try db.query(PostgresSQL.createTable(entity, schema: s))
             for index in entity.indexes { try db.query(PostgresSQL.createIndex(index, of: entity, schema: s)) }
         }
         let transaction = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
         try StoreHeader.write(schema, format: formatVersion) { try transaction.setMetadata($1, forKey: $0) }
+    }
+
+    /// `_ds_begin_write(schema)`, a write transaction's first statement: it moves the commit
+    /// counter, which locks the counter's row until the transaction ends (writers of every
+    /// process and machine wait there for each other), then reads what the change feed asks for
+    /// first (its stored state and its entries' bounds). A PL/pgSQL function, because each of
+    /// its statements takes a new snapshot: the reads see what the writer before committed,
+    /// where one statement's subqueries would see the snapshot taken before the lock's wait. The
+    /// schema is a parameter, not part of the body, so that renaming the schema keeps it right.
+    private static func createBeginWrite(in db: PostgresSession, quotedSchema s: String) throws {
+        try db.query("""
+            CREATE FUNCTION \(s)._ds_begin_write(store text, OUT feed_state bytea, OUT feed_first bigint,
+                OUT feed_last bigint) VOLATILE LANGUAGE plpgsql AS $$
+            BEGIN
+                EXECUTE format('UPDATE %I._ds_commits SET n = n + 1 WHERE id = 1', store);
+                EXECUTE format('SELECT value FROM %I._ds_meta WHERE key = %L', store, '\(PostgresTransaction.feedStateKey)')
+                    INTO feed_state;
+                EXECUTE format('SELECT min(seq), max(seq) FROM %I._ds_feed', store) INTO feed_first, feed_last;
+            END $$
+            """)
     }
 
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
@@ -127,15 +157,31 @@ import Synchronization
         }
     }
 
+    /// A write transaction (READ COMMITTED, so each statement after the lock sees what the
+    /// writer before committed). Its first statement, `_ds_begin_write`, moves the commit
+    /// counter, which locks the counter's row until the transaction ends: writers of every
+    /// process and machine wait there for each other, and observers polling the counter see the
+    /// commit. A row lock, unlike an advisory lock, is also what the distributed engines that
+    /// speak PostgreSQL's protocol provide.
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
-        var binds = PostgresBindings()
-        binds.append(lockKey)
-        try writer.query("BEGIN")
+        // BEGIN is queued on the connection without waiting for its answer: the UPDATE's answer
+        // comes after it, and BEGIN's own is checked then.
+        let begun = writer.send("BEGIN")
         do {
-            try writer.query("SELECT pg_advisory_xact_lock($1)", binds)
-            let result = try body(PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema))
-            try writer.query("UPDATE \(quotedSchema)._ds_commits SET n = n + 1 WHERE id = 1")
+            let transaction = PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema)
+            // The statement that locks also reads ahead what the change feed asks for first.
+            var binds = PostgresBindings()
+            binds.append(location.schema)
+            let row = try writer.query("SELECT * FROM \(quotedSchema)._ds_begin_write($1)", binds)
+            try writer.wait(begun, sql: "BEGIN")
+            if let cells = row.first?.makeRandomAccess() {
+                transaction.feedState = .some(cells[0].bytes.map { Array($0.readableBytesView) })
+                transaction.feedBounds = .some(try PostgresTransaction.bounds(cells, at: 1))
+            }
+            let result = try body(transaction)
+            let feed = transaction.sendPending()
             try writer.query("COMMIT")
+            if let feed { try writer.wait(feed, sql: "the change feed's entry (the transaction was rolled back)") }
             return result
         } catch {
             _ = try? writer.query("ROLLBACK")

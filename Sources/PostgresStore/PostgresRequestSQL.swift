@@ -6,8 +6,8 @@ import PostgresNIO
 /// (`nil`), and the request is then answered in Swift over key-ordered pages.
 ///
 /// Every predicate evaluates to true or false, never NULL, so that `NOT` inverts as the
-/// two-valued semantics demand: `==` and `!=` are `IS [NOT] DISTINCT FROM`; ordering
-/// comparisons, `IN`, prefix and contains are guarded by `IS NOT NULL`. Strings compare in the
+/// two-valued semantics demand: `==`, ordering comparisons, `IN`, prefix and contains are
+/// guarded by `IS NOT NULL`, `!=` by `IS NULL OR`. Strings compare in the
 /// "C" collation (bytes) and are bound escaped as stored; a prefix is `starts_with` on the escaped
 /// text (the escape keeps prefixes); `contains` is translated only for needles without the bytes
 /// 0 to 2, which the escape could match inside an escaped character. Nulls sort first, as in
@@ -15,6 +15,8 @@ import PostgresNIO
 struct PostgresRequestSQL {
     private(set) var binds = PostgresBindings()
     private var count = 0
+    /// The store's quoted schema, which holds the hash function of string indexes.
+    var schema: String?
 
     private mutating func bind(_ value: Value) -> String {
         PostgresSQL.bind(value, into: &binds)
@@ -33,8 +35,16 @@ struct PostgresRequestSQL {
         case let .compare(name, op, value):
             let column = PostgresSQL.quote(name)
             switch op {
-            case .equal: return "(\(column) IS NOT DISTINCT FROM \(bind(value)))"
-            case .notEqual: return "(\(column) IS DISTINCT FROM \(bind(value)))"
+            // `=` and `<>` with a null guard rather than `IS [NOT] DISTINCT FROM`, which no
+            // index serves; a string's or bytes' index is over the value's hash, so the hash is
+            // compared too when an index starts with the attribute.
+            case .equal:
+                if value.isNull { return "(\(column) IS NULL)" }
+                let mark = bind(value)
+                return "(\(column) IS NOT NULL AND \(column) = \(mark)\(hashTerm(name, mark, entity)))"
+            case .notEqual:
+                if value.isNull { return "(\(column) IS NOT NULL)" }
+                return "(\(column) IS NULL OR \(column) <> \(bind(value)))"
             default:
                 if value.isNull { return "false" }
                 let sqlOp = op == .less ? "<" : op == .lessOrEqual ? "<=" : op == .greater ? ">" : ">="
@@ -70,6 +80,16 @@ struct PostgresRequestSQL {
         }
     }
 
+    /// ` AND hash(column) = hash(mark)` for a string or bytes attribute that an index starts
+    /// with, so that the index (over the hash) serves an equality.
+    private func hashTerm(_ name: String, _ mark: String, _ entity: EntitySchema) -> String {
+        guard let attribute = entity.attribute(named: name), attribute.type == .string || attribute.type == .bytes,
+              entity.indexes.contains(where: { $0.attributes.first == name }), let schema else { return "" }
+        let cast = "\(mark)::\(PostgresSQL.castType(attribute.type))"
+        return " AND " + PostgresSQL.indexTerm(attribute, schema: schema, operand: PostgresSQL.quote(name)) + " = "
+            + PostgresSQL.indexTerm(attribute, schema: schema, operand: cast)
+    }
+
     private mutating func join(_ filters: [Filter], _ op: String, empty: String, _ entity: EntitySchema) -> String? {
         guard !filters.isEmpty else { return empty }
         var parts: [String] = []
@@ -100,10 +120,10 @@ struct PostgresRequestSQL {
     }
 
     /// The SELECT of a request, or `nil` when its filter has no exact translation.
-    static func select(_ request: FetchRequest, _ entity: EntitySchema, columns: String, table: String)
-        -> (sql: String, binds: PostgresBindings)?
+    static func select(_ request: FetchRequest, _ entity: EntitySchema, columns: String, table: String,
+                       schema: String) -> (sql: String, binds: PostgresBindings)?
     {
-        var builder = PostgresRequestSQL()
+        var builder = PostgresRequestSQL(schema: schema)
         guard let condition = builder.condition(request.filter, entity) else { return nil }
         var sql = "SELECT \(columns) FROM \(table) WHERE \(condition)" + orderBy(request.sort, entity)
         if let limit = request.limit { sql += " LIMIT \(builder.bind(.int(Int64(limit))))" }
@@ -112,8 +132,10 @@ struct PostgresRequestSQL {
     }
 
     /// The count of a filter, or `nil` when it has no exact translation.
-    static func count(_ filter: Filter, _ entity: EntitySchema, table: String) -> (sql: String, binds: PostgresBindings)? {
-        var builder = PostgresRequestSQL()
+    static func count(_ filter: Filter, _ entity: EntitySchema, table: String, schema: String)
+        -> (sql: String, binds: PostgresBindings)?
+    {
+        var builder = PostgresRequestSQL(schema: schema)
         guard let condition = builder.condition(filter, entity) else { return nil }
         return ("SELECT count(*) FROM \(table) WHERE \(condition)", builder.binds)
     }

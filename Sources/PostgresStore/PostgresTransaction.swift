@@ -9,10 +9,57 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     let engine: PostgresEngine?
     let s: String
 
+    /// The change feed's stored state (`_ds_meta`'s `datastore.feed`) and its entries' bounds as
+    /// a write transaction's first statement read them ahead (the feed asks for both before each
+    /// recorded commit); kept up to date by this transaction's own writes, and nobody else's can
+    /// come, since it holds the commit counter's row lock. `nil`: not known, ask the server.
+    var feedState: [UInt8]??
+    var feedBounds: (first: UInt64, last: UInt64)??
+    /// Feed writes not yet sent: the entry appended and the removal of old entries that
+    /// follows it go as one statement, queued before COMMIT without a wait of their own
+    /// (``sendPending()``), or sent before any read of the feed (``flush()``).
+    private var pendingEntry: (sequence: UInt64, entry: [UInt8])?
+    private var pendingRemoval: UInt64?
+
+    static let feedStateKey = "datastore.feed"
+
     init(session: PostgresSession, engine: PostgresEngine?, quotedSchema: String) {
         self.session = session
         self.engine = engine
         s = quotedSchema
+    }
+
+    /// Sends what this transaction holds back and waits for it.
+    func flush() throws {
+        if let sent = sendPending() { try session.wait(sent, sql: "the change feed's entry") }
+    }
+
+    /// Queues what this transaction holds back without waiting: before COMMIT, whose answer
+    /// comes after this statement's (a failed statement turns the COMMIT into a rollback, so the
+    /// caller checks this outcome after the COMMIT's).
+    func sendPending() -> EventLoopFuture<PostgresQueryResult>? {
+        var binds = PostgresBindings()
+        let sql: String
+        switch (pendingEntry, pendingRemoval) {
+        case (nil, nil):
+            return nil
+        case let (nil, before?):
+            binds.append(Int64(before))
+            sql = "DELETE FROM \(s)._ds_feed WHERE seq < $1"
+        case let ((sequence, entry)?, before):
+            binds.append(Int64(sequence))
+            binds.append(ByteBuffer(bytes: entry))
+            if let before {
+                binds.append(Int64(before))
+                sql = "WITH gone AS (DELETE FROM \(s)._ds_feed WHERE seq < $3) INSERT INTO \(s)._ds_feed (seq, entry) "
+                    + "VALUES ($1, $2)"
+            } else {
+                sql = "INSERT INTO \(s)._ds_feed (seq, entry) VALUES ($1, $2)"
+            }
+        }
+        pendingEntry = nil
+        pendingRemoval = nil
+        return session.send(sql, binds)
     }
 
     private func table(_ entity: EntitySchema) -> String { PostgresSQL.table(entity, schema: s) }
@@ -67,7 +114,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
-        if let select = PostgresRequestSQL.select(request, entity, columns: columns(entity), table: table(entity)) {
+        if let select = PostgresRequestSQL.select(request, entity, columns: columns(entity), table: table(entity),
+                                                   schema: s) {
             return try records(session.query(select.sql, select.binds), entity)
         }
         var stages = RequestStages(request)
@@ -80,7 +128,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             guard let row = try session.query("SELECT count(*) FROM \(table(entity))").first else { return 0 }
             return Int(try row.makeRandomAccess()[0].decode(Int64.self))
         }
-        if let query = PostgresRequestSQL.count(filter, entity, table: table(entity)),
+        if let query = PostgresRequestSQL.count(filter, entity, table: table(entity), schema: s),
             let row = try session.query(query.sql, query.binds).first
         {
             return Int(try row.makeRandomAccess()[0].decode(Int64.self))
@@ -104,6 +152,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {
+        if key == Self.feedStateKey, let known = feedState { return known }
         var binds = PostgresBindings()
         binds.append(key)
         guard let row = try session.query("SELECT value FROM \(s)._ds_meta WHERE key = $1", binds).first else {
@@ -145,16 +194,16 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
     /// Inserts by COPY (or one multi-row statement) when no item of the batch clashes (keys taken or given
-    /// twice, values a unique index holds or that two items of the batch share); otherwise one
-    /// by one, so that the error comes from the first item that cannot be stored, as in order.
-    func insert(contentsOf records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws {
-        guard !records.isEmpty else { return }
-        guard try bulkIsClean(records, entity) else {
-            for (record, key) in records { try insert(record, key: key, in: entity) }
-            return
-        }
+    /// twice, values a unique index holds or that two items of the batch share); otherwise
+    /// stores nothing and returns `false`.
+    func insertAllOrNone(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws -> Bool {
+        guard !records.isEmpty else { return true }
+        guard try bulkIsClean(records, entity) else { return false }
         // Large batches go by COPY, small ones as one multi-row INSERT.
-        if records.count >= 64 { return try session.copy(records, into: entity, schema: s) }
+        if records.count >= 64 {
+            try session.copy(records, into: entity)
+            return true
+        }
         var binds = PostgresBindings()
         var rows: [String] = []
         var n = 0
@@ -168,6 +217,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             rows.append("(" + marks.joined(separator: ", ") + ")")
         }
         try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES " + rows.joined(separator: ", "), binds)
+        return true
     }
 
     /// Whether a batch can go in one statement: no key taken or repeated, and no unique value
@@ -233,6 +283,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
+        if key == Self.feedStateKey { feedState = nil }
         var binds = PostgresBindings()
         binds.append(key)
         guard let value else {
@@ -247,13 +298,22 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     // MARK: The change feed's entries
 
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
+        if let known = feedBounds { return known }
+        try flush()
         guard let row = try session.query("SELECT min(seq), max(seq) FROM \(s)._ds_feed").first else { return nil }
-        let cells = row.makeRandomAccess()
-        guard cells[0].bytes != nil else { return nil }
-        return (UInt64(try cells[0].decode(Int64.self)), UInt64(try cells[1].decode(Int64.self)))
+        let bounds = try Self.bounds(row.makeRandomAccess(), at: 0)
+        feedBounds = .some(bounds)
+        return bounds
+    }
+
+    /// Bounds from two cells (min, max) starting at `index`.
+    static func bounds(_ cells: PostgresRandomAccessRow, at index: Int) throws -> (first: UInt64, last: UInt64)? {
+        guard cells[index].bytes != nil else { return nil }
+        return (UInt64(try cells[index].decode(Int64.self)), UInt64(try cells[index + 1].decode(Int64.self)))
     }
 
     func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]? {
+        try flush()
         var binds = PostgresBindings()
         binds.append(Int64(sequence))
         guard let row = try session.query("SELECT entry FROM \(s)._ds_feed WHERE seq = $1", binds).first else {
@@ -263,16 +323,18 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
     func appendChangeLog(_ sequence: UInt64, _ entry: [UInt8]) throws {
-        var binds = PostgresBindings()
-        binds.append(Int64(sequence))
-        binds.append(ByteBuffer(bytes: entry))
-        try session.query("INSERT INTO \(s)._ds_feed (seq, entry) VALUES ($1, $2)", binds)
+        if pendingEntry != nil { try flush() }
+        pendingEntry = (sequence, entry)
+        if let known = feedBounds {
+            feedBounds = .some((known?.first ?? sequence, sequence))
+        }
     }
 
     func removeChangeLog(before sequence: UInt64) throws {
-        var binds = PostgresBindings()
-        binds.append(Int64(sequence))
-        try session.query("DELETE FROM \(s)._ds_feed WHERE seq < $1", binds)
+        // A removal that would reach the entry held back goes after it.
+        if let pending = pendingEntry, pending.sequence < sequence { try flush() }
+        pendingRemoval = max(pendingRemoval ?? 0, sequence)
+        feedBounds = nil
     }
 }
 #endif

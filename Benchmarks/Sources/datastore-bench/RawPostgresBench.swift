@@ -7,7 +7,7 @@ import PostgresNIO
 /// (each query's future waited on from the caller's thread): the same table and index as the
 /// store creates, `COPY … FROM STDIN` for bulk loads, prepared statements with binds, one
 /// REPEATABLE READ READ ONLY transaction per read, rows decoded into the same Swift values.
-final class RawPostgresBench {
+final class RawPostgresBench: @unchecked Sendable {
     static let logger = Logger(label: "bench.raw-postgres")
     let connection: PostgresConnection
     let schema: String
@@ -154,8 +154,7 @@ final class RawPostgresBench {
 
 /// Runs an async call to its end from synchronous code.
 func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    final class Box: @unchecked Sendable { var result: Result<T, any Error>? }
-    let box = Box()
+    let box = BlockingResult<T>()
     let done = DispatchSemaphore(value: 0)
     Task.detached {
         do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
@@ -163,4 +162,9 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thr
     }
     done.wait()
     return try box.result!.get()
+}
+
+/// What a blocked-on task returned: written by the task before it signals, read after.
+final class BlockingResult<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
 }

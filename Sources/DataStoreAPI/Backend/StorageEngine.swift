@@ -53,18 +53,21 @@ extension StorageReader {
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws
 }
 
-/// A write transaction that stores many new items in fewer round trips than one insert each
-/// (a server backend sends them as one statement). The result is that of inserting each in
-/// order: `keyExists` or `uniqueViolation` for the first that cannot be stored, with the items
-/// before it stored.
+/// A write transaction that can store a batch of new items in fewer round trips than one insert
+/// each (a server backend sends them as one statement or a COPY).
 @_spi(Backend) public protocol BulkInserting: StorageWriter {
-    func insert(contentsOf records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws
+    /// Stores every item and returns `true`, or stores nothing and returns `false` when one of
+    /// them could not be stored (a key taken already or given twice, a unique value held already
+    /// or shared within the batch). The caller then inserts them one by one, so that the error
+    /// comes from the first item that cannot be stored, with the items before it stored.
+    func insertAllOrNone(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws -> Bool
 }
 
 extension StorageWriter {
-    /// Inserts `records` through ``BulkInserting`` when the writer has it, one by one otherwise.
+    /// Inserts `records` as inserting each in order would: in one go through ``BulkInserting``
+    /// when the writer has it and the batch is clean, else one by one.
     func insertAll(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws {
-        if let bulk = self as? any BulkInserting { return try bulk.insert(contentsOf: records, in: entity) }
+        if let bulk = self as? any BulkInserting, try bulk.insertAllOrNone(records, in: entity) { return }
         for (record, key) in records { try insert(record, key: key, in: entity) }
     }
 }

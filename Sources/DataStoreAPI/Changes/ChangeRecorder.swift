@@ -127,14 +127,15 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
         try touch(entity, key, existed: { false }, after: true)
     }
 
-    func insert(contentsOf records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws {
-        // Recording, each insert is noted as it succeeds (a failing bulk insert would leave the
-        // ones before it stored but unnoted); not recording (a migration's copy), in bulk.
-        guard try !isRecording() else {
-            for (record, key) in records { try insert(record, key: key, in: entity) }
-            return
+    /// A clean batch goes to the engine in one go and each item is noted as inserted (none
+    /// existed: the batch would not be clean); otherwise ``StorageWriter/insertAll(_:in:)``
+    /// inserts one by one through ``insert(_:key:in:)``, noting each as it succeeds.
+    func insertAllOrNone(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws -> Bool {
+        guard let bulk = writer as? any BulkInserting, try bulk.insertAllOrNone(records, in: entity) else {
+            return false
         }
-        try writer.insertAll(records, in: entity)
+        for (_, key) in records { try touch(entity, key, existed: { false }, after: true) }
+        return true
     }
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {

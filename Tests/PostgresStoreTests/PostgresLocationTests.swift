@@ -1,0 +1,93 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import DataStoreConformance
+import DataStoreTestSupport
+import Foundation
+import PostgresStore
+import StoreMigration
+import Testing
+
+/// The error a call throws, as a `StoreError`.
+private func storeError(_ body: () throws -> Void) -> StoreError? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return error as? StoreError
+    }
+}
+
+/// Bad store specs and unreachable servers give one-line errors naming what is wrong, and no
+/// password ever appears in a location's text or an error.
+@Test func badPostgresLocationsGiveOneLineErrorsThatNameWhatIsWrong() throws {
+    let host = PostgresTestServer.host
+    let environment = ["PGPASSWORD": "s3cret-never-printed"]
+    let parsing: [(String, String)] = [
+        ("postgres://postgres@/datastore", "names no schema"),
+        ("postgres://app:s3cret@db/app?schema=app", "must not hold a password"),
+        ("postgres://postgres@/datastore?schema=pg_catalog", "'pg_catalog' cannot be a store's schema"),
+        ("postgres://postgres@/datastore?schema=" + String(repeating: "s", count: 64), "at most 63 bytes"),
+    ]
+    for (text, naming) in parsing {
+        let error = storeError { _ = try PostgresLocation(parsing: text, environment: environment) }
+        #expect(error?.code == .invalidArgument, "\(text)")
+        #expect(error?.message.contains(naming) == true, "\(text): \(String(describing: error))")
+        #expect(error?.message.contains("s3cret") == false)
+    }
+    let opening: [(String, String)] = [
+        ("postgres://postgres@/datastore?schema=a&host=/nonexistent-socket-dir", "/nonexistent-socket-dir"),
+        ("postgres://postgres@/nope?schema=a&host=\(host)", "database \"nope\" does not exist"),
+        ("postgres://nobody@/datastore?schema=a&host=\(host)", "role \"nobody\" does not exist"),
+    ]
+    for (text, naming) in opening {
+        let location = try PostgresLocation(parsing: text, environment: environment)
+        #expect(!location.description.contains("s3cret"))
+        let error = storeError { _ = try PostgresStore(location: location, schema: Fixtures.schema) }
+        #expect(error?.code == .io, "\(text): \(String(describing: error))")
+        #expect(error?.message.contains(naming) == true, "\(text): \(String(describing: error))")
+        #expect(error?.message.contains("\n") == false)
+    }
+    // Through the kinds' registry, as migrate-store opens it: the same errors.
+    let missing = storeError {
+        _ = try StoreLocation(parsing: "postgres://postgres@/nope?schema=a&host=\(host)").open(schema: nil)
+    }
+    #expect(missing?.message.contains("database \"nope\" does not exist") == true, "\(String(describing: missing))")
+}
+
+/// A store's schema holds ordinary tables that `psql` shows, named as the entities are, with a
+/// column per attribute of the documented type, and several stores share one database.
+@Test func aStoreIsOrdinaryTablesInASchemaOfItsOwn() throws {
+    let dir = try TemporaryDirectory()
+    let first = PostgresTestServer.location(dir.url.path + "/first")
+    let second = PostgresTestServer.location(dir.url.path + "/second")
+    for location in [first, second] {
+        let store = try PostgresStore(location: location, schema: Fixtures.schema)
+        try Fixtures.load(Fixtures.items(20, seed: location == first ? 1 : 2), into: store)
+        try store.close()
+    }
+    defer { for location in [first, second] { try? PostgresStore.destroy(location) } }
+    func psql(_ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        process.arguments = ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore", "-AtF", "|", "-c", sql]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "psql -c \(sql)")
+        return String(decoding: output, as: UTF8.self)
+    }
+    let columns = try psql("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = '"
+        + first.schema + "' AND table_name = 'Item' ORDER BY ordinal_position")
+    #expect(columns.contains("id|bigint") && columns.contains("name|text") && columns.contains("ratio|double precision"),
+            "\(columns)")
+    for location in [first, second] {
+        let count = try psql("SELECT count(*) FROM \"\(location.schema)\".\"Item\"")
+        #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) == "20")
+    }
+    let tables = try psql("SELECT table_name FROM information_schema.tables WHERE table_schema = '\(first.schema)' "
+        + "ORDER BY table_name")
+    #expect(tables.split(separator: "\n").contains("Item") && tables.contains("_ds_meta"), "\(tables)")
+}
+#endif
