@@ -25,10 +25,11 @@ Scripts/postgres-server.sh start "$dir/pg" >/dev/null
 source="sqlite:$dir/source.sqlite"
 target="postgres://postgres@/datastore?schema=killed&host=$dir/pg"
 
-seconds() { date +%s.%N; }
-t0=$(seconds)
+milliseconds() { echo $(( $(date +%s%N) / 1000000 )); }
+elapsed() { local ms=$(( $(milliseconds) - $1 )); printf "%d.%03d" $((ms / 1000)) $((ms % 1000)); }
+t0=$(milliseconds)
 "$bin" seed --to "$source" --items "$items" --progress none >/dev/null
-echo "seeded $items items in $(echo "$(seconds) - $t0" | bc) s"
+echo "seeded $items items in $(elapsed "$t0") s"
 
 resume=()
 for delay in "${delays[@]}"; do
@@ -46,9 +47,9 @@ for delay in "${delays[@]}"; do
     resume=(--resume)
 done
 
-t0=$(seconds)
+t0=$(milliseconds)
 "$bin" copy --from "$source" --to "$target" --progress none --resume --report "$dir/report.json"
-echo "resumed copy: $(echo "$(seconds) - $t0" | bc) s"
+echo "resumed copy: $(elapsed "$t0") s"
 python3 - "$dir/report.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -18,6 +18,9 @@ struct StoreDiff {
     let shouldStop: () -> Bool
 
     private enum Change {
+        /// An item the destination lacks: runs of them go in one `insert(contentsOf:)` (a COPY
+        /// on a server backend).
+        case insert(Record)
         case save(Record)
         case delete(Value)
     }
@@ -40,12 +43,29 @@ struct StoreDiff {
             let changes = pending
             let key = lastSourceKey
             try destination.writeSync { writer in
+                var missing: [Record] = []
+                func insertMissing() throws {
+                    guard !missing.isEmpty else { return }
+                    do {
+                        try writer.insert(contentsOf: missing, into: name)
+                    } catch let error as StoreError where error.code == .keyExists {
+                        // Written meanwhile by someone else: saved over, as a sync does.
+                        for record in missing { try writer.save(record, into: name) }
+                    }
+                    missing.removeAll(keepingCapacity: true)
+                }
                 for change in changes {
                     switch change {
-                    case .save(let record): try writer.save(record, into: name)
-                    case .delete(let key): _ = try writer.delete(name, key: key)
+                    case .insert(let record): missing.append(record)
+                    case .save(let record):
+                        try insertMissing()
+                        try writer.save(record, into: name)
+                    case .delete(let key):
+                        try insertMissing()
+                        _ = try writer.delete(name, key: key)
                     }
                 }
+                try insertMissing()
                 try checkpoint(writer, key)
             }
             pending.removeAll(keepingCapacity: true)
@@ -68,7 +88,7 @@ struct StoreDiff {
                 order = s == nil ? 1 : -1
             }
             if order < 0, let s {
-                note(.save(s), "\(name)[\(s[pk])]: missing in the destination")
+                note(.insert(s), "\(name)[\(s[pk])]: missing in the destination")
                 report.itemsRead += 1
                 if mode == .apply { report.itemsWritten += 1 }
                 lastSourceKey = s[pk]
