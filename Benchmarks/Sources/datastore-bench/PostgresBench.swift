@@ -104,17 +104,28 @@ nonisolated(unsafe) var postgresStop: String?
     let pipeline = "sqlite3 -csv '\(sqlite.path)' \"\(select.replacingOccurrences(of: "\"", with: "\\\""))\" | "
         + "psql -q -h '\(postgresHost)' -U postgres -d datastore -v ON_ERROR_STOP=1 "
         + "-c '\\copy bench_psql.\"Item\" (id, name, score, ratio, payload) FROM STDIN WITH (FORMAT csv)'"
-    record("migration", "SQLite -> PostgreSQL (Migrator.copy, no verify) vs sqlite3 | psql \\copy", n, operations: n,
+    let command = "/bin/bash -o pipefail -c '\(pipeline.replacingOccurrences(of: "'", with: "'\\''"))'"
+    let psqlCopy = { precondition(system(command) == 0, "\(command) failed") }
+    record("migration", "SQLite -> PostgreSQL (Migrator.copy, no verify) vs sqlite3 piped to psql \\copy", n, operations: n,
            api: try time {
                _ = try Migrator.copy(from: sqlite, to: destination,
                                      options: MigrationOptions(verify: false, checkSource: false))
            },
-           raw: time { precondition(system("/bin/bash -o pipefail -c '\(pipeline.replacingOccurrences(of: "'", with: "'\\''"))'") == 0) })
+           raw: time(psqlCopy))
     let copied = try rawTable.query("SELECT count(*) FROM bench_psql.\"Item\"")[0].decode(Int64.self)
     check(Int(copied), n, "rows psql copied")
     let store = try destination.open(schema: nil)
     check(try store.read { try $0.count(FetchRequest("Item")) }, n, "items Migrator copied")
     try store.close()
+    try PostgresStore.destroy(PostgresLocation(parsing: url))
+    // The same with batches (and checkpoints) of 10,000 items: `--batch-size 10000`.
+    _ = try rawTable.query("TRUNCATE bench_psql.\"Item\"")
+    record("migration", "SQLite -> PostgreSQL, --batch-size 10000, vs sqlite3 piped to psql \\copy", n, operations: n,
+           api: try time {
+               _ = try Migrator.copy(from: sqlite, to: destination,
+                                     options: MigrationOptions(batchSize: 10_000, verify: false, checkSource: false))
+           },
+           raw: time(psqlCopy))
     try PostgresStore.destroy(PostgresLocation(parsing: url))
     rawTable.close()
 }
