@@ -26,6 +26,10 @@ public enum Migrator {
         public var lastKey: Value?
         /// The entities finished before it.
         public var finishedEntities: [String]
+        /// Whether a plain copy wrote that batch, so that the destination holds nothing of the
+        /// entity after `lastKey` (a resume then compares only up to it and copies the rest).
+        /// `false` or absent when a resume's comparison wrote it.
+        public var copied: Bool?
     }
 
     /// The checkpoint of an unfinished migration into `store`, if it has one.
@@ -71,12 +75,21 @@ public enum Migrator {
         try run.interruptible {
             try sourceStore.read { snapshot in
                 snapshotToken = try snapshot.changeToken()
-                for entity in schema.entities {
-                    try run.entity(entity, phase: options.resume ? .sync : .copy, snapshot) { entry, checkpoint, tick in
-                        if options.resume {
-                            try run.diff(entity, snapshot, destinationStore, .apply, &entry, checkpoint, tick)
-                        } else {
-                            try run.copyEntity(entity, snapshot, destinationStore, &entry, checkpoint, tick)
+                let mark = options.resume ? try checkpoint(of: destinationStore) : nil
+                for (position, entity) in schema.entities.enumerated() {
+                    let plan = ResumePlan(entity: entity, position: position, schema: schema, resume: options.resume,
+                                          checkpoint: mark)
+                    try run.entity(entity, phase: plan == .copy ? .copy : .sync, snapshot) { entry, checkpoint, tick in
+                        switch plan {
+                        case .copy:
+                            try run.copyEntity(entity, snapshot, destinationStore, after: nil, &entry, checkpoint, tick)
+                        case .compare(let through):
+                            try run.diff(entity, snapshot, destinationStore, .apply, through: through, &entry,
+                                         checkpoint, tick)
+                            if let through {
+                                try run.copyEntity(entity, snapshot, destinationStore, after: through, &entry,
+                                                   checkpoint, tick)
+                            }
                         }
                     }
                 }
@@ -140,7 +153,7 @@ public enum Migrator {
                     let token = try snapshot.changeToken()
                     for entity in schema.entities {
                         try run.entity(entity, phase: .sync, snapshot) { entry, _, tick in
-                            try run.diff(entity, snapshot, destinationStore, .apply, &entry, { _, _ in }, tick)
+                            try run.diff(entity, snapshot, destinationStore, .apply, &entry, { _, _, _ in }, tick)
                         }
                     }
                     // A sync of every entity leaves the destination equal to the snapshot: `follow`
@@ -252,6 +265,39 @@ public enum Migrator {
     }
 }
 
+/// What a copy does with one entity. A fresh copy, and a resume for an entity no batch has
+/// reached yet, copies it plainly (the destination holds none of it). A resume compares an entity
+/// it finished, or the one it was in, with the snapshot. In the one it was in, when a plain copy
+/// wrote the last checkpoint, it compares only up to the checkpoint's key, since nothing after
+/// it was written, and copies the rest.
+enum ResumePlan: Equatable {
+    case copy
+    /// Compare through this key (all when `nil`); copy what follows it.
+    case compare(through: Value?)
+
+    init(entity: EntitySchema, position: Int, schema: Schema, resume: Bool, checkpoint: Migrator.Checkpoint?) {
+        guard resume else {
+            self = .copy
+            return
+        }
+        // No checkpoint: no batch was written.
+        guard let checkpoint else {
+            self = .copy
+            return
+        }
+        if checkpoint.finishedEntities.contains(entity.name) {
+            self = .compare(through: nil)
+        } else if checkpoint.entity == entity.name {
+            self = checkpoint.copied == true && checkpoint.lastKey != nil ? .compare(through: checkpoint.lastKey)
+                : .compare(through: nil)
+        } else if let current = schema.entities.firstIndex(where: { $0.name == checkpoint.entity }), position > current {
+            self = .copy
+        } else {
+            self = .compare(through: nil)
+        }
+    }
+}
+
 /// The mutable state of one migration run: its report, options and callbacks.
 final class MigrationRun {
     var report: MigrationReport
@@ -283,7 +329,8 @@ final class MigrationRun {
         }
     }
 
-    typealias CheckpointWriter = (WriteAccessor, Value?) throws -> Void
+    /// Writes the checkpoint after a batch: its last key, and whether a plain copy wrote it.
+    typealias CheckpointWriter = (WriteAccessor, Value?, Bool) throws -> Void
 
     /// Runs one entity's pass with its report entry, checkpoint writer and progress ticker.
     func entity(_ entity: EntitySchema, phase: MigrationProgress.Phase, _ snapshot: ReadAccessor,
@@ -292,8 +339,8 @@ final class MigrationRun {
         var entry = EntityReport(entity: entity.name)
         let total = try snapshot.count(FetchRequest(entity.name))
         let finished = finishedEntities
-        let checkpoint: CheckpointWriter = { writer, key in
-            let mark = Migrator.Checkpoint(entity: entity.name, lastKey: key, finishedEntities: finished)
+        let checkpoint: CheckpointWriter = { writer, key, copied in
+            let mark = Migrator.Checkpoint(entity: entity.name, lastKey: key, finishedEntities: finished, copied: copied)
             try writer.setReservedMetadata(Array(try JSONEncoder().encode(mark)), forKey: Migrator.checkpointKey)
         }
         let tick = { [progress] (done: Int) in
@@ -306,18 +353,19 @@ final class MigrationRun {
         finishedEntities.append(entity.name)
     }
 
-    /// Copies an entity into a fresh destination: pages of the snapshot in key order, one write
-    /// transaction per batch, with the checkpoint in the same transaction.
-    func copyEntity(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore,
+    /// Copies an entity, or its items after `start`, into a destination that holds none of them:
+    /// pages of the snapshot in key order, one write transaction per batch, with the checkpoint
+    /// in the same transaction.
+    func copyEntity(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, after start: Value?,
                     _ entry: inout EntityReport, _ checkpoint: CheckpointWriter, _ tick: (Int) -> Void) throws {
         let limit = max(1, options.batchSize)
-        var after: Value?
+        var after = start
         while true {
             let page = try snapshot.scan(entity.name, after: after, limit: limit)
             guard let last = page.last?[entity.primaryKey] else { break }
             try destination.writeSync { writer in
                 try writer.insert(contentsOf: page, into: entity.name)
-                try checkpoint(writer, last)
+                try checkpoint(writer, last, true)
             }
             entry.itemsRead += page.count
             entry.itemsWritten += page.count
@@ -329,10 +377,11 @@ final class MigrationRun {
     }
 
     func diff(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, _ mode: StoreDiff.Mode,
-              _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter, _ tick: @escaping (Int) -> Void)
-        throws {
+              through: Value? = nil, _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter,
+              _ tick: @escaping (Int) -> Void) throws {
         try StoreDiff(entity: entity, source: snapshot, destination: destination, batchSize: options.batchSize,
-                      mode: mode, checkpoint: checkpoint, progress: tick, shouldStop: shouldStop)
+                      mode: mode, through: try through.map(KeyEncoding.encodeKey),
+                      checkpoint: { try checkpoint($0, $1, false) }, progress: tick, shouldStop: shouldStop)
             .run(&entry, samples: &report.sampleDifferences)
     }
 
@@ -342,7 +391,7 @@ final class MigrationRun {
             let start = Date()
             var entry = EntityReport(entity: entity.name)
             let total = try snapshot.count(FetchRequest(entity.name))
-            try diff(entity, snapshot, destination, .compare, &entry, { _, _ in }, { [progress] done in
+            try diff(entity, snapshot, destination, .compare, &entry, { _, _, _ in }, { [progress] done in
                 progress(MigrationProgress(phase: .verify, entity: entity.name, done: done, total: total,
                                            itemsPerSecond: Double(done) / max(Date().timeIntervalSince(start), 1e-6)))
             })

@@ -12,6 +12,8 @@ struct StoreDiff {
     let destination: any DataStore
     let batchSize: Int
     let mode: Mode
+    /// The last key (encoded) the pass covers; `nil`: every key.
+    var through: [UInt8]? = nil
     /// Called inside each write transaction with the last source key of the batch.
     let checkpoint: (WriteAccessor, Value?) throws -> Void
     let progress: (Int) -> Void
@@ -71,6 +73,11 @@ struct StoreDiff {
             pending.removeAll(keepingCapacity: true)
         }
 
+        func within(_ item: (key: [UInt8], record: Record)?) -> (key: [UInt8], record: Record)? {
+            guard let item, let through else { return item }
+            return Value.compareBytes(item.key, through) <= 0 ? item : nil
+        }
+
         func note(_ change: Change, _ what: String) {
             report.differences += mode == .compare ? 1 : 0
             if mode == .compare, samples.count < 20 { samples.append(what) }
@@ -78,11 +85,13 @@ struct StoreDiff {
         }
 
         while true {
-            let s = try src.peek()?.record
-            let d = try dst.peek()?.record
+            let sp = try within(src.peek())
+            let dp = try within(dst.peek())
+            let s = sp?.record
+            let d = dp?.record
             if s == nil && d == nil { break }
             let order: Int
-            if let sk = try src.peek()?.key, let dk = try dst.peek()?.key {
+            if let sk = sp?.key, let dk = dp?.key {
                 order = Value.compareBytes(sk, dk)
             } else {
                 order = s == nil ? 1 : -1

@@ -108,3 +108,72 @@ func migrationIntoEveryBackendAndBackIsItemForItem(_ from: StoreKind, _ to: Stor
         try Migrator.copy(from: source, to: dir.location(.sqlite, "bad"), options: MigrationOptions(entities: ["Nope"]))
     }
 }
+
+/// A resume compares what the interrupted copy wrote with the current snapshot only up to its
+/// checkpoint and copies the rest plainly; the source changed meanwhile before the checkpoint,
+/// after it, in a finished entity and in one not reached yet. A resume interrupted in its own
+/// comparison is resumed again (its checkpoint says nothing about what follows it). Each time
+/// the destination ends equal to the source, and the counts of written and deleted items are
+/// exactly the changes plus what was never copied.
+@Test(arguments: [(StoreKind.sqlite, StoreKind.lmdb), (.lmdb, .sqlite)])
+func aResumeComparesUpToItsCheckpointAndCopiesTheRest(_ from: StoreKind, _ to: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(from, "source")
+    let destination = dir.location(to, "destination")
+    try DemoData.seed(source, items: 3_000, seed: 11)  // 600 customers, 300 products, 2,100 orders
+    var batches = 0
+    #expect(throws: MigrationInterrupted.self) {
+        // 6 batches of customers, 2 of products: the checkpoint is the 200th product.
+        try Migrator.copy(from: source, to: destination, options: MigrationOptions(batchSize: 100),
+                          shouldStop: { batches += 1; return batches == 8 })
+    }
+    let store = try source.open(schema: nil)
+    let (customers, products, orders) = try store.read { r in
+        (try r.scan("Customer", after: nil, limit: 1_000), try r.scan("Product", after: nil, limit: 1_000),
+         try r.scan("Order", after: nil, limit: 10))
+    }
+    try store.writeSync { w in
+        var customer = customers[10]
+        customer["name"] = "Renamed after the checkpoint"
+        try w.save(customer, into: "Customer")                     // a finished entity
+        _ = try w.delete("Product", key: products[50]["sku"])       // before the checkpoint
+        var inserted = products[100]
+        guard case .string(let sku) = inserted["sku"] else { return }
+        inserted["sku"] = .string(sku + "x")
+        try w.insert(inserted, into: "Product")                     // before the checkpoint, new
+        var later = products[250]
+        later["title"] = "Changed after the checkpoint"
+        try w.save(later, into: "Product")                          // after the checkpoint
+        _ = try w.delete("Order", key: orders[5]["id"])              // an entity not reached
+    }
+    try store.close()
+    var phases: [String: Set<String>] = [:]
+    let resumed = try Migrator.copy(from: source, to: destination, options: MigrationOptions(batchSize: 100, resume: true),
+                                    progress: { phases[$0.entity, default: []].insert($0.phase.rawValue) })
+    #expect(resumed.resumed && resumed.verified && resumed.differences == 0)
+    // The entity no batch had reached is copied, not compared.
+    #expect(phases["Order"] == ["copy", "verify"] && phases["Customer"] == ["sync", "verify"], "\(phases)")
+    func written(_ entity: String) -> Int { resumed.entities.first { $0.entity == entity }?.itemsWritten ?? -1 }
+    func deleted(_ entity: String) -> Int { resumed.entities.first { $0.entity == entity }?.itemsDeleted ?? -1 }
+    #expect(written("Customer") == 1 && deleted("Customer") == 0)
+    // The insert before the checkpoint, and the 100 products after it (one of them changed).
+    #expect(written("Product") == 101 && deleted("Product") == 1)
+    #expect(written("Order") == 2_099 && deleted("Order") == 0)
+    #expect(try contents(destination) == contents(source))
+
+    // A resume interrupted in its comparison, resumed again.
+    let second = dir.location(to, "second")
+    batches = 0
+    #expect(throws: MigrationInterrupted.self) {
+        try Migrator.copy(from: source, to: second, options: MigrationOptions(batchSize: 100),
+                          shouldStop: { batches += 1; return batches == 8 })
+    }
+    batches = 0
+    #expect(throws: MigrationInterrupted.self) {
+        try Migrator.copy(from: source, to: second, options: MigrationOptions(batchSize: 100, resume: true),
+                          shouldStop: { batches += 1; return batches == 7 })
+    }
+    let again = try Migrator.copy(from: source, to: second, options: MigrationOptions(batchSize: 100, resume: true))
+    #expect(again.resumed && again.verified && again.differences == 0)
+    #expect(try contents(second) == contents(source))
+}
