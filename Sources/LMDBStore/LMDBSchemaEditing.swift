@@ -79,13 +79,9 @@ extension LMDBTransaction: SchemaEditingWriter {
             if let dbi = databases.indexes[change.new.name]?[index.name] { indexes.append((index, dbi)) }
         }
         let dbi = try dbi(change.old)
-        var after: PrimaryKey?
-        while true {
-            let page = try scan(change.old, after: after, limit: 1_000)
-            for record in page {
-                let key = try PrimaryKey(record[change.old.primaryKey])
-                after = key
-                if let new = try change.newRecord(from: record) {
+        try forEachRewrittenPage(change) { page in
+            for (key, new) in page {
+                if let new {
                     try txn.put(dbi, Self.recordKey(key), LMDBRecordCoding.encode(new, change.new))
                     for (index, indexDBI) in indexes {
                         try txn.put(indexDBI, LMDBIndexKeys.key(index, new, primaryKey: key.bytes), key.bytes)
@@ -94,7 +90,6 @@ extension LMDBTransaction: SchemaEditingWriter {
                     try txn.delete(dbi, Self.recordKey(key))
                 }
             }
-            if page.count < 1_000 { break }
         }
     }
 

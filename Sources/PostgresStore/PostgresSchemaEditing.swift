@@ -30,15 +30,13 @@ extension PostgresTransaction: SchemaEditingWriter {
         staging.name = "_ds_migrating"
         staging.indexes = []
         try session.query(PostgresSQL.createTable(staging, schema: s))
-        var after: PrimaryKey?
-        while true {
-            let page = try scan(change.old, after: after, limit: 1_000)
-            for record in page {
-                let key = try PrimaryKey(record[change.old.primaryKey])
-                after = key
-                if let new = try change.newRecord(from: record) { try insert(new, key: key, in: staging) }
+        // Pages into the empty staging table by COPY (a clean batch: keys are unique and it has no
+        // index yet), one by one only if it were not.
+        try forEachRewrittenPage(change) { page in
+            let records = page.compactMap { item in item.record.map { (record: $0, key: item.key) } }
+            if try !insertAllOrNone(records, in: staging) {
+                for (record, key) in records { try insert(record, key: key, in: staging) }
             }
-            if page.count < 1_000 { break }
         }
         try dropEntity(change.old)
         try session.query("ALTER TABLE \(PostgresSQL.table(staging, schema: s)) RENAME TO "

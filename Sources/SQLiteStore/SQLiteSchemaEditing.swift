@@ -95,17 +95,8 @@ extension SQLiteTransaction: SchemaEditingWriter {
         staging.name = "_ds_migrating"
         staging.indexes = []
         try SQLiteEngine.createTable(staging, in: connection)
-        var after: PrimaryKey?
-        while true {
-            let page = try scan(change.old, after: after, limit: 1_000)
-            for record in page {
-                let key = try PrimaryKey(record[change.old.primaryKey])
-                after = key
-                if let new = try change.newRecord(from: record) {
-                    try insert(new, key: key, in: staging)
-                }
-            }
-            if page.count < 1_000 { break }
+        try forEachRewrittenPage(change) { page in
+            for case let (key, new?) in page { try insert(new, key: key, in: staging) }
         }
         try dropEntity(change.old)
         try connection.execute("ALTER TABLE \(SQLiteQuery.quote(staging.name)) RENAME TO "

@@ -12,7 +12,10 @@ import StoreMigration
     let dir = scratch("postgres")
     try? FileManager.default.removeItem(atPath: dir)
     guard system("/bin/bash '\(script)' start '\(dir)' >/dev/null") == 0 else {
-        fatalError("the benchmark's PostgreSQL server did not start (\(script) start \(dir))")
+        let message = "datastore-bench: the PostgreSQL server did not start (\(script) start \(dir)); "
+            + "install postgresql-15 or set PGHOST to a server's socket directory\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        exit(1)
     }
     postgresStop = "/bin/bash '\(script)' stop '\(dir)'"
     atexit { if let stop = postgresStop { _ = system(stop) } }

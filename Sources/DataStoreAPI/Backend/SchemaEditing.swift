@@ -91,6 +91,30 @@
     }
 }
 
+extension StorageReader {
+    /// The pass every backend's rewrite of an entity makes: the items of `change.old` in key
+    /// order, a page of 1,000 at a time, each with its record in the new shape (`nil` when the
+    /// change drops it).
+    @_spi(Backend) public func forEachRewrittenPage(_ change: EntityChange,
+                                                    _ body: ([(key: PrimaryKey, record: Record?)]) throws -> Void)
+        throws
+    {
+        var after: PrimaryKey?
+        while true {
+            let page = try scan(change.old, after: after, limit: 1_000)
+            var rewritten: [(key: PrimaryKey, record: Record?)] = []
+            rewritten.reserveCapacity(page.count)
+            for record in page {
+                let key = try PrimaryKey(record[change.old.primaryKey])
+                rewritten.append((key, try change.newRecord(from: record)))
+                after = key
+            }
+            try body(rewritten)
+            if page.count < 1_000 { break }
+        }
+    }
+}
+
 extension StorageEngine {
     /// A write transaction for a large change that the engine may run more than once: an engine
     /// that would otherwise keep every change in memory to survive a restart (LMDB growing its
