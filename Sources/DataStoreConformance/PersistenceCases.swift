@@ -18,6 +18,22 @@ enum PersistenceCases {
         c.expectEqual(try reopened.read { try $0.metadata(forKey: "app.version") }, [7])
     }
 
+    /// A store the app releases without `close()` (an error thrown past it, a forgotten close)
+    /// releases what it holds without trapping, and keeps every acknowledged commit.
+    static func aStoreReleasedWithoutCloseKeepsItsCommitsAndReopens(_ c: ConformanceContext) throws {
+        do {
+            let store = try c.open()
+            try Fixtures.load(Fixtures.items(20), into: store)
+            _ = try store.read { try $0.count(FetchRequest("Item")) }
+            store.writeAsync { try $0.insert(["key": "async"], into: "Keyed") }
+            try store.waitForPendingWrites()
+        }
+        let reopened = try c.open()
+        c.expectEqual(try reopened.read { try $0.count(FetchRequest("Item")) }, 20)
+        c.expectEqual(try reopened.read { try $0.get("Keyed", key: "async") != nil }, true)
+        try reopened.close()
+    }
+
     static func reopeningWithAnotherSchemaThrowsSchemaMismatch(_ c: ConformanceContext) throws {
         try c.open().close()
         var changed = Fixtures.schema
@@ -47,6 +63,8 @@ enum PersistenceCases {
 
     static let all: [ConformanceCase] = [
         ConformanceCase("Persistence", "dataSurvivesCloseAndReopen", dataSurvivesCloseAndReopen),
+        ConformanceCase("Persistence", "aStoreReleasedWithoutCloseKeepsItsCommitsAndReopens",
+                        aStoreReleasedWithoutCloseKeepsItsCommitsAndReopens),
         ConformanceCase(
             "Persistence", "reopeningWithAnotherSchemaThrowsSchemaMismatch",
             reopeningWithAnotherSchemaThrowsSchemaMismatch),

@@ -35,3 +35,10 @@ func aWriterKilledMidStreamLeavesEveryAcknowledgedCommitAndNoPartialOne(_ commit
         + "\(outcome.oldAfterProgress) mid-migration (old), \(outcome.old - outcome.oldAfterProgress) before it began, "
         + "\(outcome.new) after its commit")
 }
+
+/// Two writer processes on one SQLite file at once, each SIGKILLed in turn.
+@Test func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("two.sqlite")
+    print(try CrashRecovery.twoWriterProcesses(kind: "sqlite", path: path) { try SQLiteStore(path: path, schema: nil) })
+}

@@ -1,0 +1,100 @@
+import DataStoreAPI
+import Foundation
+import Synchronization
+import Testing
+
+/// A `crash-writer` process whose acknowledged batch numbers are collected as it prints them.
+final class WriterProcess: @unchecked Sendable {
+    let process = Process()
+    let acknowledged = Mutex<[Int]>([])
+    private let done = DispatchSemaphore(value: 0)
+
+    init(kind: String, path: String, commits: Int) throws {
+        process.executableURL = CrashRecovery.tool
+        process.arguments = [kind, path, String(commits)]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    if let n = Int(line) { acknowledged.withLock { $0.append(n) } }
+                }
+            }
+            done.signal()
+        }
+    }
+
+    var count: Int { acknowledged.withLock { $0.count } }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        done.wait()
+    }
+}
+
+/// Two writer processes commit to one PostgreSQL store at once, each transaction taking the
+/// next batch number from a counter in the store; one is SIGKILLed mid-stream, then the other.
+/// Every acknowledged commit of either is there, no batch number was given twice, no write is
+/// lost (the batches are exactly 1...counter), and a reader in this process never sees a
+/// partial transaction (entries always equal ten per committed batch).
+extension CrashRecovery {
+    /// Two writer processes commit to one store at once, each transaction taking the next batch
+    /// number from a counter in the store; one is SIGKILLed mid-stream, then the other. Every
+    /// acknowledged commit of either is there, no batch number was given twice, no write is lost
+    /// (the batches are exactly 1...counter), and a reader in this process never sees a partial
+    /// transaction (entries always equal ten per committed batch). Returns a summary line.
+    public static func twoWriterProcesses(kind: String, path: String, open: () throws -> any DataStore) throws -> String {
+        // The first writer creates the store, alone.
+        let first = try WriterProcess(kind: kind, path: path, commits: 1)
+        first.process.waitUntilExit()
+        #expect(first.process.terminationStatus == 0)
+        let a = try WriterProcess(kind: kind, path: path, commits: 1_000_000)
+        let b = try WriterProcess(kind: kind, path: path, commits: 1_000_000)
+        let store = try open()
+        defer { try? store.close() }
+        var snapshots = 0
+        var partial: [String] = []
+        let deadline = Date().addingTimeInterval(120)
+        while (a.count < 150 || b.count < 150) && Date() < deadline {
+            let (entries, items) = try store.read { r -> (Int, Int64) in
+                let items: Int64
+                if case .int(let n)? = try r.get("Counter", key: "items")?["value"] { items = n } else { items = 0 }
+                return (try r.count(FetchRequest("Entry")), items)
+            }
+            snapshots += 1
+            if Int64(entries) != items { partial.append("\(entries) entries, counter \(items)") }
+        }
+        a.kill()
+        let bAtKill = b.count
+        while b.count < bAtKill + 100 && Date() < deadline { usleep(10_000) }
+        b.kill()
+        #expect(partial.isEmpty, "partial transactions seen: \(partial.prefix(5))")
+        let ackA = a.acknowledged.withLock { $0 }
+        let ackB = b.acknowledged.withLock { $0 }
+        #expect(ackA.count >= 150 && ackB.count >= 150, "a \(ackA.count), b \(ackB.count)")
+        #expect(Set(ackA).isDisjoint(with: ackB), "a batch number was given to both writers")
+        // They ran at once: each committed between the other's first and last commits.
+        if let aMax = ackA.max(), let bMin = ackB.min() { #expect(bMin < aMax) }
+        let (committed, batches, entries) = try store.read { r -> (Int, Int, Int) in
+            guard case .int(let n)? = try r.get("Counter", key: "committed")?["value"] else { return (0, 0, 0) }
+            let rows = try r.fetch(FetchRequest("Entry"))
+            return (Int(n), Set(rows.map(\.["batch"])).count, rows.count)
+        }
+        #expect(entries == committed * 10, "\(entries) entries for \(committed) commits")
+        #expect(batches == committed, "every batch 1...\(committed) is there")
+        #expect((ackA + ackB + first.acknowledged.withLock { $0 }).allSatisfy { $0 <= committed },
+                "an acknowledged commit is missing")
+        #expect(snapshots > 10)
+        return "two \(kind) writer processes: a \(ackA.count), b \(ackB.count) acknowledged commits, store at "
+            + "\(committed); \(snapshots) snapshots read, none partial"
+    }
+}
