@@ -76,10 +76,3 @@ func startReader(_ path: String) throws -> Process {
         + "\(outcome.oldAfterProgress) mid-migration (old), \(outcome.old - outcome.oldAfterProgress) before it began, "
         + "\(outcome.new) after its commit")
 }
-
-/// Two writer processes on one LMDB environment at once, each SIGKILLed in turn.
-@Test func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
-    let dir = try TemporaryDirectory()
-    let path = dir.path("two.lmdb")
-    print(try CrashRecovery.twoWriterProcesses(kind: "lmdb", path: path) { try LMDBStore(path: path, schema: nil) })
-}
