@@ -2,8 +2,9 @@ internal import CLMDB
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
-/// An open LMDB environment: the `MDB_env` handle, its named databases, and the lock that
-/// keeps read transactions out while the map grows.
+/// An open LMDB environment: the `MDB_env` handle, its named databases, the lock that keeps
+/// read transactions out while the map grows, and the lock that keeps writers of other
+/// processes out while this one grows it.
 ///
 /// `@unchecked Sendable`: `env` is thread-safe for what we do with it (LMDB environments are
 /// shared by threads; with `MDB_NOTLS` read transactions are not tied to a thread); the
@@ -14,6 +15,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     let env: OpaquePointer
     let path: String
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
+    /// `data.mdb` opened once more, for ``lockWriters()`` (`flock`); -1 when read-only.
+    private var writersFile: Int32 = -1
     private(set) var mapSize: Int
     private var isClosed = false
 
@@ -42,7 +45,14 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         env = try opened.get()
         resizeLock = .allocate(capacity: 1)
-        pthread_rwlock_init(resizeLock, nil)
+        // Writer-preferring: a thread that reads without pause must not keep the map from ever
+        // growing (glibc prefers readers by default). No thread takes it twice for reading:
+        // reads nested in a block join its transaction.
+        var attributes = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attributes)
+        pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        pthread_rwlock_init(resizeLock, &attributes)
+        pthread_rwlockattr_destroy(&attributes)
         self.mapSize = mapSize
         // Every stored property is set, so if anything below throws, deinit closes the
         // environment exactly once.
@@ -52,6 +62,13 @@ final class LMDBEnvironment: @unchecked Sendable {
         // Clear reader slots left by processes that crashed while reading.
         var dead: Int32 = 0
         try LMDBError.check(mdb_reader_check(env, &dead), "\(path): mdb_reader_check")
+        if !readOnly {
+            writersFile = Foundation.open(path + "/data.mdb", O_RDONLY | O_CLOEXEC)
+            guard writersFile >= 0 else {
+                throw StoreError(.io, "\(path)/data.mdb: cannot open it for the writers' lock: "
+                    + String(cString: strerror(errno)))
+            }
+        }
     }
 
     /// A new handle opened on `path`; on failure it is closed again (mdb_env_close is required
@@ -86,6 +103,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     func close() throws(StoreError) {
         guard !isClosed else { return }
         isClosed = true
+        if writersFile >= 0 { Foundation.close(writersFile) }
         let rc = isReadOnly ? MDB_SUCCESS : mdb_env_sync(env, 1)
         mdb_env_close(env)
         try LMDBError.check(rc, "\(path): cannot flush the environment to disk on close")
@@ -121,6 +139,24 @@ final class LMDBEnvironment: @unchecked Sendable {
         var info = MDB_envinfo()
         try LMDBError.check(mdb_env_info(env, &info), "\(path): mdb_env_info")
         return UInt64(info.me_last_txnid)
+    }
+
+    /// Takes the writers' lock, an exclusive `flock` on `data.mdb` that every write transaction
+    /// of this toolkit holds from before it begins until it ends, waiting for the writer of
+    /// another process to finish. LMDB's own writer mutex is released when a transaction aborts
+    /// to grow the map; this lock is not, so no writer of another process commits between the
+    /// abort and the replay of the journal in the larger map. The kernel releases it when a
+    /// process dies.
+    func lockWriters() throws(StoreError) {
+        while flock(writersFile, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw StoreError(.io, "\(path)/data.mdb: cannot take the writers' lock: " + String(cString: strerror(errno)))
+            }
+        }
+    }
+
+    func unlockWriters() {
+        _ = flock(writersFile, LOCK_UN)
     }
 
     /// Commits (or aborts) a transaction from ``begin(write:)`` and releases the resize lock.

@@ -6,7 +6,11 @@ internal import CLMDB
 /// A write transaction keeps a journal of its changes. When a put hits `MDB_MAP_FULL`, it
 /// aborts, grows the map, begins again, replays the journal and retries the put, so the
 /// caller's block carries on and the user never sees a full map while the disk has room.
-/// Nothing else can have written in between: the store serializes writers.
+/// Nothing else can have written in between: the store serializes the writers of a process,
+/// and the writers' lock (``LMDBEnvironment/lockWriters()``), held across the abort, those of
+/// every process using this toolkit. A writer that does not take it (`mdb_load`) and commits in
+/// between is detected by the transaction id, and the write fails with `conflict` rather than
+/// replaying changes read from a state that is gone.
 ///
 /// A transaction begun without a journal (``init(environment:write:journaled:)``) keeps
 /// nothing: on `MDB_MAP_FULL` it throws ``isMapFull(_:)`` and its caller starts over in a
@@ -25,12 +29,25 @@ final class LMDBTxn {
     private var journal: [Change] = []
     private let journaled: Bool
     private var isFinished = false
+    private var holdsWritersLock = false
+    /// The id LMDB gave the write transaction; a replay must get the same one.
+    private var writeID = 0
 
     init(environment: LMDBEnvironment, write: Bool, journaled: Bool = true) throws(StoreError) {
         self.environment = environment
         isWrite = write
         self.journaled = journaled
-        txn = try environment.begin(write: write)
+        if write {
+            try environment.lockWriters()
+            holdsWritersLock = true
+        }
+        do {
+            txn = try environment.begin(write: write)
+        } catch {
+            if write { environment.unlockWriters() }
+            throw error
+        }
+        if write { writeID = mdb_txn_id(txn) }
     }
 
     /// Whether `error` is the map-full signal of a transaction without a journal.
@@ -146,6 +163,10 @@ final class LMDBTxn {
             try environment.grow()
             txn = try environment.begin(write: true)
             isFinished = false
+            guard mdb_txn_id(txn) == writeID else {
+                throw StoreError(.conflict, "\(path): another process wrote to the environment without the writers' lock "
+                    + "while this transaction grew the map; nothing of it was written")
+            }
             rc = replay()
             if rc == MDB_MAP_FULL { continue }
             guard rc == MDB_SUCCESS else {
@@ -193,14 +214,23 @@ final class LMDBTxn {
             defer { self.isFinished = true }
             return self.environment.end(self.txn, commit: true)
         }
+        defer { releaseWritersLock() }
         let rc = isWrite ? try growingTheMap(commit) : commit()
         guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot commit", path: path) }
     }
 
     /// Aborts (or for a read, ends) the transaction if it is still open.
     func finish() {
-        guard !isFinished else { return }
-        isFinished = true
-        environment.end(txn, commit: false)
+        if !isFinished {
+            isFinished = true
+            environment.end(txn, commit: false)
+        }
+        releaseWritersLock()
+    }
+
+    private func releaseWritersLock() {
+        guard holdsWritersLock else { return }
+        holdsWritersLock = false
+        environment.unlockWriters()
     }
 }

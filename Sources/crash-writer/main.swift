@@ -3,7 +3,9 @@
 // counter an earlier run left. Each transaction
 // inserts ten items and moves a counter, so a partial commit would be visible.
 //
-//     crash-writer sqlite|lmdb|postgres PATH COUNT   (postgres with the trait Postgres; PATH is its URL)
+//     crash-writer sqlite|lmdb|postgres PATH COUNT [with-reader]   (postgres with the trait Postgres; PATH is
+//                                                 its URL; with-reader: a thread of the same process reads
+//                                                 all along, each read block lasting about a millisecond)
 //     crash-writer sqlite|lmdb PATH hold-read    (prints "reading" inside a read block, then waits to be killed)
 //     crash-writer sqlite|lmdb PATH grow MB      (commits 1 MB transactions until MB megabytes are written;
 //                                                 LMDB starts from a 64 KiB map; prints the final map size)
@@ -42,13 +44,14 @@ let mode = arguments.count >= 4 ? arguments[3] : ""
 let holdRead = arguments.count == 4 && mode == "hold-read"
 let readLoop = arguments.count == 4 && mode == "read-loop"
 let growMegabytes = arguments.count == 5 && mode == "grow" ? Int(arguments[4]) : nil
+let withReader = arguments.count == 5 && arguments[4] == "with-reader"
 guard arguments.count >= 4, let count = holdRead || readLoop || growMegabytes != nil ? 0 : Int(mode) else {
     FileHandle.standardError.write(Data("usage: crash-writer sqlite|lmdb PATH COUNT|hold-read|read-loop|grow MB\n".utf8))
     exit(2)
 }
 
 /// The counter of entries, moved in the same transaction as the entries.
-func itemCount(_ reader: ReadAccessor) throws -> Int64 {
+@Sendable func itemCount(_ reader: ReadAccessor) throws -> Int64 {
     if case .int(let n)? = try reader.get("Counter", key: "items")?["value"] { return n }
     return 0
 }
@@ -114,8 +117,21 @@ do {
         try store.close()
         exit(0)
     }
+    if withReader {
+        // An app reads while it writes: on LMDB this reader keeps the map from growing until its
+        // block ends, the moment another process's writer takes the write lock.
+        let reading = store
+        Thread.detachNewThread {
+            while true {
+                _ = try? reading.read { r -> Int64 in
+                    usleep(1_000)
+                    return try itemCount(r)
+                }
+            }
+        }
+    }
     // Each transaction takes the next batch number from the counter inside the transaction, so
-    // that several writer processes on one store (PostgreSQL) interleave without clashing.
+    // that several writer processes on one store interleave without clashing.
     for _ in 0..<count {
         let batch = try store.writeSync { w -> Int in
             var batch = 1

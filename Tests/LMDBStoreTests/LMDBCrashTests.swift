@@ -76,3 +76,12 @@ func startReader(_ path: String) throws -> Process {
         + "\(outcome.oldAfterProgress) mid-migration (old), \(outcome.old - outcome.oldAfterProgress) before it began, "
         + "\(outcome.new) after its commit")
 }
+
+/// Two writer processes on one LMDB environment at once, each SIGKILLed in turn. Their small
+/// map (256 KiB) fills within the first few dozen commits, so it grows while the other process
+/// waits to write: the case that found a transaction replayed over another process's commit.
+@Test func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("two.lmdb")
+    print(try CrashRecovery.twoWriterProcesses(kind: "lmdb", path: path) { try LMDBStore(path: path, schema: nil) })
+}

@@ -249,3 +249,46 @@ let itemSchema = Schema(entities: [
         try LMDBStore(path: path, schema: nil, options: LMDBOptions(readOnly: true))
     } throws: { ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("truncated") }
 }
+
+/// Threads that read without a pause, their blocks overlapping, must not keep the map from
+/// growing: the writer waits for the blocks open when it asks, not for every block begun after.
+/// (With glibc's default reader-preferring lock this write took 21.8 s instead of 0.07 s.)
+@Test func readersThatNeverPauseDoNotKeepTheMapFromGrowing() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("busy-readers.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema,
+                              options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+    defer { try? store.close() }
+    let stop = Atomic<Bool>(false)
+    let reads = Atomic<Int>(0)
+    let readers = DispatchGroup()
+    for _ in 0..<3 {
+        readers.enter()
+        Thread.detachNewThread {
+            defer { readers.leave() }
+            while !stop.load(ordering: .relaxed) {
+                _ = try? store.read { r -> Int in
+                    usleep(3_000)
+                    return try r.count(FetchRequest("Item"))
+                }
+                reads.add(1, ordering: .relaxed)
+            }
+        }
+    }
+    defer {
+        stop.store(true, ordering: .relaxed)
+        readers.wait()
+    }
+    while reads.load(ordering: .relaxed) < 10 { usleep(1_000) }
+    let started = Date()
+    let payload = [UInt8](repeating: 0x5A, count: 16 << 10)
+    try store.writeSync { w in
+        for id in Int64(0)..<256 {
+            try w.insert(["id": .int(id), "name": "n", "score": .int(id), "payload": .bytes(payload)], into: "Item")
+        }
+    }
+    let seconds = Date().timeIntervalSince(started)
+    #expect(store.mapSize >= 4 << 20, "the map grew to \(store.mapSize)")
+    #expect(seconds < 5, "the write took \(seconds) s while readers ran")
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 256)
+}

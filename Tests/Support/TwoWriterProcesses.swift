@@ -9,9 +9,9 @@ final class WriterProcess: @unchecked Sendable {
     let acknowledged = Mutex<[Int]>([])
     private let done = DispatchSemaphore(value: 0)
 
-    init(kind: String, path: String, commits: Int) throws {
+    init(kind: String, path: String, commits: Int, withReader: Bool = false) throws {
         process.executableURL = CrashRecovery.tool
-        process.arguments = [kind, path, String(commits)]
+        process.arguments = [kind, path, String(commits)] + (withReader ? ["with-reader"] : [])
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
@@ -57,8 +57,10 @@ extension CrashRecovery {
         let first = try WriterProcess(kind: kind, path: path, commits: 1)
         first.process.waitUntilExit()
         #expect(first.process.terminationStatus == 0)
-        let a = try WriterProcess(kind: kind, path: path, commits: 1_000_000)
-        let b = try WriterProcess(kind: kind, path: path, commits: 1_000_000)
+        // Each writer process also reads on a thread of its own, as an app does: on LMDB such a
+        // reader holds off a map growth while the other process's writer goes ahead.
+        let a = try WriterProcess(kind: kind, path: path, commits: 1_000_000, withReader: true)
+        let b = try WriterProcess(kind: kind, path: path, commits: 1_000_000, withReader: true)
         let store = try open()
         defer { try? store.close() }
         var snapshots = 0
