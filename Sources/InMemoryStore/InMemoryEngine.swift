@@ -36,7 +36,7 @@
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         let transaction = InMemoryTransaction(state: database.state.withLock { $0 })
         let result = try body(transaction)
-        var committed = transaction.state
+        var committed = transaction.state.settled()
         committed.commits &+= 1
         database.state.withLock { [committed] in $0 = committed }
         return result

@@ -63,7 +63,7 @@ final class InMemoryTransaction: StorageWriter {
             if let tuple = UniqueIndexRule.tuple(record, index) { table.unique[index.name, default: [:]][tuple] = key.bytes }
         }
         table.rows[key.bytes] = record
-        if old == nil { table.touch() }
+        if old == nil { table.keyInserted(key.bytes) }
     }
 
     func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
@@ -73,7 +73,7 @@ final class InMemoryTransaction: StorageWriter {
         for index in entity.indexes where index.isUnique {
             if let tuple = UniqueIndexRule.tuple(old, index) { table.unique[index.name]?[tuple] = nil }
         }
-        table.touch()
+        table.keyDeleted(key.bytes)
         return true
     }
 

@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling]
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -125,6 +125,13 @@ let onlySchemaSteps = arguments.contains("--schema-steps")
 let onlyFeed = arguments.contains("--feed")
 let onlyJSONL = arguments.contains("--jsonl")
 let onlyPostgres = arguments.contains("--postgres")
+let onlyScaling = arguments.contains("--scaling")
+// The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
+// must not make a small write slower.
+let scalingSizes = arguments.contains("--sizes") ? sizes : [2_000, 200_000]
+for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres) {
+    try benchmarkScaling(n: n)
+}
 for n in sizes where onlyPostgres {
     try benchmarkPostgres(n: n)
     try benchmarkPostgresMigration(n: n)
@@ -139,7 +146,7 @@ for n in sizes where onlyFeed && !onlyJSONL {
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
 }
-for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres {
+for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -173,6 +180,8 @@ for row in rows {
     print(String(format: "| %@ | %@ | %d | %.0f | %.0f | %.2f |", row.backend, row.operation, row.n, api, raw, api / raw))
 }
 
+printScalingTable()
+
 if !memoryFeedRows.isEmpty {
     print("")
     print("| in-memory | items | feed off ops/s | feed on ops/s | feed on / feed off |")
@@ -191,7 +200,7 @@ if !latencyRows.isEmpty {
     }
 }
 
-let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres ? 0 : (quick ? 20_000 : 100_000)
+let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
 print("")
