@@ -79,6 +79,16 @@ enum RandomOperationCases {
                     for d in doomed { if case .int(let k) = d["id"] { model.items[k] = nil } }
                 }
             }
+            // Ordered reads between writes, not only at the end: a backend that keeps its key
+            // order incrementally (in-memory) merges each version's changes into the last order read.
+            if step % 10 == 9 {
+                c.expectEqual(try store.read { try $0.fetch(FetchRequest("Item")) },
+                              model.items.sorted { $0.key < $1.key }.map(\.value), "ordered read after step \(step)")
+                let after = Int64(rng.next() % 50) - 10
+                c.expectEqual(try store.read { try $0.scan("Item", after: .int(after), limit: 5) },
+                              Array(model.items.filter { $0.key > after }.sorted { $0.key < $1.key }.map(\.value).prefix(5)),
+                              "scan after \(after) at step \(step)")
+            }
         }
         let final = try store.read { try $0.fetch(FetchRequest("Item")) }
         c.expectEqual(final, model.items.sorted { $0.key < $1.key }.map(\.value))
