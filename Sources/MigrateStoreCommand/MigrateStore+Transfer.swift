@@ -102,7 +102,14 @@ extension MigrateStore {
         @OptionGroup var options: TransferOptions
         @OptionGroup var check: SourceCheckOption
 
-        func run() throws { try runComparison(options, check, name: "verify", Migrator.verify) }
+        @Flag(name: .customLong("checksum"), help: ArgumentHelp(
+            "Hash each side once in key ranges of 1,000 items and compare items only in the ranges whose "
+                + "digests differ: the same differences as the item-by-item compare."))
+        var checksum = false
+
+        func run() throws {
+            try runComparison(options, check, name: "verify", checksum: checksum, Migrator.verify)
+        }
     }
 }
 
@@ -114,13 +121,14 @@ struct SourceCheckOption: ParsableArguments {
 
 /// Runs `sync` or `verify`: the same options, a different pass of the migration engine.
 func runComparison(
-    _ options: TransferOptions, _ check: SourceCheckOption, name: String,
+    _ options: TransferOptions, _ check: SourceCheckOption, name: String, checksum: Bool = false,
     _ pass: @escaping (StoreLocation, StoreLocation, MigrationOptions, @escaping () -> Bool,
                        @escaping (MigrationProgress) -> Void) throws -> MigrationReport
 ) throws {
     try runTransfer(options, name: name, resumeHint: false) { source, destination, stop, progress in
         try pass(source, destination,
-                 MigrationOptions(entities: options.entityList, batchSize: options.batchSize, checkSource: check.enabled),
+                 MigrationOptions(entities: options.entityList, batchSize: options.batchSize, checkSource: check.enabled,
+                                  checksum: checksum),
                  stop, progress)
     }
 }
@@ -181,6 +189,11 @@ func printSummary(_ report: MigrationReport) {
     if report.verified {
         print(report.differences == 0 ? "verified: every item equals the source snapshot"
             : "verified: \(report.differences) differences")
+        let ranges = report.entities.compactMap(\.rangesCompared)
+        if !ranges.isEmpty {
+            let differing = report.entities.compactMap(\.rangesDiffering).reduce(0, +)
+            print("by checksum: \(differing) of \(ranges.reduce(0, +)) ranges differed and were compared item by item")
+        }
         for sample in report.sampleDifferences { print("  \(sample)") }
     }
 }

@@ -15,9 +15,13 @@ public struct MigrationOptions: Sendable {
     /// Check the source (``StoreLocation/check()``) first; on by default (`migrate-store` turns
     /// it off for `sync` and `verify` unless `--check` is given).
     public var checkSource: Bool
+    /// Verify by range checksums (``Migrator/verify(from:to:options:shouldStop:progress:)``):
+    /// each side hashed once in key ranges, only the ranges whose digests differ compared item
+    /// by item.
+    public var checksum: Bool
 
     public init(entities: [String]? = nil, batchSize: Int = 1_000, resume: Bool = false, overwrite: Bool = false,
-                verify: Bool = true, dryRun: Bool = false, checkSource: Bool = true) {
+                verify: Bool = true, dryRun: Bool = false, checkSource: Bool = true, checksum: Bool = false) {
         self.entities = entities
         self.batchSize = batchSize
         self.resume = resume
@@ -25,5 +29,6 @@ public struct MigrationOptions: Sendable {
         self.verify = verify
         self.dryRun = dryRun
         self.checkSource = checkSource
+        self.checksum = checksum
     }
 }

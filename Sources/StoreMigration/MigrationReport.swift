@@ -13,6 +13,10 @@ public struct EntityReport: Sendable, Codable, Hashable {
     public var itemsVerified = 0
     /// Differences the verify pass found (0 on success).
     public var differences = 0
+    /// With `checksum`: the key ranges whose digests were compared, and those that differed
+    /// and were compared item by item.
+    public var rangesCompared: Int?
+    public var rangesDiffering: Int?
     public var seconds = 0.0
 
     public init(entity: String) {

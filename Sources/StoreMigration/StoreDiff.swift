@@ -12,6 +12,8 @@ struct StoreDiff {
     let destination: any DataStore
     let batchSize: Int
     let mode: Mode
+    /// The key the pass starts after; `nil`: from the first key.
+    var after: Value? = nil
     /// The last key (encoded) the pass covers; `nil`: every key.
     var through: [UInt8]? = nil
     /// Called inside each write transaction with the last source key of the batch.
@@ -31,9 +33,9 @@ struct StoreDiff {
         let name = entity.name
         let pk = entity.primaryKey
         let limit = max(1, batchSize)
-        var src = PageCursor(reader: source, entity: entity, limit: limit)
+        var src = PageCursor(reader: source, entity: entity, limit: limit, after: after)
         // Each destination page in a read transaction of its own: the pass writes between them.
-        var dst = PageCursor(entity: entity, limit: limit) { [destination] after in
+        var dst = PageCursor(entity: entity, limit: limit, after: after) { [destination] after in
             try destination.read { try $0.scan(name, after: after, limit: limit) }
         }
         var pending: [Change] = []

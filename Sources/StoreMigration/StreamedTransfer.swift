@@ -215,16 +215,20 @@ struct PageCursor {
     private var after: Value?
     private var exhausted = false
 
-    /// Pages that `fetch` returns: up to `limit` items after the key it is given.
-    init(entity: EntitySchema, limit: Int, fetch: @escaping (Value?) throws -> [Record]) {
+    /// Pages that `fetch` returns: up to `limit` items after the key it is given, starting
+    /// after `start` (from the first key when `nil`).
+    init(entity: EntitySchema, limit: Int, after start: Value? = nil, fetch: @escaping (Value?) throws -> [Record]) {
         self.entity = entity
         self.limit = limit
         self.fetch = fetch
+        after = start
     }
 
     /// Pages of one read transaction.
-    init(reader: ReadAccessor, entity: EntitySchema, limit: Int) {
-        self.init(entity: entity, limit: limit) { after in try reader.scan(entity.name, after: after, limit: limit) }
+    init(reader: ReadAccessor, entity: EntitySchema, limit: Int, after start: Value? = nil) {
+        self.init(entity: entity, limit: limit, after: start) { after in
+            try reader.scan(entity.name, after: after, limit: limit)
+        }
     }
 
     mutating func peek() throws -> (key: [UInt8], record: Record)? {
