@@ -119,6 +119,19 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
                rawLMDBCopy.forEachRow(batch: 1_000) { right += $0 }
                precondition(left == right)
            })
+    record("migration", "verify SQLite vs LMDB by range checksum (verify --checksum)", n, operations: n,
+           api: try time {
+               let report = try Migrator.verify(from: sqlite, to: lmdb,
+                                                options: MigrationOptions(checkSource: false, checksum: true))
+               precondition(report.differences == 0)
+           },
+           raw: time {
+               var left: [RawRow] = []
+               var right: [RawRow] = []
+               rawSource.forEachRow(batch: 1_000) { left += $0 }
+               rawLMDBCopy.forEachRow(batch: 1_000) { right += $0 }
+               precondition(left == right)
+           })
 }
 
 let onlySchemaSteps = arguments.contains("--schema-steps")
