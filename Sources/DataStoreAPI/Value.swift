@@ -45,7 +45,9 @@ extension Value: Hashable {
         case let (.bool(a), .bool(b)): return a == b
         case let (.int(a), .int(b)): return a == b
         case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
-        case let (.string(a), .string(b)): return a.utf8.elementsEqual(b.utf8)
+        case (.string(var a), .string(var b)):
+            // By UTF-8 bytes (not Swift's canonical equivalence), compared as two buffers.
+            return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0) } }
         case let (.bytes(a), .bytes(b)): return a == b
         case let (.date(a), .date(b)): return a == b
         case let (.uuid(a), .uuid(b)): return a == b

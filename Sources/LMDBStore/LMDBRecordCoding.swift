@@ -60,8 +60,11 @@ enum LMDBRecordCoding {
         guard let format = reader.byte() else { throw corrupt("empty") }
         guard format == version else { throw corrupt("unknown record format \(format)") }
         var values: [Value] = []
-        values.reserveCapacity(entity.attributes.count)
-        for attribute in entity.attributes {
+        let attributes = entity.attributes
+        values.reserveCapacity(attributes.count)
+        // By index: the fields are read in place, not each attribute copied (its name retained).
+        for index in attributes.indices {
+            let type = attributes[index].type
             guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw corrupt("bad tag") }
             let value: Value
             switch tag {
@@ -75,11 +78,11 @@ enum LMDBRecordCoding {
                     : .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
             case .string, .bytes:
                 guard let length = reader.length(), let body = reader.take(length) else {
-                    throw corrupt("truncated \(attribute.name)")
+                    throw corrupt("truncated \(attributes[index].name)")
                 }
                 if tag == .string {
                     guard let string = UTF8Text.string(body) else {
-                        throw corrupt("\(attribute.name) holds text that is not valid UTF-8")
+                        throw corrupt("\(attributes[index].name) holds text that is not valid UTF-8")
                     }
                     value = .string(string)
                 } else {
@@ -89,13 +92,13 @@ enum LMDBRecordCoding {
                 guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw corrupt("truncated uuid") }
                 value = .uuid(uuid)
             }
-            if let type = value.type, type != attribute.type {
-                throw corrupt("attribute \(attribute.name) holds \(type), not \(attribute.type)")
+            if let stored = value.type, stored != type {
+                throw corrupt("attribute \(attributes[index].name) holds \(stored), not \(type)")
             }
-            if value.isNull && !attribute.isOptional {
-                throw corrupt("attribute \(attribute.name) is null, but it is required")
+            if value.isNull && !attributes[index].isOptional {
+                throw corrupt("attribute \(attributes[index].name) is null, but it is required")
             }
-            if case .double(let d) = value, d.isNaN { throw corrupt("attribute \(attribute.name) holds NaN") }
+            if case .double(let d) = value, d.isNaN { throw corrupt("attribute \(attributes[index].name) holds NaN") }
             values.append(value)
         }
         guard reader.isAtEnd else { throw corrupt("trailing bytes") }
@@ -116,7 +119,7 @@ enum LMDBRecordCoding {
 
         mutating func fixed() -> UInt64? {
             guard let body = take(8) else { return nil }
-            return body.enumerated().reduce(0) { $0 | UInt64($1.element) << UInt64(8 * $1.offset) }
+            return UInt64(littleEndian: body.loadUnaligned(as: UInt64.self))
         }
 
         mutating func length() -> Int? {

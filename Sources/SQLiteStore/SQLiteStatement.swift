@@ -101,9 +101,10 @@ final class SQLiteStatement {
 
     /// Reads a column as a value of `type`, exactly: a value the schema's type cannot hold is
     /// never coerced.
-    /// - Throws: `corrupt` naming `context` when the stored SQLite type is not the one the schema
-    ///   promises, a bool is neither 0 nor 1, a text is not valid UTF-8, a uuid is not 16 bytes.
-    func value(at column: Int32, as type: ValueType, context: @autoclosure () -> String) throws(StoreError) -> Value {
+    /// - Throws: what is wrong when the stored SQLite type is not the one the schema promises, a
+    ///   bool is neither 0 nor 1, a text is not valid UTF-8, a uuid is not 16 bytes; the caller
+    ///   names the item (no context is built, or captured, for the values that read fine).
+    func value(at column: Int32, as type: ValueType) throws(ColumnReadFailure) -> Value {
         let stored = sqlite3_column_type(handle, column)
         if stored == SQLITE_NULL { return .null }
         let expected: Int32
@@ -114,14 +115,13 @@ final class SQLiteStatement {
         case .bytes, .uuid: expected = SQLITE_BLOB
         }
         guard stored == expected else {
-            throw StoreError(.corrupt, "\(connection.path): \(context()) holds a SQLite "
-                + "\(Self.typeNames[Int(stored)] ?? "type \(stored)") value, not \(type)")
+            throw ColumnReadFailure(detail: "holds a SQLite \(Self.typeNames[Int(stored)] ?? "type \(stored)") value, not \(type)")
         }
         switch type {
         case .bool:
             let n = int64(at: column)
             guard n == 0 || n == 1 else {
-                throw StoreError(.corrupt, "\(connection.path): \(context()) holds \(n), which is not a bool (0 or 1)")
+                throw ColumnReadFailure(detail: "holds \(n), which is not a bool (0 or 1)")
             }
             return .bool(n == 1)
         case .int: return .int(int64(at: column))
@@ -131,15 +131,20 @@ final class SQLiteStatement {
             let count = Int(sqlite3_column_bytes(handle, column))
             guard count > 0, let text = sqlite3_column_text(handle, column) else { return .string("") }
             guard let string = UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)) else {
-                throw StoreError(.corrupt, "\(connection.path): \(context()) holds text that is not valid UTF-8")
+                throw ColumnReadFailure(detail: "holds text that is not valid UTF-8")
             }
             return .string(string)
         case .bytes: return .bytes(bytes(at: column))
         case .uuid:
             guard let uuid = UUID(bytes: bytes(at: column)) else {
-                throw StoreError(.corrupt, "\(connection.path): \(context()) is not a 16-byte uuid")
+                throw ColumnReadFailure(detail: "is not a 16-byte uuid")
             }
             return .uuid(uuid)
         }
     }
+}
+
+/// Why a column could not be read as its attribute's type (``SQLiteStatement/value(at:as:)``).
+struct ColumnReadFailure: Error {
+    let detail: String
 }

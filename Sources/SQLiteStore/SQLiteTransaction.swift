@@ -48,14 +48,19 @@ final class SQLiteTransaction: StorageWriter {
 
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema) throws(StoreError) -> Record {
         var values: [Value] = []
-        values.reserveCapacity(entity.attributes.count)
-        for (i, attribute) in entity.attributes.enumerated() {
-            values.append(try statement.value(at: Int32(i), as: attribute.type,
-                                              context: "\(entity.name)[\(Self.keyText(statement, entity))]"
-                                                  + ".\(attribute.name)"))
-            if values[i].isNull && !attribute.isOptional {
+        let attributes = entity.attributes
+        values.reserveCapacity(attributes.count)
+        // By index: the fields are read in place, not each attribute copied (its name retained).
+        for i in attributes.indices {
+            do {
+                values.append(try statement.value(at: Int32(i), as: attributes[i].type))
+            } catch {
                 throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
-                    + ".\(attribute.name) is null, but the attribute is required")
+                    + ".\(attributes[i].name) \(error.detail)")
+            }
+            if values[i].isNull && !attributes[i].isOptional {
+                throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
+                    + ".\(attributes[i].name) is null, but the attribute is required")
             }
         }
         return Record(layout: entity.layout, values: values)
