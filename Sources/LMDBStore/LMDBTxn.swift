@@ -16,17 +16,13 @@ internal import CLMDB
 /// nothing: on `MDB_MAP_FULL` it throws ``isMapFull(_:)`` and its caller starts over in a
 /// larger map, so a transaction of any size runs in bounded memory.
 final class LMDBTxn {
-    private enum Change {
-        case put(MDB_dbi, [UInt8], [UInt8])
-        case delete(MDB_dbi, [UInt8])
-        case drop(MDB_dbi)
-        case dropDatabase(MDB_dbi)
-    }
+    private typealias Change = LMDBJournal.Change
 
     let environment: LMDBEnvironment
     let isWrite: Bool
     private(set) var txn: OpaquePointer
-    private var journal: [Change] = []
+    /// Bounded in memory: past 16 MiB it goes to a temporary file (``LMDBJournal``).
+    private var journal: LMDBJournal
     private let journaled: Bool
     private var isFinished = false
     private var holdsWritersLock = false
@@ -37,6 +33,7 @@ final class LMDBTxn {
         self.environment = environment
         isWrite = write
         self.journaled = journaled
+        journal = LMDBJournal(directory: environment.path)
         if write {
             try environment.lockWriters()
             holdsWritersLock = true
@@ -140,7 +137,7 @@ final class LMDBTxn {
         let rc = try growingTheMap { apply(change) }
         if rc == MDB_NOTFOUND, case .delete = change { return false }
         guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot write", path: path) }
-        if journaled { journal.append(change) }
+        if journaled { try journal.append(change) }
         return true
     }
 
@@ -167,7 +164,7 @@ final class LMDBTxn {
                 throw StoreError(.conflict, "\(path): another process wrote to the environment without the writers' lock "
                     + "while this transaction grew the map; nothing of it was written")
             }
-            rc = replay()
+            rc = try journal.replay { apply($0) }
             if rc == MDB_MAP_FULL { continue }
             guard rc == MDB_SUCCESS else {
                 throw LMDBError.error(rc, "\(path): cannot replay the transaction after growing the map")
@@ -197,14 +194,6 @@ final class LMDBTxn {
         case .dropDatabase(let dbi):
             return mdb_drop(txn, dbi, 1)
         }
-    }
-
-    private func replay() -> Int32 {
-        for change in journal {
-            let rc = apply(change)
-            if rc != MDB_SUCCESS && rc != MDB_NOTFOUND { return rc }
-        }
-        return MDB_SUCCESS
     }
 
     /// Commits; growing the map and committing again if the commit itself finds it full. A read

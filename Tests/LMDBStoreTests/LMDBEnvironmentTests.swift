@@ -292,3 +292,41 @@ let itemSchema = Schema(entities: [
     #expect(seconds < 5, "the write took \(seconds) s while readers ran")
     #expect(try store.read { try $0.count(FetchRequest("Item")) } == 256)
 }
+
+/// A transaction whose journal outgrows its 16 MiB in memory goes on in a file, and a map that
+/// fills later replays it from there: inserts, deletes and saves over them, in order.
+@Test func aJournalThatSpillsToItsFileReplaysEveryChangeInOrder() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("spill.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema,
+                              options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+    defer { try? store.close() }
+    let count: Int64 = 150_000
+    try store.writeSync { w in
+        for id in 0..<count {
+            try w.insert(["id": .int(id), "name": .string("n\(id % 100)"), "score": .int(id)], into: "Item")
+        }
+        for id in stride(from: Int64(0), to: count, by: 7) { _ = try w.delete("Item", key: .int(id)) }
+        for id in stride(from: Int64(3), to: count, by: 7) {
+            try w.save(["id": .int(id), "name": "saved", "score": .int(-id)], into: "Item")
+        }
+        // Written last, after the journal spilled: these too must replay when the map grows.
+        for id in count..<(count + 2_000) {
+            try w.insert(["id": .int(id), "name": "tail", "score": .int(id), "payload": .bytes([UInt8](repeating: 7, count: 16_000))],
+                         into: "Item")
+        }
+    }
+    #expect(store.mapSize >= 64 << 20, "the map grew while the journal was in its file: \(store.mapSize)")
+    let (total, saved, firstDeleted, tail) = try store.read { r in
+        (try r.count(FetchRequest("Item")), try r.count(FetchRequest("Item", filter: Field("name") == "saved")),
+         try r.get("Item", key: 7), try r.get("Item", key: .int(count + 1_999)))
+    }
+    let deleted = (count + 6) / 7
+    #expect(total == Int(count - deleted + 2_000))
+    #expect(saved == Int((count - 3 + 6) / 7))
+    #expect(firstDeleted == nil)
+    #expect(tail?["payload"] == .bytes([UInt8](repeating: 7, count: 16_000)))
+    #expect(try store.read { try $0.get("Item", key: 3)?["score"] } == -3)
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix(".journal") }
+    #expect(leftovers.isEmpty, "the journal's file is unlinked: \(leftovers)")
+}

@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--no-postgres] [--no-grdb]
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -181,8 +181,10 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
     try benchmarkJSONLines(n: n)
-    try benchmarkPostgres(n: n)
-    try benchmarkPostgresMigration(n: n)
+    if !arguments.contains("--no-postgres") {
+        try benchmarkPostgres(n: n)
+        try benchmarkPostgresMigration(n: n)
+    }
 }
 
 print("| backend | operation | items in store | API ops/s | raw ops/s | API / raw |")
