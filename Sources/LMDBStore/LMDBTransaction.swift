@@ -134,18 +134,33 @@ final class LMDBTransaction: StorageWriter {
         try txn.withValue(databases.meta, Array(key.utf8)) { Array($0) }
     }
 
+    /// Writes the record only if its key is new (one descent of the tree finds out and writes:
+    /// `MDB_NOOVERWRITE`), then checks the unique indexes (taking the record out again when one
+    /// refuses it), then writes its index entries: a refused insert leaves nothing, and a taken
+    /// key is reported before a unique violation, as on every backend.
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
-        if try txn.withValue(dbi(entity), Self.recordKey(key), { _ in true }) != nil {
+        let dbi = try dbi(entity)
+        let recordKey = Self.recordKey(key)
+        guard try txn.insert(dbi, recordKey, LMDBRecordCoding.encode(record, entity)) else {
             throw StoreError.keyExists(entity, record)
         }
-        try write(record, key: key, old: nil, in: entity)
+        do {
+            try checkUnique(record, key: key, in: entity)
+        } catch {
+            try txn.delete(dbi, recordKey)
+            throw error
+        }
+        try writeIndexes(record, key: key, old: nil, in: entity)
     }
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
-        try write(record, key: key, old: get(entity, key: key), in: entity)
+        let old = try get(entity, key: key)
+        try checkUnique(record, key: key, in: entity)
+        try writeIndexes(record, key: key, old: old, in: entity)
+        try txn.put(dbi(entity), Self.recordKey(key), LMDBRecordCoding.encode(record, entity))
     }
 
-    private func write(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
+    private func checkUnique(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         try UniqueIndexRule.check(record, key: key, in: entity) { index, values in
             guard let dbi = databases.indexes[entity.name]?[index.name] else { return [] }
             var holders: [[UInt8]] = []
@@ -154,6 +169,9 @@ final class LMDBTransaction: StorageWriter {
             }
             return try holders.compactMap { try self.record(entity, keyBytes: $0) }
         }
+    }
+
+    private func writeIndexes(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
         for index in entity.indexes {
             guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
             let newKey = LMDBIndexKeys.key(index, record, primaryKey: key.bytes)
@@ -164,7 +182,6 @@ final class LMDBTransaction: StorageWriter {
             }
             try txn.put(dbi, newKey, key.bytes)
         }
-        try txn.put(dbi(entity), Self.recordKey(key), LMDBRecordCoding.encode(record, entity))
     }
 
     func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {

@@ -110,6 +110,12 @@ final class LMDBTxn {
         try perform(.put(dbi, key, value))
     }
 
+    /// Puts `value` under `key` unless the key is there (`MDB_NOOVERWRITE`: one descent of the
+    /// tree finds out and writes); returns false, writing nothing, when it is.
+    func insert(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws(StoreError) -> Bool {
+        try perform(.put(dbi, key, value), flags: UInt32(MDB_NOOVERWRITE))
+    }
+
     /// Deletes a key; returns whether it existed. Grows the map when needed: LMDB deletes
     /// write fresh pages too.
     @discardableResult
@@ -133,9 +139,10 @@ final class LMDBTxn {
     /// Applies a change, growing the map and replaying the journal on `MDB_MAP_FULL`.
     /// - Returns: false when a deleted key did not exist.
     @discardableResult
-    private func perform(_ change: Change) throws(StoreError) -> Bool {
-        let rc = try growingTheMap { apply(change) }
+    private func perform(_ change: Change, flags: UInt32 = 0) throws(StoreError) -> Bool {
+        let rc = try growingTheMap { apply(change, flags: flags) }
         if rc == MDB_NOTFOUND, case .delete = change { return false }
+        if rc == MDB_KEYEXIST && flags & UInt32(MDB_NOOVERWRITE) != 0 { return false }
         guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot write", path: path) }
         if journaled { try journal.append(change) }
         return true
@@ -174,14 +181,15 @@ final class LMDBTxn {
         return rc
     }
 
-    private func apply(_ change: Change) -> Int32 {
+    /// `flags` for a put; a replay puts without them (what succeeded then succeeds again).
+    private func apply(_ change: Change, flags: UInt32 = 0) -> Int32 {
         switch change {
         case let .put(dbi, key, value):
             return key.withUnsafeBytes { k in
                 value.withUnsafeBytes { v in
                     var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
                     var vv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
-                    return mdb_put(txn, dbi, &kv, &vv, 0)
+                    return mdb_put(txn, dbi, &kv, &vv, flags)
                 }
             }
         case let .delete(dbi, key):

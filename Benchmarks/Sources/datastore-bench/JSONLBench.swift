@@ -75,9 +75,9 @@ struct PlainItem: Codable {
         let loadSeconds = try time { loaded = try JSONLines.load(path, into: destination, batchSize: 10_000) }
         precondition(loaded == n)
         try destination.close()
-        record(backend, "JSON Lines export (vs JSONEncoder loop)", n, operations: n, api: exportSeconds, raw: encodeSeconds)
+        record(backend, "JSON Lines export (vs JSONEncoder loop)", n, operations: n, api: exportSeconds, raw: encodeSeconds, memory: false)
         record(backend, "JSON Lines load, checked first (vs JSONSerialization loop)", n, operations: n,
-               api: loadSeconds, raw: parseSeconds)
+               api: loadSeconds, raw: parseSeconds, memory: false)
         // The same through the jsonl: kind of the migration engine (checkpointed batches; the
         // source file checked by a pass of its own, then read once more while opening).
         let kind: StoreKind = backend == "SQLite" ? .sqlite : backend == "LMDB" ? .lmdb : .memory
@@ -100,8 +100,8 @@ struct PlainItem: Codable {
         precondition(differences == 0)
         for l in [from, into] { try l.destroy() }
         record(backend, "copy --to jsonl: (vs JSONEncoder loop)", n, operations: n, api: copyOutSeconds,
-               raw: encodeSeconds)
+               raw: encodeSeconds, memory: false)
         record(backend, "copy --from jsonl:, checked (vs JSONSerialization loop)", n, operations: n,
-               api: copyInSeconds, raw: parseSeconds)
+               api: copyInSeconds, raw: parseSeconds, memory: false)
     }
 }

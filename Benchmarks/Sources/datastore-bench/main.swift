@@ -22,12 +22,20 @@ struct Row {
     var operations: Int
     var apiSeconds: Double
     var rawSeconds: Double
+    /// Peak RssAnon growth during the API's and the raw side's run, in KiB.
+    var apiPeak = 0
+    var rawPeak = 0
 }
 
 var rows: [Row] = []
 
-@MainActor func record(_ backend: String, _ operation: String, _ n: Int, operations: Int, api: Double, raw: Double) {
-    rows.append(Row(backend: backend, operation: operation, n: n, operations: operations, apiSeconds: api, rawSeconds: raw))
+/// `memory`: whether `api` was timed just before `raw`, the last two blocks timed, so that their
+/// memory peaks are the last two (rows whose times were taken earlier show none).
+@MainActor func record(_ backend: String, _ operation: String, _ n: Int, operations: Int, api: Double, raw: Double,
+                       memory: Bool = true) {
+    rows.append(Row(backend: backend, operation: operation, n: n, operations: operations, apiSeconds: api, rawSeconds: raw,
+                    apiPeak: memory ? RssAnonSampler.shared.peak(back: 2) : -1,
+                    rawPeak: memory ? RssAnonSampler.shared.peak(back: 1) : -1))
     let ratio = raw / api
     FileHandle.standardError.write(Data(String(format: "%@ %@ n=%d: api %.3fs raw %.3fs (%.2f of raw)\n", backend,
                                                operation, n, api, raw, ratio).utf8))
@@ -187,12 +195,14 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
     }
 }
 
-print("| backend | operation | items in store | API ops/s | raw ops/s | API / raw |")
-print("| --- | --- | ---: | ---: | ---: | ---: |")
+print("| backend | operation | items in store | API ops/s | raw ops/s | API / raw | peak RssAnon API / raw (MiB) |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
 for row in rows {
     let api = Double(row.operations) / row.apiSeconds
     let raw = Double(row.operations) / row.rawSeconds
-    print(String(format: "| %@ | %@ | %d | %.0f | %.0f | %.2f |", row.backend, row.operation, row.n, api, raw, api / raw))
+    let memory = row.apiPeak < 0 ? "–" : String(format: "%.0f / %.0f", Double(row.apiPeak) / 1024, Double(row.rawPeak) / 1024)
+    print(String(format: "| %@ | %@ | %d | %.0f | %.0f | %.2f | %@ |", row.backend, row.operation, row.n, api, raw,
+                 api / raw, memory))
 }
 
 printScalingTable()
