@@ -23,7 +23,14 @@ enum LMDBIndexKeys {
     }
 
     static func key(_ index: Index, _ record: Record, primaryKey: [UInt8]) -> [UInt8] {
-        tuple(index.attributes.map { record[$0] }) + [0x00] + primaryKey
+        // One array, written in place: no array of values, no tuple and no concatenations.
+        var key: [UInt8] = []
+        key.reserveCapacity(24 + primaryKey.count)
+        for name in index.attributes { KeyEncoding.appendTupleElement(record[name], to: &key) }
+        if key.count > maxTupleBytes { key.removeLast(key.count - maxTupleBytes) }
+        key.append(0x00)
+        key.append(contentsOf: primaryKey)
+        return key
     }
 
     /// The prefix of every index key whose leading values equal `values`: the complete tuple and

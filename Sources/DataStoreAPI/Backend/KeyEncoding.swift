@@ -47,11 +47,11 @@ import Foundation
             out.append(b ? 0x02 : 0x01)
         case .int(let i):
             out.append(0x10)
-            out += bigEndian(UInt64(bitPattern: i) ^ (1 << 63))
+            appendBigEndian(UInt64(bitPattern: i) ^ (1 << 63), to: &out)
         case .double(let d):
             out.append(0x20)
             let bits = (d == 0 ? 0.0 : d).bitPattern
-            out += bigEndian(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63))
+            appendBigEndian(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63), to: &out)
         case .string(let s):
             out.append(0x30)
             appendEscaped(s.utf8, to: &out)
@@ -60,7 +60,7 @@ import Foundation
             appendEscaped(b, to: &out)
         case .date(let t):
             out.append(0x50)
-            out += bigEndian(UInt64(bitPattern: t.microsecondsSinceEpoch) ^ (1 << 63))
+            appendBigEndian(UInt64(bitPattern: t.microsecondsSinceEpoch) ^ (1 << 63), to: &out)
         case .uuid(let u):
             out.append(0x60)
             out += u.bytes
@@ -83,7 +83,15 @@ import Foundation
     }
 
     static func bigEndian(_ value: UInt64) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
+        var out: [UInt8] = []
+        out.reserveCapacity(8)
+        appendBigEndian(value, to: &out)
+        return out
+    }
+
+    /// Appends 8 big-endian bytes, without an array of its own.
+    static func appendBigEndian(_ value: UInt64, to out: inout [UInt8]) {
+        withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }
 
     static func readBigEndian(_ bytes: some Collection<UInt8>) -> UInt64 {
