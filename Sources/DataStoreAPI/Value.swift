@@ -47,7 +47,12 @@ extension Value: Hashable {
         case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
         case (.string(var a), .string(var b)):
             // By UTF-8 bytes (not Swift's canonical equivalence), compared as two buffers.
-            return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0) } }
+            return a.withUTF8 { x in
+                b.withUTF8 { y in
+                    guard x.count == y.count, let p = x.baseAddress, let q = y.baseAddress else { return x.count == y.count }
+                    return memcmp(p, q, x.count) == 0
+                }
+            }
         case let (.bytes(a), .bytes(b)): return a == b
         case let (.date(a), .date(b)): return a == b
         case let (.uuid(a), .uuid(b)): return a == b
@@ -61,10 +66,16 @@ extension Value: Hashable {
         case .bool(let b): hasher.combine(1); hasher.combine(b)
         case .int(let i): hasher.combine(2); hasher.combine(i)
         case .double(let d): hasher.combine(3); hasher.combine(d.bitPattern)
-        case .string(let s):
+        // Strings and bytes by length and contents in one call each, as `==` compares them (the
+        // UTF-8 bytes, not Swift's canonical equivalence).
+        case .string(var s):
             hasher.combine(4)
-            for byte in s.utf8 { hasher.combine(byte) }
-        case .bytes(let b): hasher.combine(5); hasher.combine(b)
+            hasher.combine(s.utf8.count)
+            s.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        case .bytes(let b):
+            hasher.combine(5)
+            hasher.combine(b.count)
+            b.withUnsafeBytes { hasher.combine(bytes: $0) }
         case .date(let t): hasher.combine(6); hasher.combine(t)
         case .uuid(let u): hasher.combine(7); hasher.combine(u)
         }

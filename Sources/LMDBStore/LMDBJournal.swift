@@ -84,7 +84,7 @@ struct LMDBJournal: ~Copyable {
     /// Moves the changes in memory to a new temporary file.
     private mutating func spill() throws(StoreError) {
         var template = Array((directory + "/.journal-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
         guard fd >= 0 else { throw failure("cannot create a temporary file for the transaction's journal") }
         unlink(String(cString: template))
         file = fd
@@ -100,7 +100,9 @@ struct LMDBJournal: ~Copyable {
     private mutating func flush() throws(StoreError) {
         var written = 0
         while written < buffer.count {
-            let n = buffer.withUnsafeBytes { write(file, $0.baseAddress! + written, $0.count - written) }
+            let n = buffer.withUnsafeBytes { raw in
+                raw.baseAddress.map { write(file, $0 + written, raw.count - written) } ?? 0
+            }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
                 let code: StoreError.Code = errno == ENOSPC || errno == EDQUOT ? .storeFull : .io

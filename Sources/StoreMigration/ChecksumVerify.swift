@@ -11,9 +11,9 @@ import Foundation
 ///
 /// A digest is 64 bits of SipHash (Swift's `Hasher`, seeded per process, so both sides are
 /// hashed in this process) over each item's encoded key and its values in the entity's
-/// attribute order, each value tagged with its type and hashed by the same equality the item
-/// compare uses: doubles by bit pattern, strings by UTF-8 bytes. Two ranges that differ have
-/// equal digests with a probability of about 2^-64.
+/// attribute order, each hashed by `Value`'s own `hash(into:)`, which follows the equality the
+/// item compare uses: a type tag, doubles by bit pattern, strings by UTF-8 bytes. Two ranges
+/// that differ have equal digests with a probability of about 2^-64.
 struct RangeChecksum {
     /// Items per range.
     static let rangeSize = 1_000
@@ -38,31 +38,13 @@ struct RangeChecksum {
         mutating func add(key: [UInt8], values: [Value]) {
             hasher.combine(key.count)
             key.withUnsafeBytes { hasher.combine(bytes: $0) }
-            for value in values { RangeChecksum.combine(value, into: &hasher) }
+            // `Value`'s own hash: by the equality the item compare uses (doubles by bits, strings
+            // and bytes by their bytes), with the type's tag first.
+            for value in values { hasher.combine(value) }
             count += 1
         }
 
         func finalize() -> Int { hasher.finalize() }
-    }
-
-    /// Hashes a value as `Value.==` compares it (and distinguishes every pair it tells apart).
-    static func combine(_ value: Value, into hasher: inout Hasher) {
-        switch value {
-        case .null: hasher.combine(UInt8(0))
-        case .bool(let b): hasher.combine(UInt8(1)); hasher.combine(b)
-        case .int(let i): hasher.combine(UInt8(2)); hasher.combine(i)
-        case .double(let d): hasher.combine(UInt8(3)); hasher.combine(d.bitPattern)
-        case .string(var s):
-            hasher.combine(UInt8(4))
-            hasher.combine(s.utf8.count)
-            s.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        case .bytes(let b):
-            hasher.combine(UInt8(5))
-            hasher.combine(b.count)
-            b.withUnsafeBytes { hasher.combine(bytes: $0) }
-        case .date(let t): hasher.combine(UInt8(6)); hasher.combine(t)
-        case .uuid(let u): hasher.combine(UInt8(7)); hasher.combine(u)
-        }
     }
 
     /// Reads the source once: its ranges, in key order.

@@ -73,28 +73,22 @@ public enum CrashRecovery {
         guard let pipe = process.standardOutput as? Pipe else { return 0 }
         var last = 0
         var first: Int?
-        var buffer = Data()
+        var lines = NumberLines()
         let handle = pipe.fileHandleForReading
         while last - (first ?? 0) + 1 < acknowledged || first == nil {
             let chunk = handle.availableData
             if chunk.isEmpty { break }
-            buffer.append(chunk)
-            while let newline = buffer.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                buffer.removeSubrange(buffer.startIndex...newline)
-                if let n = Int(line) {
-                    last = n
-                    if first == nil { first = n }
-                }
+            for n in lines.numbers(in: chunk) {
+                last = n
+                if first == nil { first = n }
             }
         }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         // Lines printed before the kill but not yet read are acknowledged too.
-        let rest = handle.readDataToEndOfFile()
-        for line in String(decoding: buffer + rest, as: UTF8.self).split(separator: "\n") {
-            if let n = Int(line) { last = max(last, n) }
-        }
+        var rest = handle.readDataToEndOfFile()
+        rest.append(0x0A)
+        for n in lines.numbers(in: rest) { last = max(last, n) }
         return last
     }
 
@@ -138,5 +132,23 @@ public enum CrashRecovery {
                           Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent(name),
                           Bundle.main.bundleURL.appendingPathComponent(name)]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }
+}
+
+/// The numbers a `crash-writer` prints, one per line, taken from its pipe's chunks as they come
+/// (a line may span two chunks).
+struct NumberLines {
+    private var buffer = Data()
+
+    /// The numbers of the lines that `chunk` completes.
+    mutating func numbers(in chunk: Data) -> [Int] {
+        buffer.append(chunk)
+        var numbers: [Int] = []
+        while let newline = buffer.firstIndex(of: 0x0A) {
+            let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+            buffer.removeSubrange(buffer.startIndex...newline)
+            if let n = Int(line) { numbers.append(n) }
+        }
+        return numbers
     }
 }

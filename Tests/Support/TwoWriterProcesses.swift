@@ -17,16 +17,12 @@ final class WriterProcess: @unchecked Sendable {
         try process.run()
         let handle = pipe.fileHandleForReading
         Thread.detachNewThread { [self] in
-            var buffer = Data()
+            var lines = NumberLines()
             while true {
                 let chunk = handle.availableData
                 if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    if let n = Int(line) { acknowledged.withLock { $0.append(n) } }
-                }
+                let numbers = lines.numbers(in: chunk)
+                acknowledged.withLock { $0.append(contentsOf: numbers) }
             }
             done.signal()
         }

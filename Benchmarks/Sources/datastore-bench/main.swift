@@ -116,30 +116,26 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
     record("migration", "LMDB -> SQLite (Migrator.copy, no verify)", n, operations: n,
            api: try time { _ = try Migrator.copy(from: lmdb, to: back, options: options) },
            raw: time { rawLMDBCopy.forEachRow(batch: 1_000) { rawBack.write($0) } })
+    // The raw compare both verify rows stand beside: every row of both sides, as plain structs.
+    let rawCompare = {
+        var left: [RawRow] = []
+        var right: [RawRow] = []
+        rawSource.forEachRow(batch: 1_000) { left += $0 }
+        rawLMDBCopy.forEachRow(batch: 1_000) { right += $0 }
+        precondition(left == right)
+    }
     record("migration", "verify SQLite vs LMDB item by item (Migrator.verify)", n, operations: n,
            api: try time {
                _ = try Migrator.verify(from: sqlite, to: lmdb, options: MigrationOptions(checkSource: false))
            },
-           raw: time {
-               var left: [RawRow] = []
-               var right: [RawRow] = []
-               rawSource.forEachRow(batch: 1_000) { left += $0 }
-               rawLMDBCopy.forEachRow(batch: 1_000) { right += $0 }
-               precondition(left == right)
-           })
+           raw: time(rawCompare))
     record("migration", "verify SQLite vs LMDB by range checksum (verify --checksum)", n, operations: n,
            api: try time {
                let report = try Migrator.verify(from: sqlite, to: lmdb,
                                                 options: MigrationOptions(checkSource: false, checksum: true))
                precondition(report.differences == 0)
            },
-           raw: time {
-               var left: [RawRow] = []
-               var right: [RawRow] = []
-               rawSource.forEachRow(batch: 1_000) { left += $0 }
-               rawLMDBCopy.forEachRow(batch: 1_000) { right += $0 }
-               precondition(left == right)
-           })
+           raw: time(rawCompare))
 }
 
 let onlySchemaSteps = arguments.contains("--schema-steps")
