@@ -39,10 +39,11 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),
-        // One LMDB bulk insert, for callgrind (see its header).
+        // One operation on one backend, for callgrind (see its header).
         .executableTarget(
-            name: "profile-lmdb-insert",
-            dependencies: [.product(name: "DataStoreAPI", package: root), .product(name: "LMDBStore", package: root)],
+            name: "profile-store",
+            dependencies: [.product(name: "DataStoreAPI", package: root), .product(name: "LMDBStore", package: root),
+                           .product(name: "SQLiteStore", package: root)],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),
     ]

@@ -50,6 +50,27 @@ public class ReadAccessor {
         return try reader.fetch(checked, in: entity)
     }
 
+    /// Hands each item the request returns to `body`, in the request's order, without building an
+    /// array of them: reading many items this way takes constant memory, and on SQLite and LMDB
+    /// the items come straight from the engine's cursor. The record handed over is a value: a
+    /// kept copy stays as it was. To stop early, give the request a limit, or throw.
+    ///
+    /// In a `write` block the items are read before the first is handed over, so that the
+    /// block's own writes in `body` do not change which items it visits, on every backend.
+    /// - Throws: as ``fetch(_:)``, and what `body` throws.
+    public func forEach(_ request: FetchRequest, _ body: (Record) throws -> Void) throws {
+        let (entity, checked) = try validate(request)
+        if checked.limit == 0 { return }
+        if self is WriteAccessor {
+            for record in try reader.fetch(checked, in: entity) { try body(record) }
+            return
+        }
+        try reader.forEach(checked, in: entity) { record in
+            try body(record)
+            return true
+        }
+    }
+
     /// The first item the request returns, if any.
     public func first(_ request: FetchRequest) throws -> Record? {
         var one = request

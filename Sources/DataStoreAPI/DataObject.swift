@@ -44,7 +44,18 @@ extension ReadAccessor {
                                      offset: Int = 0, limit: Int? = nil) throws -> [T] {
         let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
                                    limit: limit)
-        return try fetch(request).map { try RecordDecoder.decode(T.self, from: $0) }
+        var objects: [T] = []
+        try forEach(request) { objects.append(try RecordDecoder.decode(T.self, from: $0)) }
+        return objects
+    }
+
+    /// Hands each object matching `filter`, in `sort` order (the type's default sort when `nil`),
+    /// to `body` without building an array of them (see ``ReadAccessor/forEach(_:_:)``).
+    public func forEach<T: DataObject>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
+                                       offset: Int = 0, limit: Int? = nil, _ body: (T) throws -> Void) throws {
+        let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
+                                   limit: limit)
+        try forEach(request) { try body(try RecordDecoder.decode(T.self, from: $0)) }
     }
 
     /// The first object matching `filter` in the type's default sort, if any.

@@ -26,6 +26,29 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         }
     }
 
+    /// Refills the record with one value per name of `layout`, in order, which `body` appends
+    /// to the emptied array it is given: the way a backend hands a stream of rows to a visitor
+    /// without allocating per row. The values' storage is reused when no copy of the record is
+    /// alive (the visitor kept none); a kept copy keeps its values, and the refill takes new
+    /// storage (a value type: nothing the visitor kept changes).
+    @_spi(Backend) public mutating func refill<E: Error>(
+        layout: RecordLayout, _ body: (inout [Value]) throws(E) -> Void
+    ) throws(E) {
+        if self.layout !== layout {
+            self.layout = layout
+            dictionary = [:]
+        }
+        slots.removeAll(keepingCapacity: true)
+        slots.reserveCapacity(layout.names.count)
+        do {
+            try body(&slots)
+        } catch {
+            self = Record()
+            throw error
+        }
+        if slots.count != layout.names.count { self = Record(layout: layout, values: slots) }
+    }
+
     public init(dictionaryLiteral elements: (String, Value)...) {
         dictionary = Dictionary(elements, uniquingKeysWith: { _, last in last })
     }

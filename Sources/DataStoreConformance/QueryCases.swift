@@ -53,7 +53,87 @@ enum QueryCases {
                     "ids \(got.map(\.["id"])) expected \(expected.map(\.["id"])): fetch \(request.filter) "
                         + "sort \(request.sort) offset \(request.offset) limit \(request.limit.map(String.init) ?? "none") on \(c.backend.name)")
                 if got != expected { return }
+                // The visitor answers the same, and the records it handed over and that were kept
+                // stay as they were (its storage is reused only while no copy is alive).
+                var visited: [Record] = []
+                try reader.forEach(request) { visited.append($0) }
+                c.expect(
+                    visited == expected,
+                    "forEach ids \(visited.map(\.["id"])) expected \(expected.map(\.["id"])): \(request.filter) "
+                        + "sort \(request.sort) offset \(request.offset) limit \(request.limit.map(String.init) ?? "none") on \(c.backend.name)")
+                if visited != expected { return }
             }
+        }
+    }
+
+    /// `forEach` hands over every item in order while the visitor makes requests of its own (the
+    /// same request included, which on SQLite would share the visitor's prepared statement),
+    /// visits in a write block exactly the items there were before the block's own writes, and
+    /// stops at what the visitor throws.
+    static func forEachStreamsAndToleratesRequestsAndWritesInsideItsVisitor(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let items = Fixtures.items(300, seed: 11)
+        try Fixtures.load(items, into: store)
+        let all = FetchRequest("Item")
+        let positive = FetchRequest("Item", filter: Field("id") > 0)
+        let expected = try store.read { try $0.fetch(all) }
+        try store.read { reader in
+            var visited: [Value] = []
+            var inner = 0
+            struct Runaway: Error {}
+            try reader.forEach(all) { record in
+                visited.append(record["id"])
+                // A visit that restarts (its cursor reset by a nested request) fails, not hangs.
+                if visited.count > expected.count { throw Runaway() }
+                // The same requests again, nested: each answers in full.
+                inner += try reader.fetch(all).count + (try reader.fetch(positive).count)
+                var nested = 0
+                try reader.forEach(positive) { _ in nested += 1 }
+                inner += nested
+                if try reader.get("Item", key: record["id"]) != record { inner = -1_000_000 }
+            }
+            c.expectEqual(visited, expected.map(\.["id"]), "outer visit order with nested requests")
+            let positives = expected.filter { if case .int(let id) = $0["id"] { id > 0 } else { false } }.count
+            c.expectEqual(inner, expected.count * (expected.count + 2 * positives), "nested requests answered in full")
+        }
+        // In a write block: deleting each visited item and inserting new ones does not change
+        // what is visited.
+        try store.writeSync { writer in
+            var visited: [Value] = []
+            try writer.forEach(all) { record in
+                visited.append(record["id"])
+                _ = try writer.delete("Item", key: record["id"])
+                if case .int(let id) = record["id"] {
+                    try writer.insert(["id": .int(id + 10_000), "name": "new"], into: "Item")
+                }
+            }
+            c.expectEqual(visited, expected.map(\.["id"]), "a write block visits the items from before its writes")
+        }
+        c.expectEqual(try store.read { try $0.count(all) }, expected.count)
+        c.expectEqual(try store.read { try $0.fetch(FetchRequest("Item", filter: Field("name") == "new")).count },
+                      expected.count)
+        // A throwing visitor stops the visit, and its error comes out unchanged.
+        struct Stop: Error {}
+        var handed = 0
+        do {
+            try store.read { reader in
+                try reader.forEach(all) { _ in
+                    handed += 1
+                    if handed == 3 { throw Stop() }
+                }
+            }
+            c.expect(false, "the visitor's error was not thrown")
+        } catch is Stop {
+            c.expectEqual(handed, 3, "the visit stopped at the error")
+        }
+        // A bad request is refused before any item is handed over.
+        handed = 0
+        do {
+            try store.read { try $0.forEach(FetchRequest("Item", filter: Field("nope") == 1)) { _ in handed += 1 } }
+            c.expect(false, "an unknown attribute was accepted")
+        } catch let error as StoreError {
+            c.expectEqual(error.code, .unknownAttribute)
+            c.expectEqual(handed, 0)
         }
     }
 
@@ -212,5 +292,8 @@ enum QueryCases {
             prefixAndContainsAreCaseSensitiveAndByteWise),
         ConformanceCase(
             "Queries", "negativeZeroEqualsZeroInFiltersAndSorts", negativeZeroEqualsZeroInFiltersAndSorts),
+        ConformanceCase(
+            "Queries", "forEachStreamsAndToleratesRequestsAndWritesInsideItsVisitor",
+            forEachStreamsAndToleratesRequestsAndWritesInsideItsVisitor),
     ]
 }

@@ -53,61 +53,93 @@ enum LMDBRecordCoding {
     /// Decodes a record.
     /// - Throws: `corrupt` naming the entity when the bytes do not match the schema.
     static func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema) throws(StoreError) -> Record {
-        var reader = Reader(bytes: bytes)
-        func corrupt(_ why: String) -> StoreError {
-            StoreError(.corrupt, "a stored '\(entity.name)' record is damaged: \(why)")
-        }
-        guard let format = reader.byte() else { throw corrupt("empty") }
-        guard format == version else { throw corrupt("unknown record format \(format)") }
-        var values: [Value] = []
+        var reader = try Reader(record: bytes, entity)
         let attributes = entity.attributes
+        var values: [Value] = []
         values.reserveCapacity(attributes.count)
-        // By index: the fields are read in place, not each attribute copied (its name retained).
         for index in attributes.indices {
-            let type = attributes[index].type
-            guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw corrupt("bad tag") }
-            let value: Value
-            switch tag {
-            case .null: value = .null
-            case .falseValue: value = .bool(false)
-            case .trueValue: value = .bool(true)
-            case .int, .double, .date:
-                guard let bits = reader.fixed() else { throw corrupt("truncated number") }
-                value = tag == .int ? .int(Int64(bitPattern: bits))
-                    : tag == .double ? .double(Double(bitPattern: bits))
-                    : .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
-            case .string, .bytes:
-                guard let length = reader.length(), let body = reader.take(length) else {
-                    throw corrupt("truncated \(attributes[index].name)")
-                }
-                if tag == .string {
-                    guard let string = UTF8Text.string(body) else {
-                        throw corrupt("\(attributes[index].name) holds text that is not valid UTF-8")
-                    }
-                    value = .string(string)
-                } else {
-                    value = .bytes(Array(body))
-                }
-            case .uuid:
-                guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw corrupt("truncated uuid") }
-                value = .uuid(uuid)
-            }
-            if let stored = value.type, stored != type {
-                throw corrupt("attribute \(attributes[index].name) holds \(stored), not \(type)")
-            }
-            if value.isNull && !attributes[index].isOptional {
-                throw corrupt("attribute \(attributes[index].name) is null, but it is required")
-            }
-            if case .double(let d) = value, d.isNaN { throw corrupt("attribute \(attributes[index].name) holds NaN") }
-            values.append(value)
+            values.append(try value(&reader, attributes, index, entity))
         }
-        guard reader.isAtEnd else { throw corrupt("trailing bytes") }
+        try reader.finish(entity)
         return Record(layout: entity.layout, values: values)
+    }
+
+    /// Decodes a record into `record`, reusing its storage when no copy of it is alive.
+    /// - Throws: `corrupt` naming the entity when the bytes do not match the schema.
+    static func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema,
+                       into record: inout Record) throws(StoreError) {
+        var reader = try Reader(record: bytes, entity)
+        let attributes = entity.attributes
+        try record.refill(layout: entity.layout) { values throws(StoreError) in
+            for index in attributes.indices {
+                values.append(try value(&reader, attributes, index, entity))
+            }
+        }
+        try reader.finish(entity)
+    }
+
+    static func corrupt(_ entity: EntitySchema, _ why: String) -> StoreError {
+        StoreError(.corrupt, "a stored '\(entity.name)' record is damaged: \(why)")
+    }
+
+    /// Reads one attribute's value and checks it against the attribute.
+    @inline(__always)
+    /// By index: the fields are read in place, not each attribute copied (its name retained).
+    private static func value(_ reader: inout Reader, _ attributes: [Attribute], _ index: Int,
+                              _ entity: EntitySchema) throws(StoreError) -> Value {
+        guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw Self.corrupt(entity, "bad tag") }
+        let value: Value
+        switch tag {
+        case .null:
+            guard attributes[index].isOptional else {
+                throw Self.corrupt(entity, "attribute \(attributes[index].name) is null, but it is required")
+            }
+            return .null
+        case .falseValue: value = .bool(false)
+        case .trueValue: value = .bool(true)
+        case .int, .double, .date:
+            guard let bits = reader.fixed() else { throw Self.corrupt(entity, "truncated number") }
+            value = tag == .int ? .int(Int64(bitPattern: bits))
+                : tag == .double ? .double(Double(bitPattern: bits))
+                : .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
+        case .string, .bytes:
+            guard let length = reader.length(), let body = reader.take(length) else {
+                throw Self.corrupt(entity, "truncated \(attributes[index].name)")
+            }
+            if tag == .string {
+                guard let string = UTF8Text.string(body) else {
+                    throw Self.corrupt(entity, "\(attributes[index].name) holds text that is not valid UTF-8")
+                }
+                value = .string(string)
+            } else {
+                value = .bytes(Array(body))
+            }
+        case .uuid:
+            guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw Self.corrupt(entity, "truncated uuid") }
+            value = .uuid(uuid)
+        }
+        if let stored = value.type, stored != attributes[index].type {
+            throw Self.corrupt(entity, "attribute \(attributes[index].name) holds \(stored), not \(attributes[index].type)")
+        }
+        if case .double(let d) = value, d.isNaN { throw Self.corrupt(entity, "attribute \(attributes[index].name) holds NaN") }
+        return value
     }
 
     private struct Reader {
         let bytes: UnsafeRawBufferPointer
         var offset = 0
+
+        /// A reader past the format byte of a stored record.
+        init(record bytes: UnsafeRawBufferPointer, _ entity: EntitySchema) throws(StoreError) {
+            self.bytes = bytes
+            guard let format = byte() else { throw LMDBRecordCoding.corrupt(entity, "empty") }
+            guard format == version else { throw LMDBRecordCoding.corrupt(entity, "unknown record format \(format)") }
+        }
+
+        /// Checks that the record ends where its last value does.
+        func finish(_ entity: EntitySchema) throws(StoreError) {
+            guard isAtEnd else { throw LMDBRecordCoding.corrupt(entity, "trailing bytes") }
+        }
 
         var isAtEnd: Bool { offset == bytes.count }
 

@@ -39,10 +39,25 @@ final class LMDBTransaction: StorageWriter {
         do {
             return try LMDBRecordCoding.decode(bytes, entity)
         } catch {
-            let keyText = (try? PrimaryKey(bytes: key, type: entity.primaryKeyAttribute.type))?.description
-                ?? Self.hex(key)
-            throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(keyText)]: \(error.message)")
+            throw damaged(error, entity, key: key)
         }
+    }
+
+    /// Decodes a stored record into `record`, reusing its storage when no copy of it is alive.
+    private func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema,
+                        key: some Collection<UInt8>, into record: inout Record) throws(StoreError) {
+        do {
+            try LMDBRecordCoding.decode(bytes, entity, into: &record)
+        } catch {
+            throw damaged(error, entity, key: key)
+        }
+    }
+
+    /// A decoding error, naming the environment, entity and key.
+    private func damaged(_ error: StoreError, _ entity: EntitySchema, key: some Collection<UInt8>) -> StoreError {
+        let keyText = (try? PrimaryKey(bytes: key, type: entity.primaryKeyAttribute.type))?.description
+            ?? Self.hex(key)
+        return StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(keyText)]: \(error.message)")
     }
 
     static func hex(_ bytes: some Collection<UInt8>) -> String {
@@ -68,11 +83,20 @@ final class LMDBTransaction: StorageWriter {
     /// Offers the entity's records in key order to `visit` while it returns true: the index's
     /// candidates when one applies (the filter is re-checked on each record by the caller),
     /// every record otherwise.
-    private func candidates(_ filter: Filter, _ entity: EntitySchema,
+    /// `reuse`: one record is refilled per candidate, its storage reused while `visit` keeps no
+    /// copy; without it each candidate is decoded into a new record (cheaper when every one is
+    /// kept).
+    private func candidates(_ filter: Filter, _ entity: EntitySchema, reuse: Bool = true,
                             _ visit: (() -> [UInt8], Record) throws -> Bool) throws {
+        var record = Record()
         if let keys = try candidates(filter, entity) {
+            let dbi = try dbi(entity)
             for key in keys {
-                guard let record = try record(entity, keyBytes: key) else {
+                let found: Bool? = try txn.withValue(dbi, [0x00] + key) { bytes in
+                    try decode(bytes, entity, key: key, into: &record)
+                    return true
+                }
+                guard found != nil else {
                     throw StoreError(.corrupt, "\(txn.environment.path): an index of '\(entity.name)' names the "
                         + "missing item \(Self.hex(key))")
                 }
@@ -80,15 +104,35 @@ final class LMDBTransaction: StorageWriter {
             }
             return
         }
+        guard reuse else {
+            try txn.forEach(dbi(entity), from: nil) { key, value in
+                try visit({ Array(key.dropFirst()) }, try decode(value, entity, key: key.dropFirst()))
+            }
+            return
+        }
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            try visit({ Array(key.dropFirst()) }, try decode(value, entity, key: key.dropFirst()))
+            try decode(value, entity, key: key.dropFirst(), into: &record)
+            return try visit({ Array(key.dropFirst()) }, record)
         }
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         var stages = RequestStages(request)
-        try candidates(request.filter, entity) { key, record in stages.offer(key: key(), record: record) }
+        // Every candidate of an unfiltered fetch is kept: nothing to reuse.
+        try candidates(request.filter, entity, reuse: request.filter != .all) { key, record in
+            stages.offer(key: key(), record: record)
+        }
         return stages.finish()
+    }
+
+    /// Streams from the cursor when the request has no sort keys (candidates come in key order).
+    func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
+        guard request.sort.isEmpty else {
+            for record in try fetch(request, in: entity) where !(try body(record)) { return }
+            return
+        }
+        var stages = RequestStages(request)
+        try candidates(request.filter, entity) { _, record in try stages.pass(record, to: body) }
     }
 
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {

@@ -190,6 +190,9 @@ final class SQLiteConnection {
     /// A prepared statement for SQL built per request, from a small LRU cache.
     func requestStatement(_ sql: String) throws(StoreError) -> SQLiteStatement {
         if let index = requestStatements.lastIndex(where: { $0.sql == sql }) {
+            // A statement a visitor is still stepping (a request made inside `forEach`) is left
+            // alone: this request gets one of its own.
+            if sqlite3_stmt_busy(requestStatements[index].statement.handle) != 0 { return try makeStatement(sql) }
             let hit = requestStatements.remove(at: index)
             requestStatements.append(hit)
             return hit.statement
@@ -205,7 +208,11 @@ final class SQLiteConnection {
 
     /// A cached prepared statement for `sql`, which must be one of the fixed statements.
     func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
-        if let cached = statements[sql] { return cached }
+        if let cached = statements[sql] {
+            // Busy: a visitor is stepping it (see `requestStatement`).
+            if sqlite3_stmt_busy(cached.handle) != 0 { return try makeStatement(sql) }
+            return cached
+        }
         let statement = try SQLiteStatement(connection: self, sql: sql)
         statements[sql] = statement
         return statement

@@ -48,22 +48,41 @@ final class SQLiteTransaction: StorageWriter {
 
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema) throws(StoreError) -> Record {
         var values: [Value] = []
-        let attributes = entity.attributes
-        values.reserveCapacity(attributes.count)
-        // By index: the fields are read in place, not each attribute copied (its name retained).
-        for i in attributes.indices {
-            do {
-                values.append(try statement.value(at: Int32(i), as: attributes[i].type))
-            } catch {
-                throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
-                    + ".\(attributes[i].name) \(error.detail)")
-            }
-            if values[i].isNull && !attributes[i].isOptional {
-                throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
-                    + ".\(attributes[i].name) is null, but the attribute is required")
-            }
+        values.reserveCapacity(entity.attributes.count)
+        for i in entity.attributes.indices {
+            values.append(try column(statement, entity, i))
         }
         return Record(layout: entity.layout, values: values)
+    }
+
+    /// Reads the statement's row into `record`, reusing its storage when no copy of it is alive.
+    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema,
+                        into record: inout Record) throws(StoreError) {
+        let count = entity.attributes.count
+        try record.refill(layout: entity.layout) { values throws(StoreError) in
+            for i in 0..<count {
+                values.append(try column(statement, entity, i))
+            }
+        }
+    }
+
+    /// The value of column `i`, checked against attribute `i`. By index: the fields are read in
+    /// place, not each attribute copied (its name retained).
+    @inline(__always)
+    private func column(_ statement: SQLiteStatement, _ entity: EntitySchema, _ i: Int) throws(StoreError) -> Value {
+        let attributes = entity.attributes
+        let value: Value
+        do throws(ColumnReadFailure) {
+            value = try statement.value(at: Int32(i), as: attributes[i].type)
+        } catch {
+            throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
+                + ".\(attributes[i].name) \(error.detail)")
+        }
+        if value.isNull && !attributes[i].isOptional {
+            throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
+                + ".\(attributes[i].name) is null, but the attribute is required")
+        }
+        return value
     }
 
     /// The row's primary key as text, for error messages about the row.
@@ -93,6 +112,22 @@ final class SQLiteTransaction: StorageWriter {
             return stages.finish()
         }
         return try rows(prepared(select), entity)
+    }
+
+    /// Steps the request's statement, handing each row to `body` in one record refilled per row.
+    func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
+        let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
+        if SQLiteQuery.nestsTooDeep(select.sql) {
+            for record in try fetch(request, in: entity) where !(try body(record)) { return }
+            return
+        }
+        let statement = try prepared(select)
+        defer { sqlite3_reset(statement.handle) }
+        var record = Record()
+        while try statement.step() {
+            try self.record(statement, entity, into: &record)
+            if !(try body(record)) { return }
+        }
     }
 
     /// Every item of the entity in key order, for filters too deep for SQLite's parser.

@@ -25,6 +25,17 @@ struct APIBench {
         try store.read { try $0.fetch(FetchRequest("Item")).count }
     }
 
+    func visit() throws -> Int {
+        try store.read { r in
+            var count = 0
+            try r.forEach(FetchRequest("Item")) { record in
+                consume(record)
+                count += 1
+            }
+            return count
+        }
+    }
+
     func indexedQueries() throws -> Int {
         try store.read { r in
             try (0..<Workload.queriedScores).reduce(0) { total, score in

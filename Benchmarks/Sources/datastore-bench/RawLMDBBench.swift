@@ -163,6 +163,19 @@ final class RawLMDBBench {
         }
     }
 
+    /// Every row in key order, each decoded and handed on, none kept.
+    func visit() -> Int {
+        read { txn in
+            var count = 0
+            cursor(txn, items, from: nil) { _, value in
+                consume(Self.decode(value))
+                count += 1
+                return true
+            }
+            return count
+        }
+    }
+
     func indexedQueries() -> Int {
         read { txn in
             var found = 0

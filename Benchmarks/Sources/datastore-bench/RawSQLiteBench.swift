@@ -97,6 +97,21 @@ final class RawSQLiteBench {
         return read { rows(statement).count }
     }
 
+    /// Every row in key order, each decoded and handed on, none kept.
+    func visit() -> Int {
+        let statement = prepare(Self.columns + " ORDER BY \"id\"")
+        defer { sqlite3_finalize(statement) }
+        return read {
+            var count = 0
+            while sqlite3_step(statement) == SQLITE_ROW {
+                consume(row(statement))
+                count += 1
+            }
+            sqlite3_reset(statement)
+            return count
+        }
+    }
+
     func indexedQueries() -> Int {
         let statement = prepare(Self.columns + " WHERE \"score\" = ? ORDER BY \"id\"")
         defer { sqlite3_finalize(statement) }

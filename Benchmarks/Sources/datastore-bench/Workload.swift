@@ -54,6 +54,12 @@ struct RawRow: Equatable {
     var payload: [UInt8]
 }
 
+/// Hands a value to code the optimizer cannot see into, so that what a visit decodes is not
+/// optimized away; both sides of a row call it alike.
+@inline(never) func consume<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
 /// Times a block with the continuous clock, and notes the peak of the process's own memory
 /// (RssAnon, sampled every 2 ms) above what it was when the block began (after `malloc_trim`), in
 /// ``RssAnonSampler/peaks`` (the API's block is timed before the raw one of the same row).

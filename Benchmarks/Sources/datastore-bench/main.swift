@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--no-postgres] [--no-grdb]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--backends] [--no-postgres] [--no-grdb]
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -47,7 +47,7 @@ func check(_ a: Int, _ b: Int, _ what: String) {
 
 @MainActor func benchmarkBackend(_ name: String, n: Int, open: (String) throws -> any DataStore,
                       raw: (String) -> (insert: (Int, Int, Int) -> Void, gets: ([Int]) -> Int, scan: () -> Int,
-                                        indexed: () -> Int, unindexed: () -> Int)) throws {
+                                        visit: () -> Int, indexed: () -> Int, unindexed: () -> Int)) throws {
     let workload = Workload(count: n)
     let directory = scratch(name)
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -69,6 +69,9 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     check(a, b, "point gets")
     record(name, "full ordered scan", n, operations: n, api: try time { a = try api.scan() }, raw: time { b = rawBulk.scan() })
     check(a, b, "scan")
+    record(name, "full ordered visit (forEach, none kept)", n, operations: n, api: try time { a = try api.visit() },
+           raw: time { b = rawBulk.visit() })
+    check(a, b, "visit")
     record(name, "query on indexed attribute (100 x ==)", n, operations: Workload.queriedScores,
            api: try time { a = try api.indexedQueries() }, raw: time { b = rawBulk.indexed() })
     check(a, b, "indexed query")
@@ -143,10 +146,12 @@ let onlyFeed = arguments.contains("--feed")
 let onlyJSONL = arguments.contains("--jsonl")
 let onlyPostgres = arguments.contains("--postgres")
 let onlyScaling = arguments.contains("--scaling")
+/// Only the SQLite and LMDB rows of the main table (and GRDB unless `--no-grdb`): for iterating.
+let onlyBackends = arguments.contains("--backends")
 // The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
 // must not make a small write slower.
 let scalingSizes = arguments.contains("--sizes") ? sizes : [2_000, 200_000]
-for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres) {
+for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends) {
     try benchmarkScaling(n: n)
 }
 for n in sizes where onlyPostgres {
@@ -170,7 +175,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                          raw: { path in
                              let b = rawSQLite(path, Workload(count: n))
                              return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
-                                     b.indexedQueries, b.unindexedQuery)
+                                     b.visit, b.indexedQueries, b.unindexedQuery)
                          })
     try benchmarkBackend("LMDB", n: n,
                          open: { try LMDBStore(path: $0 + ".lmdb", schema: Workload.schema,
@@ -178,8 +183,9 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                          raw: { path in
                              let b = rawLMDB(path + ".lmdb", Workload(count: n))
                              return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
-                                     b.indexedQueries, b.unindexedQuery)
+                                     b.visit, b.indexedQueries, b.unindexedQuery)
                          })
+    if onlyBackends { continue }
     try benchmarkMigration(n: n)
     try benchmarkSchemaSteps(n: n)
     try benchmarkFeed(n: n)

@@ -9,6 +9,7 @@
     public let request: FetchRequest
     private let inKeyOrder: Bool
     private var skipped = 0
+    private var taken = 0
     private var streamed: [Record] = []
     private var kept: [(key: [UInt8], record: Record)] = []
 
@@ -30,13 +31,40 @@
             kept.append((key(), record))
             return true
         }
+        switch admit() {
+        case .skip: return true
+        case .stop: return false
+        case .take:
+            streamed.append(record)
+            return request.limit.map { streamed.count < $0 } ?? true
+        }
+    }
+
+    /// What a streaming request does with its next match.
+    public enum Admission { case skip, take, stop }
+
+    /// For a request that streams (no sort keys, candidates in key order) and hands its matches
+    /// on instead of keeping them: what to do with the next match, offset and limit applied.
+    public mutating func admit() -> Admission {
         if skipped < request.offset {
             skipped += 1
-            return true
+            return .skip
         }
-        if let limit = request.limit, streamed.count >= limit { return false }
-        streamed.append(record)
-        return request.limit.map { streamed.count < $0 } ?? true
+        if let limit = request.limit, taken >= limit { return .stop }
+        taken += 1
+        return .take
+    }
+
+    /// Hands the matches among candidates offered in key order to `body` while it returns true,
+    /// offset and limit applied; for requests without sort keys.
+    /// - Returns: false once no later candidate can change the answer.
+    public mutating func pass(_ record: Record, to body: (Record) throws -> Bool) rethrows -> Bool {
+        guard request.filter.matches(record) else { return true }
+        switch admit() {
+        case .skip: return true
+        case .stop: return false
+        case .take: return try body(record) && request.limit.map { taken < $0 } ?? true
+        }
     }
 
     /// The answer: the matches in the request's order, offset and limit applied.

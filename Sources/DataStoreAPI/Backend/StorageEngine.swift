@@ -26,6 +26,10 @@
     /// Returns the items that match, sorted by the request's sort keys and then by primary key,
     /// with offset and limit applied.
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record]
+    /// Hands the items ``fetch(_:in:)`` returns to `body`, in the same order, while it returns
+    /// true. The default fetches them first; a backend may stream them from its cursor, reusing
+    /// one record's storage (``Record/refill(layout:_:)``).
+    func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int
     /// Returns up to `limit` items with keys greater than `key`, in key order.
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record]
@@ -33,6 +37,10 @@
 }
 
 extension StorageReader {
+    public func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
+        for record in try fetch(request, in: entity) where !(try body(record)) { return }
+    }
+
     public func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool {
         try get(entity, key: key) != nil
     }
