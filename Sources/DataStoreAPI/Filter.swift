@@ -103,31 +103,15 @@ extension Filter {
         case .all:
             return true
         case let .compare(attribute, op, value):
-            let actual = record[attribute]
-            switch op {
-            case .equal: return Value.compareCanonical(actual, value) == 0
-            case .notEqual: return Value.compareCanonical(actual, value) != 0
-            default:
-                if actual.isNull || value.isNull { return false }
-                let c = Value.compareCanonical(actual, value)
-                switch op {
-                case .less: return c < 0
-                case .lessOrEqual: return c <= 0
-                case .greater: return c > 0
-                default: return c >= 0
-                }
-            }
+            return Filter.compare(record[attribute], op, value)
         case let .among(attribute, values):
-            let actual = record[attribute]
-            return values.contains { Value.compareCanonical(actual, $0) == 0 }
+            return Filter.among(record[attribute], values)
         case .isNull(let attribute):
             return record[attribute].isNull
         case let .hasPrefix(attribute, prefix):
-            guard case .string(let s) = record[attribute] else { return false }
-            return s.utf8.starts(with: prefix.utf8)
+            return Filter.hasPrefix(record[attribute], prefix.utf8)
         case let .contains(attribute, needle):
-            guard case .string(let s) = record[attribute] else { return false }
-            return Filter.bytes(Array(s.utf8), contain: Array(needle.utf8))
+            return Filter.contains(record[attribute], Array(needle.utf8))
         case .and(let filters):
             return filters.allSatisfy { $0.matches(record) }
         case .or(let filters):
@@ -135,6 +119,38 @@ extension Filter {
         case .not(let inner):
             return !inner.matches(record)
         }
+    }
+
+    // The leaves' semantics, shared with ``CompiledFilter``.
+
+    static func compare(_ actual: Value, _ op: ComparisonOperator, _ value: Value) -> Bool {
+        switch op {
+        case .equal: return Value.compareCanonical(actual, value) == 0
+        case .notEqual: return Value.compareCanonical(actual, value) != 0
+        default:
+            if actual.isNull || value.isNull { return false }
+            let c = Value.compareCanonical(actual, value)
+            switch op {
+            case .less: return c < 0
+            case .lessOrEqual: return c <= 0
+            case .greater: return c > 0
+            default: return c >= 0
+            }
+        }
+    }
+
+    static func among(_ actual: Value, _ values: [Value]) -> Bool {
+        values.contains { Value.compareCanonical(actual, $0) == 0 }
+    }
+
+    static func hasPrefix(_ actual: Value, _ prefix: some Sequence<UInt8>) -> Bool {
+        guard case .string(let s) = actual else { return false }
+        return s.utf8.starts(with: prefix)
+    }
+
+    static func contains(_ actual: Value, _ needle: [UInt8]) -> Bool {
+        guard case .string(let s) = actual else { return false }
+        return Filter.bytes(Array(s.utf8), contain: needle)
     }
 
     /// Checks the filter against ``Limits/maxFilterDepth`` and ``Limits/maxFilterTerms``.

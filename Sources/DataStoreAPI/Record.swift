@@ -87,6 +87,14 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         return layout.names.map { self[$0] }
     }
 
+    /// The layout of a record a store returned (`nil` for one the app built).
+    @_spi(Backend) public var storedLayout: RecordLayout? { layout }
+
+    /// The values by position, when the record has exactly `layout` (what a store returns).
+    @_spi(Backend) public func values(ifLayout layout: RecordLayout) -> [Value]? {
+        self.layout === layout ? slots : nil
+    }
+
     /// The value of an attribute; ``Value/null`` when absent.
     public subscript(attribute: String) -> Value {
         get { value(ifPresent: attribute) ?? .null }

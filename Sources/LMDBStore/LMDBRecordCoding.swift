@@ -78,6 +78,21 @@ enum LMDBRecordCoding {
         try reader.finish(entity)
     }
 
+    /// Decodes into `record` only the attributes `reads` marks, the others null; the skipped ones
+    /// are checked as a full decode checks them (tags, lengths, types, UTF-8), only not built.
+    /// For deciding whether a record matches a filter before decoding all of it.
+    static func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema, reading reads: [Bool],
+                       into record: inout Record) throws(StoreError) {
+        var reader = try Reader(record: bytes, entity)
+        let attributes = entity.attributes
+        try record.refill(layout: entity.layout) { values throws(StoreError) in
+            for index in attributes.indices {
+                values.append(try value(&reader, attributes, index, entity, build: reads[index]))
+            }
+        }
+        try reader.finish(entity)
+    }
+
     static func corrupt(_ entity: EntitySchema, _ why: String) -> StoreError {
         StoreError(.corrupt, "a stored '\(entity.name)' record is damaged: \(why)")
     }
@@ -85,8 +100,9 @@ enum LMDBRecordCoding {
     /// Reads one attribute's value and checks it against the attribute.
     @inline(__always)
     /// By index: the fields are read in place, not each attribute copied (its name retained).
+    /// `build` false: checked as always, but returned as null (no string or array is built).
     private static func value(_ reader: inout Reader, _ attributes: [Attribute], _ index: Int,
-                              _ entity: EntitySchema) throws(StoreError) -> Value {
+                              _ entity: EntitySchema, build: Bool = true) throws(StoreError) -> Value {
         guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw Self.corrupt(entity, "bad tag") }
         let value: Value
         switch tag {
@@ -105,6 +121,16 @@ enum LMDBRecordCoding {
         case .string, .bytes:
             guard let length = reader.length(), let body = reader.take(length) else {
                 throw Self.corrupt(entity, "truncated \(attributes[index].name)")
+            }
+            if !build {
+                let stored: ValueType = tag == .string ? .string : .bytes
+                guard stored == attributes[index].type else {
+                    throw Self.corrupt(entity, "attribute \(attributes[index].name) holds \(stored), not \(attributes[index].type)")
+                }
+                guard tag == .bytes || UTF8Text.isValid(body) else {
+                    throw Self.corrupt(entity, "\(attributes[index].name) holds text that is not valid UTF-8")
+                }
+                return .null
             }
             if tag == .string {
                 guard let string = UTF8Text.string(body) else {

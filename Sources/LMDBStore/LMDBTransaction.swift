@@ -43,11 +43,16 @@ final class LMDBTransaction: StorageWriter {
         }
     }
 
-    /// Decodes a stored record into `record`, reusing its storage when no copy of it is alive.
-    private func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema,
-                        key: some Collection<UInt8>, into record: inout Record) throws(StoreError) {
+    /// Decodes a stored record into `record`, reusing its storage when no copy of it is alive;
+    /// with `reads`, only the attributes it marks (the others null, but checked).
+    private func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema, key: some Collection<UInt8>,
+                        reading reads: [Bool]? = nil, into record: inout Record) throws(StoreError) {
         do {
-            try LMDBRecordCoding.decode(bytes, entity, into: &record)
+            if let reads {
+                try LMDBRecordCoding.decode(bytes, entity, reading: reads, into: &record)
+            } else {
+                try LMDBRecordCoding.decode(bytes, entity, into: &record)
+            }
         } catch {
             throw damaged(error, entity, key: key)
         }
@@ -110,6 +115,19 @@ final class LMDBTransaction: StorageWriter {
             }
             return
         }
+        // A filter that reads only some attributes: those are decoded first, and the whole record
+        // only when they match (`visit` checks the filter again, on the whole record).
+        let compiled = CompiledFilter(filter, layout: entity.layout)
+        if !compiled.readsEveryAttributeOrNone {
+            var probe = Record()
+            try txn.forEach(dbi(entity), from: nil) { key, value in
+                try decode(value, entity, key: key.dropFirst(), reading: compiled.reads, into: &probe)
+                guard compiled.matches(probe) else { return true }
+                try decode(value, entity, key: key.dropFirst(), into: &record)
+                return try visit({ Array(key.dropFirst()) }, record)
+            }
+            return
+        }
         try txn.forEach(dbi(entity), from: nil) { key, value in
             try decode(value, entity, key: key.dropFirst(), into: &record)
             return try visit({ Array(key.dropFirst()) }, record)
@@ -138,8 +156,9 @@ final class LMDBTransaction: StorageWriter {
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         if filter == .all { return try txn.count(dbi(entity)) }
         var count = 0
+        let compiled = CompiledFilter(filter, layout: entity.layout)
         try candidates(filter, entity) { _, record in
-            if filter.matches(record) { count += 1 }
+            if compiled.matches(record) { count += 1 }
             return true
         }
         return count

@@ -330,3 +330,42 @@ let itemSchema = Schema(entities: [
     let leftovers = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix(".journal") }
     #expect(leftovers.isEmpty, "the journal's file is unlinked: \(leftovers)")
 }
+
+/// A filtered fetch, count or visit decodes first only the attributes its filter reads; the others
+/// must still be checked as a full decode checks them, so that a damaged record is `corrupt`
+/// whether or not the filter reads the damaged attribute (and whether or not it matches).
+@Test func aFilterThatReadsOneAttributeStillFindsDamageInTheOthers() throws {
+    let dir = try TemporaryDirectory()
+    let schema = Schema(entities: [EntitySchema("Item", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
+    ])])
+    func fixed(_ value: Int64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: value) >> (8 * $0)) } }
+    // Format byte, then per attribute a tag (3 int, 5 string, 6 bytes) and its payload.
+    let damages: [(String, [UInt8])] = [
+        ("not valid UTF-8", [1, 3] + fixed(2) + [5, 2, 0xC3, 0x28, 3] + fixed(5)),
+        ("holds bytes, not string", [1, 3] + fixed(2) + [6, 1, 0x41, 3] + fixed(5)),
+        ("truncated name", [1, 3] + fixed(2) + [5, 9, 0x41]),
+        ("is null, but it is required", [1, 3] + fixed(2) + [0, 3] + fixed(5)),
+        ("trailing bytes", [1, 3] + fixed(2) + [5, 1, 0x41, 3] + fixed(5) + [0]),
+    ]
+    for (index, (why, bytes)) in damages.enumerated() {
+        let store = try LMDBStore(path: dir.path("store-\(index).lmdb"), schema: schema)
+        try store.writeSync { writer in
+            for id in 1...3 { try writer.insert(["id": .int(Int64(id)), "name": "n", "score": .int(Int64(id))], into: "Item") }
+        }
+        let engine = store.lmdb
+        let txn = try LMDBTxn(environment: engine.environment, write: true)
+        try txn.put(try #require(engine.databases.entities["Item"]), [0x00] + (try KeyEncoding.encodeKey(.int(2))), bytes)
+        try txn.commit()
+        for filter in [Field("score") == 5, Field("score") == 1, Field("name") == "n"] {
+            func isDamage(_ error: any Error) -> Bool {
+                (error as? StoreError)?.code == .corrupt && "\(error)".contains(why) && "\(error)".contains("Item[2]")
+            }
+            #expect(performing: { try store.read { try $0.fetch(FetchRequest("Item", filter: filter)) } }, throws: isDamage)
+            #expect(performing: { try store.read { try $0.count(FetchRequest("Item", filter: filter)) } }, throws: isDamage)
+            #expect(performing: { try store.read { try $0.forEach(FetchRequest("Item", filter: filter)) { _ in } } },
+                    throws: isDamage)
+        }
+        try store.close()
+    }
+}

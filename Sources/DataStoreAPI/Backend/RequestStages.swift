@@ -10,6 +10,8 @@
     private let inKeyOrder: Bool
     private var skipped = 0
     private var taken = 0
+    /// The filter bound to the layout of the records offered (compiled at the first one).
+    private var compiled: CompiledFilter?
     private var streamed: [Record] = []
     private var kept: [(key: [UInt8], record: Record)] = []
 
@@ -26,7 +28,7 @@
     /// needs it.
     /// - Returns: false once no later candidate can change the answer.
     public mutating func offer(key: @autoclosure () -> [UInt8], record: Record) -> Bool {
-        guard request.filter.matches(record) else { return true }
+        guard matches(record) else { return true }
         guard streams else {
             kept.append((key(), record))
             return true
@@ -38,6 +40,17 @@
             streamed.append(record)
             return request.limit.map { streamed.count < $0 } ?? true
         }
+    }
+
+    /// Whether the record matches the request's filter: by position for records of the layout
+    /// the filter was compiled for, by name otherwise.
+    private mutating func matches(_ record: Record) -> Bool {
+        if case .all = request.filter { return true }
+        if let compiled, compiled.layout === record.storedLayout { return compiled.matches(record) }
+        guard let layout = record.storedLayout else { return request.filter.matches(record) }
+        let bound = CompiledFilter(request.filter, layout: layout)
+        compiled = bound
+        return bound.matches(record)
     }
 
     /// What a streaming request does with its next match.
@@ -59,7 +72,7 @@
     /// offset and limit applied; for requests without sort keys.
     /// - Returns: false once no later candidate can change the answer.
     public mutating func pass(_ record: Record, to body: (Record) throws -> Bool) rethrows -> Bool {
-        guard request.filter.matches(record) else { return true }
+        guard matches(record) else { return true }
         switch admit() {
         case .skip: return true
         case .stop: return false

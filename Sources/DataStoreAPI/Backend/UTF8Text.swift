@@ -11,6 +11,11 @@
         return String(validating: bytes, as: UTF8.self)
     }
 
+    /// Whether `bytes` are valid UTF-8 (without building the string when they are ASCII).
+    public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        isASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil
+    }
+
     static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         let count = bytes.count

@@ -1,0 +1,93 @@
+/// A filter bound once per request to the slots of an entity's record layout: it evaluates a
+/// record of that layout by position instead of looking each attribute up by name, exactly as
+/// ``Filter/matches(_:)`` does (the leaves' semantics are shared), and it names the attributes it
+/// reads, so that a backend can decode only those before it knows whether a record matches.
+@_spi(Backend) public struct CompiledFilter {
+    private indirect enum Node {
+        case all
+        case compare(Int, ComparisonOperator, Value)
+        case among(Int, [Value])
+        case isNull(Int)
+        case hasPrefix(Int, [UInt8])
+        case contains(Int, [UInt8])
+        case and([Node])
+        case or([Node])
+        case not(Node)
+        /// An attribute the layout lacks: always null, as `Record`'s subscript reads it.
+        case constant(Bool)
+    }
+
+    public let filter: Filter
+    public let layout: RecordLayout
+    /// Per slot of the layout, whether the filter reads it.
+    public let reads: [Bool]
+    private let root: Node
+
+    public init(_ filter: Filter, layout: RecordLayout) {
+        self.filter = filter
+        self.layout = layout
+        var reads = [Bool](repeating: false, count: layout.names.count)
+        root = Self.compile(filter, layout, &reads)
+        self.reads = reads
+    }
+
+    /// Whether the filter reads every attribute (or none: `.all`): nothing to gain from decoding
+    /// only what it reads.
+    public var readsEveryAttributeOrNone: Bool {
+        !reads.contains(false) || !reads.contains(true)
+    }
+
+    private static func compile(_ filter: Filter, _ layout: RecordLayout, _ reads: inout [Bool]) -> Node {
+        func slot(_ name: String) -> Int? {
+            guard let slot = layout.slot(of: name) else { return nil }
+            reads[slot] = true
+            return slot
+        }
+        switch filter {
+        case .all:
+            return .all
+        case let .compare(attribute, op, value):
+            guard let at = slot(attribute) else { return .constant(Filter.compare(.null, op, value)) }
+            return .compare(at, op, value)
+        case let .among(attribute, values):
+            guard let at = slot(attribute) else { return .constant(Filter.among(.null, values)) }
+            return .among(at, values)
+        case .isNull(let attribute):
+            guard let at = slot(attribute) else { return .constant(true) }
+            return .isNull(at)
+        case let .hasPrefix(attribute, prefix):
+            guard let at = slot(attribute) else { return .constant(false) }
+            return .hasPrefix(at, Array(prefix.utf8))
+        case let .contains(attribute, needle):
+            guard let at = slot(attribute) else { return .constant(false) }
+            return .contains(at, Array(needle.utf8))
+        case .and(let filters):
+            return .and(filters.map { compile($0, layout, &reads) })
+        case .or(let filters):
+            return .or(filters.map { compile($0, layout, &reads) })
+        case .not(let inner):
+            return .not(compile(inner, layout, &reads))
+        }
+    }
+
+    /// Whether the record matches; a record of another layout is evaluated by name.
+    public func matches(_ record: Record) -> Bool {
+        guard let values = record.values(ifLayout: layout) else { return filter.matches(record) }
+        return Self.evaluate(root, values)
+    }
+
+    private static func evaluate(_ node: Node, _ values: [Value]) -> Bool {
+        switch node {
+        case .all: return true
+        case .constant(let result): return result
+        case let .compare(slot, op, value): return Filter.compare(values[slot], op, value)
+        case let .among(slot, candidates): return Filter.among(values[slot], candidates)
+        case .isNull(let slot): return values[slot].isNull
+        case let .hasPrefix(slot, prefix): return Filter.hasPrefix(values[slot], prefix)
+        case let .contains(slot, needle): return Filter.contains(values[slot], needle)
+        case .and(let nodes): return nodes.allSatisfy { evaluate($0, values) }
+        case .or(let nodes): return nodes.contains { evaluate($0, values) }
+        case .not(let inner): return !evaluate(inner, values)
+        }
+    }
+}
