@@ -70,17 +70,69 @@ struct RecordValueDecoder: Decoder {
     }
 }
 
-struct KeyedRecordDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
+/// The record a keyed container reads, by position when it came from a store, and where the
+/// next key's value probably is: a synthesized `init(from:)` asks for its keys in declaration
+/// order, which is the schema's order when the schema was derived from the type, so the slot
+/// after the last one found is tried (and that one again: an optional's key is asked for up to
+/// three times) before the layout's dictionary. A class, so that the container (which the
+/// standard library's box copies around) is one reference.
+final class RecordSlots {
     let record: Record
+    let layout: RecordLayout?
+    let values: [Value]
+    var next = 0
+
+    init(_ record: Record) {
+        self.record = record
+        layout = record.storedLayout
+        values = layout.flatMap { record.values(ifLayout: $0) } ?? []
+    }
+
+    /// The value of the attribute, or nil when the record does not name it.
+    func value(ifPresent name: String) -> Value? {
+        guard let layout else { return record.value(ifPresent: name) }
+        let names = layout.names
+        let next = self.next
+        if next < names.count, names[next] == name {
+            self.next = next + 1
+            return values[next]
+        }
+        if next > 0, next - 1 < names.count, names[next - 1] == name { return values[next - 1] }
+        guard let slot = layout.slot(of: name) else { return nil }
+        self.next = slot + 1
+        return values[slot]
+    }
+}
+
+struct KeyedRecordDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    private let slots: RecordSlots
+    var record: Record { slots.record }
     var codingPath: [any CodingKey] { [] }
     var allKeys: [Key] { record.attributeNames.compactMap { Key(stringValue: $0) } }
 
-    func contains(_ key: Key) -> Bool { record.contains(key.stringValue) }
+    init(record: Record) {
+        slots = RecordSlots(record)
+    }
 
-    func decodeNil(forKey key: Key) throws -> Bool { record[key.stringValue].isNull }
+    private func value(ifPresent key: Key) -> Value? { slots.value(ifPresent: key.stringValue) }
+
+    private func value(_ key: Key) -> Value { value(ifPresent: key) ?? .null }
+
+    func contains(_ key: Key) -> Bool { value(ifPresent: key) != nil }
+
+    func decodeNil(forKey key: Key) throws -> Bool { value(key).isNull }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try RecordDecoder.convert(record[key.stringValue], to: type, key: key.stringValue)
+        let value = value(key)
+        // The common non-primitive types, without the dynamic casts of the general path (T is
+        // exactly the type tested, so the bit casts are identities).
+        switch value {
+        case .bytes(let b) where T.self == [UInt8].self: return unsafeBitCast(b, to: T.self)
+        case .bytes(let b) where T.self == Data.self: return unsafeBitCast(Data(b), to: T.self)
+        case .uuid(let u) where T.self == UUID.self: return unsafeBitCast(u, to: T.self)
+        case .date(let t) where T.self == Date.self: return unsafeBitCast(t.date, to: T.self)
+        default: return try RecordDecoder.convert(value, to: type, key: key.stringValue)
+        }
     }
 
     // The concrete overloads read the value without the dynamic casts of the generic path.
@@ -90,22 +142,22 @@ struct KeyedRecordDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     private func integer<I: FixedWidthInteger>(_ type: I.Type, _ key: Key) throws -> I {
-        guard case .int(let i) = record[key.stringValue], let exact = I(exactly: i) else { throw mismatch(key, type) }
+        guard case .int(let i) = value(key), let exact = I(exactly: i) else { throw mismatch(key, type) }
         return exact
     }
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        guard case .string(let s) = record[key.stringValue] else { throw mismatch(key, type) }
+        guard case .string(let s) = value(key) else { throw mismatch(key, type) }
         return s
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        guard case .bool(let b) = record[key.stringValue] else { throw mismatch(key, type) }
+        guard case .bool(let b) = value(key) else { throw mismatch(key, type) }
         return b
     }
 
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        guard case .double(let d) = record[key.stringValue] else { throw mismatch(key, type) }
+        guard case .double(let d) = value(key) else { throw mismatch(key, type) }
         return d
     }
 
@@ -114,7 +166,10 @@ struct KeyedRecordDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, key) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(type, key) }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(type, key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(type, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        guard case .int(let i) = value(key) else { throw mismatch(key, type) }
+        return i
+    }
     func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(type, key) }
     func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(type, key) }
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(type, key) }

@@ -57,7 +57,58 @@ enum TypedModelCases {
         }
     }
 
+    /// A model whose properties come in another order than its schema's attributes, with
+    /// optionals absent and present and an attribute the model does not have: decoding finds
+    /// each value by name whatever order the keys are asked for in.
+    struct Waffle: DataObject, Equatable {
+        static let entityName = "Waffle"
+        static let primaryKey = "id"
+        var topping: String?
+        var id: Int64
+        var photo: Data?
+        var ref: UUID
+        var grams: Double
+        var bakedAt: Date?
+        var raw: [UInt8]
+
+        static let schema = Schema(version: 1, entities: [
+            EntitySchema("Waffle", primaryKey: "id", attributes: [
+                Attribute("id", .int), Attribute("raw", .bytes), Attribute("bakedAt", .date, optional: true),
+                Attribute("extra", .string, optional: true), Attribute("grams", .double),
+                Attribute("ref", .uuid), Attribute("photo", .bytes, optional: true),
+                Attribute("topping", .string, optional: true),
+            ]),
+        ])
+    }
+
+    static func modelsWhosePropertyOrderDiffersFromTheSchemaDecodeByName(_ c: ConformanceContext) throws {
+        let store = try c.open(Waffle.schema)
+        let waffles = (0..<40).map { (i: Int) -> Waffle in
+            let topping: String? = i % 3 == 0 ? nil : "t\(i)"
+            let photo: Data? = i % 2 == 0 ? nil : Data([UInt8(i)])
+            let bakedAt: Date? = i % 4 == 0 ? nil : Date(timeIntervalSince1970: Double(i))
+            return Waffle(topping: topping, id: Int64(i), photo: photo, ref: UUID(), grams: Double(i) / 3,
+                          bakedAt: bakedAt, raw: [UInt8(i), 1, 2])
+        }
+        try store.writeSync { writer in
+            for (i, waffle) in waffles.enumerated() {
+                try writer.insert(waffle)
+                if i % 5 == 0 { _ = try writer.update("Waffle", key: .int(Int64(i)), set: ["extra": "x"]) }
+            }
+        }
+        try store.read { reader in
+            c.expectEqual(try reader.fetch(Waffle.self, sortedBy: [.ascending("id")]), waffles)
+            var visited: [Waffle] = []
+            try reader.forEach(Waffle.self, sortedBy: [.ascending("id")]) { visited.append($0) }
+            c.expectEqual(visited, waffles)
+            for waffle in waffles { c.expectEqual(try reader.get(Waffle.self, key: .int(waffle.id)), waffle) }
+        }
+    }
+
     static let all: [ConformanceCase] = [
+        ConformanceCase(
+            "Typed models", "modelsWhosePropertyOrderDiffersFromTheSchemaDecodeByName",
+            modelsWhosePropertyOrderDiffersFromTheSchemaDecodeByName),
         ConformanceCase(
             "Typed models", "objectsRoundTripThroughTheAccessors", objectsRoundTripThroughTheAccessors),
         ConformanceCase(
