@@ -12,13 +12,18 @@ public class ReadAccessor {
 
     func expire() { isValid = false }
 
+    /// The entity asked for last: a loop of requests names one entity again and again.
+    private var lastEntity: EntitySchema?
+
     func entity(_ name: String) throws(StoreError) -> EntitySchema {
         guard isValid else {
             throw StoreError(.accessorExpired, "accessor used after its block returned")
         }
+        if let lastEntity, lastEntity.name == name { return lastEntity }
         guard let entity = catalog.entities[name] else {
             throw StoreError(.unknownEntity, "no entity '\(name)' in the schema")
         }
+        lastEntity = entity
         return entity
     }
 

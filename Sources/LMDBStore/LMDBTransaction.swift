@@ -8,7 +8,12 @@ import Foundation
 final class LMDBTransaction: StorageWriter {
     let txn: LMDBTxn
     /// The databases of the schema; a schema migration changes them as it creates and drops.
-    var databases: LMDBDatabases
+    var databases: LMDBDatabases {
+        didSet { lastDBI = nil }
+    }
+    /// The database of the entity asked for last (a loop of requests asks for one entity again
+    /// and again; a dictionary lookup per request cost more than LMDB's own descent).
+    private var lastDBI: (name: String, dbi: MDB_dbi)?
 
     init(txn: LMDBTxn, databases: LMDBDatabases) {
         self.txn = txn
@@ -16,9 +21,11 @@ final class LMDBTransaction: StorageWriter {
     }
 
     func dbi(_ entity: EntitySchema) throws(StoreError) -> MDB_dbi {
+        if let last = lastDBI, last.name == entity.name { return last.dbi }
         guard let dbi = databases.entities[entity.name] else {
             throw StoreError(.unknownEntity, "no database for entity '\(entity.name)'")
         }
+        lastDBI = (entity.name, dbi)
         return dbi
     }
 
@@ -30,7 +37,7 @@ final class LMDBTransaction: StorageWriter {
 
     /// The record stored under an encoded key (index entries hold encoded keys).
     private func record(_ entity: EntitySchema, keyBytes: [UInt8]) throws -> Record? {
-        try txn.withValue(dbi(entity), [0x00] + keyBytes) { try decode($0, entity, key: keyBytes) }
+        try txn.withValue(dbi(entity), prefix: 0x00, keyBytes) { try decode($0, entity, key: keyBytes) }
     }
 
     /// Decodes a stored record; a damaged one is `corrupt` naming the environment, entity and key.

@@ -62,11 +62,25 @@ final class LMDBTxn {
 
     /// Calls `body` with the value stored under `key`, valid only during the call.
     func withValue<T>(_ dbi: MDB_dbi, _ key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
-        var data = MDB_val()
-        let rc = key.withUnsafeBytes { raw -> Int32 in
-            var k = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
-            return mdb_get(txn, dbi, &k, &data)
+        try key.withUnsafeBytes { raw in try withValue(dbi, raw, body) }
+    }
+
+    /// The value under `prefix` followed by `key`, the key built on the stack (a point get's
+    /// key without an allocation).
+    func withValue<T>(_ dbi: MDB_dbi, prefix: UInt8, _ key: [UInt8],
+                      _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        try withUnsafeTemporaryAllocation(byteCount: key.count + 1, alignment: 1) { buffer in
+            buffer[0] = prefix
+            key.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[1...]).copyMemory(from: $0) }
+            return try withValue(dbi, UnsafeRawBufferPointer(buffer), body)
         }
+    }
+
+    private func withValue<T>(_ dbi: MDB_dbi, _ raw: UnsafeRawBufferPointer,
+                              _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        var data = MDB_val()
+        var k = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
+        let rc = mdb_get(txn, dbi, &k, &data)
         if rc == MDB_NOTFOUND { return nil }
         try LMDBError.check(rc, "\(path): mdb_get")
         return try body(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))

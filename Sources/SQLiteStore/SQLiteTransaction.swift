@@ -98,10 +98,22 @@ final class SQLiteTransaction: StorageWriter {
         }
     }
 
+    /// The point-get statement of the entity asked for last, when its SQL is the engine's fixed
+    /// SQL for that name: a loop of gets names one entity again and again, and finding the
+    /// statement by its SQL text cost more than SQLite's own lookup.
+    private var lastGet: (name: String, statement: SQLiteStatement)?
+
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
-        let statement = try connection.statement(sql(entity).get)
+        let statement: SQLiteStatement
+        if let last = lastGet, last.name == entity.name, sqlite3_stmt_busy(last.statement.handle) == 0 {
+            statement = last.statement
+        } else {
+            statement = try connection.statement(sql(entity).get)
+            lastGet = statements[entity.name] == nil ? nil : (entity.name, statement)
+        }
         try statement.bind([key.value])
-        return try rows(statement, entity).first
+        defer { sqlite3_reset(statement.handle) }
+        return try statement.step() ? try record(statement, entity) : nil
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
