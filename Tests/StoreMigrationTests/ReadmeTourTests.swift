@@ -35,6 +35,13 @@ func theReadmeTourRunsOnEveryBackend(_ kind: String) async throws {
                                       sort: [.descending("rating")], limit: 10))
     }
     #expect(best.count == 1)
+    var flavors: [Value] = []
+    try store.read { reader in
+        try reader.forEach(FetchRequest("Pancake", sort: [.ascending("flavor")])) { pancake in
+            flavors.append(pancake["flavor"])
+        }
+    }
+    #expect(flavors == ["blueberry"])
     let count = try await store.writeAsync { writer in try writer.count(FetchRequest("Pancake")) }
     #expect(count == 1)
     try store.waitForPendingWrites()
@@ -61,6 +68,9 @@ struct TourPancake: DataObject, Equatable {
     try store.writeSync { try $0.insert(pancake) }
     let pancakes = try store.read { try $0.fetch(TourPancake.self, where: .matching(["flavor": ["plain", "banana"]])) }
     #expect(pancakes == [pancake])
+    var visited: [String] = []
+    try store.read { try $0.forEach(TourPancake.self, where: Field("rating") >= 3) { visited.append($0.flavor) } }
+    #expect(visited == ["plain"])
 }
 
 /// Version 1 of the README's typed model.

@@ -6,7 +6,7 @@
 //     valgrind --tool=callgrind --toggle-collect='*runOperation*' \
 //         .build/release/profile-store lmdb scan 20000
 //
-// Operations: insert (one writeSync of COUNT items), scan (one full fetch), foreach (one full
+// Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), scan (one full fetch), foreach (one full
 // visit), get (COUNT point gets),
 // query (100 indexed equality fetches), unindexed (one filtered fetch), typed (one typed fetch).
 import DataStoreAPI
@@ -16,7 +16,7 @@ import SQLiteStore
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, ["lmdb", "sqlite"].contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite insert|scan|foreach|get|query|unindexed|typed [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -98,9 +98,12 @@ do {
     let store: any DataStore = backend == "lmdb"
         ? try LMDBStore(path: directory, schema: schema, options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
         : try SQLiteStore(path: directory + "/store.sqlite", schema: schema)
-    try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
-    if operation != "insert" { try insertAll(store, count: count) }
-    let result = try runOperation(store, operation, count: count)
+    // `insert-feed`: the insert with the change feed on, as a store opens by default.
+    if operation != "insert-feed" {
+        try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+    }
+    if !operation.hasPrefix("insert") { try insertAll(store, count: count) }
+    let result = try runOperation(store, operation == "insert-feed" ? "insert" : operation, count: count)
     print("\(backend) \(operation) \(count): \(result)")
     try store.close()
 } catch {
