@@ -43,10 +43,11 @@
     }
 
     /// Whether the record matches the request's filter: by position for records of the layout
-    /// the filter was compiled for, by name otherwise.
+    /// the filter was compiled for (the first stored layout offered), by name otherwise (a child
+    /// store offers records of more than one layout; compiling per switch would cost more).
     private mutating func matches(_ record: Record) -> Bool {
         if case .all = request.filter { return true }
-        if let compiled, compiled.layout === record.storedLayout { return compiled.matches(record) }
+        if let compiled { return compiled.matches(record) }
         guard let layout = record.storedLayout else { return request.filter.matches(record) }
         let bound = CompiledFilter(request.filter, layout: layout)
         compiled = bound
