@@ -67,8 +67,10 @@ public class ReadAccessor {
         let (entity, checked) = try validate(request)
         if checked.limit == 0 { return }
         if self is WriteAccessor {
-            for record in try reader.fetch(checked, in: entity) { try body(record) }
-            return
+            return try reader.forEachFetched(checked, in: entity) { record in
+                try body(record)
+                return true
+            }
         }
         try reader.forEach(checked, in: entity) { record in
             try body(record)

@@ -152,10 +152,7 @@ final class LMDBTransaction: StorageWriter {
 
     /// Streams from the cursor when the request has no sort keys (candidates come in key order).
     func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
-        guard request.sort.isEmpty else {
-            for record in try fetch(request, in: entity) where !(try body(record)) { return }
-            return
-        }
+        guard request.sort.isEmpty else { return try forEachFetched(request, in: entity, body) }
         var stages = RequestStages(request)
         try candidates(request.filter, entity) { _, record in try stages.pass(record, to: body) }
     }

@@ -129,10 +129,7 @@ final class SQLiteTransaction: StorageWriter {
     /// Steps the request's statement, handing each row to `body` in one record refilled per row.
     func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
         let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
-        if SQLiteQuery.nestsTooDeep(select.sql) {
-            for record in try fetch(request, in: entity) where !(try body(record)) { return }
-            return
-        }
+        if SQLiteQuery.nestsTooDeep(select.sql) { return try forEachFetched(request, in: entity, body) }
         let statement = try prepared(select)
         defer { sqlite3_reset(statement.handle) }
         var record = Record()

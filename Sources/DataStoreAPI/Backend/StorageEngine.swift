@@ -38,6 +38,13 @@
 
 extension StorageReader {
     public func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
+        try forEachFetched(request, in: entity, body)
+    }
+
+    /// Fetches the items first, then hands them to `body` while it returns true: the default
+    /// ``forEach(_:in:_:)``, and what a streaming backend does for requests it cannot stream.
+    public func forEachFetched(_ request: FetchRequest, in entity: EntitySchema,
+                               _ body: (Record) throws -> Bool) throws {
         for record in try fetch(request, in: entity) where !(try body(record)) { return }
     }
 
