@@ -89,7 +89,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DataStoreAPITests",
-            dependencies: ["DataStoreAPI"],
+            dependencies: ["DataStoreAPI", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

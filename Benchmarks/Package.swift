@@ -43,7 +43,7 @@ let package = Package(
         .executableTarget(
             name: "profile-store",
             dependencies: [.product(name: "DataStoreAPI", package: root), .product(name: "LMDBStore", package: root),
-                           .product(name: "SQLiteStore", package: root)],
+                           .product(name: "SQLiteStore", package: root), .product(name: "StoreMigration", package: root)],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),
     ]

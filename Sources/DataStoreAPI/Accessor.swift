@@ -133,7 +133,7 @@ public final class WriteAccessor: ReadAccessor {
     public func insert(_ record: Record, into entityName: String) throws {
         let entity = try entity(entityName)
         let normalized = try entity.normalize(record)
-        try writer.insert(normalized, key: PrimaryKey(normalized[entity.primaryKey]), in: entity)
+        try writer.insert(normalized, key: PrimaryKey(entity.primaryKeyValue(of: normalized)), in: entity)
     }
 
     /// Inserts new items, as ``insert(_:into:)`` does each in order, in as few round trips as
@@ -143,7 +143,7 @@ public final class WriteAccessor: ReadAccessor {
         let entity = try entity(entityName)
         let normalized = try records.map { record -> (record: Record, key: PrimaryKey) in
             let normalized = try entity.normalize(record)
-            return (normalized, try PrimaryKey(normalized[entity.primaryKey]))
+            return (normalized, try PrimaryKey(entity.primaryKeyValue(of: normalized)))
         }
         try writer.insertAll(normalized, in: entity)
     }
@@ -152,7 +152,7 @@ public final class WriteAccessor: ReadAccessor {
     public func save(_ record: Record, into entityName: String) throws {
         let entity = try entity(entityName)
         let normalized = try entity.normalize(record)
-        try writer.put(normalized, key: PrimaryKey(normalized[entity.primaryKey]), in: entity)
+        try writer.put(normalized, key: PrimaryKey(entity.primaryKeyValue(of: normalized)), in: entity)
     }
 
     /// Changes some attributes of an existing item and returns the updated item.

@@ -47,9 +47,9 @@ extension EntitySchema {
         var result: [Value] = []
         result.reserveCapacity(attributes.count)
         var matched = 0
-        for attribute in attributes {
+        for (position, attribute) in attributes.enumerated() {
             var value: Value
-            if let given = record.value(ifPresent: attribute.name) {
+            if let given = record.value(ifPresent: attribute.name, at: position) {
                 matched += 1
                 value = given
             } else {
@@ -62,6 +62,10 @@ extension EntitySchema {
                 }
             } else {
                 value = try checkValue(value, for: attribute)
+                if case .string(let s) = value, s.utf8.count > Limits.maxStringKeyBytes, attribute.name == primaryKey {
+                    throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
+                        + "\(Limits.maxStringKeyBytes) are allowed")
+                }
             }
             result.append(value)
         }
@@ -69,12 +73,7 @@ extension EntitySchema {
             let unknown = record.attributeNames.filter { attribute(named: $0) == nil }.sorted()
             throw StoreError(.unknownAttribute, "entity '\(name)' has no attribute '\(unknown.first ?? "?")'")
         }
-        let normalized = Record(layout: layout, values: result)
-        if case .string(let s) = normalized[primaryKey], s.utf8.count > Limits.maxStringKeyBytes {
-            throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
-                + "\(Limits.maxStringKeyBytes) are allowed")
-        }
-        return normalized
+        return Record(layout: layout, values: result)
     }
 
     /// Checks a filter's attributes and values; returns it with values converted as stored.

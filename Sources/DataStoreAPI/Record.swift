@@ -7,9 +7,19 @@
 /// writing, a missing optional attribute is null and a missing attribute with a default takes
 /// the default.
 public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    // One of three representations, invisible to the app:
+    // - a store's record: `layout` and one value per name in `slots`;
+    // - a small record the app built from a literal: its names in `names` and its values in
+    //   `slots`, in the literal's order, names unique (no hashing: a lookup compares a few
+    //   names, and ``value(ifPresent:at:)`` first tries the position the schema expects);
+    // - any other record the app built: `dictionary`.
     private var layout: RecordLayout?
     private var slots: [Value] = []
+    private var names: [String] = []
     private var dictionary: [String: Value] = [:]
+
+    /// Literals of up to this many names stay pairs; larger ones are hashed once.
+    private static let maxPairs = 16
 
     /// A record of the given values by attribute name.
     public init(_ values: [String: Value] = [:]) {
@@ -36,6 +46,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     ) throws(E) {
         if self.layout !== layout {
             self.layout = layout
+            names = []
             dictionary = [:]
         }
         slots.removeAll(keepingCapacity: true)
@@ -50,41 +61,85 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     }
 
     public init(dictionaryLiteral elements: (String, Value)...) {
+        self.init(pairs: elements)
+    }
+
+    /// A record of names and values in order, as a dictionary literal gives them (the last of
+    /// a repeated name wins).
+    @_spi(Backend) public init(pairs elements: [(String, Value)]) {
+        if elements.count <= Self.maxPairs {
+            names.reserveCapacity(elements.count)
+            slots.reserveCapacity(elements.count)
+            for (name, value) in elements {
+                names.append(name)
+                slots.append(value)
+            }
+            if Self.namesAreUnique(names) { return }
+            names = []
+            slots = []
+        }
         dictionary = Dictionary(elements, uniquingKeysWith: { _, last in last })
+    }
+
+    private static func namesAreUnique(_ names: [String]) -> Bool {
+        // By Swift's equality, as the dictionary a larger record uses (canonically equivalent
+        // names are one name), so no comparison of lengths first.
+        for i in names.indices {
+            for j in 0..<i where names[j] == names[i] { return false }
+        }
+        return true
     }
 
     /// The values by attribute name.
     public var values: [String: Value] {
         get {
-            guard let layout else { return dictionary }
-            return Dictionary(zip(layout.names, slots), uniquingKeysWith: { first, _ in first })
+            if let layout { return Dictionary(zip(layout.names, slots), uniquingKeysWith: { first, _ in first }) }
+            if !names.isEmpty { return Dictionary(zip(names, slots), uniquingKeysWith: { first, _ in first }) }
+            return dictionary
         }
         set {
             layout = nil
             slots = []
+            names = []
             dictionary = newValue
         }
     }
 
     /// How many attributes the record names.
-    public var count: Int { layout == nil ? dictionary.count : slots.count }
+    public var count: Int { layout == nil && names.isEmpty ? dictionary.count : slots.count }
 
     /// The attribute names the record holds (in schema order for records from a store).
-    public var attributeNames: [String] { layout?.names ?? Array(dictionary.keys) }
+    public var attributeNames: [String] {
+        if let layout { return layout.names }
+        return names.isEmpty ? Array(dictionary.keys) : names
+    }
 
     /// Whether the record names the attribute (possibly with a null value).
     public func contains(_ attribute: String) -> Bool { value(ifPresent: attribute) != nil }
 
     /// The value of an attribute, or `nil` when the record does not name it.
     public func value(ifPresent attribute: String) -> Value? {
-        guard let layout else { return dictionary[attribute] }
-        return layout.slot(of: attribute).map { slots[$0] }
+        if let layout { return layout.slot(of: attribute).map { slots[$0] } }
+        if !names.isEmpty { return names.firstIndex(of: attribute).map { slots[$0] } }
+        return dictionary[attribute]
+    }
+
+    /// The value of an attribute, looked for first at `position`: what a schema asks for when
+    /// it reads a record in its attributes' order (a store's records and literals written in
+    /// that order answer without a lookup).
+    @_spi(Backend) public func value(ifPresent attribute: String, at position: Int) -> Value? {
+        if let layout {
+            if position < slots.count && layout.names[position] == attribute { return slots[position] }
+            return layout.slot(of: attribute).map { slots[$0] }
+        }
+        if position < names.count && names[position] == attribute { return slots[position] }
+        return value(ifPresent: attribute)
     }
 
     /// The values in the order of `layout` (null for names the record lacks).
     @_spi(Backend) public func values(in layout: RecordLayout) -> [Value] {
         if self.layout === layout { return slots }
-        return layout.names.map { self[$0] }
+        return layout.names.enumerated().map { value(ifPresent: $1, at: $0) ?? .null }
     }
 
     /// The layout of a record a store returned (`nil` for one the app built).
@@ -107,6 +162,19 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
                 dictionary = values
                 self.layout = nil
                 slots = []
+            } else if !names.isEmpty {
+                if let index = names.firstIndex(of: attribute) {
+                    slots[index] = newValue
+                    return
+                }
+                if names.count < Self.maxPairs {
+                    names.append(attribute)
+                    slots.append(newValue)
+                    return
+                }
+                dictionary = values
+                names = []
+                slots = []
             }
             dictionary[attribute] = newValue
         }
@@ -115,6 +183,8 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     private func forEachPair(_ body: (String, Value) -> Void) {
         if let layout {
             for (name, value) in zip(layout.names, slots) { body(name, value) }
+        } else if !names.isEmpty {
+            for (name, value) in zip(names, slots) { body(name, value) }
         } else {
             for (name, value) in dictionary { body(name, value) }
         }

@@ -11,8 +11,13 @@
         slots = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// The position of an attribute, if the layout has it.
-    public func slot(of name: String) -> Int? { slots[name] }
+    /// The position of an attribute, if the layout has it: a short layout compares names (by
+    /// Swift's equality, as the dictionary does; cheaper than hashing the name), a longer one
+    /// hashes.
+    public func slot(of name: String) -> Int? {
+        guard names.count <= 8 else { return slots[name] }
+        return names.firstIndex(of: name)
+    }
 
     public static func == (lhs: RecordLayout, rhs: RecordLayout) -> Bool {
         lhs === rhs || lhs.names == rhs.names

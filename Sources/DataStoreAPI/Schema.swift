@@ -85,6 +85,12 @@ public struct EntitySchema: Sendable, Hashable, Codable {
         attributes.first { $0.name == name }
     }
 
+    /// The primary key's value in `record` (null when absent), looked for first where this
+    /// entity's records hold it.
+    @_spi(Backend) public func primaryKeyValue(of record: Record) -> Value {
+        record.value(ifPresent: primaryKey, at: layout.names.firstIndex(of: primaryKey) ?? 0) ?? .null
+    }
+
     /// The primary-key attribute.
     public var primaryKeyAttribute: Attribute {
         attribute(named: primaryKey) ?? Attribute(primaryKey, .int)

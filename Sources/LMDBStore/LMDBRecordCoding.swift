@@ -12,42 +12,90 @@ enum LMDBRecordCoding {
     }
 
     static func encode(_ record: Record, _ entity: EntitySchema) -> [UInt8] {
-        var out: [UInt8] = [version]
-        out.reserveCapacity(16 * entity.attributes.count)
-        for value in record.values(in: entity.layout) {
+        let values = record.values(in: entity.layout)
+        // The exact size first: one allocation, never grown.
+        var size = 1
+        for value in values {
             switch value {
-            case .null: out.append(Tag.null.rawValue)
-            case .bool(let b): out.append(b ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
-            case .int(let i): out.append(Tag.int.rawValue); appendFixed(UInt64(bitPattern: i), &out)
-            case .double(let d): out.append(Tag.double.rawValue); appendFixed(d.bitPattern, &out)
-            case .date(let t):
-                out.append(Tag.date.rawValue)
-                appendFixed(UInt64(bitPattern: t.microsecondsSinceEpoch), &out)
-            case .string(let s):
-                out.append(Tag.string.rawValue)
-                appendLength(s.utf8.count, &out)
-                out.append(contentsOf: s.utf8)
-            case .bytes(let b):
-                out.append(Tag.bytes.rawValue)
-                appendLength(b.count, &out)
-                out.append(contentsOf: b)
-            case .uuid(let u): out.append(Tag.uuid.rawValue); out.append(contentsOf: u.bytes)
+            case .null, .bool: size += 1
+            case .int, .double, .date: size += 9
+            case .string(let s): size += 1 + lengthSize(s.utf8.count) + s.utf8.count
+            case .bytes(let b): size += 1 + lengthSize(b.count) + b.count
+            case .uuid: size += 17
             }
         }
-        return out
+        // Written in place: no append's capacity check or growth per value.
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            guard let base = buffer.baseAddress else { return }
+            var out = Output(base: UnsafeMutableRawPointer(base))
+            out.byte(version)
+            for value in values {
+                switch value {
+                case .null: out.byte(Tag.null.rawValue)
+                case .bool(let b): out.byte(b ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
+                case .int(let i): out.byte(Tag.int.rawValue); out.fixed(UInt64(bitPattern: i))
+                case .double(let d): out.byte(Tag.double.rawValue); out.fixed(d.bitPattern)
+                case .date(let t): out.byte(Tag.date.rawValue); out.fixed(UInt64(bitPattern: t.microsecondsSinceEpoch))
+                case .string(var s):
+                    out.byte(Tag.string.rawValue)
+                    out.length(s.utf8.count)
+                    s.withUTF8 { out.bytes(UnsafeRawBufferPointer($0)) }
+                case .bytes(let b):
+                    out.byte(Tag.bytes.rawValue)
+                    out.length(b.count)
+                    b.withUnsafeBytes { out.bytes($0) }
+                case .uuid(let u):
+                    out.byte(Tag.uuid.rawValue)
+                    withUnsafeBytes(of: u.uuid) { out.bytes($0) }
+                }
+            }
+            assert(out.offset == size, "the record's size was computed wrong")
+            count = out.offset
+        }
     }
 
-    private static func appendFixed(_ value: UInt64, _ out: inout [UInt8]) {
-        for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-    }
-
-    private static func appendLength(_ length: Int, _ out: inout [UInt8]) {
-        var n = UInt64(length)
-        repeat {
-            let byte = UInt8(n & 0x7F)
+    /// The bytes of ``Output/length(_:)``'s encoding of `length`.
+    private static func lengthSize(_ length: Int) -> Int {
+        var n = UInt64(length) >> 7
+        var size = 1
+        while n != 0 {
+            size += 1
             n >>= 7
-            out.append(n == 0 ? byte : byte | 0x80)
-        } while n != 0
+        }
+        return size
+    }
+
+    /// Writes a record's bytes into storage of exactly the record's size.
+    private struct Output {
+        let base: UnsafeMutableRawPointer
+        var offset = 0
+
+        mutating func byte(_ byte: UInt8) {
+            base.storeBytes(of: byte, toByteOffset: offset, as: UInt8.self)
+            offset += 1
+        }
+
+        /// Eight little-endian bytes.
+        mutating func fixed(_ value: UInt64) {
+            base.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+
+        /// A LEB128 length.
+        mutating func length(_ length: Int) {
+            var n = UInt64(length)
+            repeat {
+                let low = UInt8(n & 0x7F)
+                n >>= 7
+                byte(n == 0 ? low : low | 0x80)
+            } while n != 0
+        }
+
+        mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
+            guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+            (base + offset).copyMemory(from: source, byteCount: bytes.count)
+            offset += bytes.count
+        }
     }
 
     /// Decodes a record.

@@ -29,7 +29,13 @@ final class LMDBTransaction: StorageWriter {
         return dbi
     }
 
-    static func recordKey(_ key: PrimaryKey) -> [UInt8] { [0x00] + key.bytes }
+    static func recordKey(_ key: PrimaryKey) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(1 + key.bytes.count)
+        bytes.append(0x00)
+        bytes.append(contentsOf: key.bytes)
+        return bytes
+    }
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         try record(entity, keyBytes: key.bytes)

@@ -8,15 +8,18 @@
 //
 // Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), scan (one full fetch), foreach (one full
 // visit), get (COUNT point gets),
-// query (100 indexed equality fetches), unindexed (one filtered fetch), typed (one typed fetch).
+// query (100 indexed equality fetches), unindexed (one filtered fetch), typed (one typed fetch);
+// copy (Migrator.copy of the seeded store into the other backend), verify and checksum
+// (Migrator.verify of the seeded store against such a copy, item by item and by range checksum).
 import DataStoreAPI
 import Foundation
 import LMDBStore
 import SQLiteStore
+import StoreMigration
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, ["lmdb", "sqlite"].contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|copy|verify|checksum [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -91,10 +94,40 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     }
 }
 
+/// A migration between the two backends (copy, verify or checksum), without the source's
+/// integrity check, as the harness's rows run it.
+@inline(never)
+func runOperationMigration(_ operation: String, from source: StoreLocation, to destination: StoreLocation) throws -> Int {
+    switch operation {
+    case "copy":
+        return try Migrator.copy(from: source, to: destination,
+                                 options: MigrationOptions(batchSize: 1_000, verify: false, checkSource: false)).entities.reduce(0) { $0 + $1.itemsWritten }
+    default:
+        let report = try Migrator.verify(from: source, to: destination,
+                                         options: MigrationOptions(checkSource: false, checksum: operation == "checksum"))
+        return report.differences
+    }
+}
+
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("profile-\(UUID().uuidString)").path
 defer { try? FileManager.default.removeItem(atPath: directory) }
 do {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    if ["copy", "verify", "checksum"].contains(operation) {
+        let lmdb = StoreLocation(kind: .lmdb, path: directory + "/store.lmdb")
+        let sqlite = StoreLocation(kind: .sqlite, path: directory + "/store.sqlite")
+        let (source, destination) = backend == "lmdb" ? (lmdb, sqlite) : (sqlite, lmdb)
+        let store = try source.open(schema: schema, durability: .normal)
+        try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+        try insertAll(store, count: count)
+        try store.close()
+        if operation != "copy" {
+            _ = try Migrator.copy(from: source, to: destination, options: MigrationOptions(verify: false, checkSource: false))
+        }
+        let result = try runOperationMigration(operation, from: source, to: destination)
+        print("\(backend) \(operation) \(count): \(result)")
+        exit(0)
+    }
     let store: any DataStore = backend == "lmdb"
         ? try LMDBStore(path: directory, schema: schema, options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
         : try SQLiteStore(path: directory + "/store.sqlite", schema: schema)

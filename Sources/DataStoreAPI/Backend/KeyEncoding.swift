@@ -22,6 +22,36 @@ import Foundation
         }
     }
 
+    /// The canonical order of two primary keys: the order of their encodings
+    /// (``encodeKey(_:)``), found without encoding them when both are ints, strings or uuids.
+    /// - Returns: a negative number, zero or a positive number as `a` sorts before, with or
+    ///   after `b`.
+    /// - Throws: `invalidArgument` for a value that cannot be a key.
+    public static func compareKeys(_ a: Value, _ b: Value) throws(StoreError) -> Int {
+        switch (a, b) {
+        case let (.int(x), .int(y)):
+            return x < y ? -1 : (x == y ? 0 : 1)
+        case (.string(var x), .string(var y)):
+            return x.withUTF8 { p in y.withUTF8 { q in compareBytes(UnsafeRawBufferPointer(p), UnsafeRawBufferPointer(q)) } }
+        case let (.uuid(x), .uuid(y)):
+            return withUnsafeBytes(of: x.uuid) { p in withUnsafeBytes(of: y.uuid) { q in compareBytes(p, q) } }
+        default:
+            let x = try encodeKey(a)
+            let y = try encodeKey(b)
+            return x.withUnsafeBytes { p in y.withUnsafeBytes { q in compareBytes(p, q) } }
+        }
+    }
+
+    /// memcmp order, a proper prefix first.
+    private static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let common = min(a.count, b.count)
+        if common > 0, let p = a.baseAddress, let q = b.baseAddress {
+            let c = memcmp(p, q, common)
+            if c != 0 { return c < 0 ? -1 : 1 }
+        }
+        return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
+    }
+
     /// Decodes a primary key encoded by ``encodeKey(_:)``.
     /// - Throws: ``StoreError/Code/corrupt`` when the bytes cannot be a key of that type.
     public static func decodeKey(_ bytes: some Collection<UInt8>, as type: ValueType) throws(StoreError) -> Value {
@@ -83,10 +113,10 @@ import Foundation
     }
 
     static func bigEndian(_ value: UInt64) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(8)
-        appendBigEndian(value, to: &out)
-        return out
+        [UInt8](unsafeUninitializedCapacity: 8) { buffer, count in
+            withUnsafeBytes(of: value.bigEndian) { UnsafeMutableRawBufferPointer(buffer).copyMemory(from: $0) }
+            count = 8
+        }
     }
 
     /// Appends 8 big-endian bytes, without an array of its own.
