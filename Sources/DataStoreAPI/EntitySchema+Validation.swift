@@ -44,6 +44,16 @@ extension EntitySchema {
     /// - Throws: ``StoreError`` with `unknownAttribute`, `typeMismatch`, `invalidValue` (null for a
     ///   required attribute, NaN) or `limitExceeded`, naming the entity and attribute.
     @_spi(Backend) public func normalize(_ record: Record) throws(StoreError) -> Record {
+        // A store's record of this entity (a copy between stores, an update): every attribute in
+        // place, so only its values are checked, and its storage is kept unless an int becomes a
+        // double.
+        if let stored = record.storedLayout, stored == layout, var values = record.values(ifLayout: stored) {
+            for (position, attribute) in attributes.enumerated() {
+                let checked = try checkSlot(values[position], for: attribute)
+                if case .int = values[position], case .double = checked { values[position] = checked }
+            }
+            return Record(layout: layout, values: values)
+        }
         var result: [Value] = []
         result.reserveCapacity(attributes.count)
         var matched = 0
@@ -55,25 +65,31 @@ extension EntitySchema {
             } else {
                 value = attribute.defaultValue ?? .null
             }
-            if value.isNull {
-                guard attribute.isOptional else {
-                    throw StoreError(.invalidValue, "attribute '\(name).\(attribute.name)' is required "
-                        + "but has no value")
-                }
-            } else {
-                value = try checkValue(value, for: attribute)
-                if case .string(let s) = value, s.utf8.count > Limits.maxStringKeyBytes, attribute.name == primaryKey {
-                    throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
-                        + "\(Limits.maxStringKeyBytes) are allowed")
-                }
-            }
-            result.append(value)
+            result.append(try checkSlot(value, for: attribute))
         }
         if matched != record.count {
             let unknown = record.attributeNames.filter { attribute(named: $0) == nil }.sorted()
             throw StoreError(.unknownAttribute, "entity '\(name)' has no attribute '\(unknown.first ?? "?")'")
         }
         return Record(layout: layout, values: result)
+    }
+
+    /// Checks the value an attribute is to hold (null only when optional; a primary key within
+    /// its limit) and returns it as stored.
+    @inline(__always)
+    private func checkSlot(_ value: Value, for attribute: Attribute) throws(StoreError) -> Value {
+        if value.isNull {
+            guard attribute.isOptional else {
+                throw StoreError(.invalidValue, "attribute '\(name).\(attribute.name)' is required but has no value")
+            }
+            return value
+        }
+        let checked = try checkValue(value, for: attribute)
+        if case .string(let s) = checked, s.utf8.count > Limits.maxStringKeyBytes, attribute.name == primaryKey {
+            throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
+                + "\(Limits.maxStringKeyBytes) are allowed")
+        }
+        return checked
     }
 
     /// Checks a filter's attributes and values; returns it with values converted as stored.

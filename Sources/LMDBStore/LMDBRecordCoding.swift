@@ -105,8 +105,12 @@ enum LMDBRecordCoding {
         let attributes = entity.attributes
         var values: [Value] = []
         values.reserveCapacity(attributes.count)
-        for index in attributes.indices {
-            values.append(try value(&reader, attributes, index, entity))
+        do {
+            for index in attributes.indices {
+                values.append(try value(&reader, attributes, index))
+            }
+        } catch {
+            throw corrupt(entity, error.why)
         }
         try reader.finish(entity)
         return Record(layout: entity.layout, values: values)
@@ -118,12 +122,59 @@ enum LMDBRecordCoding {
                        into record: inout Record) throws(StoreError) {
         var reader = try Reader(record: bytes, entity)
         let attributes = entity.attributes
-        try record.refill(layout: entity.layout) { values throws(StoreError) in
-            for index in attributes.indices {
-                values.append(try value(&reader, attributes, index, entity))
+        // The closure captures no entity: capturing one copied it (five references retained and
+        // released) for every record.
+        do {
+            try record.refill(layout: entity.layout) { values throws(Damage) in
+                for index in attributes.indices {
+                    values.append(try value(&reader, attributes, index))
+                }
             }
+        } catch {
+            throw corrupt(entity, error.why)
         }
         try reader.finish(entity)
+    }
+
+    /// Decodes a record of an entity with these attributes into `record`, as
+    /// ``decode(_:_:into:)`` does, for a loop over many records: it takes no entity, so a
+    /// closure calling it per record copies none (five references retained and released).
+    /// - Returns: what is damaged, `nil` when nothing is.
+    static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
+                       into record: inout Record) -> String? {
+        var reader = Reader(bytes: bytes)
+        guard let format = reader.byte() else { return "empty" }
+        guard format == version else { return "unknown record format \(format)" }
+        do {
+            try record.refill(layout: layout) { values throws(Damage) in
+                for index in attributes.indices {
+                    values.append(try value(&reader, attributes, index))
+                }
+            }
+        } catch {
+            return error.why
+        }
+        return reader.isAtEnd ? nil : "trailing bytes"
+    }
+
+    /// As ``decode(_:attributes:layout:into:)``, building only the attributes `reads` marks
+    /// (``decode(_:_:reading:into:)``). A function of its own, so that the full decode above
+    /// stays one loop the compiler inlines.
+    static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
+                       reading reads: [Bool], into record: inout Record) -> String? {
+        var reader = Reader(bytes: bytes)
+        guard let format = reader.byte() else { return "empty" }
+        guard format == version else { return "unknown record format \(format)" }
+        do {
+            try record.refill(layout: layout) { values throws(Damage) in
+                for index in attributes.indices {
+                    values.append(try value(&reader, attributes, index, build: reads[index]))
+                }
+            }
+        } catch {
+            return error.why
+        }
+        return reader.isAtEnd ? nil : "trailing bytes"
     }
 
     /// Decodes into `record` only the attributes `reads` marks, the others null; the skipped ones
@@ -133,10 +184,14 @@ enum LMDBRecordCoding {
                        into record: inout Record) throws(StoreError) {
         var reader = try Reader(record: bytes, entity)
         let attributes = entity.attributes
-        try record.refill(layout: entity.layout) { values throws(StoreError) in
-            for index in attributes.indices {
-                values.append(try value(&reader, attributes, index, entity, build: reads[index]))
+        do {
+            try record.refill(layout: entity.layout) { values throws(Damage) in
+                for index in attributes.indices {
+                    values.append(try value(&reader, attributes, index, build: reads[index]))
+                }
             }
+        } catch {
+            throw corrupt(entity, error.why)
         }
         try reader.finish(entity)
     }
@@ -145,63 +200,74 @@ enum LMDBRecordCoding {
         StoreError(.corrupt, "a stored '\(entity.name)' record is damaged: \(why)")
     }
 
+    /// What is wrong with a value, before the entity is named (``corrupt(_:_:)``).
+    private struct Damage: Error {
+        let why: String
+        init(_ why: String) { self.why = why }
+    }
+
     /// Reads one attribute's value and checks it against the attribute.
     @inline(__always)
     /// By index: the fields are read in place, not each attribute copied (its name retained).
     /// `build` false: checked as always, but returned as null (no string or array is built).
     private static func value(_ reader: inout Reader, _ attributes: [Attribute], _ index: Int,
-                              _ entity: EntitySchema, build: Bool = true) throws(StoreError) -> Value {
-        guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw Self.corrupt(entity, "bad tag") }
+                              build: Bool = true) throws(Damage) -> Value {
+        guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw Damage("bad tag") }
         let value: Value
         switch tag {
         case .null:
             guard attributes[index].isOptional else {
-                throw Self.corrupt(entity, "attribute \(attributes[index].name) is null, but it is required")
+                throw Damage("attribute \(attributes[index].name) is null, but it is required")
             }
             return .null
         case .falseValue: value = .bool(false)
         case .trueValue: value = .bool(true)
         case .int, .double, .date:
-            guard let bits = reader.fixed() else { throw Self.corrupt(entity, "truncated number") }
+            guard let bits = reader.fixed() else { throw Damage("truncated number") }
             value = tag == .int ? .int(Int64(bitPattern: bits))
                 : tag == .double ? .double(Double(bitPattern: bits))
                 : .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
         case .string, .bytes:
             guard let length = reader.length(), let body = reader.take(length) else {
-                throw Self.corrupt(entity, "truncated \(attributes[index].name)")
+                throw Damage("truncated \(attributes[index].name)")
             }
             if !build {
                 let stored: ValueType = tag == .string ? .string : .bytes
                 guard stored == attributes[index].type else {
-                    throw Self.corrupt(entity, "attribute \(attributes[index].name) holds \(stored), not \(attributes[index].type)")
+                    throw Damage("attribute \(attributes[index].name) holds \(stored), not \(attributes[index].type)")
                 }
                 guard tag == .bytes || UTF8Text.isValid(body) else {
-                    throw Self.corrupt(entity, "\(attributes[index].name) holds text that is not valid UTF-8")
+                    throw Damage("\(attributes[index].name) holds text that is not valid UTF-8")
                 }
                 return .null
             }
             if tag == .string {
                 guard let string = UTF8Text.string(body) else {
-                    throw Self.corrupt(entity, "\(attributes[index].name) holds text that is not valid UTF-8")
+                    throw Damage("\(attributes[index].name) holds text that is not valid UTF-8")
                 }
                 value = .string(string)
             } else {
                 value = .bytes(Array(body))
             }
         case .uuid:
-            guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw Self.corrupt(entity, "truncated uuid") }
+            guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw Damage("truncated uuid") }
             value = .uuid(uuid)
         }
         if let stored = value.type, stored != attributes[index].type {
-            throw Self.corrupt(entity, "attribute \(attributes[index].name) holds \(stored), not \(attributes[index].type)")
+            throw Damage("attribute \(attributes[index].name) holds \(stored), not \(attributes[index].type)")
         }
-        if case .double(let d) = value, d.isNaN { throw Self.corrupt(entity, "attribute \(attributes[index].name) holds NaN") }
+        if case .double(let d) = value, d.isNaN { throw Damage("attribute \(attributes[index].name) holds NaN") }
         return value
     }
 
     private struct Reader {
         let bytes: UnsafeRawBufferPointer
         var offset = 0
+
+        /// A reader at the start of `bytes`.
+        init(bytes: UnsafeRawBufferPointer) {
+            self.bytes = bytes
+        }
 
         /// A reader past the format byte of a stored record.
         init(record bytes: UnsafeRawBufferPointer, _ entity: EntitySchema) throws(StoreError) {

@@ -122,9 +122,16 @@ final class LMDBTransaction: StorageWriter {
             }
             return
         }
+        // In the loops below the entity is used only to name damage: a closure that passes it on
+        // for every record copies it (five references retained and released) each time.
+        let (attributes, layout) = (entity.attributes, entity.layout)
         guard reuse else {
             try txn.forEach(dbi(entity), from: nil) { key, value in
-                try visit({ Array(key.dropFirst()) }, try decode(value, entity, key: key.dropFirst()))
+                var fresh = Record()
+                if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &fresh) {
+                    throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key.dropFirst())
+                }
+                return try visit({ Array(key.dropFirst()) }, fresh)
             }
             return
         }
@@ -133,16 +140,24 @@ final class LMDBTransaction: StorageWriter {
         let compiled = CompiledFilter(filter, layout: entity.layout)
         if !compiled.readsEveryAttributeOrNone {
             var probe = Record()
+            let reads = compiled.reads
             try txn.forEach(dbi(entity), from: nil) { key, value in
-                try decode(value, entity, key: key.dropFirst(), reading: compiled.reads, into: &probe)
+                if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, reading: reads,
+                                                        into: &probe) {
+                    throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key.dropFirst())
+                }
                 guard compiled.matches(probe) else { return true }
-                try decode(value, entity, key: key.dropFirst(), into: &record)
+                if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
+                    throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key.dropFirst())
+                }
                 return try visit({ Array(key.dropFirst()) }, record)
             }
             return
         }
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            try decode(value, entity, key: key.dropFirst(), into: &record)
+            if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
+                throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key.dropFirst())
+            }
             return try visit({ Array(key.dropFirst()) }, record)
         }
     }
@@ -177,9 +192,14 @@ final class LMDBTransaction: StorageWriter {
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         var result: [Record] = []
         let start = key.map { Self.recordKey($0) }
+        let (attributes, layout) = (entity.attributes, entity.layout)
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
-            result.append(try decode(value, entity, key: k.dropFirst()))
+            var fresh = Record()
+            if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &fresh) {
+                throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: k.dropFirst())
+            }
+            result.append(fresh)
             return result.count < limit
         }
         return result

@@ -10,10 +10,11 @@ import Foundation
 /// the same samples, in key order) that the item-by-item verify reports.
 ///
 /// A digest is 64 bits of SipHash (Swift's `Hasher`, seeded per process, so both sides are
-/// hashed in this process) over each item's encoded key and its values in the entity's
-/// attribute order, each hashed by `Value`'s own `hash(into:)`, which follows the equality the
-/// item compare uses: a type tag, doubles by bit pattern, strings by UTF-8 bytes. Two ranges
-/// that differ have equal digests with a probability of about 2^-64.
+/// hashed in this process) over each item's values in the source entity's attribute order (the
+/// primary key among them; a destination whose attributes are in another order is read in the
+/// source's), each hashed by `Value`'s own `hash(into:)`, which follows the equality the item
+/// compare uses: a type tag, doubles by bit pattern, strings by UTF-8 bytes. Two ranges that
+/// differ have equal digests with a probability of about 2^-64.
 struct RangeChecksum {
     /// Items per range.
     static let rangeSize = 1_000
@@ -24,7 +25,6 @@ struct RangeChecksum {
 
     /// One range of the source: the items after the previous range's last key through `last`.
     struct SourceRange {
-        var lastKey: [UInt8]
         var lastValue: Value
         var count: Int
         var digest: Int
@@ -35,11 +35,11 @@ struct RangeChecksum {
         private var hasher = Hasher()
         private(set) var count = 0
 
-        mutating func add(key: [UInt8], values: [Value]) {
-            hasher.combine(key.count)
-            key.withUnsafeBytes { hasher.combine(bytes: $0) }
+        mutating func add(_ values: [Value]) {
             // `Value`'s own hash: by the equality the item compare uses (doubles by bits, strings
-            // and bytes by their bytes), with the type's tag first.
+            // and bytes by their bytes), with the type's tag first. The count of values first, so
+            // that items never run into each other.
+            hasher.combine(values.count)
             for value in values { hasher.combine(value) }
             count += 1
         }
@@ -53,16 +53,15 @@ struct RangeChecksum {
         var cursor = PageCursor(reader: snapshot, entity: entity, limit: batchSize)
         var ranges: [SourceRange] = []
         var current = Accumulator()
-        var last: (key: [UInt8], value: Value)?
+        var last: Value?
         var read = 0
         while let (key, record) = try cursor.peek() {
-            current.add(key: key, values: record.values(in: entity.layout))
-            last = (key, record[entity.primaryKey])
+            current.add(record.values(in: entity.layout))
+            last = key
             cursor.advance()
             read += 1
             if current.count == Self.rangeSize, let end = last {
-                ranges.append(SourceRange(lastKey: end.key, lastValue: end.value, count: current.count,
-                                          digest: current.finalize()))
+                ranges.append(SourceRange(lastValue: end, count: current.count, digest: current.finalize()))
                 current = Accumulator()
             }
             if read % batchSize == 0 {
@@ -71,8 +70,7 @@ struct RangeChecksum {
             }
         }
         if current.count > 0, let end = last {
-            ranges.append(SourceRange(lastKey: end.key, lastValue: end.value, count: current.count,
-                                      digest: current.finalize()))
+            ranges.append(SourceRange(lastValue: end, count: current.count, digest: current.finalize()))
         }
         return ranges
     }
@@ -87,8 +85,8 @@ struct RangeChecksum {
             var range = 0
             var read = 0
             while let (key, record) = try cursor.peek() {
-                while range < ranges.count && Value.compareBytes(key, ranges[range].lastKey) > 0 { range += 1 }
-                digests[range].add(key: key, values: record.values(in: destinationEntity.layout))
+                while range < ranges.count, try KeyEncoding.compareKeys(key, ranges[range].lastValue) > 0 { range += 1 }
+                digests[range].add(record.values(in: entity.layout))
                 cursor.advance()
                 read += 1
                 if read % batchSize == 0 {
@@ -100,12 +98,12 @@ struct RangeChecksum {
         }
     }
 
-    /// A range whose count or digest differ: the key it starts after and the encoded key it
-    /// ends with (`nil` for the first range's start and the last one's end), and how many
-    /// source items it holds.
+    /// A range whose count or digest differ: the key it starts after and the key it ends with
+    /// (`nil` for the first range's start and the last one's end), and how many source items it
+    /// holds.
     struct Differing {
         var after: Value?
-        var through: [UInt8]?
+        var through: Value?
         var sourceItems: Int
     }
 
@@ -117,7 +115,7 @@ struct RangeChecksum {
             if index == ranges.count {
                 if digest.count > 0 { differing.append(Differing(after: after, through: nil, sourceItems: 0)) }
             } else if digest.count != ranges[index].count || digest.finalize() != ranges[index].digest {
-                differing.append(Differing(after: after, through: ranges[index].lastKey, sourceItems: ranges[index].count))
+                differing.append(Differing(after: after, through: ranges[index].lastValue, sourceItems: ranges[index].count))
             }
         }
         return differing

@@ -51,7 +51,7 @@ extension Migrator {
                             let s = try a.peek()
                             let d = try b.peek()
                             guard s != nil || d != nil else { break }
-                            let order = s.flatMap { s in d.map { Value.compareBytes(s.key, $0.key) } } ?? (s == nil ? 1 : -1)
+                            let order = if let s, let d { try KeyEncoding.compareKeys(s.key, d.key) } else { s == nil ? 1 : -1 }
                             if order < 0, let s {
                                 try writer.write(.insert(entity: entity.name, item: s.record), of: entity)
                                 counts.inserted += 1

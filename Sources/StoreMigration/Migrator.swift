@@ -385,7 +385,7 @@ final class MigrationRun {
               through: Value? = nil, _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter,
               _ tick: @escaping (Int) -> Void) throws {
         try StoreDiff(entity: entity, source: snapshot, destination: destination, batchSize: options.batchSize,
-                      mode: mode, through: try through.map(KeyEncoding.encodeKey),
+                      mode: mode, through: through,
                       checkpoint: { try checkpoint($0, $1, false) }, progress: tick, shouldStop: shouldStop)
             .run(&entry, samples: &report.sampleDifferences)
     }

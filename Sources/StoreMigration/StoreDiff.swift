@@ -14,8 +14,8 @@ struct StoreDiff {
     let mode: Mode
     /// The key the pass starts after; `nil`: from the first key.
     var after: Value? = nil
-    /// The last key (encoded) the pass covers; `nil`: every key.
-    var through: [UInt8]? = nil
+    /// The last key the pass covers; `nil`: every key.
+    var through: Value? = nil
     /// Called inside each write transaction with the last source key of the batch.
     let checkpoint: (WriteAccessor, Value?) throws -> Void
     let progress: (Int) -> Void
@@ -75,9 +75,9 @@ struct StoreDiff {
             pending.removeAll(keepingCapacity: true)
         }
 
-        func within(_ item: (key: [UInt8], record: Record)?) -> (key: [UInt8], record: Record)? {
+        func within(_ item: (key: Value, record: Record)?) throws -> (key: Value, record: Record)? {
             guard let item, let through else { return item }
-            return Value.compareBytes(item.key, through) <= 0 ? item : nil
+            return try KeyEncoding.compareKeys(item.key, through) <= 0 ? item : nil
         }
 
         func note(_ change: Change, _ what: String) {
@@ -87,14 +87,15 @@ struct StoreDiff {
         }
 
         while true {
-            let sp = try within(src.peek())
-            let dp = try within(dst.peek())
+            let sp = try within(try src.peek())
+            let dp = try within(try dst.peek())
             let s = sp?.record
             let d = dp?.record
             if s == nil && d == nil { break }
             let order: Int
             if let sk = sp?.key, let dk = dp?.key {
-                order = Value.compareBytes(sk, dk)
+                // Equal keys (the usual case) need no ordering.
+                order = sk == dk ? 0 : try KeyEncoding.compareKeys(sk, dk)
             } else {
                 order = s == nil ? 1 : -1
             }

@@ -140,9 +140,9 @@ extension Migrator {
         while true {
             let page = try reader.scan(entity.name, after: after, limit: limit)
             for record in page {
-                let key = try KeyEncoding.encodeKey(record[entity.primaryKey])
+                let key = entity.primaryKeyValue(of: record)
                 // Items of the old destination before this key are gone from the source.
-                while let old = try theirs.peek(), Value.compareBytes(old.key, key) < 0 {
+                while let old = try theirs.peek(), try KeyEncoding.compareKeys(old.key, key) < 0 {
                     entry.itemsDeleted += 1
                     theirs.advance()
                 }
@@ -174,12 +174,12 @@ extension Migrator {
             for entity in schema.entities {
                 let whole = position.finishedEntities.contains(entity.name)
                 guard whole || position.entity == entity.name else { continue }
-                let end = whole ? nil : try position.lastKey.map { try KeyEncoding.encodeKey($0) }
+                let end = whole ? nil : position.lastKey
                 var mine = PageCursor(reader: ours, entity: entity, limit: 1_000)
                 var theirs = PageCursor(reader: snapshot, entity: entity, limit: 1_000)
                 while true {
                     var next = try theirs.peek()
-                    if let item = next, let end, Value.compareBytes(item.key, end) > 0 { next = nil }
+                    if let item = next, let end, try KeyEncoding.compareKeys(item.key, end) > 0 { next = nil }
                     let written = try mine.peek()
                     guard next?.record == written?.record else { return false }
                     if next == nil { break }
@@ -210,7 +210,7 @@ struct PageCursor {
     let entity: EntitySchema
     let limit: Int
     private let fetch: (Value?) throws -> [Record]
-    private var page: [(key: [UInt8], record: Record)] = []
+    private var page: [Record] = []
     private var index = 0
     private var after: Value?
     private var exhausted = false
@@ -231,17 +231,19 @@ struct PageCursor {
         }
     }
 
-    mutating func peek() throws -> (key: [UInt8], record: Record)? {
+    /// The current item and its primary key (compared with ``KeyEncoding/compareKeys(_:_:)``,
+    /// without encoding it).
+    mutating func peek() throws -> (key: Value, record: Record)? {
         if index == page.count {
             guard !exhausted else { return nil }
-            let records = try fetch(after)
-            page = try records.map { (try KeyEncoding.encodeKey($0[entity.primaryKey]), $0) }
+            page = try fetch(after)
             index = 0
-            exhausted = records.count < limit
-            after = records.last?[entity.primaryKey]
+            exhausted = page.count < limit
+            after = page.last.map(entity.primaryKeyValue(of:))
             if page.isEmpty { return nil }
         }
-        return page[index]
+        let record = page[index]
+        return (entity.primaryKeyValue(of: record), record)
     }
 
     mutating func advance() { index += 1 }

@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--backends] [--no-postgres] [--no-grdb]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--backends] [--migration] [--no-postgres] [--no-grdb]
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -148,10 +148,13 @@ let onlyPostgres = arguments.contains("--postgres")
 let onlyScaling = arguments.contains("--scaling")
 /// Only the SQLite and LMDB rows of the main table (and GRDB unless `--no-grdb`): for iterating.
 let onlyBackends = arguments.contains("--backends")
+/// Only the migration rows (copies both ways and both verifies): for iterating.
+let onlyMigration = arguments.contains("--migration")
 // The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
 // must not make a small write slower.
 let scalingSizes = arguments.contains("--sizes") ? sizes : [2_000, 200_000]
-for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends) {
+for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends
+                                             || onlyMigration) {
     try benchmarkScaling(n: n)
 }
 for n in sizes where onlyPostgres {
@@ -168,7 +171,10 @@ for n in sizes where onlyFeed && !onlyJSONL {
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
 }
-for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling {
+for n in sizes where onlyMigration {
+    try benchmarkMigration(n: n)
+}
+for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
