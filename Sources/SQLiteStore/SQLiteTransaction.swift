@@ -175,9 +175,20 @@ final class SQLiteTransaction: StorageWriter {
         return try statement.step() ? statement.bytes(at: 0) : nil
     }
 
-    private func write(_ sql: String, _ record: Record, key: PrimaryKey, in entity: EntitySchema,
+    /// The insert or upsert statement of the entity written last (a loop of writes writes one
+    /// entity again and again; finding the statement by its SQL hashed the whole text).
+    private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
+
+    private func write(_ sql: @autoclosure () -> String, _ record: Record, key: PrimaryKey, in entity: EntitySchema,
                        inserting: Bool) throws {
-        let statement = try connection.statement(sql)
+        let statement: SQLiteStatement
+        if let last = lastWrite, last.inserting == inserting, last.name == entity.name,
+           sqlite3_stmt_busy(last.statement.handle) == 0 {
+            statement = last.statement
+        } else {
+            statement = try connection.statement(sql())
+            lastWrite = statements[entity.name] == nil ? nil : (entity.name, inserting, statement)
+        }
         try statement.bind(record.values(in: entity.layout))
         defer { sqlite3_reset(statement.handle) }
         do {

@@ -24,7 +24,8 @@
     }
 
     public static func == (lhs: PrimaryKey, rhs: PrimaryKey) -> Bool { lhs.bytes == rhs.bytes }
-    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+    /// The bytes in one call (an array's own hash combines them one at a time).
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
     public static func < (lhs: PrimaryKey, rhs: PrimaryKey) -> Bool {
         Value.compareBytes(lhs.bytes, rhs.bytes) < 0
     }

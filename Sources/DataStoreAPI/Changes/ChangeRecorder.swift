@@ -25,17 +25,65 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
 
     /// A class, so that recording a key mutates its table in place (a struct copied out of
     /// `entities` and written back would copy the whole table at every write).
+    ///
+    /// The touched keys are kept in an array. While they come in ascending order (a bulk load,
+    /// a copy) the array stays sorted: a new key greater than the last one is appended after one
+    /// comparison, an earlier one is found by binary search, and nothing is hashed or sorted at
+    /// commit. The first key out of order adds a dictionary from key to position, and the
+    /// array is sorted at commit.
     private final class EntityChanges {
         let keyType: ValueType
-        var touched: [PrimaryKey: Touch] = [:]
+        private(set) var entries: [(key: PrimaryKey, touch: Touch)] = []
+        /// `nil` while `entries` is in ascending key order.
+        private var positions: [PrimaryKey: Int]?
         var cleared = false
         var overflowed = false
 
         init(keyType: ValueType) { self.keyType = keyType }
+
+        var count: Int { entries.count }
+
+        /// Where `key` is in `entries`, if it was touched.
+        func position(of key: PrimaryKey) -> Int? {
+            if let positions { return positions[key] }
+            guard let last = entries.last, !(last.key < key) else { return nil }
+            var low = 0
+            var high = entries.count
+            while low < high {
+                let middle = (low + high) / 2
+                if entries[middle].key < key { low = middle + 1 } else { high = middle }
+            }
+            return low < entries.count && entries[low].key == key ? low : nil
+        }
+
+        /// Adds a key that was not touched before.
+        func add(_ key: PrimaryKey, _ touch: Touch) {
+            if positions == nil, let last = entries.last, !(last.key < key) {
+                var made = [PrimaryKey: Int](minimumCapacity: entries.count * 2)
+                for (position, entry) in entries.enumerated() { made[entry.key] = position }
+                positions = made
+            }
+            positions?[key] = entries.count
+            entries.append((key, touch))
+        }
+
+        func setAfter(_ after: Bool, at position: Int) { entries[position].touch.after = after }
+
+        func removeAll() {
+            entries = []
+            positions = nil
+        }
+
+        /// The entries in ascending key order.
+        var sortedEntries: [(key: PrimaryKey, touch: Touch)] {
+            positions == nil ? entries : entries.sorted { $0.key < $1.key }
+        }
     }
 
     let writer: any StorageWriter
     private var entities: [String: EntityChanges] = [:]
+    /// The entity recorded last (a loop of writes writes one entity again and again).
+    private var lastEntity: (name: String, changes: EntityChanges)?
     private var keysListed = 0
     /// The feed's state as the transaction found it, read at the first write (`nil` until then,
     /// and `.some(nil)` for a store whose feed has no state yet).
@@ -60,26 +108,32 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
         guard try isRecording() else { return }
         let changes = changesOf(entity)
         if changes.overflowed { return }
-        if changes.touched[key] != nil {
-            changes.touched[key]!.after = after
+        if let position = changes.position(of: key) {
+            changes.setAfter(after, at: position)
             return
         }
         if keysListed >= settings!.maxKeysPerTransaction {
             changes.overflowed = true
-            keysListed -= changes.touched.count
-            changes.touched = [:]
+            keysListed -= changes.count
+            changes.removeAll()
             return
         }
         let before = changes.cleared ? false : try existed()
-        changes.touched[key] = Touch(before: before, after: after)
+        changes.add(key, Touch(before: before, after: after))
         keysListed += 1
     }
 
     private func changesOf(_ entity: EntitySchema) -> EntityChanges {
-        if let changes = entities[entity.name] { return changes }
-        let made = EntityChanges(keyType: entity.primaryKeyAttribute.type)
-        entities[entity.name] = made
-        return made
+        if let last = lastEntity, last.name == entity.name { return last.changes }
+        let changes: EntityChanges
+        if let known = entities[entity.name] {
+            changes = known
+        } else {
+            changes = EntityChanges(keyType: entity.primaryKeyAttribute.type)
+            entities[entity.name] = changes
+        }
+        lastEntity = (entity.name, changes)
+        return changes
     }
 
     /// The feed's state as last read by this transaction, unless it wrote it since.
@@ -90,7 +144,7 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
         for (name, changes) in entities.sorted(by: { Value.compareBytes(Array($0.key.utf8), Array($1.key.utf8)) < 0 }) {
             var items: [(PrimaryKey, ItemChange.Kind)] = []
             if !changes.overflowed {
-                for (key, touch) in changes.touched.sorted(by: { $0.key < $1.key }) {
+                for (key, touch) in changes.sortedEntries {
                     switch (touch.before, touch.after) {
                     case (false, true): items.append((key, .inserted))
                     case (true, true): items.append((key, .updated))
@@ -140,7 +194,7 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         var existed: Bool?
-        if try isRecording(), entities[entity.name]?.touched[key] == nil {
+        if try isRecording(), changesOf(entity).position(of: key) == nil {
             existed = try writer.contains(entity, key: key)
         }
         try writer.put(record, key: key, in: entity)
@@ -158,14 +212,14 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
         guard count > 0, try isRecording() else { return count }
         let changes = changesOf(entity)
         if changes.overflowed { return count }
-        if count == changes.touched.values.filter(\.after).count {
+        if count == changes.entries.filter(\.touch.after).count {
             // Every item that existed was one this transaction touched: the net effect is a
             // delete of each, not a clearing of the entity.
-            for key in Array(changes.touched.keys) { changes.touched[key]!.after = false }
+            for position in changes.entries.indices { changes.setAfter(false, at: position) }
         } else {
             changes.cleared = true
-            keysListed -= changes.touched.count
-            changes.touched = [:]
+            keysListed -= changes.count
+            changes.removeAll()
         }
         return count
     }
