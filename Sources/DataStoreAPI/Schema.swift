@@ -82,7 +82,8 @@ public struct EntitySchema: Sendable, Hashable, Codable {
 
     /// The attribute of that name, if any.
     public func attribute(named name: String) -> Attribute? {
-        attributes.first { $0.name == name }
+        // By the layout's names: looking through the attributes copied each one it passed.
+        layout.slot(of: name).map { attributes[$0] }
     }
 
     /// The primary key's value in `record` (null when absent), looked for first where this

@@ -43,7 +43,16 @@ final class LMDBTransaction: StorageWriter {
 
     /// The record stored under an encoded key (index entries hold encoded keys).
     private func record(_ entity: EntitySchema, keyBytes: [UInt8]) throws -> Record? {
-        try txn.withValue(dbi(entity), prefix: 0x00, keyBytes) { try decode($0, entity, key: keyBytes) }
+        // The closure does not capture the entity: capturing it copied it per get.
+        let (attributes, layout) = (entity.attributes, entity.layout)
+        var damage: String?
+        let found = try txn.withValue(dbi(entity), prefix: 0x00, keyBytes) { bytes in
+            var record = Record()
+            damage = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout, into: &record)
+            return record
+        }
+        if let damage { throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: keyBytes) }
+        return found
     }
 
     /// Decodes a stored record; a damaged one is `corrupt` naming the environment, entity and key.
