@@ -40,7 +40,7 @@ func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Doub
     }
     let grdbInsert = try time { try pool.write { db in for track in tracks { try track.insert(db) } } }
     var fetched = 0
-    let grdbFetch = try time { fetched = try pool.read { db in try Track.fetchAll(db) }.count }
+    let grdbFetch = try bestOf(5) { fetched = try pool.read { db in try Track.fetchAll(db) }.count }
     precondition(fetched == count)
 
     let storeDirectory = scratch("typed")
@@ -49,7 +49,7 @@ func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Doub
                                 schema: Schema(entities: [try Track.entitySchema()]),
                                 options: SQLiteOptions(durability: .normal))
     let storeInsert = try time { try store.writeSync { w in for track in tracks { try w.insert(track) } } }
-    let storeFetch = try time { fetched = try store.read { try $0.fetch(Track.self) }.count }
+    let storeFetch = try bestOf(5) { fetched = try store.read { try $0.fetch(Track.self) }.count }
     precondition(fetched == count)
     try store.close()
     return (grdbInsert, storeInsert, grdbFetch, storeFetch)

@@ -65,18 +65,19 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     let keys = workload.lookups
     var (a, b) = (0, 0)
     record(name, "point get by key", n, operations: keys.count,
-           api: try time { a = try api.pointGets(keys) }, raw: time { b = rawBulk.gets(keys) })
+           api: try bestOf(5) { a = try api.pointGets(keys) }, raw: bestOf(5) { b = rawBulk.gets(keys) })
     check(a, b, "point gets")
-    record(name, "full ordered scan", n, operations: n, api: try time { a = try api.scan() }, raw: time { b = rawBulk.scan() })
+    record(name, "full ordered scan", n, operations: n, api: try bestOf(5) { a = try api.scan() },
+           raw: bestOf(5) { b = rawBulk.scan() })
     check(a, b, "scan")
-    record(name, "full ordered visit (forEach, none kept)", n, operations: n, api: try time { a = try api.visit() },
-           raw: time { b = rawBulk.visit() })
+    record(name, "full ordered visit (forEach, none kept)", n, operations: n, api: try bestOf(5) { a = try api.visit() },
+           raw: bestOf(5) { b = rawBulk.visit() })
     check(a, b, "visit")
     record(name, "query on indexed attribute (100 x ==)", n, operations: Workload.queriedScores,
-           api: try time { a = try api.indexedQueries() }, raw: time { b = rawBulk.indexed() })
+           api: try bestOf(5) { a = try api.indexedQueries() }, raw: bestOf(5) { b = rawBulk.indexed() })
     check(a, b, "indexed query")
     record(name, "query on non-indexed attribute", n, operations: 1,
-           api: try time { a = try api.unindexedQuery() }, raw: time { b = rawBulk.unindexed() })
+           api: try bestOf(5) { a = try api.unindexedQuery() }, raw: bestOf(5) { b = rawBulk.unindexed() })
     check(a, b, "unindexed query")
     record(name, "10,000 small writeSync", n, operations: Workload.smallTransactions,
            api: try time { try api.smallTransactions(from: n) },
@@ -128,17 +129,17 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
         precondition(left == right)
     }
     record("migration", "verify SQLite vs LMDB item by item (Migrator.verify)", n, operations: n,
-           api: try time {
+           api: try bestOf(3) {
                _ = try Migrator.verify(from: sqlite, to: lmdb, options: MigrationOptions(checkSource: false))
            },
-           raw: time(rawCompare))
+           raw: bestOf(3, rawCompare))
     record("migration", "verify SQLite vs LMDB by range checksum (verify --checksum)", n, operations: n,
-           api: try time {
+           api: try bestOf(3) {
                let report = try Migrator.verify(from: sqlite, to: lmdb,
                                                 options: MigrationOptions(checkSource: false, checksum: true))
                precondition(report.differences == 0)
            },
-           raw: time(rawCompare))
+           raw: bestOf(3, rawCompare))
 }
 
 let onlySchemaSteps = arguments.contains("--schema-steps")
