@@ -129,14 +129,16 @@ extension Value {
 
     /// Three-way comparison of two byte arrays with `memcmp` (the hot path of key ordering).
     @_spi(Backend) public static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in compareBytes(pa, pb) } }
+    }
+
+    /// Three-way comparison of two byte buffers with `memcmp`, a proper prefix first.
+    @_spi(Backend) public static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let common = Swift.min(a.count, b.count)
-        let c = a.withUnsafeBufferPointer { pa in
-            b.withUnsafeBufferPointer { pb -> Int32 in
-                guard common > 0, let x = pa.baseAddress, let y = pb.baseAddress else { return 0 }
-                return memcmp(x, y, common)
-            }
+        if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+            let c = memcmp(x, y, common)
+            if c != 0 { return c < 0 ? -1 : 1 }
         }
-        if c != 0 { return c < 0 ? -1 : 1 }
         return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
     }
 

@@ -101,39 +101,29 @@ enum LMDBRecordCoding {
     /// Decodes a record.
     /// - Throws: `corrupt` naming the entity when the bytes do not match the schema.
     static func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema) throws(StoreError) -> Record {
-        var reader = try Reader(record: bytes, entity)
-        let attributes = entity.attributes
-        var values: [Value] = []
-        values.reserveCapacity(attributes.count)
-        do {
-            for index in attributes.indices {
-                values.append(try value(&reader, attributes, index))
-            }
-        } catch {
-            throw corrupt(entity, error.why)
-        }
-        try reader.finish(entity)
-        return Record(layout: entity.layout, values: values)
+        var record = Record()
+        try decode(bytes, entity, into: &record)
+        return record
     }
 
     /// Decodes a record into `record`, reusing its storage when no copy of it is alive.
     /// - Throws: `corrupt` naming the entity when the bytes do not match the schema.
     static func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema,
                        into record: inout Record) throws(StoreError) {
-        var reader = try Reader(record: bytes, entity)
-        let attributes = entity.attributes
-        // The closure captures no entity: capturing one copied it (five references retained and
-        // released) for every record.
-        do {
-            try record.refill(layout: entity.layout) { values throws(Damage) in
-                for index in attributes.indices {
-                    values.append(try value(&reader, attributes, index))
-                }
-            }
-        } catch {
-            throw corrupt(entity, error.why)
+        if let damage = decode(bytes, attributes: entity.attributes, layout: entity.layout, into: &record) {
+            throw corrupt(entity, damage)
         }
-        try reader.finish(entity)
+    }
+
+    /// Decodes into `record` only the attributes `reads` marks, the others null; the skipped ones
+    /// are checked as a full decode checks them (tags, lengths, types, UTF-8), only not built.
+    /// For deciding whether a record matches a filter before decoding all of it.
+    static func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema, reading reads: [Bool],
+                       into record: inout Record) throws(StoreError) {
+        if let damage = decode(bytes, attributes: entity.attributes, layout: entity.layout, reading: reads,
+                               into: &record) {
+            throw corrupt(entity, damage)
+        }
     }
 
     /// Decodes a record of an entity with these attributes into `record`, as
@@ -142,19 +132,11 @@ enum LMDBRecordCoding {
     /// - Returns: what is damaged, `nil` when nothing is.
     static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
                        into record: inout Record) -> String? {
-        var reader = Reader(bytes: bytes)
-        guard let format = reader.byte() else { return "empty" }
-        guard format == version else { return "unknown record format \(format)" }
-        do {
-            try record.refill(layout: layout) { values throws(Damage) in
-                for index in attributes.indices {
-                    values.append(try value(&reader, attributes, index))
-                }
+        decoding(bytes, layout: layout, into: &record) { reader, values throws(Damage) in
+            for index in attributes.indices {
+                values.append(try value(&reader, attributes, index))
             }
-        } catch {
-            return error.why
         }
-        return reader.isAtEnd ? nil : "trailing bytes"
     }
 
     /// As ``decode(_:attributes:layout:into:)``, building only the attributes `reads` marks
@@ -162,38 +144,26 @@ enum LMDBRecordCoding {
     /// stays one loop the compiler inlines.
     static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
                        reading reads: [Bool], into record: inout Record) -> String? {
+        decoding(bytes, layout: layout, into: &record) { reader, values throws(Damage) in
+            for index in attributes.indices {
+                values.append(try value(&reader, attributes, index, build: reads[index]))
+            }
+        }
+    }
+
+    /// The frame of every decode: the format byte, the values `fill` appends, nothing after them.
+    @inline(__always)
+    private static func decoding(_ bytes: UnsafeRawBufferPointer, layout: RecordLayout, into record: inout Record,
+                                 _ fill: (inout Reader, inout [Value]) throws(Damage) -> Void) -> String? {
         var reader = Reader(bytes: bytes)
         guard let format = reader.byte() else { return "empty" }
         guard format == version else { return "unknown record format \(format)" }
         do {
-            try record.refill(layout: layout) { values throws(Damage) in
-                for index in attributes.indices {
-                    values.append(try value(&reader, attributes, index, build: reads[index]))
-                }
-            }
+            try record.refill(layout: layout) { values throws(Damage) in try fill(&reader, &values) }
         } catch {
             return error.why
         }
         return reader.isAtEnd ? nil : "trailing bytes"
-    }
-
-    /// Decodes into `record` only the attributes `reads` marks, the others null; the skipped ones
-    /// are checked as a full decode checks them (tags, lengths, types, UTF-8), only not built.
-    /// For deciding whether a record matches a filter before decoding all of it.
-    static func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema, reading reads: [Bool],
-                       into record: inout Record) throws(StoreError) {
-        var reader = try Reader(record: bytes, entity)
-        let attributes = entity.attributes
-        do {
-            try record.refill(layout: entity.layout) { values throws(Damage) in
-                for index in attributes.indices {
-                    values.append(try value(&reader, attributes, index, build: reads[index]))
-                }
-            }
-        } catch {
-            throw corrupt(entity, error.why)
-        }
-        try reader.finish(entity)
     }
 
     static func corrupt(_ entity: EntitySchema, _ why: String) -> StoreError {
@@ -267,18 +237,6 @@ enum LMDBRecordCoding {
         /// A reader at the start of `bytes`.
         init(bytes: UnsafeRawBufferPointer) {
             self.bytes = bytes
-        }
-
-        /// A reader past the format byte of a stored record.
-        init(record bytes: UnsafeRawBufferPointer, _ entity: EntitySchema) throws(StoreError) {
-            self.bytes = bytes
-            guard let format = byte() else { throw LMDBRecordCoding.corrupt(entity, "empty") }
-            guard format == version else { throw LMDBRecordCoding.corrupt(entity, "unknown record format \(format)") }
-        }
-
-        /// Checks that the record ends where its last value does.
-        func finish(_ entity: EntitySchema) throws(StoreError) {
-            guard isAtEnd else { throw LMDBRecordCoding.corrupt(entity, "trailing bytes") }
         }
 
         var isAtEnd: Bool { offset == bytes.count }

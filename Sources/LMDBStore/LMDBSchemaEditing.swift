@@ -21,8 +21,9 @@ extension LMDBTransaction: SchemaEditingWriter {
     }
 
     func createEntity(_ entity: EntitySchema) throws {
-        databases.entities[entity.name] = try open(LMDBDatabases.entityName(entity.name))
-        try txn.drop(databases.entities[entity.name]!)
+        let dbi = try open(LMDBDatabases.entityName(entity.name))
+        databases.entities[entity.name] = dbi
+        try txn.drop(dbi)
         for index in entity.indexes {
             try createIndex(index, of: entity)
         }

@@ -51,7 +51,7 @@ final class LMDBTransaction: StorageWriter {
             damage = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout, into: &record)
             return record
         }
-        if let damage { throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: keyBytes) }
+        if let damage { throw damaged(damage, entity, key: keyBytes) }
         return found
     }
 
@@ -78,6 +78,11 @@ final class LMDBTransaction: StorageWriter {
         } catch {
             throw damaged(error, entity, key: key)
         }
+    }
+
+    /// What ``LMDBRecordCoding`` found damaged, as `corrupt` naming the environment, entity and key.
+    private func damaged(_ damage: String, _ entity: EntitySchema, key: some Collection<UInt8>) -> StoreError {
+        damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key)
     }
 
     /// A decoding error, naming the environment, entity and key.
@@ -138,7 +143,7 @@ final class LMDBTransaction: StorageWriter {
             try txn.forEach(dbi(entity), from: nil) { key, value in
                 var fresh = Record()
                 if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &fresh) {
-                    throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key.dropFirst())
+                    throw damaged(damage, entity, key: key.dropFirst())
                 }
                 return try visit({ Array(key.dropFirst()) }, fresh)
             }
@@ -153,11 +158,11 @@ final class LMDBTransaction: StorageWriter {
             try txn.forEach(dbi(entity), from: nil) { key, value in
                 if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, reading: reads,
                                                         into: &probe) {
-                    throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key.dropFirst())
+                    throw damaged(damage, entity, key: key.dropFirst())
                 }
                 guard compiled.matches(probe) else { return true }
                 if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
-                    throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key.dropFirst())
+                    throw damaged(damage, entity, key: key.dropFirst())
                 }
                 return try visit({ Array(key.dropFirst()) }, record)
             }
@@ -165,7 +170,7 @@ final class LMDBTransaction: StorageWriter {
         }
         try txn.forEach(dbi(entity), from: nil) { key, value in
             if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
-                throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key.dropFirst())
+                throw damaged(damage, entity, key: key.dropFirst())
             }
             return try visit({ Array(key.dropFirst()) }, record)
         }
@@ -206,7 +211,7 @@ final class LMDBTransaction: StorageWriter {
             if let start, k.elementsEqual(start) { return true }
             var fresh = Record()
             if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &fresh) {
-                throw damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: k.dropFirst())
+                throw damaged(damage, entity, key: k.dropFirst())
             }
             result.append(fresh)
             return result.count < limit

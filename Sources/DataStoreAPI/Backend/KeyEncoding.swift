@@ -32,24 +32,14 @@ import Foundation
         case let (.int(x), .int(y)):
             return x < y ? -1 : (x == y ? 0 : 1)
         case (.string(var x), .string(var y)):
-            return x.withUTF8 { p in y.withUTF8 { q in compareBytes(UnsafeRawBufferPointer(p), UnsafeRawBufferPointer(q)) } }
+            return x.withUTF8 { p in y.withUTF8 { q in Value.compareBytes(UnsafeRawBufferPointer(p), UnsafeRawBufferPointer(q)) } }
         case let (.uuid(x), .uuid(y)):
-            return withUnsafeBytes(of: x.uuid) { p in withUnsafeBytes(of: y.uuid) { q in compareBytes(p, q) } }
+            return withUnsafeBytes(of: x.uuid) { p in withUnsafeBytes(of: y.uuid) { q in Value.compareBytes(p, q) } }
         default:
             let x = try encodeKey(a)
             let y = try encodeKey(b)
-            return x.withUnsafeBytes { p in y.withUnsafeBytes { q in compareBytes(p, q) } }
+            return Value.compareBytes(x, y)
         }
-    }
-
-    /// memcmp order, a proper prefix first.
-    private static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
-        let common = min(a.count, b.count)
-        if common > 0, let p = a.baseAddress, let q = b.baseAddress {
-            let c = memcmp(p, q, common)
-            if c != 0 { return c < 0 ? -1 : 1 }
-        }
-        return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
     }
 
     /// Decodes a primary key encoded by ``encodeKey(_:)``.

@@ -94,14 +94,17 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
         self.writer = writer
     }
 
-    private func isRecording() throws -> Bool {
-        if settings == nil {
-            let found = try ChangeLog.readState(writer)
-            state = .some(found)
-            settings = found?.settings ?? ChangeFeedSettings()
-        }
-        return settings!.isEnabled
+    /// The feed's settings, read at the first write of the transaction.
+    private func feedSettings() throws -> ChangeFeedSettings {
+        if let settings { return settings }
+        let found = try ChangeLog.readState(writer)
+        state = .some(found)
+        let read = found?.settings ?? ChangeFeedSettings()
+        settings = read
+        return read
     }
+
+    private func isRecording() throws -> Bool { try feedSettings().isEnabled }
 
     /// Notes that `key` is about to change; `existed` tells (lazily) whether it exists now.
     private func touch(_ entity: EntitySchema, _ key: PrimaryKey, existed: () throws -> Bool, after: Bool) throws {
@@ -112,7 +115,7 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
             changes.setAfter(after, at: position)
             return
         }
-        if keysListed >= settings!.maxKeysPerTransaction {
+        if try keysListed >= feedSettings().maxKeysPerTransaction {
             changes.overflowed = true
             keysListed -= changes.count
             changes.removeAll()
