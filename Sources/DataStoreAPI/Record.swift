@@ -199,7 +199,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
 extension Record: Hashable {
     public static func == (lhs: Record, rhs: Record) -> Bool {
-        if let a = lhs.layout, let b = rhs.layout, a == b { return lhs.slots == rhs.slots }
+        if let a = lhs.layout, let b = rhs.layout, a == b { return Value.equalElements(lhs.slots, rhs.slots) }
         guard lhs.count == rhs.count else { return false }
         var equal = true
         lhs.forEachPair { name, value in

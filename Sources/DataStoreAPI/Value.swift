@@ -40,23 +40,49 @@ public enum Value: Sendable {
 
 extension Value: Hashable {
     public static func == (lhs: Value, rhs: Value) -> Bool {
-        switch (lhs, rhs) {
-        case (.null, .null): return true
-        case let (.bool(a), .bool(b)): return a == b
-        case let (.int(a), .int(b)): return a == b
-        case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
-        case (.string(var a), .string(var b)):
+        // One switch on each side, without pairing them in a tuple (which copies both values).
+        switch lhs {
+        case .null:
+            if case .null = rhs { return true }
+        case .bool(let a):
+            if case .bool(let b) = rhs { return a == b }
+        case .int(let a):
+            if case .int(let b) = rhs { return a == b }
+        case .double(let a):
+            if case .double(let b) = rhs { return a.bitPattern == b.bitPattern }
+        case .string(let a):
             // By UTF-8 bytes (not Swift's canonical equivalence), compared as two buffers.
-            return a.withUTF8 { x in
-                b.withUTF8 { y in
-                    guard x.count == y.count, let p = x.baseAddress, let q = y.baseAddress else { return x.count == y.count }
-                    return memcmp(p, q, x.count) == 0
-                }
+            if case .string(let b) = rhs { return sameUTF8(a, b) }
+        case .bytes(let a):
+            if case .bytes(let b) = rhs { return a == b }
+        case .date(let a):
+            if case .date(let b) = rhs { return a == b }
+        case .uuid(let a):
+            if case .uuid(let b) = rhs { return a == b }
+        }
+        return false
+    }
+
+    private static func sameUTF8(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (a.utf8, b.utf8)
+        guard x.count == y.count else { return false }
+        let contiguous = x.withContiguousStorageIfAvailable { p in
+            y.withContiguousStorageIfAvailable { q in
+                guard let p = p.baseAddress, let q = q.baseAddress else { return true }
+                return memcmp(p, q, x.count) == 0
             }
-        case let (.bytes(a), .bytes(b)): return a == b
-        case let (.date(a), .date(b)): return a == b
-        case let (.uuid(a), .uuid(b)): return a == b
-        default: return false
+        }
+        return contiguous.flatMap { $0 } ?? x.elementsEqual(y)
+    }
+
+    /// Whether two arrays of values are equal element by element, compared in place.
+    @_spi(Backend) public static func equalElements(_ a: [Value], _ b: [Value]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBufferPointer { x in
+            b.withUnsafeBufferPointer { y in
+                for i in x.indices where !(x[i] == y[i]) { return false }
+                return true
+            }
         }
     }
 

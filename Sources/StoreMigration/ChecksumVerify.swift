@@ -47,26 +47,37 @@ struct RangeChecksum {
         func finalize() -> Int { hasher.finalize() }
     }
 
-    /// Reads the source once: its ranges, in key order.
-    func sourceRanges(_ snapshot: ReadAccessor, progress: (Int) -> Void,
-                      shouldStop: () -> Bool) throws -> [SourceRange] {
-        var cursor = PageCursor(reader: snapshot, entity: entity, limit: batchSize)
-        var ranges: [SourceRange] = []
-        var current = Accumulator()
-        var last: Value?
+    /// Hashes every item of `entity` that `reader` holds, in key order, into `body`'s
+    /// accumulator: the records come straight from the engine's cursor (``ReadAccessor/forEach(_:_:)``),
+    /// none kept, and their values are hashed in the source entity's attribute order.
+    private func hashEach(_ reader: ReadAccessor, _ stored: EntitySchema, progress: (Int) -> Void,
+                          shouldStop: () -> Bool, _ body: (Value, [Value]) throws -> Void) throws {
+        // A side whose attributes are in the source's order hands its values over as they are.
+        let sameOrder = stored.layout == entity.layout ? stored.layout : nil
         var read = 0
-        while let (key, record) = try cursor.peek() {
-            current.add(record.values(in: entity.layout))
-            last = key
-            cursor.advance()
+        try reader.forEach(FetchRequest(stored.name)) { record in
+            let values = sameOrder.flatMap(record.values(ifLayout:)) ?? record.values(in: entity.layout)
+            try body(entity.primaryKeyValue(of: record), values)
             read += 1
-            if current.count == Self.rangeSize, let end = last {
-                ranges.append(SourceRange(lastValue: end, count: current.count, digest: current.finalize()))
-                current = Accumulator()
-            }
             if read % batchSize == 0 {
                 progress(read)
                 if shouldStop() { throw StopRequested() }
+            }
+        }
+    }
+
+    /// Reads the source once: its ranges, in key order.
+    func sourceRanges(_ snapshot: ReadAccessor, progress: (Int) -> Void,
+                      shouldStop: () -> Bool) throws -> [SourceRange] {
+        var ranges: [SourceRange] = []
+        var current = Accumulator()
+        var last: Value?
+        try hashEach(snapshot, entity, progress: progress, shouldStop: shouldStop) { key, values in
+            current.add(values)
+            last = key
+            if current.count == Self.rangeSize {
+                ranges.append(SourceRange(lastValue: key, count: current.count, digest: current.finalize()))
+                current = Accumulator()
             }
         }
         if current.count > 0, let end = last {
@@ -80,19 +91,11 @@ struct RangeChecksum {
     func destinationDigests(_ destination: any DataStore, _ ranges: [SourceRange], progress: (Int) -> Void,
                             shouldStop: () -> Bool) throws -> [Accumulator] {
         try destination.read { reader in
-            var cursor = PageCursor(reader: reader, entity: destinationEntity, limit: batchSize)
             var digests = Array(repeating: Accumulator(), count: ranges.count + 1)
             var range = 0
-            var read = 0
-            while let (key, record) = try cursor.peek() {
+            try hashEach(reader, destinationEntity, progress: progress, shouldStop: shouldStop) { key, values in
                 while range < ranges.count, try KeyEncoding.compareKeys(key, ranges[range].lastValue) > 0 { range += 1 }
-                digests[range].add(record.values(in: entity.layout))
-                cursor.advance()
-                read += 1
-                if read % batchSize == 0 {
-                    progress(read)
-                    if shouldStop() { throw StopRequested() }
-                }
+                digests[range].add(values)
             }
             return digests
         }

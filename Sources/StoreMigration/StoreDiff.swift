@@ -31,7 +31,6 @@ struct StoreDiff {
 
     func run(_ report: inout EntityReport, samples: inout [String]) throws {
         let name = entity.name
-        let pk = entity.primaryKey
         let limit = max(1, batchSize)
         var src = PageCursor(reader: source, entity: entity, limit: limit, after: after)
         // Each destination page in a read transaction of its own: the pass writes between them.
@@ -75,48 +74,46 @@ struct StoreDiff {
             pending.removeAll(keepingCapacity: true)
         }
 
-        func within(_ item: (key: Value, record: Record)?) throws -> (key: Value, record: Record)? {
-            guard let item, let through else { return item }
-            return try KeyEncoding.compareKeys(item.key, through) <= 0 ? item : nil
+        /// Whether the cursor has a current item within the pass's range.
+        func loaded(_ cursor: inout PageCursor) throws -> Bool {
+            guard try cursor.load() else { return false }
+            guard let through else { return true }
+            return try KeyEncoding.compareKeys(cursor.key, through) <= 0
         }
 
-        func note(_ change: Change, _ what: String) {
-            report.differences += mode == .compare ? 1 : 0
-            if mode == .compare, samples.count < 20 { samples.append(what) }
-            if mode == .apply { pending.append(change) }
+        func note(_ change: @autoclosure () -> Change, _ what: @autoclosure () -> String) {
+            switch mode {
+            case .compare:
+                report.differences += 1
+                if samples.count < 20 { samples.append(what()) }
+            case .apply:
+                pending.append(change())
+            }
         }
 
         while true {
-            let sp = try within(try src.peek())
-            let dp = try within(try dst.peek())
-            let s = sp?.record
-            let d = dp?.record
-            if s == nil && d == nil { break }
-            let order: Int
-            if let sk = sp?.key, let dk = dp?.key {
-                // Equal keys (the usual case) need no ordering.
-                order = sk == dk ? 0 : try KeyEncoding.compareKeys(sk, dk)
-            } else {
-                order = s == nil ? 1 : -1
-            }
-            if order < 0, let s {
-                note(.insert(s), "\(name)[\(s[pk])]: missing in the destination")
+            let hasSource = try loaded(&src)
+            let hasDestination = try loaded(&dst)
+            if !hasSource && !hasDestination { break }
+            let order = !hasSource ? 1 : !hasDestination ? -1 : try src.compareKey(with: dst)
+            if order < 0 {
+                note(.insert(src.record), "\(name)[\(src.key)]: missing in the destination")
                 report.itemsRead += 1
                 if mode == .apply { report.itemsWritten += 1 }
-                lastSourceKey = s[pk]
+                lastSourceKey = src.key
                 src.advance()
-            } else if order > 0, let d {
-                note(.delete(d[pk]), "\(name)[\(d[pk])]: not in the source")
+            } else if order > 0 {
+                note(.delete(dst.key), "\(name)[\(dst.key)]: not in the source")
                 if mode == .apply { report.itemsDeleted += 1 }
                 dst.advance()
-            } else if let s, let d {
-                if s != d {
-                    note(.save(s), "\(name)[\(s[pk])]: differs")
+            } else {
+                if !src.recordEquals(dst) {
+                    note(.save(src.record), "\(name)[\(src.key)]: differs")
                     if mode == .apply { report.itemsWritten += 1 }
                 }
                 report.itemsRead += 1
                 report.itemsVerified += mode == .compare ? 1 : 0
-                lastSourceKey = s[pk]
+                lastSourceKey = src.key
                 src.advance()
                 dst.advance()
             }
