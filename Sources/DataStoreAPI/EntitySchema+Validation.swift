@@ -48,30 +48,48 @@ extension EntitySchema {
         // place, so only its values are checked, and its storage is kept unless an int becomes a
         // double.
         if let stored = record.storedLayout, stored == layout, var values = record.values(ifLayout: stored) {
-            for (position, attribute) in attributes.enumerated() {
-                let checked = try checkSlot(values[position], for: attribute)
-                if case .int = values[position], case .double = checked { values[position] = checked }
+            for position in values.indices where !fits(values[position], at: position) {
+                values[position] = try checkSlot(values[position], for: attributes[position])
             }
             return Record(layout: layout, values: values)
         }
         var result: [Value] = []
         result.reserveCapacity(attributes.count)
         var matched = 0
-        for (position, attribute) in attributes.enumerated() {
-            var value: Value
-            if let given = record.value(ifPresent: attribute.name, at: position) {
+        for position in attributes.indices {
+            if let given = record.value(ifPresent: attributes[position].name, at: position) {
                 matched += 1
-                value = given
+                result.append(fits(given, at: position) ? given : try checkSlot(given, for: attributes[position]))
             } else {
-                value = attribute.defaultValue ?? .null
+                result.append(try checkSlot(attributes[position].defaultValue ?? .null, for: attributes[position]))
             }
-            result.append(try checkSlot(value, for: attribute))
         }
         if matched != record.count {
             let unknown = record.attributeNames.filter { attribute(named: $0) == nil }.sorted()
             throw StoreError(.unknownAttribute, "entity '\(name)' has no attribute '\(unknown.first ?? "?")'")
         }
         return Record(layout: layout, values: result)
+    }
+
+    /// Whether the value fits the attribute at `position` as it is: the common case, checked
+    /// without copying the attribute or the value. `false` when it must be converted (an int for
+    /// a double) or is wrong, which ``checkSlot(_:for:)`` then converts or names.
+    @inline(__always)
+    private func fits(_ value: Value, at position: Int) -> Bool {
+        let type = attributes[position].type
+        switch value {
+        case .null: return attributes[position].isOptional
+        case .bool: return type == .bool
+        case .int: return type == .int
+        case .double(let d): return type == .double && !d.isNaN
+        case .string(let s):
+            let count = s.utf8.count
+            return type == .string && count <= Limits.maxStringKeyBytes
+                || type == .string && count <= Limits.maxValueBytes && attributes[position].name != primaryKey
+        case .bytes(let b): return type == .bytes && b.count <= Limits.maxValueBytes
+        case .date: return type == .date
+        case .uuid: return type == .uuid
+        }
     }
 
     /// Checks the value an attribute is to hold (null only when optional; a primary key within
