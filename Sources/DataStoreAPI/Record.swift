@@ -8,31 +8,39 @@
 /// the default.
 public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     // One of three representations, invisible to the app:
-    // - a store's record: `layout` and one value per name in `slots`;
-    // - a small record the app built from a literal: its names in `names` and its values in
+    // - a store's record: its entity's `layout` and one value per name in `slots`;
+    // - a small record the app built from a literal: its names (`pairs`) and its values in
     //   `slots`, in the literal's order, names unique (no hashing: a lookup compares a few
     //   names, and ``value(ifPresent:at:)`` first tries the position the schema expects);
-    // - any other record the app built: `dictionary`.
-    private var layout: RecordLayout?
-    private var slots: [Value] = []
-    private var names: [String] = []
-    private var dictionary: [String: Value] = [:]
+    // - any other record the app built: a `dictionary`, and no slots.
+    // Two references in all, so that copying a record (into an array, out of a page) retains
+    // two objects.
+    private enum Names {
+        case layout(RecordLayout)
+        case pairs([String])
+        case dictionary([String: Value])
+    }
+
+    private var names: Names
+    private var slots: [Value]
 
     /// Literals of up to this many names stay pairs; larger ones are hashed once.
     private static let maxPairs = 16
 
     /// A record of the given values by attribute name.
     public init(_ values: [String: Value] = [:]) {
-        dictionary = values
+        names = .dictionary(values)
+        slots = []
     }
 
     /// A record with one value per name of `layout`, in order (what backends build).
     @_spi(Backend) public init(layout: RecordLayout, values: [Value]) {
         if values.count == layout.names.count {
-            self.layout = layout
+            names = .layout(layout)
             slots = values
         } else {
-            dictionary = Dictionary(zip(layout.names, values), uniquingKeysWith: { _, last in last })
+            names = .dictionary(Dictionary(zip(layout.names, values), uniquingKeysWith: { _, last in last }))
+            slots = []
         }
     }
 
@@ -44,11 +52,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     @_spi(Backend) public mutating func refill<E: Error>(
         layout: RecordLayout, _ body: (inout [Value]) throws(E) -> Void
     ) throws(E) {
-        if self.layout !== layout {
-            self.layout = layout
-            names = []
-            dictionary = [:]
-        }
+        if storedLayout !== layout { names = .layout(layout) }
         slots.removeAll(keepingCapacity: true)
         slots.reserveCapacity(layout.names.count)
         do {
@@ -68,17 +72,22 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     /// a repeated name wins).
     @_spi(Backend) public init(pairs elements: [(String, Value)]) {
         if elements.count <= Self.maxPairs {
-            names.reserveCapacity(elements.count)
-            slots.reserveCapacity(elements.count)
+            var list: [String] = []
+            var values: [Value] = []
+            list.reserveCapacity(elements.count)
+            values.reserveCapacity(elements.count)
             for (name, value) in elements {
-                names.append(name)
-                slots.append(value)
+                list.append(name)
+                values.append(value)
             }
-            if Self.namesAreUnique(names) { return }
-            names = []
-            slots = []
+            if Self.namesAreUnique(list) {
+                names = .pairs(list)
+                slots = values
+                return
+            }
         }
-        dictionary = Dictionary(elements, uniquingKeysWith: { _, last in last })
+        names = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        slots = []
     }
 
     private static func namesAreUnique(_ names: [String]) -> Bool {
@@ -93,25 +102,31 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     /// The values by attribute name.
     public var values: [String: Value] {
         get {
-            if let layout { return Dictionary(zip(layout.names, slots), uniquingKeysWith: { first, _ in first }) }
-            if !names.isEmpty { return Dictionary(zip(names, slots), uniquingKeysWith: { first, _ in first }) }
-            return dictionary
+            switch names {
+            case .layout(let layout): return Dictionary(zip(layout.names, slots), uniquingKeysWith: { first, _ in first })
+            case .pairs(let list): return Dictionary(zip(list, slots), uniquingKeysWith: { first, _ in first })
+            case .dictionary(let dictionary): return dictionary
+            }
         }
         set {
-            layout = nil
+            names = .dictionary(newValue)
             slots = []
-            names = []
-            dictionary = newValue
         }
     }
 
     /// How many attributes the record names.
-    public var count: Int { layout == nil && names.isEmpty ? dictionary.count : slots.count }
+    public var count: Int {
+        if case .dictionary(let dictionary) = names { return dictionary.count }
+        return slots.count
+    }
 
     /// The attribute names the record holds (in schema order for records from a store).
     public var attributeNames: [String] {
-        if let layout { return layout.names }
-        return names.isEmpty ? Array(dictionary.keys) : names
+        switch names {
+        case .layout(let layout): return layout.names
+        case .pairs(let list): return list
+        case .dictionary(let dictionary): return Array(dictionary.keys)
+        }
     }
 
     /// Whether the record names the attribute (possibly with a null value).
@@ -119,74 +134,86 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
     /// The value of an attribute, or `nil` when the record does not name it.
     public func value(ifPresent attribute: String) -> Value? {
-        if let layout { return layout.slot(of: attribute).map { slots[$0] } }
-        if !names.isEmpty { return names.firstIndex(of: attribute).map { slots[$0] } }
-        return dictionary[attribute]
+        switch names {
+        case .layout(let layout): return layout.slot(of: attribute).map { slots[$0] }
+        case .pairs(let list): return list.firstIndex(of: attribute).map { slots[$0] }
+        case .dictionary(let dictionary): return dictionary[attribute]
+        }
     }
 
     /// The value of an attribute, looked for first at `position`: what a schema asks for when
     /// it reads a record in its attributes' order (a store's records and literals written in
     /// that order answer without a lookup).
     @_spi(Backend) public func value(ifPresent attribute: String, at position: Int) -> Value? {
-        if let layout {
+        switch names {
+        case .layout(let layout):
             if position < slots.count && layout.names[position] == attribute { return slots[position] }
             return layout.slot(of: attribute).map { slots[$0] }
+        case .pairs(let list):
+            if position < list.count && list[position] == attribute { return slots[position] }
+            return list.firstIndex(of: attribute).map { slots[$0] }
+        case .dictionary(let dictionary):
+            return dictionary[attribute]
         }
-        if position < names.count && names[position] == attribute { return slots[position] }
-        return value(ifPresent: attribute)
     }
 
     /// The values in the order of `layout` (null for names the record lacks).
     @_spi(Backend) public func values(in layout: RecordLayout) -> [Value] {
-        if self.layout === layout { return slots }
+        if storedLayout === layout { return slots }
         return layout.names.enumerated().map { value(ifPresent: $1, at: $0) ?? .null }
     }
 
     /// The layout of a record a store returned (`nil` for one the app built).
-    @_spi(Backend) public var storedLayout: RecordLayout? { layout }
+    @_spi(Backend) public var storedLayout: RecordLayout? {
+        if case .layout(let layout) = names { return layout }
+        return nil
+    }
 
     /// The values by position, when the record has exactly `layout` (what a store returns).
     @_spi(Backend) public func values(ifLayout layout: RecordLayout) -> [Value]? {
-        self.layout === layout ? slots : nil
+        storedLayout === layout ? slots : nil
     }
 
     /// The value of an attribute; ``Value/null`` when absent.
     public subscript(attribute: String) -> Value {
         get { value(ifPresent: attribute) ?? .null }
         set {
-            if let layout {
+            switch names {
+            case .layout(let layout):
                 if let slot = layout.slot(of: attribute) {
                     slots[slot] = newValue
                     return
                 }
-                dictionary = values
-                self.layout = nil
-                slots = []
-            } else if !names.isEmpty {
-                if let index = names.firstIndex(of: attribute) {
+            case .pairs(var list):
+                if let index = list.firstIndex(of: attribute) {
                     slots[index] = newValue
                     return
                 }
-                if names.count < Self.maxPairs {
-                    names.append(attribute)
+                if list.count < Self.maxPairs {
+                    names = .dictionary([:])  // `list` is then the names' only reference: appended in place
+                    list.append(attribute)
+                    names = .pairs(list)
                     slots.append(newValue)
                     return
                 }
-                dictionary = values
-                names = []
-                slots = []
+            case .dictionary(var dictionary):
+                names = .dictionary([:])  // likewise
+                dictionary[attribute] = newValue
+                names = .dictionary(dictionary)
+                return
             }
+            var dictionary = values
             dictionary[attribute] = newValue
+            names = .dictionary(dictionary)
+            slots = []
         }
     }
 
     private func forEachPair(_ body: (String, Value) -> Void) {
-        if let layout {
-            for (name, value) in zip(layout.names, slots) { body(name, value) }
-        } else if !names.isEmpty {
-            for (name, value) in zip(names, slots) { body(name, value) }
-        } else {
-            for (name, value) in dictionary { body(name, value) }
+        switch names {
+        case .layout(let layout): for (name, value) in zip(layout.names, slots) { body(name, value) }
+        case .pairs(let list): for (name, value) in zip(list, slots) { body(name, value) }
+        case .dictionary(let dictionary): for (name, value) in dictionary { body(name, value) }
         }
     }
 
@@ -199,7 +226,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
 extension Record: Hashable {
     public static func == (lhs: Record, rhs: Record) -> Bool {
-        if let a = lhs.layout, let b = rhs.layout, a == b { return Value.equalElements(lhs.slots, rhs.slots) }
+        if let a = lhs.storedLayout, let b = rhs.storedLayout, a == b { return Value.equalElements(lhs.slots, rhs.slots) }
         guard lhs.count == rhs.count else { return false }
         var equal = true
         lhs.forEachPair { name, value in

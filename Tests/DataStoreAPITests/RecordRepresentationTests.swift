@@ -95,3 +95,12 @@ private let keyGenerator = Generator<(Value, Value), [(Value, Value)]>(
     }
     #expect(throws: StoreError.self) { try KeyEncoding.compareKeys(.double(1), .double(2)) }
 }
+
+@Test func aRecordIsTwoReferences() {
+    // Every copy of a record (into a fetch's array, out of a page, into a batch) retains what
+    // it holds: the representation is kept to two references (its names and its values) and
+    // the tag that says which kind of names (the standard library's collections leave the
+    // compiler no spare bits for it, so it takes a word of its own). Four references took 32
+    // bytes.
+    #expect(MemoryLayout<Record>.size <= 3 * MemoryLayout<AnyObject>.size)
+}
