@@ -42,7 +42,9 @@ struct StoreDiff {
         var sinceProgress = 0
 
         func flush() throws {
-            guard mode == .apply, !pending.isEmpty || lastSourceKey != nil else { return }
+            // A batch that found nothing to change writes nothing, not even a checkpoint: the one
+            // before it still holds (a resume interrupted here compares these items again).
+            guard mode == .apply, !pending.isEmpty else { return }
             let changes = pending
             let key = lastSourceKey
             try destination.writeSync { writer in
