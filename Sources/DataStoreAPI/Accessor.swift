@@ -96,7 +96,7 @@ public class ReadAccessor {
     /// The item with that primary key, or `nil`.
     public func get(_ entityName: String, key: Value) throws -> Record? {
         let entity = try entity(entityName)
-        return try reader.get(entity, key: try entity.primaryKey(key))
+        return try reader.get(entity, keyValue: try entity.checkedKeyValue(key))
     }
 
     /// Up to `limit` items with keys after `after` (from the start when `nil`), in key order:

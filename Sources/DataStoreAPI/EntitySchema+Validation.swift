@@ -27,6 +27,12 @@ extension EntitySchema {
 
     /// Checks a value given for the primary key and returns the key.
     @_spi(Backend) public func primaryKey(_ key: Value) throws(StoreError) -> PrimaryKey {
+        try PrimaryKey(checkedKeyValue(key))
+    }
+
+    /// Checks a value given for the primary key (not null, of the key's type, within the key
+    /// size limit) and returns it as stored, without encoding it.
+    @_spi(Backend) public func checkedKeyValue(_ key: Value) throws(StoreError) -> Value {
         let attribute = primaryKeyAttribute
         guard !key.isNull else {
             throw StoreError(.invalidValue, "primary key '\(name).\(primaryKey)' cannot be null")
@@ -36,7 +42,7 @@ extension EntitySchema {
             throw StoreError(.limitExceeded, "primary key of '\(name)' is \(s.utf8.count) UTF-8 bytes; at most "
                 + "\(Limits.maxStringKeyBytes) are allowed")
         }
-        return try PrimaryKey(checked)
+        return checked
     }
 
     /// Checks a record against the entity and returns it complete: every attribute present,

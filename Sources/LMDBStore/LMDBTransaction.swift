@@ -41,8 +41,17 @@ final class LMDBTransaction: StorageWriter {
         try record(entity, keyBytes: key.bytes)
     }
 
+    /// The key encoded on the stack, not in a ``PrimaryKey``'s array.
+    func get(_ entity: EntitySchema, keyValue: Value) throws -> Record? {
+        try KeyEncoding.withEncodedKey(keyValue) { try record(entity, keyBytes: $0) }
+    }
+
     /// The record stored under an encoded key (index entries hold encoded keys).
     private func record(_ entity: EntitySchema, keyBytes: [UInt8]) throws -> Record? {
+        try keyBytes.withUnsafeBytes { try record(entity, keyBytes: $0) }
+    }
+
+    private func record(_ entity: EntitySchema, keyBytes: UnsafeRawBufferPointer) throws -> Record? {
         // The closure does not capture the entity: capturing it copied it per get.
         let (attributes, layout) = (entity.attributes, entity.layout)
         var damage: String?
@@ -51,7 +60,7 @@ final class LMDBTransaction: StorageWriter {
             damage = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout, into: &record)
             return record
         }
-        if let damage { throw damaged(damage, entity, key: keyBytes) }
+        if let damage { throw damaged(damage, entity, key: Array(keyBytes)) }
         return found
     }
 

@@ -67,11 +67,11 @@ final class LMDBTxn {
 
     /// The value under `prefix` followed by `key`, the key built on the stack (a point get's
     /// key without an allocation).
-    func withValue<T>(_ dbi: MDB_dbi, prefix: UInt8, _ key: [UInt8],
+    func withValue<T>(_ dbi: MDB_dbi, prefix: UInt8, _ key: UnsafeRawBufferPointer,
                       _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
         try withUnsafeTemporaryAllocation(byteCount: key.count + 1, alignment: 1) { buffer in
             buffer[0] = prefix
-            key.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[1...]).copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[1...]).copyMemory(from: key)
             return try withValue(dbi, UnsafeRawBufferPointer(buffer), body)
         }
     }

@@ -34,26 +34,35 @@ final class SQLiteStatement {
         // Every parameter bound again replaces its old value: clearing them first (a tenth of an
         // insert's instructions) matters only when some are left unbound.
         if Int(sqlite3_bind_parameter_count(handle)) != values.count { sqlite3_clear_bindings(handle) }
-        for (i, value) in values.enumerated() {
-            let index = Int32(i + 1)
-            let rc: Int32
-            switch value {
-            case .null: rc = sqlite3_bind_null(handle, index)
-            case .bool(let b): rc = sqlite3_bind_int64(handle, index, b ? 1 : 0)
-            case .int(let n): rc = sqlite3_bind_int64(handle, index, n)
-            case .double(let d): rc = sqlite3_bind_double(handle, index, d)
-            case .date(let t): rc = sqlite3_bind_int64(handle, index, t.microsecondsSinceEpoch)
-            case .string(var s):
-                rc = s.withUTF8 { buffer in
-                    buffer.isEmpty ? sqlite3_bind_text(handle, index, "", 0, sqliteTransient)
-                        : sqlite3_bind_text(handle, index, buffer.baseAddress.map { UnsafeRawPointer($0) }?
-                            .assumingMemoryBound(to: CChar.self), Int32(buffer.count), sqliteTransient)
-                }
-            case .bytes(let b): rc = Self.bindBlob(handle, index, b)
-            case .uuid(let u): rc = Self.bindBlob(handle, index, u.bytes)
+        for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
+    }
+
+    /// Binds the one parameter of a statement that has one (a point get's key), without an
+    /// array around it.
+    func bind(only value: Value) throws(StoreError) {
+        sqlite3_reset(handle)
+        if sqlite3_bind_parameter_count(handle) != 1 { sqlite3_clear_bindings(handle) }
+        try bind(value, at: 1)
+    }
+
+    private func bind(_ value: Value, at index: Int32) throws(StoreError) {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(handle, index)
+        case .bool(let b): rc = sqlite3_bind_int64(handle, index, b ? 1 : 0)
+        case .int(let n): rc = sqlite3_bind_int64(handle, index, n)
+        case .double(let d): rc = sqlite3_bind_double(handle, index, d)
+        case .date(let t): rc = sqlite3_bind_int64(handle, index, t.microsecondsSinceEpoch)
+        case .string(var s):
+            rc = s.withUTF8 { buffer in
+                buffer.isEmpty ? sqlite3_bind_text(handle, index, "", 0, sqliteTransient)
+                    : sqlite3_bind_text(handle, index, buffer.baseAddress.map { UnsafeRawPointer($0) }?
+                        .assumingMemoryBound(to: CChar.self), Int32(buffer.count), sqliteTransient)
             }
-            guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
+        case .bytes(let b): rc = Self.bindBlob(handle, index, b)
+        case .uuid(let u): rc = Self.bindBlob(handle, index, u.bytes)
         }
+        guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
     }
 
     /// Binds raw bytes as a TEXT value (used for the upper bound of a prefix range, which need

@@ -104,6 +104,11 @@ final class SQLiteTransaction: StorageWriter {
     private var lastGet: (name: String, statement: SQLiteStatement)?
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
+        try get(entity, keyValue: key.value)
+    }
+
+    /// SQLite keys rows by the key's value: no encoding needed.
+    func get(_ entity: EntitySchema, keyValue: Value) throws -> Record? {
         let statement: SQLiteStatement
         if let last = lastGet, last.name == entity.name, sqlite3_stmt_busy(last.statement.handle) == 0 {
             statement = last.statement
@@ -111,7 +116,7 @@ final class SQLiteTransaction: StorageWriter {
             statement = try connection.statement(sql(entity).get)
             lastGet = statements[entity.name] == nil ? nil : (entity.name, statement)
         }
-        try statement.bind([key.value])
+        try statement.bind(only: keyValue)
         defer { sqlite3_reset(statement.handle) }
         return try statement.step() ? try record(statement, entity) : nil
     }

@@ -22,6 +22,18 @@ import Foundation
         }
     }
 
+    /// Hands the encoding of a primary-key value (``encodeKey(_:)``) to `body` without building an
+    /// array: on the stack, or the string's own UTF-8 bytes.
+    /// - Throws: `invalidArgument` for a value that cannot be a key; what `body` throws.
+    public static func withEncodedKey<T>(_ value: Value, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+        switch value {
+        case .int(let i): return try withUnsafeBytes(of: (UInt64(bitPattern: i) ^ (1 << 63)).bigEndian, body)
+        case .string(var s): return try s.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+        case .uuid(let u): return try withUnsafeBytes(of: u.uuid, body)
+        default: return try encodeKey(value).withUnsafeBytes(body)
+        }
+    }
+
     /// The canonical order of two primary keys: the order of their encodings
     /// (``encodeKey(_:)``), found without encoding them when both are ints, strings or uuids.
     /// - Returns: a negative number, zero or a positive number as `a` sorts before, with or

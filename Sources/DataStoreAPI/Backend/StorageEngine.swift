@@ -20,6 +20,11 @@
 /// The read operations of a backend transaction. Not `Sendable`: it lives inside its block.
 @_spi(Backend) public protocol StorageReader {
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record?
+    /// The item with the key whose checked value is `keyValue` (``EntitySchema/checkedKeyValue(_:)``),
+    /// or `nil`: a point get from the app. The default encodes the key and calls
+    /// ``get(_:key:)``; a backend may look it up without building a ``PrimaryKey`` (SQLite binds
+    /// the value, LMDB encodes it on the stack).
+    func get(_ entity: EntitySchema, keyValue: Value) throws -> Record?
     /// Whether an item has that key (the change feed asks before a `put`). The default calls
     /// ``get(_:key:)``; a backend may answer without decoding the record.
     func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool
@@ -37,6 +42,10 @@
 }
 
 extension StorageReader {
+    public func get(_ entity: EntitySchema, keyValue: Value) throws -> Record? {
+        try get(entity, key: PrimaryKey(keyValue))
+    }
+
     public func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
         try forEachFetched(request, in: entity, body)
     }
