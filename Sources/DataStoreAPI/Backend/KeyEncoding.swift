@@ -13,25 +13,30 @@ import Foundation
     /// Encodes a primary-key value (`int`, `string` or `uuid`).
     /// - Throws: `invalidArgument` for any other value, which cannot be a key.
     public static func encodeKey(_ value: Value) throws(StoreError) -> [UInt8] {
-        switch value {
-        case .int(let i): return bigEndian(UInt64(bitPattern: i) ^ (1 << 63))
-        case .string(let s): return Array(s.utf8)
-        case .uuid(let u): return u.bytes
-        default:
-            throw StoreError(.invalidArgument, "\(value) cannot be a primary key: keys are int, string or uuid")
+        do {
+            return try withEncodedKey(value) { [UInt8]($0) }
+        } catch {
+            // The closure throws nothing: only a value that cannot be a key gets here.
+            throw notAKey(value)
         }
     }
 
-    /// Hands the encoding of a primary-key value (``encodeKey(_:)``) to `body` without building an
-    /// array: on the stack, or the string's own UTF-8 bytes.
+    /// Hands the encoding of a primary-key value to `body` without building an array: on the
+    /// stack, or the string's own UTF-8 bytes. The one statement of the key format: ints as 8
+    /// big-endian bytes with the sign bit flipped, strings as their UTF-8 bytes, uuids as their
+    /// 16 bytes.
     /// - Throws: `invalidArgument` for a value that cannot be a key; what `body` throws.
     public static func withEncodedKey<T>(_ value: Value, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
         switch value {
         case .int(let i): return try withUnsafeBytes(of: (UInt64(bitPattern: i) ^ (1 << 63)).bigEndian, body)
         case .string(var s): return try s.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
         case .uuid(let u): return try withUnsafeBytes(of: u.uuid, body)
-        default: return try encodeKey(value).withUnsafeBytes(body)
+        default: throw notAKey(value)
         }
+    }
+
+    private static func notAKey(_ value: Value) -> StoreError {
+        StoreError(.invalidArgument, "\(value) cannot be a primary key: keys are int, string or uuid")
     }
 
     /// The canonical order of two primary keys: the order of their encodings
@@ -112,13 +117,6 @@ import Foundation
             if byte == 0 { out.append(0xFF) }
         }
         out.append(0x00)
-    }
-
-    static func bigEndian(_ value: UInt64) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: 8) { buffer, count in
-            withUnsafeBytes(of: value.bigEndian) { UnsafeMutableRawBufferPointer(buffer).copyMemory(from: $0) }
-            count = 8
-        }
     }
 
     /// Appends 8 big-endian bytes, without an array of its own.
