@@ -22,10 +22,17 @@ let package = Package(
     targets: [
         .systemLibrary(name: "RawSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "RawLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        // The workload, and the same work through the API and through the raw C APIs, shared by
+        // the harness and `profile-store`.
+        .target(
+            name: "BenchSupport",
+            dependencies: ["RawSQLite", "RawLMDB", .product(name: "DataStoreAPI", package: root)],
+            swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
+        ),
         .executableTarget(
             name: "datastore-bench",
             dependencies: [
-                "RawSQLite", "RawLMDB",
+                "BenchSupport", "RawSQLite", "RawLMDB",
                 .product(name: "DataStoreAPI", package: root),
                 .product(name: "SQLiteStore", package: root),
                 .product(name: "LMDBStore", package: root),
@@ -42,7 +49,7 @@ let package = Package(
         // One operation on one backend, for callgrind (see its header).
         .executableTarget(
             name: "profile-store",
-            dependencies: [.product(name: "DataStoreAPI", package: root), .product(name: "LMDBStore", package: root),
+            dependencies: ["BenchSupport", .product(name: "DataStoreAPI", package: root), .product(name: "LMDBStore", package: root),
                            .product(name: "SQLiteStore", package: root), .product(name: "StoreMigration", package: root)],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),

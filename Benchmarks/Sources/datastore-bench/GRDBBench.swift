@@ -1,3 +1,4 @@
+import BenchSupport
 import DataStoreAPI
 import Foundation
 import GRDB

@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 import Logging
 import NIOCore

@@ -2,6 +2,7 @@
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
 //     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--backends] [--migration] [--no-postgres] [--no-grdb]
+import BenchSupport
 import DataStoreAPI
 import Foundation
 import LMDBStore

@@ -6,11 +6,14 @@
 //     valgrind --tool=callgrind --toggle-collect='*runOperation*' \
 //         .build/release/profile-store lmdb scan 20000
 //
-// Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), scan (one full fetch), foreach (one full
-// visit), get (COUNT point gets),
-// query (100 indexed equality fetches), unindexed (one filtered fetch), typed (one typed fetch);
-// copy (Migrator.copy of the seeded store into the other backend), verify and checksum
-// (Migrator.verify of the seeded store against such a copy, item by item and by range checksum).
+// Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), scan (one
+// full fetch), foreach (one full visit), get (COUNT point gets, at most 100,000), query (100 indexed
+// equality fetches), unindexed (one filtered fetch), typed (one typed fetch); copy (Migrator.copy of
+// the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
+// store against such a copy, item by item and by range checksum). The backends `raw-lmdb` and
+// `raw-sqlite` run the harness's raw C side of insert, scan, foreach, get, query and unindexed, so
+// that the API's count has the raw one beside it.
+import BenchSupport
 import DataStoreAPI
 import Foundation
 import LMDBStore
@@ -18,19 +21,15 @@ import SQLiteStore
 import StoreMigration
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 3, ["lmdb", "sqlite"].contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|copy|verify|checksum [COUNT]\n".utf8))
+let backends = ["lmdb", "sqlite", "raw-lmdb", "raw-sqlite"]
+guard arguments.count >= 3, backends.contains(arguments[1]) else {
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|copy|verify|checksum [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
 let operation = arguments[2]
 let count = arguments.count > 3 ? Int(arguments[3]) ?? 20_000 : 20_000
-let schema = Schema(entities: [
-    EntitySchema("Item", primaryKey: "id", attributes: [
-        Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
-        Attribute("ratio", .double), Attribute("payload", .bytes),
-    ], indexes: [Index("byScore", on: ["score"])]),
-])
+let workload = Workload(count: count)
 
 struct Item: DataObject {
     static let entityName = "Item"
@@ -42,55 +41,58 @@ struct Item: DataObject {
     var payload: [UInt8]
 }
 
-func record(_ i: Int) -> Record {
-    ["id": .int(Int64(i)), "name": .string("name-\(i % 1_000)"), "score": .int(Int64(i % 1_000)),
-     "ratio": .double(Double(i % 997) / 997), "payload": .bytes((0..<16).map { UInt8(truncatingIfNeeded: i &+ $0) })]
-}
-
-/// In a function of its own: a closure in top-level code that reads its globals checks the main
-/// actor's isolation at every access (11% of the instructions, before).
-func insertAll(_ store: any DataStore, count: Int) throws {
-    try store.writeSync { w in
-        for i in 0..<count { try w.insert(record(i), into: "Item") }
+/// The harness's own code for each side (`APIBench`, `RawLMDBBench`, `RawSQLiteBench`), so that
+/// the counts of the API and of raw C are of the same work.
+@inline(never)
+func runOperation(_ store: any DataStore, _ operation: String, count: Int) throws -> Int {
+    let api = APIBench(store: store, workload: workload)
+    switch operation {
+    case "insert":
+        try api.insertAll(from: 0, count: count, batch: count)
+        return count
+    case "scan": return try api.scan()
+    case "get": return try api.pointGets(workload.lookups)
+    case "foreach": return try api.visit()
+    case "query": return try api.indexedQueries()
+    case "unindexed": return try api.unindexedQuery()
+    case "typed": return try store.read { try $0.fetch(Item.self).count }
+    default: throw StoreError(.invalidArgument, "unknown operation '\(operation)'")
     }
 }
 
+/// The raw C side of the same operations (no typed fetch, no change feed, no migration).
 @inline(never)
-func runOperation(_ store: any DataStore, _ operation: String, count: Int) throws -> Int {
+func runOperationRaw(_ raw: RawSide, _ operation: String, count: Int) throws -> Int {
     switch operation {
     case "insert":
-        try insertAll(store, count: count)
+        raw.insert(0, count, count)
         return count
-    case "scan":
-        return try store.read { try $0.fetch(FetchRequest("Item")).count }
-    case "get":
-        return try store.read { r in
-            var found = 0
-            var state: UInt64 = 0x2545_F491_4F6C_DD1D
-            for _ in 0..<count {
-                state ^= state << 13
-                state ^= state >> 7
-                state ^= state << 17
-                if try r.get("Item", key: .int(Int64(state % UInt64(count)))) != nil { found += 1 }
-            }
-            return found
-        }
-    case "foreach":
-        return try store.read { r in
-            var count = 0
-            try r.forEach(FetchRequest("Item")) { _ in count += 1 }
-            return count
-        }
-    case "query":
-        return try store.read { r in
-            try (0..<100).reduce(0) { $0 + (try r.fetch(FetchRequest("Item", filter: Field("score") == .int(Int64($1))))).count }
-        }
-    case "unindexed":
-        return try store.read { try $0.fetch(FetchRequest("Item", filter: Field("ratio") < .double(0.01))).count }
-    case "typed":
-        return try store.read { try $0.fetch(Item.self).count }
-    default:
-        throw StoreError(.invalidArgument, "unknown operation '\(operation)'")
+    case "scan": return raw.scan()
+    case "get": return raw.gets(workload.lookups)
+    case "foreach": return raw.visit()
+    case "query": return raw.indexed()
+    case "unindexed": return raw.unindexed()
+    default: throw StoreError(.invalidArgument, "no raw C side for '\(operation)'")
+    }
+}
+
+/// The operations of either raw bench.
+struct RawSide {
+    let insert: (Int, Int, Int) -> Void
+    let gets: ([Int]) -> Int
+    let scan: () -> Int
+    let visit: () -> Int
+    let indexed: () -> Int
+    let unindexed: () -> Int
+
+    init(lmdb: RawLMDBBench) {
+        (insert, gets, scan, visit) = (lmdb.insertAll, lmdb.pointGets, lmdb.scan, lmdb.visit)
+        (indexed, unindexed) = (lmdb.indexedQueries, lmdb.unindexedQuery)
+    }
+
+    init(sqlite: RawSQLiteBench) {
+        (insert, gets, scan, visit) = (sqlite.insertAll, sqlite.pointGets, sqlite.scan, sqlite.visit)
+        (indexed, unindexed) = (sqlite.indexedQueries, sqlite.unindexedQuery)
     }
 }
 
@@ -117,9 +119,9 @@ do {
         let lmdb = StoreLocation(kind: .lmdb, path: directory + "/store.lmdb")
         let sqlite = StoreLocation(kind: .sqlite, path: directory + "/store.sqlite")
         let (source, destination) = backend == "lmdb" ? (lmdb, sqlite) : (sqlite, lmdb)
-        let store = try source.open(schema: schema, durability: .normal)
+        let store = try source.open(schema: Workload.schema, durability: .normal)
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
-        try insertAll(store, count: count)
+        try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: count)
         try store.close()
         if operation != "copy" {
             _ = try Migrator.copy(from: source, to: destination, options: MigrationOptions(verify: false, checkSource: false))
@@ -128,14 +130,25 @@ do {
         print("\(backend) \(operation) \(count): \(result)")
         exit(0)
     }
+    if backend.hasPrefix("raw-") {
+        let raw = backend == "raw-lmdb"
+            ? RawSide(lmdb: RawLMDBBench(path: directory, workload: workload))
+            : RawSide(sqlite: RawSQLiteBench(path: directory + "/store.sqlite", workload: workload))
+        if operation != "insert" { raw.insert(0, count, count) }
+        let result = try runOperationRaw(raw, operation, count: count)
+        print("\(backend) \(operation) \(count): \(result)")
+        exit(0)
+    }
     let store: any DataStore = backend == "lmdb"
-        ? try LMDBStore(path: directory, schema: schema, options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
-        : try SQLiteStore(path: directory + "/store.sqlite", schema: schema)
+        ? try LMDBStore(path: directory, schema: Workload.schema, options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
+        : try SQLiteStore(path: directory + "/store.sqlite", schema: Workload.schema)
     // `insert-feed`: the insert with the change feed on, as a store opens by default.
     if operation != "insert-feed" {
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
     }
-    if !operation.hasPrefix("insert") { try insertAll(store, count: count) }
+    if !operation.hasPrefix("insert") {
+        try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: count)
+    }
     let result = try runOperation(store, operation == "insert-feed" ? "insert" : operation, count: count)
     print("\(backend) \(operation) \(count): \(result)")
     try store.close()

@@ -2,11 +2,16 @@ import DataStoreAPI
 import Foundation
 
 /// The same work through the DataStore API, on any backend.
-struct APIBench {
-    let store: any DataStore
-    let workload: Workload
+package struct APIBench {
+    package let store: any DataStore
+    package let workload: Workload
 
-    func insertAll(from start: Int, count: Int, batch: Int) throws {
+    package init(store: any DataStore, workload: Workload) {
+        self.store = store
+        self.workload = workload
+    }
+
+    package func insertAll(from start: Int, count: Int, batch: Int) throws {
         var i = start
         while i < start + count {
             let end = min(start + count, i + batch)
@@ -17,15 +22,15 @@ struct APIBench {
         }
     }
 
-    func pointGets(_ keys: [Int]) throws -> Int {
+    package func pointGets(_ keys: [Int]) throws -> Int {
         try store.read { r in try keys.reduce(0) { $0 + (try r.get("Item", key: .int(Int64($1))) == nil ? 0 : 1) } }
     }
 
-    func scan() throws -> Int {
+    package func scan() throws -> Int {
         try store.read { try $0.fetch(FetchRequest("Item")).count }
     }
 
-    func visit() throws -> Int {
+    package func visit() throws -> Int {
         try store.read { r in
             var count = 0
             try r.forEach(FetchRequest("Item")) { record in
@@ -36,7 +41,7 @@ struct APIBench {
         }
     }
 
-    func indexedQueries() throws -> Int {
+    package func indexedQueries() throws -> Int {
         try store.read { r in
             try (0..<Workload.queriedScores).reduce(0) { total, score in
                 total + (try r.fetch(FetchRequest("Item", filter: Field("score") == .int(Int64(score))))).count
@@ -44,17 +49,17 @@ struct APIBench {
         }
     }
 
-    func unindexedQuery() throws -> Int {
+    package func unindexedQuery() throws -> Int {
         try store.read { try $0.fetch(FetchRequest("Item", filter: Field("ratio") < .double(Workload.ratioBound))).count }
     }
 
-    func smallTransactions(from start: Int) throws {
+    package func smallTransactions(from start: Int) throws {
         for i in start..<(start + Workload.smallTransactions) {
             try store.writeSync { try $0.insert(workload.record(i), into: "Item") }
         }
     }
 
-    func asyncWrites(from start: Int) throws {
+    package func asyncWrites(from start: Int) throws {
         for i in start..<(start + Workload.smallTransactions) {
             let record = workload.record(i)
             store.writeAsync { try $0.insert(record, into: "Item") }

@@ -2,11 +2,11 @@ import Foundation
 import RawSQLite
 
 /// The same work through the SQLite C API: prepared statements, WAL, synchronous=NORMAL.
-final class RawSQLiteBench {
-    let db: OpaquePointer
-    let workload: Workload
+package final class RawSQLiteBench {
+    package let db: OpaquePointer
+    package let workload: Workload
 
-    init(path: String, workload: Workload) {
+    package init(path: String, workload: Workload) {
         var handle: OpaquePointer?
         sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         db = handle!
@@ -17,11 +17,11 @@ final class RawSQLiteBench {
 
     deinit { sqlite3_close_v2(db) }
 
-    func exec(_ sql: String) {
+    package func exec(_ sql: String) {
         sqlite3_exec(db, sql, nil, nil, nil)
     }
 
-    func prepare(_ sql: String) -> OpaquePointer {
+    package func prepare(_ sql: String) -> OpaquePointer {
         var statement: OpaquePointer?
         sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         return statement!
@@ -29,7 +29,7 @@ final class RawSQLiteBench {
 
     private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    func insert(_ statement: OpaquePointer, _ i: Int) {
+    package func insert(_ statement: OpaquePointer, _ i: Int) {
         sqlite3_reset(statement)
         sqlite3_bind_int64(statement, 1, Int64(i))
         var name = workload.name(i)
@@ -40,10 +40,10 @@ final class RawSQLiteBench {
         sqlite3_step(statement)
     }
 
-    static let insertSQL = "INSERT INTO \"Item\" (\"id\", \"name\", \"score\", \"ratio\", \"payload\") VALUES (?, ?, ?, ?, ?)"
-    static let columns = "SELECT \"id\", \"name\", \"score\", \"ratio\", \"payload\" FROM \"Item\""
+    package static let insertSQL = "INSERT INTO \"Item\" (\"id\", \"name\", \"score\", \"ratio\", \"payload\") VALUES (?, ?, ?, ?, ?)"
+    package static let columns = "SELECT \"id\", \"name\", \"score\", \"ratio\", \"payload\" FROM \"Item\""
 
-    func insertAll(from start: Int, count: Int, batch: Int) {
+    package func insertAll(from start: Int, count: Int, batch: Int) {
         let statement = prepare(Self.insertSQL)
         defer { sqlite3_finalize(statement) }
         var i = start
@@ -55,7 +55,7 @@ final class RawSQLiteBench {
         }
     }
 
-    func row(_ statement: OpaquePointer) -> RawRow {
+    package func row(_ statement: OpaquePointer) -> RawRow {
         let nameLength = Int(sqlite3_column_bytes(statement, 1))
         let name = String(decoding: UnsafeBufferPointer(start: sqlite3_column_text(statement, 1), count: nameLength),
                           as: UTF8.self)
@@ -65,20 +65,20 @@ final class RawSQLiteBench {
                       ratio: sqlite3_column_double(statement, 3), payload: payload)
     }
 
-    func rows(_ statement: OpaquePointer) -> [RawRow] {
+    package func rows(_ statement: OpaquePointer) -> [RawRow] {
         var result: [RawRow] = []
         while sqlite3_step(statement) == SQLITE_ROW { result.append(row(statement)) }
         sqlite3_reset(statement)
         return result
     }
 
-    func read<T>(_ body: () -> T) -> T {
+    package func read<T>(_ body: () -> T) -> T {
         exec("BEGIN")
         defer { exec("COMMIT") }
         return body()
     }
 
-    func pointGets(_ keys: [Int]) -> Int {
+    package func pointGets(_ keys: [Int]) -> Int {
         let statement = prepare(Self.columns + " WHERE \"id\" = ?")
         defer { sqlite3_finalize(statement) }
         return read {
@@ -91,14 +91,14 @@ final class RawSQLiteBench {
         }
     }
 
-    func scan() -> Int {
+    package func scan() -> Int {
         let statement = prepare(Self.columns + " ORDER BY \"id\"")
         defer { sqlite3_finalize(statement) }
         return read { rows(statement).count }
     }
 
     /// Every row in key order, each decoded and handed on, none kept.
-    func visit() -> Int {
+    package func visit() -> Int {
         let statement = prepare(Self.columns + " ORDER BY \"id\"")
         defer { sqlite3_finalize(statement) }
         return read {
@@ -112,7 +112,7 @@ final class RawSQLiteBench {
         }
     }
 
-    func indexedQueries() -> Int {
+    package func indexedQueries() -> Int {
         let statement = prepare(Self.columns + " WHERE \"score\" = ? ORDER BY \"id\"")
         defer { sqlite3_finalize(statement) }
         return read {
@@ -125,7 +125,7 @@ final class RawSQLiteBench {
         }
     }
 
-    func unindexedQuery() -> Int {
+    package func unindexedQuery() -> Int {
         let statement = prepare(Self.columns + " WHERE \"ratio\" < ? ORDER BY \"id\"")
         defer { sqlite3_finalize(statement) }
         sqlite3_bind_double(statement, 1, Workload.ratioBound)
@@ -133,7 +133,7 @@ final class RawSQLiteBench {
     }
 
     /// Reads every row in key order (the read side of a raw copy).
-    func forEachRow(batch: Int, _ body: ([RawRow]) -> Void) {
+    package func forEachRow(batch: Int, _ body: ([RawRow]) -> Void) {
         let statement = prepare(Self.columns + " ORDER BY \"id\"")
         defer { sqlite3_finalize(statement) }
         read {
@@ -150,7 +150,7 @@ final class RawSQLiteBench {
     }
 
     /// Writes rows in one transaction per call (the write side of a raw copy).
-    func write(_ rows: [RawRow]) {
+    package func write(_ rows: [RawRow]) {
         let statement = prepare(Self.insertSQL)
         defer { sqlite3_finalize(statement) }
         exec("BEGIN IMMEDIATE")

@@ -2,10 +2,14 @@ import DataStoreAPI
 import Foundation
 
 /// The items every benchmark writes: an int key, a string, an indexed int, a double and 16 bytes.
-struct Workload {
-    let count: Int
+package struct Workload {
+    package let count: Int
 
-    static let schema = Schema(entities: [
+    package init(count: Int) {
+        self.count = count
+    }
+
+    package static let schema = Schema(entities: [
         EntitySchema("Item", primaryKey: "id", attributes: [
             Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
             Attribute("ratio", .double), Attribute("payload", .bytes),
@@ -13,24 +17,24 @@ struct Workload {
     ])
 
     /// DDL identical to what SQLiteStore creates for `schema`.
-    static let sqliteDDL = """
+    package static let sqliteDDL = """
         CREATE TABLE "Item" ("id" INTEGER PRIMARY KEY NOT NULL, "name" TEXT NOT NULL, "score" INTEGER NOT NULL, \
         "ratio" NOT NULL, "payload" BLOB NOT NULL);
         CREATE INDEX "Item.byScore" ON "Item" ("score");
         """
 
-    func name(_ i: Int) -> String { "name-\(i % 1_000)" }
-    func score(_ i: Int) -> Int64 { Int64(i % 1_000) }
-    func ratio(_ i: Int) -> Double { Double(i % 997) / 997 }
-    func payload(_ i: Int) -> [UInt8] { (0..<16).map { UInt8(truncatingIfNeeded: i &+ $0) } }
+    package func name(_ i: Int) -> String { "name-\(i % 1_000)" }
+    package func score(_ i: Int) -> Int64 { Int64(i % 1_000) }
+    package func ratio(_ i: Int) -> Double { Double(i % 997) / 997 }
+    package func payload(_ i: Int) -> [UInt8] { (0..<16).map { UInt8(truncatingIfNeeded: i &+ $0) } }
 
-    func record(_ i: Int) -> Record {
+    package func record(_ i: Int) -> Record {
         ["id": .int(Int64(i)), "name": .string(name(i)), "score": .int(score(i)), "ratio": .double(ratio(i)),
          "payload": .bytes(payload(i))]
     }
 
     /// Keys for point gets: a fixed pseudo-random sample.
-    var lookups: [Int] {
+    package var lookups: [Int] {
         var state: UInt64 = 0x2545_F491_4F6C_DD1D
         return (0..<min(count, 100_000)).map { _ in
             state ^= state << 13
@@ -40,30 +44,34 @@ struct Workload {
         }
     }
 
-    static let smallTransactions = 10_000
-    static let queriedScores = 100
-    static let ratioBound = 0.01
+    package static let smallTransactions = 10_000
+    package static let queriedScores = 100
+    package static let ratioBound = 0.01
 }
 
 /// A row as the raw benchmarks decode it, so both sides build the same Swift values.
-struct RawRow: Equatable {
-    var id: Int64
-    var name: String
-    var score: Int64
-    var ratio: Double
-    var payload: [UInt8]
+package struct RawRow: Equatable {
+    package var id: Int64
+    package var name: String
+    package var score: Int64
+    package var ratio: Double
+    package var payload: [UInt8]
+
+    package init(id: Int64, name: String, score: Int64, ratio: Double, payload: [UInt8]) {
+        (self.id, self.name, self.score, self.ratio, self.payload) = (id, name, score, ratio, payload)
+    }
 }
 
 /// Hands a value to code the optimizer cannot see into, so that what a visit decodes is not
 /// optimized away; both sides of a row call it alike.
-@inline(never) func consume<T>(_ value: T) {
+@inline(never) package func consume<T>(_ value: T) {
     withExtendedLifetime(value) {}
 }
 
 /// Times a block with the continuous clock, and notes the peak of the process's own memory
 /// (RssAnon, sampled every 2 ms) above what it was when the block began (after `malloc_trim`), in
 /// ``RssAnonSampler/peaks`` (the API's block is timed before the raw one of the same row).
-func time(_ body: () throws -> Void) rethrows -> Double {
+package func time(_ body: () throws -> Void) rethrows -> Double {
     RssAnonSampler.shared.begin()
     let start = ContinuousClock.now
     try body()
@@ -75,7 +83,7 @@ func time(_ body: () throws -> Void) rethrows -> Double {
 /// The fastest of `runs` runs of a read-only `body`, in one memory-sampled block: a single run
 /// of a read that takes a few tens of milliseconds varies by a third on this machine. Writes run
 /// once (a second run would find the data there).
-func bestOf(_ runs: Int, _ body: () throws -> Void) rethrows -> Double {
+package func bestOf(_ runs: Int, _ body: () throws -> Void) rethrows -> Double {
     RssAnonSampler.shared.begin()
     defer { RssAnonSampler.shared.end() }
     var best = Double.infinity
@@ -89,17 +97,17 @@ func bestOf(_ runs: Int, _ body: () throws -> Void) rethrows -> Double {
 }
 
 /// glibc's `malloc_trim`, which the Glibc module does not import.
-@_silgen_name("malloc_trim") func mallocTrim(_ pad: Int) -> Int32
+@_silgen_name("malloc_trim") package func mallocTrim(_ pad: Int) -> Int32
 
 /// Samples RssAnon from /proc/self/status on a thread of its own.
-final class RssAnonSampler: @unchecked Sendable {
-    static let shared = RssAnonSampler()
+package final class RssAnonSampler: @unchecked Sendable {
+    package static let shared = RssAnonSampler()
     private let lock = NSLock()
     private var base = 0
     private var peak = 0
     private var running = false
     /// The peaks of the blocks timed so far, in KiB above their start, oldest first.
-    private(set) var peaks: [Int] = []
+    package private(set) var peaks: [Int] = []
 
     private init() {
         Thread.detachNewThread { [self] in
@@ -111,7 +119,7 @@ final class RssAnonSampler: @unchecked Sendable {
         }
     }
 
-    func begin() {
+    package func begin() {
         // Heap that earlier blocks freed goes back to the system first, so that a block's
         // growth is its own and not hidden by memory malloc kept for reuse.
         _ = mallocTrim(0)
@@ -123,7 +131,7 @@ final class RssAnonSampler: @unchecked Sendable {
         }
     }
 
-    func end() {
+    package func end() {
         let now = Self.rssAnon()
         lock.withLock {
             running = false
@@ -132,10 +140,10 @@ final class RssAnonSampler: @unchecked Sendable {
     }
 
     /// The peak of the block timed `back` blocks ago (1: the last).
-    func peak(back: Int) -> Int { lock.withLock { peaks.count >= back ? peaks[peaks.count - back] : 0 } }
+    package func peak(back: Int) -> Int { lock.withLock { peaks.count >= back ? peaks[peaks.count - back] : 0 } }
 
     /// RssAnon in KiB.
-    static func rssAnon() -> Int {
+    package static func rssAnon() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
@@ -145,7 +153,7 @@ final class RssAnonSampler: @unchecked Sendable {
 }
 
 /// A fresh temporary directory.
-func scratch(_ name: String) -> String {
+package func scratch(_ name: String) -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(name)-\(UUID().uuidString)").path
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path

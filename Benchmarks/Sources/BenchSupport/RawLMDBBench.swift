@@ -3,13 +3,13 @@ import RawLMDB
 
 /// The same work through the LMDB C API: the same databases, key encoding and record layout as
 /// LMDBStore (a format byte, then a tag and payload per attribute), MDB_NOTLS | MDB_NOMETASYNC.
-final class RawLMDBBench {
-    var env: OpaquePointer
-    var items: MDB_dbi = 0
-    var index: MDB_dbi = 0
-    let workload: Workload
+package final class RawLMDBBench {
+    package var env: OpaquePointer
+    package var items: MDB_dbi = 0
+    package var index: MDB_dbi = 0
+    package let workload: Workload
 
-    init(path: String, workload: Workload) {
+    package init(path: String, workload: Workload) {
         var handle: OpaquePointer?
         mdb_env_create(&handle)
         env = handle!
@@ -26,17 +26,17 @@ final class RawLMDBBench {
 
     deinit { mdb_env_close(env) }
 
-    static func key(_ id: Int64) -> [UInt8] {
+    package static func key(_ id: Int64) -> [UInt8] {
         let flipped = UInt64(bitPattern: id) ^ (1 << 63)
         return [0] + (0..<8).map { UInt8(truncatingIfNeeded: flipped >> (56 - 8 * UInt64($0))) }
     }
 
-    static func indexKey(_ score: Int64, _ id: Int64) -> [UInt8] {
+    package static func indexKey(_ score: Int64, _ id: Int64) -> [UInt8] {
         let flipped = UInt64(bitPattern: score) ^ (1 << 63)
         return [0x10] + (0..<8).map { UInt8(truncatingIfNeeded: flipped >> (56 - 8 * UInt64($0))) } + key(id).dropFirst()
     }
 
-    static func encode(_ row: RawRow) -> [UInt8] {
+    package static func encode(_ row: RawRow) -> [UInt8] {
         var out: [UInt8] = [1, 3]
         func fixed(_ v: UInt64) { for s in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(s))) } }
         fixed(UInt64(bitPattern: row.id))
@@ -53,7 +53,7 @@ final class RawLMDBBench {
         return out
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> RawRow {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) -> RawRow {
         var offset = 1
         func fixed() -> UInt64 {
             offset += 1
@@ -75,7 +75,7 @@ final class RawLMDBBench {
         return RawRow(id: id, name: name, score: score, ratio: ratio, payload: payload)
     }
 
-    func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) {
+    package func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) {
         key.withUnsafeBytes { k in
             value.withUnsafeBytes { v in
                 var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
@@ -85,7 +85,7 @@ final class RawLMDBBench {
         }
     }
 
-    func write(_ rows: [RawRow]) {
+    package func write(_ rows: [RawRow]) {
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
         for row in rows {
@@ -96,12 +96,12 @@ final class RawLMDBBench {
         mdb_txn_commit(txn)
     }
 
-    func rawRow(_ i: Int) -> RawRow {
+    package func rawRow(_ i: Int) -> RawRow {
         RawRow(id: Int64(i), name: workload.name(i), score: workload.score(i), ratio: workload.ratio(i),
                payload: workload.payload(i))
     }
 
-    func insertAll(from start: Int, count: Int, batch: Int) {
+    package func insertAll(from start: Int, count: Int, batch: Int) {
         var i = start
         while i < start + count {
             write((i..<min(start + count, i + batch)).map(rawRow))
@@ -109,14 +109,14 @@ final class RawLMDBBench {
         }
     }
 
-    func read<T>(_ body: (OpaquePointer?) -> T) -> T {
+    package func read<T>(_ body: (OpaquePointer?) -> T) -> T {
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
         defer { mdb_txn_abort(txn) }
         return body(txn)
     }
 
-    func get(_ txn: OpaquePointer?, _ key: [UInt8]) -> RawRow? {
+    package func get(_ txn: OpaquePointer?, _ key: [UInt8]) -> RawRow? {
         var data = MDB_val()
         let rc = key.withUnsafeBytes { k -> Int32 in
             var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
@@ -125,11 +125,11 @@ final class RawLMDBBench {
         return rc == 0 ? Self.decode(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) : nil
     }
 
-    func pointGets(_ keys: [Int]) -> Int {
+    package func pointGets(_ keys: [Int]) -> Int {
         read { txn in keys.reduce(0) { $0 + (get(txn, Self.key(Int64($1))) == nil ? 0 : 1) } }
     }
 
-    func cursor(_ txn: OpaquePointer?, _ dbi: MDB_dbi, from start: [UInt8]?,
+    package func cursor(_ txn: OpaquePointer?, _ dbi: MDB_dbi, from start: [UInt8]?,
                 _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) {
         var cursor: OpaquePointer?
         mdb_cursor_open(txn, dbi, &cursor)
@@ -152,7 +152,7 @@ final class RawLMDBBench {
         }
     }
 
-    func scan() -> Int {
+    package func scan() -> Int {
         read { txn in
             var rows: [RawRow] = []
             cursor(txn, items, from: nil) { _, value in
@@ -164,7 +164,7 @@ final class RawLMDBBench {
     }
 
     /// Every row in key order, each decoded and handed on, none kept.
-    func visit() -> Int {
+    package func visit() -> Int {
         read { txn in
             var count = 0
             cursor(txn, items, from: nil) { _, value in
@@ -176,7 +176,7 @@ final class RawLMDBBench {
         }
     }
 
-    func indexedQueries() -> Int {
+    package func indexedQueries() -> Int {
         read { txn in
             var found = 0
             for score in 0..<Workload.queriedScores {
@@ -193,7 +193,7 @@ final class RawLMDBBench {
         }
     }
 
-    func unindexedQuery() -> Int {
+    package func unindexedQuery() -> Int {
         read { txn in
             var rows: [RawRow] = []
             cursor(txn, items, from: nil) { _, value in
@@ -205,7 +205,7 @@ final class RawLMDBBench {
         }
     }
 
-    func forEachRow(batch: Int, _ body: ([RawRow]) -> Void) {
+    package func forEachRow(batch: Int, _ body: ([RawRow]) -> Void) {
         read { txn in
             var page: [RawRow] = []
             cursor(txn, items, from: nil) { _, value in
