@@ -23,14 +23,20 @@ enum LMDBIndexKeys {
     }
 
     static func key(_ index: Index, _ record: Record, primaryKey: [UInt8]) -> [UInt8] {
-        // One array, written in place: no array of values, no tuple and no concatenations.
         var key: [UInt8] = []
         key.reserveCapacity(24 + primaryKey.count)
+        self.key(index, record, primaryKey: primaryKey, into: &key)
+        return key
+    }
+
+    /// The index key of `record`, written in place of what `key` held (its storage reused): no
+    /// array of values, no tuple and no concatenations.
+    static func key(_ index: Index, _ record: Record, primaryKey: [UInt8], into key: inout [UInt8]) {
+        key.removeAll(keepingCapacity: true)
         for name in index.attributes { KeyEncoding.appendTupleElement(record[name], to: &key) }
         if key.count > maxTupleBytes { key.removeLast(key.count - maxTupleBytes) }
         key.append(0x00)
         key.append(contentsOf: primaryKey)
-        return key
     }
 
     /// The prefix of every index key whose leading values equal `values`: the complete tuple and

@@ -14,6 +14,25 @@ enum LMDBRecordCoding {
     static func encode(_ record: Record, _ entity: EntitySchema) -> [UInt8] {
         let values = record.values(in: entity.layout)
         // The exact size first: one allocation, never grown.
+        return [UInt8](unsafeUninitializedCapacity: size(values)) { buffer, count in
+            count = buffer.baseAddress.map { write(values, at: UnsafeMutableRawPointer($0)) } ?? 0
+        }
+    }
+
+    /// Calls `body` with the record's encoding, on the stack when it is small (a write of the
+    /// record allocates nothing for it).
+    static func withEncoded<R>(_ record: Record, _ entity: EntitySchema,
+                               _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let values = record.values(in: entity.layout)
+        let size = size(values)
+        return try withUnsafeTemporaryAllocation(byteCount: size, alignment: 1) { buffer in
+            let count = buffer.baseAddress.map { write(values, at: $0) } ?? 0
+            return try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+    }
+
+    /// The size of the encoding of `values`.
+    private static func size(_ values: [Value]) -> Int {
         var size = 1
         for value in values {
             switch value {
@@ -24,34 +43,37 @@ enum LMDBRecordCoding {
             case .uuid: size += 17
             }
         }
-        // Written in place: no append's capacity check or growth per value.
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            guard let base = buffer.baseAddress else { return }
-            var out = Output(base: UnsafeMutableRawPointer(base))
-            out.byte(version)
-            for value in values {
-                switch value {
-                case .null: out.byte(Tag.null.rawValue)
-                case .bool(let b): out.byte(b ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
-                case .int(let i): out.byte(Tag.int.rawValue); out.fixed(UInt64(bitPattern: i))
-                case .double(let d): out.byte(Tag.double.rawValue); out.fixed(d.bitPattern)
-                case .date(let t): out.byte(Tag.date.rawValue); out.fixed(UInt64(bitPattern: t.microsecondsSinceEpoch))
-                case .string(var s):
-                    out.byte(Tag.string.rawValue)
-                    out.length(s.utf8.count)
-                    s.withUTF8 { out.bytes(UnsafeRawBufferPointer($0)) }
-                case .bytes(let b):
-                    out.byte(Tag.bytes.rawValue)
-                    out.length(b.count)
-                    b.withUnsafeBytes { out.bytes($0) }
-                case .uuid(let u):
-                    out.byte(Tag.uuid.rawValue)
-                    withUnsafeBytes(of: u.uuid) { out.bytes($0) }
-                }
+        return size
+    }
+
+    /// Writes the encoding of `values` at `base`, which has room for ``size(_:)`` bytes, in place:
+    /// no append's capacity check or growth per value.
+    /// - Returns: the bytes written.
+    private static func write(_ values: [Value], at base: UnsafeMutableRawPointer) -> Int {
+        var out = Output(base: base)
+        out.byte(version)
+        for value in values {
+            switch value {
+            case .null: out.byte(Tag.null.rawValue)
+            case .bool(let b): out.byte(b ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
+            case .int(let i): out.byte(Tag.int.rawValue); out.fixed(UInt64(bitPattern: i))
+            case .double(let d): out.byte(Tag.double.rawValue); out.fixed(d.bitPattern)
+            case .date(let t): out.byte(Tag.date.rawValue); out.fixed(UInt64(bitPattern: t.microsecondsSinceEpoch))
+            case .string(var s):
+                out.byte(Tag.string.rawValue)
+                out.length(s.utf8.count)
+                s.withUTF8 { out.bytes(UnsafeRawBufferPointer($0)) }
+            case .bytes(let b):
+                out.byte(Tag.bytes.rawValue)
+                out.length(b.count)
+                b.withUnsafeBytes { out.bytes($0) }
+            case .uuid(let u):
+                out.byte(Tag.uuid.rawValue)
+                withUnsafeBytes(of: u.uuid) { out.bytes($0) }
             }
-            assert(out.offset == size, "the record's size was computed wrong")
-            count = out.offset
         }
+        assert(out.offset == size(values), "the record's size was computed wrong")
+        return out.offset
     }
 
     /// The bytes of ``Output/length(_:)``'s encoding of `length`.

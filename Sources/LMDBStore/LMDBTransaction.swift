@@ -14,6 +14,8 @@ final class LMDBTransaction: StorageWriter {
     /// The database of the entity asked for last (a loop of requests asks for one entity again
     /// and again; a dictionary lookup per request cost more than LMDB's own descent).
     private var lastDBI: (name: String, dbi: MDB_dbi)?
+    /// The storage of the index keys a write builds, kept from one write to the next.
+    private var indexKeys: (new: [UInt8], old: [UInt8]) = ([], [])
 
     init(txn: LMDBTxn, databases: LMDBDatabases) {
         self.txn = txn
@@ -35,6 +37,11 @@ final class LMDBTransaction: StorageWriter {
         bytes.append(0x00)
         bytes.append(contentsOf: key.bytes)
         return bytes
+    }
+
+    /// ``recordKey(_:)`` on the stack, for a write.
+    private func withRecordKey<R>(_ key: PrimaryKey, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try key.bytes.withUnsafeBytes { try LMDBTxn.withPrefixed(0x00, $0, body) }
     }
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
@@ -256,14 +263,14 @@ final class LMDBTransaction: StorageWriter {
     /// key is reported before a unique violation, as on every backend.
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         let dbi = try dbi(entity)
-        let recordKey = Self.recordKey(key)
-        guard try txn.insert(dbi, recordKey, LMDBRecordCoding.encode(record, entity)) else {
-            throw StoreError.keyExists(entity, record)
+        let inserted = try withRecordKey(key) { recordKey in
+            try LMDBRecordCoding.withEncoded(record, entity) { try txn.insert(dbi, recordKey, $0) }
         }
+        guard inserted else { throw StoreError.keyExists(entity, record) }
         do {
             try checkUnique(record, key: key, in: entity)
         } catch {
-            try txn.delete(dbi, recordKey)
+            _ = try withRecordKey(key) { try txn.delete(dbi, $0) }
             throw error
         }
         try writeIndexes(record, key: key, old: nil, in: entity)
@@ -273,7 +280,10 @@ final class LMDBTransaction: StorageWriter {
         let old = try get(entity, key: key)
         try checkUnique(record, key: key, in: entity)
         try writeIndexes(record, key: key, old: old, in: entity)
-        try txn.put(dbi(entity), Self.recordKey(key), LMDBRecordCoding.encode(record, entity))
+        let dbi = try dbi(entity)
+        try withRecordKey(key) { recordKey in
+            try LMDBRecordCoding.withEncoded(record, entity) { try txn.put(dbi, recordKey, $0) }
+        }
     }
 
     private func checkUnique(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
@@ -287,12 +297,18 @@ final class LMDBTransaction: StorageWriter {
         }
     }
 
+    /// Writes the record's index entries (and deletes the old record's that changed), each key
+    /// built in storage kept from the last write.
     private func writeIndexes(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
+        guard !entity.indexes.isEmpty, let dbis = databases.indexes[entity.name] else { return }
+        var (newKey, oldKey) = indexKeys
+        indexKeys = ([], [])
+        defer { indexKeys = (newKey, oldKey) }
         for index in entity.indexes {
-            guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
-            let newKey = LMDBIndexKeys.key(index, record, primaryKey: key.bytes)
+            guard let dbi = dbis[index.name] else { continue }
+            LMDBIndexKeys.key(index, record, primaryKey: key.bytes, into: &newKey)
             if let old {
-                let oldKey = LMDBIndexKeys.key(index, old, primaryKey: key.bytes)
+                LMDBIndexKeys.key(index, old, primaryKey: key.bytes, into: &oldKey)
                 if oldKey == newKey { continue }
                 try txn.delete(dbi, oldKey)
             }
@@ -306,7 +322,8 @@ final class LMDBTransaction: StorageWriter {
             guard let dbi = databases.indexes[entity.name]?[index.name] else { continue }
             try txn.delete(dbi, LMDBIndexKeys.key(index, old, primaryKey: key.bytes))
         }
-        return try txn.delete(dbi(entity), Self.recordKey(key))
+        let dbi = try dbi(entity)
+        return try withRecordKey(key) { try txn.delete(dbi, $0) }
     }
 
     func deleteAll(in entity: EntitySchema) throws -> Int {

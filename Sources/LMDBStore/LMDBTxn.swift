@@ -69,10 +69,16 @@ final class LMDBTxn {
     /// key without an allocation).
     func withValue<T>(_ dbi: MDB_dbi, prefix: UInt8, _ key: UnsafeRawBufferPointer,
                       _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        try Self.withPrefixed(prefix, key) { try withValue(dbi, $0, body) }
+    }
+
+    /// `prefix` followed by `key`, on the stack.
+    static func withPrefixed<R>(_ prefix: UInt8, _ key: UnsafeRawBufferPointer,
+                                _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeTemporaryAllocation(byteCount: key.count + 1, alignment: 1) { buffer in
             buffer[0] = prefix
             UnsafeMutableRawBufferPointer(rebasing: buffer[1...]).copyMemory(from: key)
-            return try withValue(dbi, UnsafeRawBufferPointer(buffer), body)
+            return try body(UnsafeRawBufferPointer(buffer))
         }
     }
 
@@ -121,12 +127,19 @@ final class LMDBTxn {
     }
 
     func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws(StoreError) {
+        try key.withUnsafeBytes { k in
+            value.withUnsafeBytes { v in Result { () throws(StoreError) in try put(dbi, k, v) } }
+        }.get()
+    }
+
+    /// Puts `value` under `key`, both copied by LMDB (and by the journal) during the call.
+    func put(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(StoreError) {
         try perform(.put(dbi, key, value))
     }
 
     /// Puts `value` under `key` unless the key is there (`MDB_NOOVERWRITE`: one descent of the
     /// tree finds out and writes); returns false, writing nothing, when it is.
-    func insert(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws(StoreError) -> Bool {
+    func insert(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(StoreError) -> Bool {
         try perform(.put(dbi, key, value), flags: UInt32(MDB_NOOVERWRITE))
     }
 
@@ -134,6 +147,11 @@ final class LMDBTxn {
     /// write fresh pages too.
     @discardableResult
     func delete(_ dbi: MDB_dbi, _ key: [UInt8]) throws(StoreError) -> Bool {
+        try key.withUnsafeBytes { k in Result { () throws(StoreError) in try delete(dbi, k) } }.get()
+    }
+
+    @discardableResult
+    func delete(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws(StoreError) -> Bool {
         try perform(.delete(dbi, key))
     }
 
@@ -199,18 +217,12 @@ final class LMDBTxn {
     private func apply(_ change: Change, flags: UInt32 = 0) -> Int32 {
         switch change {
         case let .put(dbi, key, value):
-            return key.withUnsafeBytes { k in
-                value.withUnsafeBytes { v in
-                    var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-                    var vv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
-                    return mdb_put(txn, dbi, &kv, &vv, flags)
-                }
-            }
+            var kv = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            var vv = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            return mdb_put(txn, dbi, &kv, &vv, flags)
         case let .delete(dbi, key):
-            return key.withUnsafeBytes { k in
-                var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-                return mdb_del(txn, dbi, &kv, nil)
-            }
+            var kv = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            return mdb_del(txn, dbi, &kv, nil)
         case .drop(let dbi):
             return mdb_drop(txn, dbi, 0)
         case .dropDatabase(let dbi):

@@ -331,6 +331,45 @@ let itemSchema = Schema(entities: [
     #expect(leftovers.isEmpty, "the journal's file is unlinked: \(leftovers)")
 }
 
+/// Changes bigger than the journal's buffers: a 12 MiB record kept in memory, a second that makes
+/// the journal spill and is written through to its file past the 1 MiB buffer, small changes
+/// around them, and a delete; the map grows from 64 KiB many times, each time replaying them all.
+@Test func changesBiggerThanTheJournalsBuffersReplayWhole() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("big.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema,
+                              options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+    defer { try? store.close() }
+    func payload(_ seed: UInt8, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed } }
+    try store.writeSync { w in
+        for id in Int64(0)..<100 { try w.insert(["id": .int(id), "name": "small", "score": .int(id)], into: "Item") }
+        try w.insert(["id": 1_000, "name": "big", "score": 1_000, "payload": .bytes(payload(1, 12 << 20))], into: "Item")
+        try w.insert(["id": 1_001, "name": "bigger", "score": 1_001, "payload": .bytes(payload(2, 12 << 20))], into: "Item")
+        // 20 MB more, so that the map grows again after the change written through.
+        for id in Int64(2_000)..<4_000 {
+            try w.insert(["id": .int(id), "name": "after", "score": .int(id), "payload": .bytes(payload(3, 10_000))],
+                         into: "Item")
+        }
+        _ = try w.delete("Item", key: 50)
+        try w.save(["id": 1_000, "name": "big, saved", "score": 1_000, "payload": .bytes(payload(4, 2 << 20))], into: "Item")
+    }
+    #expect(store.mapSize >= 64 << 20, "the map grew past both big records and more: \(store.mapSize)")
+    let (total, after, gone, big, bigger, last) = try store.read { r in
+        (try r.count(FetchRequest("Item")), try r.count(FetchRequest("Item", filter: Field("name") == "after")),
+         try r.get("Item", key: 50), try r.get("Item", key: 1_000), try r.get("Item", key: 1_001),
+         try r.get("Item", key: 3_999))
+    }
+    #expect(total == 100 - 1 + 2 + 2_000)
+    #expect(after == 2_000)
+    #expect(gone == nil)
+    #expect(big?["payload"] == .bytes(payload(4, 2 << 20)))
+    #expect(big?["name"] == "big, saved")
+    #expect(bigger?["payload"] == .bytes(payload(2, 12 << 20)))
+    #expect(last?["payload"] == .bytes(payload(3, 10_000)))
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix(".journal") }
+    #expect(leftovers.isEmpty, "the journal's file is unlinked: \(leftovers)")
+}
+
 /// A filtered fetch, count or visit decodes first only the attributes its filter reads; the others
 /// must still be checked as a full decode checks them, so that a damaged record is `corrupt`
 /// whether or not the filter reads the damaged attribute (and whether or not it matches).
