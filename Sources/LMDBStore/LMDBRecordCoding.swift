@@ -19,11 +19,11 @@ enum LMDBRecordCoding {
         }
     }
 
-    /// Calls `body` with the record's encoding, on the stack when it is small (a write of the
-    /// record allocates nothing for it).
-    static func withEncoded<R>(_ record: Record, _ entity: EntitySchema,
-                               _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let values = record.values(in: entity.layout)
+    /// Calls `body` with the encoding of a record's values in schema order
+    /// (``Record/values(in:)``), on the stack when it is small (a write of the record allocates
+    /// nothing for it). Takes the values, not the record and its entity: closures around those
+    /// copied them (retaining each of their fields) three times per write.
+    static func withEncoded<R>(_ values: [Value], _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let size = size(values)
         return try withUnsafeTemporaryAllocation(byteCount: size, alignment: 1) { buffer in
             let count = buffer.baseAddress.map { write(values, at: $0) } ?? 0

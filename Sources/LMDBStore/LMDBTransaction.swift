@@ -262,9 +262,9 @@ final class LMDBTransaction: StorageWriter {
     /// refuses it), then writes its index entries: a refused insert leaves nothing, and a taken
     /// key is reported before a unique violation, as on every backend.
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
-        let dbi = try dbi(entity)
+        let (dbi, values) = (try dbi(entity), record.values(in: entity.layout))
         let inserted = try withRecordKey(key) { recordKey in
-            try LMDBRecordCoding.withEncoded(record, entity) { try txn.insert(dbi, recordKey, $0) }
+            try LMDBRecordCoding.withEncoded(values) { try txn.insert(dbi, recordKey, $0) }
         }
         guard inserted else { throw StoreError.keyExists(entity, record) }
         do {
@@ -280,9 +280,9 @@ final class LMDBTransaction: StorageWriter {
         let old = try get(entity, key: key)
         try checkUnique(record, key: key, in: entity)
         try writeIndexes(record, key: key, old: old, in: entity)
-        let dbi = try dbi(entity)
+        let (dbi, values) = (try dbi(entity), record.values(in: entity.layout))
         try withRecordKey(key) { recordKey in
-            try LMDBRecordCoding.withEncoded(record, entity) { try txn.put(dbi, recordKey, $0) }
+            try LMDBRecordCoding.withEncoded(values) { try txn.put(dbi, recordKey, $0) }
         }
     }
 
