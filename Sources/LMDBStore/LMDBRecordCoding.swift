@@ -198,58 +198,64 @@ enum LMDBRecordCoding {
         init(_ why: String) { self.why = why }
     }
 
-    /// Reads one attribute's value and checks it against the attribute.
-    @inline(__always)
+    /// Reads one attribute's value and checks it against the attribute: the tag must be the
+    /// attribute's type (or null, when it is optional), checked before the value is built.
     /// By index: the fields are read in place, not each attribute copied (its name retained).
     /// `build` false: checked as always, but returned as null (no string or array is built).
+    @inline(__always)
     private static func value(_ reader: inout Reader, _ attributes: [Attribute], _ index: Int,
                               build: Bool = true) throws(Damage) -> Value {
         guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { throw Damage("bad tag") }
-        let value: Value
+        let type = attributes[index].type
         switch tag {
         case .null:
             guard attributes[index].isOptional else {
                 throw Damage("attribute \(attributes[index].name) is null, but it is required")
             }
             return .null
-        case .falseValue: value = .bool(false)
-        case .trueValue: value = .bool(true)
-        case .int, .double, .date:
+        case .falseValue, .trueValue:
+            guard type == .bool else { throw mismatch(attributes[index], holds: .bool) }
+            return .bool(tag == .trueValue)
+        case .int:
+            guard type == .int else { throw mismatch(attributes[index], holds: .int) }
             guard let bits = reader.fixed() else { throw Damage("truncated number") }
-            value = tag == .int ? .int(Int64(bitPattern: bits))
-                : tag == .double ? .double(Double(bitPattern: bits))
-                : .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
+            return .int(Int64(bitPattern: bits))
+        case .double:
+            guard type == .double else { throw mismatch(attributes[index], holds: .double) }
+            guard let bits = reader.fixed() else { throw Damage("truncated number") }
+            let d = Double(bitPattern: bits)
+            if d.isNaN { throw Damage("attribute \(attributes[index].name) holds NaN") }
+            return .double(d)
+        case .date:
+            guard type == .date else { throw mismatch(attributes[index], holds: .date) }
+            guard let bits = reader.fixed() else { throw Damage("truncated number") }
+            return .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
         case .string, .bytes:
+            let stored: ValueType = tag == .string ? .string : .bytes
+            guard stored == type else { throw mismatch(attributes[index], holds: stored) }
             guard let length = reader.length(), let body = reader.take(length) else {
                 throw Damage("truncated \(attributes[index].name)")
             }
+            if tag == .bytes { return build ? .bytes(Array(body)) : .null }
             if !build {
-                let stored: ValueType = tag == .string ? .string : .bytes
-                guard stored == attributes[index].type else {
-                    throw Damage("attribute \(attributes[index].name) holds \(stored), not \(attributes[index].type)")
-                }
-                guard tag == .bytes || UTF8Text.isValid(body) else {
+                guard UTF8Text.isValid(body) else {
                     throw Damage("\(attributes[index].name) holds text that is not valid UTF-8")
                 }
                 return .null
             }
-            if tag == .string {
-                guard let string = UTF8Text.string(body) else {
-                    throw Damage("\(attributes[index].name) holds text that is not valid UTF-8")
-                }
-                value = .string(string)
-            } else {
-                value = .bytes(Array(body))
+            guard let string = UTF8Text.string(body) else {
+                throw Damage("\(attributes[index].name) holds text that is not valid UTF-8")
             }
+            return .string(string)
         case .uuid:
+            guard type == .uuid else { throw mismatch(attributes[index], holds: .uuid) }
             guard let body = reader.take(16), let uuid = UUID(bytes: body) else { throw Damage("truncated uuid") }
-            value = .uuid(uuid)
+            return .uuid(uuid)
         }
-        if let stored = value.type, stored != attributes[index].type {
-            throw Damage("attribute \(attributes[index].name) holds \(stored), not \(attributes[index].type)")
-        }
-        if case .double(let d) = value, d.isNaN { throw Damage("attribute \(attributes[index].name) holds NaN") }
-        return value
+    }
+
+    private static func mismatch(_ attribute: Attribute, holds stored: ValueType) -> Damage {
+        Damage("attribute \(attribute.name) holds \(stored), not \(attribute.type)")
     }
 
     private struct Reader {
@@ -270,8 +276,9 @@ enum LMDBRecordCoding {
         }
 
         mutating func fixed() -> UInt64? {
-            guard let body = take(8) else { return nil }
-            return UInt64(littleEndian: body.loadUnaligned(as: UInt64.self))
+            guard bytes.count - offset >= 8 else { return nil }
+            defer { offset += 8 }
+            return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
         }
 
         mutating func length() -> Int? {

@@ -11,7 +11,7 @@
 // equality fetches), unindexed (one filtered fetch), typed (one typed fetch); copy (Migrator.copy of
 // the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
 // store against such a copy, item by item and by range checksum). The backends `raw-lmdb` and
-// `raw-sqlite` run the harness's raw C side of insert, scan, foreach, get, query and unindexed, so
+// `raw-sqlite` run the harness's raw C side of insert, scan, foreach, get, query, unindexed and copy, so
 // that the API's count has the raw one beside it.
 import BenchSupport
 import DataStoreAPI
@@ -76,6 +76,17 @@ func runOperationRaw(_ raw: RawSide, _ operation: String, count: Int) throws -> 
     }
 }
 
+/// The raw C copy of the harness's migration rows.
+@inline(never)
+func runOperationRawCopy(_ read: (Int, ([RawRow]) -> Void) -> Void, _ write: @escaping ([RawRow]) -> Void) -> Int {
+    var copied = 0
+    read(1_000) { rows in
+        write(rows)
+        copied += rows.count
+    }
+    return copied
+}
+
 /// The operations of either raw bench.
 struct RawSide {
     let insert: (Int, Int, Int) -> Void
@@ -115,6 +126,24 @@ let directory = FileManager.default.temporaryDirectory.appendingPathComponent("p
 defer { try? FileManager.default.removeItem(atPath: directory) }
 do {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    if backend.hasPrefix("raw-") && operation == "copy" {
+        // The harness's raw copy: every row read in pages of 1,000, each page one transaction.
+        let workload = Workload(count: count)
+        let result: Int
+        if backend == "raw-sqlite" {
+            let source = RawSQLiteBench(path: directory + "/source.sqlite", workload: workload)
+            source.insertAll(from: 0, count: count, batch: count)
+            try FileManager.default.createDirectory(atPath: directory + "/copy.lmdb", withIntermediateDirectories: true)
+            result = runOperationRawCopy(source.forEachRow, RawLMDBBench(path: directory + "/copy.lmdb", workload: workload).write)
+        } else {
+            try FileManager.default.createDirectory(atPath: directory + "/source.lmdb", withIntermediateDirectories: true)
+            let source = RawLMDBBench(path: directory + "/source.lmdb", workload: workload)
+            source.insertAll(from: 0, count: count, batch: count)
+            result = runOperationRawCopy(source.forEachRow, RawSQLiteBench(path: directory + "/copy.sqlite", workload: workload).write)
+        }
+        print("\(backend) \(operation) \(count): \(result)")
+        exit(0)
+    }
     if ["copy", "verify", "checksum"].contains(operation) {
         let lmdb = StoreLocation(kind: .lmdb, path: directory + "/store.lmdb")
         let sqlite = StoreLocation(kind: .sqlite, path: directory + "/store.sqlite")
