@@ -47,18 +47,38 @@ public enum RecordDecoder {
     }
 }
 
-struct RecordValueDecoder: Decoder {
+/// The decoder of one record (or of one value, `single`, for a property's own `init(from:)`).
+///
+/// A class, so that it travels as one reference: as a struct it did not fit an existential's
+/// inline buffer, and every decoded record allocated a box for it beside the keyed container's
+/// cursor; now the cursor is part of it. The cursor knows where the next key's value probably
+/// is: a synthesized `init(from:)` asks for its keys in declaration order, which is the schema's
+/// order when the schema was derived from the type, so the slot after the last one found is
+/// tried (and that one again: an optional's key is asked for up to three times) before the
+/// layout's dictionary.
+final class RecordValueDecoder: Decoder {
     let record: Record
     let single: Value?
     let key: String?
+    private let layout: RecordLayout?
+    private let values: [Value]
+    private var next = 0
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(record: Record, single: Value?, key: String?) {
+        self.record = record
+        self.single = single
+        self.key = key
+        layout = single == nil ? record.storedLayout : nil
+        values = layout.flatMap { record.values(ifLayout: $0) } ?? []
+    }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         if let key {
             throw StoreError(.typeMismatch, "attribute '\(key)' holds a single value, not a nested model")
         }
-        return KeyedDecodingContainer(KeyedRecordDecoder<Key>(record: record))
+        return KeyedDecodingContainer(KeyedRecordDecoder<Key>(decoder: self))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -67,25 +87,6 @@ struct RecordValueDecoder: Decoder {
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
         SingleValueRecordDecoder(value: single ?? .null, key: key ?? "?")
-    }
-}
-
-/// The record a keyed container reads, by position when it came from a store, and where the
-/// next key's value probably is: a synthesized `init(from:)` asks for its keys in declaration
-/// order, which is the schema's order when the schema was derived from the type, so the slot
-/// after the last one found is tried (and that one again: an optional's key is asked for up to
-/// three times) before the layout's dictionary. A class, so that the container (which the
-/// standard library's box copies around) is one reference.
-final class RecordSlots {
-    let record: Record
-    let layout: RecordLayout?
-    let values: [Value]
-    var next = 0
-
-    init(_ record: Record) {
-        self.record = record
-        layout = record.storedLayout
-        values = layout.flatMap { record.values(ifLayout: $0) } ?? []
     }
 
     /// The value of the attribute, or nil when the record does not name it.
@@ -105,16 +106,16 @@ final class RecordSlots {
 }
 
 struct KeyedRecordDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    private let slots: RecordSlots
-    var record: Record { slots.record }
+    private let decoder: RecordValueDecoder
+    var record: Record { decoder.record }
     var codingPath: [any CodingKey] { [] }
     var allKeys: [Key] { record.attributeNames.compactMap { Key(stringValue: $0) } }
 
-    init(record: Record) {
-        slots = RecordSlots(record)
+    init(decoder: RecordValueDecoder) {
+        self.decoder = decoder
     }
 
-    private func value(ifPresent key: Key) -> Value? { slots.value(ifPresent: key.stringValue) }
+    private func value(ifPresent key: Key) -> Value? { decoder.value(ifPresent: key.stringValue) }
 
     private func value(_ key: Key) -> Value { value(ifPresent: key) ?? .null }
 
