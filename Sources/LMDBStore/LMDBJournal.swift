@@ -174,7 +174,7 @@ struct LMDBJournal: ~Copyable {
         var template = Array((directory + "/.journal-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
         guard fd >= 0 else { throw failure("cannot create a temporary file for the transaction's journal") }
-        unlink(String(cString: template))
+        unlink(String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
         file = fd
         try flush()
         if capacity != Self.bufferSize { try reallocate(Self.bufferSize) }
