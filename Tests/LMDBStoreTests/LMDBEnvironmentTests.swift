@@ -13,6 +13,17 @@ let itemSchema = Schema(entities: [
     ], indexes: [Index("byName", on: ["name"]), Index("byScore", on: ["score"], unique: true)]),
 ])
 
+/// A store of `itemSchema` whose map starts at 64 KiB, so that it must grow.
+func tinyMapStore(_ path: String) throws -> LMDBStore {
+    try LMDBStore(path: path, schema: itemSchema, options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+}
+
+/// A transaction's journal file is unlinked as soon as it is made: none is ever left behind.
+func expectNoJournalFile(in path: String) throws {
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix(".journal") }
+    #expect(leftovers.isEmpty, "the journal's file is unlinked: \(leftovers)")
+}
+
 @Test func theMapGrowsFromTinyToHundredsOfMegabytesWithoutAnError() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("grow.lmdb")
@@ -256,8 +267,7 @@ let itemSchema = Schema(entities: [
 @Test func readersThatNeverPauseDoNotKeepTheMapFromGrowing() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("busy-readers.lmdb")
-    let store = try LMDBStore(path: path, schema: itemSchema,
-                              options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+    let store = try tinyMapStore(path)
     defer { try? store.close() }
     let stop = Atomic<Bool>(false)
     let reads = Atomic<Int>(0)
@@ -298,8 +308,7 @@ let itemSchema = Schema(entities: [
 @Test func aJournalThatSpillsToItsFileReplaysEveryChangeInOrder() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("spill.lmdb")
-    let store = try LMDBStore(path: path, schema: itemSchema,
-                              options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+    let store = try tinyMapStore(path)
     defer { try? store.close() }
     let count: Int64 = 150_000
     try store.writeSync { w in
@@ -327,8 +336,7 @@ let itemSchema = Schema(entities: [
     #expect(firstDeleted == nil)
     #expect(tail?["payload"] == .bytes([UInt8](repeating: 7, count: 16_000)))
     #expect(try store.read { try $0.get("Item", key: 3)?["score"] } == -3)
-    let leftovers = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix(".journal") }
-    #expect(leftovers.isEmpty, "the journal's file is unlinked: \(leftovers)")
+    try expectNoJournalFile(in: path)
 }
 
 /// Changes bigger than the journal's buffers: a 12 MiB record kept in memory, a second that makes
@@ -337,8 +345,7 @@ let itemSchema = Schema(entities: [
 @Test func changesBiggerThanTheJournalsBuffersReplayWhole() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("big.lmdb")
-    let store = try LMDBStore(path: path, schema: itemSchema,
-                              options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+    let store = try tinyMapStore(path)
     defer { try? store.close() }
     func payload(_ seed: UInt8, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed } }
     try store.writeSync { w in
@@ -366,8 +373,7 @@ let itemSchema = Schema(entities: [
     #expect(big?["name"] == "big, saved")
     #expect(bigger?["payload"] == .bytes(payload(2, 12 << 20)))
     #expect(last?["payload"] == .bytes(payload(3, 10_000)))
-    let leftovers = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix(".journal") }
-    #expect(leftovers.isEmpty, "the journal's file is unlinked: \(leftovers)")
+    try expectNoJournalFile(in: path)
 }
 
 /// A filtered fetch, count or visit decodes first only the attributes its filter reads; the others

@@ -79,12 +79,17 @@ package final class RawSQLiteBench {
     }
 
     package func pointGets(_ keys: [Int]) -> Int {
-        let statement = prepare(Self.columns + " WHERE \"id\" = ?")
+        rowsFound(Self.columns + " WHERE \"id\" = ?", for: keys.lazy.map(Int64.init))
+    }
+
+    /// The rows `sql` returns for each value of its one parameter, all read in one transaction.
+    private func rowsFound(_ sql: String, for values: some Sequence<Int64>) -> Int {
+        let statement = prepare(sql)
         defer { sqlite3_finalize(statement) }
         return read {
             var found = 0
-            for key in keys {
-                sqlite3_bind_int64(statement, 1, Int64(key))
+            for value in values {
+                sqlite3_bind_int64(statement, 1, value)
                 found += rows(statement).count
             }
             return found
@@ -113,16 +118,7 @@ package final class RawSQLiteBench {
     }
 
     package func indexedQueries() -> Int {
-        let statement = prepare(Self.columns + " WHERE \"score\" = ? ORDER BY \"id\"")
-        defer { sqlite3_finalize(statement) }
-        return read {
-            var found = 0
-            for score in 0..<Workload.queriedScores {
-                sqlite3_bind_int64(statement, 1, Int64(score))
-                found += rows(statement).count
-            }
-            return found
-        }
+        rowsFound(Self.columns + " WHERE \"score\" = ? ORDER BY \"id\"", for: (0..<Workload.queriedScores).lazy.map(Int64.init))
     }
 
     package func unindexedQuery() -> Int {
