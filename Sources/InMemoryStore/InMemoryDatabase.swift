@@ -17,7 +17,9 @@ public final class InMemoryDatabase: Sendable {
 struct MemoryState: Sendable {
     var tables: [String: MemoryTable] = [:]
     /// Metadata by the UTF-8 bytes of its key (never by Swift's canonical `String` equality).
-    var metadata: [[UInt8]: [UInt8]] = [:]
+    /// A persistent trie like the rows: the change feed keeps one entry per recorded transaction
+    /// here (10,000 by default), and a hash table would be copied whole by every write.
+    var metadata: TreeDictionary<[UInt8], [UInt8]> = [:]
     /// Counts commits, for observers.
     var commits: UInt64 = 0
 

@@ -19,9 +19,11 @@
         let (schema, isNew) = try Schema.resolve(stored: stored?.schema, requested: requested, location: location)
         self.schema = schema
         if isNew {
-            var header: [[UInt8]: [UInt8]] = [:]
-            try StoreHeader.write(schema, format: Self.formatVersion) { header[Array($0.utf8)] = $1 }
-            database.state.withLock { $0.metadata.merge(header) { _, new in new } }
+            var header: [([UInt8], [UInt8])] = []
+            try StoreHeader.write(schema, format: Self.formatVersion) { header.append((Array($0.utf8), $1)) }
+            database.state.withLock { state in
+                for (key, value) in header { state.metadata[key] = value }
+            }
         }
     }
 
