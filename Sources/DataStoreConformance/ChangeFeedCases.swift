@@ -251,6 +251,47 @@ enum ChangeFeedCases {
         }
     }
 
+    /// Settings changed in a transaction that already wrote items hold after its commit, and
+    /// the transaction is recorded (or not) by the settings it leaves; the transactions after
+    /// it see them too (a store keeps the feed's state from one write to the next).
+    static func settingsChangedAfterAWriteInTheSameTransactionHold(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try store.writeSync { try $0.insert(["key": "a"], into: "Keyed") }
+        let before = try store.currentChangeToken()
+        try store.writeSync { w in
+            try w.insert(["key": "b"], into: "Keyed")
+            try w.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 2))
+        }
+        c.expectEqual(try store.read { try $0.changeFeedSettings() }, ChangeFeedSettings(retainedTransactions: 2))
+        c.expectEqual(try store.changes(since: before, limit: 10).map(\.items),
+                      [[ItemChange(entity: "Keyed", key: "b", kind: .inserted)]])
+        for key in ["c", "d", "e"] { try store.writeSync { try $0.insert(["key": .string(key)], into: "Keyed") } }
+        c.expectError(.changesExpired, naming: "expired") { _ = try store.changes(since: before, limit: 10) }
+        let last = try store.currentChangeToken()
+        // Turned off after a write: nothing of that transaction is recorded, and every token expires.
+        try store.writeSync { w in
+            try w.insert(["key": "f"], into: "Keyed")
+            try w.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false))
+        }
+        c.expectEqual(try store.read { try $0.changeFeedSettings() }.isEnabled, false)
+        c.expectError(.changesExpired, naming: "off") { _ = try store.changes(since: last, limit: 10) }
+        // Turned on again after a write: the feed starts after that transaction.
+        try store.writeSync { w in
+            try w.insert(["key": "g"], into: "Keyed")
+            try w.setChangeFeedSettings(ChangeFeedSettings())
+        }
+        let restarted = try store.currentChangeToken()
+        c.expectEqual(try store.changes(since: restarted, limit: 10).count, 0)
+        try store.writeSync { try $0.insert(["key": "h"], into: "Keyed") }
+        c.expectEqual(try store.changes(since: restarted, limit: 10).map(\.items),
+                      [[ItemChange(entity: "Keyed", key: "h", kind: .inserted)]])
+        try store.close()
+        let reopened = try c.open()
+        c.expectEqual(try reopened.read { try $0.changeFeedSettings() }, ChangeFeedSettings())
+        c.expectEqual(try reopened.changes(since: restarted, limit: 10).map(\.items),
+                      [[ItemChange(entity: "Keyed", key: "h", kind: .inserted)]])
+    }
+
     static func deleteAllMergeAndLargeTransactionsAppearOnce(_ c: ConformanceContext) throws {
         let store = try c.open()
         try Fixtures.load(Fixtures.items(20), into: store)
@@ -558,6 +599,8 @@ enum ChangeFeedCases {
         ConformanceCase("Change feed", "tokensSurviveReopenAndEncoding", tokensSurviveReopenAndEncoding),
         ConformanceCase("Change feed", "tokensOlderThanTheRetentionExpireWithAClearError",
                         tokensOlderThanTheRetentionExpireWithAClearError),
+        ConformanceCase("Change feed", "settingsChangedAfterAWriteInTheSameTransactionHold",
+                        settingsChangedAfterAWriteInTheSameTransactionHold),
         ConformanceCase("Change feed", "deleteAllMergeAndLargeTransactionsAppearOnce",
                         deleteAllMergeAndLargeTransactionsAppearOnce),
         ConformanceCase("Change feed", "changeSequenceDeliversRecordedThenLiveTransactions",

@@ -90,8 +90,15 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
     private var state: ChangeLog.State??
     private var settings: ChangeFeedSettings?
 
-    init(_ writer: any StorageWriter) {
+    /// A recorder over `writer`; `knownState`, when given, is the feed's state as the
+    /// transaction finds it (what the last write left, when nothing was committed since), so the
+    /// recorder does not read it.
+    init(_ writer: any StorageWriter, knownState: ChangeLog.State? = nil) {
         self.writer = writer
+        if let knownState {
+            state = .some(knownState)
+            settings = knownState.settings
+        }
     }
 
     /// The feed's settings, read at the first write of the transaction.
@@ -229,9 +236,14 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         try writer.setMetadata(value, forKey: key)
-        if key == ChangeLog.stateKey {
-            settings = nil
-            state = nil
-        }
+        if key == ChangeLog.stateKey { forgetFeedState() }
+    }
+
+    /// The feed's state was written in this transaction: the append at its commit reads it
+    /// anew, and records the transaction only if the feed is on then. The keys noted so far
+    /// stay (the feed's settings do not change what the transaction changed).
+    func forgetFeedState() {
+        settings = nil
+        state = nil
     }
 }
