@@ -83,6 +83,11 @@ final class InMemoryTransaction: StorageWriter {
         return count
     }
 
+    /// The database's commit count: every commit of every store on the database adds one.
+    func commitVersion(afterWrites: Bool) throws -> CommitVersion? {
+        CommitVersion(afterWrites ? state.commits &+ 1 : state.commits)
+    }
+
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         state.metadata[Array(key.utf8)] = value
     }

@@ -22,6 +22,14 @@ final class LMDBTransaction: StorageWriter {
         self.databases = databases
     }
 
+    /// LMDB's transaction ids (``LMDBTxn/commitVersion(afterWrites:)``): a commit of any process
+    /// takes the next id, so a write transaction that finds the id the last one left knows that
+    /// nothing was committed in between.
+    func commitVersion(afterWrites: Bool) throws -> CommitVersion? {
+        guard txn.isWrite else { return nil }
+        return CommitVersion(txn.commitVersion(afterWrites: afterWrites))
+    }
+
     func dbi(_ entity: EntitySchema) throws(StoreError) -> MDB_dbi {
         if let last = lastDBI, last.name == entity.name { return last.dbi }
         guard let dbi = databases.entities[entity.name] else {

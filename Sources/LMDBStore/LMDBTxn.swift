@@ -47,6 +47,16 @@ final class LMDBTxn {
         if write { writeID = mdb_txn_id(txn) }
     }
 
+    /// The id of the last transaction committed before this one began (a write transaction's
+    /// own id is one more: liblmdb numbers write transactions in commit order, and one that
+    /// commits nothing leaves the number to the next); with `afterWrites`, this transaction's
+    /// own id, which the next write transaction's `committedBefore` is when no other commits come
+    /// between.
+    func commitVersion(afterWrites: Bool) -> UInt64 {
+        let id = UInt64(mdb_txn_id(txn))
+        return afterWrites ? id : id - 1
+    }
+
     /// Whether `error` is the map-full signal of a transaction without a journal.
     static func isMapFull(_ error: any Error) -> Bool {
         (error as? StoreError)?.cause == StoreError.Cause(library: "lmdb", code: MDB_MAP_FULL, message: mapFullMessage)

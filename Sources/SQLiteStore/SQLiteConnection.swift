@@ -123,6 +123,7 @@ final class SQLiteConnection {
         isClosed = true
         statements.removeAll()
         requestStatements.removeAll()
+        own = own.map { _ in nil }
         let rc = sqlite3_close(handle)
         if rc != SQLITE_OK {
             let failure = error(rc, "cannot close the connection")
@@ -218,6 +219,41 @@ final class SQLiteConnection {
         return statement
     }
 
+    /// The statements every transaction runs, kept by position so that finding one hashes no
+    /// SQL text (a small write transaction runs four of them).
+    enum OwnStatement: Int, CaseIterable {
+        case beginWrite, beginRead, commit, dataVersion
+
+        var sql: String {
+            switch self {
+            case .beginWrite: return "BEGIN IMMEDIATE"
+            case .beginRead: return "BEGIN"
+            case .commit: return "COMMIT"
+            case .dataVersion: return "PRAGMA data_version"
+            }
+        }
+    }
+
+    private var own = [SQLiteStatement?](repeating: nil, count: OwnStatement.allCases.count)
+
+    /// One of the connection's own statements, prepared at its first use.
+    func statement(_ which: OwnStatement) throws(StoreError) -> SQLiteStatement {
+        if let statement = own[which.rawValue] { return statement }
+        let statement = try SQLiteStatement(connection: self, sql: which.sql)
+        own[which.rawValue] = statement
+        return statement
+    }
+
+    /// `PRAGMA data_version`: "The integer values returned by two invocations of "PRAGMA
+    /// data_version" from the same connection will be different if changes were committed to
+    /// the database by any other connection in the interim. The "PRAGMA data_version" value is
+    /// unchanged for changes committed on the same database connection."
+    func dataVersion() throws(StoreError) -> Int64 {
+        let statement = try statement(.dataVersion)
+        defer { sqlite3_reset(statement.handle) }
+        return try statement.step() ? statement.int64(at: 0) : 0
+    }
+
     /// Runs one statement (cached), ignoring rows.
     func execute(_ sql: String, _ values: [Value] = []) throws(StoreError) {
         try statement(sql).run(values)
@@ -245,11 +281,11 @@ final class SQLiteConnection {
     /// SQLITE_BUSY half-way), a deferred `BEGIN` plus one read for reads (which starts the WAL
     /// snapshot at once). Commits when `body` returns, rolls back when it throws.
     func transaction<T>(write: Bool, _ body: () throws -> T) throws -> T {
-        try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
+        try statement(write ? .beginWrite : .beginRead).run()
         do {
             if !write { _ = try scalar("SELECT count(*) FROM sqlite_master") }
             let result = try body()
-            try execute("COMMIT")
+            try statement(.commit).run()
             return result
         } catch {
             if sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }

@@ -180,6 +180,21 @@ final class SQLiteTransaction: StorageWriter {
         return try statement.step() ? statement.bytes(at: 0) : nil
     }
 
+    /// `PRAGMA data_version`, which "will be different if changes were committed to the database
+    /// by any other connection in the interim" and is "unchanged for changes committed on the
+    /// same database connection" (SQLite's documentation), with the rows this connection has
+    /// changed so far (`sqlite3_total_changes64`), so that a write on the same connection outside
+    /// the store's transactions changes the version too.
+    /// The data version is read once per transaction: no other connection can commit while this
+    /// one holds the write lock.
+    func commitVersion(afterWrites: Bool) throws -> CommitVersion? {
+        let version = try dataVersion ?? connection.dataVersion()
+        dataVersion = version
+        return CommitVersion(UInt64(bitPattern: version), UInt64(bitPattern: sqlite3_total_changes64(connection.handle)))
+    }
+
+    private var dataVersion: Int64?
+
     /// The insert or upsert statement of the entity written last (a loop of writes writes one
     /// entity again and again; finding the statement by its SQL hashed the whole text).
     private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?

@@ -92,6 +92,23 @@ extension CrashRecovery {
         #expect((ackA + ackB + first.acknowledged.withLock { $0 }).allSatisfy { $0 <= committed },
                 "an acknowledged commit is missing")
         #expect(snapshots > 10)
+        // The change feed lists every committed transaction once, numbered densely in commit
+        // order, each with its batch's ten entries: a writer that took the feed's state from its
+        // own last commit without noticing the other process's would reuse a number (and
+        // overwrite or fail on the other's entry).
+        let feed = try store.changes(since: ChangeToken(store: nil, sequence: 0), limit: 100_000)
+        #expect(feed.map(\.sequence) == Array(1...UInt64(max(committed, 1))).prefix(feed.count).map { $0 },
+                "feed sequence numbers are not dense from 1")
+        #expect(feed.count == committed, "\(feed.count) feed entries for \(committed) commits")
+        let batchesInFeed = feed.map { set in
+            Set(set.items.filter { $0.entity == "Entry" }.compactMap { item -> Int64? in
+                guard case .int(let id) = item.key else { return nil }
+                return id / 10
+            })
+        }
+        #expect(batchesInFeed.allSatisfy { $0.count == 1 }, "a feed entry mixes or lacks batches")
+        let missing = Set(1...Int64(max(committed, 1))).subtracting(batchesInFeed.flatMap { $0 }).sorted()
+        #expect(missing.isEmpty, "\(missing.count) batches of 1...\(committed) missing from the feed: \(missing.prefix(5))")
         return "two \(kind) writer processes: a \(ackA.count), b \(ackB.count) acknowledged commits, store at "
             + "\(committed); \(snapshots) snapshots read, none partial"
     }

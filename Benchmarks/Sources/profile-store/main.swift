@@ -10,8 +10,10 @@
 // full fetch), foreach (one full visit), get (COUNT point gets, at most 100,000), query (100 indexed
 // equality fetches), unindexed (one filtered fetch), typed (one typed fetch); copy (Migrator.copy of
 // the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
-// store against such a copy, item by item and by range checksum). The backends `raw-lmdb` and
-// `raw-sqlite` run the harness's raw C side of insert, scan, foreach, get, query, unindexed and copy, so
+// store against such a copy, item by item and by range checksum); small and async (the harness's
+// 10,000 small transactions, one insert each, through writeSync and writeAsync, on the seeded store
+// with the change feed on, as the main table runs them). The backends `raw-lmdb` and `raw-sqlite`
+// run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small and copy, so
 // that the API's count has the raw one beside it.
 import BenchSupport
 import DataStoreAPI
@@ -23,7 +25,7 @@ import StoreMigration
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|copy|verify|checksum [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -56,6 +58,12 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     case "query": return try api.indexedQueries()
     case "unindexed": return try api.unindexedQuery()
     case "typed": return try store.read { try $0.fetch(Item.self).count }
+    case "small":
+        try api.smallTransactions(from: count)
+        return Workload.smallTransactions
+    case "async":
+        try api.asyncWrites(from: count)
+        return Workload.smallTransactions
     default: throw StoreError(.invalidArgument, "unknown operation '\(operation)'")
     }
 }
@@ -72,6 +80,9 @@ func runOperationRaw(_ raw: RawSide, _ operation: String, count: Int) throws -> 
     case "foreach": return raw.visit()
     case "query": return raw.indexed()
     case "unindexed": return raw.unindexed()
+    case "small":
+        raw.insert(count, Workload.smallTransactions, 1)
+        return Workload.smallTransactions
     default: throw StoreError(.invalidArgument, "no raw C side for '\(operation)'")
     }
 }
@@ -170,9 +181,11 @@ do {
     }
     let store: any DataStore = backend == "lmdb"
         ? try LMDBStore(path: directory, schema: Workload.schema, options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
-        : try SQLiteStore(path: directory + "/store.sqlite", schema: Workload.schema)
-    // `insert-feed`: the insert with the change feed on, as a store opens by default.
-    if operation != "insert-feed" {
+        : try SQLiteStore(path: directory + "/store.sqlite", schema: Workload.schema,
+                          options: SQLiteOptions(durability: .normal))
+    // `insert-feed`, `small`, `async`: with the change feed on, as a store opens by default (the
+    // seeding below then records one transaction).
+    if !["insert-feed", "small", "async"].contains(operation) {
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
     }
     if !operation.hasPrefix("insert") {

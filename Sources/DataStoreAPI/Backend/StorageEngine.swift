@@ -75,6 +75,34 @@ extension StorageReader {
     func deleteAll(in entity: EntitySchema) throws -> Int
     /// Stores (or with `nil` removes) a metadata value, in the same transaction as the data.
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws
+    /// Identifies the committed state this write transaction works on, so that the store can
+    /// keep what one transaction read (the change feed's state) for the next one instead of
+    /// reading it again. `afterWrites` false: the state the transaction began from; true: the
+    /// state it leaves when it commits the writes made so far (it has made at least one).
+    ///
+    /// The contract: the value a transaction gets with `afterWrites` true equals the value the
+    /// next write transaction on this engine gets with `afterWrites` false only when nothing
+    /// else was committed in between, by this process or another. A value that cannot be
+    /// predicted must differ (the store then reads the state anew), never match. `nil`, the
+    /// default, means the engine cannot tell: the feed's state is read in every transaction.
+    func commitVersion(afterWrites: Bool) throws -> CommitVersion?
+}
+
+extension StorageWriter {
+    public func commitVersion(afterWrites: Bool) throws -> CommitVersion? { nil }
+}
+
+/// A backend's identity of a committed state (``StorageWriter/commitVersion(afterWrites:)``):
+/// two numbers whose meaning is the backend's own (SQLite: `PRAGMA data_version` and the
+/// connection's total changes; LMDB: the transaction id).
+@_spi(Backend) public struct CommitVersion: Hashable, Sendable {
+    public var major: UInt64
+    public var minor: UInt64
+
+    public init(_ major: UInt64, _ minor: UInt64 = 0) {
+        self.major = major
+        self.minor = minor
+    }
 }
 
 /// A write transaction that can store a batch of new items in fewer round trips than one insert

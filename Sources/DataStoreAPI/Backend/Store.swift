@@ -11,7 +11,8 @@ import Synchronization
 ///
 /// `@unchecked Sendable` because a non-final class cannot be checked, but every stored property
 /// is `Sendable` or thread-safe: the engine is `Sendable`, the lock and queue are thread-safe,
-/// ``StoreLifecycle`` guards its state with a condition variable, and subclasses add no state
+/// ``StoreLifecycle`` guards its state with a condition variable, the feed's cached state is
+/// read and written only by writes holding `writeLock`, and subclasses add no state
 /// that is not `Sendable` (the built-in ones keep only a typed reference to their engine).
 open class Store: DataStore, @unchecked Sendable {
     /// The backend's engine.
@@ -120,21 +121,47 @@ open class Store: DataStore, @unchecked Sendable {
         defer { lifecycle.end() }
         writeLock.lock()
         defer { writeLock.unlock() }
+        let feedBefore = feedState
+        feedState = nil
+        var feedAfter: FeedStateCache?
         let result = try engine.withWriter { engineWriter in
-            let recorder = recordsChanges ? ChangeRecorder(engineWriter) : nil
+            let recorder = try recordsChanges
+                ? ChangeRecorder(engineWriter, knownState: feedBefore.flatMap { try Self.state($0, for: engineWriter) })
+                : nil
             let writer: any StorageWriter = recorder ?? engineWriter
             let result = try inside(writer) {
                 let accessor = WriteAccessor(writer: writer, catalog: catalog)
                 defer { accessor.expire() }
                 return try body(accessor)
             }
-            if let recorder, case let changes = recorder.finish(), !changes.isEmpty {
-                _ = try ChangeLog.append(engineWriter, changes, state: recorder.knownState)
+            if let recorder, case let changes = recorder.finish(), !changes.isEmpty,
+               let state = try ChangeLog.appendToBase(engineWriter, changes, state: recorder.knownState),
+               let version = try engineWriter.commitVersion(afterWrites: true) {
+                feedAfter = FeedStateCache(version: version, state: state)
             }
             return result
         }
+        // Under the write lock: the next write transaction finds the state this one left, or
+        // none (it reads the state itself).
+        feedState = feedAfter
         hubStorage.withLock { $0 }?.signal()
         return result
+    }
+
+    /// The change feed's state as the last write transaction left it, and the engine's version
+    /// after that transaction; read and written only under `writeLock`.
+    private struct FeedStateCache {
+        var version: CommitVersion
+        var state: ChangeLog.State
+    }
+
+    private var feedState: FeedStateCache?
+
+    /// The feed's state from the last write, when nothing was committed since (the engine's
+    /// version is the one that write left): one transaction's read of the feed's state and
+    /// bounds (two or three lookups) saved per write.
+    private static func state(_ cached: FeedStateCache, for writer: any StorageWriter) throws -> ChangeLog.State? {
+        try writer.commitVersion(afterWrites: false) == cached.version ? cached.state : nil
     }
 
     /// The hub that wakes this store's feed readers and observers, made at first use.

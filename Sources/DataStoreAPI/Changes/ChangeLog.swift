@@ -52,8 +52,9 @@ package enum ChangeLog {
         return try reader.metadata(forKey: entryKey(sequence))
     }
 
-    private static func store(_ writer: any StorageWriter, _ sequence: UInt64, _ bytes: [UInt8]) throws {
-        if let log = writer as? any ChangeLogWriting { return try log.appendChangeLog(sequence, bytes) }
+    private static func store(_ writer: any StorageWriter, _ log: (any ChangeLogWriting)?, _ sequence: UInt64,
+                              _ bytes: [UInt8]) throws {
+        if let log { return try log.appendChangeLog(sequence, bytes) }
         try writer.setMetadata(bytes, forKey: entryKey(sequence))
     }
 
@@ -137,21 +138,29 @@ package enum ChangeLog {
     static func append(_ writer: any StorageWriter, _ changes: RecordedChanges, state known: State? = nil) throws
         -> UInt64?
     {
-        let writer = base(writer)
+        try appendToBase(base(writer), changes, state: known).map { $0.next - 1 }
+    }
+
+    /// ``append(_:_:state:)`` on a backend's own transaction (no recorder or overlay around it);
+    /// returns the feed's state after the append, `nil` when the feed is off.
+    static func appendToBase(_ writer: any StorageWriter, _ changes: RecordedChanges, state known: State?) throws
+        -> State?
+    {
         let known = try known ?? readState(writer)
         var state = known ?? State(id: UUID(), next: 1, first: 1, settings: ChangeFeedSettings())
         guard state.settings.isEnabled else { return nil }
-        let sequence = state.next
         let now = (try? Timestamp(Date())) ?? Timestamp(microsecondsSinceEpoch: 0)
-        try store(writer, sequence, encodeEntry(changes, committedAt: now))
+        // One cast per append (each costs a conformance lookup).
+        let log = writer as? any ChangeLogWriting
+        try store(writer, log, state.next, encodeEntry(changes, committedAt: now))
         state.next += 1
         try trim(writer, &state)
         // With the backend's own entry storage the bounds need no writing: the state is written
         // only when it is new.
-        if known == nil || !(writer is any ChangeLogWriting) {
+        if known == nil || log == nil {
             try writer.setMetadata(encodeState(state), forKey: stateKey)
         }
-        return sequence
+        return state
     }
 
     /// Drops the oldest entries past the retention.
@@ -176,6 +185,9 @@ package enum ChangeLog {
     }
 
     static func configure(_ writer: any StorageWriter, _ settings: ChangeFeedSettings) throws {
+        // The transaction's recorder read the state at its first write: the append at its commit
+        // must read the state this leaves.
+        (writer as? ChangeRecorder)?.forgetFeedState()
         let writer = base(writer)
         var state = try readState(writer) ?? State(id: UUID(), next: 1, first: 1, settings: settings)
         let wasEnabled = state.settings.isEnabled
