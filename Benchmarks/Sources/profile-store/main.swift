@@ -12,20 +12,22 @@
 // the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
 // store against such a copy, item by item and by range checksum); small and async (the harness's
 // 10,000 small transactions, one insert each, through writeSync and writeAsync, on the seeded store
-// with the change feed on, as the main table runs them). The backends `raw-lmdb` and `raw-sqlite`
+// with the change feed on, as the main table runs them). The backend `memory` is an in-memory store
+// (no raw C side; no migration operations). The backends `raw-lmdb` and `raw-sqlite`
 // run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small and copy, so
 // that the API's count has the raw one beside it.
 import BenchSupport
 import DataStoreAPI
 import Foundation
+import InMemoryStore
 import LMDBStore
 import SQLiteStore
 import StoreMigration
 
 let arguments = CommandLine.arguments
-let backends = ["lmdb", "sqlite", "raw-lmdb", "raw-sqlite"]
+let backends = ["lmdb", "sqlite", "memory", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -179,7 +181,8 @@ do {
         print("\(backend) \(operation) \(count): \(result)")
         exit(0)
     }
-    let store: any DataStore = backend == "lmdb"
+    let store: any DataStore = backend == "memory" ? try InMemoryStore(schema: Workload.schema)
+        : backend == "lmdb"
         ? try LMDBStore(path: directory, schema: Workload.schema, options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
         : try SQLiteStore(path: directory + "/store.sqlite", schema: Workload.schema,
                           options: SQLiteOptions(durability: .normal))
