@@ -47,14 +47,13 @@ final class LMDBTxn {
         if write { writeID = mdb_txn_id(txn) }
     }
 
-    /// The id of the last transaction committed before this one began (a write transaction's
+    /// For a write transaction, the id of the last transaction committed before it began (its
     /// own id is one more: liblmdb numbers write transactions in commit order, and one that
-    /// commits nothing leaves the number to the next); with `afterWrites`, this transaction's
-    /// own id, which the next write transaction's `committedBefore` is when no other commits come
-    /// between.
+    /// commits nothing leaves its number to the next); with `afterWrites`, its own id, which the
+    /// next write transaction finds as the last committed one when no other commit comes between.
     func commitVersion(afterWrites: Bool) -> UInt64 {
         let id = UInt64(mdb_txn_id(txn))
-        return afterWrites ? id : id - 1
+        return afterWrites ? id : id &- 1
     }
 
     /// Whether `error` is the map-full signal of a transaction without a journal.

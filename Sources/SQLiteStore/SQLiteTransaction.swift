@@ -180,11 +180,10 @@ final class SQLiteTransaction: StorageWriter {
         return try statement.step() ? statement.bytes(at: 0) : nil
     }
 
-    /// `PRAGMA data_version`, which "will be different if changes were committed to the database
-    /// by any other connection in the interim" and is "unchanged for changes committed on the
-    /// same database connection" (SQLite's documentation), with the rows this connection has
-    /// changed so far (`sqlite3_total_changes64`), so that a write on the same connection outside
-    /// the store's transactions changes the version too.
+    /// ``SQLiteConnection/dataVersion()`` (changed by every other connection's commit, not by
+    /// this connection's own) with the rows this connection has changed so far
+    /// (`sqlite3_total_changes64`), so that a write on the same connection outside the store's
+    /// transactions changes the version too.
     /// The data version is read once per transaction: no other connection can commit while this
     /// one holds the write lock.
     func commitVersion(afterWrites: Bool) throws -> CommitVersion? {

@@ -94,7 +94,7 @@ extension StorageWriter {
 
 /// A backend's identity of a committed state (``StorageWriter/commitVersion(afterWrites:)``):
 /// two numbers whose meaning is the backend's own (SQLite: `PRAGMA data_version` and the
-/// connection's total changes; LMDB: the transaction id).
+/// connection's total changes; LMDB: the transaction id; in-memory: the commit count).
 @_spi(Backend) public struct CommitVersion: Hashable, Sendable {
     public var major: UInt64
     public var minor: UInt64

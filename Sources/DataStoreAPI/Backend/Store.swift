@@ -135,7 +135,7 @@ open class Store: DataStore, @unchecked Sendable {
                 return try body(accessor)
             }
             if let recorder, case let changes = recorder.finish(), !changes.isEmpty,
-               let state = try ChangeLog.appendToBase(engineWriter, changes, state: recorder.knownState),
+               let state = try ChangeLog.append(engineWriter, changes, state: recorder.knownState),
                let version = try engineWriter.commitVersion(afterWrites: true) {
                 feedAfter = FeedStateCache(version: version, state: state)
             }

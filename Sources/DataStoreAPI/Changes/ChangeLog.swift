@@ -133,17 +133,10 @@ package enum ChangeLog {
 
     // MARK: Writing
 
-    /// Appends one transaction's changes; returns its sequence number, or `nil` when the feed is
-    /// off (nothing written).
-    static func append(_ writer: any StorageWriter, _ changes: RecordedChanges, state known: State? = nil) throws
-        -> UInt64?
-    {
-        try appendToBase(base(writer), changes, state: known).map { $0.next - 1 }
-    }
-
-    /// ``append(_:_:state:)`` on a backend's own transaction (no recorder or overlay around it);
-    /// returns the feed's state after the append, `nil` when the feed is off.
-    static func appendToBase(_ writer: any StorageWriter, _ changes: RecordedChanges, state known: State?) throws
+    /// Appends one transaction's changes, on a backend's own transaction (no recorder or overlay
+    /// around it), to the feed in `known` (read when `nil`); returns the feed's state after the
+    /// append, `nil` when the feed is off (nothing written).
+    static func append(_ writer: any StorageWriter, _ changes: RecordedChanges, state known: State?) throws
         -> State?
     {
         let known = try known ?? readState(writer)
