@@ -44,24 +44,29 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         }
     }
 
-    /// Refills the record with one value per name of `layout`, in order, which `body` appends
-    /// to the emptied array it is given: the way a backend hands a stream of rows to a visitor
-    /// without allocating per row. The values' storage is reused when no copy of the record is
-    /// alive (the visitor kept none); a kept copy keeps its values, and the refill takes new
-    /// storage (a value type: nothing the visitor kept changes).
-    @_spi(Backend) public mutating func refill<E: Error>(
-        layout: RecordLayout, _ body: (inout [Value]) throws(E) -> Void
-    ) throws(E) {
-        if storedLayout !== layout { names = .layout(layout) }
-        slots.removeAll(keepingCapacity: true)
-        slots.reserveCapacity(layout.names.count)
-        do {
-            try body(&slots)
-        } catch {
-            self = Record()
-            throw error
+    /// Refills the record with one value per name of `layout`: `fill` replaces the values in
+    /// the buffer it is given (one per name, in order; the record's previous values, or nulls)
+    /// and returns `true`, or returns `false` when it cannot read the row (the record is then
+    /// left empty). The way a backend hands a stream of rows to a visitor without allocating per
+    /// row: when no copy of the record is alive (the visitor kept none), the values are replaced
+    /// in place; a kept copy keeps its values, and the refill takes new storage (a value type:
+    /// nothing the visitor kept changes).
+    ///
+    /// Neither generic nor throwing, and `fill` is called once per row with the whole buffer:
+    /// called across the module boundary, a function generic over its error looked up generic
+    /// metadata once per row (about 250 instructions), and a closure called per value cost as
+    /// much as emptying and appending to the array; the caller keeps its own error.
+    @_spi(Backend) public mutating func refill(
+        layout: RecordLayout, _ fill: (UnsafeMutableBufferPointer<Value>) -> Bool
+    ) -> Bool {
+        let count = layout.names.count
+        if storedLayout !== layout || slots.count != count {
+            names = .layout(layout)
+            slots = Array(repeating: .null, count: count)
         }
-        if slots.count != layout.names.count { self = Record(layout: layout, values: slots) }
+        let complete = slots.withUnsafeMutableBufferPointer { fill($0) }
+        if !complete { self = Record() }
+        return complete
     }
 
     public init(dictionaryLiteral elements: (String, Value)...) {

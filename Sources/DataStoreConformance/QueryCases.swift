@@ -70,6 +70,42 @@ enum QueryCases {
     /// same request included, which on SQLite would share the visitor's prepared statement),
     /// visits in a write block exactly the items there were before the block's own writes, and
     /// stops at what the visitor throws.
+    /// A backend may refill one record per row of a visit; a record the visitor keeps must stay
+    /// the row it was, whether it keeps every record, some, or a copy it changes.
+    static func recordsKeptFromAVisitStayTheRowsVisited(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try Fixtures.load(Fixtures.items(200, seed: 12), into: store)
+        let requests = [
+            FetchRequest("Item"),
+            FetchRequest("Item", filter: Field("id") > 0),
+            FetchRequest("Item", filter: Field("name") != "", sort: [SortKey("score", ascending: false)]),
+        ]
+        try store.read { reader in
+            for request in requests {
+                let expected = try reader.fetch(request)
+                var every: [Record] = []
+                var everyThird: [Record] = []
+                var changed: [Record] = []
+                var position = 0
+                try reader.forEach(request) { record in
+                    every.append(record)
+                    if position % 3 == 0 { everyThird.append(record) }
+                    if position % 5 == 0 {
+                        var copy = record
+                        copy["name"] = "changed"
+                        changed.append(copy)
+                    }
+                    position += 1
+                }
+                c.expectEqual(every, expected, "every record kept from a visit of \(request)")
+                c.expectEqual(everyThird, expected.enumerated().filter { $0.offset % 3 == 0 }.map(\.element),
+                              "every third record kept from a visit of \(request)")
+                c.expectEqual(changed.count, (expected.count + 4) / 5, "changed copies of \(request)")
+                c.expect(changed.allSatisfy { $0["name"] == "changed" }, "changed copies keep their change")
+            }
+        }
+    }
+
     static func forEachStreamsAndToleratesRequestsAndWritesInsideItsVisitor(_ c: ConformanceContext) throws {
         let store = try c.open()
         let items = Fixtures.items(300, seed: 11)
@@ -295,5 +331,7 @@ enum QueryCases {
         ConformanceCase(
             "Queries", "forEachStreamsAndToleratesRequestsAndWritesInsideItsVisitor",
             forEachStreamsAndToleratesRequestsAndWritesInsideItsVisitor),
+        ConformanceCase(
+            "Queries", "recordsKeptFromAVisitStayTheRowsVisited", recordsKeptFromAVisitStayTheRowsVisited),
     ]
 }

@@ -71,8 +71,8 @@ final class LMDBTransaction: StorageWriter {
         let (attributes, layout) = (entity.attributes, entity.layout)
         var damage: String?
         let found = try txn.withValue(dbi(entity), prefix: 0x00, keyBytes) { bytes in
-            var record = Record()
-            damage = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout, into: &record)
+            let (record, why) = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout)
+            damage = why
             return record
         }
         if let damage { throw damaged(damage, entity, key: Array(keyBytes)) }
@@ -84,21 +84,6 @@ final class LMDBTransaction: StorageWriter {
                         key: some Collection<UInt8>) throws(StoreError) -> Record {
         do {
             return try LMDBRecordCoding.decode(bytes, entity)
-        } catch {
-            throw damaged(error, entity, key: key)
-        }
-    }
-
-    /// Decodes a stored record into `record`, reusing its storage when no copy of it is alive;
-    /// with `reads`, only the attributes it marks (the others null, but checked).
-    private func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema, key: some Collection<UInt8>,
-                        reading reads: [Bool]? = nil, into record: inout Record) throws(StoreError) {
-        do {
-            if let reads {
-                try LMDBRecordCoding.decode(bytes, entity, reading: reads, into: &record)
-            } else {
-                try LMDBRecordCoding.decode(bytes, entity, into: &record)
-            }
         } catch {
             throw damaged(error, entity, key: key)
         }
@@ -139,37 +124,39 @@ final class LMDBTransaction: StorageWriter {
     /// Offers the entity's records in key order to `visit` while it returns true: the index's
     /// candidates when one applies (the filter is re-checked on each record by the caller),
     /// every record otherwise.
-    /// `reuse`: one record is refilled per candidate, its storage reused while `visit` keeps no
-    /// copy; without it each candidate is decoded into a new record (cheaper when every one is
-    /// kept).
-    private func candidates(_ filter: Filter, _ entity: EntitySchema, reuse: Bool = true,
+    /// `keeps`: `visit` keeps every record it is given that matches the filter (a fetch), so
+    /// those are decoded into new records; otherwise one record is refilled per candidate, its
+    /// storage reused while `visit` keeps no copy (a record kept from a refilled one is copied
+    /// at the next refill, which costs more than decoding a new one).
+    private func candidates(_ filter: Filter, _ entity: EntitySchema, keeps: Bool = false,
                             _ visit: (() -> [UInt8], Record) throws -> Bool) throws {
-        var record = Record()
-        if let keys = try candidates(filter, entity) {
-            let dbi = try dbi(entity)
-            for key in keys {
-                let found: Bool? = try txn.withValue(dbi, [0x00] + key) { bytes in
-                    try decode(bytes, entity, key: key, into: &record)
-                    return true
-                }
-                guard found != nil else {
-                    throw StoreError(.corrupt, "\(txn.environment.path): an index of '\(entity.name)' names the "
-                        + "missing item \(Self.hex(key))")
-                }
-                if !(try visit({ key }, record)) { return }
-            }
-            return
-        }
         // In the loops below the entity is used only to name damage: a closure that passes it on
         // for every record copies it (five references retained and released) each time.
         let (attributes, layout) = (entity.attributes, entity.layout)
-        guard reuse else {
-            try txn.forEach(dbi(entity), from: nil) { key, value in
-                var fresh = Record()
-                if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &fresh) {
-                    throw damaged(damage, entity, key: key.dropFirst())
+        var record = Record()
+        /// Decodes a candidate: into a new record when `visit` keeps it, else into `record`.
+        func decode(_ bytes: UnsafeRawBufferPointer, key: some Collection<UInt8>) throws(StoreError) -> Record {
+            if keeps {
+                let (fresh, damage) = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout)
+                if let damage { throw damaged(damage, entity, key: key) }
+                return fresh
+            }
+            if let damage = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout, into: &record) {
+                throw damaged(damage, entity, key: key)
+            }
+            return record
+        }
+        if let keys = try candidates(filter, entity) {
+            let dbi = try dbi(entity)
+            for key in keys {
+                let found: Record? = try txn.withValue(dbi, [0x00] + key) { bytes in
+                    try decode(bytes, key: key)
                 }
-                return try visit({ Array(key.dropFirst()) }, fresh)
+                guard let found else {
+                    throw StoreError(.corrupt, "\(txn.environment.path): an index of '\(entity.name)' names the "
+                        + "missing item \(Self.hex(key))")
+                }
+                if !(try visit({ key }, found)) { return }
             }
             return
         }
@@ -185,14 +172,20 @@ final class LMDBTransaction: StorageWriter {
                     throw damaged(damage, entity, key: key.dropFirst())
                 }
                 guard compiled.matches(probe) else { return true }
-                if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
-                    throw damaged(damage, entity, key: key.dropFirst())
-                }
-                return try visit({ Array(key.dropFirst()) }, record)
+                return try visit({ Array(key.dropFirst()) }, decode(value, key: key.dropFirst()))
             }
             return
         }
+        // Every record, or a filter that reads every attribute: a fetch keeps every record only
+        // when there is no filter (with one, a refilled record costs less for the many that do not
+        // match).
+        let keepsEvery = keeps && filter == .all
         try txn.forEach(dbi(entity), from: nil) { key, value in
+            if keepsEvery {
+                let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout)
+                if let damage { throw damaged(damage, entity, key: key.dropFirst()) }
+                return try visit({ Array(key.dropFirst()) }, fresh)
+            }
             if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
                 throw damaged(damage, entity, key: key.dropFirst())
             }
@@ -202,8 +195,7 @@ final class LMDBTransaction: StorageWriter {
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         var stages = RequestStages(request)
-        // Every candidate of an unfiltered fetch is kept: nothing to reuse.
-        try candidates(request.filter, entity, reuse: request.filter != .all) { key, record in
+        try candidates(request.filter, entity, keeps: true) { key, record in
             stages.offer(key: key(), record: record)
         }
         return stages.finish()
@@ -233,10 +225,8 @@ final class LMDBTransaction: StorageWriter {
         let (attributes, layout) = (entity.attributes, entity.layout)
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
-            var fresh = Record()
-            if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &fresh) {
-                throw damaged(damage, entity, key: k.dropFirst())
-            }
+            let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout)
+            if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
             result.append(fresh)
             return result.count < limit
         }

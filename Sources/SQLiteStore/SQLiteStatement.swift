@@ -115,9 +115,22 @@ final class SQLiteStatement {
     /// - Throws: what is wrong when the stored SQLite type is not the one the schema promises, a
     ///   bool is neither 0 nor 1, a text is not valid UTF-8, a uuid is not 16 bytes; the caller
     ///   names the item (no context is built, or captured, for the values that read fine).
-    func value(at column: Int32, as type: ValueType) throws(ColumnReadFailure) -> Value {
-        let stored = sqlite3_column_type(handle, column)
-        if stored == SQLITE_NULL { return .null }
+    ///
+    /// The column is read through its `sqlite3_value` (`sqlite3_column_value`), one call into
+    /// SQLite for the column instead of one for its type and one or two for its contents: each
+    /// `sqlite3_column_*` call looks the column up again and checks the connection for a failed
+    /// allocation. SQLite documents the value as unprotected, that is not guarded by the
+    /// connection's mutex; the store opens its connections without one (`SQLITE_OPEN_NOMUTEX`)
+    /// and uses each from one thread at a time, and the value is read before the statement
+    /// steps again.
+    /// A null in a column that is not `optional` fails too.
+    func value(at column: Int32, as type: ValueType, optional: Bool) throws(ColumnReadFailure) -> Value {
+        let cell = sqlite3_column_value(handle, column)
+        let stored = cell.map(sqlite3_value_type) ?? SQLITE_NULL
+        guard let cell, stored != SQLITE_NULL else {
+            guard optional else { throw ColumnReadFailure(detail: "is null, but the attribute is required") }
+            return .null
+        }
         let expected: Int32
         switch type {
         case .bool, .int, .date: expected = SQLITE_INTEGER
@@ -130,32 +143,42 @@ final class SQLiteStatement {
         }
         switch type {
         case .bool:
-            let n = int64(at: column)
+            let n = sqlite3_value_int64(cell)
             guard n == 0 || n == 1 else {
                 throw ColumnReadFailure(detail: "holds \(n), which is not a bool (0 or 1)")
             }
             return .bool(n == 1)
-        case .int: return .int(int64(at: column))
-        case .date: return .date(Timestamp(microsecondsSinceEpoch: int64(at: column)))
-        case .double: return .double(sqlite3_column_double(handle, column))
+        case .int: return .int(sqlite3_value_int64(cell))
+        case .date: return .date(Timestamp(microsecondsSinceEpoch: sqlite3_value_int64(cell)))
+        case .double: return .double(sqlite3_value_double(cell))
         case .string:
-            let count = Int(sqlite3_column_bytes(handle, column))
-            guard count > 0, let text = sqlite3_column_text(handle, column) else { return .string("") }
+            // The text first, then its length (SQLite's documented order).
+            guard let text = sqlite3_value_text(cell) else { return .string("") }
+            let count = Int(sqlite3_value_bytes(cell))
+            guard count > 0 else { return .string("") }
             guard let string = UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)) else {
                 throw ColumnReadFailure(detail: "holds text that is not valid UTF-8")
             }
             return .string(string)
-        case .bytes: return .bytes(bytes(at: column))
+        case .bytes: return .bytes(Self.blob(cell))
         case .uuid:
-            guard let uuid = UUID(bytes: bytes(at: column)) else {
+            guard let uuid = UUID(bytes: Self.blob(cell)) else {
                 throw ColumnReadFailure(detail: "is not a 16-byte uuid")
             }
             return .uuid(uuid)
         }
     }
+
+    /// A blob value's bytes (blob first, then its length).
+    private static func blob(_ cell: OpaquePointer) -> [UInt8] {
+        guard let pointer = sqlite3_value_blob(cell) else { return [] }
+        let count = Int(sqlite3_value_bytes(cell))
+        guard count > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
 }
 
-/// Why a column could not be read as its attribute's type (``SQLiteStatement/value(at:as:)``).
+/// Why a column could not be read as its attribute's type (``SQLiteStatement/value(at:as:optional:)``).
 struct ColumnReadFailure: Error {
     let detail: String
 }

@@ -47,10 +47,11 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema) throws(StoreError) -> Record {
+        let attributes = entity.attributes
         var values: [Value] = []
-        values.reserveCapacity(entity.attributes.count)
-        for i in entity.attributes.indices {
-            values.append(try column(statement, entity, i))
+        values.reserveCapacity(attributes.count)
+        for i in attributes.indices {
+            values.append(try column(statement, entity, i, attributes[i].type, optional: attributes[i].isOptional))
         }
         return Record(layout: entity.layout, values: values)
     }
@@ -58,31 +59,33 @@ final class SQLiteTransaction: StorageWriter {
     /// Reads the statement's row into `record`, reusing its storage when no copy of it is alive.
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema,
                         into record: inout Record) throws(StoreError) {
-        let count = entity.attributes.count
-        try record.refill(layout: entity.layout) { values throws(StoreError) in
-            for i in 0..<count {
-                values.append(try column(statement, entity, i))
+        let attributes = entity.attributes
+        var failure: StoreError?
+        let complete = record.refill(layout: entity.layout) { values in
+            do throws(StoreError) {
+                for i in values.indices {
+                    values[i] = try column(statement, entity, i, attributes[i].type, optional: attributes[i].isOptional)
+                }
+                return true
+            } catch {
+                failure = error
+                return false
             }
         }
+        if !complete, let failure { throw failure }
     }
 
-    /// The value of column `i`, checked against attribute `i`. By index: the fields are read in
-    /// place, not each attribute copied (its name retained).
+    /// The value of column `i`, checked against attribute `i` (its type and whether it is
+    /// optional, passed in: the attribute itself is not copied, its name retained, per value).
     @inline(__always)
-    private func column(_ statement: SQLiteStatement, _ entity: EntitySchema, _ i: Int) throws(StoreError) -> Value {
-        let attributes = entity.attributes
-        let value: Value
+    private func column(_ statement: SQLiteStatement, _ entity: EntitySchema, _ i: Int,
+                        _ type: ValueType, optional: Bool) throws(StoreError) -> Value {
         do throws(ColumnReadFailure) {
-            value = try statement.value(at: Int32(i), as: attributes[i].type)
+            return try statement.value(at: Int32(i), as: type, optional: optional)
         } catch {
             throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
-                + ".\(attributes[i].name) \(error.detail)")
+                + ".\(entity.attributes[i].name) \(error.detail)")
         }
-        if value.isNull && !attributes[i].isOptional {
-            throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
-                + ".\(attributes[i].name) is null, but the attribute is required")
-        }
-        return value
     }
 
     /// The row's primary key as text, for error messages about the row.
