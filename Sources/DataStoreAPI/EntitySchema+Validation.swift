@@ -50,10 +50,11 @@ extension EntitySchema {
     /// - Throws: ``StoreError`` with `unknownAttribute`, `typeMismatch`, `invalidValue` (null for a
     ///   required attribute, NaN) or `limitExceeded`, naming the entity and attribute.
     @_spi(Backend) public func normalize(_ record: Record) throws(StoreError) -> Record {
-        // A store's record of this entity (a copy between stores, an update): every attribute in
-        // place, so only its values are checked, and its storage is kept unless an int becomes a
-        // double.
-        if let stored = record.storedLayout, stored == layout, var values = record.values(ifLayout: stored) {
+        // A store's record of this entity (a copy between stores, an update), or a literal that
+        // names every attribute in the schema's order: every attribute in place, so only its
+        // values are checked, and its storage is kept unless a value must be converted (an int
+        // for a double).
+        if var values = record.values(inOrderOf: layout) {
             for position in values.indices where !fits(values[position], at: position) {
                 values[position] = try checkSlot(values[position], for: attributes[position])
             }

@@ -168,6 +168,17 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         return layout.names.enumerated().map { value(ifPresent: $1, at: $0) ?? .null }
     }
 
+    /// The values by position, when the record names exactly the names of `layout`, in that
+    /// order: a store's record of that layout, or a literal written in the schema's order (the
+    /// common way to build one). Its values array itself, for a write to keep without copying.
+    @_spi(Backend) public func values(inOrderOf layout: RecordLayout) -> [Value]? {
+        switch names {
+        case .layout(let own): return own == layout ? slots : nil
+        case .pairs(let list): return list == layout.names ? slots : nil
+        case .dictionary: return nil
+        }
+    }
+
     /// The layout of a record a store returned (`nil` for one the app built).
     @_spi(Backend) public var storedLayout: RecordLayout? {
         if case .layout(let layout) = names { return layout }

@@ -76,6 +76,46 @@ enum ValueCases {
         try roundTrip(c, "blob", [.bytes(big), .bytes(Array(big.prefix(4097)))])
     }
 
+    /// Texts and blobs of sizes around the points where a backend may change how it passes them
+    /// to its engine (none, a few bytes, a kilobyte, past 16 KiB in one row), several in one
+    /// row and sizes alternating from row to row, written in one transaction, read back whole
+    /// and found by equality filters that carry them.
+    static func textsAndBlobsOfEverySizeRoundTripInRowsAndFilters(_ c: ConformanceContext) throws {
+        let sizes = [0, 1, 15, 16, 255, 1023, 1024, 1025, 4096, 16_383, 16_385, 20_000]
+        var rng = SplitMix64(seed: 21)
+        func text(_ n: Int) -> String {
+            String(decoding: (0..<n).map { _ in UInt8(0x21 + rng.next() % 90) }, as: UTF8.self)
+        }
+        var items: [Record] = []
+        for (i, size) in sizes.enumerated() {
+            let other = sizes[(i * 7 + 3) % sizes.count]
+            items.append([
+                "id": .int(Int64(i)), "name": .string(text(size) + "#\(i)"), "label": .string(text(other)),
+                "code": .string(text(sizes[(i + 5) % sizes.count])),
+                "blob": .bytes((0..<other).map { _ in UInt8(truncatingIfNeeded: rng.next()) }),
+                "ref": .uuid(UUID()),
+            ])
+        }
+        let store = try c.open()
+        try store.writeSync { w in
+            for item in items { try w.insert(item, into: "Item") }
+        }
+        try store.read { r in
+            let fetched = try r.fetch(FetchRequest("Item"))
+            c.expectEqual(fetched.count, items.count, "items of every text and blob size")
+            for item in items {
+                let got = try r.get("Item", key: item["id"])
+                for name in ["name", "label", "code", "blob", "ref"] {
+                    c.expectEqual(got?[name], item[name], "\(name) of item \(item["id"]) read back")
+                }
+                let found = try r.fetch(FetchRequest("Item", filter: Field("name") == item["name"]))
+                c.expectEqual(found.map(\.["id"]), [item["id"]], "item \(item["id"]) found by its name")
+                let byBoth = try r.count(FetchRequest("Item", filter: Field("label") == item["label"] && Field("blob") == item["blob"]))
+                c.expect(byBoth >= 1, "item \(item["id"]) found by its label and blob")
+            }
+        }
+    }
+
     static func datesRoundToWholeMicroseconds(_ c: ConformanceContext) throws {
         let date = Date(timeIntervalSince1970: 1_700_000_000.123_456_7)
         let stamp = try Timestamp(date)
@@ -116,6 +156,9 @@ enum ValueCases {
         ConformanceCase("Values", "emptyStringAndNullAreDistinct", emptyStringAndNullAreDistinct),
         ConformanceCase("Values", "emptyBytesAndNullAreDistinct", emptyBytesAndNullAreDistinct),
         ConformanceCase("Values", "largeBytesRoundTrip", largeBytesRoundTrip),
+        ConformanceCase(
+            "Values", "textsAndBlobsOfEverySizeRoundTripInRowsAndFilters",
+            textsAndBlobsOfEverySizeRoundTripInRowsAndFilters),
         ConformanceCase("Values", "datesRoundToWholeMicroseconds", datesRoundToWholeMicroseconds),
         ConformanceCase("Values", "uuidsAndBoolsRoundTrip", uuidsAndBoolsRoundTrip),
     ]

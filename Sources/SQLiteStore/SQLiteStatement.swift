@@ -4,6 +4,9 @@ import Foundation
 
 /// `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the call returns.
 let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+/// `SQLITE_STATIC`: SQLite reads the bound bytes where they are, which must stay valid until the
+/// parameter is bound again or the statement is finalized.
+let sqliteStatic: sqlite3_destructor_type? = nil
 
 /// A prepared statement; finalized when released.
 final class SQLiteStatement {
@@ -26,7 +29,22 @@ final class SQLiteStatement {
 
     deinit {
         sqlite3_finalize(handle)
+        parameterBytes.deallocate()
     }
+
+    /// The bytes of the text and blob parameters bound last, which SQLite reads where they are
+    /// (`SQLITE_STATIC`) instead of copying each into memory of its own and freeing it at the
+    /// next bind (with `SQLITE_TRANSIENT`, an allocation, a copy and a free per text or blob:
+    /// about 1,000 of a SQLite insert's 18,000 instructions for the harness's items).
+    /// SQLite's condition for `SQLITE_STATIC` is that the bytes stay valid until the parameter
+    /// is bound again or the statement is finalized: this buffer is replaced only by a larger
+    /// one, and the old one is freed after every parameter was bound again (or cleared), and the
+    /// last one when the statement is finalized. Values longer than ``maxParameterBytes`` are
+    /// copied by SQLite as before, so that a statement never keeps a large value's memory.
+    private var parameterBytes = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    private var parameterBytesUsed = 0
+    private static let maxParameterBytes = 1024
+    private static let maxParameterBuffer = 16 * 1024
 
     /// Binds values to parameters 1...n, after resetting the statement.
     func bind(_ values: [Value]) throws(StoreError) {
@@ -34,7 +52,15 @@ final class SQLiteStatement {
         // Every parameter bound again replaces its old value: clearing them first (a tenth of an
         // insert's instructions) matters only when some are left unbound.
         if Int(sqlite3_bind_parameter_count(handle)) != values.count { sqlite3_clear_bindings(handle) }
-        for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
+        let replaced = reserveParameterBytes(values.reduce(0) { $0 + Self.inPlaceCount($1) })
+        defer { replaced.deallocate() }
+        do {
+            for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
+        } catch {
+            // Parameters not bound again may still point into the replaced buffer.
+            sqlite3_clear_bindings(handle)
+            throw error
+        }
     }
 
     /// Binds the one parameter of a statement that has one (a point get's key), without an
@@ -42,7 +68,48 @@ final class SQLiteStatement {
     func bind(only value: Value) throws(StoreError) {
         sqlite3_reset(handle)
         if sqlite3_bind_parameter_count(handle) != 1 { sqlite3_clear_bindings(handle) }
-        try bind(value, at: 1)
+        let replaced = reserveParameterBytes(Self.inPlaceCount(value))
+        defer { replaced.deallocate() }
+        do {
+            try bind(value, at: 1)
+        } catch {
+            sqlite3_clear_bindings(handle)
+            throw error
+        }
+    }
+
+    /// How many of the parameter buffer's bytes a value takes: its bytes when it is a text or
+    /// blob of at most ``maxParameterBytes``, else none.
+    private static func inPlaceCount(_ value: Value) -> Int {
+        switch value {
+        case .string(let s): let n = s.utf8.count; return n <= maxParameterBytes ? n : 0
+        case .bytes(let b): return b.count <= maxParameterBytes ? b.count : 0
+        case .uuid: return 16
+        default: return 0
+        }
+    }
+
+    /// Makes room for `count` bytes of parameters (as many as ``maxParameterBuffer`` allows;
+    /// the rest are copied by SQLite) and starts filling the buffer from its start.
+    /// - Returns: the buffer replaced, which the caller frees once every parameter is bound
+    ///   again (an empty one when none was).
+    private func reserveParameterBytes(_ count: Int) -> UnsafeMutableRawBufferPointer {
+        parameterBytesUsed = 0
+        let wanted = min(count, Self.maxParameterBuffer)
+        guard wanted > parameterBytes.count else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
+        let replaced = parameterBytes
+        parameterBytes = .allocate(byteCount: max(wanted, 2 * parameterBytes.count, 256), alignment: 8)
+        return replaced
+    }
+
+    /// Copies `bytes` into the parameter buffer, or returns `nil` when they do not fit there.
+    private func parameterCopy(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        guard bytes.count <= Self.maxParameterBytes, bytes.count <= parameterBytes.count - parameterBytesUsed,
+              let base = parameterBytes.baseAddress, let source = bytes.baseAddress else { return nil }
+        let target = base + parameterBytesUsed
+        target.copyMemory(from: source, byteCount: bytes.count)
+        parameterBytesUsed += bytes.count
+        return UnsafeRawPointer(target)
     }
 
     private func bind(_ value: Value, at index: Int32) throws(StoreError) {
@@ -55,12 +122,16 @@ final class SQLiteStatement {
         case .date(let t): rc = sqlite3_bind_int64(handle, index, t.microsecondsSinceEpoch)
         case .string(var s):
             rc = s.withUTF8 { buffer in
-                buffer.isEmpty ? sqlite3_bind_text(handle, index, "", 0, sqliteTransient)
-                    : sqlite3_bind_text(handle, index, buffer.baseAddress.map { UnsafeRawPointer($0) }?
-                        .assumingMemoryBound(to: CChar.self), Int32(buffer.count), sqliteTransient)
+                if buffer.isEmpty { return sqlite3_bind_text(handle, index, "", 0, sqliteStatic) }
+                if let kept = parameterCopy(UnsafeRawBufferPointer(buffer)) {
+                    return sqlite3_bind_text(handle, index, kept.assumingMemoryBound(to: CChar.self),
+                                             Int32(buffer.count), sqliteStatic)
+                }
+                return sqlite3_bind_text(handle, index, buffer.baseAddress.map { UnsafeRawPointer($0) }?
+                    .assumingMemoryBound(to: CChar.self), Int32(buffer.count), sqliteTransient)
             }
-        case .bytes(let b): rc = Self.bindBlob(handle, index, b)
-        case .uuid(let u): rc = Self.bindBlob(handle, index, u.bytes)
+        case .bytes(let b): rc = b.withUnsafeBytes { bindBlob(index, $0) }
+        case .uuid(let u): rc = withUnsafeBytes(of: u.uuid) { bindBlob(index, $0) }
         }
         guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
     }
@@ -75,10 +146,11 @@ final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
     }
 
-    private static func bindBlob(_ handle: OpaquePointer, _ index: Int32, _ bytes: [UInt8]) -> Int32 {
+    private func bindBlob(_ index: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
         // An empty blob bound from a pointer would be NULL; zeroblob(0) is an empty, non-null blob.
         if bytes.isEmpty { return sqlite3_bind_zeroblob(handle, index, 0) }
-        return bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), sqliteTransient) }
+        if let kept = parameterCopy(bytes) { return sqlite3_bind_blob(handle, index, kept, Int32(bytes.count), sqliteStatic) }
+        return sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
     }
 
     static let typeNames = [SQLITE_INTEGER: "INTEGER", SQLITE_FLOAT: "REAL", SQLITE_TEXT: "TEXT",
