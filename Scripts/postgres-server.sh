@@ -20,12 +20,30 @@ install() {
 }
 if [ "$command" = install ]; then install; exit $?; fi
 dir=${2:?usage: postgres-server.sh start|stop DIR}
+# Runs a command as the postgres user. runuser and sudo reset the soft limit of open files
+# (1,024 here), and initdb and the server also inherit the caller's open files (a test process
+# may hold many): the command runs with its soft limit raised to the hard one.
 as_postgres() {
-    if [ "$(id -un)" = postgres ]; then "$@"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@";
-    else sudo -u postgres "$@"; fi
+    local raised=(bash -c 'ulimit -n "$(ulimit -Hn)" 2>/dev/null || true; exec "$@"' as_postgres "$@")
+    if [ "$(id -un)" = postgres ]; then "${raised[@]}"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "${raised[@]}";
+    else sudo -u postgres "${raised[@]}"; fi
+}
+# Closes the descriptors inherited from the caller past standard error (a test process may
+# hold hundreds of stores and pipes open): the server counts them against its own limit and
+# refuses to start when too few are left ("insufficient file descriptors"), and would keep them
+# open for as long as it runs. Bash's own descriptor of this script stays open.
+close_inherited() {
+    local fd
+    for fd in /proc/$$/fd/*; do
+        fd=${fd##*/}
+        [ "$fd" -gt 2 ] 2>/dev/null || continue
+        [ "/proc/$$/fd/$fd" -ef "${BASH_SOURCE[0]}" ] && continue
+        eval "exec $fd>&-" 2>/dev/null || true
+    done
 }
 case "$command" in
 start)
+    close_inherited
     install || { echo "postgres-server.sh: PostgreSQL 15 is not installed and cannot be installed" >&2; exit 1; }
     mkdir -p "$dir"
     chown postgres "$dir" 2>/dev/null || true
