@@ -224,28 +224,31 @@ final class SQLiteStatement {
         case .date: return .date(Timestamp(microsecondsSinceEpoch: sqlite3_value_int64(cell)))
         case .double: return .double(sqlite3_value_double(cell))
         case .string:
-            // The text first, then its length (SQLite's documented order).
-            guard let text = sqlite3_value_text(cell) else { return .string("") }
+            // The text first, then its length (SQLite's documented order). A text, even an
+            // empty one, has a pointer; none means SQLite could not allocate.
+            guard let text = sqlite3_value_text(cell) else { throw ColumnReadFailure.outOfMemory }
             let count = Int(sqlite3_value_bytes(cell))
             guard count > 0 else { return .string("") }
             guard let string = UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)) else {
                 throw ColumnReadFailure(detail: "holds text that is not valid UTF-8")
             }
             return .string(string)
-        case .bytes: return .bytes(Self.blob(cell))
+        case .bytes: return .bytes(try Self.blob(cell))
         case .uuid:
-            guard let uuid = UUID(bytes: Self.blob(cell)) else {
+            guard let uuid = UUID(bytes: try Self.blob(cell)) else {
                 throw ColumnReadFailure(detail: "is not a 16-byte uuid")
             }
             return .uuid(uuid)
         }
     }
 
-    /// A blob value's bytes (blob first, then its length).
-    private static func blob(_ cell: OpaquePointer) -> [UInt8] {
-        guard let pointer = sqlite3_value_blob(cell) else { return [] }
+    /// A blob value's bytes (blob first, then its length). An empty blob has no pointer; a
+    /// longer one without one means SQLite could not allocate.
+    private static func blob(_ cell: OpaquePointer) throws(ColumnReadFailure) -> [UInt8] {
+        let pointer = sqlite3_value_blob(cell)
         let count = Int(sqlite3_value_bytes(cell))
         guard count > 0 else { return [] }
+        guard let pointer else { throw ColumnReadFailure.outOfMemory }
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 }
@@ -253,4 +256,8 @@ final class SQLiteStatement {
 /// Why a column could not be read as its attribute's type (``SQLiteStatement/value(at:as:optional:)``).
 struct ColumnReadFailure: Error {
     let detail: String
+    /// SQLite could not allocate memory to hand the value over: nothing is wrong with the store.
+    var outOfMemory = false
+
+    static let outOfMemory = ColumnReadFailure(detail: "could not be read: SQLite is out of memory", outOfMemory: true)
 }

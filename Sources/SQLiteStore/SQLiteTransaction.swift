@@ -83,8 +83,9 @@ final class SQLiteTransaction: StorageWriter {
         do throws(ColumnReadFailure) {
             return try statement.value(at: Int32(i), as: type, optional: optional)
         } catch {
-            throw StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
-                + ".\(entity.attributes[i].name) \(error.detail)")
+            throw StoreError(error.outOfMemory ? .io : .corrupt,
+                             "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
+                                + ".\(entity.attributes[i].name) \(error.detail)")
         }
     }
 
