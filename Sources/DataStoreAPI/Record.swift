@@ -164,7 +164,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
     /// The values in the order of `layout` (null for names the record lacks).
     @_spi(Backend) public func values(in layout: RecordLayout) -> [Value] {
-        if storedLayout === layout { return slots }
+        if let values = values(inOrderOf: layout) { return values }
         return layout.names.enumerated().map { value(ifPresent: $1, at: $0) ?? .null }
     }
 
@@ -185,10 +185,6 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         return nil
     }
 
-    /// The values by position, when the record has exactly `layout` (what a store returns).
-    @_spi(Backend) public func values(ifLayout layout: RecordLayout) -> [Value]? {
-        storedLayout === layout ? slots : nil
-    }
 
     /// The value of an attribute; ``Value/null`` when absent.
     public subscript(attribute: String) -> Value {

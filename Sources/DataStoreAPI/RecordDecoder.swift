@@ -71,7 +71,7 @@ final class RecordValueDecoder: Decoder {
         self.single = single
         self.key = key
         layout = single == nil ? record.storedLayout : nil
-        values = layout.flatMap { record.values(ifLayout: $0) } ?? []
+        values = layout.flatMap { record.values(inOrderOf: $0) } ?? []
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {

@@ -49,13 +49,12 @@ struct RangeChecksum {
     /// none kept, and their values are hashed in the source entity's attribute order.
     private func hashEach(_ reader: ReadAccessor, _ stored: EntitySchema, progress: (Int) -> Void,
                           shouldStop: () -> Bool, _ body: (Value, [Value]) throws -> Void) throws {
-        // A side whose attributes are in the source's order hands its values over as they are,
-        // its key among them.
-        let sameOrder = stored.layout == entity.layout ? stored.layout : nil
+        // A side whose attributes are in the source's order hands its values over as they are
+        // (``Record/values(in:)``), its key among them.
         let keyPosition = entity.attributes.firstIndex { $0.name == entity.primaryKey }
         var read = 0
         try reader.forEach(FetchRequest(stored.name)) { record in
-            let values = sameOrder.flatMap(record.values(ifLayout:)) ?? record.values(in: entity.layout)
+            let values = record.values(in: entity.layout)
             try body(keyPosition.map { values[$0] } ?? entity.primaryKeyValue(of: record), values)
             read += 1
             if read % batchSize == 0 {

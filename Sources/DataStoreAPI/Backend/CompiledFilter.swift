@@ -72,7 +72,7 @@
 
     /// Whether the record matches; a record of another layout is evaluated by name.
     public func matches(_ record: Record) -> Bool {
-        guard let values = record.values(ifLayout: layout) else { return filter.matches(record) }
+        guard let values = record.values(inOrderOf: layout) else { return filter.matches(record) }
         return Self.evaluate(root, values)
     }
 
