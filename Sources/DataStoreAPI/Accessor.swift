@@ -102,12 +102,32 @@ public class ReadAccessor {
     /// Up to `limit` items with keys after `after` (from the start when `nil`), in key order:
     /// the way to stream an entity in pages of constant size.
     public func scan(_ entityName: String, after: Value? = nil, limit: Int) throws -> [Record] {
+        let (entity, start) = try scanStart(entityName, after, limit)
+        return limit == 0 ? [] : try reader.scan(entity, after: start, limit: limit)
+    }
+
+    /// As ``scan(_:after:limit:)``, into a page the caller keeps from one call to the next: the
+    /// page is replaced by the items read, and its records' storage is reused where the caller
+    /// kept no copy of them (SQLite and LMDB refill them in place), so that paging through an
+    /// entity with one buffer allocates nothing per item after the first page. Records kept
+    /// from an earlier page keep their values.
+    public func scan(_ entityName: String, after: Value? = nil, limit: Int, into page: inout [Record]) throws {
+        let (entity, start) = try scanStart(entityName, after, limit)
+        if limit == 0 {
+            page.removeAll(keepingCapacity: true)
+        } else {
+            try reader.scan(entity, after: start, limit: limit, into: &page)
+        }
+    }
+
+    /// A scan's entity and the key it starts after, its limit checked.
+    private func scanStart(_ entityName: String, _ after: Value?,
+                           _ limit: Int) throws(StoreError) -> (EntitySchema, PrimaryKey?) {
         let entity = try entity(entityName)
         guard limit >= 0 else {
             throw StoreError(.invalidArgument, "scan of '\(entityName)' with negative limit \(limit)")
         }
-        let start = try after.map { v throws(StoreError) in try entity.primaryKey(v) }
-        return limit == 0 ? [] : try reader.scan(entity, after: start, limit: limit)
+        return (entity, try after.map { v throws(StoreError) in try entity.primaryKey(v) })
     }
 
     /// A metadata value stored with ``WriteAccessor/setMetadata(_:forKey:)``.

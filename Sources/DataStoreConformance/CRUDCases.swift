@@ -111,6 +111,52 @@ enum CRUDCases {
         c.expectEqual(try store.read { try $0.scan("Item", after: .int(1_000), limit: 10) }, [])
     }
 
+    /// `scan(_:after:limit:into:)` reads each page into a buffer the caller keeps from page to
+    /// page (a backend may refill its records in place): every page equals the page `scan`
+    /// returns, whatever the buffer held before (a record of no entity, more or fewer records
+    /// than the page), inside a write block with its own writes too; records kept from an
+    /// earlier page, and changed copies of them, stay what they were.
+    static func pagesScannedIntoAKeptBufferEqualFreshPages(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try Fixtures.load(Fixtures.items(211, seed: 13), into: store)
+        func pages(_ reader: ReadAccessor, _ what: String) throws {
+            for limit in [1, 7, 50, 1_000] {
+                var page: [Record] = [["stray": 1], ["stray": 2]]
+                var after: Value? = nil
+                var kept: [(page: [Record], expected: [Record])] = []
+                var changed: [Record] = []
+                var count = 0
+                while true {
+                    let expected = try reader.scan("Item", after: after, limit: limit)
+                    try reader.scan("Item", after: after, limit: limit, into: &page)
+                    c.expectEqual(page, expected, "page after \(after.map { "\($0)" } ?? "the start"), limit \(limit), \(what)")
+                    if page != expected { return }
+                    if kept.count % 2 == 0 { kept.append((page, expected)) }
+                    if var copy = page.first {
+                        copy["name"] = "changed"
+                        changed.append(copy)
+                    }
+                    count += page.count
+                    guard let last = expected.last else { break }
+                    after = last["id"]
+                }
+                c.expectEqual(count, try reader.count(FetchRequest("Item")), "items paged with limit \(limit), \(what)")
+                c.expect(kept.allSatisfy { $0.page == $0.expected }, "pages kept while later ones were read, \(what)")
+                c.expect(changed.allSatisfy { $0["name"] == "changed" }, "changed copies keep their change, \(what)")
+                // A page of another entity's records, refilled with this one's.
+                var keyed: [Record] = [["key": "a", "value": 1, "note": .null]]
+                try reader.scan("Item", limit: 3, into: &keyed)
+                c.expectEqual(keyed, try reader.scan("Item", limit: 3), "a buffer of another entity's records, \(what)")
+            }
+        }
+        try store.read { try pages($0, "in a read") }
+        try store.writeSync { writer in
+            try writer.insert(["id": 5_000, "name": "late", "score": 1], into: "Item")
+            _ = try writer.delete("Item", key: try writer.scan("Item", limit: 1)[0]["id"])
+            try pages(writer, "in a write after its own writes")
+        }
+    }
+
     static func intKeysEnumerateInSignedOrder(_ c: ConformanceContext) throws {
         let store = try c.open()
         let ids: [Int64] = [5, -1, .max, 0, .min, -300, 256]
@@ -258,6 +304,8 @@ enum CRUDCases {
         ConformanceCase("CRUD", "missingAttributesTakeDefaultsOrNull", missingAttributesTakeDefaultsOrNull),
         ConformanceCase(
             "CRUD", "scanStreamsEveryItemInKeyOrderInPages", scanStreamsEveryItemInKeyOrderInPages),
+        ConformanceCase(
+            "CRUD", "pagesScannedIntoAKeptBufferEqualFreshPages", pagesScannedIntoAKeptBufferEqualFreshPages),
         ConformanceCase("CRUD", "intKeysEnumerateInSignedOrder", intKeysEnumerateInSignedOrder),
         ConformanceCase(
             "CRUD", "stringAndUUIDKeysEnumerateInByteOrder", stringAndUUIDKeysEnumerateInByteOrder),

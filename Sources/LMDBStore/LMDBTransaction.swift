@@ -233,6 +233,28 @@ final class LMDBTransaction: StorageWriter {
         return result
     }
 
+    /// The page's records refilled from the cursor, in place where the caller kept no copy.
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
+        let start = key.map { Self.recordKey($0) }
+        let (attributes, layout) = (entity.attributes, entity.layout)
+        var count = 0
+        try txn.forEach(dbi(entity), from: start) { k, value in
+            if let start, k.elementsEqual(start) { return true }
+            let damage: String?
+            if count < page.count {
+                damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &page[count])
+            } else {
+                let (fresh, freshDamage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout)
+                damage = freshDamage
+                page.append(fresh)
+            }
+            if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
+            count += 1
+            return count < limit
+        }
+        if count < page.count { page.removeSubrange(count...) }
+    }
+
     /// Decodes every record of the entity and checks that each carries the primary key it is
     /// stored under (damage can turn one key into another valid one); returns how many.
     /// - Throws: `corrupt` naming the environment, entity and key.

@@ -167,6 +167,26 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
+        try rows(try scanStatement(entity, after: key, limit: limit), entity)
+    }
+
+    /// The page's records refilled row by row, in place where the caller kept no copy.
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
+        let statement = try scanStatement(entity, after: key, limit: limit)
+        defer { sqlite3_reset(statement.handle) }
+        var count = 0
+        while try statement.step() {
+            if count < page.count {
+                try record(statement, entity, into: &page[count])
+            } else {
+                page.append(try record(statement, entity))
+            }
+            count += 1
+        }
+        if count < page.count { page.removeSubrange(count...) }
+    }
+
+    private func scanStatement(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> SQLiteStatement {
         let texts = sql(entity)
         let statement = try connection.statement(key == nil ? texts.scanFirst : texts.scanAfter)
         if let key {
@@ -174,7 +194,7 @@ final class SQLiteTransaction: StorageWriter {
         } else {
             try statement.bind([.int(Int64(limit))])
         }
-        return try rows(statement, entity)
+        return statement
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {

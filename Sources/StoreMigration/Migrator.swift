@@ -365,8 +365,11 @@ final class MigrationRun {
                     _ entry: inout EntityReport, _ checkpoint: CheckpointWriter, _ tick: (Int) -> Void) throws {
         let limit = max(1, options.batchSize)
         var after = start
+        // One page buffer for the whole entity: its records are refilled in place once the
+        // destination let go of them.
+        var page: [Record] = []
         while true {
-            let page = try snapshot.scan(entity.name, after: after, limit: limit)
+            try snapshot.scan(entity.name, after: after, limit: limit, into: &page)
             guard let last = page.last?[entity.primaryKey] else { break }
             try destination.writeSync { writer in
                 try writer.insert(contentsOf: page, into: entity.name)

@@ -7,7 +7,7 @@
 struct PageCursor {
     let entity: EntitySchema
     let limit: Int
-    private let fetch: (Value?) throws -> [Record]
+    private let fetch: (Value?, inout [Record]) throws -> Void
     private var page: [Record] = []
     private var index = 0
     private var after: Value?
@@ -15,9 +15,11 @@ struct PageCursor {
     /// The current item's primary key (meaningful after ``load()`` returned true).
     private(set) var key: Value = .null
 
-    /// Pages that `fetch` returns: up to `limit` items after the key it is given, starting
-    /// after `start` (from the first key when `nil`).
-    init(entity: EntitySchema, limit: Int, after start: Value? = nil, fetch: @escaping (Value?) throws -> [Record]) {
+    /// Pages that `fetch` reads into the page it is given (the last one, refilled where no copy
+    /// of its records is alive: ``ReadAccessor/scan(_:after:limit:into:)``): up to `limit` items
+    /// after the key it is given, starting after `start` (from the first key when `nil`).
+    init(entity: EntitySchema, limit: Int, after start: Value? = nil,
+         fetch: @escaping (Value?, inout [Record]) throws -> Void) {
         self.entity = entity
         self.limit = limit
         self.fetch = fetch
@@ -26,8 +28,8 @@ struct PageCursor {
 
     /// Pages of one read transaction.
     init(reader: ReadAccessor, entity: EntitySchema, limit: Int, after start: Value? = nil) {
-        self.init(entity: entity, limit: limit, after: start) { after in
-            try reader.scan(entity.name, after: after, limit: limit)
+        self.init(entity: entity, limit: limit, after: start) { after, page in
+            try reader.scan(entity.name, after: after, limit: limit, into: &page)
         }
     }
 
@@ -35,7 +37,7 @@ struct PageCursor {
     mutating func load() throws -> Bool {
         if index < page.count { return true }
         guard !exhausted else { return false }
-        page = try fetch(after)
+        try fetch(after, &page)
         index = 0
         exhausted = page.count < limit
         guard let last = page.last else {

@@ -34,8 +34,8 @@ struct StoreDiff {
         let limit = max(1, batchSize)
         var src = PageCursor(reader: source, entity: entity, limit: limit, after: after)
         // Each destination page in a read transaction of its own: the pass writes between them.
-        var dst = PageCursor(entity: entity, limit: limit, after: after) { [destination] after in
-            try destination.read { try $0.scan(name, after: after, limit: limit) }
+        var dst = PageCursor(entity: entity, limit: limit, after: after) { [destination] after, page in
+            try destination.read { try $0.scan(name, after: after, limit: limit, into: &page) }
         }
         var pending: [Change] = []
         var lastSourceKey: Value?

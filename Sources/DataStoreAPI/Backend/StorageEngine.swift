@@ -38,6 +38,11 @@
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int
     /// Returns up to `limit` items with keys greater than `key`, in key order.
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record]
+    /// Replaces `page` with what ``scan(_:after:limit:)`` returns. The default assigns that
+    /// array; a backend may refill the page's records in place (``Record/refill(layout:_:)``),
+    /// so that a caller paging through an entity with one buffer allocates nothing per item
+    /// once the first page is read (records it kept from a page keep their values).
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws
     func metadata(forKey key: String) throws -> [UInt8]?
 }
 
@@ -48,6 +53,10 @@ extension StorageReader {
 
     public func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
         try forEachFetched(request, in: entity, body)
+    }
+
+    public func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
+        page = try scan(entity, after: key, limit: limit)
     }
 
     /// Fetches the items first, then hands them to `body` while it returns true: the default

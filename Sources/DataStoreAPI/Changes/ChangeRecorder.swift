@@ -182,6 +182,9 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         try writer.scan(entity, after: key, limit: limit)
     }
+    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
+        try writer.scan(entity, after: key, limit: limit, into: &page)
+    }
     func metadata(forKey key: String) throws -> [UInt8]? { try writer.metadata(forKey: key) }
 
     // MARK: StorageWriter
