@@ -195,6 +195,7 @@ final class LMDBTransaction: StorageWriter {
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         var stages = RequestStages(request)
+        if request.filter == .all { stages.reserve(candidates: try txn.count(dbi(entity))) }
         try candidates(request.filter, entity, keeps: true) { key, record in
             stages.offer(key: key(), record: record)
         }

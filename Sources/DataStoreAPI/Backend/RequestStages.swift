@@ -21,6 +21,16 @@
         self.inKeyOrder = inKeyOrder
     }
 
+    /// Makes room for the answer of a request that streams when the backend knows how many
+    /// candidates it will offer (every item of an entity, no filter): a million-record fetch
+    /// then builds its array once, instead of doubling it twenty times and touching the memory
+    /// of every copy.
+    public mutating func reserve(candidates: Int) {
+        guard streams, case .all = request.filter else { return }
+        let answer = max(0, min(candidates - request.offset, request.limit ?? .max))
+        streamed.reserveCapacity(answer)
+    }
+
     /// Whether the stages can stop taking candidates early (no sort, candidates in key order).
     private var streams: Bool { request.sort.isEmpty && inKeyOrder }
 
