@@ -110,13 +110,19 @@ public class ReadAccessor {
     /// page is replaced by the items read, and its records' storage is reused where the caller
     /// kept no copy of them (SQLite and LMDB refill them in place), so that paging through an
     /// entity with one buffer allocates nothing per item after the first page. Records kept
-    /// from an earlier page keep their values.
+    /// from an earlier page keep their values. When the scan throws (a damaged record), the page
+    /// is left empty, never half refilled.
     public func scan(_ entityName: String, after: Value? = nil, limit: Int, into page: inout [Record]) throws {
-        let (entity, start) = try scanStart(entityName, after, limit)
-        if limit == 0 {
-            page.removeAll(keepingCapacity: true)
-        } else {
-            try reader.scan(entity, after: start, limit: limit, into: &page)
+        do {
+            let (entity, start) = try scanStart(entityName, after, limit)
+            if limit == 0 {
+                page.removeAll(keepingCapacity: true)
+            } else {
+                try reader.scan(entity, after: start, limit: limit, into: &page)
+            }
+        } catch {
+            page.removeAll()
+            throw error
         }
     }
 

@@ -241,15 +241,16 @@ final class LMDBTransaction: StorageWriter {
         var count = 0
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
-            let damage: String?
             if count < page.count {
-                damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &page[count])
+                if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout,
+                                                        into: &page[count]) {
+                    throw damaged(damage, entity, key: k.dropFirst())
+                }
             } else {
-                let (fresh, freshDamage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout)
-                damage = freshDamage
+                let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout)
+                if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
                 page.append(fresh)
             }
-            if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
             count += 1
             return count < limit
         }
