@@ -34,9 +34,15 @@ struct StoreDiff {
         let limit = max(1, batchSize)
         var src = PageCursor(reader: source, entity: entity, limit: limit, after: after)
         // Each destination page in a read transaction of its own: the pass writes between them.
-        var dst = PageCursor(entity: entity, limit: limit, after: after) { [destination] after, page in
+        // A compare writes nothing, so its destination pages are read ahead on another thread
+        // while this one compares.
+        let fetch: @Sendable (Value?, inout [Record]) throws -> Void = { [destination] after, page in
             try destination.read { try $0.scan(name, after: after, limit: limit, into: &page) }
         }
+        var dst = mode == .compare
+            ? PageCursor(entity: entity, limit: limit, after: after, readingAhead: fetch)
+            : PageCursor(entity: entity, limit: limit, after: after, fetch: fetch)
+        defer { dst.finishReadingAhead() }
         var pending: [Change] = []
         var lastSourceKey: Value?
         var sinceProgress = 0

@@ -113,3 +113,61 @@ func aChecksumVerifyFindsTheSameDifferencesAsTheItemVerifyReadingOnlyTheRangesTh
     #expect(bad.output.contains("Item[4000]: missing in the destination"), "\(bad.output)")
     #expect(bad.output.contains("1 of 5 ranges differed"), "\(bad.output)")
 }
+
+/// The item verify reads the destination's pages ahead on a worker thread while it compares the
+/// source's: with pages of 1, 3, 7 and 1,000 items, over random edits on either side (items only
+/// in the source, only in the destination, changed, runs of them at page edges), it reports
+/// exactly the keys that differ, in key order, and the checksum verify the same.
+@Test(arguments: [(StoreKind.sqlite, StoreKind.lmdb), (.lmdb, .sqlite), (.memory, .lmdb)])
+func anItemVerifyReadingAheadReportsExactlyTheDifferingKeysForEveryPageSize(_ from: StoreKind, _ to: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(from, "source")
+    let destination = dir.location(to, "destination")
+    defer { for l in [source, destination] where l.kind == .memory { try? l.destroy() } }
+    let n: Int64 = 2_000
+    let store = try source.open(schema: checksumSchema)
+    try store.writeSync { w in try w.insert(contentsOf: (0..<n).map(checksumItem), into: "Item") }
+    try store.close()
+    _ = try Migrator.copy(from: source, to: destination)
+    var rng = SplitMix64(seed: 0x5EED)
+    var differing = Set<Int64>()
+    let target = try destination.open(schema: nil)
+    let original = try source.open(schema: nil)
+    for _ in 0..<60 {
+        let i = Int64(rng.next() % UInt64(n))
+        let run = Int64(rng.next() % 4)  // up to four neighbours, across page edges
+        for id in i..<min(n, i + 1 + run) {
+            switch rng.next() % 4 {
+            case 0: try target.writeSync { _ = try $0.delete("Item", key: .int(2 * id)) }
+            case 1: try original.writeSync { _ = try $0.delete("Item", key: .int(2 * id)) }
+            case 2: try target.writeSync { _ = try $0.save(["id": .int(2 * id + 1), "name": "extra", "ratio": 0.0], into: "Item") }
+            default:
+                var changed = checksumItem(id)
+                changed["name"] = "changed"
+                try target.writeSync { [changed] in try $0.save(changed, into: "Item") }
+            }
+        }
+    }
+    let mine = try original.read { try $0.fetch(FetchRequest("Item")) }
+    let theirs = try target.read { try $0.fetch(FetchRequest("Item")) }
+    try original.close()
+    try target.close()
+    let left = Dictionary(uniqueKeysWithValues: mine.map { ($0["id"], $0) })
+    let right = Dictionary(uniqueKeysWithValues: theirs.map { ($0["id"], $0) })
+    for key in Set(left.keys).union(right.keys) where left[key] != right[key] {
+        if case .int(let id) = key { differing.insert(id) }
+    }
+    #expect(!differing.isEmpty)
+    for batchSize in [1, 3, 7, 1_000] {
+        let report = try Migrator.verify(from: source, to: destination, options: MigrationOptions(batchSize: batchSize))
+        let checksum = try Migrator.verify(from: source, to: destination,
+                                           options: MigrationOptions(batchSize: batchSize, checksum: true))
+        #expect(report.differences == differing.count, "pages of \(batchSize)")
+        #expect(checksum.differences == differing.count, "pages of \(batchSize), by checksum")
+        // The samples (the first 20) name the first differing keys, in key order.
+        let expected = differing.sorted().prefix(20).map { "Item[\($0)]" }
+        let named = report.sampleDifferences.map { String($0.prefix { $0 != ":" }) }
+        #expect(named == Array(expected), "pages of \(batchSize): \(report.sampleDifferences.prefix(3))")
+        #expect(checksum.sampleDifferences == report.sampleDifferences, "pages of \(batchSize)")
+    }
+}
