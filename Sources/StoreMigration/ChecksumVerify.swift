@@ -64,39 +64,72 @@ struct RangeChecksum {
         }
     }
 
-    /// Reads the source once: its ranges, in key order.
-    func sourceRanges(_ snapshot: ReadAccessor, progress: (Int) -> Void,
-                      shouldStop: () -> Bool) throws -> [SourceRange] {
-        var ranges: [SourceRange] = []
+    /// Reads the source once: its ranges, in key order, each published as soon as it is complete
+    /// (``PublishedRanges/finish()`` after the last, ``PublishedRanges/abandon()`` if the pass
+    /// throws).
+    func sourceRanges(_ snapshot: ReadAccessor, into published: PublishedRanges, progress: (Int) -> Void,
+                      shouldStop: () -> Bool) throws {
         var current = Accumulator()
         var last: Value?
-        try hashEach(snapshot, entity, progress: progress, shouldStop: shouldStop) { key, values in
-            current.add(values)
-            last = key
-            if current.count == Self.rangeSize {
-                ranges.append(SourceRange(lastValue: key, count: current.count, digest: current.finalize()))
-                current = Accumulator()
+        do {
+            try hashEach(snapshot, entity, progress: progress, shouldStop: shouldStop) { key, values in
+                current.add(values)
+                last = key
+                if current.count == Self.rangeSize {
+                    published.publish(SourceRange(lastValue: key, count: current.count, digest: current.finalize()))
+                    current = Accumulator()
+                }
             }
+        } catch {
+            published.abandon()
+            throw error
         }
         if current.count > 0, let end = last {
-            ranges.append(SourceRange(lastValue: end, count: current.count, digest: current.finalize()))
+            published.publish(SourceRange(lastValue: end, count: current.count, digest: current.finalize()))
         }
-        return ranges
+        published.finish()
     }
 
-    /// Reads the destination once, in one read transaction, into the source's ranges: one
-    /// accumulator per range, and one more for the keys after the last range.
-    func destinationDigests(_ destination: any DataStore, _ ranges: [SourceRange], progress: (Int) -> Void,
-                            shouldStop: () -> Bool) throws -> [Accumulator] {
+    /// Reads the destination once, in one read transaction, into the source's ranges as the
+    /// source pass publishes them (waiting for a range it has not reached yet): one accumulator
+    /// per range, and one more for the keys after the last range.
+    func destinationDigests(_ destination: any DataStore, _ published: PublishedRanges) throws -> [Accumulator] {
         try destination.read { reader in
-            var digests = Array(repeating: Accumulator(), count: ranges.count + 1)
-            var range = 0
-            try hashEach(reader, destinationEntity, progress: progress, shouldStop: shouldStop) { key, values in
-                while range < ranges.count, try KeyEncoding.compareKeys(key, ranges[range].lastValue) > 0 { range += 1 }
-                digests[range].add(values)
+            var digests = [Accumulator()]
+            var bound = try published.range(0)
+            try hashEach(reader, destinationEntity, progress: { _ in }, shouldStop: { false }) { key, values in
+                while let range = bound, try KeyEncoding.compareKeys(key, range.lastValue) > 0 {
+                    digests.append(Accumulator())
+                    bound = try published.range(digests.count - 1)
+                }
+                digests[digests.count - 1].add(values)
             }
+            // Ranges past the destination's last key: empty accumulators.
+            while try published.range(digests.count - 1) != nil { digests.append(Accumulator()) }
             return digests
         }
+    }
+
+    /// Both passes at once: the destination's on a worker thread, which follows the source's
+    /// ranges as this thread publishes them, so that the two stores are read on two cores.
+    /// - Returns: the source's ranges and the destination's accumulators (one more than ranges).
+    func ranges(_ snapshot: ReadAccessor, _ destination: any DataStore, progress: (Int) -> Void,
+                shouldStop: () -> Bool) throws -> (ranges: [SourceRange], digests: [Accumulator]) {
+        let published = PublishedRanges()
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<[Accumulator], any Error> = .success([])
+        DispatchQueue(label: "DataStore.checksum.destination").async { [self] in
+            result = Result { try destinationDigests(destination, published) }
+            done.signal()
+        }
+        do {
+            try sourceRanges(snapshot, into: published, progress: progress, shouldStop: shouldStop)
+        } catch {
+            done.wait()
+            throw error
+        }
+        done.wait()
+        return (published.all, try result.get())
     }
 
     /// A range whose count or digest differ: the key it starts after and the key it ends with
@@ -140,8 +173,7 @@ extension MigrationRun {
             }
             let checksum = RangeChecksum(entity: entity, destinationEntity: destinationEntity,
                                          batchSize: max(1, options.batchSize))
-            let ranges = try checksum.sourceRanges(snapshot, progress: tick, shouldStop: shouldStop)
-            let digests = try checksum.destinationDigests(destination, ranges, progress: tick, shouldStop: shouldStop)
+            let (ranges, digests) = try checksum.ranges(snapshot, destination, progress: tick, shouldStop: shouldStop)
             let differing = RangeChecksum.differing(ranges, digests)
             // Items of equal ranges are verified; in the others, those the item compare pairs.
             entry.itemsVerified = total - differing.reduce(0) { $0 + $1.sourceItems }
@@ -163,6 +195,51 @@ extension MigrationRun {
         }
         report.verified = true
     }
+}
+
+/// The source's ranges, published by the source pass for a destination pass on another thread.
+/// The destination pass asks for a range only when it moves past the one before (once per
+/// 1,000 items), so the lock is taken that rarely.
+final class PublishedRanges: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var ranges: [RangeChecksum.SourceRange] = []
+    private var finished = false
+    private var abandoned = false
+
+    func publish(_ range: RangeChecksum.SourceRange) {
+        condition.withLock {
+            ranges.append(range)
+            condition.broadcast()
+        }
+    }
+
+    /// The source pass has published its last range.
+    func finish() {
+        condition.withLock {
+            finished = true
+            condition.broadcast()
+        }
+    }
+
+    /// The source pass failed or was stopped: a destination pass waiting for a range stops too.
+    func abandon() {
+        condition.withLock {
+            abandoned = true
+            condition.broadcast()
+        }
+    }
+
+    /// The range at `index`, once published; `nil` when the source has no more.
+    /// - Throws: ``StopRequested`` once the source pass is abandoned.
+    func range(_ index: Int) throws -> RangeChecksum.SourceRange? {
+        condition.lock()
+        defer { condition.unlock() }
+        while index >= ranges.count && !finished && !abandoned { condition.wait() }
+        if abandoned { throw StopRequested() }
+        return index < ranges.count ? ranges[index] : nil
+    }
+
+    var all: [RangeChecksum.SourceRange] { condition.withLock { ranges } }
 }
 
 /// A 64-bit digest of a sequence of values, for range checksums: 64-bit words mixed in as

@@ -171,3 +171,29 @@ func anItemVerifyReadingAheadReportsExactlyTheDifferingKeysForEveryPageSize(_ fr
         #expect(checksum.sampleDifferences == report.sampleDifferences, "pages of \(batchSize)")
     }
 }
+
+/// The checksum verify reads the destination on a worker thread that follows the source's
+/// ranges; a verify stopped partway (or whose source pass fails) ends that worker too, instead
+/// of leaving it waiting for ranges that never come.
+@Test func aChecksumVerifyStoppedPartwayEndsItsDestinationPass() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    let destination = dir.location(.lmdb, "destination")
+    let store = try source.open(schema: checksumSchema)
+    try store.writeSync { w in try w.insert(contentsOf: (0..<10_000).map(checksumItem), into: "Item") }
+    try store.close()
+    _ = try Migrator.copy(from: source, to: destination)
+    for stopAfter in [0, 1, 5, 50] {
+        var asked = 0
+        #expect(throws: MigrationInterrupted.self, "stopped after \(stopAfter) checks") {
+            try Migrator.verify(from: source, to: destination, options: MigrationOptions(batchSize: 100, checksum: true),
+                                shouldStop: {
+                                    asked += 1
+                                    return asked > stopAfter
+                                })
+        }
+    }
+    // The run after them finds the stores equal.
+    let report = try Migrator.verify(from: source, to: destination, options: MigrationOptions(checksum: true))
+    #expect(report.differences == 0 && report.verified)
+}
