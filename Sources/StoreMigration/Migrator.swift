@@ -361,7 +361,7 @@ final class MigrationRun {
     /// Copies an entity, or its items after `start`, into a destination that holds none of them:
     /// pages of the snapshot in key order, one write transaction per batch, with the checkpoint
     /// in the same transaction. This thread reads the next page while a worker writes the one
-    /// before (``PageWrites``): the two stores work at once, the batches still commit one after
+    /// before (``PageWorker``): the two stores work at once, the batches still commit one after
     /// the other in key order, and a stop or an error waits for the write in flight, so that the
     /// last checkpoint names what is committed.
     func copyEntity(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, after start: Value?,
@@ -372,13 +372,13 @@ final class MigrationRun {
         // Two page buffers, their records refilled in place once the destination let go of them:
         // this thread reads into one while the worker writes the other.
         var page: [Record] = []
-        let writes = PageWrites()
-        defer { writes.finish() }
+        let writes = PageWorker(label: "DataStore.copy.writer")
+        defer { writes.drain() }
         while true {
             try snapshot.scan(name, after: after, limit: limit, into: &page)
             guard let last = page.last?[entity.primaryKey] else { break }
             let count = page.count
-            let spare = try writes.waitForLast()
+            let spare = try writes.take()
             writes.start(page) { page in
                 try destination.writeSync { writer in
                     try writer.insert(contentsOf: page, into: name)
@@ -391,12 +391,12 @@ final class MigrationRun {
             after = last
             tick(entry.itemsRead)
             if shouldStop() {
-                _ = try writes.waitForLast()
+                _ = try writes.take()
                 throw StopRequested()
             }
             if count < limit { break }
         }
-        _ = try writes.waitForLast()
+        _ = try writes.take()
     }
 
     func diff(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, _ mode: StoreDiff.Mode,
@@ -428,55 +428,5 @@ final class MigrationRun {
             }
         }
         report.verified = true
-    }
-}
-
-/// The worker of a copy: writes one page at a time into the destination on a serial queue of its
-/// own, while the copy's thread reads the next. Only the copy's thread calls it; the worker sets
-/// the failure before it signals, and the copy's thread reads it after waiting for that signal.
-final class PageWrites: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "DataStore.copy.writer")
-    private let done = DispatchSemaphore(value: 0)
-    private var page: [Record] = []
-    private var write: (([Record]) throws -> Void)?
-    private var failure: (any Error)?
-    private var pending = false
-
-    /// Writes `records` with `write` on the worker (after the page before it: call
-    /// ``waitForLast()`` first).
-    func start(_ records: [Record], _ write: @escaping ([Record]) throws -> Void) {
-        page = records
-        self.write = write
-        failure = nil
-        pending = true
-        queue.async { [self] in
-            do {
-                try self.write?(page)
-            } catch {
-                failure = error
-            }
-            self.write = nil
-            done.signal()
-        }
-    }
-
-    /// Waits for the page in flight, if any, and hands its buffer back for the next read.
-    /// - Throws: what its write threw.
-    func waitForLast() throws -> [Record] {
-        guard pending else { return [] }
-        done.wait()
-        pending = false
-        let buffer = page
-        page = []
-        if let failure { throw failure }
-        return buffer
-    }
-
-    /// Waits for the page in flight, ignoring its outcome (the copy is already failing).
-    func finish() {
-        guard pending else { return }
-        done.wait()
-        pending = false
-        page = []
     }
 }

@@ -15,8 +15,9 @@ struct PageCursor {
     private var exhausted = false
     /// The current item's primary key (meaningful after ``load()`` returned true).
     private(set) var key: Value = .null
-    /// Reads pages ahead on a worker thread (``init(entity:limit:after:readingAhead:)``).
-    private var ahead: PageAhead?
+    /// Reads pages ahead on a worker thread (``init(entity:limit:after:readingAhead:)``), with
+    /// the fetch it runs there.
+    private var ahead: (worker: PageWorker, fetch: (Value?, inout [Record]) throws -> Void)?
 
     /// Pages that `fetch` reads into the page it is given (the last one, refilled where no copy
     /// of its records is alive: ``ReadAccessor/scan(_:after:limit:into:)``): up to `limit` items
@@ -36,7 +37,7 @@ struct PageCursor {
     init(entity: EntitySchema, limit: Int, after start: Value? = nil,
          readingAhead fetch: @escaping @Sendable (Value?, inout [Record]) throws -> Void) {
         self.init(entity: entity, limit: limit, after: start, fetch: { _, _ in })
-        ahead = PageAhead(fetch: fetch)
+        ahead = (PageWorker(label: "DataStore.pageAhead"), fetch)
     }
 
     /// Pages of one read transaction.
@@ -50,14 +51,18 @@ struct PageCursor {
     mutating func load() throws -> Bool {
         if index < page.count { return true }
         guard !exhausted else { return false }
-        if let ahead {
+        if let (worker, fetch) = ahead {
             // The worker reads the next page into the buffer of the page just used up.
-            if !ahead.isReading { ahead.start(after: after, reusing: []) }
+            if !worker.isBusy {
+                let start = after
+                worker.start([]) { try fetch(start, &$0) }
+            }
             let previous = page
             page = []
-            page = try ahead.take()
+            page = try worker.take()
             if page.count == limit, let last = page.last {
-                ahead.start(after: entity.primaryKeyValue(of: last), reusing: consume previous)
+                let next = entity.primaryKeyValue(of: last)
+                worker.start(consume previous) { try fetch(next, &$0) }
             }
         } else {
             try fetch(after, &page)
@@ -98,62 +103,70 @@ struct PageCursor {
     /// Waits for a page the worker is still reading (a pass that ends early, or throws): no read
     /// of the store outlives the pass.
     func finishReadingAhead() {
-        ahead?.drain()
+        ahead?.worker.drain()
     }
 }
 
-/// The worker of a cursor that reads ahead: one page at a time, on a serial queue of its own.
-/// Only the cursor's thread calls it; the worker writes the page (or the error) before it
-/// signals, and the cursor reads it after waiting for that signal.
-final class PageAhead: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "DataStore.pageAhead")
-    private let fetch: @Sendable (Value?, inout [Record]) throws -> Void
-    private let ready = DispatchSemaphore(value: 0)
-    /// The buffer the worker refills, then the page it read or the error.
-    private var buffer: [Record] = []
+/// A worker thread with one page in flight: ``start(_:_:)`` hands it a page and a job on that
+/// page (read the next page into it, or write it into a store), ``take()`` waits for the job and
+/// hands the page back, for the next job or the caller's use. The read-ahead of a cursor
+/// (``PageCursor/init(entity:limit:after:readingAhead:)``) and the writes of a copy
+/// (``MigrationRun/copyEntity(_:_:_:after:_:_:_:)``) run on it. Only the caller's thread calls
+/// it; the worker sets the page and the failure before it signals, and the caller reads them
+/// after waiting for that signal.
+final class PageWorker: @unchecked Sendable {
+    private let queue: DispatchQueue
+    private let done = DispatchSemaphore(value: 0)
+    private var page: [Record] = []
+    private var job: ((inout [Record]) throws -> Void)?
     private var failure: (any Error)?
-    /// Whether a page was asked for and not taken yet (the cursor's thread only).
-    private(set) var isReading = false
+    /// Whether a job was started and its page not taken yet.
+    private(set) var isBusy = false
 
-    init(fetch: @escaping @Sendable (Value?, inout [Record]) throws -> Void) {
-        self.fetch = fetch
+    init(label: String) {
+        queue = DispatchQueue(label: label)
     }
 
-    /// Asks for the page after `after`, read into `reused` (its records refilled in place where
-    /// no copy of them is alive).
-    func start(after: Value?, reusing reused: consuming [Record]) {
-        buffer = reused
+    /// Runs `job` on `page` on the worker (its records refilled in place where no copy of them
+    /// is alive, when the job reads into it). Call ``take()`` for the job before, first.
+    func start(_ page: consuming [Record], _ job: @escaping (inout [Record]) throws -> Void) {
+        self.page = page
+        self.job = job
         failure = nil
-        isReading = true
+        isBusy = true
         queue.async { [self] in
-            var page = buffer
-            buffer = []
+            var page = self.page
+            self.page = []
             do {
-                try fetch(after, &page)
+                try self.job?(&page)
             } catch {
                 failure = error
                 page = []
             }
-            buffer = page
-            ready.signal()
+            self.job = nil
+            self.page = page
+            done.signal()
         }
     }
 
-    /// The page asked for last, once read.
+    /// Waits for the job in flight, if any, and hands its page back (empty when there was none).
+    /// - Throws: what the job threw.
     func take() throws -> [Record] {
-        guard isReading else { return [] }
-        ready.wait()
-        isReading = false
-        let page = buffer
-        buffer = []
+        guard isBusy else { return [] }
+        done.wait()
+        isBusy = false
+        let taken = page
+        page = []
         if let failure { throw failure }
-        return page
+        return taken
     }
 
+    /// Waits for the job in flight, if any, ignoring its outcome (the caller is already failing
+    /// or done): no read or write of a store outlives the pass that started it.
     func drain() {
-        guard isReading else { return }
-        ready.wait()
-        isReading = false
-        buffer = []
+        guard isBusy else { return }
+        done.wait()
+        isBusy = false
+        page = []
     }
 }
