@@ -20,6 +20,18 @@ private func checksumItem(_ i: Int64) -> Record {
      "payload": i % 5 == 0 ? .null : .bytes([UInt8(truncatingIfNeeded: i), 1, 2])]
 }
 
+/// A source of `count` checksum items and a copy of it, in a new temporary directory.
+private func copiedStores(_ dir: TemporaryDirectory, _ from: StoreKind, _ to: StoreKind,
+                          count: Int64) throws -> (source: StoreLocation, destination: StoreLocation) {
+    let source = dir.location(from, "source")
+    let destination = dir.location(to, "destination")
+    let store = try source.open(schema: checksumSchema)
+    try store.writeSync { w in try w.insert(contentsOf: (0..<count).map(checksumItem), into: "Item") }
+    try store.close()
+    _ = try Migrator.copy(from: source, to: destination)
+    return (source, destination)
+}
+
 /// How many items: 100,000 in the suite (set `DATASTORE_CHECKSUM_ITEMS=1000000` for the size the
 /// README reports).
 private let checksumItems = Int64(ProcessInfo.processInfo.environment["DATASTORE_CHECKSUM_ITEMS"] ?? "") ?? 100_000
@@ -94,12 +106,7 @@ func aChecksumVerifyFindsTheSameDifferencesAsTheItemVerifyReadingOnlyTheRangesTh
 /// The command: `verify --checksum` prints the ranges and the same differences, and exits 1.
 @Test func verifyChecksumOnTheCommandLineExitsOneAndListsTheDifferences() throws {
     let dir = try TemporaryDirectory()
-    let source = dir.location(.sqlite, "a")
-    let destination = dir.location(.sqlite, "b")
-    let store = try source.open(schema: checksumSchema)
-    try store.writeSync { w in try w.insert(contentsOf: (0..<2_500).map(checksumItem), into: "Item") }
-    try store.close()
-    _ = try Migrator.copy(from: source, to: destination)
+    let (source, destination) = try copiedStores(dir, .sqlite, .sqlite, count: 2_500)
     let ok = try runCLI(["verify", "--from", source.description, "--to", destination.description,
                                   "--checksum", "--progress", "none"])
     #expect(ok.status == 0, "\(ok.output)")
@@ -121,14 +128,9 @@ func aChecksumVerifyFindsTheSameDifferencesAsTheItemVerifyReadingOnlyTheRangesTh
 @Test(arguments: [(StoreKind.sqlite, StoreKind.lmdb), (.lmdb, .sqlite), (.memory, .lmdb)])
 func anItemVerifyReadingAheadReportsExactlyTheDifferingKeysForEveryPageSize(_ from: StoreKind, _ to: StoreKind) throws {
     let dir = try TemporaryDirectory()
-    let source = dir.location(from, "source")
-    let destination = dir.location(to, "destination")
-    defer { for l in [source, destination] where l.kind == .memory { try? l.destroy() } }
     let n: Int64 = 2_000
-    let store = try source.open(schema: checksumSchema)
-    try store.writeSync { w in try w.insert(contentsOf: (0..<n).map(checksumItem), into: "Item") }
-    try store.close()
-    _ = try Migrator.copy(from: source, to: destination)
+    let (source, destination) = try copiedStores(dir, from, to, count: n)
+    defer { for l in [source, destination] where l.kind == .memory { try? l.destroy() } }
     var rng = SplitMix64(seed: 0x5EED)
     var differing = Set<Int64>()
     let target = try destination.open(schema: nil)
@@ -177,12 +179,7 @@ func anItemVerifyReadingAheadReportsExactlyTheDifferingKeysForEveryPageSize(_ fr
 /// of leaving it waiting for ranges that never come.
 @Test func aChecksumVerifyStoppedPartwayEndsItsDestinationPass() throws {
     let dir = try TemporaryDirectory()
-    let source = dir.location(.sqlite, "source")
-    let destination = dir.location(.lmdb, "destination")
-    let store = try source.open(schema: checksumSchema)
-    try store.writeSync { w in try w.insert(contentsOf: (0..<10_000).map(checksumItem), into: "Item") }
-    try store.close()
-    _ = try Migrator.copy(from: source, to: destination)
+    let (source, destination) = try copiedStores(dir, .sqlite, .lmdb, count: 10_000)
     for stopAfter in [0, 1, 5, 50] {
         var asked = 0
         #expect(throws: MigrationInterrupted.self, "stopped after \(stopAfter) checks") {
