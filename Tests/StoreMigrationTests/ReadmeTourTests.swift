@@ -42,6 +42,17 @@ func theReadmeTourRunsOnEveryBackend(_ kind: String) async throws {
         }
     }
     #expect(flavors == ["blueberry"])
+    var paged: [Value] = []
+    try store.read { reader in
+        var page: [Record] = []
+        var after: Value? = nil
+        repeat {
+            try reader.scan("Pancake", after: after, limit: 1_000, into: &page)
+            after = page.last?["id"]
+            paged += page.map { $0["flavor"] }
+        } while page.count == 1_000
+    }
+    #expect(paged == ["blueberry"])
     let count = try await store.writeAsync { writer in try writer.count(FetchRequest("Pancake")) }
     #expect(count == 1)
     try store.waitForPendingWrites()
