@@ -378,7 +378,11 @@ final class MigrationRun {
             try snapshot.scan(name, after: after, limit: limit, into: &page)
             guard let last = page.last?[entity.primaryKey] else { break }
             let count = page.count
+            // Once the write in flight returns, every page before this one is committed: progress
+            // counts committed items only, so that a process killed right after a progress line
+            // loses none of the items it reported.
             let spare = try writes.take()
+            if entry.itemsRead > 0 { tick(entry.itemsRead) }
             writes.start(page) { page in
                 try destination.writeSync { writer in
                     try writer.insert(contentsOf: page, into: name)
@@ -389,14 +393,15 @@ final class MigrationRun {
             entry.itemsRead += count
             entry.itemsWritten += count
             after = last
-            tick(entry.itemsRead)
             if shouldStop() {
                 _ = try writes.take()
+                tick(entry.itemsRead)
                 throw StopRequested()
             }
             if count < limit { break }
         }
         _ = try writes.take()
+        if entry.itemsRead > 0 { tick(entry.itemsRead) }
     }
 
     func diff(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, _ mode: StoreDiff.Mode,
