@@ -68,12 +68,12 @@ public enum JSONLines {
         var batch: [(String, Record)] = []
         var total = 0
         func flush() throws {
-            guard !batch.isEmpty else { return }
+            guard let last = batch.last else { return }
             try store.writeSync { writer in
                 for (entity, record) in batch { try writer.insert(record, into: entity) }
             }
             total += batch.count
-            progress(Progress(entity: batch.last!.0, items: total))
+            progress(Progress(entity: last.0, items: total))
             batch.removeAll(keepingCapacity: true)
         }
         try read(path) { _, entity, _, record in

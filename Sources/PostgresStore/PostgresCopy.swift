@@ -44,7 +44,10 @@ final class PostgresBridge: TaskExecutor, @unchecked Sendable {
             done.signal()
         }
         done.wait()
-        return try box.result!.get()
+        guard let result = box.result else {
+            throw StoreError(.io, "a PostgreSQL task ended without a result")
+        }
+        return try result.get()
     }
 }
 

@@ -196,10 +196,9 @@ public struct SQLiteOptions: Sendable, Hashable {
     /// connection, of this process or another, commits.
     public func commitCounter() throws -> UInt64 {
         try poller.withLock { connection in
-            if connection == nil {
-                connection = try SQLiteConnection(path: path, create: false, readOnly: true)
-            }
-            return UInt64(bitPattern: try connection!.scalar("PRAGMA data_version") ?? 0)
+            let reader = try connection ?? SQLiteConnection(path: path, create: false, readOnly: true)
+            connection = reader
+            return UInt64(bitPattern: try reader.scalar("PRAGMA data_version") ?? 0)
         }
     }
 

@@ -60,8 +60,8 @@ extension SQLiteTransaction: SchemaEditingWriter {
         for attribute in old.attributes where !kept.contains(where: { $0.0.name == attribute.name }) {
             try connection.execute("ALTER TABLE \(table) DROP COLUMN \(SQLiteQuery.quote(attribute.name))")
         }
-        for column in addedColumns {
-            try connection.execute("ALTER TABLE \(table) ADD COLUMN \(column!)")
+        for column in addedColumns.compactMap({ $0 }) {
+            try connection.execute("ALTER TABLE \(table) ADD COLUMN \(column)")
         }
         for index in change.addedIndexes { try SQLiteEngine.createIndex(index, of: new, in: connection) }
         return true

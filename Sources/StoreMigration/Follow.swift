@@ -164,9 +164,9 @@ extension Migrator {
                 report.endedBy = "idle"
                 break
             }
-            if Date().timeIntervalSince(lastReport) >= 1 {
+            if let token, Date().timeIntervalSince(lastReport) >= 1 {
                 lastReport = Date()
-                progress(FollowProgress(applied: token!, sourceHead: head, lagSeconds: 0,
+                progress(FollowProgress(applied: token, sourceHead: head, lagSeconds: 0,
                                         transactionsApplied: report.transactionsApplied,
                                         itemsWritten: report.itemsWritten, itemsDeleted: report.itemsDeleted))
             }
