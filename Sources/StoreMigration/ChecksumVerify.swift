@@ -118,7 +118,7 @@ struct RangeChecksum {
         let published = PublishedRanges()
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<[Accumulator], any Error> = .success([])
-        DispatchQueue(label: "DataStore.checksum.destination").async { [self] in
+        WorkerThread().async { [self] in
             result = Result { try destinationDigests(destination, published) }
             done.signal()
         }

@@ -372,7 +372,7 @@ final class MigrationRun {
         // Two page buffers, their records refilled in place once the destination let go of them:
         // this thread reads into one while the worker writes the other.
         var page: [Record] = []
-        let writes = PageWorker(label: "DataStore.copy.writer")
+        let writes = PageWorker()
         defer { writes.drain() }
         while true {
             try snapshot.scan(name, after: after, limit: limit, into: &page)

@@ -37,7 +37,7 @@ struct PageCursor {
     init(entity: EntitySchema, limit: Int, after start: Value? = nil,
          readingAhead fetch: @escaping @Sendable (Value?, inout [Record]) throws -> Void) {
         self.init(entity: entity, limit: limit, after: start, fetch: { _, _ in })
-        ahead = (PageWorker(label: "DataStore.pageAhead"), fetch)
+        ahead = (PageWorker(), fetch)
     }
 
     /// Pages of one read transaction.
@@ -113,9 +113,10 @@ struct PageCursor {
 /// (``PageCursor/init(entity:limit:after:readingAhead:)``) and the writes of a copy
 /// (``MigrationRun/copyEntity(_:_:_:after:_:_:_:)``) run on it. Only the caller's thread calls
 /// it; the worker sets the page and the failure before it signals, and the caller reads them
-/// after waiting for that signal.
+/// after waiting for that signal. The jobs run on a thread of the worker's own
+/// (``WorkerThread``), which ends with the worker.
 final class PageWorker: @unchecked Sendable {
-    private let queue: DispatchQueue
+    private let thread: WorkerThread
     private let done = DispatchSemaphore(value: 0)
     private var page: [Record] = []
     private var job: ((inout [Record]) throws -> Void)?
@@ -123,8 +124,8 @@ final class PageWorker: @unchecked Sendable {
     /// Whether a job was started and its page not taken yet.
     private(set) var isBusy = false
 
-    init(label: String) {
-        queue = DispatchQueue(label: label)
+    init() {
+        thread = WorkerThread()
     }
 
     /// Runs `job` on `page` on the worker (its records refilled in place where no copy of them
@@ -134,7 +135,7 @@ final class PageWorker: @unchecked Sendable {
         self.job = job
         failure = nil
         isBusy = true
-        queue.async { [self] in
+        thread.async { [self] in
             var page = self.page
             self.page = []
             do {

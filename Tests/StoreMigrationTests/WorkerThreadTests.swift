@@ -1,0 +1,75 @@
+import Foundation
+@testable import StoreMigration
+import Testing
+
+/// The migration's second threads run on ``WorkerThread``: one thread for all of a worker's jobs
+/// (so that glibc attaches one malloc arena to it, not one per pool thread a job lands on), and
+/// a thread that ends once the worker is released (so that the next worker's thread takes its
+/// arena over instead of adding one).
+struct WorkerThreadTests {
+    /// What the jobs saw: the order they ran in and the thread each ran on.
+    ///
+    /// `@unchecked Sendable`: both arrays are read and written with `lock` held.
+    private final class Seen: @unchecked Sendable {
+        private let lock = NSLock()
+        private var order: [Int] = []
+        private var threads: [Thread] = []
+
+        func note(_ job: Int) {
+            lock.withLock {
+                order.append(job)
+                threads.append(Thread.current)
+            }
+        }
+
+        var jobs: [Int] { lock.withLock { order } }
+        var seenThreads: [Thread] { lock.withLock { threads } }
+    }
+
+    @Test func jobsRunInOrderOnOneThreadThatEndsWithTheWorker() async throws {
+        let seen = Seen()
+        let allRan = DispatchSemaphore(value: 0)
+        do {
+            let worker = WorkerThread()
+            for job in 0..<200 {
+                worker.async {
+                    seen.note(job)
+                    if job == 199 { allRan.signal() }
+                }
+            }
+        }
+        // The worker is released with jobs still queued: they run all the same.
+        allRan.wait()
+        #expect(seen.jobs == Array(0..<200))
+        let threads = seen.seenThreads
+        let first = try #require(threads.first)
+        #expect(threads.allSatisfy { $0 === first })
+        // It ends after its last job, once released.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !first.isFinished && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(first.isFinished)
+    }
+
+    @Test func aWorkerAliveKeepsItsThreadWaitingForJobs() async throws {
+        let seen = Seen()
+        let worker = WorkerThread()
+        let ran = DispatchSemaphore(value: 0)
+        worker.async {
+            seen.note(0)
+            ran.signal()
+        }
+        ran.wait()
+        try await Task.sleep(for: .milliseconds(50))
+        let thread = try #require(seen.seenThreads.first)
+        #expect(!thread.isFinished)
+        // A job given after a pause runs on the same thread.
+        worker.async {
+            seen.note(0)
+            ran.signal()
+        }
+        ran.wait()
+        let threads = seen.seenThreads
+        #expect(threads.count == 2 && threads[1] === thread)
+        withExtendedLifetime(worker) {}
+    }
+}
