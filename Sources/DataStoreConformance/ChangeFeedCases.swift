@@ -159,6 +159,46 @@ enum ChangeFeedCases {
         c.expectEqual(paged, feed)
     }
 
+    /// One transaction that writes twelve entities in turn (more than the recorder finds by name
+    /// without an index) lists each entity once, in the UTF-8 order of the names (not the order
+    /// they were written or declared in), each with its keys in order and its net effect.
+    static func aTransactionOverManyEntitiesListsEachOnceInNameOrder(_ c: ConformanceContext) throws {
+        let names = ["b", "C", "a9", "a10", "Zz", "c1", "A", "aa", "_x", "m1", "N1", "z"]
+        let schema = Schema(entities: names.map {
+            EntitySchema($0, primaryKey: "id", attributes: [Attribute("id", .int), Attribute("v", .int)])
+        })
+        let store = try c.open(schema)
+        try store.writeSync { w in
+            for name in names { try w.insert(["id": 5, "v": 0], into: name) }
+        }
+        let start = try store.currentChangeToken()
+        try store.writeSync { w in
+            // Three turns over every entity: the recorder meets each entity again after eleven
+            // others each time.
+            for name in names { try w.insert(["id": 2, "v": 1], into: name) }
+            for (i, name) in names.enumerated() {
+                try w.insert(["id": 1, "v": 1], into: name)
+                if i % 3 == 0 { _ = try w.delete(name, key: 5) }
+                if i % 3 == 1 { try w.save(["id": 5, "v": 7], into: name) }
+            }
+            for (i, name) in names.enumerated() {
+                if i % 2 == 0 { _ = try w.delete(name, key: 2) } else { try w.save(["id": 2, "v": 3], into: name) }
+            }
+        }
+        var want: [ItemChange] = []
+        for (i, name) in names.enumerated().sorted(by: { Array($0.1.utf8).lexicographicallyPrecedes(Array($1.1.utf8)) }) {
+            want.append(ItemChange(entity: name, key: 1, kind: .inserted))
+            if i % 2 == 1 { want.append(ItemChange(entity: name, key: 2, kind: .inserted)) }
+            if i % 3 == 0 { want.append(ItemChange(entity: name, key: 5, kind: .deleted)) }
+            if i % 3 == 1 { want.append(ItemChange(entity: name, key: 5, kind: .updated)) }
+        }
+        let feed = try store.changes(since: start, limit: 10)
+        c.expectEqual(feed.count, 1, "one entry for the transaction")
+        c.expectEqual(feed.first?.items ?? [], want)
+        c.expectEqual(feed.first?.cleared ?? ["?"], [])
+        c.expectEqual(feed.first?.overflowed ?? ["?"], [])
+    }
+
     static func concurrentWritersCommitOrderIsFeedOrder(_ c: ConformanceContext) async throws {
         let store = try c.open()
         let start = try store.currentChangeToken()
@@ -595,6 +635,8 @@ enum ChangeFeedCases {
     static let all: [ConformanceCase] = [
         ConformanceCase("Change feed", "feedListsEveryTransactionOnceInCommitOrderAsAModelPredicts",
                         feedListsEveryTransactionOnceInCommitOrderAsAModelPredicts),
+        ConformanceCase("Change feed", "aTransactionOverManyEntitiesListsEachOnceInNameOrder",
+                        aTransactionOverManyEntitiesListsEachOnceInNameOrder),
         ConformanceCase("Change feed", "concurrentWritersCommitOrderIsFeedOrder", concurrentWritersCommitOrderIsFeedOrder),
         ConformanceCase("Change feed", "tokensSurviveReopenAndEncoding", tokensSurviveReopenAndEncoding),
         ConformanceCase("Change feed", "tokensOlderThanTheRetentionExpireWithAClearError",
