@@ -14,7 +14,8 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     //   names, and ``value(ifPresent:at:)`` first tries the position the schema expects);
     // - any other record the app built: a `dictionary`, and no slots.
     // Two references in all, so that copying a record (into an array, out of a page) retains
-    // two objects.
+    // two objects; the values may share their storage with other records a store returned
+    // together (``RecordValues``, ``RecordArena``).
     private enum Names {
         case layout(RecordLayout)
         case pairs([String])
@@ -22,7 +23,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     }
 
     private var names: Names
-    private var slots: [Value]
+    private var slots: RecordValues
 
     /// Literals of up to this many names stay pairs; larger ones are hashed once.
     private static let maxPairs = 16
@@ -30,17 +31,22 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     /// A record of the given values by attribute name.
     public init(_ values: [String: Value] = [:]) {
         names = .dictionary(values)
-        slots = []
+        slots = RecordValues()
     }
 
     /// A record with one value per name of `layout`, in order (what backends build).
     @_spi(Backend) public init(layout: RecordLayout, values: [Value]) {
+        self.init(layout: layout, values: RecordValues(values))
+    }
+
+    /// A record with one value per name of `layout`, in order, keeping their storage.
+    @_spi(Backend) public init(layout: RecordLayout, values: RecordValues) {
         if values.count == layout.names.count {
             names = .layout(layout)
             slots = values
         } else {
             names = .dictionary(Dictionary(zip(layout.names, values), uniquingKeysWith: { _, last in last }))
-            slots = []
+            slots = RecordValues()
         }
     }
 
@@ -60,9 +66,9 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         layout: RecordLayout, _ fill: (UnsafeMutableBufferPointer<Value>) -> Bool
     ) -> Bool {
         let count = layout.names.count
-        if storedLayout !== layout || slots.count != count {
+        if storedLayout !== layout || slots.count != count || !slots.isUnique() {
             names = .layout(layout)
-            slots = Array(repeating: .null, count: count)
+            slots = RecordValues(repeating: .null, count: count)
         }
         let complete = slots.withUnsafeMutableBufferPointer { fill($0) }
         if !complete { self = Record() }
@@ -78,21 +84,16 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     @_spi(Backend) public init(pairs elements: [(String, Value)]) {
         if elements.count <= Self.maxPairs {
             var list: [String] = []
-            var values: [Value] = []
             list.reserveCapacity(elements.count)
-            values.reserveCapacity(elements.count)
-            for (name, value) in elements {
-                list.append(name)
-                values.append(value)
-            }
+            for (name, _) in elements { list.append(name) }
             if Self.namesAreUnique(list) {
                 names = .pairs(list)
-                slots = values
+                slots = RecordValues(elements.lazy.map(\.1))
                 return
             }
         }
         names = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
-        slots = []
+        slots = RecordValues()
     }
 
     private static func namesAreUnique(_ names: [String]) -> Bool {
@@ -115,7 +116,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         }
         set {
             names = .dictionary(newValue)
-            slots = []
+            slots = RecordValues()
         }
     }
 
@@ -163,15 +164,15 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     }
 
     /// The values in the order of `layout` (null for names the record lacks).
-    @_spi(Backend) public func values(in layout: RecordLayout) -> [Value] {
+    @_spi(Backend) public func values(in layout: RecordLayout) -> RecordValues {
         if let values = values(inOrderOf: layout) { return values }
-        return layout.names.enumerated().map { value(ifPresent: $1, at: $0) ?? .null }
+        return RecordValues(layout.names.enumerated().map { value(ifPresent: $1, at: $0) ?? .null })
     }
 
     /// The values by position, when the record names exactly the names of `layout`, in that
     /// order: a store's record of that layout, or a literal written in the schema's order (the
-    /// common way to build one). Its values array itself, for a write to keep without copying.
-    @_spi(Backend) public func values(inOrderOf layout: RecordLayout) -> [Value]? {
+    /// common way to build one). Its values themselves, for a write to keep without copying.
+    @_spi(Backend) public func values(inOrderOf layout: RecordLayout) -> RecordValues? {
         switch names {
         case .layout(let own): return own == layout ? slots : nil
         case .pairs(let list): return list == layout.names ? slots : nil
@@ -217,7 +218,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
             var dictionary = values
             dictionary[attribute] = newValue
             names = .dictionary(dictionary)
-            slots = []
+            slots = RecordValues()
         }
     }
 
@@ -238,7 +239,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
 extension Record: Hashable {
     public static func == (lhs: Record, rhs: Record) -> Bool {
-        if let a = lhs.storedLayout, let b = rhs.storedLayout, a == b { return Value.equalElements(lhs.slots, rhs.slots) }
+        if let a = lhs.storedLayout, let b = rhs.storedLayout, a == b { return RecordValues.equalElements(lhs.slots, rhs.slots) }
         guard lhs.count == rhs.count else { return false }
         var equal = true
         lhs.forEachPair { name, value in

@@ -61,7 +61,7 @@ final class RecordValueDecoder: Decoder {
     let single: Value?
     let key: String?
     private let layout: RecordLayout?
-    private let values: [Value]
+    private let values: RecordValues
     private var next = 0
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
@@ -71,7 +71,7 @@ final class RecordValueDecoder: Decoder {
         self.single = single
         self.key = key
         layout = single == nil ? record.storedLayout : nil
-        values = layout.flatMap { record.values(inOrderOf: $0) } ?? []
+        values = layout.flatMap { record.values(inOrderOf: $0) } ?? RecordValues()
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {

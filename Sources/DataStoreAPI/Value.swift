@@ -75,17 +75,6 @@ extension Value: Hashable {
         return contiguous.flatMap { $0 } ?? x.elementsEqual(y)
     }
 
-    /// Whether two arrays of values are equal element by element, compared in place.
-    @_spi(Backend) public static func equalElements(_ a: [Value], _ b: [Value]) -> Bool {
-        guard a.count == b.count else { return false }
-        return a.withUnsafeBufferPointer { x in
-            b.withUnsafeBufferPointer { y in
-                for i in x.indices where !(x[i] == y[i]) { return false }
-                return true
-            }
-        }
-    }
-
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)

@@ -134,10 +134,13 @@ final class LMDBTransaction: StorageWriter {
         // for every record copies it (five references retained and released) each time.
         let (attributes, layout) = (entity.attributes, entity.layout)
         var record = Record()
-        /// Decodes a candidate: into a new record when `visit` keeps it, else into `record`.
+        var arena = RecordArena()
+        /// Decodes a candidate: into a new record (of the arena) when `visit` keeps it, else
+        /// into `record`.
         func decode(_ bytes: UnsafeRawBufferPointer, key: some Collection<UInt8>) throws(StoreError) -> Record {
             if keeps {
-                let (fresh, damage) = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout)
+                let (fresh, damage) = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout,
+                                                              arena: &arena)
                 if let damage { throw damaged(damage, entity, key: key) }
                 return fresh
             }
@@ -182,7 +185,8 @@ final class LMDBTransaction: StorageWriter {
         let keepsEvery = keeps && filter == .all
         try txn.forEach(dbi(entity), from: nil) { key, value in
             if keepsEvery {
-                let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout)
+                let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout,
+                                                              arena: &arena)
                 if let damage { throw damaged(damage, entity, key: key.dropFirst()) }
                 return try visit({ Array(key.dropFirst()) }, fresh)
             }
@@ -224,9 +228,11 @@ final class LMDBTransaction: StorageWriter {
         var result: [Record] = []
         let start = key.map { Self.recordKey($0) }
         let (attributes, layout) = (entity.attributes, entity.layout)
+        var arena = RecordArena()
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
-            let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout)
+            let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout,
+                                                          arena: &arena)
             if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
             result.append(fresh)
             return result.count < limit

@@ -68,21 +68,36 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
     private func pk(_ entity: EntitySchema) -> String { PostgresSQL.quote(entity.primaryKey) }
 
+    /// The rows as records, their values in one arena's shared storage.
     private func records(_ rows: [PostgresRow], _ entity: EntitySchema) throws -> [Record] {
-        try rows.map { row in
+        var arena = RecordArena()
+        var records: [Record] = []
+        records.reserveCapacity(rows.count)
+        for row in rows {
             let cells = row.makeRandomAccess()
-            var values: [Value] = []
-            values.reserveCapacity(entity.attributes.count)
-            for (i, attribute) in entity.attributes.enumerated() {
-                let value = try PostgresSQL.value(cells[i], attribute, entity: entity)
-                if value.isNull && !attribute.isOptional {
-                    throw StoreError(.corrupt, "\(session.location): \(entity.name).\(attribute.name) is null, but "
-                        + "the attribute is required")
+            var failure: (any Error)?
+            let record = arena.record(layout: entity.layout) { sink in
+                do {
+                    for (i, attribute) in entity.attributes.enumerated() {
+                        let value = try PostgresSQL.value(cells[i], attribute, entity: entity)
+                        if value.isNull && !attribute.isOptional {
+                            throw StoreError(.corrupt, "\(session.location): \(entity.name).\(attribute.name) is "
+                                + "null, but the attribute is required")
+                        }
+                        sink.append(value)
+                    }
+                    return true
+                } catch {
+                    failure = error
+                    return false
                 }
-                values.append(value)
             }
-            return Record(layout: entity.layout, values: values)
+            guard let record else {
+                throw failure ?? StoreError(.corrupt, "\(session.location): a row of '\(entity.name)' could not be read")
+            }
+            records.append(record)
         }
+        return records
     }
 
     private func binds(_ values: [Value]) -> PostgresBindings {

@@ -47,7 +47,7 @@ final class SQLiteStatement {
     private static let maxParameterBuffer = 16 * 1024
 
     /// Binds values to parameters 1...n, after resetting the statement.
-    func bind(_ values: [Value]) throws(StoreError) {
+    func bind(_ values: some Collection<Value>) throws(StoreError) {
         sqlite3_reset(handle)
         // Every parameter bound again replaces its old value: clearing them first (a tenth of an
         // insert's instructions) matters only when some are left unbound.

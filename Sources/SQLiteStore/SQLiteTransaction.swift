@@ -40,20 +40,38 @@ final class SQLiteTransaction: StorageWriter {
     private func rows(_ statement: SQLiteStatement, _ entity: EntitySchema) throws(StoreError) -> [Record] {
         defer { sqlite3_reset(statement.handle) }
         var records: [Record] = []
+        var arena = RecordArena()
         while try statement.step() {
-            records.append(try record(statement, entity))
+            records.append(try record(statement, entity, arena: &arena))
         }
         return records
     }
 
+    /// The statement's row as a record of its own (a point get's, a page's to refill later).
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema) throws(StoreError) -> Record {
+        var arena = RecordArena()
+        return try record(statement, entity, arena: &arena)
+    }
+
+    /// The statement's row as a new record, its values in the arena's shared storage.
+    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema,
+                        arena: inout RecordArena) throws(StoreError) -> Record {
         let attributes = entity.attributes
-        var values: [Value] = []
-        values.reserveCapacity(attributes.count)
-        for i in attributes.indices {
-            values.append(try column(statement, entity, i, attributes[i].type, optional: attributes[i].isOptional))
+        var failure: StoreError?
+        let record = arena.record(layout: entity.layout) { sink in
+            do throws(StoreError) {
+                for i in attributes.indices {
+                    sink.append(try column(statement, entity, i, attributes[i].type,
+                                           optional: attributes[i].isOptional))
+                }
+                return true
+            } catch {
+                failure = error
+                return false
+            }
         }
-        return Record(layout: entity.layout, values: values)
+        guard let record else { throw failure ?? StoreError(.corrupt, "a row of '\(entity.name)' could not be read") }
+        return record
     }
 
     /// Reads the statement's row into `record`, reusing its storage when no copy of it is alive.

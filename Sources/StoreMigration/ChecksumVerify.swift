@@ -34,7 +34,7 @@ struct RangeChecksum {
         private var digest = ItemDigest()
         private(set) var count = 0
 
-        mutating func add(_ values: [Value]) {
+        mutating func add(_ values: RecordValues) {
             // The count of values first, so that items never run into each other.
             digest.mix(UInt64(values.count))
             for value in values { digest.add(value) }
@@ -48,7 +48,7 @@ struct RangeChecksum {
     /// accumulator: the records come straight from the engine's cursor (``ReadAccessor/forEach(_:_:)``),
     /// none kept, and their values are hashed in the source entity's attribute order.
     private func hashEach(_ reader: ReadAccessor, _ stored: EntitySchema, progress: (Int) -> Void,
-                          shouldStop: () -> Bool, _ body: (Value, [Value]) throws -> Void) throws {
+                          shouldStop: () -> Bool, _ body: (Value, RecordValues) throws -> Void) throws {
         // A side whose attributes are in the source's order hands its values over as they are
         // (``Record/values(in:)``), its key among them.
         let keyPosition = entity.attributes.firstIndex { $0.name == entity.primaryKey }

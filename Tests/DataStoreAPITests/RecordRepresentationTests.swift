@@ -45,7 +45,7 @@ private let pairsGenerator = Generator<[(String, Value)], [[(String, Value)]]>(
                 #expect(record.value(ifPresent: name) == dictionary.value(ifPresent: name))
                 #expect(record.value(ifPresent: name, at: position % 20) == dictionary.value(ifPresent: name))
             }
-            #expect(record.values(in: layout) == layout.names.map { dictionary[$0] })
+            #expect(Array(record.values(in: layout)) == layout.names.map { dictionary[$0] })
             var changed = record
             var expected = dictionary
             for (name, value) in [("score", Value.int(9)), ("new", .null), ("id", .string("k"))] {
@@ -98,9 +98,98 @@ private let keyGenerator = Generator<(Value, Value), [(Value, Value)]>(
 
 @Test func aRecordIsTwoReferences() {
     // Every copy of a record (into a fetch's array, out of a page, into a batch) retains what
-    // it holds: the representation is kept to two references (its names and its values) and
-    // the tag that says which kind of names (the standard library's collections leave the
-    // compiler no spare bits for it, so it takes a word of its own). Four references took 32
-    // bytes.
-    #expect(MemoryLayout<Record>.size <= 3 * MemoryLayout<AnyObject>.size)
+    // it holds: the representation is kept to two references, its names and its values'
+    // storage, plus the tag that says which kind of names (the standard library's collections
+    // leave the compiler no spare bits for it) and the values' run in their storage (which
+    // records of one result share, ``RecordArena``).
+    #expect(MemoryLayout<Record>.size <= 4 * MemoryLayout<AnyObject>.size)
+}
+
+/// Records of one layout built in one arena: a row's values, and whether the row's read fails
+/// after how many values.
+private let arenaRowsGenerator = Generator<[([Value], Int?)], [[([Value], Int?)]]>(
+    run: { rng in
+        (0..<Int(rng.next() % 300)).map { _ in
+            let values = (0..<3).map { _ in randomValue(&rng) }
+            return (values, rng.next() % 10 == 0 ? Int(rng.next() % 4) : nil)
+        }
+    },
+    shrink: { rows in rows.isEmpty ? [] : [Array(rows.dropLast()), Array(rows.dropFirst())] })
+
+@Test func recordsSharingAnArenaChangeIndependently() async {
+    // Records a store returns together share their values' storage; the app must not be able
+    // to tell: a change to one (a value set, a name added, a refill) leaves the others as they
+    // were, a row that cannot be read leaves no record and no values behind, and a record kept
+    // after its siblings and the arena are gone keeps its values.
+    await propertyCheck(count: 200, input: arenaRowsGenerator) { rows in
+        let layout = RecordLayout(["a", "b", "c"])
+        var arena = RecordArena()
+        var records: [Record] = []
+        var expected: [[Value]] = []
+        for (values, failAfter) in rows {
+            let record = arena.record(layout: layout) { sink in
+                for (i, value) in values.enumerated() {
+                    if i == failAfter { return false }
+                    sink.append(value)
+                }
+                return failAfter != 3  // 3: every value appended, the row still refused
+            }
+            if failAfter == nil {
+                #expect(record != nil)
+            } else {
+                #expect(record == nil, "a failed row made no record")
+            }
+            if let record {
+                records.append(record)
+                expected.append(values)
+            }
+        }
+        let unchanged = records  // copies: the changes below must not reach them
+        let original = expected
+        for i in records.indices where i % 3 == 0 {
+            switch i % 4 {
+            case 0: records[i]["b"] = .string("changed \(i)"); expected[i][1] = .string("changed \(i)")
+            case 1:
+                _ = records[i].refill(layout: layout) { buffer in
+                    for j in buffer.indices { buffer[j] = .int(Int64(i * 10 + j)) }
+                    return true
+                }
+                expected[i] = (0..<3).map { .int(Int64(i * 10 + $0)) }
+            default:
+                records[i]["new"] = .bool(true)
+            }
+        }
+        for i in records.indices {
+            #expect(Array(records[i].values(in: layout)) == expected[i], "record \(i)")
+            if i % 3 == 0 && i % 4 >= 2 { #expect(records[i]["new"] == .bool(true)) }
+            #expect(Array(unchanged[i].values(in: layout)) == original[i], "the copy of record \(i)")
+            #expect(unchanged[i].count == 3)
+        }
+        // The last record alone outlives the rest.
+        let survivor = records.last
+        let survivorValues = expected.last
+        let survivorCopy = survivor.map { Record($0.values) }  // a dictionary: storage of its own
+        records.removeAll()
+        arena = RecordArena()
+        if let survivor, let survivorValues, let survivorCopy {
+            #expect(Array(survivor.values(in: layout)) == survivorValues)
+            #expect(survivor == survivorCopy)
+        }
+    }
+}
+
+@Test func anArenaRecordEqualsAndHashesAsItsLiteral() {
+    let layout = RecordLayout(["id", "name"])
+    var arena = RecordArena()
+    let first = arena.record(layout: layout) { sink in
+        sink.append(.int(1)); sink.append(.string("one")); return true
+    }
+    let second = arena.record(layout: layout) { sink in
+        sink.append(.int(2)); sink.append(.string("two")); return true
+    }
+    let literal: Record = ["id": 1, "name": "one"]
+    #expect(first == literal)
+    #expect(first?.hashValue == literal.hashValue)
+    #expect(second != literal)
+    #expect(second?["name"] == .string("two"))
 }

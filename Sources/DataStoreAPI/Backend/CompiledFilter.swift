@@ -73,10 +73,10 @@
     /// Whether the record matches; a record of another layout is evaluated by name.
     public func matches(_ record: Record) -> Bool {
         guard let values = record.values(inOrderOf: layout) else { return filter.matches(record) }
-        return Self.evaluate(root, values)
+        return values.withUnsafeBufferPointer { Self.evaluate(root, $0) }
     }
 
-    private static func evaluate(_ node: Node, _ values: [Value]) -> Bool {
+    private static func evaluate(_ node: Node, _ values: UnsafeBufferPointer<Value>) -> Bool {
         switch node {
         case .all: return true
         case .constant(let result): return result
