@@ -166,7 +166,9 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     /// The values in the order of `layout` (null for names the record lacks).
     @_spi(Backend) public func values(in layout: RecordLayout) -> RecordValues {
         if let values = values(inOrderOf: layout) { return values }
-        return RecordValues(layout.names.enumerated().map { value(ifPresent: $1, at: $0) ?? .null })
+        // Straight into the record's storage: no array built first and copied.
+        let names = layout.names
+        return RecordValues(names.indices.lazy.map { value(ifPresent: names[$0], at: $0) ?? .null })
     }
 
     /// The values by position, when the record names exactly the names of `layout`, in that
