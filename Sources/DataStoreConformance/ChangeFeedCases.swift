@@ -291,6 +291,49 @@ enum ChangeFeedCases {
         }
     }
 
+    /// The retention's bound is exact after every commit, though a backend may remove entries
+    /// past it in batches: with a retention of 24 (entries removed 3 at a time), after each of
+    /// 80 transactions the newest 24 can be followed and the one before them has expired; tokens
+    /// that expired stay expired when the retention grows, and shrinking it takes effect at once.
+    static func theRetentionBoundIsExactAfterEveryCommit(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let keep = 24
+        try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: keep)) }
+        var tokens: [ChangeToken] = [try store.currentChangeToken()]
+        func expectWindow(_ oldest: Int, _ step: String) throws {
+            let newest = tokens.count - 1
+            c.expectEqual(try store.changes(since: tokens[oldest - 1], limit: 1_000).map(\.sequence),
+                          (UInt64(oldest)...UInt64(newest)).map { $0 }, "followable after \(step)")
+            c.expectEqual(try store.changes(since: tokens[oldest - 1], limit: 1_000).map { $0.items.map(\.key) },
+                          (oldest...newest).map { [Value.string("k\($0)")] }, "entries after \(step)")
+            if oldest >= 2 {
+                c.expectError(.changesExpired, naming: "expired", "expired after \(step)") {
+                    _ = try store.changes(since: tokens[oldest - 2], limit: 1)
+                }
+            }
+        }
+        for i in 1...80 {
+            try store.writeSync { try $0.insert(["key": .string("k\(i)")], into: "Keyed") }
+            tokens.append(try store.currentChangeToken())
+            try expectWindow(max(1, i - keep + 1), "commit \(i)")
+        }
+        // Growing the retention does not bring back what had expired.
+        try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 1_000)) }
+        try expectWindow(80 - keep + 1, "growing the retention")
+        try store.writeSync { try $0.insert(["key": "k81"], into: "Keyed") }
+        tokens.append(try store.currentChangeToken())
+        try expectWindow(80 - keep + 1, "a commit under the longer retention")
+        // Shrinking it expires the older tokens at once, before any further commit.
+        try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 5)) }
+        try expectWindow(81 - 5 + 1, "shrinking the retention")
+        try store.close()
+        let reopened = try c.open()
+        c.expectError(.changesExpired, naming: "expired", "expired after reopening") {
+            _ = try reopened.changes(since: tokens[81 - 6], limit: 1)
+        }
+        c.expectEqual(try reopened.changes(since: tokens[81 - 5], limit: 10).map(\.sequence), [77, 78, 79, 80, 81])
+    }
+
     /// Settings changed in a transaction that already wrote items hold after its commit, and
     /// the transaction is recorded (or not) by the settings it leaves; the transactions after
     /// it see them too (a store keeps the feed's state from one write to the next).
@@ -641,6 +684,7 @@ enum ChangeFeedCases {
         ConformanceCase("Change feed", "tokensSurviveReopenAndEncoding", tokensSurviveReopenAndEncoding),
         ConformanceCase("Change feed", "tokensOlderThanTheRetentionExpireWithAClearError",
                         tokensOlderThanTheRetentionExpireWithAClearError),
+        ConformanceCase("Change feed", "theRetentionBoundIsExactAfterEveryCommit", theRetentionBoundIsExactAfterEveryCommit),
         ConformanceCase("Change feed", "settingsChangedAfterAWriteInTheSameTransactionHold",
                         settingsChangedAfterAWriteInTheSameTransactionHold),
         ConformanceCase("Change feed", "deleteAllMergeAndLargeTransactionsAppearOnce",

@@ -313,7 +313,7 @@ final class SQLiteTransaction: StorageWriter {
 
 /// The change feed's entries in a table of their own, `_ds_feed (seq INTEGER PRIMARY KEY, entry
 /// BLOB)`: a rowid table, so a recorded transaction appends at its right edge and the retention
-/// deletes from its left, one page each; and its bounds are two rowid lookups.
+/// deletes batches from its left; and its bounds are two rowid lookups.
 extension SQLiteTransaction: ChangeLogWriting {
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
         guard try connection.hasFeedTable() else { return nil }

@@ -31,3 +31,26 @@ import Testing
     #expect(next?.map(\.["key"]) == ["a", "outside"])
     #expect(try store.currentChangeToken() == head, "the shell's write is not in the feed")
 }
+
+/// Entries past the retention are removed in batches, never more than an eighth of the retention
+/// (at most 256) at a time: with a retention of 24, `_ds_feed` holds between 24 and 27 entries once
+/// 24 transactions were recorded, and the oldest it holds is never older than that.
+@Test func theFeedTableHoldsTheRetentionPlusAtMostItsSlack() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("trim.sqlite")
+    let store = try SQLiteStore(path: path, schema: Fixtures.schema)
+    defer { try? store.close() }
+    try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 24)) }
+    var counts: Set<Int> = []
+    for i in 1...60 {
+        try store.writeSync { try $0.insert(["key": .string("k\(i)")], into: "Keyed") }
+        let shown = try runCommand("/usr/bin/sqlite3", [path, "SELECT count(*), min(seq), max(seq) FROM _ds_feed"])
+        let fields = shown.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").compactMap { Int($0) }
+        #expect(fields.count == 3 && fields[2] == i, "after commit \(i): \(shown)")
+        guard fields.count == 3 else { continue }
+        #expect(fields[0] == fields[2] - fields[1] + 1, "the entries are dense after commit \(i): \(shown)")
+        #expect(fields[0] == min(i, 24) || (i > 24 && fields[0] <= 27), "after commit \(i): \(shown)")
+        if i > 24 { counts.insert(fields[0]) }
+    }
+    #expect(counts == [24, 25, 26, 27], "each batch waits for 3 entries past the retention: \(counts)")
+}

@@ -144,8 +144,8 @@ extension StorageWriter {
 
 /// Storage of its own for the change feed's entries, which a backend's transactions may offer
 /// instead of the metadata the feed uses otherwise: with it, a recorded transaction appends one
-/// entry (and drops the oldest past the retention) and writes nothing else, because the feed's
-/// bounds are the entries' own.
+/// entry and writes nothing else (once in a while it also drops a batch of entries past the
+/// retention), because the feed's bounds are the entries' own.
 ///
 /// Entries are numbered densely; the feed appends the number after the last and removes from
 /// the front.

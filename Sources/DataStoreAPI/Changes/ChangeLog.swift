@@ -19,11 +19,24 @@ package enum ChangeLog {
         var id: UUID
         /// The sequence number the next recorded transaction gets.
         var next: UInt64
-        /// The oldest sequence number still held (`next` when none is).
-        var first: UInt64
+        /// The oldest entry still stored (`next` when none is). Entries past the retention are
+        /// removed in batches (``trimSlack``), so this may lag behind ``first``.
+        var held: UInt64
         var settings: ChangeFeedSettings
 
         var head: ChangeToken { ChangeToken(store: id, sequence: next - 1) }
+
+        /// The oldest transaction a reader may still follow: the retention's bound, exact after
+        /// every commit whatever entries older than it are still stored.
+        var first: UInt64 {
+            let keep = UInt64(max(1, settings.retainedTransactions))
+            return max(held, next > keep ? next - keep : 0)
+        }
+
+        /// How many entries past the retention may wait for their removal: an eighth of the
+        /// retention, at most 256. A commit then writes its own entry and, once in that many
+        /// commits, removes the batch, instead of touching the oldest entry's page every time.
+        var trimSlack: UInt64 { UInt64(min(max(1, settings.retainedTransactions) / 8, 256)) }
     }
 
     static func entryKey(_ sequence: UInt64) -> String {
@@ -58,11 +71,11 @@ package enum ChangeLog {
         try writer.setMetadata(bytes, forKey: entryKey(sequence))
     }
 
-    /// Removes the entries below `sequence`, from `state.first` on.
+    /// Removes the entries below `sequence`, from `state.held` on.
     private static func remove(_ writer: any StorageWriter, _ state: State, before sequence: UInt64) throws {
-        guard state.first < sequence else { return }
+        guard state.held < sequence else { return }
         if let log = writer as? any ChangeLogWriting { return try log.removeChangeLog(before: sequence) }
-        for old in state.first..<sequence { try writer.setMetadata(nil, forKey: entryKey(old)) }
+        for old in state.held..<sequence { try writer.setMetadata(nil, forKey: entryKey(old)) }
     }
 
     // MARK: Reading
@@ -77,9 +90,9 @@ package enum ChangeLog {
         if let log = reader as? any ChangeLogStoring {
             if let bounds = try log.changeLogBounds() {
                 state.next = max(state.next, bounds.last + 1)
-                state.first = bounds.first
+                state.held = bounds.first
             } else {
-                state.first = state.next
+                state.held = state.next
             }
         }
         return state
@@ -140,7 +153,7 @@ package enum ChangeLog {
         -> State?
     {
         let known = try known ?? readState(writer)
-        var state = known ?? State(id: UUID(), next: 1, first: 1, settings: ChangeFeedSettings())
+        var state = known ?? State(id: UUID(), next: 1, held: 1, settings: ChangeFeedSettings())
         guard state.settings.isEnabled else { return nil }
         let now = (try? Timestamp(Date())) ?? Timestamp(microsecondsSinceEpoch: 0)
         // One cast per append (each costs a conformance lookup).
@@ -156,12 +169,13 @@ package enum ChangeLog {
         return state
     }
 
-    /// Drops the oldest entries past the retention.
+    /// Removes the entries past the retention once more than ``State/trimSlack`` of them wait
+    /// (readers never see them: ``State/first`` already excludes them).
     private static func trim(_ writer: any StorageWriter, _ state: inout State) throws {
         let keep = UInt64(max(1, state.settings.retainedTransactions))
-        guard state.next - state.first > keep else { return }
+        guard state.next - state.held > keep + state.trimSlack else { return }
         try remove(writer, state, before: state.next - keep)
-        state.first = state.next - keep
+        state.held = state.next - keep
     }
 
     /// Drops every entry, so that every token before now expires: what a transaction the feed
@@ -173,7 +187,7 @@ package enum ChangeLog {
         // The unrecorded transaction takes a number of its own, so even the head token before it
         // expires.
         state.next += 1
-        state.first = state.next
+        state.held = state.next
         try writer.setMetadata(encodeState(state), forKey: stateKey)
     }
 
@@ -182,8 +196,11 @@ package enum ChangeLog {
         // must read the state this leaves.
         (writer as? ChangeRecorder)?.forgetFeedState()
         let writer = base(writer)
-        var state = try readState(writer) ?? State(id: UUID(), next: 1, first: 1, settings: settings)
+        var state = try readState(writer) ?? State(id: UUID(), next: 1, held: 1, settings: settings)
         let wasEnabled = state.settings.isEnabled
+        // Entries the old retention already expired stay expired under a longer one.
+        try remove(writer, state, before: state.first)
+        state.held = state.first
         state.settings = settings
         if !settings.isEnabled || !wasEnabled {
             try writer.setMetadata(encodeState(state), forKey: stateKey)
@@ -204,7 +221,7 @@ package enum ChangeLog {
         out.byte(stateVersion)
         out.raw(withUnsafeBytes(of: state.id.uuid) { Array($0) })
         out.u64(state.next)
-        out.u64(state.first)
+        out.u64(state.held)
         out.u64(UInt64(state.settings.retainedTransactions))
         out.u64(UInt64(state.settings.maxKeysPerTransaction))
         out.byte(state.settings.isEnabled ? 1 : 0)
@@ -217,15 +234,15 @@ package enum ChangeLog {
             throw StoreError(.incompatibleFormat, "the change feed's state has an unknown version")
         }
         let id = UUID(uuid: try input.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
-        let next = try input.u64(), first = try input.u64()
+        let next = try input.u64(), held = try input.u64()
         let retention = try input.u64(), maxKeys = try input.u64()
         let enabled = try input.byte() == 1
-        guard next >= 1, first <= next, retention >= 1, retention <= UInt64(Int.max), maxKeys >= 1,
+        guard next >= 1, held <= next, retention >= 1, retention <= UInt64(Int.max), maxKeys >= 1,
             maxKeys <= UInt64(Int.max), input.isAtEnd
         else {
             throw StoreError(.corrupt, "the change feed's state is damaged")
         }
-        return State(id: id, next: next, first: first, settings: ChangeFeedSettings(
+        return State(id: id, next: next, held: held, settings: ChangeFeedSettings(
             isEnabled: enabled, retainedTransactions: Int(retention), maxKeysPerTransaction: Int(maxKeys)))
     }
 
