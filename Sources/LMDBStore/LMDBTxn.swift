@@ -128,6 +128,24 @@ final class LMDBTxn {
         if rc != MDB_NOTFOUND { try LMDBError.check(rc, "\(path): mdb_cursor_get") }
     }
 
+    /// The last key below `bound`, or `nil` when there is none.
+    func lastKey(_ dbi: MDB_dbi, before bound: [UInt8]) throws -> [UInt8]? {
+        var cursor: OpaquePointer?
+        try LMDBError.check(mdb_cursor_open(txn, dbi, &cursor), "\(path): mdb_cursor_open")
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var data = MDB_val()
+        var rc = bound.withUnsafeBytes { raw -> Int32 in
+            key = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
+            return mdb_cursor_get(cursor, &key, &data, MDB_SET_RANGE)
+        }
+        rc = rc == MDB_NOTFOUND ? mdb_cursor_get(cursor, &key, &data, MDB_LAST)
+            : rc == MDB_SUCCESS ? mdb_cursor_get(cursor, &key, &data, MDB_PREV) : rc
+        if rc == MDB_NOTFOUND { return nil }
+        try LMDBError.check(rc, "\(path): mdb_cursor_get")
+        return Array(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size))
+    }
+
     /// The number of entries of a database.
     func count(_ dbi: MDB_dbi) throws(StoreError) -> Int {
         var stat = MDB_stat()

@@ -38,3 +38,38 @@ import Testing
     #expect(next?.map(\.["key"]) == ["a", "b"])
     #expect(try store.currentChangeToken() == head, "mdb_load's write is not in the feed")
 }
+
+/// The feed's bounds are the first and last entry keys in `_ds_meta`: a store that holds entries
+/// past the retention's batch, written by a recorded transaction each, keeps the bound exact;
+/// a damaged entry key (loaded with `mdb_load`) is a `corrupt` error naming it, for readers and
+/// writers alike, and the items stored before stay readable.
+@Test func aDamagedFeedEntryKeyIsACorruptErrorThatNamesIt() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("feedkeys.lmdb")
+    var store = try LMDBStore(path: path, schema: Fixtures.schema)
+    try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 3)) }
+    for i in 1...5 { try store.writeSync { try $0.insert(["key": .string("k\(i)")], into: "Keyed") } }
+    let head = try store.currentChangeToken()
+    #expect(head.sequence == 5)
+    #expect(try store.changes(since: ChangeToken(store: head.store, sequence: 2), limit: 10).map(\.sequence) == [3, 4, 5])
+    try store.close()
+    let bad = dir.path("bad.txt")
+    try "datastore.feed.00000000000000zz\nx\n".write(toFile: bad, atomically: true, encoding: .utf8)
+    _ = try runCommand("/usr/bin/mdb_load", ["-T", "-s", "_ds_meta", "-f", bad, path])
+    store = try LMDBStore(path: path, schema: Fixtures.schema)
+    defer { try? store.close() }
+    for attempt in ["reading the feed", "writing"] {
+        do {
+            if attempt == "writing" {
+                try store.writeSync { try $0.insert(["key": "after"], into: "Keyed") }
+            } else {
+                _ = try store.changes(since: ChangeToken(store: head.store, sequence: 4), limit: 10)
+            }
+            Issue.record("\(attempt) should fail on the damaged entry key")
+        } catch let error as StoreError {
+            #expect(error.code == .corrupt, "\(attempt): \(error)")
+            #expect(error.message.contains("datastore.feed.00000000000000zz"), "\(attempt): \(error)")
+        }
+    }
+    #expect(try store.read { try $0.count(FetchRequest("Keyed")) } == 5)
+}

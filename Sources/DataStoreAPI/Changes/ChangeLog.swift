@@ -40,8 +40,43 @@ package enum ChangeLog {
     }
 
     static func entryKey(_ sequence: UInt64) -> String {
-        let hex = String(sequence, radix: 16)
-        return entryPrefix + String(repeating: "0", count: max(0, 16 - hex.count)) + hex
+        String(decoding: entryKeyBytes(sequence), as: UTF8.self)
+    }
+
+    /// The metadata key of entry `sequence`: the prefix, then 16 lowercase hex digits, so that
+    /// entries sort by number (a backend may keep its entries under these keys and find the
+    /// feed's bounds at the two ends of the prefix's range, as LMDB does).
+    package static func entryKeyBytes(_ sequence: UInt64) -> [UInt8] {
+        var key = Array(entryPrefix.utf8)
+        key.reserveCapacity(key.count + 16)
+        for shift in stride(from: 60, through: 0, by: -4) {
+            key.append(hexDigits[Int(truncatingIfNeeded: (sequence >> UInt64(shift)) & 0xF)])
+        }
+        return key
+    }
+
+    /// The bytes of the entries' key prefix, and the first key after every entry key.
+    package static let entryKeyPrefix = Array(entryPrefix.utf8)
+    package static let entryKeysEnd = Array("datastore.feed/".utf8)
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// The number of the entry stored under `key`, or `nil` when `key` is not one that
+    /// ``entryKeyBytes(_:)`` makes.
+    package static func entrySequence(fromKey key: UnsafeRawBufferPointer) -> UInt64? {
+        let prefix = entryKeyPrefix
+        guard key.count == prefix.count + 16, key.prefix(prefix.count).elementsEqual(prefix) else { return nil }
+        var sequence: UInt64 = 0
+        for byte in key.dropFirst(prefix.count) {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            sequence = sequence << 4 | UInt64(digit)
+        }
+        return sequence
     }
 
     // MARK: Where entries live
