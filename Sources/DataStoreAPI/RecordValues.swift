@@ -3,9 +3,10 @@
 ///
 /// Written only at its tail (by ``RecordArena``, past every value a record already refers to) or
 /// by a record that holds the only reference to it, so a value a record can see never changes
-/// under it: sending records to other threads is safe.
+/// under it: sending records to other threads is safe (``RecordValues`` is `@unchecked Sendable`;
+/// `ManagedBuffer` subclasses cannot be `Sendable` themselves).
 @usableFromInline
-final class ValueStorage: ManagedBuffer<Int, Value>, @unchecked Sendable {
+final class ValueStorage: ManagedBuffer<Int, Value> {
     /// Room for `capacity` values, none initialized.
     @inlinable
     static func make(capacity: Int) -> ValueStorage {

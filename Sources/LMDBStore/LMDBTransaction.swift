@@ -11,11 +11,13 @@ final class LMDBTransaction: StorageWriter {
     var databases: LMDBDatabases {
         didSet { lastDBI = nil }
     }
+    // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
+    // ChangeRecorder.swift).
     /// The database of the entity asked for last (a loop of requests asks for one entity again
     /// and again; a dictionary lookup per request cost more than LMDB's own descent).
-    private var lastDBI: (name: String, dbi: MDB_dbi)?
+    @exclusivity(unchecked) private var lastDBI: (name: String, dbi: MDB_dbi)?
     /// The storage of the index keys a write builds, kept from one write to the next.
-    private var indexKeys: (new: [UInt8], old: [UInt8]) = ([], [])
+    @exclusivity(unchecked) private var indexKeys: (new: [UInt8], old: [UInt8]) = ([], [])
 
     init(txn: LMDBTxn, databases: LMDBDatabases) {
         self.txn = txn

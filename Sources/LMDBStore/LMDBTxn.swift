@@ -20,11 +20,13 @@ final class LMDBTxn {
 
     let environment: LMDBEnvironment
     let isWrite: Bool
-    private(set) var txn: OpaquePointer
+    // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
+    // ChangeRecorder.swift).
+    @exclusivity(unchecked) private(set) var txn: OpaquePointer
     /// Bounded in memory: past 16 MiB it goes to a temporary file (``LMDBJournal``).
-    private var journal: LMDBJournal
+    @exclusivity(unchecked) private var journal: LMDBJournal
     private let journaled: Bool
-    private var isFinished = false
+    @exclusivity(unchecked) private var isFinished = false
     private var holdsWritersLock = false
     /// The id LMDB gave the write transaction; a replay must get the same one.
     private var writeID = 0

@@ -7,11 +7,13 @@ import Foundation
 final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
-    private var statements: [String: SQLiteStatement] = [:]
+    // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
+    // ChangeRecorder.swift).
+    @exclusivity(unchecked) private var statements: [String: SQLiteStatement] = [:]
     /// Statements of SQL built per request, least recently used first, at most
     /// ``requestStatementLimit``: a request repeated in a loop is prepared once, and distinct
     /// shapes (every `in` length, every prefix length) cannot grow the cache without bound.
-    private var requestStatements: [(sql: String, statement: SQLiteStatement)] = []
+    @exclusivity(unchecked) private var requestStatements: [(sql: String, statement: SQLiteStatement)] = []
     static let requestStatementLimit = 16
 
     /// Whether the connection was opened with `SQLITE_OPEN_READONLY`.
@@ -19,7 +21,7 @@ final class SQLiteConnection {
     private var isClosed = false
     /// Whether `_ds_feed` was seen in this connection (it is never dropped once created, but a
     /// rolled-back transaction may have created it, so a rollback forgets).
-    private var feedTableSeen = false
+    @exclusivity(unchecked) private var feedTableSeen = false
 
     /// Opens a connection and reads the schema table once (so a file that is not a database
     /// fails here with SQLITE_NOTADB), changing nothing in the file; closes the handle again when
@@ -234,7 +236,7 @@ final class SQLiteConnection {
         }
     }
 
-    private var own = [SQLiteStatement?](repeating: nil, count: OwnStatement.allCases.count)
+    @exclusivity(unchecked) private var own = [SQLiteStatement?](repeating: nil, count: OwnStatement.allCases.count)
 
     /// One of the connection's own statements, prepared at its first use.
     func statement(_ which: OwnStatement) throws(StoreError) -> SQLiteStatement {

@@ -12,10 +12,12 @@ final class SQLiteTransaction: StorageWriter {
         self.statements = statements
     }
 
+    // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
+    // ChangeRecorder.swift).
     /// SQL built for entities the engine's schema does not hold as given (a schema migration's
     /// intermediate entities), kept for the transaction: building it per call cost more than
     /// the rows it writes.
-    private var built: [String: (EntitySchema, SQLiteEntitySQL)] = [:]
+    @exclusivity(unchecked) private var built: [String: (EntitySchema, SQLiteEntitySQL)] = [:]
 
     private func sql(_ entity: EntitySchema) -> SQLiteEntitySQL {
         if let fixed = statements[entity.name] { return fixed }
@@ -123,7 +125,7 @@ final class SQLiteTransaction: StorageWriter {
     /// The point-get statement of the entity asked for last, when its SQL is the engine's fixed
     /// SQL for that name: a loop of gets names one entity again and again, and finding the
     /// statement by its SQL text cost more than SQLite's own lookup.
-    private var lastGet: (name: String, statement: SQLiteStatement)?
+    @exclusivity(unchecked) private var lastGet: (name: String, statement: SQLiteStatement)?
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         try get(entity, keyValue: key.value)
@@ -238,7 +240,7 @@ final class SQLiteTransaction: StorageWriter {
 
     /// The insert or upsert statement of the entity written last (a loop of writes writes one
     /// entity again and again; finding the statement by its SQL hashed the whole text).
-    private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
+    @exclusivity(unchecked) private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
 
     private func write(_ sql: @autoclosure () -> String, _ record: Record, key: PrimaryKey, in entity: EntitySchema,
                        inserting: Bool) throws {

@@ -110,7 +110,7 @@ public enum SchemaUpgradeCrash {
         process.executableURL = CrashRecovery.tool
         process.arguments = [kind, path] + arguments
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("upgrade-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
         defer { try? FileManager.default.removeItem(at: output) }
         process.standardOutput = handle
