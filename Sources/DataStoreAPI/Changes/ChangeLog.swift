@@ -23,6 +23,8 @@ package enum ChangeLog {
         /// removed in batches (``trimSlack``), so this may lag behind ``first``.
         var held: UInt64
         var settings: ChangeFeedSettings
+        /// The version of the stored state this was read from (``stateVersion`` for a new one).
+        var storedVersion = ChangeLog.stateVersion
 
         var head: ChangeToken { ChangeToken(store: id, sequence: next - 1) }
 
@@ -197,9 +199,11 @@ package enum ChangeLog {
         state.next += 1
         try trim(writer, &state)
         // With the backend's own entry storage the bounds need no writing: the state is written
-        // only when it is new.
-        if known == nil || log == nil {
+        // only when it is new, or when a version that wrote it at every commit left it (version
+        // 1: that version would take its stale `next` for the truth and number entries again).
+        if known == nil || log == nil || state.storedVersion < stateVersion {
             try writer.setMetadata(encodeState(state), forKey: stateKey)
+            state.storedVersion = stateVersion
         }
         return state
     }
@@ -248,7 +252,11 @@ package enum ChangeLog {
 
     // MARK: Encoding
 
-    private static let stateVersion: UInt8 = 1
+    /// 2 since the state stopped being written at every commit where a backend keeps the entries
+    /// (LMDB, SQLite, PostgreSQL): a version that knows only 1 refuses the feed of such a store
+    /// (`incompatibleFormat`) rather than trusting a `next` that is no longer kept up to date.
+    /// Version 1 is read as before, and rewritten as 2 at the next recorded commit.
+    static let stateVersion: UInt8 = 2
     private static let entryVersion: UInt8 = 1
 
     static func encodeState(_ state: State) -> [UInt8] {
@@ -265,8 +273,10 @@ package enum ChangeLog {
 
     static func decodeState(_ bytes: [UInt8]) throws -> State {
         var input = FeedReader(bytes, what: "the change feed's state")
-        guard try input.byte() == stateVersion else {
-            throw StoreError(.incompatibleFormat, "the change feed's state has an unknown version")
+        let version = try input.byte()
+        guard version == 1 || version == stateVersion else {
+            throw StoreError(.incompatibleFormat, "the change feed's state has an unknown version (\(version)): a newer "
+                + "version of the toolkit wrote this store's feed")
         }
         let id = UUID(uuid: try input.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
         let next = try input.u64(), held = try input.u64()
@@ -278,7 +288,8 @@ package enum ChangeLog {
             throw StoreError(.corrupt, "the change feed's state is damaged")
         }
         return State(id: id, next: next, held: held, settings: ChangeFeedSettings(
-            isEnabled: enabled, retainedTransactions: Int(retention), maxKeysPerTransaction: Int(maxKeys)))
+            isEnabled: enabled, retainedTransactions: Int(retention), maxKeysPerTransaction: Int(maxKeys)),
+            storedVersion: version)
     }
 
     static func encodeEntry(_ changes: RecordedChanges, committedAt: Timestamp) -> [UInt8] {
