@@ -58,20 +58,30 @@ import Testing
     _ = try runCommand("/usr/bin/mdb_load", ["-T", "-s", "_ds_meta", "-f", bad, path])
     store = try LMDBStore(path: path, schema: Fixtures.schema)
     defer { try? store.close() }
+    expectFeedRefused(store, since: ChangeToken(store: head.store, sequence: 4), .corrupt,
+                      naming: "datastore.feed.00000000000000zz", items: 5)
+}
+
+/// Reading the feed from `token` and writing one item both fail with `code`, naming `naming`;
+/// the store's `items` stay readable.
+func expectFeedRefused(_ store: any DataStore, since token: ChangeToken, _ code: StoreError.Code, naming: String,
+                       items: Int, sourceLocation: SourceLocation = #_sourceLocation) {
     for attempt in ["reading the feed", "writing"] {
         do {
             if attempt == "writing" {
-                try store.writeSync { try $0.insert(["key": "after"], into: "Keyed") }
+                try store.writeSync { try $0.insert(["key": "refused"], into: "Keyed") }
             } else {
-                _ = try store.changes(since: ChangeToken(store: head.store, sequence: 4), limit: 10)
+                _ = try store.changes(since: token, limit: 10)
             }
-            Issue.record("\(attempt) should fail on the damaged entry key")
+            Issue.record("\(attempt) should fail with \(code)", sourceLocation: sourceLocation)
         } catch let error as StoreError {
-            #expect(error.code == .corrupt, "\(attempt): \(error)")
-            #expect(error.message.contains("datastore.feed.00000000000000zz"), "\(attempt): \(error)")
+            #expect(error.code == code, "\(attempt): \(error)", sourceLocation: sourceLocation)
+            #expect(error.message.contains(naming), "\(attempt): \(error)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("\(attempt): \(error)", sourceLocation: sourceLocation)
         }
     }
-    #expect(try store.read { try $0.count(FetchRequest("Keyed")) } == 5)
+    #expect((try? store.read { try $0.count(FetchRequest("Keyed")) }) == items, sourceLocation: sourceLocation)
 }
 
 /// The feed's state is version 2 since LMDB stopped rewriting it at every commit: a store whose
@@ -99,18 +109,6 @@ import Testing
     #expect(try store.currentChangeToken().sequence == 4)
     #expect(try store.changes(since: ChangeToken(store: first.store, sequence: 1), limit: 10).map(\.sequence) == [2, 3, 4])
     try setVersion(3)
-    for attempt in ["reading the feed", "writing"] {
-        do {
-            if attempt == "writing" {
-                try store.writeSync { try $0.insert(["key": "k5"], into: "Keyed") }
-            } else {
-                _ = try store.changes(since: ChangeToken(store: first.store, sequence: 3), limit: 10)
-            }
-            Issue.record("\(attempt) should fail on an unknown version")
-        } catch let error as StoreError {
-            #expect(error.code == .incompatibleFormat, "\(attempt): \(error)")
-            #expect(error.message.contains("unknown version (3)"), "\(attempt): \(error)")
-        }
-    }
-    #expect(try store.read { try $0.count(FetchRequest("Keyed")) } == 4)
+    expectFeedRefused(store, since: ChangeToken(store: first.store, sequence: 3), .incompatibleFormat,
+                      naming: "unknown version (3)", items: 4)
 }
