@@ -57,9 +57,10 @@ package enum ChangeLog {
         return key
     }
 
-    /// The bytes of the entries' key prefix, and the first key after every entry key.
+    /// The bytes of the entries' key prefix.
     package static let entryKeyPrefix = Array(entryPrefix.utf8)
-    package static let entryKeysEnd = Array("datastore.feed/".utf8)
+    /// The first key after every entry key: the prefix with its last byte raised by one.
+    package static let entryKeysEnd = Array(entryKeyPrefix.dropLast()) + [entryKeyPrefix[entryKeyPrefix.count - 1] + 1]
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
