@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 import Synchronization
 
@@ -332,6 +332,43 @@ enum ChangeFeedCases {
             _ = try reopened.changes(since: tokens[81 - 6], limit: 1)
         }
         c.expectEqual(try reopened.changes(since: tokens[81 - 5], limit: 10).map(\.sequence), [77, 78, 79, 80, 81])
+    }
+
+    /// The feed's state is stored as version 2; a state of version 1 (what the toolkit wrote
+    /// before it stopped rewriting the state at every commit) is read, and rewritten as 2 at the
+    /// next recorded commit, the numbering going on; a version it does not know is
+    /// `incompatibleFormat`, naming the version, for a reader of the feed and for a writer, and
+    /// the items stay readable.
+    static func theFeedStateVersionIsCheckedAndUpgraded(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        guard let engine = (store as? Store)?.engine else {
+            c.expect(false, "the backend's store is not a Store")
+            return
+        }
+        for i in 1...3 { try store.writeSync { try $0.insert(["key": .string("k\(i)")], into: "Keyed") } }
+        let first = try store.currentChangeToken()
+        func stateVersion() throws -> UInt8? { try engine.withReader { try $0.metadata(forKey: "datastore.feed") }?.first }
+        func setStateVersion(_ version: UInt8) throws {
+            try engine.withWriter { writer in
+                guard var bytes = try writer.metadata(forKey: "datastore.feed") else { return }
+                bytes[0] = version
+                try writer.setMetadata(bytes, forKey: "datastore.feed")
+            }
+        }
+        c.expectEqual(try stateVersion(), 2, "a new feed's state")
+        try setStateVersion(1)
+        try store.writeSync { try $0.insert(["key": "k4"], into: "Keyed") }
+        c.expectEqual(try stateVersion(), 2, "rewritten at the next recorded commit")
+        c.expectEqual(try store.changes(since: ChangeToken(store: first.store, sequence: 1), limit: 10).map(\.sequence),
+                      [2, 3, 4])
+        try setStateVersion(3)
+        c.expectError(.incompatibleFormat, naming: "unknown version (3)", "reading the feed") {
+            _ = try store.changes(since: first, limit: 10)
+        }
+        c.expectError(.incompatibleFormat, naming: "unknown version (3)", "writing") {
+            try store.writeSync { try $0.insert(["key": "k5"], into: "Keyed") }
+        }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Keyed")) }, 4)
     }
 
     /// Settings changed in a transaction that already wrote items hold after its commit, and
@@ -685,6 +722,7 @@ enum ChangeFeedCases {
         ConformanceCase("Change feed", "tokensOlderThanTheRetentionExpireWithAClearError",
                         tokensOlderThanTheRetentionExpireWithAClearError),
         ConformanceCase("Change feed", "theRetentionBoundIsExactAfterEveryCommit", theRetentionBoundIsExactAfterEveryCommit),
+        ConformanceCase("Change feed", "theFeedStateVersionIsCheckedAndUpgraded", theFeedStateVersionIsCheckedAndUpgraded),
         ConformanceCase("Change feed", "settingsChangedAfterAWriteInTheSameTransactionHold",
                         settingsChangedAfterAWriteInTheSameTransactionHold),
         ConformanceCase("Change feed", "deleteAllMergeAndLargeTransactionsAppearOnce",
