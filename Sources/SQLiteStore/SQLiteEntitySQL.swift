@@ -12,6 +12,8 @@ struct SQLiteEntitySQL: Sendable {
     let scanAll: String
     let scanFirst: String
     let scanAfter: String
+    /// What each column of a row of `columns` must hold, in order.
+    let row: [SQLiteColumnKind]
 
     init(_ entity: EntitySchema) {
         let table = SQLiteQuery.quote(entity.name)
@@ -29,5 +31,6 @@ struct SQLiteEntitySQL: Sendable {
         scanAll = "\(select) ORDER BY \(pk)"
         scanFirst = "\(select) ORDER BY \(pk) LIMIT ?"
         scanAfter = "\(select) WHERE \(pk) > ? ORDER BY \(pk) LIMIT ?"
+        row = SQLiteColumnKind.row(of: entity)
     }
 }

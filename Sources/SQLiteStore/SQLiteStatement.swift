@@ -187,6 +187,44 @@ final class SQLiteStatement {
     /// - Throws: what is wrong when the stored SQLite type is not the one the schema promises, a
     ///   bool is neither 0 nor 1, a text is not valid UTF-8, a uuid is not 16 bytes; the caller
     ///   names the item (no context is built, or captured, for the values that read fine).
+    /// A null in a column that is not `optional` fails too.
+    func value(at column: Int32, as type: ValueType, optional: Bool) throws(ColumnReadFailure) -> Value {
+        let kind = SQLiteColumnKind(type: type, optional: optional)
+        if let value = checkedValue(at: column, kind) { return value }
+        throw failure(at: column, kind)
+    }
+
+    /// Replaces `values` with the row's columns, column `i` read as `kinds[i]`: `false` at the
+    /// first column that does not read (``value(at:as:optional:)`` says why; the values are
+    /// then all still initialized, some of them this row's).
+    ///
+    /// One loop over a plan made once per request, with nothing but an index to hand back when
+    /// a column fails: no error value is built, kept or destroyed per row, and no attribute of
+    /// the schema is read per value (`profile-store sqlite foreach 100000`).
+    func readRow(_ kinds: [SQLiteColumnKind], replacing values: UnsafeMutableBufferPointer<Value>) -> Bool {
+        kinds.withUnsafeBufferPointer { kinds in
+            guard let base = values.baseAddress, values.count == kinds.count else { return false }
+            for i in kinds.indices {
+                guard let value = checkedValue(at: Int32(i), kinds[i]) else { return false }
+                base[i] = value
+            }
+            return true
+        }
+    }
+
+    /// Appends the row's columns to `sink`, column `i` read as `kinds[i]`: `false` at the first
+    /// column that does not read, as ``readRow(_:replacing:)``.
+    func readRow(_ kinds: [SQLiteColumnKind], into sink: inout ValueSink) -> Bool {
+        kinds.withUnsafeBufferPointer { kinds in
+            for i in kinds.indices {
+                guard let value = checkedValue(at: Int32(i), kinds[i]) else { return false }
+                sink.append(value)
+            }
+            return true
+        }
+    }
+
+    /// The column's value when it holds what `kind` asks for, `nil` when it does not.
     ///
     /// The column is read through its `sqlite3_value` (`sqlite3_column_value`), one call into
     /// SQLite for the column instead of one for its type and one or two for its contents: each
@@ -195,61 +233,93 @@ final class SQLiteStatement {
     /// connection's mutex; the store opens its connections without one (`SQLITE_OPEN_NOMUTEX`)
     /// and uses each from one thread at a time, and the value is read before the statement
     /// steps again.
-    /// A null in a column that is not `optional` fails too.
-    func value(at column: Int32, as type: ValueType, optional: Bool) throws(ColumnReadFailure) -> Value {
-        let cell = sqlite3_column_value(handle, column)
-        let stored = cell.map(sqlite3_value_type) ?? SQLITE_NULL
-        guard let cell, stored != SQLITE_NULL else {
-            guard optional else { throw ColumnReadFailure(detail: "is null, but the attribute is required") }
-            return .null
-        }
-        let expected: Int32
-        switch type {
-        case .bool, .int, .date: expected = SQLITE_INTEGER
-        case .double: expected = SQLITE_FLOAT
-        case .string: expected = SQLITE_TEXT
-        case .bytes, .uuid: expected = SQLITE_BLOB
-        }
-        guard stored == expected else {
-            throw ColumnReadFailure(detail: "holds a SQLite \(Self.typeNames[Int(stored)] ?? "type \(stored)") value, not \(type)")
-        }
-        switch type {
+    @inline(__always)
+    private func checkedValue(at column: Int32, _ kind: SQLiteColumnKind) -> Value? {
+        guard let cell = sqlite3_column_value(handle, column) else { return kind.optional ? .null : nil }
+        let stored = sqlite3_value_type(cell)
+        guard stored == kind.storage else { return stored == SQLITE_NULL && kind.optional ? .null : nil }
+        switch kind.type {
         case .bool:
             let n = sqlite3_value_int64(cell)
-            guard n == 0 || n == 1 else {
-                throw ColumnReadFailure(detail: "holds \(n), which is not a bool (0 or 1)")
-            }
-            return .bool(n == 1)
+            return n == 0 || n == 1 ? .bool(n == 1) : nil
         case .int: return .int(sqlite3_value_int64(cell))
         case .date: return .date(Timestamp(microsecondsSinceEpoch: sqlite3_value_int64(cell)))
         case .double: return .double(sqlite3_value_double(cell))
         case .string:
             // The text first, then its length (SQLite's documented order). A text, even an
             // empty one, has a pointer; none means SQLite could not allocate.
-            guard let text = sqlite3_value_text(cell) else { throw ColumnReadFailure.outOfMemory }
+            guard let text = sqlite3_value_text(cell) else { return nil }
             let count = Int(sqlite3_value_bytes(cell))
             guard count > 0 else { return .string("") }
-            guard let string = UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)) else {
-                throw ColumnReadFailure(detail: "holds text that is not valid UTF-8")
-            }
-            return .string(string)
-        case .bytes: return .bytes(try Self.blob(cell))
-        case .uuid:
-            guard let uuid = UUID(bytes: try Self.blob(cell)) else {
-                throw ColumnReadFailure(detail: "is not a 16-byte uuid")
-            }
-            return .uuid(uuid)
+            return UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)).map(Value.string)
+        case .bytes: return Self.blob(cell).map(Value.bytes)
+        case .uuid: return Self.blob(cell).flatMap(UUID.init(bytes:)).map(Value.uuid)
         }
     }
 
-    /// A blob value's bytes (blob first, then its length). An empty blob has no pointer; a
-    /// longer one without one means SQLite could not allocate.
-    private static func blob(_ cell: OpaquePointer) throws(ColumnReadFailure) -> [UInt8] {
+    /// Why the column does not read as `kind` (it did not in ``checkedValue(at:_:)``): the
+    /// checks again, each with its message. A column that reads fine this time failed for
+    /// want of memory, the one failure that does not repeat.
+    private func failure(at column: Int32, _ kind: SQLiteColumnKind) -> ColumnReadFailure {
+        let cell = sqlite3_column_value(handle, column)
+        let stored = cell.map(sqlite3_value_type) ?? SQLITE_NULL
+        guard let cell, stored != SQLITE_NULL else {
+            return ColumnReadFailure(detail: "is null, but the attribute is required")
+        }
+        guard stored == kind.storage else {
+            return ColumnReadFailure(detail: "holds a SQLite \(Self.typeNames[Int(stored)] ?? "type \(stored)") value, not \(kind.type)")
+        }
+        switch kind.type {
+        case .bool:
+            let n = sqlite3_value_int64(cell)
+            if n != 0 && n != 1 { return ColumnReadFailure(detail: "holds \(n), which is not a bool (0 or 1)") }
+        case .string:
+            if let text = sqlite3_value_text(cell), case let count = Int(sqlite3_value_bytes(cell)), count > 0,
+               UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)) == nil {
+                return ColumnReadFailure(detail: "holds text that is not valid UTF-8")
+            }
+        case .uuid:
+            if let bytes = Self.blob(cell), UUID(bytes: bytes) == nil {
+                return ColumnReadFailure(detail: "is not a 16-byte uuid")
+            }
+        case .int, .date, .double, .bytes: break
+        }
+        return .outOfMemory
+    }
+
+    /// A blob value's bytes (blob first, then its length), `nil` when SQLite could not
+    /// allocate them (a blob that is not empty without a pointer). An empty blob has none.
+    @inline(__always)
+    private static func blob(_ cell: OpaquePointer) -> [UInt8]? {
         let pointer = sqlite3_value_blob(cell)
         let count = Int(sqlite3_value_bytes(cell))
         guard count > 0 else { return [] }
-        guard let pointer else { throw ColumnReadFailure.outOfMemory }
+        guard let pointer else { return nil }
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}
+
+/// What a column of a row must hold: its attribute's type, and whether it may be null.
+struct SQLiteColumnKind: Sendable {
+    let type: ValueType
+    let optional: Bool
+    /// The SQLite storage class of the type's values.
+    let storage: Int32
+
+    init(type: ValueType, optional: Bool) {
+        self.type = type
+        self.optional = optional
+        switch type {
+        case .bool, .int, .date: storage = SQLITE_INTEGER
+        case .double: storage = SQLITE_FLOAT
+        case .string: storage = SQLITE_TEXT
+        case .bytes, .uuid: storage = SQLITE_BLOB
+        }
+    }
+
+    /// The kinds of an entity's columns, in attribute order.
+    static func row(of entity: EntitySchema) -> [SQLiteColumnKind] {
+        entity.attributes.map { SQLiteColumnKind(type: $0.type, optional: $0.isOptional) }
     }
 }
 

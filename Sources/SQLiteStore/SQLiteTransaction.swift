@@ -43,70 +43,50 @@ final class SQLiteTransaction: StorageWriter {
         defer { sqlite3_reset(statement.handle) }
         var records: [Record] = []
         var arena = RecordArena()
+        let kinds = sql(entity).row
         while try statement.step() {
-            records.append(try record(statement, entity, arena: &arena))
+            records.append(try record(statement, entity, kinds, arena: &arena))
         }
         return records
     }
 
     /// The statement's row as a record of its own (a point get's, a page's to refill later).
-    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema) throws(StoreError) -> Record {
+    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema,
+                        _ kinds: [SQLiteColumnKind]) throws(StoreError) -> Record {
         var arena = RecordArena()
-        return try record(statement, entity, arena: &arena)
+        return try record(statement, entity, kinds, arena: &arena)
     }
 
     /// The statement's row as a new record, its values in the arena's shared storage.
-    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema,
+    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema, _ kinds: [SQLiteColumnKind],
                         arena: inout RecordArena) throws(StoreError) -> Record {
-        let attributes = entity.attributes
-        var failure: StoreError?
-        let record = arena.record(layout: entity.layout) { sink in
-            do throws(StoreError) {
-                for i in attributes.indices {
-                    sink.append(try column(statement, entity, i, attributes[i].type,
-                                           optional: attributes[i].isOptional))
-                }
-                return true
-            } catch {
-                failure = error
-                return false
-            }
+        guard let record = arena.record(layout: entity.layout, { statement.readRow(kinds, into: &$0) }) else {
+            throw rowFailure(statement, entity)
         }
-        guard let record else { throw failure ?? StoreError(.corrupt, "a row of '\(entity.name)' could not be read") }
         return record
     }
 
     /// Reads the statement's row into `record`, reusing its storage when no copy of it is alive.
-    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema,
+    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema, _ kinds: [SQLiteColumnKind],
                         into record: inout Record) throws(StoreError) {
-        let attributes = entity.attributes
-        var failure: StoreError?
-        let complete = record.refill(layout: entity.layout) { values in
-            do throws(StoreError) {
-                for i in values.indices {
-                    values[i] = try column(statement, entity, i, attributes[i].type, optional: attributes[i].isOptional)
-                }
-                return true
-            } catch {
-                failure = error
-                return false
-            }
+        guard record.refill(layout: entity.layout, { statement.readRow(kinds, replacing: $0) }) else {
+            throw rowFailure(statement, entity)
         }
-        if !complete, let failure { throw failure }
     }
 
-    /// The value of column `i`, checked against attribute `i` (its type and whether it is
-    /// optional, passed in: the attribute itself is not copied, its name retained, per value).
-    @inline(__always)
-    private func column(_ statement: SQLiteStatement, _ entity: EntitySchema, _ i: Int,
-                        _ type: ValueType, optional: Bool) throws(StoreError) -> Value {
-        do throws(ColumnReadFailure) {
-            return try statement.value(at: Int32(i), as: type, optional: optional)
-        } catch {
-            throw StoreError(error.outOfMemory ? .io : .corrupt,
-                             "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
-                                + ".\(entity.attributes[i].name) \(error.detail)")
+    /// What is wrong with the statement's row, which did not read: the first column that does
+    /// not, named with the item's key.
+    private func rowFailure(_ statement: SQLiteStatement, _ entity: EntitySchema) -> StoreError {
+        for (i, attribute) in entity.attributes.enumerated() {
+            do throws(ColumnReadFailure) {
+                _ = try statement.value(at: Int32(i), as: attribute.type, optional: attribute.isOptional)
+            } catch {
+                return StoreError(error.outOfMemory ? .io : .corrupt,
+                                  "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
+                                    + ".\(attribute.name) \(error.detail)")
+            }
         }
+        return StoreError(.io, "\(connection.path): a row of '\(entity.name)' could not be read: SQLite is out of memory")
     }
 
     /// The row's primary key as text, for error messages about the row.
@@ -125,7 +105,7 @@ final class SQLiteTransaction: StorageWriter {
     /// The point-get statement of the entity asked for last, when its SQL is the engine's fixed
     /// SQL for that name: a loop of gets names one entity again and again, and finding the
     /// statement by its SQL text cost more than SQLite's own lookup.
-    @exclusivity(unchecked) private var lastGet: (name: String, statement: SQLiteStatement)?
+    @exclusivity(unchecked) private var lastGet: (name: String, statement: SQLiteStatement, row: [SQLiteColumnKind])?
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         try get(entity, keyValue: key.value)
@@ -133,16 +113,17 @@ final class SQLiteTransaction: StorageWriter {
 
     /// SQLite keys rows by the key's value: no encoding needed.
     func get(_ entity: EntitySchema, keyValue: Value) throws -> Record? {
-        let statement: SQLiteStatement
+        let statement: SQLiteStatement, kinds: [SQLiteColumnKind]
         if let last = lastGet, last.name == entity.name, sqlite3_stmt_busy(last.statement.handle) == 0 {
-            statement = last.statement
+            (statement, kinds) = (last.statement, last.row)
         } else {
-            statement = try connection.statement(sql(entity).get)
-            lastGet = statements[entity.name] == nil ? nil : (entity.name, statement)
+            let texts = sql(entity)
+            (statement, kinds) = (try connection.statement(texts.get), texts.row)
+            lastGet = statements[entity.name] == nil ? nil : (entity.name, statement, kinds)
         }
         try statement.bind(only: keyValue)
         defer { sqlite3_reset(statement.handle) }
-        return try statement.step() ? try record(statement, entity) : nil
+        return try statement.step() ? try record(statement, entity, kinds) : nil
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
@@ -161,9 +142,10 @@ final class SQLiteTransaction: StorageWriter {
         if SQLiteQuery.nestsTooDeep(select.sql) { return try forEachFetched(request, in: entity, body) }
         let statement = try prepared(select)
         defer { sqlite3_reset(statement.handle) }
+        let kinds = sql(entity).row
         var record = Record()
         while try statement.step() {
-            try self.record(statement, entity, into: &record)
+            try self.record(statement, entity, kinds, into: &record)
             if !(try body(record)) { return }
         }
     }
@@ -194,12 +176,13 @@ final class SQLiteTransaction: StorageWriter {
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
         let statement = try scanStatement(entity, after: key, limit: limit)
         defer { sqlite3_reset(statement.handle) }
+        let kinds = sql(entity).row
         var count = 0
         while try statement.step() {
             if count < page.count {
-                try record(statement, entity, into: &page[count])
+                try record(statement, entity, kinds, into: &page[count])
             } else {
-                page.append(try record(statement, entity))
+                page.append(try record(statement, entity, kinds))
             }
             count += 1
         }

@@ -165,3 +165,63 @@ func seed(_ store: any DataStore, _ count: Int) throws {
         #expect(error.code == .corrupt, "\(error)")
     }
 }
+
+/// A value written into the file behind the store's back that its attribute's type cannot hold
+/// is a `corrupt` error naming the item, the attribute and what is wrong, on each of the read
+/// paths that decode rows (a point get, a fetch that keeps its records, a visit that refills
+/// one), never a coerced value; the items before it read.
+@Test func aStoredValueItsTypeCannotHoldIsNamedOnEveryReadPath() throws {
+    let schema = Schema(entities: [
+        EntitySchema("Thing", primaryKey: "id", attributes: [
+            Attribute("id", .int), Attribute("flag", .bool), Attribute("label", .string),
+            Attribute("tag", .uuid, optional: true), Attribute("count", .int), Attribute("ratio", .double),
+            Attribute("blob", .bytes), Attribute("when", .date),
+        ]),
+    ])
+    let dir = try TemporaryDirectory()
+    let base = dir.path("base.sqlite")
+    let store = try SQLiteStore(path: base, schema: schema)
+    try store.writeSync { w in
+        for i in 0..<5 {
+            try w.insert(["id": .int(Int64(i)), "flag": .bool(i % 2 == 0), "label": .string("thing \(i) é"),
+                          "tag": i == 1 ? .null : .uuid(UUID()), "count": .int(Int64(i * 7)),
+                          "ratio": .double(Double(i) / 4), "blob": .bytes([UInt8(i), 0, 255]),
+                          "when": .date(Timestamp(microsecondsSinceEpoch: Int64(i) * 1_000_003))], into: "Thing")
+        }
+    }
+    try store.close()
+    let damages: [(sql: String, named: String)] = [
+        ("UPDATE Thing SET flag = 7 WHERE id = 3", "Thing[3].flag holds 7, which is not a bool (0 or 1)"),
+        ("UPDATE Thing SET label = CAST(X'C328' AS TEXT) WHERE id = 3", "Thing[3].label holds text that is not valid UTF-8"),
+        ("UPDATE Thing SET tag = X'0102' WHERE id = 3", "Thing[3].tag is not a 16-byte uuid"),
+        ("UPDATE Thing SET count = 'seven' WHERE id = 3", "Thing[3].count holds a SQLite TEXT value, not int"),
+        ("UPDATE Thing SET ratio = X'00' WHERE id = 3", "Thing[3].ratio holds a SQLite BLOB value, not double"),
+        ("UPDATE Thing SET blob = 2.5 WHERE id = 3", "Thing[3].blob holds a SQLite REAL value, not bytes"),
+        ("UPDATE Thing SET \"when\" = 'noon' WHERE id = 3", "Thing[3].when holds a SQLite TEXT value, not date"),
+    ]
+    for (n, damage) in damages.enumerated() {
+        let path = dir.path("damaged-\(n).sqlite")
+        try FileManager.default.copyItem(atPath: base, toPath: path)
+        _ = try runCommand("/usr/bin/sqlite3", [path, damage.sql])
+        let damaged = try SQLiteStore(path: path, schema: nil)
+        let paths: [(String, () throws -> Void)] = [
+            ("get", { _ = try damaged.read { try $0.get("Thing", key: .int(3)) } }),
+            ("fetch", { _ = try damaged.read { try $0.fetch(FetchRequest("Thing")) } }),
+            ("forEach", { try damaged.read { r in try r.forEach(FetchRequest("Thing")) { _ in } } }),
+        ]
+        for (name, read) in paths {
+            do {
+                try read()
+                Issue.record("\(name) read \(damage.sql) without an error")
+            } catch let error as StoreError {
+                #expect(error.code == .corrupt, "\(name), \(damage.sql): \(error)")
+                #expect(error.message.hasSuffix(damage.named), "\(name), \(damage.sql): \(error.message)")
+            }
+        }
+        #expect(try damaged.read { try $0.get("Thing", key: .int(2)) }?["label"] == .string("thing 2 é"))
+        var visited: [Value] = []
+        try? damaged.read { r in try r.forEach(FetchRequest("Thing")) { visited.append($0["id"]) } }
+        #expect(visited == [.int(0), .int(1), .int(2)], "\(damage.sql)")
+        try damaged.close()
+    }
+}
