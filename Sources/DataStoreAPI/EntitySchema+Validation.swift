@@ -33,6 +33,8 @@ extension EntitySchema {
     /// Checks a value given for the primary key (not null, of the key's type, within the key
     /// size limit) and returns it as stored, without encoding it.
     @_spi(Backend) public func checkedKeyValue(_ key: Value) throws(StoreError) -> Value {
+        // An int for an int key, the common case, passes every check below.
+        if case .int = key, primaryKeyType == .int { return key }
         let attribute = primaryKeyAttribute
         guard !key.isNull else {
             throw StoreError(.invalidValue, "primary key '\(name).\(primaryKey)' cannot be null")

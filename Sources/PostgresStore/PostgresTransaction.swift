@@ -73,12 +73,13 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         var arena = RecordArena()
         var records: [Record] = []
         records.reserveCapacity(rows.count)
+        let (attributes, layout) = (entity.attributes, entity.layout)
         for row in rows {
             let cells = row.makeRandomAccess()
             var failure: (any Error)?
-            let record = arena.record(layout: entity.layout) { sink in
+            let record = arena.record(layout: layout) { sink in
                 do {
-                    for (i, attribute) in entity.attributes.enumerated() {
+                    for (i, attribute) in attributes.enumerated() {
                         let value = try PostgresSQL.value(cells[i], attribute, entity: entity)
                         if value.isNull && !attribute.isOptional {
                             throw StoreError(.corrupt, "\(session.location): \(entity.name).\(attribute.name) is "

@@ -2,7 +2,7 @@
 
 /// The SQL of the fixed statements of one entity, built once when the store opens (building
 /// and quoting it per call cost more than SQLite's own work; seen with callgrind).
-struct SQLiteEntitySQL: Sendable {
+final class SQLiteEntitySQL: Sendable {
     let columns: String
     let get: String
     let insert: String
@@ -12,8 +12,8 @@ struct SQLiteEntitySQL: Sendable {
     let scanAll: String
     let scanFirst: String
     let scanAfter: String
-    /// What each column of a row of `columns` must hold, in order.
-    let row: [SQLiteColumnKind]
+    /// How to read a row of `columns`.
+    let row: SQLiteRowPlan
 
     init(_ entity: EntitySchema) {
         let table = SQLiteQuery.quote(entity.name)
@@ -31,6 +31,6 @@ struct SQLiteEntitySQL: Sendable {
         scanAll = "\(select) ORDER BY \(pk)"
         scanFirst = "\(select) ORDER BY \(pk) LIMIT ?"
         scanAfter = "\(select) WHERE \(pk) > ? ORDER BY \(pk) LIMIT ?"
-        row = SQLiteColumnKind.row(of: entity)
+        row = SQLiteRowPlan(entity)
     }
 }

@@ -317,9 +317,17 @@ struct SQLiteColumnKind: Sendable {
         }
     }
 
-    /// The kinds of an entity's columns, in attribute order.
-    static func row(of entity: EntitySchema) -> [SQLiteColumnKind] {
-        entity.attributes.map { SQLiteColumnKind(type: $0.type, optional: $0.isOptional) }
+}
+
+/// How to read an entity's rows: what each column must hold, in attribute order, and the
+/// layout of the records they become, taken out of the entity once per request.
+struct SQLiteRowPlan: Sendable {
+    let kinds: [SQLiteColumnKind]
+    let layout: RecordLayout
+
+    init(_ entity: EntitySchema) {
+        kinds = entity.attributes.map { SQLiteColumnKind(type: $0.type, optional: $0.isOptional) }
+        layout = entity.layout
     }
 }
 

@@ -43,33 +43,33 @@ final class SQLiteTransaction: StorageWriter {
         defer { sqlite3_reset(statement.handle) }
         var records: [Record] = []
         var arena = RecordArena()
-        let kinds = sql(entity).row
+        let plan = sql(entity).row
         while try statement.step() {
-            records.append(try record(statement, entity, kinds, arena: &arena))
+            records.append(try record(statement, entity, plan, arena: &arena))
         }
         return records
     }
 
     /// The statement's row as a record of its own (a point get's, a page's to refill later).
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema,
-                        _ kinds: [SQLiteColumnKind]) throws(StoreError) -> Record {
+                        _ plan: SQLiteRowPlan) throws(StoreError) -> Record {
         var arena = RecordArena()
-        return try record(statement, entity, kinds, arena: &arena)
+        return try record(statement, entity, plan, arena: &arena)
     }
 
     /// The statement's row as a new record, its values in the arena's shared storage.
-    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema, _ kinds: [SQLiteColumnKind],
+    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema, _ plan: SQLiteRowPlan,
                         arena: inout RecordArena) throws(StoreError) -> Record {
-        guard let record = arena.record(layout: entity.layout, { statement.readRow(kinds, into: &$0) }) else {
+        guard let record = arena.record(layout: plan.layout, { statement.readRow(plan.kinds, into: &$0) }) else {
             throw rowFailure(statement, entity)
         }
         return record
     }
 
     /// Reads the statement's row into `record`, reusing its storage when no copy of it is alive.
-    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema, _ kinds: [SQLiteColumnKind],
+    private func record(_ statement: SQLiteStatement, _ entity: EntitySchema, _ plan: SQLiteRowPlan,
                         into record: inout Record) throws(StoreError) {
-        guard record.refill(layout: entity.layout, { statement.readRow(kinds, replacing: $0) }) else {
+        guard record.refill(layout: plan.layout, { statement.readRow(plan.kinds, replacing: $0) }) else {
             throw rowFailure(statement, entity)
         }
     }
@@ -105,7 +105,7 @@ final class SQLiteTransaction: StorageWriter {
     /// The point-get statement of the entity asked for last, when its SQL is the engine's fixed
     /// SQL for that name: a loop of gets names one entity again and again, and finding the
     /// statement by its SQL text cost more than SQLite's own lookup.
-    @exclusivity(unchecked) private var lastGet: (name: String, statement: SQLiteStatement, row: [SQLiteColumnKind])?
+    @exclusivity(unchecked) private var lastGet: (name: String, statement: SQLiteStatement, row: SQLiteRowPlan)?
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         try get(entity, keyValue: key.value)
@@ -113,17 +113,17 @@ final class SQLiteTransaction: StorageWriter {
 
     /// SQLite keys rows by the key's value: no encoding needed.
     func get(_ entity: EntitySchema, keyValue: Value) throws -> Record? {
-        let statement: SQLiteStatement, kinds: [SQLiteColumnKind]
+        let statement: SQLiteStatement, plan: SQLiteRowPlan
         if let last = lastGet, last.name == entity.name, sqlite3_stmt_busy(last.statement.handle) == 0 {
-            (statement, kinds) = (last.statement, last.row)
+            (statement, plan) = (last.statement, last.row)
         } else {
             let texts = sql(entity)
-            (statement, kinds) = (try connection.statement(texts.get), texts.row)
-            lastGet = statements[entity.name] == nil ? nil : (entity.name, statement, kinds)
+            (statement, plan) = (try connection.statement(texts.get), texts.row)
+            lastGet = statements[entity.name] == nil ? nil : (entity.name, statement, plan)
         }
         try statement.bind(only: keyValue)
         defer { sqlite3_reset(statement.handle) }
-        return try statement.step() ? try record(statement, entity, kinds) : nil
+        return try statement.step() ? try record(statement, entity, plan) : nil
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
@@ -142,10 +142,10 @@ final class SQLiteTransaction: StorageWriter {
         if SQLiteQuery.nestsTooDeep(select.sql) { return try forEachFetched(request, in: entity, body) }
         let statement = try prepared(select)
         defer { sqlite3_reset(statement.handle) }
-        let kinds = sql(entity).row
+        let plan = sql(entity).row
         var record = Record()
         while try statement.step() {
-            try self.record(statement, entity, kinds, into: &record)
+            try self.record(statement, entity, plan, into: &record)
             if !(try body(record)) { return }
         }
     }
@@ -176,13 +176,13 @@ final class SQLiteTransaction: StorageWriter {
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
         let statement = try scanStatement(entity, after: key, limit: limit)
         defer { sqlite3_reset(statement.handle) }
-        let kinds = sql(entity).row
+        let plan = sql(entity).row
         var count = 0
         while try statement.step() {
             if count < page.count {
-                try record(statement, entity, kinds, into: &page[count])
+                try record(statement, entity, plan, into: &page[count])
             } else {
-                page.append(try record(statement, entity, kinds))
+                page.append(try record(statement, entity, plan))
             }
             count += 1
         }

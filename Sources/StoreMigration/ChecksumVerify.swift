@@ -53,8 +53,9 @@ struct RangeChecksum {
         // (``Record/values(in:)``), its key among them.
         let keyPosition = entity.attributes.firstIndex { $0.name == entity.primaryKey }
         var read = 0
+        let layout = entity.layout
         try reader.forEach(FetchRequest(stored.name)) { record in
-            let values = record.values(in: entity.layout)
+            let values = record.values(in: layout)
             try body(keyPosition.map { values[$0] } ?? entity.primaryKeyValue(of: record), values)
             read += 1
             if read % batchSize == 0 {
