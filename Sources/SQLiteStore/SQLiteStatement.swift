@@ -316,7 +316,6 @@ struct SQLiteColumnKind: Sendable {
         case .bytes, .uuid: storage = SQLITE_BLOB
         }
     }
-
 }
 
 /// How to read an entity's rows: what each column must hold, in attribute order, and the

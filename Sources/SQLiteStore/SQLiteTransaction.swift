@@ -86,7 +86,7 @@ final class SQLiteTransaction: StorageWriter {
                                     + ".\(attribute.name) \(error.detail)")
             }
         }
-        return StoreError(.io, "\(connection.path): a row of '\(entity.name)' could not be read: SQLite is out of memory")
+        return StoreError(.io, "\(connection.path): a row of '\(entity.name)' \(ColumnReadFailure.outOfMemory.detail)")
     }
 
     /// The row's primary key as text, for error messages about the row.
