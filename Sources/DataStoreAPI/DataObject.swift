@@ -45,7 +45,8 @@ extension ReadAccessor {
         let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
                                    limit: limit)
         var objects: [T] = []
-        try forEach(request) { objects.append(try RecordDecoder.decode(T.self, from: $0)) }
+        let rows = RecordRowDecoder<T>()
+        try forEach(request) { objects.append(try rows.decode($0)) }
         return objects
     }
 
@@ -55,7 +56,8 @@ extension ReadAccessor {
                                        offset: Int = 0, limit: Int? = nil, _ body: (T) throws -> Void) throws {
         let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
                                    limit: limit)
-        try forEach(request) { try body(try RecordDecoder.decode(T.self, from: $0)) }
+        let rows = RecordRowDecoder<T>()
+        try forEach(request) { try body(try rows.decode($0)) }
     }
 
     /// The first object matching `filter` in the type's default sort, if any.

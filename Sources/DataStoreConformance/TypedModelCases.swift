@@ -105,7 +105,83 @@ enum TypedModelCases {
         }
     }
 
+    /// A model whose own `init(from:)` opens two keyed containers of different key types and
+    /// reads them interleaved, with a nested `Codable` value and an optional. The decoding of a
+    /// fetch is shared by its rows; each row must still read its own values through the right
+    /// container, a fetch inside another's visit must not disturb it, and a row that fails
+    /// must not leave anything behind for the next request.
+    struct Crepe: DataObject, Equatable {
+        static let entityName = "Crepe"
+        static let primaryKey = "id"
+        var id: Int64
+        var filling: String
+        var folds: Int
+        var size: Pancake.Size?
+
+        enum CodingKeys: String, CodingKey { case id, filling, folds, size }
+        enum Front: String, CodingKey { case id, filling }
+        enum Back: String, CodingKey { case folds, size }
+
+        init(id: Int64, filling: String, folds: Int, size: Pancake.Size?) {
+            (self.id, self.filling, self.folds, self.size) = (id, filling, folds, size)
+        }
+
+        init(from decoder: any Decoder) throws {
+            let front = try decoder.container(keyedBy: Front.self)
+            let back = try decoder.container(keyedBy: Back.self)
+            folds = try back.decode(Int.self, forKey: .folds)
+            id = try front.decode(Int64.self, forKey: .id)
+            size = try back.decodeIfPresent(Pancake.Size.self, forKey: .size)
+            filling = try front.decode(String.self, forKey: .filling)
+        }
+
+        static let schema = Schema(version: 1, entities: [
+            EntitySchema("Crepe", primaryKey: "id", attributes: [
+                Attribute("id", .int), Attribute("filling", .string), Attribute("folds", .int),
+                Attribute("size", .string, optional: true),
+            ]),
+        ])
+    }
+
+    static func eachRowOfATypedFetchDecodesItsOwnValuesThroughEachContainer(_ c: ConformanceContext) throws {
+        let store = try c.open(Crepe.schema)
+        let crepes = (0..<30).map { (i: Int) -> Crepe in
+            Crepe(id: Int64(i), filling: String(repeating: "f", count: i % 7) + "\(i)", folds: i * 3 - 40,
+                  size: i % 3 == 0 ? nil : (i % 2 == 0 ? .small : .large))
+        }
+        try store.writeSync { writer in for crepe in crepes { try writer.insert(crepe) } }
+        try store.read { reader in
+            c.expectEqual(try reader.fetch(Crepe.self, sortedBy: [.ascending("id")]), crepes)
+            var visited: [Crepe] = []
+            try reader.forEach(Crepe.self, sortedBy: [.descending("id")]) { crepe in
+                visited.append(crepe)
+                let again = try reader.fetch(Crepe.self, where: Field("id") == .int(crepe.id))
+                c.expectEqual(again, [crepe], "a fetch inside a typed visit, at \(crepe.id)")
+            }
+            c.expectEqual(visited, crepes.reversed(), "the typed visit")
+        }
+        var bad = try RecordEncoder.encode(crepes[15])
+        bad["size"] = "enormous"
+        try store.writeSync { try $0.save(bad, into: "Crepe") }
+        try store.read { reader in
+            var seen: [Int64] = []
+            do {
+                try reader.forEach(Crepe.self, sortedBy: [.ascending("id")]) { seen.append($0.id) }
+                c.expect(false, "a row with an unknown enum case decoded")
+            } catch {
+                c.expect("\(error)".contains("enormous"), "the error names the stored value: \(error)")
+            }
+            c.expectEqual(seen, Array(0..<15), "the rows before the bad one were handed over")
+            c.expectEqual(try reader.fetch(Crepe.self, where: Field("id") > 15, sortedBy: [.ascending("id")]),
+                          Array(crepes[16...]), "a fetch after the failed one")
+            c.expectEqual(try reader.get(Crepe.self, key: 14), crepes[14])
+        }
+    }
+
     static let all: [ConformanceCase] = [
+        ConformanceCase(
+            "Typed models", "eachRowOfATypedFetchDecodesItsOwnValuesThroughEachContainer",
+            eachRowOfATypedFetchDecodesItsOwnValuesThroughEachContainer),
         ConformanceCase(
             "Typed models", "modelsWhosePropertyOrderDiffersFromTheSchemaDecodeByName",
             modelsWhosePropertyOrderDiffersFromTheSchemaDecodeByName),

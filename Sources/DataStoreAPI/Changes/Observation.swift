@@ -44,7 +44,10 @@ extension DataStore {
     public func observe<T: DataObject>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
                                        offset: Int = 0, limit: Int? = nil) -> some AsyncSequence<[T], any Error> {
         observe(FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset, limit: limit))
-            .map { records in try records.map { try RecordDecoder.decode(T.self, from: $0) } }
+            .map { records in
+                let rows = RecordRowDecoder<T>()
+                return try records.map { try rows.decode($0) }
+            }
     }
 
     /// Callback form of ``observe(_:)``: `onChange` gets the results now and after each commit
