@@ -149,9 +149,19 @@ private final class ReusedContainer<Key: CodingKey> {
 ///
 /// Each row's model must be complete when ``decode(_:)`` returns, as it is for any model whose
 /// `init(from:)` does not keep its decoder or containers: they read the row that is loaded.
-struct RecordRowDecoder<T: Decodable>: ~Copyable {
-    private let decoder = RecordValueDecoder(record: Record(), single: nil, key: nil, reusesContainers: true)
+///
+/// A class, whose `deinit` lets go of the kept container (which holds the decoder), so that the
+/// inlinable typed fetches can make one without inlining a `deinit` of this module.
+@usableFromInline
+final class RecordRowDecoder<T: Decodable> {
+    private let decoder: RecordValueDecoder
 
+    @usableFromInline
+    init() {
+        decoder = RecordValueDecoder(record: Record(), single: nil, key: nil, reusesContainers: true)
+    }
+
+    @usableFromInline
     func decode(_ record: Record) throws -> T {
         decoder.load(record)
         defer { decoder.unload(containers: false) }
