@@ -10,10 +10,29 @@ import SQLiteStore
 import StoreMigration
 
 let arguments = CommandLine.arguments
+let usage = "usage: datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] "
+    + "[--postgres] [--scaling] [--backends] [--migration] [--no-postgres] [--no-grdb]"
+/// Refuses what the harness does not know, rather than running the full benchmark (11 minutes)
+/// for a misspelled flag or `--help`.
+func refuse(_ message: String) -> Never {
+    FileHandle.standardError.write(Data(((message.isEmpty ? "" : "datastore-bench: \(message)\n") + usage + "\n").utf8))
+    exit(message.isEmpty ? 0 : 2)
+}
+let knownFlags: Set<String> = ["--quick", "--sizes", "--schema-steps", "--feed", "--jsonl", "--postgres", "--scaling",
+                               "--backends", "--migration", "--no-postgres", "--no-grdb"]
+if arguments.contains("--help") || arguments.contains("-h") { refuse("") }
+for (i, argument) in arguments.enumerated().dropFirst() where !knownFlags.contains(argument) {
+    if i > 0, arguments[i - 1] == "--sizes" { continue }
+    refuse("unknown argument '\(argument)'")
+}
 let quick = arguments.contains("--quick")
 var sizes = quick ? [20_000] : [100_000, 1_000_000]
-if let flag = arguments.firstIndex(of: "--sizes"), flag + 1 < arguments.count {
-    sizes = arguments[flag + 1].split(separator: ",").compactMap { Int($0) }
+if let flag = arguments.firstIndex(of: "--sizes") {
+    let list = flag + 1 < arguments.count ? arguments[flag + 1].split(separator: ",", omittingEmptySubsequences: false) : []
+    sizes = list.compactMap { Int($0) }.filter { $0 > 0 }
+    if list.isEmpty || sizes.count != list.count {
+        refuse("--sizes needs a comma-separated list of positive item counts")
+    }
 }
 
 struct Row {
