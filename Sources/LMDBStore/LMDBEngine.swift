@@ -6,8 +6,16 @@ import Foundation
 public struct LMDBOptions: Sendable, Hashable {
     /// How durable a commit is when `writeSync` returns.
     public var durability: Durability
-    /// The map size to start with; the map doubles by itself whenever a write needs more.
+    /// The map size to start with; the map grows by itself whenever a write needs more.
     public var initialMapSize: Int
+    /// Let a large write transaction size the map to cover the disk, then write without a
+    /// journal. A write keeps a journal of its changes so that, when the map fills, it can grow
+    /// the map and replay them; once its changes pass 1 MiB, it grows the map at once to the
+    /// size of `data.mdb` plus twice the disk's free space (address space, not disk: the file
+    /// grows only with the pages written), where the map cannot fill before the disk does, and
+    /// stops journaling. Off, the map doubles each time it fills and the journal is kept to the
+    /// end of the transaction (in memory up to 16 MiB, then in a temporary file).
+    public var mapCoversDisk: Bool
     /// Reader slots: how many read transactions may be open at once across processes.
     public var maxReaders: Int
     /// Open with `MDB_RDONLY`: nothing is written to the environment, not even on open, and
@@ -19,8 +27,9 @@ public struct LMDBOptions: Sendable, Hashable {
     public var checkPages: Bool
 
     public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maxReaders: Int = 1024,
-                readOnly: Bool = false, checkPages: Bool = false) {
+                readOnly: Bool = false, checkPages: Bool = false, mapCoversDisk: Bool = true) {
         self.durability = durability
+        self.mapCoversDisk = mapCoversDisk
         self.initialMapSize = max(initialMapSize, 64 << 10)
         self.maxReaders = max(1, maxReaders)
         self.readOnly = readOnly
@@ -60,7 +69,7 @@ public struct LMDBOptions: Sendable, Hashable {
         }
         environment = try LMDBEnvironment(path: path, mapSize: options.initialMapSize,
                                           maxReaders: UInt32(options.maxReaders), durability: options.durability,
-                                          readOnly: readOnly)
+                                          readOnly: readOnly, mapCoversDisk: options.mapCoversDisk)
         pagesChecked = options.checkPages ? try Self.walk(environment) : nil
         let txn = try LMDBTxn(environment: environment, write: !readOnly)
         defer { txn.finish() }

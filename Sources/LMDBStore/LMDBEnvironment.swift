@@ -19,6 +19,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     private var writersFile: Int32 = -1
     private(set) var mapSize: Int
     private var isClosed = false
+    /// ``LMDBOptions/mapCoversDisk``.
+    let mapCoversDisk: Bool
+    /// The size of `data.mdb` and the bytes its file system has free, or `nil` when either
+    /// cannot be read; replaceable by tests, which cannot fill a real disk.
+    var diskSpace: () -> DiskSpace?
 
     /// Whether the environment was opened with `MDB_RDONLY`.
     let isReadOnly: Bool
@@ -28,9 +33,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// directory without write permission) it is opened with `MDB_NOLOCK` as well, which is
     /// safe only because no process can write there either.
     init(path: String, mapSize: Int, maxReaders: UInt32, durability: Durability,
-         readOnly: Bool = false) throws(StoreError) {
+         readOnly: Bool = false, mapCoversDisk: Bool = true) throws(StoreError) {
         self.path = path
         isReadOnly = readOnly
+        self.mapCoversDisk = mapCoversDisk && !readOnly
+        diskSpace = { nil }
         // MDB_NOTLS: read transactions belong to the transaction object, not the thread, so
         // Swift concurrency may run a read block on any thread.
         var flags = UInt32(MDB_NOTLS)
@@ -68,6 +75,8 @@ final class LMDBEnvironment: @unchecked Sendable {
                 throw StoreError(.io, "\(path)/data.mdb: cannot open it for the writers' lock: "
                     + String(cString: strerror(errno)))
             }
+            let file = writersFile
+            diskSpace = { DiskSpace.of(file) }
         }
     }
 
@@ -169,10 +178,10 @@ final class LMDBEnvironment: @unchecked Sendable {
         return rc
     }
 
-    /// Doubles the map. Called by the writer with its transaction ended; waits for the other
-    /// transactions of this process to end.
-    func grow() throws(StoreError) {
-        try adoptLargerMap(mapSize * 2)
+    /// Doubles the map, or makes it `size` bytes. Called by the writer with its transaction
+    /// ended; waits for the other transactions of this process to end.
+    func grow(to size: Int? = nil) throws(StoreError) {
+        try adoptLargerMap(size ?? mapSize * 2)
     }
 
     private func adoptLargerMap(_ size: Int) throws(StoreError) {
@@ -205,4 +214,35 @@ final class LMDBEnvironment: @unchecked Sendable {
         try LMDBError.check(rc, "\(path): cannot open database \(name)")
         return dbi
     }
+}
+
+/// The room a write transaction can take on the disk of an environment.
+struct DiskSpace {
+    /// The bytes of `data.mdb`: pages a transaction writes below this end reuse the file's room.
+    var fileSize: Int
+    /// The bytes free on its file system (counting those reserved for root: a conservative
+    /// guess, since a larger guess only makes the map larger).
+    var free: Int
+
+    static func of(_ file: Int32) -> DiskSpace? {
+        var status = stat()
+        var system = statvfs()
+        guard fstat(file, &status) == 0, fstatvfs(file, &system) == 0 else { return nil }
+        let (free, overflow) = Int(clamping: system.f_bfree).multipliedReportingOverflow(by: Int(clamping: system.f_frsize))
+        return overflow ? nil : DiskSpace(fileSize: Int(status.st_size), free: free)
+    }
+
+    /// The map size past which a transaction cannot fill the map before it fills the disk:
+    /// every page it adds beyond the file's end must be written to the disk at the commit.
+    /// 64 MiB more allow for space that other processes free meanwhile.
+    var coveringMapSize: Int { fileSize + free + Self.slack }
+
+    /// The size to grow a map to when it does not cover the disk: the free space twice, so that
+    /// later transactions find it covered while the disk's free space changes a little.
+    var grownMapSize: Int { (fileSize + 2 * free + Self.slack + (1 << 20) - 1) & ~((1 << 20) - 1) }
+
+    private static let slack = 64 << 20
+    /// No map beyond 16 TiB of address space: a file system with more free than that keeps
+    /// the journal.
+    static let largestMap = 1 << 44
 }

@@ -46,6 +46,21 @@ struct LMDBJournal: ~Copyable {
     /// Whether changes went to the file.
     var hasSpilled: Bool { file >= 0 }
 
+    /// The bytes of changes kept, in memory and in the file.
+    var byteCount: Int { used + fileSize }
+
+    /// Forgets every change and gives back the memory and the file: the transaction will not
+    /// need to replay them.
+    mutating func discard() {
+        if file >= 0 { Foundation.close(file) }
+        file = -1
+        fileSize = 0
+        buffer.map { free($0) }
+        buffer = nil
+        capacity = 0
+        used = 0
+    }
+
     mutating func append(_ change: Change) throws(StoreError) {
         switch change {
         case let .put(dbi, key, value):

@@ -12,6 +12,16 @@ internal import CLMDB
 /// between is detected by the transaction id, and the write fails with `conflict` rather than
 /// replaying changes read from a state that is gone.
 ///
+/// The journal is needed only while the map could fill before the disk does. Once a
+/// transaction's changes pass ``journalCheckpoint`` bytes, it compares the map with the disk
+/// (``LMDBOptions/mapCoversDisk``): if the map is smaller than the file and the disk's free
+/// space, it grows it now to cover them twice over (replaying the changes so far, a MiB), and
+/// then gives up its journal. Every page it adds past the file's end must be written to the disk
+/// at the commit, so a map it can no longer fill means a full disk first, which the commit
+/// reports; the transaction writes on without copying each change. Should the map still fill
+/// (another process freed more than 64 MiB of the disk meanwhile), the write fails with
+/// `storeFull` and nothing of the transaction is written.
+///
 /// A transaction begun without a journal (``init(environment:write:journaled:)``) keeps
 /// nothing: on `MDB_MAP_FULL` it throws ``isMapFull(_:)`` and its caller starts over in a
 /// larger map, so a transaction of any size runs in bounded memory.
@@ -26,6 +36,10 @@ final class LMDBTxn {
     /// Bounded in memory: past 16 MiB it goes to a temporary file (``LMDBJournal``).
     @exclusivity(unchecked) private var journal: LMDBJournal
     private let journaled: Bool
+    /// Set when the map covers the disk and the journal was given up.
+    private var journalGivenUp = false
+    /// Set once the map was compared with the disk.
+    private var diskCompared = false
     @exclusivity(unchecked) private var isFinished = false
     private var holdsWritersLock = false
     /// The id LMDB gave the write transaction; a replay must get the same one.
@@ -205,9 +219,40 @@ final class LMDBTxn {
         if rc == MDB_NOTFOUND, case .delete = change { return false }
         if rc == MDB_KEYEXIST && flags & UInt32(MDB_NOOVERWRITE) != 0 { return false }
         guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot write", path: path) }
-        if journaled { try journal.append(change) }
+        if journaled && !journalGivenUp {
+            try journal.append(change)
+            if !diskCompared && journal.byteCount >= Self.journalCheckpoint { try compareTheMapWithTheDisk() }
+        }
         return true
     }
+
+    /// The journal's size at which a transaction compares the map with the disk: small
+    /// transactions never pay for it, a large one replays at most this much (and the change that
+    /// passed it) when the map grows to cover the disk.
+    static let journalCheckpoint = 1 << 20
+
+    /// Gives up the journal when the map covers the disk (``DiskSpace/coveringMapSize``),
+    /// growing it first when it does not; keeps it when the disk cannot be measured or the map
+    /// would be too large.
+    private func compareTheMapWithTheDisk() throws(StoreError) {
+        diskCompared = true
+        guard environment.mapCoversDisk, let space = environment.diskSpace() else { return }
+        if environment.mapSize < space.coveringMapSize {
+            let size = space.grownMapSize
+            guard size <= DiskSpace.largestMap else { return }
+            let rc = try restart(growingTo: size)
+            guard rc == MDB_SUCCESS else {
+                throw LMDBError.writeError(rc, "\(path): cannot replay the transaction after growing the map to "
+                    + "\(size) bytes", path: path)
+            }
+        }
+        journal.discard()
+        journalGivenUp = true
+        givenUpWithFree = space.free
+    }
+
+    /// The disk's free bytes when the journal was given up, for the error should the map fill.
+    private var givenUpWithFree = 0
 
     /// The one map-growth retry, for writes and commits: runs `attempt` until it does not find
     /// the map full. Each time it does, the transaction ends (if `attempt` left it open), the map
@@ -218,21 +263,15 @@ final class LMDBTxn {
             throw StoreError(.storeFull, "\(path): \(Self.mapFullMessage)",
                              cause: StoreError.Cause(library: "lmdb", code: MDB_MAP_FULL, message: Self.mapFullMessage))
         }
+        if rc == MDB_MAP_FULL && journalGivenUp {
+            throw StoreError(.storeFull, "\(path): the map of \(environment.mapSize) bytes is full: this transaction "
+                + "writes more than the \(givenUpWithFree) bytes its disk had free when the map was sized to cover "
+                + "them; nothing of it was written")
+        }
         var growths = 0
         while rc == MDB_MAP_FULL && growths < 40 {
             growths += 1
-            if !isFinished {
-                environment.end(txn, commit: false)
-                isFinished = true
-            }
-            try environment.grow()
-            txn = try environment.begin(write: true)
-            isFinished = false
-            guard mdb_txn_id(txn) == writeID else {
-                throw StoreError(.conflict, "\(path): another process wrote to the environment without the writers' lock "
-                    + "while this transaction grew the map; nothing of it was written")
-            }
-            rc = try journal.replay { apply($0) }
+            rc = try restart(growingTo: nil)
             if rc == MDB_MAP_FULL { continue }
             guard rc == MDB_SUCCESS else {
                 throw LMDBError.error(rc, "\(path): cannot replay the transaction after growing the map")
@@ -240,6 +279,23 @@ final class LMDBTxn {
             rc = attempt()
         }
         return rc
+    }
+
+    /// Ends the transaction (if it is open), grows the map (doubles it, or to `size`), begins a
+    /// new write transaction and replays the journal in it; returns the replay's result.
+    private func restart(growingTo size: Int?) throws(StoreError) -> Int32 {
+        if !isFinished {
+            environment.end(txn, commit: false)
+            isFinished = true
+        }
+        try environment.grow(to: size)
+        txn = try environment.begin(write: true)
+        isFinished = false
+        guard mdb_txn_id(txn) == writeID else {
+            throw StoreError(.conflict, "\(path): another process wrote to the environment without the writers' lock "
+                + "while this transaction grew the map; nothing of it was written")
+        }
+        return try journal.replay { apply($0) }
     }
 
     /// `flags` for a put; a replay puts without them (what succeeded then succeeds again).

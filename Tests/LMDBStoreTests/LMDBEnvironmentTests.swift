@@ -13,9 +13,19 @@ let itemSchema = Schema(entities: [
     ], indexes: [Index("byName", on: ["name"]), Index("byScore", on: ["score"], unique: true)]),
 ])
 
-/// A store of `itemSchema` whose map starts at 64 KiB, so that it must grow.
-func tinyMapStore(_ path: String) throws -> LMDBStore {
-    try LMDBStore(path: path, schema: itemSchema, options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10))
+/// A store of `itemSchema` whose map starts at 64 KiB, so that it must grow; with
+/// `mapCoversDisk` false it doubles each time and keeps every transaction's journal to the end.
+func tinyMapStore(_ path: String, mapCoversDisk: Bool = true) throws -> LMDBStore {
+    try LMDBStore(path: path, schema: itemSchema,
+                  options: LMDBOptions(durability: .normal, initialMapSize: 64 << 10, mapCoversDisk: mapCoversDisk))
+}
+
+/// The journal files this process holds open for the store at `path` (unlinked at once, they
+/// show only among the process's descriptors).
+func openJournalFiles(of path: String) -> [String] {
+    let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return descriptors.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
+        .filter { $0.hasPrefix(path + "/.journal-") }
 }
 
 /// A transaction's journal file is unlinked as soon as it is made: none is ever left behind.
@@ -308,7 +318,7 @@ func expectNoJournalFile(in path: String) throws {
 @Test func aJournalThatSpillsToItsFileReplaysEveryChangeInOrder() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("spill.lmdb")
-    let store = try tinyMapStore(path)
+    let store = try tinyMapStore(path, mapCoversDisk: false)
     defer { try? store.close() }
     let count: Int64 = 150_000
     try store.writeSync { w in
@@ -319,6 +329,7 @@ func expectNoJournalFile(in path: String) throws {
         for id in stride(from: Int64(3), to: count, by: 7) {
             try w.save(["id": .int(id), "name": "saved", "score": .int(-id)], into: "Item")
         }
+        #expect(openJournalFiles(of: path).count == 1, "the journal spilled to its file")
         // Written last, after the journal spilled: these too must replay when the map grows.
         for id in count..<(count + 2_000) {
             try w.insert(["id": .int(id), "name": "tail", "score": .int(id), "payload": .bytes([UInt8](repeating: 7, count: 16_000))],
@@ -339,13 +350,95 @@ func expectNoJournalFile(in path: String) throws {
     try expectNoJournalFile(in: path)
 }
 
+/// A write whose changes pass 1 MiB grows the map at once to cover the file and the disk's
+/// free space, then writes on without a journal: 30 MB of changes from a 64 KiB map leave no
+/// journal file, and every change, those replayed in the grown map included, is stored. With
+/// `mapCoversDisk` off, or when the disk cannot be measured, the same write keeps its journal
+/// (it spills to its file) and the map only doubles.
+@Test(arguments: ["covers", "off", "unmeasured"])
+func aLargeWriteSizesTheMapToTheDiskAndKeepsNoJournal(mode: String) throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("covers.lmdb")
+    let store = try tinyMapStore(path, mapCoversDisk: mode != "off")
+    defer { try? store.close() }
+    if mode == "unmeasured" { store.lmdb.environment.diskSpace = { nil } }
+    let payload = [UInt8](repeating: 0x3C, count: 10_000)
+    let journals = try store.writeSync { w -> [String] in
+        for id in Int64(0)..<3_000 {
+            try w.insert(["id": .int(id), "name": .string("n\(id % 10)"), "score": .int(id), "payload": .bytes(payload)],
+                         into: "Item")
+        }
+        _ = try w.delete("Item", key: 5)
+        try w.save(["id": 7, "name": "saved", "score": -7], into: "Item")
+        return openJournalFiles(of: path)
+    }
+    var system = statvfs()
+    #expect(statvfs(path, &system) == 0)
+    let free = Int(system.f_bfree) * Int(system.f_frsize)
+    if mode == "covers" {
+        #expect(journals.isEmpty, "no journal file once the map covers the disk: \(journals)")
+        #expect(store.mapSize >= free, "the map (\(store.mapSize)) covers the disk's free space (\(free))")
+    } else {
+        #expect(journals.count == 1, "the journal spilled to its file: \(journals)")
+        #expect(store.mapSize < 1 << 30, "the map only doubled: \(store.mapSize)")
+    }
+    let (total, first, saved, gone, last) = try store.read { r in
+        (try r.count(FetchRequest("Item")), try r.get("Item", key: 0), try r.get("Item", key: 7),
+         try r.get("Item", key: 5), try r.get("Item", key: 2_999))
+    }
+    #expect(total == 2_999)
+    #expect(first?["payload"] == .bytes(payload))
+    #expect(saved?["name"] == "saved" && [nil, .null].contains(saved?["payload"]))
+    #expect(gone == nil)
+    #expect(last?["payload"] == .bytes(payload))
+    try expectNoJournalFile(in: path)
+}
+
+/// Should the map fill after a transaction gave up its journal (the disk had more room than
+/// it said when the map was sized), the write fails with `storeFull` naming the map, nothing of
+/// it is stored, the store keeps what it held, and the next write sizes the map again.
+@Test func aMapThatFillsAfterTheJournalWasGivenUpFailsTheWriteAndKeepsTheStore() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("filled.lmdb")
+    let store = try tinyMapStore(path)
+    defer { try? store.close() }
+    try store.writeSync { w in
+        for id in Int64(0)..<100 { try w.insert(["id": .int(id), "name": "kept", "score": .int(id)], into: "Item") }
+    }
+    let measure = store.lmdb.environment.diskSpace
+    // A disk that says it is full: the map is sized to the file and 64 MiB.
+    store.lmdb.environment.diskSpace = { measure().map { DiskSpace(fileSize: $0.fileSize, free: 0) } }
+    let payload = [UInt8](repeating: 0x11, count: 64 << 10)
+    func writeHundredMegabytes() throws {
+        try store.writeSync { w in
+            for id in Int64(1_000)..<2_600 {
+                try w.insert(["id": .int(id), "name": "big", "score": .int(id), "payload": .bytes(payload)], into: "Item")
+            }
+        }
+    }
+    do {
+        try writeHundredMegabytes()
+        Issue.record("100 MB written into a map sized for 64 MiB more")
+    } catch let error as StoreError {
+        #expect(error.code == .storeFull, "\(error)")
+        #expect(error.message.contains("map") && error.message.contains("nothing of it was written"), "\(error)")
+    }
+    #expect(store.mapSize < 256 << 20, "the map was sized to the disk that said it was full: \(store.mapSize)")
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 100)
+    #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") == "big")) } == 0)
+    store.lmdb.environment.diskSpace = measure
+    try writeHundredMegabytes()
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 1_700)
+    try expectNoJournalFile(in: path)
+}
+
 /// Changes bigger than the journal's buffers: a 12 MiB record kept in memory, a second that makes
 /// the journal spill and is written through to its file past the 1 MiB buffer, small changes
 /// around them, and a delete; the map grows from 64 KiB many times, each time replaying them all.
 @Test func changesBiggerThanTheJournalsBuffersReplayWhole() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("big.lmdb")
-    let store = try tinyMapStore(path)
+    let store = try tinyMapStore(path, mapCoversDisk: false)
     defer { try? store.close() }
     func payload(_ seed: UInt8, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed } }
     try store.writeSync { w in
