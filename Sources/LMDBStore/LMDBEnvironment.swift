@@ -24,6 +24,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// The size of `data.mdb` and the bytes its file system has free, or `nil` when either
     /// cannot be read; replaceable by tests, which cannot fill a real disk.
     var diskSpace: () -> DiskSpace?
+    /// ``canMap(_:)``; replaceable by tests, which cannot limit their process's address space.
+    var mapFits: (Int) -> Bool = LMDBEnvironment.canMap
 
     /// Whether the environment was opened with `MDB_RDONLY`.
     let isReadOnly: Bool
@@ -184,7 +186,22 @@ final class LMDBEnvironment: @unchecked Sendable {
         try adoptLargerMap(size ?? mapSize * 2)
     }
 
+    /// Whether the process has the address space to map `size` bytes more, tried with a
+    /// mapping that reserves nothing. liblmdb unmaps the old map before it maps the new one and
+    /// is left without any map when that fails (`mdb_env_set_mapsize`), so a size the process
+    /// cannot map (`ulimit -v`, valgrind) must be refused before liblmdb sees it.
+    static func canMap(_ size: Int) -> Bool {
+        guard let probe = mmap(nil, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+              probe != MAP_FAILED else { return false }
+        munmap(probe, size)
+        return true
+    }
+
     private func adoptLargerMap(_ size: Int) throws(StoreError) {
+        if size > 0 && !mapFits(size) {
+            throw StoreError(.storeFull, "\(path): cannot grow the map to \(size) bytes: the process has no address "
+                + "space left to map it")
+        }
         var deadline = timespec()
         clock_gettime(CLOCK_REALTIME, &deadline)
         deadline.tv_sec += 60

@@ -15,7 +15,7 @@ internal import CLMDB
 /// The journal is needed only while the map could fill before the disk does. Once a
 /// transaction's changes pass ``journalCheckpoint`` bytes, it compares the map with the disk
 /// (``LMDBOptions/mapCoversDisk``): if the map is smaller than the file and the disk's free
-/// space, it grows it now to cover them twice over (replaying the changes so far, a MiB), and
+/// space, it grows it now to cover them twice over (replaying the changes so far, 64 KiB), and
 /// then gives up its journal. Every page it adds past the file's end must be written to the disk
 /// at the commit, so a map it can no longer fill means a full disk first, which the commit
 /// reports; the transaction writes on without copying each change. Should the map still fill
@@ -229,17 +229,17 @@ final class LMDBTxn {
     /// The journal's size at which a transaction compares the map with the disk: small
     /// transactions never pay for it, a large one replays at most this much (and the change that
     /// passed it) when the map grows to cover the disk.
-    static let journalCheckpoint = 1 << 20
+    static let journalCheckpoint = 64 << 10
 
     /// Gives up the journal when the map covers the disk (``DiskSpace/coveringMapSize``),
     /// growing it first when it does not; keeps it when the disk cannot be measured or the map
-    /// would be too large.
+    /// would be larger than 16 TiB or than the process can map.
     private func compareTheMapWithTheDisk() throws(StoreError) {
         diskCompared = true
         guard environment.mapCoversDisk, let space = environment.diskSpace() else { return }
         if environment.mapSize < space.coveringMapSize {
             let size = space.grownMapSize
-            guard size <= DiskSpace.largestMap else { return }
+            guard size <= DiskSpace.largestMap, environment.mapFits(size) else { return }
             let rc = try restart(growingTo: size)
             guard rc == MDB_SUCCESS else {
                 throw LMDBError.writeError(rc, "\(path): cannot replay the transaction after growing the map to "

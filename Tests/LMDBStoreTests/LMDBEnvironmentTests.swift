@@ -350,18 +350,20 @@ func expectNoJournalFile(in path: String) throws {
     try expectNoJournalFile(in: path)
 }
 
-/// A write whose changes pass 1 MiB grows the map at once to cover the file and the disk's
+/// A write whose changes pass 64 KiB grows the map at once to cover the file and the disk's
 /// free space, then writes on without a journal: 30 MB of changes from a 64 KiB map leave no
 /// journal file, and every change, those replayed in the grown map included, is stored. With
 /// `mapCoversDisk` off, or when the disk cannot be measured, the same write keeps its journal
 /// (it spills to its file) and the map only doubles.
-@Test(arguments: ["covers", "off", "unmeasured"])
+/// So does a process that cannot map a map that large (`ulimit -v`; here the test says so).
+@Test(arguments: ["covers", "off", "unmeasured", "unmappable"])
 func aLargeWriteSizesTheMapToTheDiskAndKeepsNoJournal(mode: String) throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("covers.lmdb")
     let store = try tinyMapStore(path, mapCoversDisk: mode != "off")
     defer { try? store.close() }
     if mode == "unmeasured" { store.lmdb.environment.diskSpace = { nil } }
+    if mode == "unmappable" { store.lmdb.environment.mapFits = { $0 <= 1 << 30 } }
     let payload = [UInt8](repeating: 0x3C, count: 10_000)
     let journals = try store.writeSync { w -> [String] in
         for id in Int64(0)..<3_000 {
@@ -430,6 +432,42 @@ func aLargeWriteSizesTheMapToTheDiskAndKeepsNoJournal(mode: String) throws {
     try writeHundredMegabytes()
     #expect(try store.read { try $0.count(FetchRequest("Item")) } == 1_700)
     try expectNoJournalFile(in: path)
+}
+
+/// A map the process cannot map is refused before liblmdb sees it: liblmdb unmaps the old map
+/// first and, when the new mapping fails, is left with none (valgrind, whose address space is
+/// smaller than the disk, found it). The write fails with `storeFull` naming the map, nothing of
+/// it is stored, and the store goes on working in its old map.
+@Test func aMapTooLargeToMapFailsTheWriteAndKeepsTheStoreWorking() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("unmappable.lmdb")
+    let store = try tinyMapStore(path, mapCoversDisk: false)
+    defer { try? store.close() }
+    try store.writeSync { w in
+        for id in Int64(0)..<100 { try w.insert(["id": .int(id), "name": "kept", "score": .int(id)], into: "Item") }
+    }
+    store.lmdb.environment.mapFits = { $0 <= 4 << 20 }
+    let payload = [UInt8](repeating: 0x22, count: 10_000)
+    func writeTenMegabytes() throws {
+        try store.writeSync { w in
+            for id in Int64(1_000)..<2_000 {
+                try w.insert(["id": .int(id), "name": "big", "score": .int(id), "payload": .bytes(payload)], into: "Item")
+            }
+        }
+    }
+    do {
+        try writeTenMegabytes()
+        Issue.record("10 MB written into a map that could not grow past 4 MiB")
+    } catch let error as StoreError {
+        #expect(error.code == .storeFull, "\(error)")
+        #expect(error.message.contains("cannot grow the map") && error.message.contains("address space"), "\(error)")
+    }
+    #expect(store.mapSize <= 4 << 20)
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 100)
+    #expect(try store.read { try $0.get("Item", key: 99)?["name"] } == "kept")
+    store.lmdb.environment.mapFits = LMDBEnvironment.canMap
+    try writeTenMegabytes()
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 1_100)
 }
 
 /// Changes bigger than the journal's buffers: a 12 MiB record kept in memory, a second that makes
