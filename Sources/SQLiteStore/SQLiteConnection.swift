@@ -124,6 +124,7 @@ final class SQLiteConnection {
         guard !isClosed else { return }
         isClosed = true
         statements.removeAll()
+        recentStatements.removeAll()
         requestStatements.removeAll()
         own = own.map { _ in nil }
         let rc = sqlite3_close(handle)
@@ -210,15 +211,34 @@ final class SQLiteConnection {
     var cachedStatementCount: Int { statements.count + requestStatements.count }
 
     /// A cached prepared statement for `sql`, which must be one of the fixed statements.
+    ///
+    /// The last few found are looked up first by comparing the text, which for the same string
+    /// (an entity's insert SQL, a literal) compares its storage and not its bytes: a small write
+    /// transaction finds its insert and the change feed's insert without hashing their text.
     func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
-        if let cached = statements[sql] {
-            // Busy: a visitor is stepping it (see `requestStatement`).
-            if sqlite3_stmt_busy(cached.handle) != 0 { return try makeStatement(sql) }
-            return cached
+        let cached: SQLiteStatement
+        if let recent = recentStatements.first(where: { $0.sql == sql }) {
+            cached = recent.statement
+        } else if let found = statements[sql] {
+            cached = found
+            remember(sql, found)
+        } else {
+            let statement = try SQLiteStatement(connection: self, sql: sql)
+            statements[sql] = statement
+            remember(sql, statement)
+            return statement
         }
-        let statement = try SQLiteStatement(connection: self, sql: sql)
-        statements[sql] = statement
-        return statement
+        // Busy: a visitor is stepping it (see `requestStatement`).
+        if sqlite3_stmt_busy(cached.handle) != 0 { return try makeStatement(sql) }
+        return cached
+    }
+
+    /// The fixed statements found last, newest last; at most four.
+    @exclusivity(unchecked) private var recentStatements: [(sql: String, statement: SQLiteStatement)] = []
+
+    private func remember(_ sql: String, _ statement: SQLiteStatement) {
+        if recentStatements.count == 4 { recentStatements.removeFirst() }
+        recentStatements.append((sql, statement))
     }
 
     /// The statements every transaction runs, kept by position so that finding one hashes no
