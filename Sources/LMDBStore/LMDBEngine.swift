@@ -13,8 +13,9 @@ public struct LMDBOptions: Sendable, Hashable {
     /// the map and replay them; once its changes pass 64 KiB, it grows the map at once to the
     /// size of `data.mdb` plus twice the disk's free space (address space, not disk: the file
     /// grows only with the pages written), where the map cannot fill before the disk does, and
-    /// stops journaling. A process that cannot map that much (`ulimit -v`) keeps the journal. Off, the map doubles each time it fills and the journal is kept to the
-    /// end of the transaction (in memory up to 16 MiB, then in a temporary file).
+    /// stops journaling. A process that cannot map that much (`ulimit -v`) keeps the journal.
+    /// Off, the map doubles each time it fills and the journal is kept to the end of the
+    /// transaction (in memory up to 16 MiB, then in a temporary file).
     public var mapCoversDisk: Bool
     /// Reader slots: how many read transactions may be open at once across processes.
     public var maxReaders: Int

@@ -396,6 +396,38 @@ func aLargeWriteSizesTheMapToTheDiskAndKeepsNoJournal(mode: String) throws {
     try expectNoJournalFile(in: path)
 }
 
+/// Writes 100 small items, then, with `limit` in force, `count` items of `payloadSize` bytes in
+/// one write, which must fail with `storeFull` and a message holding each of `words`, storing
+/// nothing and leaving the 100 items; with `lift` run, the same write must succeed.
+func expectLargeWriteFailsAndKeepsTheStore(_ store: LMDBStore, count: Int64, payloadSize: Int, naming words: [String],
+                                           limit: () -> Void, lift: () -> Void) throws {
+    try store.writeSync { w in
+        for id in Int64(0)..<100 { try w.insert(["id": .int(id), "name": "kept", "score": .int(id)], into: "Item") }
+    }
+    limit()
+    let payload = [UInt8](repeating: 0x11, count: payloadSize)
+    func writeLarge() throws {
+        try store.writeSync { w in
+            for id in Int64(1_000)..<(1_000 + count) {
+                try w.insert(["id": .int(id), "name": "big", "score": .int(id), "payload": .bytes(payload)], into: "Item")
+            }
+        }
+    }
+    do {
+        try writeLarge()
+        Issue.record("\(count) items of \(payloadSize) bytes written past the limit")
+    } catch let error as StoreError {
+        #expect(error.code == .storeFull, "\(error)")
+        #expect(words.allSatisfy(error.message.contains), "\(error)")
+    }
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 100)
+    #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") == "big")) } == 0)
+    #expect(try store.read { try $0.get("Item", key: 99)?["name"] } == "kept")
+    lift()
+    try writeLarge()
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 100 + Int(count))
+}
+
 /// Should the map fill after a transaction gave up its journal (the disk had more room than
 /// it said when the map was sized), the write fails with `storeFull` naming the map, nothing of
 /// it is stored, the store keeps what it held, and the next write sizes the map again.
@@ -404,33 +436,15 @@ func aLargeWriteSizesTheMapToTheDiskAndKeepsNoJournal(mode: String) throws {
     let path = dir.path("filled.lmdb")
     let store = try tinyMapStore(path)
     defer { try? store.close() }
-    try store.writeSync { w in
-        for id in Int64(0)..<100 { try w.insert(["id": .int(id), "name": "kept", "score": .int(id)], into: "Item") }
-    }
     let measure = store.lmdb.environment.diskSpace
-    // A disk that says it is full: the map is sized to the file and 64 MiB.
-    store.lmdb.environment.diskSpace = { measure().map { DiskSpace(fileSize: $0.fileSize, free: 0) } }
-    let payload = [UInt8](repeating: 0x11, count: 64 << 10)
-    func writeHundredMegabytes() throws {
-        try store.writeSync { w in
-            for id in Int64(1_000)..<2_600 {
-                try w.insert(["id": .int(id), "name": "big", "score": .int(id), "payload": .bytes(payload)], into: "Item")
-            }
-        }
-    }
-    do {
-        try writeHundredMegabytes()
-        Issue.record("100 MB written into a map sized for 64 MiB more")
-    } catch let error as StoreError {
-        #expect(error.code == .storeFull, "\(error)")
-        #expect(error.message.contains("map") && error.message.contains("nothing of it was written"), "\(error)")
-    }
-    #expect(store.mapSize < 256 << 20, "the map was sized to the disk that said it was full: \(store.mapSize)")
-    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 100)
-    #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") == "big")) } == 0)
-    store.lmdb.environment.diskSpace = measure
-    try writeHundredMegabytes()
-    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 1_700)
+    // 100 MB; a disk that says it is full gets a map of the file and 64 MiB.
+    try expectLargeWriteFailsAndKeepsTheStore(store, count: 1_600, payloadSize: 64 << 10,
+                                              naming: ["map", "nothing of it was written"], limit: {
+        store.lmdb.environment.diskSpace = { measure().map { DiskSpace(fileSize: $0.fileSize, free: 0) } }
+    }, lift: {
+        #expect(store.mapSize < 256 << 20, "the map was sized to the disk that said it was full: \(store.mapSize)")
+        store.lmdb.environment.diskSpace = measure
+    })
     try expectNoJournalFile(in: path)
 }
 
@@ -443,31 +457,14 @@ func aLargeWriteSizesTheMapToTheDiskAndKeepsNoJournal(mode: String) throws {
     let path = dir.path("unmappable.lmdb")
     let store = try tinyMapStore(path, mapCoversDisk: false)
     defer { try? store.close() }
-    try store.writeSync { w in
-        for id in Int64(0)..<100 { try w.insert(["id": .int(id), "name": "kept", "score": .int(id)], into: "Item") }
-    }
-    store.lmdb.environment.mapFits = { $0 <= 4 << 20 }
-    let payload = [UInt8](repeating: 0x22, count: 10_000)
-    func writeTenMegabytes() throws {
-        try store.writeSync { w in
-            for id in Int64(1_000)..<2_000 {
-                try w.insert(["id": .int(id), "name": "big", "score": .int(id), "payload": .bytes(payload)], into: "Item")
-            }
-        }
-    }
-    do {
-        try writeTenMegabytes()
-        Issue.record("10 MB written into a map that could not grow past 4 MiB")
-    } catch let error as StoreError {
-        #expect(error.code == .storeFull, "\(error)")
-        #expect(error.message.contains("cannot grow the map") && error.message.contains("address space"), "\(error)")
-    }
-    #expect(store.mapSize <= 4 << 20)
-    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 100)
-    #expect(try store.read { try $0.get("Item", key: 99)?["name"] } == "kept")
-    store.lmdb.environment.mapFits = LMDBEnvironment.canMap
-    try writeTenMegabytes()
-    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 1_100)
+    // 10 MB in a process that says it can map 4 MiB.
+    try expectLargeWriteFailsAndKeepsTheStore(store, count: 1_000, payloadSize: 10_000,
+                                              naming: ["cannot grow the map", "address space"], limit: {
+        store.lmdb.environment.mapFits = { $0 <= 4 << 20 }
+    }, lift: {
+        #expect(store.mapSize <= 4 << 20)
+        store.lmdb.environment.mapFits = LMDBEnvironment.canMap
+    })
 }
 
 /// Changes bigger than the journal's buffers: a 12 MiB record kept in memory, a second that makes
