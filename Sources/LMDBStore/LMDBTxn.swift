@@ -40,6 +40,8 @@ final class LMDBTxn {
     private var journalGivenUp = false
     /// Set once the map was compared with the disk.
     private var diskCompared = false
+    /// The disk's free bytes when the journal was given up, for the error should the map fill.
+    private var givenUpWithFree = 0
     @exclusivity(unchecked) private var isFinished = false
     private var holdsWritersLock = false
     /// The id LMDB gave the write transaction; a replay must get the same one.
@@ -250,9 +252,6 @@ final class LMDBTxn {
         journalGivenUp = true
         givenUpWithFree = space.free
     }
-
-    /// The disk's free bytes when the journal was given up, for the error should the map fill.
-    private var givenUpWithFree = 0
 
     /// The one map-growth retry, for writes and commits: runs `attempt` until it does not find
     /// the map full. Each time it does, the transaction ends (if `attempt` left it open), the map

@@ -2,6 +2,7 @@
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
 //     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--backends] [--migration] [--no-postgres] [--no-grdb]
+import ArgumentParser
 import BenchSupport
 import DataStoreAPI
 import Foundation
@@ -9,31 +10,47 @@ import LMDBStore
 import SQLiteStore
 import StoreMigration
 
-let arguments = CommandLine.arguments
-let usage = "usage: datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] "
-    + "[--postgres] [--scaling] [--backends] [--migration] [--no-postgres] [--no-grdb]"
-/// Refuses what the harness does not know, rather than running the full benchmark (11 minutes)
-/// for a misspelled flag or `--help`.
-func refuse(_ message: String) -> Never {
-    FileHandle.standardError.write(Data(((message.isEmpty ? "" : "datastore-bench: \(message)\n") + usage + "\n").utf8))
-    exit(message.isEmpty ? 0 : 2)
-}
-let knownFlags: Set<String> = ["--quick", "--sizes", "--schema-steps", "--feed", "--jsonl", "--postgres", "--scaling",
-                               "--backends", "--migration", "--no-postgres", "--no-grdb"]
-if arguments.contains("--help") || arguments.contains("-h") { refuse("") }
-for (i, argument) in arguments.enumerated().dropFirst() where !knownFlags.contains(argument) {
-    if i > 0, arguments[i - 1] == "--sizes" { continue }
-    refuse("unknown argument '\(argument)'")
-}
-let quick = arguments.contains("--quick")
-var sizes = quick ? [20_000] : [100_000, 1_000_000]
-if let flag = arguments.firstIndex(of: "--sizes") {
-    let list = flag + 1 < arguments.count ? arguments[flag + 1].split(separator: ",", omittingEmptySubsequences: false) : []
-    sizes = list.compactMap { Int($0) }.filter { $0 > 0 }
-    if list.isEmpty || sizes.count != list.count {
-        refuse("--sizes needs a comma-separated list of positive item counts")
+/// The harness's options, parsed by swift-argument-parser as `migrate-store`'s are: `--help`
+/// prints them, and an unknown argument or a bad `--sizes` is refused (exit 2) rather than
+/// running the full benchmark (11 minutes).
+struct BenchOptions: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "datastore-bench")
+
+    @Flag(help: "20,000 items, one size: a quick look.") var quick = false
+    @Option(help: "Comma-separated item counts (default 100000,1000000; with --scaling, the store sizes).")
+    var sizes: String?
+    @Flag(help: "Only the schema-step table.") var schemaSteps = false
+    @Flag(help: "Only the change feed's table.") var feed = false
+    @Flag(help: "Only the JSON Lines table.") var jsonl = false
+    @Flag(help: "Only the PostgreSQL table.") var postgres = false
+    @Flag(help: "Only the small-write and thread-scaling table.") var scaling = false
+    @Flag(help: "Only the SQLite and LMDB rows of the main table (and GRDB unless --no-grdb).") var backends = false
+    @Flag(help: "Only the migration rows (copies both ways and both verifies).") var migration = false
+    @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
+    @Flag(help: "Leave out the GRDB table.") var noGrdb = false
+
+    /// The item counts of `--sizes`, when given.
+    var sizeList: [Int]? {
+        sizes.map { $0.split(separator: ",", omittingEmptySubsequences: false).map { Int($0) ?? 0 } }
+    }
+
+    func validate() throws {
+        if let list = sizeList, list.isEmpty || list.contains(where: { $0 <= 0 }) {
+            throw ValidationError("--sizes needs a comma-separated list of positive item counts")
+        }
     }
 }
+
+let options: BenchOptions
+do {
+    options = try BenchOptions.parse()
+} catch {
+    let succeeded = BenchOptions.exitCode(for: error) == .success
+    FileHandle.standardError.write(Data((BenchOptions.fullMessage(for: error) + "\n").utf8))
+    exit(succeeded ? 0 : 2)
+}
+let quick = options.quick
+var sizes = options.sizeList ?? (quick ? [20_000] : [100_000, 1_000_000])
 
 struct Row {
     var backend: String
@@ -162,18 +179,18 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
            raw: bestOf(3, rawCompare))
 }
 
-let onlySchemaSteps = arguments.contains("--schema-steps")
-let onlyFeed = arguments.contains("--feed")
-let onlyJSONL = arguments.contains("--jsonl")
-let onlyPostgres = arguments.contains("--postgres")
-let onlyScaling = arguments.contains("--scaling")
+let onlySchemaSteps = options.schemaSteps
+let onlyFeed = options.feed
+let onlyJSONL = options.jsonl
+let onlyPostgres = options.postgres
+let onlyScaling = options.scaling
 /// Only the SQLite and LMDB rows of the main table (and GRDB unless `--no-grdb`): for iterating.
-let onlyBackends = arguments.contains("--backends")
+let onlyBackends = options.backends
 /// Only the migration rows (copies both ways and both verifies): for iterating.
-let onlyMigration = arguments.contains("--migration")
+let onlyMigration = options.migration
 // The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
 // must not make a small write slower.
-let scalingSizes = arguments.contains("--sizes") ? sizes : [2_000, 200_000]
+let scalingSizes = options.sizes != nil ? sizes : [2_000, 200_000]
 for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends
                                              || onlyMigration) {
     try benchmarkScaling(n: n)
@@ -218,7 +235,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
     try benchmarkJSONLines(n: n)
-    if !arguments.contains("--no-postgres") {
+    if !options.noPostgres {
         try benchmarkPostgres(n: n)
         try benchmarkPostgresMigration(n: n)
     }
@@ -254,7 +271,7 @@ if !latencyRows.isEmpty {
     }
 }
 
-let grdbCount = arguments.contains("--no-grdb") || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling ? 0 : (quick ? 20_000 : 100_000)
+let grdbCount = options.noGrdb || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
 print("")
