@@ -181,17 +181,10 @@ final class LMDBTransaction: StorageWriter {
             }
             return
         }
-        // Every record, or a filter that reads every attribute: a fetch keeps every record only
-        // when there is no filter (with one, a refilled record costs less for the many that do not
-        // match).
-        let keepsEvery = keeps && filter == .all
+        // Every record, or a filter that reads every attribute (a fetch without a filter keeps
+        // every record and reads them itself, below; with one, a refilled record costs less for
+        // the many that do not match).
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            if keepsEvery {
-                let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout,
-                                                              arena: &arena)
-                if let damage { throw damaged(damage, entity, key: key.dropFirst()) }
-                return try visit({ Array(key.dropFirst()) }, fresh)
-            }
             if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
                 throw damaged(damage, entity, key: key.dropFirst())
             }
@@ -201,9 +194,23 @@ final class LMDBTransaction: StorageWriter {
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         var stages = RequestStages(request)
-        if request.filter == .all { stages.reserve(candidates: try txn.count(dbi(entity))) }
-        try candidates(request.filter, entity, keeps: true) { key, record in
-            stages.offer(key: key(), record: record)
+        guard request.filter == .all else {
+            try candidates(request.filter, entity, keeps: true) { key, record in
+                stages.offer(key: key(), record: record)
+            }
+            return stages.finish()
+        }
+        // Every record is kept: each is decoded into a new record of the arena and moved into the
+        // answer (handed on through a closure, it would be copied: two references retained and
+        // released per record).
+        let dbi = try dbi(entity)
+        stages.reserve(candidates: try txn.count(dbi))
+        let (attributes, layout) = (entity.attributes, entity.layout)
+        var arena = RecordArena()
+        try txn.forEach(dbi, from: nil) { key, value in
+            let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, arena: &arena)
+            if let damage { throw damaged(damage, entity, key: key.dropFirst()) }
+            return stages.offer(key: Array(key.dropFirst()), record: fresh)
         }
         return stages.finish()
     }

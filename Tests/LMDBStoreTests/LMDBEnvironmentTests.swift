@@ -541,6 +541,12 @@ func expectLargeWriteFailsAndKeepsTheStore(_ store: LMDBStore, count: Int64, pay
         #expect(page.count == 1)
         #expect(performing: { try store.read { try $0.scan("Item", limit: 10, into: &page) } }, throws: isDamage)
         #expect(page.isEmpty)
+        // A fetch of every item decodes each into the answer on its own path; with an offset
+        // past the damaged item, or sorted, it still reads it.
+        for request in [FetchRequest("Item"), FetchRequest("Item", offset: 2), FetchRequest("Item", limit: 2),
+                        FetchRequest("Item", sort: [SortKey("name")])] {
+            #expect(performing: { try store.read { try $0.fetch(request) } }, throws: isDamage)
+        }
         for filter in [Field("score") == 5, Field("score") == 1, Field("name") == "n"] {
             #expect(performing: { try store.read { try $0.fetch(FetchRequest("Item", filter: filter)) } }, throws: isDamage)
             #expect(performing: { try store.read { try $0.count(FetchRequest("Item", filter: filter)) } }, throws: isDamage)

@@ -135,6 +135,19 @@ func runOperationMigration(_ operation: String, from source: StoreLocation, to d
     }
 }
 
+/// Runs a read operation `PROFILE_REPEAT` times (1 unless set), printing each run's time to
+/// standard error, so that `perf` sees the operation rather than the seeding.
+func repeated(_ body: () throws -> Int) rethrows -> Int {
+    let times = Int(ProcessInfo.processInfo.environment["PROFILE_REPEAT"] ?? "") ?? 1
+    var result = 0
+    for _ in 0..<max(times, 1) {
+        let start = ContinuousClock.now
+        result = try body()
+        if times > 1 { FileHandle.standardError.write(Data("\(ContinuousClock.now - start)\n".utf8)) }
+    }
+    return result
+}
+
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("profile-\(UUID().uuidString)").path
 defer { try? FileManager.default.removeItem(atPath: directory) }
 do {
@@ -177,7 +190,7 @@ do {
             ? RawSide(lmdb: RawLMDBBench(path: directory, workload: workload))
             : RawSide(sqlite: RawSQLiteBench(path: directory + "/store.sqlite", workload: workload))
         if operation != "insert" { raw.insert(0, count, count) }
-        let result = try runOperationRaw(raw, operation, count: count)
+        let result = try repeated { try runOperationRaw(raw, operation, count: count) }
         print("\(backend) \(operation) \(count): \(result)")
         exit(0)
     }
@@ -194,7 +207,7 @@ do {
     if !operation.hasPrefix("insert") {
         try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: count)
     }
-    let result = try runOperation(store, operation == "insert-feed" ? "insert" : operation, count: count)
+    let result = try repeated { try runOperation(store, operation == "insert-feed" ? "insert" : operation, count: count) }
     print("\(backend) \(operation) \(count): \(result)")
     try store.close()
 } catch {

@@ -35,9 +35,10 @@
     private var streams: Bool { request.sort.isEmpty && inKeyOrder }
 
     /// Offers a candidate (it need not match the filter); its key is read only when a sort
-    /// needs it.
+    /// needs it. The record is consumed: a caller that hands over its last use of a fresh record
+    /// moves it into the answer (no reference retained and released per record).
     /// - Returns: false once no later candidate can change the answer.
-    public mutating func offer(key: @autoclosure () -> [UInt8], record: Record) -> Bool {
+    public mutating func offer(key: @autoclosure () -> [UInt8], record: consuming Record) -> Bool {
         guard matches(record) else { return true }
         guard streams else {
             kept.append((key(), record))
