@@ -37,6 +37,36 @@ enum LMDBRecordCoding {
         }
     }
 
+    /// The bytes of one field (a value's tag and payload, no format byte), for a rewrite that
+    /// copies the other fields as they are stored (``fields(_:attributes:into:)``).
+    static func field(_ value: Value) -> [UInt8] {
+        withEncoded(RecordValues(CollectionOfOne(value))) { Array($0.dropFirst()) }
+    }
+
+    /// Where each attribute's field lies in a stored record, every field checked as a decode
+    /// checks it (tags, lengths, types, UTF-8, NaN, required attributes) but none built: a
+    /// change of attributes can then copy the fields' bytes into the new record without building
+    /// a value of each.
+    /// - Returns: what is damaged, `nil` when nothing is (`ranges` then holds one range per
+    ///   attribute, in order).
+    static func fields(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute],
+                       into ranges: inout [Range<Int>]) -> String? {
+        ranges.removeAll(keepingCapacity: true)
+        var reader = Reader(bytes: bytes)
+        guard let format = reader.byte() else { return "empty" }
+        guard format == version else { return "unknown record format \(format)" }
+        do throws(Damage) {
+            for index in attributes.indices {
+                let start = reader.offset
+                _ = try value(&reader, attributes, index, build: false)
+                ranges.append(start..<reader.offset)
+            }
+        } catch {
+            return error.why
+        }
+        return reader.isAtEnd ? nil : "trailing bytes"
+    }
+
     /// The size of the encoding of `values`.
     private static func size(_ values: UnsafeBufferPointer<Value>) -> Int {
         var size = 1

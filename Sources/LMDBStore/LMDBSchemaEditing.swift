@@ -73,13 +73,19 @@ extension LMDBTransaction: SchemaEditingWriter {
             return
         }
         // Rewrite every record under its own key, writing the new index entries in the same pass.
-        for index in change.old.indexes { try dropIndex(index, of: change.old) }
+        // An index whose entries the change leaves as they are is kept: building it again would
+        // write every entry in the order of the records' keys, not its own.
+        let kept = Set(change.unchangedIndexes.map(\.name))
+        for index in change.old.indexes where !kept.contains(index.name) { try dropIndex(index, of: change.old) }
         var indexes: [(Index, MDB_dbi)] = []
-        for index in change.new.indexes {
+        for index in change.new.indexes where !kept.contains(index.name) {
             try createIndex(index, of: change.new)
             if let dbi = databases.indexes[change.new.name]?[index.name] { indexes.append((index, dbi)) }
         }
         let dbi = try dbi(change.old)
+        if change.isStructural && indexes.isEmpty {
+            return try carryFields(change, dbi)
+        }
         try forEachRewrittenPage(change) { page in
             for (key, new) in page {
                 if let new {
@@ -92,6 +98,43 @@ extension LMDBTransaction: SchemaEditingWriter {
                 }
             }
         }
+    }
+
+    /// Rewrites every record of a structural change that leaves every index as it is, field by
+    /// field: each stored field checked as a decode checks it and copied as it is, each new
+    /// attribute written from its default, in pages of 1,000 records read by key. Building each
+    /// record's values and encoding them again took most of the rewrite's time.
+    private func carryFields(_ change: EntityChange, _ dbi: MDB_dbi) throws {
+        let attributes = change.old.attributes
+        let sources = change.carriedFrom
+        let defaults = change.new.attributes.map { LMDBRecordCoding.field($0.defaultValue ?? .null) }
+        var ranges: [Range<Int>] = []
+        var page: [(key: [UInt8], record: [UInt8])] = []
+        var start: [UInt8]?
+        repeat {
+            page.removeAll(keepingCapacity: true)
+            try txn.forEach(dbi, from: start) { key, value in
+                if let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &ranges) {
+                    throw damaged(damage, change.old, key: key.dropFirst())
+                }
+                var record: [UInt8] = []
+                record.reserveCapacity(value.count + defaults.reduce(0) { $0 + $1.count })
+                record.append(LMDBRecordCoding.version)
+                for (position, source) in sources.enumerated() {
+                    if let source {
+                        record.append(contentsOf: value[ranges[source]])
+                    } else {
+                        record.append(contentsOf: defaults[position])
+                    }
+                }
+                page.append((Array(key), record))
+                return page.count < 1_000
+            }
+            for (key, record) in page { try txn.put(dbi, key, record) }
+            change.countVisited(page.count)
+            // The least key after the page's last.
+            start = page.last.map { $0.key + [0x00] }
+        } while page.count == 1_000
     }
 
     private func createIndex(_ index: Index, of entity: EntitySchema) throws {

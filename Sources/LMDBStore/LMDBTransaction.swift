@@ -92,7 +92,7 @@ final class LMDBTransaction: StorageWriter {
     }
 
     /// What ``LMDBRecordCoding`` found damaged, as `corrupt` naming the environment, entity and key.
-    private func damaged(_ damage: String, _ entity: EntitySchema, key: some Collection<UInt8>) -> StoreError {
+    func damaged(_ damage: String, _ entity: EntitySchema, key: some Collection<UInt8>) -> StoreError {
         damaged(LMDBRecordCoding.corrupt(entity, damage), entity, key: key)
     }
 

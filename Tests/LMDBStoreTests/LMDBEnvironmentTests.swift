@@ -504,32 +504,46 @@ func expectLargeWriteFailsAndKeepsTheStore(_ store: LMDBStore, count: Int64, pay
     try expectNoJournalFile(in: path)
 }
 
-/// A filtered fetch, count or visit decodes first only the attributes its filter reads; the others
-/// must still be checked as a full decode checks them, so that a damaged record is `corrupt`
-/// whether or not the filter reads the damaged attribute (and whether or not it matches).
-@Test func aFilterThatReadsOneAttributeStillFindsDamageInTheOthers() throws {
-    let dir = try TemporaryDirectory()
-    let schema = Schema(entities: [EntitySchema("Item", primaryKey: "id", attributes: [
-        Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
-    ])])
+/// The schema of ``storeWithADamagedItem(_:_:)``.
+private let damagedItemSchema = Schema(entities: [EntitySchema("Item", primaryKey: "id", attributes: [
+    Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
+])])
+
+/// Records of `damagedItemSchema` damaged in the ways a decode must find, each with the words
+/// its error names: a format byte, then per attribute a tag (3 int, 5 string, 6 bytes) and its
+/// payload.
+private let damagedItems: [(String, [UInt8])] = {
     func fixed(_ value: Int64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: value) >> (8 * $0)) } }
-    // Format byte, then per attribute a tag (3 int, 5 string, 6 bytes) and its payload.
-    let damages: [(String, [UInt8])] = [
+    return [
         ("not valid UTF-8", [1, 3] + fixed(2) + [5, 2, 0xC3, 0x28, 3] + fixed(5)),
         ("holds bytes, not string", [1, 3] + fixed(2) + [6, 1, 0x41, 3] + fixed(5)),
         ("truncated name", [1, 3] + fixed(2) + [5, 9, 0x41]),
         ("is null, but it is required", [1, 3] + fixed(2) + [0, 3] + fixed(5)),
         ("trailing bytes", [1, 3] + fixed(2) + [5, 1, 0x41, 3] + fixed(5) + [0]),
     ]
-    for (index, (why, bytes)) in damages.enumerated() {
-        let store = try LMDBStore(path: dir.path("store-\(index).lmdb"), schema: schema)
-        try store.writeSync { writer in
-            for id in 1...3 { try writer.insert(["id": .int(Int64(id)), "name": "n", "score": .int(Int64(id))], into: "Item") }
-        }
-        let engine = store.lmdb
-        let txn = try LMDBTxn(environment: engine.environment, write: true)
-        try txn.put(try #require(engine.databases.entities["Item"]), [0x00] + (try KeyEncoding.encodeKey(.int(2))), bytes)
-        try txn.commit()
+}()
+
+/// A store of items 1, 2 and 3 of `damagedItemSchema` whose item 2's record is `bytes`, written
+/// under the store.
+private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> LMDBStore {
+    let store = try LMDBStore(path: path, schema: damagedItemSchema)
+    try store.writeSync { writer in
+        for id in 1...3 { try writer.insert(["id": .int(Int64(id)), "name": "n", "score": .int(Int64(id))], into: "Item") }
+    }
+    let engine = store.lmdb
+    let txn = try LMDBTxn(environment: engine.environment, write: true)
+    try txn.put(try #require(engine.databases.entities["Item"]), [0x00] + (try KeyEncoding.encodeKey(.int(2))), bytes)
+    try txn.commit()
+    return store
+}
+
+/// A filtered fetch, count or visit decodes first only the attributes its filter reads; the others
+/// must still be checked as a full decode checks them, so that a damaged record is `corrupt`
+/// whether or not the filter reads the damaged attribute (and whether or not it matches).
+@Test func aFilterThatReadsOneAttributeStillFindsDamageInTheOthers() throws {
+    let dir = try TemporaryDirectory()
+    for (index, (why, bytes)) in damagedItems.enumerated() {
+        let store = try storeWithADamagedItem(dir.path("store-\(index).lmdb"), bytes)
         func isDamage(_ error: any Error) -> Bool {
             (error as? StoreError)?.code == .corrupt && "\(error)".contains(why) && "\(error)".contains("Item[2]")
         }
@@ -554,5 +568,38 @@ func expectLargeWriteFailsAndKeepsTheStore(_ store: LMDBStore, count: Int64, pay
                     throws: isDamage)
         }
         try store.close()
+    }
+}
+
+/// A schema step that adds or removes attributes rewrites every LMDB record by copying its stored
+/// fields, each checked first as a decode checks it: a damaged record fails the migration naming
+/// it, even when the damaged attribute is the one removed, and the store stays at its old version
+/// with every item as it was.
+@Test func aSchemaRewriteOverADamagedRecordFailsNamingItAndChangesNothing() throws {
+    let dir = try TemporaryDirectory()
+    let steps: [SchemaStep] = [
+        .addAttribute(entity: "Item", attribute: Attribute("note", .string, optional: true)),
+        .addAttribute(entity: "Item", attribute: Attribute("rank", .int, default: .int(3))),
+        .removeAttribute(entity: "Item", name: "name"),
+    ]
+    for (index, (why, bytes)) in damagedItems.enumerated() {
+        for (number, step) in steps.enumerated() {
+            let path = dir.path("store-\(index)-\(number).lmdb")
+            try storeWithADamagedItem(path, bytes).close()
+            var migrations = SchemaMigrations()
+            migrations.version(2, step)
+            let next = try SchemaPlan([.init(2, [step])]).target(from: damagedItemSchema)
+            #expect(performing: { try LMDBStore(path: path, schema: next, migrations: migrations) }, throws: { error in
+                (error as? StoreError)?.code == .corrupt && "\(error)".contains(why) && "\(error)".contains("Item[2]")
+            })
+            let store = try LMDBStore(path: path, schema: damagedItemSchema)
+            #expect(store.schema.version == damagedItemSchema.version)
+            #expect(try store.read { try $0.count(FetchRequest("Item")) } == 3)
+            for id in [1, 3] {
+                #expect(try store.read { try $0.get("Item", key: .int(Int64(id))) }
+                    == ["id": .int(Int64(id)), "name": "n", "score": .int(Int64(id))])
+            }
+            try store.close()
+        }
     }
 }

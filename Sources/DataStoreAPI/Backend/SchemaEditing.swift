@@ -32,6 +32,10 @@
     /// ones take their default or null, removed ones go): a backend may then change its storage
     /// without visiting items. When false, every item must be rewritten through ``newRecord(from:)``.
     public let isStructural: Bool
+    /// The attributes of `new` whose values the change may set otherwise than by carrying them
+    /// from `old` (a conversion): none for a structural change, `nil` when any may change or items
+    /// may go (a custom step, or steps merged into one pass). Decides ``unchangedIndexes``.
+    public let rewrittenAttributes: Set<String>?
     private let transform: ((Record) throws -> Record?)?
     private let visited: (Int) -> Void
     /// For each attribute of `new`, the slot of `old` its value comes from, or its default.
@@ -39,13 +43,14 @@
     private let defaults: [Value]
 
     init(old: EntitySchema, new: EntitySchema, renamedAttributes: [String: String] = [:],
-         transform: ((Record) throws -> Record?)?, visited: @escaping (Int) -> Void) {
+         transform: ((Record) throws -> Record?)?, rewrites: Set<String>? = nil, visited: @escaping (Int) -> Void) {
         self.old = old
         self.new = new
         self.renamedAttributes = renamedAttributes
         self.transform = transform
         self.visited = visited
         isStructural = transform == nil
+        rewrittenAttributes = transform == nil ? [] : rewrites
         let reverse = Dictionary(uniqueKeysWithValues: renamedAttributes.map { ($1, $0) })
         sources = new.attributes.map { attribute in
             old.attributes.firstIndex { $0.name == (reverse[attribute.name] ?? attribute.name) }
@@ -56,6 +61,26 @@
     /// The indexes of `new` that `old` does not have in the same form.
     public var addedIndexes: [Index] {
         new.indexes.filter { index in !old.indexes.contains(renamedIndex(index, back: true)) }
+    }
+
+    /// For a structural change, which a backend may make without building records: for each
+    /// attribute of `new`, the position in `old` of the attribute its value is carried from, or
+    /// `nil` when it takes its default (``Attribute/defaultValue``, else null).
+    public var carriedFrom: [Int?] { sources }
+
+    /// Counts items rewritten without ``newRecord(from:)`` (which counts its own), for progress.
+    public func countVisited(_ items: Int) { visited(items) }
+
+    /// The indexes of `new` whose every entry stays as it is through a rewrite of the items: `old`
+    /// has them in the same form, and the change neither drops items nor sets the value of an
+    /// attribute they cover (only carries it). A backend that rewrites the items may leave these
+    /// indexes alone instead of building them again.
+    public var unchangedIndexes: [Index] {
+        guard let rewritten = rewrittenAttributes else { return [] }
+        let added = Set(addedIndexes.map(\.name))
+        return new.indexes.filter { index in
+            !added.contains(index.name) && index.attributes.allSatisfy { !rewritten.contains($0) }
+        }
     }
 
     /// The indexes of `old` that `new` does not have in the same form.

@@ -71,7 +71,7 @@ struct Planner {
                 }
                 return normalized
             }
-            try record(.change(old: old, new: new, renamed: [:], transform: checked,
+            try record(.change(old: old, new: new, renamed: [:], transform: checked, rewrites: nil,
                                checkUnique: new.indexes.filter(\.isUnique)), step, version: version)
         case .custom(_, let body):
             try record(.custom(schema, body), step, version: version)
@@ -166,7 +166,8 @@ struct Planner {
                 return Record(layout: new.layout, values: values)
             }
             let affected = new.indexes.filter { $0.isUnique && $0.attributes.contains(attributeName) }
-            try change(old, new, step, version: version, transform: converted, checkUnique: affected)
+            try change(old, new, step, version: version, transform: converted, rewrites: [attributeName],
+                       checkUnique: affected)
         case let .addIndex(name, index):
             let old = try entity(name, step)
             var new = old
@@ -185,9 +186,10 @@ struct Planner {
 
     private mutating func change(_ old: EntitySchema, _ new: EntitySchema, _ step: SchemaStep, version: Int,
                                  renamed: [String: String] = [:], transform: ((Record) throws -> Record?)? = nil,
-                                 checkUnique: [Index] = []) throws {
+                                 rewrites: Set<String>? = nil, checkUnique: [Index] = []) throws {
         replace(old, with: new)
-        try record(.change(old: old, new: new, renamed: renamed, transform: transform, checkUnique: checkUnique),
+        try record(.change(old: old, new: new, renamed: renamed, transform: transform, rewrites: rewrites,
+                           checkUnique: checkUnique),
                    step, version: version)
     }
 
@@ -200,7 +202,8 @@ struct Planner {
             actions.append(SchemaMigrator.Action(
                 version: requested.version, description: "order the attributes and indexes of \(entity.name)",
                 historyLines: [],
-                kind: .change(old: planned, new: entity, renamed: [:], transform: nil, checkUnique: [])))
+                kind: .change(old: planned, new: entity, renamed: [:], transform: nil, rewrites: nil,
+                              checkUnique: [])))
         }
         schema = requested
         actions = Self.merged(actions)
@@ -213,9 +216,9 @@ struct Planner {
     static func merged(_ actions: [SchemaMigrator.Action]) -> [SchemaMigrator.Action] {
         var result: [SchemaMigrator.Action] = []
         for action in actions {
-            guard case let .change(old2, new2, renamed2, transform2, unique2) = action.kind,
+            guard case let .change(old2, new2, renamed2, transform2, _, unique2) = action.kind,
                   let last = result.last,
-                  case let .change(old1, new1, renamed1, transform1, unique1) = last.kind,
+                  case let .change(old1, new1, renamed1, transform1, _, unique1) = last.kind,
                   new1.name == old2.name, transform1 != nil || transform2 != nil
             else {
                 result.append(action)
@@ -235,7 +238,7 @@ struct Planner {
             result[result.count - 1] = SchemaMigrator.Action(
                 version: action.version, description: last.description + "; " + action.description,
                 historyLines: last.historyLines + action.historyLines,
-                kind: .change(old: old1, new: new2, renamed: [:], transform: composed,
+                kind: .change(old: old1, new: new2, renamed: [:], transform: composed, rewrites: nil,
                               checkUnique: new2.indexes.filter { $0.isUnique && checked.contains($0.name) }))
         }
         return result
