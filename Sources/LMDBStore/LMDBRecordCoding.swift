@@ -37,10 +37,12 @@ enum LMDBRecordCoding {
         }
     }
 
-    /// The bytes of one field (a value's tag and payload, no format byte), for a rewrite that
-    /// copies the other fields as they are stored (``fields(_:attributes:into:)``).
-    static func field(_ value: Value) -> [UInt8] {
-        withEncoded(RecordValues(CollectionOfOne(value))) { Array($0.dropFirst()) }
+    /// Appends the bytes of one field (a value's tag and payload, no format byte) to `bytes`, for
+    /// a rewrite that copies the other fields as they are stored (``fields(_:attributes:into:)``).
+    static func append(field value: Value, to bytes: inout [UInt8]) {
+        withUnsafePointer(to: value) { pointer in
+            withEncoded(UnsafeBufferPointer(start: pointer, count: 1)) { bytes.append(contentsOf: $0.dropFirst()) }
+        }
     }
 
     /// Where each attribute's field lies in a stored record, every field checked as a decode
@@ -65,6 +67,14 @@ enum LMDBRecordCoding {
             return error.why
         }
         return reader.isAtEnd ? nil : "trailing bytes"
+    }
+
+    /// The value of the field at `range` of a record whose fields ``fields(_:attributes:into:)``
+    /// checked: the attribute at `index`'s value.
+    static func value(of bytes: UnsafeRawBufferPointer, at range: Range<Int>, attributes: [Attribute],
+                      index: Int) -> Value? {
+        var reader = Reader(bytes: UnsafeRawBufferPointer(rebasing: bytes[range]))
+        return try? value(&reader, attributes, index)
     }
 
     /// The size of the encoding of `values`.

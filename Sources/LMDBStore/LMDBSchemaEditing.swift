@@ -83,7 +83,7 @@ extension LMDBTransaction: SchemaEditingWriter {
             if let dbi = databases.indexes[change.new.name]?[index.name] { indexes.append((index, dbi)) }
         }
         let dbi = try dbi(change.old)
-        if change.isStructural && indexes.isEmpty {
+        if (change.isStructural || change.conversion != nil) && indexes.isEmpty {
             return try carryFields(change, dbi)
         }
         try forEachRewrittenPage(change) { page in
@@ -100,14 +100,22 @@ extension LMDBTransaction: SchemaEditingWriter {
         }
     }
 
-    /// Rewrites every record of a structural change that leaves every index as it is, field by
-    /// field: each stored field checked as a decode checks it and copied as it is, each new
-    /// attribute written from its default, in pages of 1,000 records read by key. Building each
-    /// record's values and encoding them again took most of the rewrite's time.
+    /// Rewrites every record of a change that leaves every index as it is (a structural change,
+    /// or a change of one attribute's type), field by field: each stored field checked as a
+    /// decode checks it and copied as it is, each new attribute written from its default, a
+    /// converted attribute's value alone decoded, converted and encoded; in pages of 1,000
+    /// records read by key. Building each record's values and encoding them again took most of
+    /// the rewrite's time.
     private func carryFields(_ change: EntityChange, _ dbi: MDB_dbi) throws {
         let attributes = change.old.attributes
         let sources = change.carriedFrom
-        let defaults = change.new.attributes.map { LMDBRecordCoding.field($0.defaultValue ?? .null) }
+        let defaults = change.new.attributes.map { attribute in
+            var field: [UInt8] = []
+            LMDBRecordCoding.append(field: attribute.defaultValue ?? .null, to: &field)
+            return field
+        }
+        let conversion = change.conversion
+        let keyType = change.old.primaryKeyAttribute.type
         var ranges: [Range<Int>] = []
         var page: [(key: [UInt8], record: [UInt8])] = []
         var start: [UInt8]?
@@ -121,8 +129,17 @@ extension LMDBTransaction: SchemaEditingWriter {
                 record.reserveCapacity(value.count + defaults.reduce(0) { $0 + $1.count })
                 record.append(LMDBRecordCoding.version)
                 for (position, source) in sources.enumerated() {
-                    if let source {
-                        record.append(contentsOf: value[ranges[source]])
+                    if let conversion, position == conversion.position, let source {
+                        guard let old = LMDBRecordCoding.value(of: value, at: ranges[source], attributes: attributes,
+                                                               index: source) else {
+                            throw damaged("unreadable \(attributes[source].name)", change.old, key: key.dropFirst())
+                        }
+                        let converted = try conversion.convert(old) {
+                            (try? PrimaryKey(bytes: key.dropFirst(), type: keyType))?.value ?? .bytes(Array(key.dropFirst()))
+                        }
+                        LMDBRecordCoding.append(field: converted, to: &record)
+                    } else if let source {
+                        record.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[ranges[source]]))
                     } else {
                         record.append(contentsOf: defaults[position])
                     }

@@ -571,16 +571,17 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
     }
 }
 
-/// A schema step that adds or removes attributes rewrites every LMDB record by copying its stored
-/// fields, each checked first as a decode checks it: a damaged record fails the migration naming
-/// it, even when the damaged attribute is the one removed, and the store stays at its old version
-/// with every item as it was.
+/// A schema step that adds or removes attributes, or changes one's type, rewrites every LMDB
+/// record by copying its stored fields, each checked first as a decode checks it: a damaged record
+/// fails the migration naming it, even when the damaged attribute is the one removed or not the
+/// one converted, and the store stays at its old version with every item as it was.
 @Test func aSchemaRewriteOverADamagedRecordFailsNamingItAndChangesNothing() throws {
     let dir = try TemporaryDirectory()
     let steps: [SchemaStep] = [
         .addAttribute(entity: "Item", attribute: Attribute("note", .string, optional: true)),
         .addAttribute(entity: "Item", attribute: Attribute("rank", .int, default: .int(3))),
         .removeAttribute(entity: "Item", name: "name"),
+        .changeType(entity: "Item", attribute: "score", to: .double),
     ]
     for (index, (why, bytes)) in damagedItems.enumerated() {
         for (number, step) in steps.enumerated() {
@@ -602,4 +603,18 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
             try store.close()
         }
     }
+    // A value the conversion refuses fails naming the item and attribute, as the path that builds
+    // records names them (an indexed attribute's change takes that path).
+    let path = dir.path("unconvertible.lmdb")
+    let store = try LMDBStore(path: path, schema: damagedItemSchema)
+    try store.writeSync { writer in try writer.insert(["id": 1, "name": "n", "score": 1], into: "Item") }
+    try store.close()
+    var migrations = SchemaMigrations()
+    let step = SchemaStep.changeType(entity: "Item", attribute: "name", to: .int)
+    migrations.version(2, step)
+    let next = try SchemaPlan([.init(2, [step])]).target(from: damagedItemSchema)
+    #expect(performing: { try LMDBStore(path: path, schema: next, migrations: migrations) }, throws: { error in
+        (error as? StoreError)?.code == .invalidValue && "\(error)".contains("Item[1].name holds")
+            && "\(error)".contains("does not convert to int")
+    })
 }

@@ -20,6 +20,20 @@
     func writeSchema(_ schema: Schema) throws
 }
 
+/// The conversion of one attribute's values by a change of type: the attribute's position (the
+/// same in the entity before and after) and the conversion of a value, which throws
+/// `invalidValue` naming the item by its key (the second argument, called only then) when the
+/// value does not convert or becomes null where the attribute is required.
+@_spi(Backend) public struct AttributeConversion {
+    public let position: Int
+    public let convert: (Value, () -> Value) throws -> Value
+
+    init(position: Int, _ convert: @escaping (Value, () -> Value) throws -> Value) {
+        self.position = position
+        self.convert = convert
+    }
+}
+
 /// How one entity changes in a migration step.
 @_spi(Backend) public struct EntityChange {
     /// The entity before the step.
@@ -36,6 +50,10 @@
     /// from `old` (a conversion): none for a structural change, `nil` when any may change or items
     /// may go (a custom step, or steps merged into one pass). Decides ``unchangedIndexes``.
     public let rewrittenAttributes: Set<String>?
+    /// For a change that converts one attribute's values and carries every other value as it is
+    /// (a change of type, ``transform`` doing the same to whole records): that conversion, for a
+    /// backend that rewrites stored values without building records. `nil` for other changes.
+    public let conversion: AttributeConversion?
     private let transform: ((Record) throws -> Record?)?
     private let visited: (Int) -> Void
     /// For each attribute of `new`, the slot of `old` its value comes from, or its default.
@@ -43,14 +61,16 @@
     private let defaults: [Value]
 
     init(old: EntitySchema, new: EntitySchema, renamedAttributes: [String: String] = [:],
-         transform: ((Record) throws -> Record?)?, rewrites: Set<String>? = nil, visited: @escaping (Int) -> Void) {
+         transform: ((Record) throws -> Record?)?, conversion: AttributeConversion? = nil,
+         visited: @escaping (Int) -> Void) {
         self.old = old
         self.new = new
         self.renamedAttributes = renamedAttributes
         self.transform = transform
         self.visited = visited
         isStructural = transform == nil
-        rewrittenAttributes = transform == nil ? [] : rewrites
+        self.conversion = transform == nil ? nil : conversion
+        rewrittenAttributes = transform == nil ? [] : conversion.map { [new.attributes[$0.position].name] }
         let reverse = Dictionary(uniqueKeysWithValues: renamedAttributes.map { ($1, $0) })
         sources = new.attributes.map { attribute in
             old.attributes.firstIndex { $0.name == (reverse[attribute.name] ?? attribute.name) }

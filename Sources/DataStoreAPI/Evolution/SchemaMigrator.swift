@@ -136,7 +136,8 @@ import Foundation
             case drop(EntitySchema)
             case rename(EntitySchema, EntitySchema)
             case change(old: EntitySchema, new: EntitySchema, renamed: [String: String],
-                        transform: ((Record) throws -> Record?)?, rewrites: Set<String>?, checkUnique: [Index])
+                        transform: ((Record) throws -> Record?)?, conversion: AttributeConversion?,
+                        checkUnique: [Index])
             case custom(Schema, @Sendable (WriteAccessor) throws -> Void)
         }
 
@@ -149,7 +150,7 @@ import Foundation
                 try editor.dropEntity(entity)
             case let .rename(entity, renamed):
                 try editor.renameEntity(entity, to: renamed)
-            case let .change(old, new, renamed, transform, rewrites, checkUnique):
+            case let .change(old, new, renamed, transform, conversion, checkUnique):
                 let total = try editor.count(.all, in: old)
                 var done = 0
                 let report: (Int) -> Void = { n in
@@ -160,10 +161,10 @@ import Foundation
                     }
                 }
                 let change = EntityChange(old: old, new: new, renamedAttributes: renamed, transform: transform,
-                                          rewrites: rewrites, visited: report)
+                                          conversion: conversion, visited: report)
                 if !checkUnique.isEmpty {
                     let quiet = EntityChange(old: old, new: new, renamedAttributes: renamed, transform: transform,
-                                             rewrites: rewrites, visited: { _ in })
+                                             conversion: conversion, visited: { _ in })
                     try UniqueCheck.run(quiet, checkUnique, editor)
                 }
                 try editor.changeEntity(change)

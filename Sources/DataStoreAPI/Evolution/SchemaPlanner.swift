@@ -71,7 +71,7 @@ struct Planner {
                 }
                 return normalized
             }
-            try record(.change(old: old, new: new, renamed: [:], transform: checked, rewrites: nil,
+            try record(.change(old: old, new: new, renamed: [:], transform: checked, conversion: nil,
                                checkUnique: new.indexes.filter(\.isUnique)), step, version: version)
         case .custom(_, let body):
             try record(.custom(schema, body), step, version: version)
@@ -151,22 +151,24 @@ struct Planner {
             new.attributes = old.attributes.map { $0.name == attributeName ? after : $0 }
             let location = self.location
             let i = old.attributes.firstIndex { $0.name == attributeName }!
-            let converted: (Record) throws -> Record? = { record in
-                var values = record.values(in: old.layout)
-                let value = values[i]
+            let conversion = AttributeConversion(position: i) { value, key in
                 guard let result = ValueConversion.convert(value, to: type) else {
-                    throw StoreError(.invalidValue, "\(location): step '\(step)': \(name)[\(record[old.primaryKey])]"
+                    throw StoreError(.invalidValue, "\(location): step '\(step)': \(name)[\(key())]"
                         + ".\(attributeName) holds \(value), which does not convert to \(type)")
                 }
                 if result.isNull && !after.isOptional {
-                    throw StoreError(.invalidValue, "\(location): step '\(step)': \(name)[\(record[old.primaryKey])]"
+                    throw StoreError(.invalidValue, "\(location): step '\(step)': \(name)[\(key())]"
                         + ".\(attributeName) is null, but the attribute becomes required")
                 }
-                values[i] = result
+                return result
+            }
+            let converted: (Record) throws -> Record? = { record in
+                var values = record.values(in: old.layout)
+                values[i] = try conversion.convert(values[i], { record[old.primaryKey] })
                 return Record(layout: new.layout, values: values)
             }
             let affected = new.indexes.filter { $0.isUnique && $0.attributes.contains(attributeName) }
-            try change(old, new, step, version: version, transform: converted, rewrites: [attributeName],
+            try change(old, new, step, version: version, transform: converted, conversion: conversion,
                        checkUnique: affected)
         case let .addIndex(name, index):
             let old = try entity(name, step)
@@ -186,9 +188,9 @@ struct Planner {
 
     private mutating func change(_ old: EntitySchema, _ new: EntitySchema, _ step: SchemaStep, version: Int,
                                  renamed: [String: String] = [:], transform: ((Record) throws -> Record?)? = nil,
-                                 rewrites: Set<String>? = nil, checkUnique: [Index] = []) throws {
+                                 conversion: AttributeConversion? = nil, checkUnique: [Index] = []) throws {
         replace(old, with: new)
-        try record(.change(old: old, new: new, renamed: renamed, transform: transform, rewrites: rewrites,
+        try record(.change(old: old, new: new, renamed: renamed, transform: transform, conversion: conversion,
                            checkUnique: checkUnique),
                    step, version: version)
     }
@@ -202,7 +204,7 @@ struct Planner {
             actions.append(SchemaMigrator.Action(
                 version: requested.version, description: "order the attributes and indexes of \(entity.name)",
                 historyLines: [],
-                kind: .change(old: planned, new: entity, renamed: [:], transform: nil, rewrites: nil,
+                kind: .change(old: planned, new: entity, renamed: [:], transform: nil, conversion: nil,
                               checkUnique: [])))
         }
         schema = requested
@@ -238,7 +240,7 @@ struct Planner {
             result[result.count - 1] = SchemaMigrator.Action(
                 version: action.version, description: last.description + "; " + action.description,
                 historyLines: last.historyLines + action.historyLines,
-                kind: .change(old: old1, new: new2, renamed: [:], transform: composed, rewrites: nil,
+                kind: .change(old: old1, new: new2, renamed: [:], transform: composed, conversion: nil,
                               checkUnique: new2.indexes.filter { $0.isUnique && checked.contains($0.name) }))
         }
         return result
