@@ -16,6 +16,9 @@
 // (no raw C side; no migration operations). The backends `raw-lmdb` and `raw-sqlite`
 // run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small and copy, so
 // that the API's count has the raw one beside it.
+// `PROFILE_REPEAT=N` runs the operation N times after one seeding (a read operation; an insert
+// would insert its keys again) and prints each run's time to standard error, so that `perf record`
+// sees the operation rather than the seeding.
 import BenchSupport
 import DataStoreAPI
 import Foundation
