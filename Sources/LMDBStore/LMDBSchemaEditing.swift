@@ -114,6 +114,7 @@ extension LMDBTransaction: SchemaEditingWriter {
             LMDBRecordCoding.append(field: attribute.defaultValue ?? .null, to: &field)
             return field
         }
+        let defaultsSize = defaults.reduce(0) { $0 + $1.count }
         let conversion = change.conversion
         let keyType = change.old.primaryKeyAttribute.type
         var ranges: [Range<Int>] = []
@@ -126,7 +127,7 @@ extension LMDBTransaction: SchemaEditingWriter {
                     throw damaged(damage, change.old, key: key.dropFirst())
                 }
                 var record: [UInt8] = []
-                record.reserveCapacity(value.count + defaults.reduce(0) { $0 + $1.count })
+                record.reserveCapacity(value.count + defaultsSize)
                 record.append(LMDBRecordCoding.version)
                 for (position, source) in sources.enumerated() {
                     if let conversion, position == conversion.position, let source {
