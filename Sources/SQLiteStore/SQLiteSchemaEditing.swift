@@ -89,14 +89,21 @@ extension SQLiteTransaction: SchemaEditingWriter {
         return column + " DEFAULT " + literal
     }
 
-    /// Rewrites every item into a new table, which then takes the entity's name.
+    /// Rewrites every item into a new table, which then takes the entity's name: copied by
+    /// SQLite when the change carries and converts values (``SQLiteTableCopy``), else (a custom
+    /// step, or a row the copy cannot read or convert, whose error this path names) each item
+    /// read into a record, rewritten and inserted.
     private func rebuild(_ change: EntityChange) throws {
         var staging = change.new
         staging.name = "_ds_migrating"
         staging.indexes = []
         try SQLiteEngine.createTable(staging, in: connection)
-        try forEachRewrittenPage(change) { page in
-            for case let (key, new?) in page { try insert(new, key: key, in: staging) }
+        let copied = try SQLiteTableCopy.applies(to: change)
+            && SQLiteTableCopy(change: change, staging: staging, connection: connection).run()
+        if !copied {
+            try forEachRewrittenPage(change) { page in
+                for case let (key, new?) in page { try insert(new, key: key, in: staging) }
+            }
         }
         try dropEntity(change.old)
         try connection.execute("ALTER TABLE \(SQLiteQuery.quote(staging.name)) RENAME TO "

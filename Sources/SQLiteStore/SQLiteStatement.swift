@@ -235,7 +235,15 @@ final class SQLiteStatement {
     /// steps again.
     @inline(__always)
     private func checkedValue(at column: Int32, _ kind: SQLiteColumnKind) -> Value? {
-        guard let cell = sqlite3_column_value(handle, column) else { return kind.optional ? .null : nil }
+        Self.checkedValue(sqlite3_column_value(handle, column), kind)
+    }
+
+    /// The value when it holds what `kind` asks for, `nil` when it does not: the check every read
+    /// makes, also for the arguments of the SQL functions a schema step's copy calls
+    /// (``SQLiteTableCopy``).
+    @inline(__always)
+    static func checkedValue(_ cell: OpaquePointer?, _ kind: SQLiteColumnKind) -> Value? {
+        guard let cell else { return kind.optional ? .null : nil }
         let stored = sqlite3_value_type(cell)
         guard stored == kind.storage else { return stored == SQLITE_NULL && kind.optional ? .null : nil }
         switch kind.type {
@@ -254,6 +262,30 @@ final class SQLiteStatement {
             return UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)).map(Value.string)
         case .bytes: return Self.blob(cell).map(Value.bytes)
         case .uuid: return Self.blob(cell).flatMap(UUID.init(bytes:)).map(Value.uuid)
+        }
+    }
+
+    /// Whether ``checkedValue(_:_:)`` reads the value, decided without building it (no string or
+    /// array made and freed): what a schema step's copy asks of every column of every row. The
+    /// same checks in the same order; `aSchemaStepCopiedBySQLiteFindsWhatAReadFindsAndChangesNothing`
+    /// plants each kind of value a read refuses and expects the copy to refuse it too.
+    static func holdsValue(_ cell: OpaquePointer?, _ kind: SQLiteColumnKind) -> Bool {
+        guard let cell else { return kind.optional }
+        let stored = sqlite3_value_type(cell)
+        guard stored == kind.storage else { return stored == SQLITE_NULL && kind.optional }
+        switch kind.type {
+        case .bool:
+            let n = sqlite3_value_int64(cell)
+            return n == 0 || n == 1
+        case .int, .date, .double: return true
+        case .string:
+            guard let text = sqlite3_value_text(cell) else { return false }
+            let count = Int(sqlite3_value_bytes(cell))
+            return count == 0 || UTF8Text.isValid(UnsafeRawBufferPointer(start: text, count: count))
+        case .bytes, .uuid:
+            let pointer = sqlite3_value_blob(cell)
+            let count = Int(sqlite3_value_bytes(cell))
+            return kind.type == .uuid ? count == 16 && pointer != nil : count == 0 || pointer != nil
         }
     }
 

@@ -166,40 +166,133 @@ func seed(_ store: any DataStore, _ count: Int) throws {
     }
 }
 
+/// An entity with an attribute of each type, for values planted behind the store's back.
+private let thingSchema = Schema(entities: [
+    EntitySchema("Thing", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("flag", .bool), Attribute("label", .string),
+        Attribute("tag", .uuid, optional: true), Attribute("count", .int), Attribute("ratio", .double),
+        Attribute("blob", .bytes), Attribute("when", .date),
+    ]),
+])
+
+/// Item `i` of `thingSchema` (item 1 has no tag).
+private func thing(_ i: Int) -> Record {
+    ["id": .int(Int64(i)), "flag": .bool(i % 2 == 0), "label": .string("thing \(i) é"),
+     "tag": i == 1 ? .null : .uuid(UUID(uuid: (UInt8(i), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))),
+     "count": .int(Int64(i * 7)), "ratio": .double(Double(i) / 4), "blob": .bytes([UInt8(i), 0, 255]),
+     "when": .date(Timestamp(microsecondsSinceEpoch: Int64(i) * 1_000_003))]
+}
+
+/// Values planted in item 3 that its attribute's type cannot hold, each with the end of the
+/// error that names it.
+private let thingDamages: [(sql: String, named: String)] = [
+    ("UPDATE Thing SET flag = 7 WHERE id = 3", "Thing[3].flag holds 7, which is not a bool (0 or 1)"),
+    ("UPDATE Thing SET label = CAST(X'C328' AS TEXT) WHERE id = 3", "Thing[3].label holds text that is not valid UTF-8"),
+    ("UPDATE Thing SET tag = X'0102' WHERE id = 3", "Thing[3].tag is not a 16-byte uuid"),
+    ("UPDATE Thing SET count = 'seven' WHERE id = 3", "Thing[3].count holds a SQLite TEXT value, not int"),
+    ("UPDATE Thing SET ratio = X'00' WHERE id = 3", "Thing[3].ratio holds a SQLite BLOB value, not double"),
+    ("UPDATE Thing SET blob = 2.5 WHERE id = 3", "Thing[3].blob holds a SQLite REAL value, not bytes"),
+    ("UPDATE Thing SET \"when\" = 'noon' WHERE id = 3", "Thing[3].when holds a SQLite TEXT value, not date"),
+]
+
+/// A schema step that rewrites the table (a change of type, an attribute whose default is a
+/// double) is copied by SQLite itself (`SQLiteTableCopy`), each row checked as a read checks it,
+/// the attributes the step does not touch included: a value planted behind the store's back fails
+/// the migration with the error a read gives, naming the item, and the store stays at its old
+/// version with every item as it was. A value the conversion refuses, or a null where the
+/// attribute becomes required, fails naming the item as on every backend; the copy itself
+/// converts and carries every value exactly (`-0.0` keeps its sign).
+@Test func aSchemaStepCopiedBySQLiteFindsWhatAReadFindsAndChangesNothing() throws {
+    let dir = try TemporaryDirectory()
+    let base = dir.path("base.sqlite")
+    let store = try SQLiteStore(path: base, schema: thingSchema)
+    try store.writeSync { w in
+        for i in 0..<5 { try w.insert(thing(i), into: "Thing") }
+    }
+    try store.close()
+    let steps: [SchemaStep] = [
+        .changeType(entity: "Thing", attribute: "count", to: .double),
+        .changeType(entity: "Thing", attribute: "flag", to: .int),
+        .addAttribute(entity: "Thing", attribute: Attribute("weight", .double, default: .double(-0.0))),
+    ]
+    func migrate(_ path: String, _ step: SchemaStep) throws -> SQLiteStore {
+        var migrations = SchemaMigrations()
+        migrations.version(2, step)
+        return try SQLiteStore(path: path, schema: try SchemaPlan([.init(2, [step])]).target(from: thingSchema),
+                               migrations: migrations)
+    }
+    for (n, damage) in thingDamages.enumerated() {
+        for (m, step) in steps.enumerated() {
+            let path = dir.path("damaged-\(n)-\(m).sqlite")
+            try FileManager.default.copyItem(atPath: base, toPath: path)
+            _ = try runCommand("/usr/bin/sqlite3", [path, damage.sql])
+            #expect("\(step) over \(damage.sql)", performing: { try migrate(path, step) }, throws: { error in
+                (error as? StoreError)?.code == .corrupt && (error as? StoreError)?.message.hasSuffix(damage.named) == true
+            })
+            let reopened = try SQLiteStore(path: path, schema: thingSchema)
+            #expect(reopened.schema.version == thingSchema.version)
+            #expect(try reopened.read { try $0.count(FetchRequest("Thing")) } == 5)
+            for i in [0, 1, 2, 4] {
+                #expect(try reopened.read { try $0.get("Thing", key: .int(Int64(i))) } == thing(i))
+            }
+            try reopened.close()
+        }
+    }
+    let refused: [(SchemaStep, String)] = [
+        (.changeType(entity: "Thing", attribute: "label", to: .int),
+         "Thing[0].label holds \"thing 0 é\", which does not convert to int"),
+        (.changeType(entity: "Thing", attribute: "tag", to: .bytes, optional: false),
+         "Thing[1].tag is null, but the attribute becomes required"),
+    ]
+    for (m, (step, named)) in refused.enumerated() {
+        let path = dir.path("refused-\(m).sqlite")
+        try FileManager.default.copyItem(atPath: base, toPath: path)
+        #expect("\(step)", performing: { try migrate(path, step) }, throws: { error in
+            (error as? StoreError)?.code == .invalidValue && "\(error)".contains(named)
+        })
+        let reopened = try SQLiteStore(path: path, schema: thingSchema)
+        #expect(reopened.schema.version == thingSchema.version)
+        #expect(try reopened.read { try $0.fetch(FetchRequest("Thing")) } == (0..<5).map(thing))
+        try reopened.close()
+    }
+    for (m, step) in steps.enumerated() {
+        let path = dir.path("clean-\(m).sqlite")
+        try FileManager.default.copyItem(atPath: base, toPath: path)
+        let migrated = try migrate(path, step)
+        let items = try migrated.read { try $0.fetch(FetchRequest("Thing")) }
+        try migrated.close()
+        #expect(items.count == 5)
+        for (i, item) in items.enumerated() {
+            var expected = thing(i)
+            switch m {
+            case 0: expected["count"] = .double(Double(i * 7))
+            case 1: expected["flag"] = .int(i % 2 == 0 ? 1 : 0)
+            default:
+                expected["weight"] = .double(-0.0)
+                guard case .double(let weight) = item["weight"] else {
+                    Issue.record("item \(i) has no double weight: \(item)")
+                    continue
+                }
+                #expect(weight.sign == .minus)
+            }
+            #expect(item == expected, "\(step)")
+        }
+    }
+}
+
 /// A value written into the file behind the store's back that its attribute's type cannot hold
 /// is a `corrupt` error naming the item, the attribute and what is wrong, on each of the read
 /// paths that decode rows (a point get, a fetch that keeps its records, a visit that refills
 /// one), never a coerced value; the items before it read.
 @Test func aStoredValueItsTypeCannotHoldIsNamedOnEveryReadPath() throws {
-    let schema = Schema(entities: [
-        EntitySchema("Thing", primaryKey: "id", attributes: [
-            Attribute("id", .int), Attribute("flag", .bool), Attribute("label", .string),
-            Attribute("tag", .uuid, optional: true), Attribute("count", .int), Attribute("ratio", .double),
-            Attribute("blob", .bytes), Attribute("when", .date),
-        ]),
-    ])
     let dir = try TemporaryDirectory()
     let base = dir.path("base.sqlite")
-    let store = try SQLiteStore(path: base, schema: schema)
+    let store = try SQLiteStore(path: base, schema: thingSchema)
     try store.writeSync { w in
-        for i in 0..<5 {
-            try w.insert(["id": .int(Int64(i)), "flag": .bool(i % 2 == 0), "label": .string("thing \(i) é"),
-                          "tag": i == 1 ? .null : .uuid(UUID()), "count": .int(Int64(i * 7)),
-                          "ratio": .double(Double(i) / 4), "blob": .bytes([UInt8(i), 0, 255]),
-                          "when": .date(Timestamp(microsecondsSinceEpoch: Int64(i) * 1_000_003))], into: "Thing")
-        }
+        for i in 0..<5 { try w.insert(thing(i), into: "Thing") }
     }
     try store.close()
-    let damages: [(sql: String, named: String)] = [
-        ("UPDATE Thing SET flag = 7 WHERE id = 3", "Thing[3].flag holds 7, which is not a bool (0 or 1)"),
-        ("UPDATE Thing SET label = CAST(X'C328' AS TEXT) WHERE id = 3", "Thing[3].label holds text that is not valid UTF-8"),
-        ("UPDATE Thing SET tag = X'0102' WHERE id = 3", "Thing[3].tag is not a 16-byte uuid"),
-        ("UPDATE Thing SET count = 'seven' WHERE id = 3", "Thing[3].count holds a SQLite TEXT value, not int"),
-        ("UPDATE Thing SET ratio = X'00' WHERE id = 3", "Thing[3].ratio holds a SQLite BLOB value, not double"),
-        ("UPDATE Thing SET blob = 2.5 WHERE id = 3", "Thing[3].blob holds a SQLite REAL value, not bytes"),
-        ("UPDATE Thing SET \"when\" = 'noon' WHERE id = 3", "Thing[3].when holds a SQLite TEXT value, not date"),
-    ]
-    for (n, damage) in damages.enumerated() {
+    for (n, damage) in thingDamages.enumerated() {
         let path = dir.path("damaged-\(n).sqlite")
         try FileManager.default.copyItem(atPath: base, toPath: path)
         _ = try runCommand("/usr/bin/sqlite3", [path, damage.sql])

@@ -17,7 +17,8 @@ package final class RawSQLiteBench {
 
     deinit { sqlite3_close_v2(db) }
 
-    package func exec(_ sql: String) {
+    /// Runs `sql` (one statement or several); SQLite's result code.
+    @discardableResult package func exec(_ sql: String) -> Int32 {
         sqlite3_exec(db, sql, nil, nil, nil)
     }
 
