@@ -34,6 +34,12 @@ enum LMDBIndexKeys {
     static func key(_ index: Index, _ record: Record, primaryKey: [UInt8], into key: inout [UInt8]) {
         key.removeAll(keepingCapacity: true)
         for name in index.attributes { KeyEncoding.appendTupleElement(record[name], to: &key) }
+        finish(&key, primaryKey: primaryKey)
+    }
+
+    /// Ends an index key whose tuple `key` holds: the tuple cut to ``maxTupleBytes``, the
+    /// separator, the item's primary key.
+    static func finish(_ key: inout [UInt8], primaryKey: some Collection<UInt8>) {
         if key.count > maxTupleBytes { key.removeLast(key.count - maxTupleBytes) }
         key.append(0x00)
         key.append(contentsOf: primaryKey)

@@ -50,10 +50,24 @@ extension LMDBTransaction: SchemaEditingWriter {
         databases.entities[renamed.name] = to
     }
 
+    /// Copies every entry of `from` into `to`, emptied first, appending them in key order.
+    ///
+    /// Each entry is copied out of the cursor's page into one reused buffer before it is
+    /// written: a write may spill this transaction's dirty pages, which frees their memory, and
+    /// `from` may have been written earlier in the same migration. One buffer, not two arrays
+    /// per entry, and appended (`MDB_APPEND`) rather than found by a descent of the tree.
     private func copy(_ from: MDB_dbi, _ to: MDB_dbi) throws {
         try txn.drop(to)
+        var entry: [UInt8] = []
         try txn.forEach(from, from: nil) { key, value in
-            try txn.put(to, Array(key), Array(value))
+            entry.removeAll(keepingCapacity: true)
+            entry.append(contentsOf: key)
+            entry.append(contentsOf: value)
+            let keyCount = key.count
+            try entry.withUnsafeBytes { bytes in
+                try txn.append(to, UnsafeRawBufferPointer(rebasing: bytes[..<keyCount]),
+                               UnsafeRawBufferPointer(rebasing: bytes[keyCount...]))
+            }
             return true
         }
     }
@@ -114,21 +128,24 @@ extension LMDBTransaction: SchemaEditingWriter {
             LMDBRecordCoding.append(field: attribute.defaultValue ?? .null, to: &field)
             return field
         }
-        let defaultsSize = defaults.reduce(0) { $0 + $1.count }
         let conversion = change.conversion
         let keyType = change.old.primaryKeyAttribute.type
         var ranges: [Range<Int>] = []
-        var page: [(key: [UInt8], record: [UInt8])] = []
+        // A page of new records in one buffer, each entry its key then its record, with where
+        // each ends: no two arrays per record.
+        var buffer: [UInt8] = []
+        var page: [(keyEnd: Int, end: Int)] = []
         var start: [UInt8]?
         repeat {
+            buffer.removeAll(keepingCapacity: true)
             page.removeAll(keepingCapacity: true)
             try txn.forEach(dbi, from: start) { key, value in
                 if let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &ranges) {
                     throw damaged(damage, change.old, key: key.dropFirst())
                 }
-                var record: [UInt8] = []
-                record.reserveCapacity(value.count + defaultsSize)
-                record.append(LMDBRecordCoding.version)
+                buffer.append(contentsOf: key)
+                let keyEnd = buffer.count
+                buffer.append(LMDBRecordCoding.version)
                 for (position, source) in sources.enumerated() {
                     if let conversion, position == conversion.position, let source {
                         guard let old = LMDBRecordCoding.value(of: value, at: ranges[source], attributes: attributes,
@@ -138,20 +155,29 @@ extension LMDBTransaction: SchemaEditingWriter {
                         let converted = try conversion.convert(old) {
                             (try? PrimaryKey(bytes: key.dropFirst(), type: keyType))?.value ?? .bytes(Array(key.dropFirst()))
                         }
-                        LMDBRecordCoding.append(field: converted, to: &record)
+                        LMDBRecordCoding.append(field: converted, to: &buffer)
                     } else if let source {
-                        record.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[ranges[source]]))
+                        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[ranges[source]]))
                     } else {
-                        record.append(contentsOf: defaults[position])
+                        buffer.append(contentsOf: defaults[position])
                     }
                 }
-                page.append((Array(key), record))
+                page.append((keyEnd, buffer.count))
                 return page.count < 1_000
             }
-            for (key, record) in page { try txn.put(dbi, key, record) }
+            try buffer.withUnsafeBytes { bytes in
+                var offset = 0
+                for (keyEnd, end) in page {
+                    try txn.put(dbi, UnsafeRawBufferPointer(rebasing: bytes[offset..<keyEnd]),
+                                UnsafeRawBufferPointer(rebasing: bytes[keyEnd..<end]))
+                    offset = end
+                }
+            }
             change.countVisited(page.count)
             // The least key after the page's last.
-            start = page.last.map { $0.key + [0x00] }
+            start = page.last.map { last in
+                Array(buffer[(page.count > 1 ? page[page.count - 2].end : 0)..<last.keyEnd]) + [0x00]
+            }
         } while page.count == 1_000
     }
 
@@ -167,18 +193,38 @@ extension LMDBTransaction: SchemaEditingWriter {
         }
     }
 
-    /// Writes the index entries of every item (the migrator checked unique indexes first).
+    /// Writes the index entries of every item (the migrator checked unique indexes first), from
+    /// the stored records: each checked as a decode checks it, only the indexed attributes
+    /// decoded, the entry built in one reused buffer (its index key, then the item's key, the
+    /// entry's value) and written from there, not from the cursor's page (a write may spill this
+    /// transaction's dirty pages).
     private func fill(_ index: Index, of entity: EntitySchema) throws {
-        guard let dbi = databases.indexes[entity.name]?[index.name] else { return }
-        var after: PrimaryKey?
-        while true {
-            let page = try scan(entity, after: after, limit: 1_000)
-            for record in page {
-                let key = try PrimaryKey(record[entity.primaryKey])
-                after = key
-                try txn.put(dbi, LMDBIndexKeys.key(index, record, primaryKey: key.bytes), key.bytes)
+        guard let target = databases.indexes[entity.name]?[index.name] else { return }
+        let attributes = entity.attributes
+        let positions = index.attributes.compactMap { name in attributes.firstIndex { $0.name == name } }
+        var ranges: [Range<Int>] = []
+        var entry: [UInt8] = []
+        try txn.forEach(try dbi(entity), from: nil) { key, value in
+            let itemKey = key.dropFirst()
+            if let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &ranges) {
+                throw damaged(damage, entity, key: itemKey)
             }
-            if page.count < 1_000 { break }
+            entry.removeAll(keepingCapacity: true)
+            for position in positions {
+                guard let value = LMDBRecordCoding.value(of: value, at: ranges[position], attributes: attributes,
+                                                         index: position) else {
+                    throw damaged("unreadable \(attributes[position].name)", entity, key: itemKey)
+                }
+                KeyEncoding.appendTupleElement(value, to: &entry)
+            }
+            LMDBIndexKeys.finish(&entry, primaryKey: itemKey)
+            let indexKeyEnd = entry.count
+            entry.append(contentsOf: itemKey)
+            try entry.withUnsafeBytes { bytes in
+                try txn.put(target, UnsafeRawBufferPointer(rebasing: bytes[..<indexKeyEnd]),
+                            UnsafeRawBufferPointer(rebasing: bytes[indexKeyEnd...]))
+            }
+            return true
         }
     }
 

@@ -182,6 +182,13 @@ final class LMDBTxn {
         try perform(.put(dbi, key, value))
     }
 
+    /// Puts `value` under `key`, which must sort after every key of the database (`MDB_APPEND`:
+    /// no descent of the tree, and pages filled before a new one starts); a key that does not
+    /// is a write error, nothing written. For copying a database in its own order.
+    func append(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(StoreError) {
+        try perform(.put(dbi, key, value), flags: UInt32(MDB_APPEND))
+    }
+
     /// Puts `value` under `key` unless the key is there (`MDB_NOOVERWRITE`: one descent of the
     /// tree finds out and writes); returns false, writing nothing, when it is.
     func insert(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(StoreError) -> Bool {

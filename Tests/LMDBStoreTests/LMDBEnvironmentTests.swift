@@ -572,9 +572,10 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
 }
 
 /// A schema step that adds or removes attributes, or changes one's type, rewrites every LMDB
-/// record by copying its stored fields, each checked first as a decode checks it: a damaged record
-/// fails the migration naming it, even when the damaged attribute is the one removed or not the
-/// one converted, and the store stays at its old version with every item as it was.
+/// record by copying its stored fields, each checked first as a decode checks it, and a new index
+/// is filled from the stored records checked the same way: a damaged record fails the migration
+/// naming it, even when the damaged attribute is the one removed, not the one converted or not
+/// indexed, and the store stays at its old version with every item as it was.
 @Test func aSchemaRewriteOverADamagedRecordFailsNamingItAndChangesNothing() throws {
     let dir = try TemporaryDirectory()
     let steps: [SchemaStep] = [
@@ -582,6 +583,7 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
         .addAttribute(entity: "Item", attribute: Attribute("rank", .int, default: .int(3))),
         .removeAttribute(entity: "Item", name: "name"),
         .changeType(entity: "Item", attribute: "score", to: .double),
+        .addIndex(entity: "Item", index: Index("byScore", on: ["score"])),
     ]
     for (index, (why, bytes)) in damagedItems.enumerated() {
         for (number, step) in steps.enumerated() {
