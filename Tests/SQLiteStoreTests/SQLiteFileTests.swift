@@ -183,6 +183,17 @@ private func thing(_ i: Int) -> Record {
      "when": .date(Timestamp(microsecondsSinceEpoch: Int64(i) * 1_000_003))]
 }
 
+/// A store of items 0 to 4 of `thingSchema` in `dir`; its path.
+private func thingStore(in dir: TemporaryDirectory) throws -> String {
+    let path = dir.path("base.sqlite")
+    let store = try SQLiteStore(path: path, schema: thingSchema)
+    try store.writeSync { w in
+        for i in 0..<5 { try w.insert(thing(i), into: "Thing") }
+    }
+    try store.close()
+    return path
+}
+
 /// Values planted in item 3 that its attribute's type cannot hold, each with the end of the
 /// error that names it.
 private let thingDamages: [(sql: String, named: String)] = [
@@ -204,12 +215,7 @@ private let thingDamages: [(sql: String, named: String)] = [
 /// converts and carries every value exactly (`-0.0` keeps its sign).
 @Test func aSchemaStepCopiedBySQLiteFindsWhatAReadFindsAndChangesNothing() throws {
     let dir = try TemporaryDirectory()
-    let base = dir.path("base.sqlite")
-    let store = try SQLiteStore(path: base, schema: thingSchema)
-    try store.writeSync { w in
-        for i in 0..<5 { try w.insert(thing(i), into: "Thing") }
-    }
-    try store.close()
+    let base = try thingStore(in: dir)
     let steps: [SchemaStep] = [
         .changeType(entity: "Thing", attribute: "count", to: .double),
         .changeType(entity: "Thing", attribute: "flag", to: .int),
@@ -286,12 +292,7 @@ private let thingDamages: [(sql: String, named: String)] = [
 /// one), never a coerced value; the items before it read.
 @Test func aStoredValueItsTypeCannotHoldIsNamedOnEveryReadPath() throws {
     let dir = try TemporaryDirectory()
-    let base = dir.path("base.sqlite")
-    let store = try SQLiteStore(path: base, schema: thingSchema)
-    try store.writeSync { w in
-        for i in 0..<5 { try w.insert(thing(i), into: "Thing") }
-    }
-    try store.close()
+    let base = try thingStore(in: dir)
     for (n, damage) in thingDamages.enumerated() {
         let path = dir.path("damaged-\(n).sqlite")
         try FileManager.default.copyItem(atPath: base, toPath: path)
