@@ -239,7 +239,7 @@ final class SQLiteStatement {
     }
 
     /// The value when it holds what `kind` asks for, `nil` when it does not: the check every read
-    /// makes, also for the arguments of the SQL functions a schema step's copy calls
+    /// makes, also for the converted argument of the SQL function a schema step's copy calls
     /// (``SQLiteTableCopy``).
     @inline(__always)
     static func checkedValue(_ cell: OpaquePointer?, _ kind: SQLiteColumnKind) -> Value? {
