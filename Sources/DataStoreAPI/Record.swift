@@ -9,16 +9,21 @@
 public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     // One of three representations, invisible to the app:
     // - a store's record: its entity's `layout` and one value per name in `slots`;
-    // - a small record the app built from a literal: its names (`pairs`) and its values in
-    //   `slots`, in the literal's order, names unique (no hashing: a lookup compares a few
-    //   names, and ``value(ifPresent:at:)`` first tries the position the schema expects);
+    // - a small record the app built from a literal: the literal's own array of `pairs`, kept
+    //   as it came (no names array built, no values copied, nothing hashed), and no slots. A
+    //   name may repeat in it: the last one wins, so a lookup searches from the end, and what
+    //   lists names skips any that repeats later. A write checks the names against its
+    //   entity's layout (``values(inOrderOf:)``): a literal written in the schema's order
+    //   matches it name for name, and is then known to hold each name once without a check
+    //   of its own (the check for repeats was a quarter of a literal's cost in
+    //   `profile-store sqlite insert 100000`);
     // - any other record the app built: a `dictionary`, and no slots.
     // Two references in all, so that copying a record (into an array, out of a page) retains
     // two objects; the values may share their storage with other records a store returned
     // together (``RecordValues``, ``RecordArena``).
     private enum Names {
         case layout(RecordLayout)
-        case pairs([String])
+        case pairs([(String, Value)])
         case dictionary([String: Value])
     }
 
@@ -82,27 +87,24 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     /// A record of names and values in order, as a dictionary literal gives them (the last of
     /// a repeated name wins).
     @_spi(Backend) public init(pairs elements: [(String, Value)]) {
-        if elements.count <= Self.maxPairs {
-            var list: [String] = []
-            list.reserveCapacity(elements.count)
-            for (name, _) in elements { list.append(name) }
-            if Self.namesAreUnique(list) {
-                names = .pairs(list)
-                slots = RecordValues(elements.lazy.map(\.1))
-                return
-            }
-        }
-        names = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
         slots = RecordValues()
+        if elements.count <= Self.maxPairs {
+            names = .pairs(elements)
+        } else {
+            names = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        }
     }
 
-    private static func namesAreUnique(_ names: [String]) -> Bool {
-        // By Swift's equality, as the dictionary a larger record uses (canonically equivalent
-        // names are one name), so no comparison of lengths first.
-        for i in names.indices {
-            for j in 0..<i where names[j] == names[i] { return false }
-        }
-        return true
+    /// Where the last pair named `attribute` is (the one that counts).
+    private static func lastPosition(of attribute: String, in pairs: [(String, Value)]) -> Int? {
+        pairs.lastIndex { $0.0 == attribute }
+    }
+
+    /// Whether no pair after `position` repeats its name (by Swift's equality, as the
+    /// dictionary a larger record uses: canonically equivalent names are one name).
+    private static func isLast(_ position: Int, in pairs: [(String, Value)]) -> Bool {
+        let name = pairs[position].0
+        return !pairs[(position + 1)...].contains { $0.0 == name }
     }
 
     /// The values by attribute name.
@@ -110,7 +112,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         get {
             switch names {
             case .layout(let layout): return Dictionary(zip(layout.names, slots), uniquingKeysWith: { first, _ in first })
-            case .pairs(let list): return Dictionary(zip(list, slots), uniquingKeysWith: { first, _ in first })
+            case .pairs(let pairs): return Dictionary(pairs, uniquingKeysWith: { _, last in last })
             case .dictionary(let dictionary): return dictionary
             }
         }
@@ -122,15 +124,18 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
     /// How many attributes the record names.
     public var count: Int {
-        if case .dictionary(let dictionary) = names { return dictionary.count }
-        return slots.count
+        switch names {
+        case .layout: return slots.count
+        case .pairs(let pairs): return pairs.indices.reduce(0) { $0 + (Self.isLast($1, in: pairs) ? 1 : 0) }
+        case .dictionary(let dictionary): return dictionary.count
+        }
     }
 
     /// The attribute names the record holds (in schema order for records from a store).
     public var attributeNames: [String] {
         switch names {
         case .layout(let layout): return layout.names
-        case .pairs(let list): return list
+        case .pairs(let pairs): return pairs.indices.filter { Self.isLast($0, in: pairs) }.map { pairs[$0].0 }
         case .dictionary(let dictionary): return Array(dictionary.keys)
         }
     }
@@ -142,7 +147,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     public func value(ifPresent attribute: String) -> Value? {
         switch names {
         case .layout(let layout): return layout.slot(of: attribute).map { slots[$0] }
-        case .pairs(let list): return list.firstIndex(of: attribute).map { slots[$0] }
+        case .pairs(let pairs): return Self.lastPosition(of: attribute, in: pairs).map { pairs[$0].1 }
         case .dictionary(let dictionary): return dictionary[attribute]
         }
     }
@@ -155,9 +160,11 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         case .layout(let layout):
             if position < slots.count && layout.names[position] == attribute { return slots[position] }
             return layout.slot(of: attribute).map { slots[$0] }
-        case .pairs(let list):
-            if position < list.count && list[position] == attribute { return slots[position] }
-            return list.firstIndex(of: attribute).map { slots[$0] }
+        case .pairs(let pairs):
+            if position < pairs.count && pairs[position].0 == attribute && Self.isLast(position, in: pairs) {
+                return pairs[position].1
+            }
+            return Self.lastPosition(of: attribute, in: pairs).map { pairs[$0].1 }
         case .dictionary(let dictionary):
             return dictionary[attribute]
         }
@@ -177,7 +184,12 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     @_spi(Backend) public func values(inOrderOf layout: RecordLayout) -> RecordValues? {
         switch names {
         case .layout(let own): return own == layout ? slots : nil
-        case .pairs(let list): return list == layout.names ? slots : nil
+        case .pairs(let pairs):
+            // Names equal to the layout's, in order, are each there once (a layout's names are).
+            let names = layout.names
+            guard pairs.count == names.count else { return nil }
+            for position in pairs.indices where pairs[position].0 != names[position] { return nil }
+            return RecordValues(pairs.lazy.map(\.1))
         case .dictionary: return nil
         }
     }
@@ -199,16 +211,12 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
                     slots[slot] = newValue
                     return
                 }
-            case .pairs(var list):
-                if let index = list.firstIndex(of: attribute) {
-                    slots[index] = newValue
-                    return
-                }
-                if list.count < Self.maxPairs {
-                    names = .dictionary([:])  // `list` is then the names' only reference: appended in place
-                    list.append(attribute)
-                    names = .pairs(list)
-                    slots.append(newValue)
+            case .pairs(var pairs):
+                let position = Self.lastPosition(of: attribute, in: pairs)
+                if position != nil || pairs.count < Self.maxPairs {
+                    names = .dictionary([:])  // `pairs` is then the only reference: changed in place
+                    if let position { pairs[position].1 = newValue } else { pairs.append((attribute, newValue)) }
+                    names = .pairs(pairs)
                     return
                 }
             case .dictionary(var dictionary):
@@ -227,7 +235,10 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     private func forEachPair(_ body: (String, Value) -> Void) {
         switch names {
         case .layout(let layout): for (name, value) in zip(layout.names, slots) { body(name, value) }
-        case .pairs(let list): for (name, value) in zip(list, slots) { body(name, value) }
+        case .pairs(let pairs):
+            for position in pairs.indices where Self.isLast(position, in: pairs) {
+                body(pairs[position].0, pairs[position].1)
+            }
         case .dictionary(let dictionary): for (name, value) in dictionary { body(name, value) }
         }
     }

@@ -58,6 +58,65 @@ private let pairsGenerator = Generator<[(String, Value)], [[(String, Value)]]>(
     }
 }
 
+/// An entity whose attributes are some of the generator's names, in the order a literal in
+/// schema order names them, so that random literals often match its layout name for name.
+private let normalizingEntity = EntitySchema("T", primaryKey: "id", attributes: [
+    Attribute("id", .int), Attribute("name", .string, optional: true), Attribute("score", .int, default: 7),
+    Attribute("a", .double, optional: true), Attribute("é", .bytes, optional: true),
+])
+
+/// Literals in the entity's order (a write's fast path: names matched to the layout one by one),
+/// some with a name repeated, one dropped or an unknown one added.
+private let schemaOrderPairsGenerator = Generator<[(String, Value)], [[(String, Value)]]>(
+    run: { rng in
+        let typed: [(String, (inout any RandomNumberGenerator) -> Value)] = [
+            ("id", { .int(Int64(bitPattern: $0.next()) >> 40) }), ("name", { .string(names[Int($0.next() % 11)]) }),
+            ("score", { .int(Int64($0.next() % 100)) }), ("a", { .double(Double($0.next() % 1000) / 8) }),
+            ("é", { .bytes([UInt8(truncatingIfNeeded: $0.next())]) }),
+        ]
+        var erased: any RandomNumberGenerator = SplitMix(state: rng.next())
+        var pairs = typed.map { ($0.0, rng.next() % 8 == 0 ? randomValue(&rng) : $0.1(&erased)) }
+        switch rng.next() % 6 {
+        case 0: pairs.append((pairs[Int(rng.next() % 5)].0, randomValue(&rng)))  // a name again, last
+        case 1: pairs.insert((pairs[Int(rng.next() % 5)].0, randomValue(&rng)), at: Int(rng.next() % 5))
+        case 2: pairs.remove(at: Int(rng.next() % 5))
+        case 3: pairs[4].0 = "e\u{301}"  // the same name as "é" by Swift's equality
+        case 4: pairs.append((names[Int(rng.next() % UInt64(names.count))], randomValue(&rng)))
+        default: break
+        }
+        return pairs
+    },
+    shrink: { _ in [] })
+
+private struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Test func aWriteNormalizesALiteralAsItsDictionary() async {
+    await propertyCheck(count: 2_000, input: schemaOrderPairsGenerator) { pairs in
+        let literal = Record(pairs: pairs)
+        let dictionary = Record(Dictionary(pairs, uniquingKeysWith: { _, last in last }))
+        let fromLiteral = Result { () throws(StoreError) in try normalizingEntity.normalize(literal) }
+        let fromDictionary = Result { () throws(StoreError) in try normalizingEntity.normalize(dictionary) }
+        switch (fromLiteral, fromDictionary) {
+        case let (.success(a), .success(b)):
+            #expect(a == b, "\(pairs)")
+            #expect(a.attributeNames == normalizingEntity.attributes.map(\.name))
+        case let (.failure(a), .failure(b)):
+            #expect(a.code == b.code, "\(pairs): \(a.message) / \(b.message)")
+        default:
+            Issue.record("\(pairs): \(fromLiteral) against \(fromDictionary)")
+        }
+    }
+}
+
 @Test func aLiteralsLastRepeatedNameWins() {
     let record: Record = ["a": 1, "b": 2, "a": 3]
     #expect(record.count == 2)
