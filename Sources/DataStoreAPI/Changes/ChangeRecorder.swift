@@ -5,7 +5,10 @@ struct RecordedChanges {
         var keyType: ValueType
         var cleared: Bool
         var overflowed: Bool
-        var items: [(PrimaryKey, ItemChange.Kind)]
+        /// The changed items' keys, encoded, in ascending key order (``TouchedKeys/bytes``).
+        var keys: TouchedKeys
+        /// Each item's change, in the order of `keys`.
+        var kinds: [ItemChange.Kind]
     }
 
     var entities: [Group] = []
@@ -26,57 +29,81 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
     /// A class, so that recording a key mutates its table in place (a struct copied out of
     /// `entities` and written back would copy the whole table at every write).
     ///
-    /// The touched keys are kept in an array. While they come in ascending order (a bulk load,
-    /// a copy) the array stays sorted: a new key greater than the last one is appended after one
-    /// comparison, an earlier one is found by binary search, and nothing is hashed or sorted at
-    /// commit. The first key out of order adds a dictionary from key to position, and the
-    /// array is sorted at commit.
+    /// The touched keys are kept in one buffer (``TouchedKeys``), each with its touch. While
+    /// they come in ascending order (a bulk load, a copy) the buffer stays sorted: a new key
+    /// greater than the last one is appended after one comparison, an earlier one is found by
+    /// binary search, and nothing is hashed or sorted at commit. The first key out of order adds
+    /// a dictionary from key to position, and the keys are sorted at commit.
     private final class EntityChanges {
         let keyType: ValueType
-        @exclusivity(unchecked) private(set) var entries: [(key: PrimaryKey, touch: Touch)] = []
-        /// `nil` while `entries` is in ascending key order.
-        @exclusivity(unchecked) private var positions: [PrimaryKey: Int]?
+        @exclusivity(unchecked) private(set) var keys = TouchedKeys()
+        @exclusivity(unchecked) private(set) var touches: [Touch] = []
+        /// `nil` while `keys` are in ascending order.
+        @exclusivity(unchecked) private var positions: [[UInt8]: Int]?
         var cleared = false
         var overflowed = false
 
         init(keyType: ValueType) { self.keyType = keyType }
 
-        var count: Int { entries.count }
+        var count: Int { touches.count }
 
-        /// Where `key` is in `entries`, if it was touched.
+        /// Where `key` is in `keys`, if it was touched.
         func position(of key: PrimaryKey) -> Int? {
-            if let positions { return positions[key] }
-            guard let last = entries.last, !(last.key < key) else { return nil }
+            if let positions { return positions[key.bytes] }
+            guard !touches.isEmpty, keys.compare(touches.count - 1, key.bytes) >= 0 else { return nil }
             var low = 0
-            var high = entries.count
+            var high = touches.count
             while low < high {
                 let middle = (low + high) / 2
-                if entries[middle].key < key { low = middle + 1 } else { high = middle }
+                if keys.compare(middle, key.bytes) < 0 { low = middle + 1 } else { high = middle }
             }
-            return low < entries.count && entries[low].key == key ? low : nil
+            return low < touches.count && keys.compare(low, key.bytes) == 0 ? low : nil
         }
 
         /// Adds a key that was not touched before.
         func add(_ key: PrimaryKey, _ touch: Touch) {
-            if positions == nil, let last = entries.last, !(last.key < key) {
-                var made = [PrimaryKey: Int](minimumCapacity: entries.count * 2)
-                for (position, entry) in entries.enumerated() { made[entry.key] = position }
+            if positions == nil, !touches.isEmpty, keys.compare(touches.count - 1, key.bytes) >= 0 {
+                var made = [[UInt8]: Int](minimumCapacity: touches.count * 2)
+                for position in touches.indices { made[keys.key(position)] = position }
                 positions = made
             }
-            positions?[key] = entries.count
-            entries.append((key, touch))
+            positions?[key.bytes] = touches.count
+            keys.append(key.bytes)
+            touches.append(touch)
         }
 
-        func setAfter(_ after: Bool, at position: Int) { entries[position].touch.after = after }
+        func setAfter(_ after: Bool, at position: Int) { touches[position].after = after }
 
         func removeAll() {
-            entries = []
+            keys.removeAll()
+            touches = []
             positions = nil
         }
 
-        /// The entries in ascending key order.
-        var sortedEntries: [(key: PrimaryKey, touch: Touch)] {
-            positions == nil ? entries : entries.sorted { $0.key < $1.key }
+        /// The net changes, in ascending key order.
+        func changes() -> (keys: TouchedKeys, kinds: [ItemChange.Kind]) {
+            func kind(_ touch: Touch) -> ItemChange.Kind? {
+                switch (touch.before, touch.after) {
+                case (false, true): return .inserted
+                case (true, true): return .updated
+                case (true, false): return .deleted
+                case (false, false): return nil
+                }
+            }
+            // Keys in order, each a change (a bulk load's): the table itself, no key copied.
+            if positions == nil, case let kinds = touches.compactMap(kind), kinds.count == touches.count {
+                return (keys, kinds)
+            }
+            let order = positions == nil ? Array(touches.indices)
+                : touches.indices.sorted { keys.compare($0, $1) < 0 }
+            var changed = TouchedKeys()
+            var kinds: [ItemChange.Kind] = []
+            for position in order {
+                guard let kind = kind(touches[position]) else { continue }
+                changed.append(position, of: keys)
+                kinds.append(kind)
+            }
+            return (changed, kinds)
         }
     }
 
@@ -178,21 +205,11 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
         let ordered = entities.count < 2 ? entities
             : entities.sorted { Value.compareBytes(Array($0.name.utf8), Array($1.name.utf8)) < 0 }
         for (name, changes) in ordered {
-            var items: [(PrimaryKey, ItemChange.Kind)] = []
-            if !changes.overflowed {
-                for (key, touch) in changes.sortedEntries {
-                    switch (touch.before, touch.after) {
-                    case (false, true): items.append((key, .inserted))
-                    case (true, true): items.append((key, .updated))
-                    case (true, false): items.append((key, .deleted))
-                    case (false, false): break
-                    }
-                }
-            }
-            if items.isEmpty && !changes.cleared && !changes.overflowed { continue }
+            let (keys, kinds) = changes.overflowed ? (TouchedKeys(), []) : changes.changes()
+            if kinds.isEmpty && !changes.cleared && !changes.overflowed { continue }
             result.entities.append(RecordedChanges.Group(entity: name, keyType: changes.keyType,
                                                          cleared: changes.cleared, overflowed: changes.overflowed,
-                                                         items: items))
+                                                         keys: keys, kinds: kinds))
         }
         return result
     }
@@ -251,10 +268,10 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
         guard count > 0, try isRecording() else { return count }
         let changes = changesOf(entity)
         if changes.overflowed { return count }
-        if count == changes.entries.filter(\.touch.after).count {
+        if count == changes.touches.filter(\.after).count {
             // Every item that existed was one this transaction touched: the net effect is a
             // delete of each, not a clearing of the entity.
-            for position in changes.entries.indices { changes.setAfter(false, at: position) }
+            for position in changes.touches.indices { changes.setAfter(false, at: position) }
         } else {
             changes.cleared = true
             keysListed -= changes.count
