@@ -107,6 +107,11 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         return !pairs[(position + 1)...].contains { $0.0 == name }
     }
 
+    /// The positions of the pairs that count: each name's last.
+    private static func counted(_ pairs: [(String, Value)]) -> some Collection<Int> {
+        pairs.indices.lazy.filter { isLast($0, in: pairs) }
+    }
+
     /// The values by attribute name.
     public var values: [String: Value] {
         get {
@@ -126,7 +131,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     public var count: Int {
         switch names {
         case .layout: return slots.count
-        case .pairs(let pairs): return pairs.indices.reduce(0) { $0 + (Self.isLast($1, in: pairs) ? 1 : 0) }
+        case .pairs(let pairs): return Self.counted(pairs).count
         case .dictionary(let dictionary): return dictionary.count
         }
     }
@@ -135,7 +140,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     public var attributeNames: [String] {
         switch names {
         case .layout(let layout): return layout.names
-        case .pairs(let pairs): return pairs.indices.filter { Self.isLast($0, in: pairs) }.map { pairs[$0].0 }
+        case .pairs(let pairs): return Self.counted(pairs).map { pairs[$0].0 }
         case .dictionary(let dictionary): return Array(dictionary.keys)
         }
     }
@@ -236,9 +241,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         switch names {
         case .layout(let layout): for (name, value) in zip(layout.names, slots) { body(name, value) }
         case .pairs(let pairs):
-            for position in pairs.indices where Self.isLast(position, in: pairs) {
-                body(pairs[position].0, pairs[position].1)
-            }
+            for position in Self.counted(pairs) { body(pairs[position].0, pairs[position].1) }
         case .dictionary(let dictionary): for (name, value) in dictionary { body(name, value) }
         }
     }

@@ -9,8 +9,6 @@ struct TouchedKeys {
     private(set) var bytes: [UInt8] = []
     private(set) var ends: [Int] = []
 
-    var count: Int { ends.count }
-
     /// Where key `i`'s bytes are in ``bytes``.
     func range(_ i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
 
