@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(
             name: "StoreMigrationTests",
             dependencies: ["StoreMigration", "DataStoreConformance", "DataStoreTestSupport", "migrate-store", "crash-writer",
-                           "MigrateStoreCommand", "JSONLStore",
+                           "MigrateStoreCommand", "JSONLStore", "LMDBStore", "SQLiteStore",
                            "InMemoryStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),

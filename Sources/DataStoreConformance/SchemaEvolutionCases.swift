@@ -161,31 +161,57 @@ enum SchemaEvolutionCases {
         ])
     }
 
-    /// Dates at the ends of the Int64 microsecond range convert to text on every backend (the
-    /// conversion trapped on overflow at `Int64.min`).
-    static func datesAtTheInt64EdgesConvertToText(_ c: ConformanceContext) throws {
+    /// Values at the edges of their domain convert and come back unchanged on every backend:
+    /// ints to doubles wherever the double is exact (`Int64.min` is, 2^53 is no bound), dates
+    /// at both ends of the Int64 microsecond range to text (ISO 8601's expanded years) and back,
+    /// whole seconds with their microseconds field, uuids and bools to text and back.
+    static func conversionsAtTheEdgesOfTheDomainComeBack(_ c: ConformanceContext) throws {
         var store = try c.open()
-        let dates: [Int64: Int64] = [1: .min, 2: .max, 3: -1_000_000, 4: 1_700_000_000_123_456]
+        let scores: [Int64] = [.min, -(1 << 62), -9_007_199_254_740_994, -1, 0, 9_007_199_254_740_994, 1 << 60]
+        let dates: [Int64] = [.min, .max, -1_000_000, 0, 1_700_000_000_000_000, 1_700_000_000_123_456]
+        let refs = [UUID(bytes: [UInt8](repeating: 0, count: 16)), UUID(bytes: [UInt8](repeating: 0xFF, count: 16))]
+        var originals: [Record] = []
         try store.writeSync { w in
-            for (id, micros) in dates {
+            for (n, score) in scores.enumerated() {
                 var item = Fixtures.items(1)[0]
-                item["id"] = .int(id)
+                item["id"] = .int(Int64(n + 1))
                 item["code"] = .null
-                item["when"] = .date(Timestamp(microsecondsSinceEpoch: micros))
+                item["score"] = .int(score)
+                item["when"] = .date(Timestamp(microsecondsSinceEpoch: dates[n % dates.count]))
+                item["ref"] = refs[n % refs.count].map(Value.uuid) ?? .null
+                item["flag"] = .bool(n % 2 == 0)
                 try w.insert(item, into: "Item")
+                originals.append(try w.get("Item", key: .int(Int64(n + 1))) ?? [:])
             }
         }
         try store.close()
         var entities = Fixtures.schema.entities
+        entities[0].attributes[3] = Attribute("score", .double, optional: true)
+        entities[0].attributes[5] = Attribute("flag", .string, optional: true)
         entities[0].attributes[7] = Attribute("when", .string, optional: true)
+        entities[0].attributes[8] = Attribute("ref", .string, optional: true)
         var migrations = SchemaMigrations()
-        migrations.version(2, [.step(.changeType(entity: "Item", attribute: "when", to: .string))])
+        migrations.version(2, [.step(.changeType(entity: "Item", attribute: "score", to: .double)),
+                               .step(.changeType(entity: "Item", attribute: "flag", to: .string)),
+                               .step(.changeType(entity: "Item", attribute: "when", to: .string)),
+                               .step(.changeType(entity: "Item", attribute: "ref", to: .string))])
         store = try c.open(Schema(version: 2, entities: entities), migrations: migrations)
-        let texts = try store.read { r in
-            try (1...4).map { try r.get("Item", key: .int($0))?["when"] ?? .null }
-        }
-        c.expectEqual(texts, ["-290308-12-21T19:59:05.224192Z", "294247-01-10T04:00:54.775807Z",
-                              "1969-12-31T23:59:59Z", "2023-11-14T22:13:20.123456Z"])
+        let converted = try store.read { r in try r.fetch(FetchRequest("Item")) }
+        try store.close()
+        c.expectEqual(converted.map(\.["score"]), scores.map { .double(Double($0)) })
+        c.expectEqual(converted.prefix(dates.count).map(\.["when"]),
+                      ["-290308-12-21T19:59:05.224192Z", "+294247-01-10T04:00:54.775807Z",
+                       "1969-12-31T23:59:59.000000Z", "1970-01-01T00:00:00.000000Z", "2023-11-14T22:13:20.000000Z",
+                       "2023-11-14T22:13:20.123456Z"])
+
+        migrations.version(3, [.step(.changeType(entity: "Item", attribute: "score", to: .int)),
+                               .step(.changeType(entity: "Item", attribute: "flag", to: .bool)),
+                               .step(.changeType(entity: "Item", attribute: "when", to: .date)),
+                               .step(.changeType(entity: "Item", attribute: "ref", to: .uuid))])
+        store = try c.open(Schema(version: 3, entities: Fixtures.schema.entities), migrations: migrations)
+        defer { try? store.close() }
+        let back = try store.read { r in try r.fetch(FetchRequest("Item")) }
+        c.expectEqual(back, originals, "every value back as it was")
     }
 
     static func aValueThatDoesNotConvertFailsNamingItAndChangesNothing(_ c: ConformanceContext) throws {
@@ -431,7 +457,8 @@ enum SchemaEvolutionCases {
 
     static let all: [ConformanceCase] = [
         ConformanceCase("SchemaEvolution", "addAndRemoveEntities", addAndRemoveEntities),
-        ConformanceCase("SchemaEvolution", "datesAtTheInt64EdgesConvertToText", datesAtTheInt64EdgesConvertToText),
+        ConformanceCase("SchemaEvolution", "conversionsAtTheEdgesOfTheDomainComeBack",
+                        conversionsAtTheEdgesOfTheDomainComeBack),
         ConformanceCase("SchemaEvolution", "renameEntityKeepsItemsAndIndexes", renameEntityKeepsItemsAndIndexes),
         ConformanceCase("SchemaEvolution", "addAttributesOptionalAndWithDefaults", addAttributesOptionalAndWithDefaults),
         ConformanceCase("SchemaEvolution", "removeAndRenameAttributes", removeAndRenameAttributes),

@@ -315,8 +315,12 @@ final class JSONLStreamWriter: StreamedStoreWriter {
         } catch {
             throw StoreError(.invalidValue, "the checkpoint cannot be encoded: \(error)")
         }
+        // The checkpoint takes the staging file's permission bits, which a copy sets to its
+        // source's.
         let temporary = checkpointPath + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: data) else {
+        var info = stat()
+        let mode = stat(staging, &info) == 0 ? info.st_mode & 0o666 : 0o644
+        guard FileManager.default.createFile(atPath: temporary, contents: data), chmod(temporary, mode) == 0 else {
             throw StoreError(.io, "\(temporary) cannot be written")
         }
         try Self.syncFile(temporary)

@@ -6,11 +6,15 @@ import Synchronization
 
 /// One-line errors and the documented exit codes.
 enum CommandFailure {
-    static let badInput: Set<StoreError.Code> = [
-        .notFound, .notAStore, .corrupt, .incompatibleFormat, .schemaMismatch, .invalidArgument, .unknownEntity,
-        .incompleteMigration, .readOnly, .typeMismatch, .newerSchemaVersion, .invalidValue, .uniqueViolation,
-        .conflict,
-    ]
+    /// The exit code of a failure with this error code: 2 when the input is at fault (a file,
+    /// a store, an argument, a plan, a mapping or a value the command was given), 3 when the
+    /// operation failed while running (the disk, the OS, a lock, the store closing under it).
+    static func exitCode(for code: StoreError.Code) -> Int32 {
+        switch code {
+        case .storeFull, .io, .closed, .reentrantCall, .accessorExpired, .busy: 3
+        default: 2
+        }
+    }
 
     /// Prints `migrate-store: error: …` and returns the exit code to throw.
     static func exit(for error: any Error) -> ExitCode {
@@ -20,8 +24,7 @@ enum CommandFailure {
         } ?? "\(error)"
         let oneLine = message.split(whereSeparator: \.isNewline).joined(separator: " ")
         FileHandle.standardError.write(Data("migrate-store: error: \(oneLine)\n".utf8))
-        if let store = error as? StoreError, badInput.contains(store.code) { return ExitCode(2) }
-        return ExitCode(3)
+        return ExitCode((error as? StoreError).map { exitCode(for: $0.code) } ?? 3)
     }
 
     static func catching<T>(_ body: () throws -> T) throws -> T {

@@ -6,7 +6,12 @@ import StoreMigration
 extension MigrateStore {
     struct Copy: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Copy a store into a new one of any kind, in key order, in checkpointed batches, then verify it.")
+            abstract: "Copy a store into a new one of any kind, in key order, in checkpointed batches, then verify it.",
+            discussion: """
+                The destination's files, and the staging files and checkpoints of the copy, take the \
+                permission bits of the source's files (as `cp -p` does): a store only its owner can read \
+                is copied into files only its owner can read.
+                """)
 
         @OptionGroup var options: TransferOptions
 
@@ -53,7 +58,9 @@ extension MigrateStore {
                                                             dryRun: dryRun, checkSource: !noCheck),
                                   shouldStop: stop, progress: progress)
             }
-            if follow.enabled { try runFollow(options, follow) }
+            // The copy has just made the destination equal to its snapshot of the source (a resume
+            // by a merge join): the follow starts from the position the copy stored with it.
+            if follow.enabled { try runFollow(options, follow, compareFirst: false) }
             if let schemaPlan {
                 // A dry run checks the plan against the source, since no destination was written.
                 let (source, destination) = try CommandFailure.catching { try options.locations() }
@@ -86,8 +93,7 @@ extension MigrateStore {
             if options.from.hasPrefix("diff:") {
                 try runApplyDiff(String(options.from.dropFirst(5)), options)
             } else if follow.enabled {
-                // Follow catches up by itself: from the destination's position when the source's
-                // feed still reaches it, by a merge-join sync otherwise.
+                // Follow starts with the merge-join sync itself, then follows the feed.
                 try runFollow(options, follow)
             } else {
                 try runComparison(options, check, name: "sync", Migrator.sync)
@@ -218,7 +224,7 @@ struct FollowOption: ParsableArguments {
 
 /// Follows the source's feed into the destination until Ctrl-C or the idle limit, printing the
 /// lag; Ctrl-C is the normal end (the cutover), so it exits 0.
-func runFollow(_ options: TransferOptions, _ follow: FollowOption) throws {
+func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst: Bool = true) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
     guard options.entityList == nil else {
         throw CommandFailure.exit(for: StoreError(.invalidArgument, "--follow follows every entity; drop --entities"))
@@ -228,7 +234,8 @@ func runFollow(_ options: TransferOptions, _ follow: FollowOption) throws {
     let report: FollowReport
     do {
         report = try Migrator.follow(from: source, to: destination,
-                                     options: FollowOptions(untilIdle: follow.untilIdle, batchSize: options.batchSize),
+                                     options: FollowOptions(untilIdle: follow.untilIdle, batchSize: options.batchSize,
+                                                            compareFirst: compareFirst),
                                      shouldStop: { interrupt.isSet }, progress: { display.show($0) })
     } catch {
         display.finish()

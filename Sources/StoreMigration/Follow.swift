@@ -12,13 +12,20 @@ public struct FollowOptions: Sendable {
     public var pollInterval: Double
     /// Items per write transaction of a merge-join catch-up.
     public var batchSize: Int
+    /// Whether a follow that starts from a position stored in the destination first compares
+    /// the two stores by a merge join (on by default). A write made to the source outside the
+    /// package (the `sqlite3` shell, `psql`, another program) commits no feed entry, so only a
+    /// comparison finds it. A caller that has just copied or verified the destination against
+    /// the source's current snapshot may turn it off.
+    public var compareFirst: Bool
 
     public init(untilIdle: Double? = nil, batchTransactions: Int = 500, pollInterval: Double = 0.005,
-                batchSize: Int = 1_000) {
+                batchSize: Int = 1_000, compareFirst: Bool = true) {
         self.untilIdle = untilIdle
         self.batchTransactions = batchTransactions
         self.pollInterval = pollInterval
         self.batchSize = batchSize
+        self.compareFirst = compareFirst
     }
 }
 
@@ -84,11 +91,14 @@ extension Migrator {
     /// batch by batch, each destination transaction storing the source token it reached, until
     /// `shouldStop` returns true or the source stays idle for `options.untilIdle` seconds.
     ///
-    /// It starts from the token that the last copy, sync or follow stored in the destination. A
-    /// destination without one, or one whose token the source's feed no longer reaches (retention,
-    /// a schema migration), is first caught up by a merge-join sync, which the report lists in
-    /// ``FollowReport/catchUps``. After it returns, the destination equals the source as of
-    /// ``FollowReport/endToken``.
+    /// It starts by a merge-join sync of the two stores (listed in ``FollowReport/catchUps``),
+    /// which finds what the source's feed cannot list: writes made outside the package, a
+    /// destination without a follow position, or one whose position the feed no longer reaches
+    /// (retention, a schema migration). With ``FollowOptions/compareFirst`` off, it starts from
+    /// the position that the last copy, sync or follow stored in the destination when the feed
+    /// still reaches it. After it returns, the destination equals the source as of
+    /// ``FollowReport/endToken``, except for writes made outside the package while it ran:
+    /// the next follow or sync finds those.
     public static func follow(from source: StoreLocation, to destination: StoreLocation,
                               options: FollowOptions = FollowOptions(),
                               shouldStop: @escaping () -> Bool = { false },
@@ -110,7 +120,13 @@ extension Migrator {
                                 options: options, shouldStop: shouldStop)
         var token = try followState(of: destinationStore).map(\.token)
         report.startToken = token
-        if token == nil { report.catchUps.append("the destination holds no follow position") }
+        if token == nil {
+            report.catchUps.append("the destination holds no follow position")
+        } else if options.compareFirst {
+            report.catchUps.append("a follow starts by comparing the stores: writes made to the source outside "
+                + "the package are not in its feed")
+            token = nil
+        }
         var lastActivity = Date()
         var lastReport = Date.distantPast
         var head = try sourceStore.currentChangeToken()

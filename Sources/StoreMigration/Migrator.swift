@@ -67,7 +67,8 @@ public enum Migrator {
             try checkNew(destination, overwrite: options.overwrite)
             if options.dryRun { return try dryRun(run, sourceStore, schema) }
             if destination.exists { try destination.destroy() }
-            destinationStore = try create(destination, schema: schema, marker: source.description)
+            destinationStore = try create(destination, schema: schema, marker: source.description,
+                                          permissions: FilePermissions(of: source))
         }
         defer { try? destinationStore.close() }
 
@@ -234,11 +235,19 @@ public enum Migrator {
 
     /// Creates the destination at a staging location, marks it unfinished, then moves it into
     /// place, so that no crash can leave a destination that opens as a complete, empty store.
-    private static func create(_ destination: StoreLocation, schema: Schema, marker: String) throws -> any DataStore {
+    /// Its files take `permissions` before anything is written into them.
+    private static func create(_ destination: StoreLocation, schema: Schema, marker: String,
+                               permissions: FilePermissions?) throws -> any DataStore {
         var staging = destination
         staging.path = try destination.backend.stagingPath(for: destination.path)
         if staging.exists { try staging.destroy() }
         let store = try acceptingUnfinished { try staging.open(schema: schema, durability: .normal) }
+        do {
+            try permissions?.apply(to: staging.path)
+        } catch {
+            try? store.close()
+            throw error
+        }
         try store.writeSync { writer in
             try writer.setReservedMetadata(Array(marker.utf8), forKey: MetadataKeys.incompleteMigration)
             // The copy's batches are not recorded in the destination's feed, which starts when

@@ -33,6 +33,7 @@ extension Migrator {
             }
             if options.dryRun { return try dryRun(run, sourceStore, schema) }
             writer = try backend.beginStream(at: destination.path, schema: schema, source: source.description)
+            try FilePermissions(of: source)?.apply(to: destination.path)
         }
         defer { try? written?.close() }
         try run.interruptible {

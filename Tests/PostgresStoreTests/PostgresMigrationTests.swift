@@ -117,3 +117,31 @@ func everyBackendMigratesIntoPostgreSQLAndBackItemForItem(_ kind: StoreKind) thr
     try postgres.destroy()
 }
 #endif
+
+#if Postgres
+/// A follow that starts from a position stored in the destination finds writes made to a
+/// PostgreSQL source with `psql` (they have no feed entry) since that position: after the next
+/// follow, `verify` finds the stores equal.
+@Test func aFollowFromAStoredPositionFindsWritesMadeWithPsql() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    let source = StoreLocation(kind: "postgres", path: String(location.description.dropFirst(9)))
+    defer { try? PostgresStore.destroy(location) }
+    let destination = StoreLocation(kind: .lmdb, path: dir.url.appendingPathComponent("destination.lmdb").path)
+    try DemoData.seed(source, items: 300, seed: 6)
+    _ = try Migrator.copy(from: source, to: destination)
+    _ = try Migrator.follow(from: source, to: destination, options: FollowOptions(untilIdle: 0.2, compareFirst: false))
+
+    _ = try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
+                                         "-v", "ON_ERROR_STOP=1", "-c", """
+        UPDATE "\(location.schema)"."Product" SET "title" = 'changed with psql'
+            WHERE "sku" = (SELECT min("sku") FROM "\(location.schema)"."Product");
+        DELETE FROM "\(location.schema)"."Order" WHERE "id" = (SELECT max("id") FROM "\(location.schema)"."Order");
+        """])
+    let report = try Migrator.follow(from: source, to: destination, options: FollowOptions(untilIdle: 0.2))
+    #expect(report.catchUps.first?.hasPrefix("a follow starts by comparing") == true, "\(report.catchUps)")
+    #expect(report.itemsWritten == 1 && report.itemsDeleted == 1, "\(report)")
+    let verify = try Migrator.verify(from: source, to: destination)
+    #expect(verify.differences == 0, "\(verify)")
+}
+#endif

@@ -27,7 +27,7 @@ private func lag(in output: String) -> (median: Double, worst: Double)? {
 /// A writer process keeps writing to a SQLite source during the whole copy; `copy --follow`
 /// keeps the LMDB destination within a measured lag, and once the writer stops and the follow
 /// is idle, `verify` finds no difference. The same after a SIGKILL of the follower and a resume
-/// with `sync --follow`, which goes on from the position stored in the destination; and a source
+/// with `sync --follow`, which compares the stores and goes on from there; and a source
 /// whose feed no longer reaches that position is caught up by a merge-join sync, reported.
 @Test func copyFollowKeepsTheDestinationInStepWithAWritingSourceAndResumesAfterSIGKILL() throws {
     let dir = try TemporaryDirectory()
@@ -64,23 +64,27 @@ private func lag(in output: String) -> (median: Double, worst: Double)? {
                               "3", "--progress", "none"])
     second.waitUntilExit()
     #expect(resumed.status == 0, "\(resumed.errors)")
-    #expect(!resumed.output.contains("caught up by a merge-join"), "resumed from the stored token: \(resumed.output)")
+    // The follow compares the stores first (writes made outside the package have no feed entry),
+    // then follows from that snapshot's position.
+    #expect(resumed.output.contains("caught up by a merge-join sync: a follow starts by comparing"),
+            "\(resumed.output)")
     verify = try runCLI(["verify", "--from", "sqlite:" + source, "--to", destination, "--progress", "none"])
     #expect(verify.status == 0 && verify.output.contains("every item equals"), "\(verify.output)\(verify.errors)")
     let secondLag = try #require(lag(in: resumed.output))
     print("sync --follow resumed after SIGKILL: lag median \(secondLag.median) s, worst \(secondLag.worst) s")
 
-    // 3. The source keeps only 20 transactions and commits 200 while nobody follows: the next
-    // follow catches up by a merge-join sync and says so.
+    // 3. The source keeps only 20 transactions and commits 200 while nobody follows: a follow
+    // told to trust the stored position (the library's `compareFirst: false`) finds that the
+    // feed no longer reaches it, catches up by a merge-join sync and says so.
     let store = try SQLiteStore(path: source, schema: nil)
     try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 20)) }
     try store.close()
     _ = try runCommand(CrashRecovery.tool.path, ["sqlite", source, "feed-write", "200"])
-    let caughtUp = try runCLI(["sync", "--from", "sqlite:" + source, "--to", destination, "--follow", "--until-idle",
-                               "0.5", "--progress", "none"])
-    #expect(caughtUp.status == 0, "\(caughtUp.errors)")
-    #expect(caughtUp.output.contains("caught up by a merge-join sync: the source's feed no longer reaches"),
-            "\(caughtUp.output)")
+    let caughtUp = try Migrator.follow(from: StoreLocation(parsing: "sqlite:" + source),
+                                       to: StoreLocation(parsing: destination),
+                                       options: FollowOptions(untilIdle: 0.5, compareFirst: false))
+    #expect(caughtUp.catchUps.count == 1 && caughtUp.catchUps[0].hasPrefix("the source's feed no longer reaches"),
+            "\(caughtUp.catchUps)")
     verify = try runCLI(["verify", "--from", "sqlite:" + source, "--to", destination, "--progress", "none"])
     #expect(verify.status == 0 && verify.output.contains("every item equals"), "\(verify.output)\(verify.errors)")
 }

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// | from \ to | int | double | string | bool | date | uuid | bytes |
 /// |---|---|---|---|---|---|---|---|
-/// | int | = | exact (\|i\| ≤ 2^53) | decimal | 0 / 1 only | µs since 1970 | – | – |
+/// | int | = | exact only (the double equals the int) | decimal | 0 / 1 only | µs since 1970 | – | – |
 /// | double | integral, in range | = | shortest round-trip text | – | seconds since 1970 | – | – |
 /// | string | decimal only | Swift `Double(text)` | = | `true` / `false` | ISO 8601 (µs) | UUID text | UTF-8 |
 /// | bool | 0 / 1 | – | `true` / `false` | = | – | – | – |
@@ -39,7 +39,7 @@ public enum ValueConversion {
         switch (value, type) {
         case (.int(let i), .double):
             let d = Double(i)
-            return Int64(exactly: d) == i && abs(d) <= 9_007_199_254_740_992 ? .double(d) : nil
+            return Int64(exactly: d) == i ? .double(d) : nil
         case (.int(let i), .string): return .string(String(i))
         case (.int(let i), .bool): return i == 0 ? .bool(false) : i == 1 ? .bool(true) : nil
         case (.int(let i), .date): return .date(Timestamp(microsecondsSinceEpoch: i))
@@ -74,13 +74,17 @@ public enum ValueConversion {
         }
     }
 
-    /// A timestamp as `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, UTC, the text a date converts to.
+    /// A timestamp as `YYYY-MM-DDTHH:MM:SS.ffffffZ`, UTC, the text a date converts to. Years
+    /// outside 0000 to 9999 take ISO 8601's expanded form, a sign and six digits
+    /// (`+294247-01-10T04:00:54.775807Z`), so that every date a store can hold has a text.
     public static func iso8601Text(_ t: Timestamp) -> String { iso8601(t) }
 
-    /// Parses `YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)`, the text a string converts to a date from.
+    /// Parses `[±YY]YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)`, the text a string converts to a
+    /// date from.
     public static func parseISO8601Text(_ text: String) -> Timestamp? { parseISO8601(text) }
 
-    /// `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, UTC, the form ``convert(_:to:)`` writes.
+    /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` (or `±YYYYYY-…` outside years 0 to 9999), UTC, the form
+    /// ``convert(_:to:)`` writes.
     static func iso8601(_ t: Timestamp) -> String {
         // Floor division without overflow: Int64.min microseconds is a valid timestamp.
         let (quotient, remainder) = t.microsecondsSinceEpoch.quotientAndRemainder(dividingBy: 1_000_000)
@@ -89,13 +93,16 @@ public enum ValueConversion {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
-        var text = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                          Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
-        if fraction != 0 { text += String(format: ".%06d", Int(fraction)) }
-        return text + "Z"
+        let year = Int(parts.tm_year) + 1900
+        let yearText = (0...9999).contains(year) ? String(format: "%04d", year)
+            : (year < 0 ? "-" : "+") + String(format: "%06d", abs(year))
+        return yearText + String(format: "-%02d-%02dT%02d:%02d:%02d.%06dZ", Int(parts.tm_mon) + 1,
+                                 Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec),
+                                 Int(fraction))
     }
 
-    /// Parses `YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)`.
+    /// Parses `[±YY]YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)`; `nil` for any other text and for a
+    /// date past the range of ``Timestamp``.
     static func parseISO8601(_ text: String) -> Timestamp? {
         let bytes = Array(text.utf8)
         func number(_ range: Range<Int>) -> Int? {
@@ -107,15 +114,20 @@ public enum ValueConversion {
             }
             return n
         }
-        guard bytes.count >= 20, bytes[4] == 0x2D, bytes[7] == 0x2D, bytes[10] == 0x54 || bytes[10] == 0x20,
-              bytes[13] == 0x3A, bytes[16] == 0x3A,
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+        // An expanded year: a sign and six digits; the fields after it move by three.
+        let expanded = !bytes.isEmpty && (bytes[0] == 0x2B || bytes[0] == 0x2D)
+        let b = expanded ? 3 : 0
+        guard bytes.count >= 20 + b, bytes[b + 4] == 0x2D, bytes[b + 7] == 0x2D,
+              bytes[b + 10] == 0x54 || bytes[b + 10] == 0x20, bytes[b + 13] == 0x3A, bytes[b + 16] == 0x3A,
+              let digits = number(expanded ? 1..<7 : 0..<4), let month = number(b + 5..<b + 7),
+              let day = number(b + 8..<b + 10), let hour = number(b + 11..<b + 13),
+              let minute = number(b + 14..<b + 16), let second = number(b + 17..<b + 19),
               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
         else { return nil }
-        var i = 19
+        let year = expanded && bytes[0] == 0x2D ? -digits : digits
+        var i = b + 19
         var micros = 0
-        if bytes[i] == 0x2E {
+        if i < bytes.count, bytes[i] == 0x2E {
             i += 1
             var digits = 0
             while i < bytes.count, bytes[i] >= 0x30 && bytes[i] <= 0x39 {
@@ -144,6 +156,7 @@ public enum ValueConversion {
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
         let days = era * 146_097 + doe - 719_468
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
-        return Timestamp(microsecondsSinceEpoch: Int64(seconds) * 1_000_000 + Int64(micros))
+        // In 128 bits: the first and last seconds of the range pass Int64 before their fraction.
+        return Int64(exactly: Int128(seconds) * 1_000_000 + Int128(micros)).map(Timestamp.init(microsecondsSinceEpoch:))
     }
 }
