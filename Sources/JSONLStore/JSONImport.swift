@@ -27,6 +27,9 @@ public enum JSONImport {
         public var epochUnit: EpochUnit
         /// Objects per write transaction.
         public var batchSize: Int
+        /// Do everything in one transaction that is rolled back at the end: the report says what
+        /// the import would insert, update, delete and reject, and the store is left as it was.
+        public var dryRun: Bool
 
         /// What makes two runs the same import, besides the input and the entity.
         var fingerprint: String {
@@ -36,7 +39,8 @@ public enum JSONImport {
 
         public init(mapping: [String: String] = [:], snakeCaseToCamelCase: Bool = true,
                     operations: Set<Operation> = Set(Operation.allCases), epochUnit: EpochUnit = .seconds,
-                    batchSize: Int = 1_000) {
+                    batchSize: Int = 1_000, dryRun: Bool = false) {
+            self.dryRun = dryRun
             self.mapping = mapping
             self.snakeCaseToCamelCase = snakeCaseToCamelCase
             self.operations = operations
@@ -108,8 +112,6 @@ public enum JSONImport {
         }
         let (objects, digest) = try parse(path)
         let run = "\(digest) \(entity.name) \(options.fingerprint)"
-        var report = Report()
-        report.objects = objects.count
         var rejectedObjects: [(Reject, JSON)] = []
         var accepted: [(position: Int, key: Value, values: [String: Value], object: JSON)] = []
         var seen = Set<Value>()
@@ -126,15 +128,64 @@ public enum JSONImport {
                 rejectedObjects.append((Reject(position: position, reason: rejection.reason), object))
             }
         }
+        if options.dryRun {
+            // Every write in one transaction, which the thrown report rolls back.
+            do {
+                try store.writeSync { writer in
+                    let transaction = ImportTransactions.dryRun(writer)
+                    throw DryRunFinished(report: try write(accepted, rejectedObjects, seen, entity, options, run,
+                                                           transaction, store, shouldStop, progress).report)
+                }
+            } catch let finished as DryRunFinished {
+                return finished.report
+            }
+        }
+        let (report, rejected) = try write(accepted, rejectedObjects, seen, entity, options, run,
+                                           .each(store), store, shouldStop, progress)
+        if let rejectsPath {
+            let writer = try JSONLStreamWriter.lines(at: rejectsPath)
+            do {
+                for (reject, object) in rejected {
+                    var line = Array(#"{"position":\#(reject.position),"reason":"#.utf8)
+                    JSONLineCodec.appendString(reject.reason, to: &line)
+                    line += Array(#","object":"#.utf8)
+                    object.append(to: &line)
+                    line.append(0x7D)
+                    try writer.write(line: line)
+                }
+                try writer.finish()
+            } catch {
+                writer.abandon()
+                throw error
+            }
+        }
+        return report
+    }
+
+    private struct DryRunFinished: Error {
+        var report: Report
+    }
+
+    /// The mapped objects written in batches, then the deletes; returns the report and the
+    /// rejected objects with their reasons, in input order.
+    private static func write(_ accepted: [(position: Int, key: Value, values: [String: Value], object: JSON)],
+                              _ rejected: [(Reject, JSON)], _ seen: Set<Value>, _ entity: EntitySchema,
+                              _ options: Options, _ run: String, _ transactions: ImportTransactions,
+                              _ store: any DataStore, _ shouldStop: () -> Bool,
+                              _ progress: (Int) -> Void) throws -> (report: Report, rejected: [(Reject, JSON)]) {
+        var rejectedObjects = rejected
+        var report = Report()
+        report.objects = accepted.count + rejected.count
         // An interrupted run of the same input and options goes on from its checkpoint.
         var mark = Checkpoint(run: run, done: 0, inserted: 0, updated: 0, unchanged: 0, deleted: 0, refused: [:])
-        if let bytes = try store.read({ try $0.metadata(forKey: checkpointKey) }),
+        if !transactions.isDryRun, let bytes = try store.read({ try $0.metadata(forKey: checkpointKey) }),
             let stored = try? JSONDecoder().decode(Checkpoint.self, from: Data(bytes)), stored.run == run
         {
             mark = stored
             report.resumedAfter = stored.done
         }
         func save(_ writer: WriteAccessor, _ mark: Checkpoint?) throws {
+            guard !transactions.isDryRun else { return }
             let bytes = try mark.map { mark -> [UInt8] in
                 do {
                     return Array(try JSONEncoder().encode(mark))
@@ -159,7 +210,7 @@ public enum JSONImport {
             if wrote, shouldStop() { throw Interrupted(report: report) }
             wrote = true
             let batch = accepted[start..<min(accepted.count, start + max(1, options.batchSize))]
-            let outcome = try store.writeSync { writer -> (Report, [(Int, String)]) in
+            let outcome = try transactions.write { writer -> (Report, [(Int, String)]) in
                 var counts = Report()
                 var refused: [(Int, String)] = []
                 for (offset, item) in zip(batch.indices, batch) {
@@ -214,7 +265,7 @@ public enum JSONImport {
         }
         if options.operations.contains(.delete) {
             var doomed: [Value] = []
-            try store.read { reader in
+            try transactions.read { reader in
                 try JSONLines.forEachPage(of: entity, in: reader, pageSize: 1_000) { page in
                     for record in page where !seen.contains(record[entity.primaryKey]) {
                         doomed.append(record[entity.primaryKey])
@@ -224,7 +275,7 @@ public enum JSONImport {
             var index = 0
             while index < doomed.count {
                 let batch = doomed[index..<min(doomed.count, index + max(1, options.batchSize))]
-                mark.deleted += try store.writeSync { writer in
+                mark.deleted += try transactions.write { writer in
                     let deleted = try batch.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
                     var next = mark
                     next.deleted += deleted
@@ -236,27 +287,10 @@ public enum JSONImport {
                 if index < doomed.count, shouldStop() { throw Interrupted(report: report) }
             }
         }
-        try store.writeSync { try save($0, nil) }
+        try transactions.write { try save($0, nil) }
         rejectedObjects.sort { $0.0.position < $1.0.position }
         report.rejected = rejectedObjects.map(\.0)
-        if let rejectsPath {
-            let writer = try JSONLStreamWriter.lines(at: rejectsPath)
-            do {
-                for (reject, object) in rejectedObjects {
-                    var line = Array(#"{"position":\#(reject.position),"reason":"#.utf8)
-                    JSONLineCodec.appendString(reject.reason, to: &line)
-                    line += Array(#","object":"#.utf8)
-                    object.append(to: &line)
-                    line.append(0x7D)
-                    try writer.write(line: line)
-                }
-                try writer.finish()
-            } catch {
-                writer.abandon()
-                throw error
-            }
-        }
-        return report
+        return (report, rejectedObjects)
     }
 
     struct ImportRejection: Error {
@@ -405,6 +439,32 @@ extension JSON {
                 field.value.append(to: &out)
             }
             out.append(0x7D)
+        }
+    }
+}
+
+/// Where an import's transactions go: one write transaction each, or all into the one
+/// transaction of a dry run, which is rolled back.
+enum ImportTransactions {
+    case each(any DataStore)
+    case dryRun(WriteAccessor)
+
+    var isDryRun: Bool {
+        if case .dryRun = self { return true }
+        return false
+    }
+
+    func write<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
+        switch self {
+        case .each(let store): try store.writeSync(body)
+        case .dryRun(let writer): try body(writer)
+        }
+    }
+
+    func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
+        switch self {
+        case .each(let store): try store.read(body)
+        case .dryRun(let writer): try body(writer)
         }
     }
 }

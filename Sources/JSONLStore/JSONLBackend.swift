@@ -1,5 +1,6 @@
 @_spi(Backend) import DataStoreAPI
 import Foundation
+internal import CZlib
 
 /// A JSON Lines file opened as a read-only ``DataStore``: every read works as on any store
 /// (one snapshot: the file as it was when opened), and writes fail with `readOnly`.
@@ -27,10 +28,18 @@ public final class JSONLinesStore: Store, @unchecked Sendable {
 
     public func exists(at path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
+    /// A file named `*.jsonl` or `*.jsonl.gz` that begins with a store header: a rejects file
+    /// or a diff, also JSON Lines, is not a store.
     public func recognizes(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
-        return (path.hasSuffix(".jsonl") || path.hasSuffix(".jsonl.gz"))
-            && FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        guard path.hasSuffix(".jsonl") || path.hasSuffix(".jsonl.gz"),
+            FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            let file = gzopen(path, "rb")
+        else { return false }
+        defer { gzclose(file) }
+        let header = Array(#"{"datastore":"jsonl""#.utf8)
+        var start = [UInt8](repeating: 0, count: header.count)
+        return gzread(file, &start, UInt32(header.count)) == header.count && start == header
     }
 
     public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws

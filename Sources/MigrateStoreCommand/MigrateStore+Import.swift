@@ -11,7 +11,8 @@ extension MigrateStore {
             discussion: """
                 JSON keys map onto attributes: the same name, the camelCase form of a snake_case key, or \
                 the --mapping file ({"json_key": "attribute"}). The primary key decides between insert \
-                and update; items of the entity that the JSON does not hold are deleted. Dates may be \
+                and update; items of the entity that the JSON does not hold are deleted (see what would \
+                be with --dry-run; keep them with --skip-deletes). Dates may be \
                 ISO 8601 text or Unix-epoch numbers. Objects that cannot be imported are counted, listed \
                 with their reason in --rejects, and skipped; input that is not JSON writes nothing. \
                 Objects are written in transactions of --batch-size, each storing a checkpoint: after \
@@ -51,6 +52,9 @@ extension MigrateStore {
         @Option(help: "Objects per write transaction.")
         var batchSize: Int = 1_000
 
+        @Flag(help: "Print what the import would delete, insert, update and reject, and write nothing.")
+        var dryRun = false
+
         func validate() throws {
             guard JSONImport.EpochUnit(rawValue: epoch) != nil else {
                 throw ValidationError("--epoch must be seconds or milliseconds")
@@ -62,7 +66,7 @@ extension MigrateStore {
             let location = try CommandFailure.catching { try StoreLocation.resolve([to], store: nil)[0] }
             var options = JSONImport.Options(snakeCaseToCamelCase: !noSnakeCase,
                                              epochUnit: JSONImport.EpochUnit(rawValue: epoch) ?? .seconds,
-                                             batchSize: batchSize)
+                                             batchSize: batchSize, dryRun: dryRun)
             if skipInserts { options.operations.remove(.insert) }
             if skipUpdates { options.operations.remove(.update) }
             if skipDeletes { options.operations.remove(.delete) }
@@ -71,12 +75,8 @@ extension MigrateStore {
                     guard let data = FileManager.default.contents(atPath: mapping) else {
                         throw StoreError(.notFound, "the mapping file \(mapping) does not exist")
                     }
-                    do {
-                        return try JSONDecoder().decode([String: String].self, from: data)
-                    } catch {
-                        throw StoreError(.invalidArgument, "the mapping file \(mapping) is not a JSON object of "
-                            + "strings: \(error)")
-                    }
+                    return try JSONInput.decode([String: String].self, from: data,
+                                                what: "the mapping file \(mapping) (a JSON object of strings)")
                 }
             }
             let interrupt = InterruptHandler()
@@ -84,8 +84,8 @@ extension MigrateStore {
             do {
                 let store = try location.open(schema: nil)
                 defer { try? store.close() }
-                report = try JSONImport.run(file, into: store, entity: entity, options: options, rejects: rejects,
-                                            shouldStop: { interrupt.isSet })
+                report = try JSONImport.run(file, into: store, entity: entity, options: options,
+                                            rejects: dryRun ? nil : rejects, shouldStop: { interrupt.isSet })
             } catch let stopped as JSONImport.Interrupted {
                 let done = stopped.report.inserted + stopped.report.updated + stopped.report.unchanged
                 FileHandle.standardError.write(Data(("migrate-store: interrupted after a finished batch (\(done) objects "
@@ -94,9 +94,12 @@ extension MigrateStore {
             } catch {
                 throw CommandFailure.exit(for: error)
             }
-            print("import \(file) -> \(location) \(entity): \(report.objects) objects, \(report.inserted) inserted, "
-                + "\(report.updated) updated, \(report.unchanged) unchanged, \(report.deleted) deleted, "
-                + "\(report.rejected.count) rejected"
+            // Deletions first: they are what an import of the wrong file costs.
+            let would = dryRun ? "would be " : ""
+            print("import \(file) -> \(location) \(entity)" + (dryRun ? " (dry run: nothing written)" : "") + ": "
+                + "\(report.deleted) \(would)deleted, \(report.inserted) \(would)inserted, "
+                + "\(report.updated) \(would)updated, \(report.unchanged) unchanged, \(report.rejected.count) rejected, "
+                + "of \(report.objects) objects"
                 + (report.resumedAfter.map { " (went on after \($0) objects of an interrupted run)" } ?? ""))
             for reject in report.rejected.prefix(10) { print("  rejected object \(reject.position): \(reject.reason)") }
             if report.rejected.count > 10 { print("  ... \(report.rejected.count - 10) more") }

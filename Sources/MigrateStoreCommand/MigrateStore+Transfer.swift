@@ -51,6 +51,12 @@ extension MigrateStore {
 
         func run() throws {
             let schemaPlan = try plan.map { path in try CommandFailure.catching { try SchemaPlanFile.read(path) } }
+            if follow.enabled { try checkFollow(options) }
+            if schemaPlan != nil && !dryRun {
+                try CommandFailure.catching {
+                    try Migrator.requireTransactions(options.locations().1, toDo: "be upgraded with --plan")
+                }
+            }
             try runTransfer(options, name: "copy", resumeHint: true) { source, destination, stop, progress in
                 try Migrator.copy(from: source, to: destination,
                                   options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
@@ -93,6 +99,7 @@ extension MigrateStore {
             if options.from.hasPrefix("diff:") {
                 try runApplyDiff(String(options.from.dropFirst(5)), options)
             } else if follow.enabled {
+                try checkFollow(options)
                 // Follow starts with the merge-join sync itself, then follows the feed.
                 try runFollow(options, follow)
             } else {
@@ -222,13 +229,21 @@ struct FollowOption: ParsableArguments {
     }
 }
 
+/// Refuses, before anything is read or written, a follow that cannot work.
+func checkFollow(_ options: TransferOptions) throws {
+    guard options.entityList == nil else {
+        throw CommandFailure.exit(for: StoreError(.invalidArgument, "--follow follows every entity; drop --entities"))
+    }
+    try CommandFailure.catching {
+        let (source, destination) = try options.locations()
+        try Migrator.checkFollow(from: source, to: destination)
+    }
+}
+
 /// Follows the source's feed into the destination until Ctrl-C or the idle limit, printing the
 /// lag; Ctrl-C is the normal end (the cutover), so it exits 0.
 func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst: Bool = true) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
-    guard options.entityList == nil else {
-        throw CommandFailure.exit(for: StoreError(.invalidArgument, "--follow follows every entity; drop --entities"))
-    }
     let display = ProgressDisplay(style: options.progress)
     let interrupt = InterruptHandler()
     let report: FollowReport

@@ -37,25 +37,10 @@ extension MigrateStore {
 /// Reads a plan file.
 enum SchemaPlanFile {
     static func read(_ path: String) throws -> SchemaPlan {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw StoreError(.notFound, "cannot read the plan \(path): \(error.localizedDescription)")
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StoreError(.notFound, "the plan \(path) does not exist or cannot be read")
         }
-        do {
-            return try JSONDecoder().decode(SchemaPlan.self, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            throw StoreError(.invalidArgument, "the plan \(path) is not valid: \(context.debugDescription)")
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw StoreError(.invalidArgument, "the plan \(path) lacks '\(key.stringValue)' at "
-                + context.codingPath.map(\.stringValue).joined(separator: "."))
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw StoreError(.invalidArgument, "the plan \(path) has a wrong value at "
-                + context.codingPath.map(\.stringValue).joined(separator: ".") + ": \(context.debugDescription)")
-        } catch {
-            throw StoreError(.invalidArgument, "the plan \(path) is not valid: \(error)")
-        }
+        return try JSONInput.decode(SchemaPlan.self, from: data, what: "the plan \(path)")
     }
 }
 

@@ -92,6 +92,9 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// The server's address as a user gives it: `HOST:PORT`, or the socket directory.
+    var server: String { host.hasPrefix("/") ? "\(host) (Unix socket, port \(port))" : "\(host):\(port)" }
+
     /// A new connection, waited for.
     func connect() throws(StoreError) -> PostgresConnection {
         let configuration: PostgresConnection.Configuration
@@ -107,7 +110,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                                                   configuration: configuration, id: Self.nextID(),
                                                   logger: PostgresSession.logger).wait()
         } catch {
-            throw StoreError(.io, "cannot connect to \(self): \(PostgresSession.describe(error))")
+            throw StoreError(.io, "cannot connect to the PostgreSQL server at \(server) (database \(database), user "
+                + "\(user)): \(PostgresSession.describe(error))")
         }
     }
 
@@ -172,11 +176,35 @@ final class PostgresSession: @unchecked Sendable {
         (error as? PSQLError)?.serverInfo?[.sqlState]
     }
 
+    /// What went wrong, in the server's or the OS's words, never as a Swift value.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? PSQLError, let info = error.serverInfo {
-            return [info[.sqlState], info[.message], info[.detail]].compactMap { $0 }.joined(separator: ": ")
+        switch error {
+        case let error as PSQLError:
+            if let info = error.serverInfo {
+                return [info[.sqlState], info[.message], info[.detail]].compactMap { $0 }.joined(separator: ": ")
+            }
+            if let underlying = error.underlying { return describe(underlying) }
+            switch error.code {
+            case .serverClosedConnection, .clientClosedConnection: return "the connection was closed"
+            case .connectionError: return "the connection failed"
+            case .sslUnsupported: return "the server does not support TLS"
+            case .queryCancelled: return "the query was cancelled"
+            default: return "the PostgreSQL protocol failed (\(error.code))"
+            }
+        case let error as NIOConnectionError:
+            let reasons = error.connectionErrors.map { describe($0.error) }
+            if let first = reasons.first { return first }
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "no host is named \(error.host)" }
+            return "no address of \(error.host) answered"
+        case is SocketAddressError:
+            return "no such host"
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        case let error as ChannelError:
+            return "the connection failed (\(error))"
+        default:
+            return (error as NSError).localizedDescription
         }
-        return String(reflecting: error)
     }
 
     static func storeError(_ error: any Error, sql: String, location: PostgresLocation) -> StoreError {

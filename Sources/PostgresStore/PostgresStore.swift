@@ -77,7 +77,9 @@ public final class PostgresStore: Store, @unchecked Sendable {
     }
 
     public func stagingPath(for path: String) -> String {
-        guard var location = try? PostgresLocation(parsing: path) else { return path + ".migrating" }
+        // A location that does not parse stays as it is, so that opening it names what is wrong
+        // with the user's own text.
+        guard var location = try? PostgresLocation(parsing: path) else { return path }
         location.schema = String(location.schema.prefix(50)) + "__migrating"
         return String(location.description.dropFirst("postgres:".count))
     }

@@ -32,9 +32,7 @@ extension Migrator {
         defer { try? sourceStore.close() }
         let destinationStore = try withResumeCommand(destination) { try destination.openSource() }
         defer { try? destinationStore.close() }
-        for entity in schema.entities where destinationStore.schema.entity(named: entity.name) != entity {
-            throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' like the source's")
-        }
+        try requireEntities(of: schema, in: destinationStore.schema, destination)
         var report = DiffReport(source: source.description, destination: destination.description)
         let writer = try StoreChanges.Writer(path: output, schema: schema, from: source.description,
                                              to: destination.description)

@@ -87,6 +87,25 @@ extension Migrator {
         try writer.setReservedMetadata(Array(try JSONEncoder().encode(state)), forKey: followKey)
     }
 
+    /// Throws `invalidArgument` when `destination` cannot follow `source`: the same store, or a
+    /// destination written whole rather than by transactions (a JSON Lines file). A command that
+    /// copies and then follows calls it before it reads or writes anything.
+    public static func checkFollow(from source: StoreLocation, to destination: StoreLocation) throws {
+        guard source != destination else {
+            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
+        }
+        try requireTransactions(destination, toDo: "follow a source")
+    }
+
+    /// Throws `invalidArgument` when `location` is written whole rather than by transactions (a
+    /// JSON Lines file), so that it cannot `toDo` ("follow a source", "be upgraded").
+    public static func requireTransactions(_ location: StoreLocation, toDo: String) throws {
+        if try location.backend is any StreamedStoreBackend {
+            throw StoreError(.invalidArgument, "\(location) cannot \(toDo): a \(location.kind) store is written "
+                + "whole, not by transactions")
+        }
+    }
+
     /// Keeps `destination` in step with a live `source` by applying the source's change feed,
     /// batch by batch, each destination transaction storing the source token it reached, until
     /// `shouldStop` returns true or the source stays idle for `options.untilIdle` seconds.
@@ -103,17 +122,13 @@ extension Migrator {
                               options: FollowOptions = FollowOptions(),
                               shouldStop: @escaping () -> Bool = { false },
                               progress: @escaping (FollowProgress) -> Void = { _ in }) throws -> FollowReport {
-        guard source != destination else {
-            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
-        }
+        try checkFollow(from: source, to: destination)
         let started = Date()
         let sourceStore = try source.openSource()
         defer { try? sourceStore.close() }
         let destinationStore = try withResumeCommand(destination) { try destination.open(schema: nil) }
         defer { try? destinationStore.close() }
-        for entity in sourceStore.schema.entities where destinationStore.schema.entity(named: entity.name) != entity {
-            throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' like the source's")
-        }
+        try requireEntities(of: sourceStore.schema, in: destinationStore.schema, destination)
         var report = FollowReport(source: source.description, destination: destination.description)
         var lags: [Double] = []
         var follower = Follower(source: sourceStore, destination: destinationStore, sourceLocation: source,

@@ -144,9 +144,7 @@ public enum Migrator {
             operation == "verify" ? try destination.openSource() : try destination.open(schema: nil)
         }
         defer { try? destinationStore.close() }
-        for entity in schema.entities where destinationStore.schema.entity(named: entity.name) != entity {
-            throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' like the source's")
-        }
+        try requireEntities(of: schema, in: destinationStore.schema, destination)
         let run = MigrationRun(operation: operation, source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
         try run.interruptible {
@@ -442,5 +440,24 @@ final class MigrationRun {
             }
         }
         report.verified = true
+    }
+}
+
+extension Migrator {
+    /// Throws `schemaMismatch` unless `destinationSchema` holds every entity of `schema` as it is
+    /// there, naming the first entity that is missing or differs, and how.
+    static func requireEntities(of schema: Schema, in destinationSchema: Schema,
+                                _ destination: StoreLocation) throws(StoreError) {
+        for entity in schema.entities where destinationSchema.entity(named: entity.name) != entity {
+            guard let theirs = destinationSchema.entity(named: entity.name) else {
+                throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' (it has "
+                    + destinationSchema.entities.map(\.name).joined(separator: ", ") + ")")
+            }
+            let differences = SchemaDifference.between(stored: Schema(version: 1, entities: [theirs]),
+                                                       requested: Schema(version: 1, entities: [entity]))
+            throw StoreError(.schemaMismatch, "the entity '\(entity.name)' of \(destination) differs from the "
+                + "source's: " + (differences.isEmpty ? "its attributes or indexes are in another order"
+                    : "from it to the source's, " + differences.map(\.summary).joined(separator: "; ")))
+        }
     }
 }

@@ -37,6 +37,11 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
                 "'\(text)' names no store; write \(text):PATH, or give the store's "
                     + "name with --store")
         }
+        if !FileManager.default.fileExists(atPath: text), let backend = Self.backend(namedBySuffixOf: text) {
+            // A store to be made (a destination): its suffix names its kind.
+            self.init(kind: backend.kind, path: text)
+            return
+        }
         guard FileManager.default.fileExists(atPath: text),
             let backend = StoreBackends.all.first(where: { $0.recognizes(text) })
         else {
@@ -62,18 +67,17 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
         func storeName() throws -> String {
             if let name { return name }
             if let store {
-                name = store
-                return store
+                // `--store app.sqlite` names the store `app`, as `--store app` does.
+                let named = backend(namedBySuffixOf: store) != nil ? (store as NSString).deletingPathExtension : store
+                name = named
+                return named
             }
-            let extensions = Set(StoreBackends.all.compactMap(\.fileExtension))
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
             let names = Set(
                 entries.compactMap { entry -> String? in
-                    let url = URL(fileURLWithPath: entry)
-                    guard extensions.contains(url.pathExtension), !entry.hasSuffix(".migrating") else {
-                        return nil
-                    }
-                    return url.deletingPathExtension().lastPathComponent
+                    let path = (directory as NSString).appendingPathComponent(entry)
+                    guard let backend = backend(namedBySuffixOf: entry), backend.recognizes(path) else { return nil }
+                    return (entry as NSString).deletingPathExtension
                 }
             ).sorted()
             guard names.count == 1, let only = names.first else {
@@ -97,6 +101,13 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
             let base = try storeName()
             return StoreLocation(kind: kind, path: backend.fileExtension.map { "\(base).\($0)" } ?? base)
         }
+    }
+
+    /// The registered backend whose file extension ends `path` (`app.lmdb`: LMDB).
+    static func backend(namedBySuffixOf path: String) -> (any StoreBackend)? {
+        let suffix = (path as NSString).pathExtension
+        guard !suffix.isEmpty else { return nil }
+        return StoreBackends.all.first { $0.fileExtension == suffix }
     }
 
     public var description: String { "\(kind):\(path)" }

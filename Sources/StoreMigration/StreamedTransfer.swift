@@ -100,9 +100,7 @@ extension Migrator {
         defer { try? sourceStore.close() }
         let old = try destination.openSource()
         defer { try? old.close() }
-        for entity in schema.entities where old.schema.entity(named: entity.name) != entity {
-            throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' like the source's")
-        }
+        try requireEntities(of: schema, in: old.schema, destination)
         let run = MigrationRun(operation: "sync", source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
         let writer = try backend.beginStream(at: destination.path, schema: old.schema, source: source.description)
