@@ -236,6 +236,26 @@ enum CRUDCases {
         c.expect(try store.read { try $0.metadata(forKey: "app.cursor") } == nil)
     }
 
+    /// Metadata keys are compared by their bytes, whatever they hold: NUL, the bytes a backend
+    /// may use to escape (0x01), unnormalized Unicode, and keys that are prefixes of others.
+    static func metadataKeysHoldAnyString(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let keys = ["a\u{0}b", "a\u{0}", "a", "a\u{1}", "\u{1}\u{2}", "\u{1}\u{1}", "\u{0}", "\u{E9}", "e\u{301}",
+                    "app.cursor\u{0}"]
+        try store.writeSync { w in
+            for (n, key) in keys.enumerated() { try w.setMetadata([UInt8(n), 0, 0xFF], forKey: key) }
+        }
+        try store.read { r in
+            for (n, key) in keys.enumerated() {
+                c.expectEqual(try r.metadata(forKey: key), [UInt8(n), 0, 0xFF], "\(key.unicodeScalars.map(\.value))")
+            }
+            c.expect(try r.metadata(forKey: "a\u{0}c") == nil)
+        }
+        try store.writeSync { try $0.setMetadata(nil, forKey: "a\u{0}") }
+        c.expect(try store.read { try $0.metadata(forKey: "a\u{0}") } == nil)
+        c.expectEqual(try store.read { try $0.metadata(forKey: "a\u{0}b") }, [0, 0, 0xFF])
+    }
+
     /// `insert(contentsOf:)` is inserting each item in order: a clean batch stores every item; a
     /// batch with a taken key, a key given twice or a unique value held or repeated fails at
     /// the first item that cannot be stored, with those before it stored (caught inside the
@@ -316,5 +336,6 @@ enum CRUDCases {
             "CRUD", "uniqueIndexAllowsRewritingTheSameItemAndReusingFreedValues",
             uniqueIndexAllowsRewritingTheSameItemAndReusingFreedValues),
         ConformanceCase("CRUD", "metadataIsTransactional", metadataIsTransactional),
+        ConformanceCase("CRUD", "metadataKeysHoldAnyString", metadataKeysHoldAnyString),
     ]
 }

@@ -83,7 +83,60 @@ enum LimitCases {
         c.expectError(.limitExceeded, naming: past) { _ = try c.open(bad, name: "bad") }
     }
 
+    /// The largest schema the limits allow, with names of the longest length that share all
+    /// but their last byte (`Limits.maxNameLength`), takes one large transaction touching every
+    /// entity and index, and reads it back through every index.
+    static func theLargestSchemaTakesOneLargeTransaction(_ c: ConformanceContext) throws {
+        let schema = largestSchema()
+        let store = try c.open(schema, name: "largest")
+        let text = { (n: Int) in String(repeating: "t", count: 36) + String(format: "%04d", n) }
+        // One item of each entity by itself, the others in a bulk insert (of 64: PostgreSQL's COPY).
+        try store.writeSync { w in
+            for entity in schema.entities {
+                let records = (1...65).map { id -> Record in
+                    var record: Record = ["id": .int(Int64(id))]
+                    for (n, attribute) in entity.attributes.dropFirst().enumerated() {
+                        record[attribute.name] = .string(text(id * 100 + n))
+                    }
+                    return record
+                }
+                try w.insert(records[0], into: entity.name)
+                try w.insert(contentsOf: Array(records.dropFirst()), into: entity.name)
+            }
+        }
+        try store.read { r in
+            for entity in schema.entities {
+                c.expectEqual(try r.count(FetchRequest(entity.name)), 65, entity.name)
+                for (n, attribute) in entity.attributes.dropFirst().enumerated() {
+                    let found = try r.fetch(FetchRequest(entity.name, filter: Field(attribute.name) == .string(text(200 + n))))
+                    c.expectEqual(found.map { $0["id"] }, [.int(2)], "\(entity.name).\(attribute.name)")
+                }
+            }
+        }
+    }
+
+    /// `Limits.maxEntities` entities of `Limits.maxIndexesPerEntity` indexes, one attribute
+    /// each; entity, attribute and index names of `Limits.maxNameLength` bytes, in groups that
+    /// share their first 63 bytes (names may not differ by letter case only, so 36 letters and
+    /// digits tell them apart).
+    static func largestSchema() -> Schema {
+        let distinct = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ").map(String.init)
+        let prefix = { (letter: String, length: Int) in String(repeating: letter, count: length) }
+        let entities = (0..<Limits.maxEntities).map { e -> EntitySchema in
+            let name = prefix("E", Limits.maxNameLength - 2) + distinct[e / distinct.count] + distinct[e % distinct.count]
+            let attributes = (0..<Limits.maxIndexesPerEntity).map {
+                Attribute(prefix("a", Limits.maxNameLength - 1) + distinct[$0], .string)
+            }
+            let indexes = attributes.indices.map {
+                Index(prefix("i", Limits.maxNameLength - 1) + distinct[$0], on: [attributes[$0].name])
+            }
+            return EntitySchema(name, primaryKey: "id", attributes: [Attribute("id", .int)] + attributes, indexes: indexes)
+        }
+        return Schema(entities: entities)
+    }
+
     static let all: [ConformanceCase] = [
+        ConformanceCase("Limits", "theLargestSchemaTakesOneLargeTransaction", theLargestSchemaTakesOneLargeTransaction),
         ConformanceCase(
             "Limits", "stringKeyAtLimitWorksAndOnePastFails", stringKeyAtLimitWorksAndOnePastFails),
         ConformanceCase(

@@ -20,7 +20,7 @@ struct LMDBDatabases: Sendable {
         var entities: [String: MDB_dbi] = [:]
         var indexes: [String: [String: MDB_dbi]] = [:]
         func open(_ name: String) throws -> MDB_dbi {
-            guard let dbi = try environment.openDatabase(name, in: txn.txn, create: create) else {
+            guard let dbi = try txn.openDatabase(name, create: create) else {
                 throw StoreError(.corrupt, "\(environment.path): database \(name) of the schema is missing")
             }
             return dbi

@@ -74,7 +74,7 @@ public struct LMDBOptions: Sendable, Hashable {
         pagesChecked = options.checkPages ? try Self.walk(environment) : nil
         let txn = try LMDBTxn(environment: environment, write: !readOnly)
         defer { txn.finish() }
-        let existingMeta = try environment.openDatabase("_ds_meta", in: txn.txn, create: false)
+        let existingMeta = try txn.openDatabase("_ds_meta", create: false)
         var stored: Schema?
         var storedFormat = Self.formatVersion
         if let meta = existingMeta {
@@ -91,7 +91,7 @@ public struct LMDBOptions: Sendable, Hashable {
         }
         let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: path)
         self.schema = schema
-        let meta = try existingMeta ?? environment.openDatabase("_ds_meta", in: txn.txn, create: true)
+        let meta = try existingMeta ?? txn.openDatabase("_ds_meta", create: true)
         guard let meta else { throw StoreError(.io, "\(path): cannot create _ds_meta") }
         let opened = try LMDBDatabases.open(schema, environment, txn, meta: meta, create: isNew)
         // A read-only store of format 1 cannot have its indexes rebuilt: queries scan instead.
@@ -229,7 +229,7 @@ public struct LMDBOptions: Sendable, Hashable {
     /// Opens every database of the schema again, inside `txn`: a restartable write may have
     /// dropped some in an attempt that then rolled back, and liblmdb closes a dropped handle at once.
     private func reopenDatabases(_ txn: LMDBTxn) throws -> LMDBDatabases {
-        guard let meta = try environment.openDatabase("_ds_meta", in: txn.txn, create: false) else {
+        guard let meta = try txn.openDatabase("_ds_meta", create: false) else {
             throw StoreError(.corrupt, "\(path): _ds_meta is missing")
         }
         return try LMDBDatabases.open(schema, environment, txn, meta: meta, create: false)

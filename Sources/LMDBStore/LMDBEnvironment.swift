@@ -222,15 +222,6 @@ final class LMDBEnvironment: @unchecked Sendable {
         try LMDBError.check(mdb_dbi_open(txn, nil, 0, &dbi), "\(path): cannot open the main database")
         return dbi
     }
-
-    /// Opens (optionally creating) a named database inside `txn`.
-    func openDatabase(_ name: String, in txn: OpaquePointer, create: Bool) throws(StoreError) -> MDB_dbi? {
-        var dbi: MDB_dbi = 0
-        let rc = mdb_dbi_open(txn, name, create ? UInt32(MDB_CREATE) : 0, &dbi)
-        if rc == MDB_NOTFOUND { return nil }
-        try LMDBError.check(rc, "\(path): cannot open database \(name)")
-        return dbi
-    }
 }
 
 /// The room a write transaction can take on the disk of an environment.

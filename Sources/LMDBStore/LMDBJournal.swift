@@ -6,7 +6,7 @@ import Foundation
 ///
 /// The changes are bytes in one buffer, in the order they were made: a tag byte, the database
 /// handle (4 bytes), then for a put the key's and the value's lengths (4 bytes each) and bytes,
-/// for a delete the key's. A change is copied in (no allocation per change, nothing to free per
+/// for a delete the key's, for a database opened its name's. A change is copied in (no allocation per change, nothing to free per
 /// change at the end). The first ``memoryLimit`` bytes stay in memory; past that the buffer goes
 /// to an unlinked temporary file in the environment's directory, and later changes follow it
 /// through a 1 MiB buffer, so that the process's own memory does not grow with the transaction
@@ -19,6 +19,10 @@ struct LMDBJournal: ~Copyable {
         case delete(MDB_dbi, UnsafeRawBufferPointer)
         case drop(MDB_dbi)
         case dropDatabase(MDB_dbi)
+        /// A named database opened (`create`: created if missing) by the transaction, with the
+        /// handle it got: liblmdb closes the handles an aborted transaction opened, so a replay
+        /// opens them again, in the same order, which gives the same handles.
+        case open(MDB_dbi, name: UnsafeRawBufferPointer, create: Bool)
     }
 
     /// Bytes of changes kept in memory before the journal spills to its file.
@@ -71,12 +75,14 @@ struct LMDBJournal: ~Copyable {
             try append(tag: 2, dbi, nil, nil)
         case .dropDatabase(let dbi):
             try append(tag: 3, dbi, nil, nil)
+        case let .open(dbi, name, create):
+            try append(tag: create ? 4 : 5, dbi, name, nil)
         }
     }
 
     private mutating func append(tag: UInt8, _ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer?,
                                  _ value: UnsafeRawBufferPointer?) throws(StoreError) {
-        let header = tag == 0 ? Self.headerSize : tag == 1 ? 9 : 5
+        let header = tag == 0 ? Self.headerSize : tag == 1 || tag >= 4 ? 9 : 5
         let size = header + (key?.count ?? 0) + (value?.count ?? 0)
         if used + size > capacity || (file < 0 && used + size > Self.memoryLimit) { try makeRoom(for: size) }
         if file >= 0 && size > capacity {
@@ -165,11 +171,12 @@ struct LMDBJournal: ~Copyable {
                 guard offset + headerSize + keyCount + valueCount <= bytes.count else { throw damaged }
                 change = .put(dbi, slice(offset + headerSize, keyCount), slice(offset + headerSize + keyCount, valueCount))
                 offset += headerSize + keyCount + valueCount
-            case 1:
+            case 1, 4, 5:
                 guard offset + 9 <= bytes.count else { throw damaged }
                 let keyCount = word(offset + 5)
                 guard offset + 9 + keyCount <= bytes.count else { throw damaged }
-                change = .delete(dbi, slice(offset + 9, keyCount))
+                let key = slice(offset + 9, keyCount)
+                change = tag == 1 ? .delete(dbi, key) : .open(dbi, name: key, create: tag == 4)
                 offset += 9 + keyCount
             case 2:
                 change = .drop(dbi)

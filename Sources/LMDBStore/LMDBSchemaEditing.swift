@@ -14,7 +14,7 @@ extension LMDBTransaction: SchemaEditingWriter {
     private var environment: LMDBEnvironment { txn.environment }
 
     private func open(_ name: String) throws -> MDB_dbi {
-        guard let dbi = try environment.openDatabase(name, in: txn.txn, create: true) else {
+        guard let dbi = try txn.openDatabase(name, create: true) else {
             throw StoreError(.io, "\(environment.path): cannot create database \(name)")
         }
         return dbi

@@ -220,6 +220,33 @@ final class LMDBTxn {
         try perform(.dropDatabase(dbi))
     }
 
+    /// Opens (with `create`, creating) the named database `name` in this transaction; `nil`
+    /// when it does not exist. A write transaction journals the open: liblmdb closes the handles
+    /// that an aborted transaction opened, so a replay after the map grows must open them again.
+    func openDatabase(_ name: String, create: Bool) throws(StoreError) -> MDB_dbi? {
+        var dbi: MDB_dbi = 0
+        let rc = try growingTheMap { Self.open(txn, name, create: create, &dbi) }
+        if rc == MDB_NOTFOUND && !create { return nil }
+        try LMDBError.check(rc, "\(path): cannot open database \(name)")
+        if isWrite && journaled && !journalGivenUp {
+            let bytes = Array(name.utf8)
+            var failure: StoreError?
+            bytes.withUnsafeBytes { name in
+                do throws(StoreError) {
+                    try journal.append(.open(dbi, name: name, create: create))
+                } catch {
+                    failure = error
+                }
+            }
+            if let failure { throw failure }
+        }
+        return dbi
+    }
+
+    private static func open(_ txn: OpaquePointer, _ name: String, create: Bool, _ dbi: inout MDB_dbi) -> Int32 {
+        mdb_dbi_open(txn, name, create ? UInt32(MDB_CREATE) : 0, &dbi)
+    }
+
     /// Applies a change, growing the map and replaying the journal on `MDB_MAP_FULL`.
     /// - Returns: false when a deleted key did not exist.
     @discardableResult
@@ -318,6 +345,10 @@ final class LMDBTxn {
             return mdb_drop(txn, dbi, 0)
         case .dropDatabase(let dbi):
             return mdb_drop(txn, dbi, 1)
+        case let .open(dbi, name, create):
+            var opened: MDB_dbi = 0
+            let rc = Self.open(txn, String(decoding: name, as: UTF8.self), create: create, &opened)
+            return rc == MDB_SUCCESS && opened != dbi ? MDB_BAD_DBI : rc
         }
     }
 

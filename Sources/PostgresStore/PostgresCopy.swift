@@ -65,7 +65,8 @@ extension PostgresSession {
         let rows = records.map(\.record)
         do {
             try PostgresBridge.shared.run {
-                try await connection.copyFrom(table: entity.name, columns: entity.attributes.map(\.name),
+                try await connection.copyFrom(table: PostgresSQL.identifier(entity.name),
+                                              columns: entity.attributes.map { PostgresSQL.identifier($0.name) },
                                               logger: PostgresSession.logger) { writer in
                     var buffer = ByteBuffer()
                     for record in rows {

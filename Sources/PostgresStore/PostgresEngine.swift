@@ -224,8 +224,28 @@ import Synchronization
 
 /// SQL text: identifiers, DDL, and the mapping of values to PostgreSQL types.
 enum PostgresSQL {
-    static func quote(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    /// The quoted identifier of a name: the name itself when it fits PostgreSQL's 63 bytes
+    /// (NAMEDATALEN - 1), which would otherwise cut it and let two names that share their
+    /// first 63 bytes collide; a longer name (the limits allow 64 bytes, and an index is named
+    /// `Entity.index`) becomes its first bytes, `_` and 16 hex digits of its 64-bit FNV-1a hash,
+    /// 63 bytes in all. The stored schema keeps the real names.
+    static func quote(_ name: String) -> String {
+        "\"" + identifier(name).replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static let maxIdentifierBytes = 63
+
+    static func identifier(_ name: String) -> String {
+        let bytes = Array(name.utf8)
+        guard bytes.count > maxIdentifierBytes else { return name }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let digits = String(hash, radix: 16)
+        let suffix = "_" + String(repeating: "0", count: 16 - digits.count) + digits
+        // The prefix ends at a character boundary.
+        var end = maxIdentifierBytes - suffix.utf8.count
+        while end > 0, bytes[end] & 0xC0 == 0x80 { end -= 1 }
+        return String(decoding: bytes[..<end], as: UTF8.self) + suffix
     }
 
     static func table(_ entity: EntitySchema, schema: String) -> String { "\(schema).\(quote(entity.name))" }

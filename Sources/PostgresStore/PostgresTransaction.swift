@@ -170,7 +170,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     func metadata(forKey key: String) throws -> [UInt8]? {
         if key == Self.feedStateKey, let known = feedState { return known }
         var binds = PostgresBindings()
-        binds.append(key)
+        binds.append(PostgresSQL.escape(key))
         guard let row = try session.query("SELECT value FROM \(s)._ds_meta WHERE key = $1", binds).first else {
             return nil
         }
@@ -300,8 +300,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         if key == Self.feedStateKey { feedState = nil }
+        // Keys are text: NUL and the escape's own byte are escaped as in values.
         var binds = PostgresBindings()
-        binds.append(key)
+        binds.append(PostgresSQL.escape(key))
         guard let value else {
             try session.query("DELETE FROM \(s)._ds_meta WHERE key = $1", binds)
             return
