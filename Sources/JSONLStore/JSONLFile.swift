@@ -330,6 +330,10 @@ final class JSONLStreamWriter: StreamedStoreWriter {
         self.position = position
     }
 
+    func openWritten() throws -> any DataStore {
+        try JSONLinesStore(path: staging)
+    }
+
     func finish() throws {
         _ = try sync()
         closed = true

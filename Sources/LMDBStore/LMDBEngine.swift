@@ -138,9 +138,34 @@ public struct LMDBOptions: Sendable, Hashable {
         var report = try engine.pagesChecked ?? walk(engine.environment)
         let txn = try LMDBTxn(environment: engine.environment, write: false)
         defer { txn.finish() }
+        try engine.checkDatabasesAgainstSchema(txn)
         let storage = LMDBTransaction(txn: txn, databases: engine.databases)
         report.items = try engine.schema.entities.reduce(0) { $0 + (try storage.checkRecords($1)) }
         return report
+    }
+
+    /// Throws `corrupt` when the environment holds a named database that its stored schema
+    /// does not explain: a schema damaged into listing fewer entities would otherwise hide
+    /// databases full of items from every read and copy. (A database the schema names and the
+    /// environment lacks fails the open already.)
+    private func checkDatabasesAgainstSchema(_ txn: LMDBTxn) throws {
+        var expected: Set<String> = []
+        for entity in schema.entities {
+            expected.insert(LMDBDatabases.entityName(entity.name))
+            for index in entity.indexes { expected.insert(LMDBDatabases.indexName(entity.name, index.name)) }
+        }
+        var unexplained: [String] = []
+        try txn.forEach(try environment.mainDatabase(in: txn.txn), from: nil) { key, _ in
+            let name = String(decoding: key, as: UTF8.self)
+            if !name.hasPrefix("_ds_") && !expected.contains(name) { unexplained.append(name) }
+            return true
+        }
+        guard unexplained.isEmpty else {
+            throw StoreError(.corrupt, "\(path) is damaged: it holds the database" + (unexplained.count > 1 ? "s " : " ")
+                + unexplained.prefix(3).map { "'\($0)'" }.joined(separator: ", ")
+                + (unexplained.count > 3 ? " and \(unexplained.count - 3) more" : "")
+                + ", which the stored schema does not name")
+        }
     }
 
     /// Rewrites every index in the current format, in one write transaction, reading each

@@ -81,6 +81,19 @@ final class LMDBTransaction: StorageWriter {
         return found
     }
 
+    /// Throws `corrupt` when `record` does not carry the key it is stored under (`storedUnder`,
+    /// with its prefix byte): the key-ordered scans that copy, verify and sync compare stores by
+    /// would otherwise take it for the item it names.
+    private func checkCarriedKey(_ record: Record, _ entity: EntitySchema,
+                                 storedUnder key: UnsafeRawBufferPointer) throws {
+        let carried = record[entity.primaryKey]
+        let matches = try KeyEncoding.withEncodedKey(carried) { $0.elementsEqual(key.dropFirst()) }
+        guard key.first == 0x00, matches else {
+            throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(carried)] is stored under "
+                + "another key (\(Self.hex(key)))")
+        }
+    }
+
     /// Decodes a stored record; a damaged one is `corrupt` naming the environment, entity and key.
     private func decode(_ bytes: UnsafeRawBufferPointer, _ entity: EntitySchema,
                         key: some Collection<UInt8>) throws(StoreError) -> Record {
@@ -243,6 +256,7 @@ final class LMDBTransaction: StorageWriter {
             let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout,
                                                           arena: &arena)
             if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
+            try checkCarriedKey(fresh, entity, storedUnder: k)
             result.append(fresh)
             return result.count < limit
         }
@@ -266,6 +280,7 @@ final class LMDBTransaction: StorageWriter {
                 if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
                 page.append(fresh)
             }
+            try checkCarriedKey(page[count], entity, storedUnder: k)
             count += 1
             return count < limit
         }
@@ -278,12 +293,7 @@ final class LMDBTransaction: StorageWriter {
     func checkRecords(_ entity: EntitySchema) throws -> Int {
         var count = 0
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            let record = try decode(value, entity, key: key.dropFirst())
-            let carried = try PrimaryKey(record[entity.primaryKey])
-            guard key.first == 0x00, carried.bytes.elementsEqual(key.dropFirst()) else {
-                throw StoreError(.corrupt, "\(txn.environment.path): item \(entity.name)[\(carried)] is stored under "
-                    + "another key (\(Self.hex(key)))")
-            }
+            try checkCarriedKey(try decode(value, entity, key: key.dropFirst()), entity, storedUnder: key)
             count += 1
             return true
         }

@@ -235,7 +235,34 @@ public struct SQLiteOptions: Sendable, Hashable {
             throw StoreError(.corrupt, "\(path) is damaged: PRAGMA integrity_check found: "
                 + lines.prefix(3).joined(separator: "; "))
         }
+        try engine.checkTablesAgainstSchema()
         return "ok"
+    }
+
+    /// Throws `corrupt` when the file holds a table or index that its stored schema does not
+    /// explain, or lacks one it names: a schema damaged into listing fewer entities would
+    /// otherwise hide tables full of rows from every read and copy.
+    private func checkTablesAgainstSchema() throws {
+        let statement = try writer.makeStatement("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index') "
+            + "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_ds\\_%' ESCAPE '\\'")
+        var present: Set<String> = []
+        while try statement.step() {
+            present.insert(String(decoding: statement.bytes(at: 0), as: UTF8.self) + " "
+                + String(decoding: statement.bytes(at: 1), as: UTF8.self))
+        }
+        var expected: Set<String> = []
+        for entity in schema.entities {
+            expected.insert("table \(entity.name)")
+            for index in entity.indexes { expected.insert("index \(entity.name).\(index.name)") }
+        }
+        let unexplained = present.subtracting(expected).sorted()
+        let missing = expected.subtracting(present).sorted()
+        guard unexplained.isEmpty && missing.isEmpty else {
+            let found = unexplained.map { "\($0) that the stored schema does not name" }
+                + missing.map { "no \($0) although the stored schema names it" }
+            throw StoreError(.corrupt, "\(path) is damaged: it holds " + found.prefix(3).joined(separator: "; ")
+                + (found.count > 3 ? "; and \(found.count - 3) more" : ""))
+        }
     }
 
     /// How many prepared statements the writer connection caches (for tests of the bound).

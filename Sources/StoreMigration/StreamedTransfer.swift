@@ -78,12 +78,14 @@ extension Migrator {
                         }
                     }
                 }
-                try writer.finish()
+                // The stream is verified as its last checkpoint left it, then moved into place:
+                // a run killed while verifying leaves it unfinished, and --resume verifies it.
                 if options.verify {
-                    let store = try destination.openSource()
+                    let store = try writer.openWritten()
                     defer { try? store.close() }
                     try run.verify(schema, snapshot, store)
                 }
+                if run.report.differences == 0 { try writer.finish() }
             }
         }
         return run.finish()

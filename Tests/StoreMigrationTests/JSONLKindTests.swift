@@ -241,3 +241,34 @@ func everyBackendRoundTripsThroughJSONLinesItemForItem(_ kind: StoreKind, _ comp
     }
     #expect(!copy.exists, "the damage was found before anything was written")
 }
+
+/// A copy into JSON Lines killed while it verifies what it wrote leaves no file in place:
+/// only a verified stream is moved there. `inspect` does not call the destination complete,
+/// and `--resume` verifies the stream and then finishes it.
+@Test func aCopyIntoJSONLinesKilledWhileVerifyingLeavesNoFileInPlace() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 60_000, seed: 3)
+    let destination = dir.jsonl("verifying", compressed: false)
+    let (process, _, errors) = try startCLI(["copy", "--from", source.description, "--to", destination.description,
+                                             "--progress", "plain"])
+    // Plain progress goes to standard error, a line per report: kill at the first of the verify.
+    var seen = ""
+    while !seen.contains("\nverify ") {
+        let chunk = errors.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        seen += String(decoding: chunk, as: UTF8.self)
+    }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    #expect(seen.contains("\nverify "), "the copy reached its verification: \(seen)")
+    #expect(!FileManager.default.fileExists(atPath: destination.path), "nothing unverified in place")
+    #expect(FileManager.default.fileExists(atPath: destination.path + ".migrating"))
+    let inspect = try runCLI(["inspect", destination.description])
+    #expect(!inspect.output.contains("state: complete"), "\(inspect.output)\(inspect.errors)")
+    let resumed = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--resume",
+                              "--progress", "none"])
+    #expect(resumed.status == 0, "\(resumed.errors)")
+    #expect(resumed.output.contains("verified: every item"), "\(resumed.output)")
+    #expect(try contents(destination) == contents(source))
+}

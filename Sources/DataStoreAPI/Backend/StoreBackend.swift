@@ -116,6 +116,10 @@ extension StoreBackend {
     /// Makes everything appended so far durable and records `position` with it: an interrupted
     /// run resumes from the last checkpoint.
     func checkpoint(_ position: StreamPosition) throws
+    /// What the stream holds at its last checkpoint, opened as a read-only store while it is
+    /// still unfinished (not in place): what a copy verifies before it finishes, so that only a
+    /// verified stream is ever moved into place.
+    func openWritten() throws -> any DataStore
     /// Makes the stream durable and moves it into place (replacing what was there).
     func finish() throws
     /// Stops writing and removes the unfinished stream.

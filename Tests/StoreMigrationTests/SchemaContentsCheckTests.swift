@@ -1,0 +1,42 @@
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+@_spi(Backend) import LMDBStore
+import StoreMigration
+import Testing
+
+/// Replaces a store's stored schema with one that lists no entity, as damage (or a program
+/// outside the package) could, leaving its tables or databases and their items in place.
+private func emptyTheStoredSchema(_ location: StoreLocation) throws {
+    let empty = #"{"entities":[],"version":1}"#
+    switch location.kind {
+    case .sqlite:
+        _ = try runCommand("/usr/bin/sqlite3", [location.path, "UPDATE _ds_meta SET value = CAST('\(empty)' AS BLOB) "
+            + "WHERE key = '\(StoreHeader.schemaKey)'"])
+    case .lmdb:
+        let engine = try LMDBEngine(path: location.path, schema: nil)
+        defer { try? engine.close() }
+        try engine.withWriter { try $0.setMetadata(Array(empty.utf8), forKey: StoreHeader.schemaKey) }
+    default:
+        Issue.record("no way to damage \(location.kind)")
+    }
+}
+
+/// A stored schema that no longer names the tables (or databases) the store holds is damage:
+/// `check` exits 2 naming what it does not explain, and `copy` refuses with the same message
+/// instead of copying an empty store.
+@Test(arguments: [StoreKind.sqlite, .lmdb])
+func aStoredSchemaThatHidesTablesIsDamage(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(kind, "damaged")
+    try DemoData.seed(store, items: 100, seed: 4)
+    try emptyTheStoredSchema(store)
+    let check = try runCLI(["check", store.description])
+    #expect(check.status == 2, "\(check.output)\(check.errors)")
+    #expect(check.errors.contains("Customer") && check.errors.contains("the stored schema does not name"),
+            "\(check.errors)")
+    let copy = try runCLI(["copy", "--from", store.description, "--to", dir.location(.jsonl, "out").description,
+                           "--progress", "none"])
+    #expect(copy.status == 2, "\(copy.output)\(copy.errors)")
+    #expect(copy.errors.contains("the stored schema does not name"), "\(copy.errors)")
+}
