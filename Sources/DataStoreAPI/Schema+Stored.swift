@@ -50,10 +50,31 @@ extension Schema {
     /// Decodes a schema written by ``encodedForStorage()``.
     /// - Throws: `corrupt` naming `location`.
     @_spi(Backend) public static func decodeFromStorage(_ bytes: [UInt8], location: String) throws(StoreError) -> Schema {
+        let schema: Schema
         do {
-            return try JSONDecoder().decode(Schema.self, from: Data(bytes))
+            schema = try JSONDecoder().decode(Schema.self, from: Data(bytes))
+        } catch let error as DecodingError {
+            let path: [any CodingKey]
+            switch error {
+            case .dataCorrupted(let context), .keyNotFound(_, let context), .typeMismatch(_, let context),
+                 .valueNotFound(_, let context):
+                path = context.codingPath
+            @unknown default:
+                path = []
+            }
+            let at = path.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            throw StoreError(.corrupt, "\(location): the stored schema is damaged: it is not the JSON of a schema"
+                + (at.isEmpty ? "" : " (at \(at.hasPrefix(".") ? String(at.dropFirst()) : at))"))
         } catch {
-            throw StoreError(.corrupt, "\(location): stored schema cannot be read: \(error)")
+            throw StoreError(.corrupt, "\(location): the stored schema cannot be read")
         }
+        // What an app's schema must be, a stored one must be too: a primary key naming no
+        // attribute or a name past a limit is damage, found before any SQL is built from it.
+        do {
+            try schema.validate()
+        } catch {
+            throw StoreError(.corrupt, "\(location): the stored schema is damaged: \(error.message)")
+        }
+        return schema
     }
 }

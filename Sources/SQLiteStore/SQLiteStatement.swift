@@ -188,8 +188,9 @@ final class SQLiteStatement {
     ///   bool is neither 0 nor 1, a text is not valid UTF-8, a uuid is not 16 bytes; the caller
     ///   names the item (no context is built, or captured, for the values that read fine).
     /// A null in a column that is not `optional` fails too.
-    func value(at column: Int32, as type: ValueType, optional: Bool) throws(ColumnReadFailure) -> Value {
-        let kind = SQLiteColumnKind(type: type, optional: optional)
+    func value(at column: Int32, as type: ValueType, optional: Bool,
+               isPrimaryKey: Bool = false) throws(ColumnReadFailure) -> Value {
+        let kind = SQLiteColumnKind(type: type, optional: optional, isPrimaryKey: isPrimaryKey)
         if let value = checkedValue(at: column, kind) { return value }
         throw failure(at: column, kind)
     }
@@ -259,8 +260,11 @@ final class SQLiteStatement {
             guard let text = sqlite3_value_text(cell) else { return nil }
             let count = Int(sqlite3_value_bytes(cell))
             guard count > 0 else { return .string("") }
+            guard count <= kind.maxBytes else { return nil }
             return UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)).map(Value.string)
-        case .bytes: return Self.blob(cell).map(Value.bytes)
+        case .bytes:
+            guard Int(sqlite3_value_bytes(cell)) <= kind.maxBytes else { return nil }
+            return Self.blob(cell).map(Value.bytes)
         case .uuid: return Self.blob(cell).flatMap(UUID.init(bytes:)).map(Value.uuid)
         }
     }
@@ -281,11 +285,11 @@ final class SQLiteStatement {
         case .string:
             guard let text = sqlite3_value_text(cell) else { return false }
             let count = Int(sqlite3_value_bytes(cell))
-            return count == 0 || UTF8Text.isValid(UnsafeRawBufferPointer(start: text, count: count))
+            return count == 0 || count <= kind.maxBytes && UTF8Text.isValid(UnsafeRawBufferPointer(start: text, count: count))
         case .bytes, .uuid:
             let pointer = sqlite3_value_blob(cell)
             let count = Int(sqlite3_value_bytes(cell))
-            return kind.type == .uuid ? count == 16 && pointer != nil : count == 0 || pointer != nil
+            return kind.type == .uuid ? count == 16 && pointer != nil : count == 0 || pointer != nil && count <= kind.maxBytes
         }
     }
 
@@ -300,6 +304,11 @@ final class SQLiteStatement {
         }
         guard stored == kind.storage else {
             return ColumnReadFailure(detail: "holds a SQLite \(Self.typeNames[Int(stored)] ?? "type \(stored)") value, not \(kind.type)")
+        }
+        if kind.type == .string || kind.type == .bytes, case let count = Int(sqlite3_value_bytes(cell)),
+           count > kind.maxBytes {
+            return ColumnReadFailure(detail: "holds \(count) bytes; at most \(kind.maxBytes) are allowed"
+                + (kind.maxBytes == Limits.maxStringKeyBytes ? " in a primary key" : ""))
         }
         switch kind.type {
         case .bool:
@@ -337,10 +346,14 @@ struct SQLiteColumnKind: Sendable {
     let optional: Bool
     /// The SQLite storage class of the type's values.
     let storage: Int32
+    /// The most bytes a text or blob may hold (``Limits``): a row written outside the package
+    /// past a limit is damage, which the store refuses as it would refuse the write.
+    let maxBytes: Int
 
-    init(type: ValueType, optional: Bool) {
+    init(type: ValueType, optional: Bool, isPrimaryKey: Bool = false) {
         self.type = type
         self.optional = optional
+        maxBytes = isPrimaryKey && type == .string ? Limits.maxStringKeyBytes : Limits.maxValueBytes
         switch type {
         case .bool, .int, .date: storage = SQLITE_INTEGER
         case .double: storage = SQLITE_FLOAT
@@ -357,7 +370,9 @@ struct SQLiteRowPlan: Sendable {
     let layout: RecordLayout
 
     init(_ entity: EntitySchema) {
-        kinds = entity.attributes.map { SQLiteColumnKind(type: $0.type, optional: $0.isOptional) }
+        kinds = entity.attributes.map {
+            SQLiteColumnKind(type: $0.type, optional: $0.isOptional, isPrimaryKey: $0.name == entity.primaryKey)
+        }
         layout = entity.layout
     }
 }

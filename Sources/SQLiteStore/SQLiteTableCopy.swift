@@ -117,7 +117,9 @@ private final class RowFunction {
 
     init(_ change: EntityChange) {
         let old = change.old
-        rowKinds = old.attributes.map { SQLiteColumnKind(type: $0.type, optional: $0.isOptional) }
+        rowKinds = old.attributes.map {
+            SQLiteColumnKind(type: $0.type, optional: $0.isOptional, isPrimaryKey: $0.name == old.primaryKey)
+        }
         conversion = change.conversion
         keyColumn = old.attributes.firstIndex { $0.name == old.primaryKey } ?? 0
     }

@@ -79,7 +79,8 @@ final class SQLiteTransaction: StorageWriter {
     private func rowFailure(_ statement: SQLiteStatement, _ entity: EntitySchema) -> StoreError {
         for (i, attribute) in entity.attributes.enumerated() {
             do throws(ColumnReadFailure) {
-                _ = try statement.value(at: Int32(i), as: attribute.type, optional: attribute.isOptional)
+                _ = try statement.value(at: Int32(i), as: attribute.type, optional: attribute.isOptional,
+                                        isPrimaryKey: attribute.name == entity.primaryKey)
             } catch {
                 return StoreError(error.outOfMemory ? .io : .corrupt,
                                   "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
@@ -98,7 +99,14 @@ final class SQLiteTransaction: StorageWriter {
         default:
             let bytes = statement.bytes(at: Int32(column))
             if entity.primaryKeyAttribute.type == .uuid, let uuid = UUID(bytes: bytes) { return uuid.uuidString }
-            return "\"" + String(decoding: bytes, as: UTF8.self) + "\""
+            // Text as the key syntax writes it, shortened when long; anything else (a damaged
+            // uuid, bytes that are not UTF-8, control characters) as a SQL blob literal.
+            if entity.primaryKeyAttribute.type == .string, let text = String(validating: bytes, as: UTF8.self),
+               !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                return text.count <= 48 ? "\"\(text)\"" : "\"\(text.prefix(40))…\" (\(bytes.count) bytes)"
+            }
+            return "x'" + bytes.prefix(32).map { String(format: "%02x", $0) }.joined() + "'"
+                + (bytes.count > 32 ? "… (\(bytes.count) bytes)" : "")
         }
     }
 

@@ -40,3 +40,30 @@ func aStoredSchemaThatHidesTablesIsDamage(_ kind: StoreKind) throws {
     #expect(copy.status == 2, "\(copy.output)\(copy.errors)")
     #expect(copy.errors.contains("the stored schema does not name"), "\(copy.errors)")
 }
+
+/// A stored schema whose primary key names no attribute, and a row written with the `sqlite3`
+/// shell whose key is past the limit, are damage that `check` and `copy` name (file, entity,
+/// key) with exit 2, not a SQL error with exit 3.
+@Test func aDamagedKeyOrKeyNameIsNamedAsDamage() throws {
+    let dir = try TemporaryDirectory()
+    let renamed = dir.location(.sqlite, "renamed")
+    try DemoData.seed(renamed, items: 100, seed: 4)
+    _ = try runCommand("/usr/bin/sqlite3", [renamed.path, """
+        UPDATE _ds_meta SET value = CAST(replace(CAST(value AS TEXT), '"name":"Product","primaryKey":"sku"',
+            '"name":"Product","primaryKey":"nope"') AS BLOB) WHERE key = 'datastore.schema'
+        """])
+    let long = dir.location(.sqlite, "long")
+    try DemoData.seed(long, items: 100, seed: 4)
+    let key = String(repeating: "k", count: Limits.maxStringKeyBytes + 1)
+    _ = try runCommand("/usr/bin/sqlite3", [long.path, "INSERT INTO Product VALUES ('\(key)', 't', 1.0, 1, NULL)"])
+    for (store, naming) in [(renamed, "primary key 'nope'"), (long, "at most 255")] {
+        for command in [["check", store.description],
+                        ["copy", "--from", store.description, "--to", dir.location(.lmdb, "out").description,
+                         "--progress", "none"]] {
+            let result = try runCLI(command)
+            #expect(result.status == 2, "\(command): \(result.errors)")
+            #expect(result.errors.contains(naming) && result.errors.contains("Product")
+                    && result.errors.contains(store.path), "\(command): \(result.errors)")
+        }
+    }
+}

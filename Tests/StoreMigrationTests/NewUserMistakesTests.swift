@@ -1,0 +1,147 @@
+import DataStoreAPI
+import DataStoreTestSupport
+@testable import MigrateStoreCommand
+import Foundation
+import StoreMigration
+import Testing
+
+/// A mistake a new user makes, what migrate-store must answer: the documented exit code (2 for
+/// bad input, 64 for invalid usage) and, on the first line of standard error, the thing that
+/// is wrong.
+private struct Mistake: CustomTestStringConvertible {
+    var what: String
+    var arguments: [String]
+    var naming: String
+    var status: Int32 = 2
+    var testDescription: String { what }
+}
+
+/// What no message may show: Swift's own descriptions of errors and values, and the names of
+/// staging locations the user never gave.
+private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug description", "Index ", ".migrating",
+                         "__migrating", "Swift.", "NIOCore", "Error(", "codingPath"]
+
+@Test func aNewUsersMistakesGetOneLineNamingWhatIsWrongAndTheDocumentedExitCode() throws {
+    let dir = try TemporaryDirectory()
+    let path = { (name: String) in dir.url.appendingPathComponent(name).path }
+    let good = dir.location(.sqlite, "good")
+    try DemoData.seed(good, items: 200, seed: 3)
+    let other = dir.location(.lmdb, "other")
+    _ = try Migrator.copy(from: good, to: other)
+    let add = #"{"versions":[{"version":2,"steps":[{"addAttribute":{"entity":"Customer","attribute":{"name":"x","#
+        + #""type":"int","isOptional":true}}}]}]}"#
+    try Data(add.utf8).write(to: URL(fileURLWithPath: path("add.json")))
+    _ = try runCLI(["upgrade", other.description, "--plan", path("add.json")])
+    _ = try runCommand("/usr/bin/sqlite3", [path("plain.sqlite"), "CREATE TABLE t(x); INSERT INTO t VALUES (1);"])
+    let files: [String: String] = [
+        "misspelled.json": #"{"versions":[{"version":2,"steps":[{"addAtribute":{"entity":"Product"}}]}]}"#,
+        "badtype.json": #"{"versions":[{"version":2,"steps":[{"addAttribute":{"entity":"Product","attribute":"#
+            + #"{"name":"x","type":"intt"}}}]}]}"#,
+        "notjson.json": "{\"versions\": [",
+        "unknownattribute.json": #"{"versions":[{"version":2,"steps":[{"renameAttribute":{"entity":"Product","#
+            + #""from":"colour","to":"color"}}]}]}"#,
+        "stringversion.json": #"{"versions":[{"version":"2","steps":[]}]}"#,
+        "mapping-unknown.json": #"{"product_title":"headline"}"#,
+        "mapping-number.json": #"{"bogus": 1}"#,
+        "users.json": #"[{"sku": "s-1", "title": "t", "price": 1.5, "stock": 2}]"#,
+        "broken.json": #"[{"sku": "s-1", "#,
+    ]
+    for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: path(name))) }
+
+    let from = ["--from", good.description]
+    let mistakes: [Mistake] = [
+        Mistake(what: "a missing source", arguments: ["--from", "sqlite:" + path("nope.sqlite"), "--to",
+                                                      "lmdb:" + path("a.lmdb")], naming: "nope.sqlite"),
+        Mistake(what: "an unknown kind", arguments: ["--from", "oracle:db", "--to", "lmdb:" + path("a.lmdb")],
+                naming: "oracle"),
+        Mistake(what: "a suffix that names no kind", arguments: from + ["--to", path("out.db")], naming: "out.db"),
+        Mistake(what: "--store naming no store", arguments: ["--from", "sqlite", "--to", "lmdb", "--store",
+                                                            path("ghost.sqlite")], naming: "ghost.sqlite"),
+        Mistake(what: "a destination that exists", arguments: from + ["--to", other.description],
+                naming: "--overwrite"),
+        Mistake(what: "the same store twice", arguments: from + ["--to", good.description], naming: "same store"),
+        Mistake(what: "an unknown entity", arguments: from + ["--to", "lmdb:" + path("b.lmdb"), "--entities",
+                                                              "Customer,Nope"], naming: "Nope"),
+        Mistake(what: "a resume with nothing to resume", arguments: from + ["--to", "lmdb:" + path("c.lmdb"),
+                                                                            "--resume"], naming: "nothing to resume"),
+        Mistake(what: "a follow into JSON Lines", arguments: from + ["--to", "jsonl:" + path("f.jsonl"), "--follow"],
+                naming: "cannot follow"),
+        Mistake(what: "a follow of some entities", arguments: from + ["--to", "lmdb:" + path("d.lmdb"), "--follow",
+                                                                      "--entities", "Customer"], naming: "--entities"),
+        Mistake(what: "a plan into JSON Lines", arguments: from + ["--to", "jsonl:" + path("p.jsonl"), "--plan",
+                                                                   path("add.json")],
+                naming: "cannot be upgraded"),
+        Mistake(what: "a missing plan", arguments: ["upgrade", good.description, "--plan", path("absent.json")],
+                naming: "absent.json"),
+        Mistake(what: "a misspelled step", arguments: ["upgrade", good.description, "--plan", path("misspelled.json")],
+                naming: "unknown step 'addAtribute' at versions[0].steps[0]"),
+        Mistake(what: "an unknown type", arguments: ["upgrade", good.description, "--plan", path("badtype.json")],
+                naming: "'intt'"),
+        Mistake(what: "a plan that is not JSON", arguments: ["upgrade", good.description, "--plan",
+                                                             path("notjson.json")], naming: "is not JSON"),
+        Mistake(what: "a version given as text", arguments: ["upgrade", good.description, "--plan",
+                                                             path("stringversion.json")],
+                naming: "versions[0].version: expected an integer"),
+        Mistake(what: "a step on an unknown attribute", arguments: ["upgrade", good.description, "--plan",
+                                                                    path("unknownattribute.json")], naming: "colour"),
+        Mistake(what: "a mapping onto an unknown attribute",
+                arguments: ["import", "--to", good.description, "--entity", "Product", path("users.json"),
+                            "--mapping", path("mapping-unknown.json"), "--dry-run"], naming: "headline"),
+        Mistake(what: "a mapping that is not strings",
+                arguments: ["import", "--to", good.description, "--entity", "Product", path("users.json"),
+                            "--mapping", path("mapping-number.json"), "--dry-run"], naming: "at bogus"),
+        Mistake(what: "an import into an unknown entity",
+                arguments: ["import", "--to", good.description, "--entity", "Products", path("users.json")],
+                naming: "Products"),
+        Mistake(what: "an import of a missing file",
+                arguments: ["import", "--to", good.description, "--entity", "Product", path("absent.json")],
+                naming: "absent.json"),
+        Mistake(what: "an import of broken JSON",
+                arguments: ["import", "--to", good.description, "--entity", "Product", path("broken.json")],
+                naming: "broken.json"),
+        Mistake(what: "a verify of stores whose schemas differ",
+                arguments: ["verify"] + from + ["--to", other.description], naming: "'Customer'"),
+        Mistake(what: "a check of a database that is not a store", arguments: ["check", path("plain.sqlite")],
+                naming: "not a DataStore store"),
+        Mistake(what: "an inspect of nothing", arguments: ["inspect", "sqlite:" + path("nothing.sqlite")],
+                naming: "nothing.sqlite"),
+        Mistake(what: "a batch size of 0", arguments: from + ["--to", "lmdb:" + path("e.lmdb"), "--batch-size", "0"],
+                naming: "--batch-size", status: 64),
+        Mistake(what: "--until-idle without --follow",
+                arguments: from + ["--to", "lmdb:" + path("g.lmdb"), "--until-idle", "3"], naming: "--until-idle",
+                status: 64),
+        Mistake(what: "an unknown epoch unit",
+                arguments: ["import", "--to", good.description, "--entity", "Product", path("users.json"),
+                            "--epoch", "hours"], naming: "--epoch", status: 64),
+    ]
+    #expect(mistakes.count >= 20)
+    let before = [good.path, other.path + "/data.mdb"].map(fileDigest)
+    for mistake in mistakes {
+        let result = try runCLI(mistake.arguments + (mistake.arguments.first == "check"
+            || mistake.arguments.first == "inspect" || mistake.arguments.first == "upgrade"
+            || mistake.arguments.first == "import" ? [] : ["--progress", "none"]))
+        let lines = result.errors.split(separator: "\n")
+        #expect(result.status == mistake.status, "\(mistake.what): exit \(result.status): \(result.errors)")
+        if mistake.status == 2 {
+            #expect(lines.count == 1 && lines[0].hasPrefix("migrate-store: error: "),
+                    "\(mistake.what): \(result.errors)")
+        }
+        #expect(lines.first?.contains(mistake.naming) == true, "\(mistake.what): \(result.errors)")
+        for word in internals {
+            #expect(!result.errors.contains(word), "\(mistake.what) shows '\(word)': \(result.errors)")
+        }
+    }
+    #expect([good.path, other.path + "/data.mdb"].map(fileDigest) == before, "no mistake wrote a store")
+}
+
+/// The exit code comes from the error's code in one place: 2 for every code that means the
+/// input is at fault, 3 for a failure while running.
+@Test func everyErrorCodeHasItsDocumentedExitCode() {
+    let badInput: [StoreError.Code] = [.notFound, .keyExists, .uniqueViolation, .typeMismatch, .schemaMismatch,
+                                       .invalidValue, .unknownEntity, .unknownAttribute, .limitExceeded,
+                                       .invalidArgument, .corrupt, .conflict, .notAStore, .incompatibleFormat,
+                                       .incompleteMigration, .readOnly, .newerSchemaVersion, .changesExpired]
+    let failures: [StoreError.Code] = [.storeFull, .io, .closed, .reentrantCall, .accessorExpired, .busy]
+    for code in badInput { #expect(CommandFailure.exitCode(for: code) == 2, "\(code)") }
+    for code in failures { #expect(CommandFailure.exitCode(for: code) == 3, "\(code)") }
+}
