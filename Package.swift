@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import Foundation
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -80,6 +81,15 @@ let package = Package(
             path: "Tests/Support",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(name: "snippet-extractor", swiftSettings: swiftSettings),
+        .plugin(name: "DocumentationSnippets", capability: .buildTool(), dependencies: ["snippet-extractor"]),
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "StoreMigration", "JSONLStore",
+                           "DataStoreConformance", "DataStoreTestSupport"],
+            swiftSettings: swiftSettings,
+            plugins: ["DocumentationSnippets"]
+        ),
         .testTarget(
             name: "JSONLStoreTests",
             dependencies: ["JSONLStore", "DataStoreConformance", "DataStoreTestSupport", "InMemoryStore", "SQLiteStore",
@@ -122,3 +132,9 @@ let package = Package(
         ),
     ]
 )
+
+// The DocC plugin, only for those who build the documentation (`Scripts/docs.sh` sets
+// DATASTORE_DOCS=1), so that users of the libraries never fetch it.
+if ProcessInfo.processInfo.environment["DATASTORE_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs the system libraries when missing, then builds and runs every
-# test target, the conformance suite on every backend included.
+# test target, the conformance suite on every backend included, and the documentation's code
+# blocks; then builds the DocC catalog (Scripts/docs.sh), which must have no warning.
+#
+#     Scripts/test.sh [--quick] [swift test arguments]
+#
+# --quick leaves out the slow tests (the damaged-store corpus, the SIGKILL loops, the
+# cross-process and PostgreSQL tests) and the documentation build.
 #
 # PostgreSQL: when PostgreSQL 15 is installed or installable (Debian's postgresql-15), the
 # build enables the package trait `Postgres` (into .build-pg, so that it never invalidates the
@@ -9,6 +15,13 @@
 # end. Where it cannot be installed, the command says so and runs everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+    quick=1
+    shift
+    export DATASTORE_QUICK=1
+fi
+started=$(date +%s)
 Scripts/install-deps.sh
 if Scripts/postgres-server.sh install; then
     swift build --build-tests --traits Postgres --scratch-path .build-pg
@@ -18,3 +31,8 @@ else
     swift build --build-tests
     swift test --skip-build "$@"
 fi
+if [ "$quick" -eq 0 ]; then
+    Scripts/docs.sh
+    echo "test.sh: the documentation built without warnings"
+fi
+echo "test.sh: every test passed in $(( ($(date +%s) - started) / 60 )) min $(( ($(date +%s) - started) % 60 )) s"

@@ -41,8 +41,8 @@ extension DataObject {
 extension ReadAccessor {
     /// The objects matching `filter`, in `sort` order (the type's default sort when `nil`).
     // Inlinable, as `forEach` below: specialized for `T` in the caller, the loop appends to an
-    // array of a known type; unspecialized, each append looked up `Array<T>`'s metadata in the
-    // runtime (about 330 instructions a row, `profile-store lmdb typed 100000`).
+    // array of a known type; unspecialized, each append looks up `Array<T>`'s metadata in the
+    // runtime.
     @inlinable
     public func fetch<T: DataObject>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
                                      offset: Int = 0, limit: Int? = nil) throws -> [T] {

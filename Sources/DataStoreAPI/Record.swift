@@ -1,7 +1,7 @@
 /// The values of one item, by attribute name.
 ///
 /// Records returned by a store hold every attribute of the entity, with ``Value/null`` for
-/// optional attributes that have no value; they share their entity's ``RecordLayout`` and keep
+/// optional attributes that have no value; they share their entity's `RecordLayout` and keep
 /// their values in an array. Records built by the app are dictionaries. Both behave the same:
 /// two records are equal when they hold the same attribute names with equal values. When
 /// writing, a missing optional attribute is null and a missing attribute with a default takes
@@ -15,8 +15,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     //   lists names skips any that repeats later. A write checks the names against its
     //   entity's layout (``values(inOrderOf:)``): a literal written in the schema's order
     //   matches it name for name, and is then known to hold each name once without a check
-    //   of its own (the check for repeats was a quarter of a literal's cost in
-    //   `profile-store sqlite insert 100000`);
+    //   of its own (a check for repeats compares every name with every other);
     // - any other record the app built: a `dictionary`, and no slots.
     // Two references in all, so that copying a record (into an array, out of a page) retains
     // two objects; the values may share their storage with other records a store returned
@@ -64,9 +63,9 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     /// nothing the visitor kept changes).
     ///
     /// Neither generic nor throwing, and `fill` is called once per row with the whole buffer:
-    /// called across the module boundary, a function generic over its error looked up generic
-    /// metadata once per row (about 250 instructions), and a closure called per value cost as
-    /// much as emptying and appending to the array; the caller keeps its own error.
+    /// called across the module boundary, a function generic over its error looks up generic
+    /// metadata once per row, and a closure called per value costs as much as emptying and
+    /// appending to the array; the caller keeps its own error.
     @_spi(Backend) public mutating func refill(
         layout: RecordLayout, _ fill: (UnsafeMutableBufferPointer<Value>) -> Bool
     ) -> Bool {

@@ -59,9 +59,8 @@ public enum RecordDecoder {
 ///
 /// A typed fetch decodes all its rows with one decoder (``RecordRowDecoder``): each row is
 /// loaded into it in turn, and the keyed container it hands out is kept for the next row. A
-/// new decoder and container per row cost about 1,500 instructions in the runtime (the
-/// container's two generic types looked up, its box allocated, both freed again), a fifth of a
-/// typed fetch's whole cost per row.
+/// new decoder and container per row would cost a fifth of a typed fetch's work (the
+/// container's two generic types looked up, its box allocated, both freed again).
 final class RecordValueDecoder: Decoder {
     private(set) var record: Record
     let single: Value?

@@ -188,8 +188,8 @@ final class ValueStorage: ManagedBuffer<Int, Value> {
 
 /// Builds the records of one result with their values in shared allocations (growing to
 /// ``valuesPerChunk`` values), in place of one allocation per record: for a fetch or scan that
-/// keeps many records (`profile-store lmdb scan 100000`: the values arrays' allocations and
-/// frees were a quarter of its instructions).
+/// keeps many records, where allocating and freeing a values array per record is a large part
+/// of the cost.
 ///
 /// A record kept after the others are gone keeps its chunk alive: at most a chunk per record,
 /// `valuesPerChunk` values (24 bytes each), and a fetch that keeps a few records of many (a

@@ -42,7 +42,7 @@ public struct Index: Sendable, Hashable, Codable {
 public struct EntitySchema: Sendable, Hashable, Codable {
     /// Every part of the entity in one immutable object: every request looks its entity up
     /// and copies it, and a copy retains this one reference, where five separate parts took
-    /// five retains and five releases (`profile-store lmdb get 100000`). A change replaces it.
+    /// five retains and five releases. A change replaces it.
     /// Its getters are inlinable, so that a backend reads a part in place (a call and a
     /// retain per read otherwise, on every insert).
     @usableFromInline final class Parts: Sendable {

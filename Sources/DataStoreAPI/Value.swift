@@ -196,9 +196,8 @@ extension UUID {
 
     /// Makes a UUID from exactly 16 bytes; `nil` for any other length.
     ///
-    /// Inlinable, and a copy of contiguous bytes: called for every uuid a backend reads, it
-    /// was, unspecialized across the module boundary, 60% of the instructions of a verify of
-    /// items with uuids (generic metadata lookups for `enumerated()` on each byte).
+    /// Inlinable, and a copy of contiguous bytes: it is called for every uuid a backend reads,
+    /// and unspecialized across the module boundary it looks up generic metadata per byte.
     @inlinable
     package init?<Bytes: Collection<UInt8>>(bytes: Bytes) {
         guard bytes.count == 16 else { return nil }

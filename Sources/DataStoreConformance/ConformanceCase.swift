@@ -26,6 +26,19 @@ public struct ConformanceCase: Sendable, CustomTestStringConvertible, CustomStri
     public var testDescription: String { "\(area): \(name)" }
     public var description: String { testDescription }
 
+    /// Runs the case against `backend` and returns its first failed expectation, or the error it
+    /// threw, without recording either: `nil` when the case passes. What a test of a deliberately
+    /// broken backend asks, in one line per case.
+    public func firstFailure(on backend: ConformanceBackend) async -> String? {
+        let collector = FailureCollector()
+        do {
+            try await FailureCollector.$current.withValue(collector) { try await run(on: backend) }
+        } catch {
+            collector.keep("threw \(error)")
+        }
+        return collector.first
+    }
+
     /// Runs the case against `backend` in a fresh temporary directory, closing every store it
     /// opened and removing the directory afterwards. Failed expectations are attributed to
     /// `sourceLocation`, the caller's test.
@@ -67,20 +80,29 @@ public final class ConformanceContext: Sendable {
         for store in opened.withLock({ $0 }) { try? store.close() }
     }
 
+    /// Records a failed expectation: as an issue of the running test, or, while
+    /// ``ConformanceCase/firstFailure(on:)`` runs the case, only the first one, kept there.
+    func fail(_ message: @autoclosure () -> String) {
+        if let collector = FailureCollector.current {
+            collector.keep(message())
+        } else {
+            Issue.record(Comment(rawValue: message()), sourceLocation: sourceLocation)
+        }
+    }
+
     /// Expects `body` to throw a ``StoreError`` with `code` whose message contains `naming`.
     func expectError(_ code: StoreError.Code, naming: String? = nil, _ what: String = "",
                      _ body: () throws -> Void) {
         do {
             try body()
-            Issue.record("expected \(code) error \(what), got none", sourceLocation: sourceLocation)
+            fail("expected \(code) error \(what), got none")
         } catch let error as StoreError {
-            #expect(error.code == code, "expected \(code) \(what), got \(error)", sourceLocation: sourceLocation)
-            if let naming {
-                #expect(error.message.contains(naming), "message '\(error.message)' should name '\(naming)'",
-                        sourceLocation: sourceLocation)
+            if error.code != code { fail("expected \(code) \(what), got \(error)") }
+            if let naming, !error.message.contains(naming) {
+                fail("message '\(error.message)' should name '\(naming)'")
             }
         } catch {
-            Issue.record("expected StoreError \(code) \(what), got \(error)", sourceLocation: sourceLocation)
+            fail("expected StoreError \(code) \(what), got \(error)")
         }
     }
 
@@ -97,15 +119,14 @@ public final class ConformanceContext: Sendable {
             done.signal()
         }.start()
         guard done.wait(timeout: .now() + seconds) == .success else {
-            Issue.record("\(what) did not finish within \(seconds) s on \(backend.name): it hangs",
-                         sourceLocation: sourceLocation)
+            fail("\(what) did not finish within \(seconds) s on \(backend.name): it hangs")
             return nil
         }
         switch outcome.withLock({ $0 }) {
         case .success(let value)?:
             return value
         case .failure(let error)?:
-            Issue.record("\(what) failed on \(backend.name): \(error)", sourceLocation: sourceLocation)
+            fail("\(what) failed on \(backend.name): \(error)")
             return nil
         case nil:
             return nil
@@ -113,14 +134,23 @@ public final class ConformanceContext: Sendable {
     }
 
     func expect(_ condition: Bool, _ comment: @autoclosure () -> String = "") {
-        #expect(condition, "\(comment())", sourceLocation: sourceLocation)
+        if !condition { fail("expectation failed: \(comment())") }
     }
 
     func expectEqual<T: Equatable>(_ actual: T, _ expected: T, _ comment: @autoclosure () -> String = "") {
-        #expect(actual == expected, "\(comment())", sourceLocation: sourceLocation)
+        if actual != expected { fail("\(comment()): got \(actual), expected \(expected)") }
     }
 
     func expectEqual<T: Equatable>(_ actual: T?, _ expected: T, _ comment: @autoclosure () -> String = "") {
-        #expect(actual == expected, "\(comment())", sourceLocation: sourceLocation)
+        if actual != expected { fail("\(comment()): got \(actual.map { "\($0)" } ?? "nil"), expected \(expected)") }
     }
+}
+
+/// The first failure of a case run by ``ConformanceCase/firstFailure(on:)``.
+final class FailureCollector: Sendable {
+    @TaskLocal static var current: FailureCollector?
+    private let kept = Mutex<String?>(nil)
+
+    func keep(_ message: String) { kept.withLock { if $0 == nil { $0 = message } } }
+    var first: String? { kept.withLock { $0 } }
 }

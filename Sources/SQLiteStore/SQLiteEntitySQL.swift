@@ -1,7 +1,7 @@
 @_spi(Backend) import DataStoreAPI
 
-/// The SQL of the fixed statements of one entity, built once when the store opens (building
-/// and quoting it per call cost more than SQLite's own work; seen with callgrind).
+/// The SQL of the fixed statements of one entity, built once when the store opens: building
+/// and quoting it per call costs more than SQLite's own work on a small statement.
 final class SQLiteEntitySQL: Sendable {
     let columns: String
     let get: String

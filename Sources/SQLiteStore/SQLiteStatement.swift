@@ -34,8 +34,7 @@ final class SQLiteStatement {
 
     /// The bytes of the text and blob parameters bound last, which SQLite reads where they are
     /// (`SQLITE_STATIC`) instead of copying each into memory of its own and freeing it at the
-    /// next bind (with `SQLITE_TRANSIENT`, an allocation, a copy and a free per text or blob:
-    /// about 1,000 of a SQLite insert's 18,000 instructions for the harness's items).
+    /// next bind (with `SQLITE_TRANSIENT`, an allocation, a copy and a free per text or blob).
     /// SQLite's condition for `SQLITE_STATIC` is that the bytes stay valid until the parameter
     /// is bound again or the statement is finalized: this buffer is replaced only by a larger
     /// one, and the old one is freed after every parameter was bound again (or cleared), and the
@@ -49,8 +48,8 @@ final class SQLiteStatement {
     /// Binds values to parameters 1...n, after resetting the statement.
     func bind(_ values: some Collection<Value>) throws(StoreError) {
         sqlite3_reset(handle)
-        // Every parameter bound again replaces its old value: clearing them first (a tenth of an
-        // insert's instructions) matters only when some are left unbound.
+        // Every parameter bound again replaces its old value: clearing them first matters only
+        // when some are left unbound.
         if Int(sqlite3_bind_parameter_count(handle)) != values.count { sqlite3_clear_bindings(handle) }
         let replaced = reserveParameterBytes(values.reduce(0) { $0 + Self.inPlaceCount($1) })
         defer { replaced.deallocate() }
@@ -201,7 +200,7 @@ final class SQLiteStatement {
     ///
     /// One loop over a plan made once per request, with nothing but an index to hand back when
     /// a column fails: no error value is built, kept or destroyed per row, and no attribute of
-    /// the schema is read per value (`profile-store sqlite foreach 100000`).
+    /// the schema is read per value.
     func readRow(_ kinds: [SQLiteColumnKind], replacing values: UnsafeMutableBufferPointer<Value>) -> Bool {
         kinds.withUnsafeBufferPointer { kinds in
             guard let base = values.baseAddress, values.count == kinds.count else { return false }

@@ -4,9 +4,9 @@ internal import CSQLite
 /// A schema step's copy of an entity's rows into the table that replaces it, made by SQLite:
 /// `INSERT INTO staging (…) SELECT … FROM old`, a page of ``pageSize`` rows per statement, for a
 /// change that carries values (kept, renamed or removed attributes, new ones taking their
-/// default) and converts at most one attribute (a change of type). The record path it replaces
-/// read each row into a record, rewrote it and bound it again: 2.96 s for a change of type on
-/// 1,000,000 items, against 0.61 s for SQLite's own `UPDATE` (tenth session's full run).
+/// default) and converts at most one attribute (a change of type). Reading each row into a
+/// record, rewriting it and binding it again (the record path) takes several times as long as
+/// SQLite copying the rows itself.
 ///
 /// The copy checks and converts exactly as the record path does, with one SQL function of the
 /// writer's connection, registered for the copy only and called once per row with every column
@@ -18,8 +18,7 @@ internal import CSQLite
 ///   its value converted by the step's own ``AttributeConversion``, as a bind would store it;
 ///   otherwise it is the `WHERE` clause and returns 1.
 ///
-/// One function and not a check and a conversion: one call fewer per row took about 270
-/// instructions per row off the copy (callgrind of the copy of 100,000 items: 543.2M to 515.8M).
+/// One function and not a check and a conversion: one call per row instead of two.
 ///
 /// When it fails, the failing page's statement stops (SQLite undoes it), the copy deletes what
 /// earlier pages wrote and returns `false`: the record path then runs and fails on the first
@@ -109,8 +108,7 @@ struct SQLiteTableCopy {
 private final class RowFunction {
     let rowKinds: [SQLiteColumnKind]
     /// The step's conversion, for a change of type. Called as it is: a closure taken out of it
-    /// (with a default for no conversion) went through a reabstraction thunk of about 360
-    /// instructions per row.
+    /// (with a default for no conversion) goes through a reabstraction thunk per row.
     let conversion: AttributeConversion?
     let keyColumn: Int
     var failed = false

@@ -2,8 +2,8 @@
 import Foundation
 
 /// The permission bits a migration gives the files it creates: those of the source's files, as
-/// `cp -p` and `rsync -p` keep them, so that a store only its owner can read is not copied into
-/// files every local user can read. A source without files of its own (PostgreSQL, in-memory)
+/// `cp -p` and `rsync -p` keep them (with the owner's read and write, which the copy needs), so
+/// that a store only its owner can read is not copied into files every local user can read. A source without files of its own (PostgreSQL, in-memory)
 /// leaves the destination's files as the umask makes them.
 struct FilePermissions: Equatable {
     /// The permission bits of a file (a directory adds search where it has read).
@@ -17,7 +17,9 @@ struct FilePermissions: Equatable {
         var info = stat()
         let file = isDirectory.boolValue ? location.path + "/data.mdb" : location.path
         guard stat(file, &info) == 0 || stat(location.path, &info) == 0 else { return nil }
-        fileMode = info.st_mode & 0o666
+        // Who may read and write as on the source, and the owner always both: the copy writes
+        // its destination, and the source may sit on read-only media with 0444.
+        fileMode = info.st_mode & 0o666 | 0o600
     }
 
     var directoryMode: mode_t { fileMode | ((fileMode & 0o444) >> 2) }

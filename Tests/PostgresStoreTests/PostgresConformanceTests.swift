@@ -1,6 +1,7 @@
 #if Postgres
 @_spi(Backend) import DataStoreAPI
 import DataStoreConformance
+import DataStoreTestSupport
 import Foundation
 import PostgresStore
 import Testing
@@ -10,7 +11,7 @@ let postgresBackend = ConformanceBackend(name: "PostgreSQL") { location, schema,
                       durability: .normal)
 }
 
-@Test(arguments: ConformanceSuite.cases)
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"), arguments: ConformanceSuite.cases)
 func postgresConformance(_ testCase: ConformanceCase) async throws {
     try await testCase.run(on: postgresBackend)
 }

@@ -8,7 +8,7 @@ import Testing
 
 /// Two writer processes on one PostgreSQL store at once, each SIGKILLed in turn
 /// (``CrashRecovery/twoWriterProcesses(kind:path:open:)``, which the SQLite and LMDB tests run too).
-@Test func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
     let dir = try TemporaryDirectory()
     let location = PostgresTestServer.location(dir.url.path)
     print(try CrashRecovery.twoWriterProcesses(kind: "postgres", path: location.description) {

@@ -35,7 +35,7 @@ private func writeEdges(_ location: StoreLocation) throws {
     }
 }
 
-@Test(arguments: [StoreKind.sqlite, .lmdb, .memory, .jsonl])
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"), arguments: [StoreKind.sqlite, .lmdb, .memory, .jsonl])
 func everyBackendMigratesIntoPostgreSQLAndBackItemForItem(_ kind: StoreKind) throws {
     let dir = try TemporaryDirectory()
     func location(_ kind: StoreKind, _ name: String) -> StoreLocation {
@@ -79,7 +79,7 @@ func everyBackendMigratesIntoPostgreSQLAndBackItemForItem(_ kind: StoreKind) thr
 /// `migrate-store copy` from SQLite into PostgreSQL killed with SIGKILL mid-copy, then again
 /// mid-resume, then finished with `--resume`: the store is the source, item for item. (The
 /// same with 1,000,000 items and the release build: `Scripts/kill-postgres-migration.sh`.)
-@Test func aMigrationIntoPostgreSQLKilledWithSIGKILLTwiceFinishesWithResumeAndIsExact() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aMigrationIntoPostgreSQLKilledWithSIGKILLTwiceFinishesWithResumeAndIsExact() throws {
     let dir = try TemporaryDirectory()
     let source = StoreLocation(kind: .sqlite, path: dir.url.appendingPathComponent("source.sqlite").path)
     try DemoData.seed(source, items: 30_000, seed: 5)
@@ -122,7 +122,7 @@ func everyBackendMigratesIntoPostgreSQLAndBackItemForItem(_ kind: StoreKind) thr
 /// A follow that starts from a position stored in the destination finds writes made to a
 /// PostgreSQL source with `psql` (they have no feed entry) since that position: after the next
 /// follow, `verify` finds the stores equal.
-@Test func aFollowFromAStoredPositionFindsWritesMadeWithPsql() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aFollowFromAStoredPositionFindsWritesMadeWithPsql() throws {
     let dir = try TemporaryDirectory()
     let location = PostgresTestServer.location(dir.url.path)
     let source = StoreLocation(kind: "postgres", path: String(location.description.dropFirst(9)))

@@ -92,7 +92,7 @@ func opensAsComplete(_ location: StoreLocation) -> Bool {
     #expect(opensAsComplete(existing), "the existing destination is untouched")
 }
 
-@Test(arguments: [0.05, 0.3, 0.8])
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"), arguments: [0.05, 0.3, 0.8])
 func aCopyKilledWithSIGKILLFinishesWithResume(_ delay: Double) throws {
     let dir = try TemporaryDirectory()
     let source = dir.location(.sqlite, "source")

@@ -42,3 +42,8 @@ public struct CommandFailed: Error, CustomStringConvertible {
     public let output: String
     public var description: String { "\(command) exited \(status): \(output)" }
 }
+
+/// Whether the run leaves out the slow tests (`Scripts/test.sh --quick` sets
+/// `DATASTORE_QUICK=1`): the damaged-store corpus, the SIGKILL loops, the cross-process and
+/// PostgreSQL tests. The plain test command runs everything.
+public let runsSlowTests = ProcessInfo.processInfo.environment["DATASTORE_QUICK"] == nil

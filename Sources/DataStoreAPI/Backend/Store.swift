@@ -1,17 +1,17 @@
 import Foundation
 import Synchronization
 
-/// A ``DataStore`` over a ``StorageEngine``: the one implementation of the protocol's
+/// A ``DataStore`` over a `StorageEngine` (the backend SPI): the one implementation of the protocol's
 /// semantics (lifecycle, serialized writes, the FIFO background writer, reentrancy checks,
 /// validation, accessor expiry, the unfinished-migration gate) that every backend shares.
 ///
 /// Each backend's public store type (`SQLiteStore`, `LMDBStore`, `InMemoryStore`) subclasses it
-/// and adds only its initializers, passing its engine to ``init(engine:)``, so that an app
+/// and adds only its initializers, passing its engine to `init(engine:)`, so that an app
 /// names stores, never engines. Subclasses cannot change the semantics: every member is final.
 ///
 /// `@unchecked Sendable` because a non-final class cannot be checked, but every stored property
 /// is `Sendable` or thread-safe: the engine is `Sendable`, the lock and queue are thread-safe,
-/// ``StoreLifecycle`` guards its state with a condition variable, the feed's cached state is
+/// `StoreLifecycle` guards its state with a condition variable, the feed's cached state is
 /// read and written only by writes holding `writeLock`, and subclasses add no state
 /// that is not `Sendable` (the built-in ones keep only a typed reference to their engine).
 open class Store: DataStore, @unchecked Sendable {

@@ -310,8 +310,7 @@ package enum ChangeLog {
 
     /// A group's items as ``encodeEntry(_:committedAt:)`` writes them (kind, key length, key
     /// bytes), written in place into one buffer of their exact size: appended a value at a
-    /// time, each append checked the array's capacity and uniqueness (265 instructions a key in
-    /// `profile-store sqlite insert-feed 100000`).
+    /// time, each append would check the array's capacity and uniqueness.
     private static func encodeItems(_ group: RecordedChanges.Group) -> [UInt8] {
         let size = group.kinds.count * 5 + group.keys.bytes.count
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in

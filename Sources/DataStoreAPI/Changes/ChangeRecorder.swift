@@ -110,10 +110,9 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
     let writer: any StorageWriter
     // `@exclusivity(unchecked)` on the hot mutable state of this recorder, of its entities' changes,
     // and of the LMDB and SQLite transactions and connections: each is used by one thread at a
-    // time and none of those accesses overlaps another, so the runtime's exclusivity check (about
-    // 80 instructions an access, `swift_beginAccess` in callgrind) only cost time. Dropping it took
-    // 2.6 to 4.2 % of the instructions off a bulk insert with the feed on and off a small
-    // transaction (`profile-store lmdb|sqlite insert-feed`, `small`).
+    // time and none of those accesses overlaps another, so the runtime's exclusivity check
+    // (`swift_beginAccess`) would only cost time: a few percent of a bulk insert with the feed on
+    // and of a small transaction, measured with `profile-store`.
     /// The entities the transaction wrote, in the order it first wrote them. Most transactions
     /// write one or a few: they are found by comparing names, and only past
     /// ``indexedEntityCount`` through `entityIndex` (a dictionary made and filled for every

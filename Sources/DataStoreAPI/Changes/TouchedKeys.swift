@@ -1,10 +1,9 @@
 /// Encoded keys one after another in one buffer, key `i` ending at `ends[i]`: what the change
 /// recorder holds for every key a transaction touches (up to `maxKeysPerTransaction`, 100,000 by
 /// default). A ``PrimaryKey`` per key (its value, and an array of its bytes kept alive until the
-/// commit) cost a retain, and a release and a free at the commit, per key: destroying the table
-/// was 334 instructions a key in `profile-store sqlite insert-feed 100000`, and the keys were
-/// copied into a second table for the entry. Here a key is its bytes and one offset, and a bulk
-/// load's table goes into the entry as it is.
+/// commit) would cost a retain, and a release and a free at the commit, per key, and a second
+/// copy of the keys for the entry. Here a key is its bytes and one offset, and a bulk load's
+/// table goes into the entry as it is.
 struct TouchedKeys {
     private(set) var bytes: [UInt8] = []
     private(set) var ends: [Int] = []
