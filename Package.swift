@@ -83,12 +83,17 @@ let package = Package(
         ),
         .executableTarget(name: "snippet-extractor", swiftSettings: swiftSettings),
         .plugin(name: "DocumentationSnippets", capability: .buildTool(), dependencies: ["snippet-extractor"]),
-        .testTarget(
-            name: "DocumentationTests",
+        .executableTarget(
+            name: "documentation-snippets",
             dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "StoreMigration", "JSONLStore",
-                           "DataStoreConformance", "DataStoreTestSupport"],
+                           "DataStoreConformance"],
             swiftSettings: swiftSettings,
             plugins: ["DocumentationSnippets"]
+        ),
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: ["DataStoreTestSupport", "documentation-snippets"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "JSONLStoreTests",

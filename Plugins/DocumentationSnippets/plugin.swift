@@ -2,7 +2,8 @@ import Foundation
 import PackagePlugin
 
 /// Extracts the Swift code blocks of the README and of the DocC articles into a source file of
-/// the target it is applied to, so that its tests compile and run each block as documented.
+/// the target it is applied to (`documentation-snippets`), which compiles and runs each block
+/// as documented.
 @main
 struct DocumentationSnippets: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
