@@ -110,7 +110,7 @@ let package = Package(
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: ["PostgresStore", "DataStoreConformance", "DataStoreTestSupport", "StoreMigration",
-                           "crash-writer"],
+                           "crash-writer", "migrate-store"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

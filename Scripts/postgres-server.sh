@@ -48,10 +48,21 @@ start)
     mkdir -p "$dir"
     chown postgres "$dir" 2>/dev/null || true
     as_postgres "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C >/dev/null
-    as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c fsync=on -c max_connections=200" start >/dev/null
-    as_postgres "$bin/createdb" -h "$dir" -U postgres datastore
-    echo "PGHOST=$dir PGUSER=postgres PGDATABASE=datastore"
+    # PG_LISTEN (addresses), PG_PORT and PG_SSL_DIR (server.crt and server.key) make a server on
+    # TCP, with TLS, for the TLS tests; by default it listens on its Unix socket only.
+    options="-c listen_addresses='${PG_LISTEN:-}' -c port=${PG_PORT:-5432} -c unix_socket_directories='$dir'"
+    options="$options -c fsync=on -c max_connections=200"
+    if [ -n "${PG_LISTEN:-}" ]; then
+        echo "host all all 0.0.0.0/0 trust" >> "$dir/data/pg_hba.conf"
+        echo "host all all ::/0 trust" >> "$dir/data/pg_hba.conf"
+    fi
+    if [ -n "${PG_SSL_DIR:-}" ]; then
+        command install -o postgres -m 600 "$PG_SSL_DIR/server.crt" "$PG_SSL_DIR/server.key" "$dir/data/"
+        options="$options -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+    fi
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "$options" start >/dev/null
+    as_postgres "$bin/createdb" -h "$dir" -p "${PG_PORT:-5432}" -U postgres datastore
+    echo "PGHOST=$dir PGPORT=${PG_PORT:-5432} PGUSER=postgres PGDATABASE=datastore"
     ;;
 stop)
     if [ -d "$dir/data" ]; then as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true; fi

@@ -16,6 +16,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var database: String
     /// The PostgreSQL schema (namespace) that holds the store's tables.
     public var schema: String
+    /// How the connection uses TLS, as libpq's `sslmode`.
+    public var tls: PostgresTLS
 
     /// Parses a URL (`postgres://…`), or the part after `postgres:` of a store location.
     public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment)
@@ -68,12 +70,13 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                 + "pg_… or information_schema)")
         }
         self.schema = schema
+        tls = try PostgresTLS(query: query, environment: environment)
     }
 
     public var description: String {
         let hostPart = host.hasPrefix("/") ? "" : host + (port == 5432 ? "" : ":\(port)")
         let socket = host.hasPrefix("/") ? "&host=\(host)" + (port == 5432 ? "" : "&port=\(port)") : ""
-        return "postgres://\(user)@\(hostPart)/\(database)?schema=\(schema)\(socket)"
+        return "postgres://\(user)@\(hostPart)/\(database)?schema=\(schema)\(socket)\(tls.queryText)"
     }
 
     /// The password from `PGPASSWORD`, else the first matching line of `~/.pgpass`
@@ -97,13 +100,15 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 
     /// A new connection, waited for.
     func connect() throws(StoreError) -> PostgresConnection {
-        let configuration: PostgresConnection.Configuration
+        var configuration: PostgresConnection.Configuration
         if host.hasPrefix("/") {
+            // A Unix socket never leaves the machine: libpq ignores sslmode on one too.
             configuration = .init(unixSocketPath: "\(host)/.s.PGSQL.\(port)", username: user, password: password(),
                                   database: database)
         } else {
             configuration = .init(host: host, port: port, username: user, password: password(), database: database,
-                                  tls: .disable)
+                                  tls: try tls.configuration(host: host, server: server))
+            if tls.verifiesHostname, !PostgresTLS.isIPAddress(host) { configuration.options.tlsServerName = host }
         }
         do {
             return try PostgresConnection.connect(on: PostgresConnection.defaultEventLoopGroup.any(),
@@ -187,7 +192,9 @@ final class PostgresSession: @unchecked Sendable {
             switch error.code {
             case .serverClosedConnection, .clientClosedConnection: return "the connection was closed"
             case .connectionError: return "the connection failed"
-            case .sslUnsupported: return "the server does not support TLS"
+            case .sslUnsupported:
+                return "the server does not support TLS, and the location asks for it (sslmode=require, "
+                    + "verify-ca or verify-full, or a host other than loopback without sslmode=disable)"
             case .queryCancelled: return "the query was cancelled"
             default: return "the PostgreSQL protocol failed (\(error.code))"
             }
@@ -200,6 +207,10 @@ final class PostgresSession: @unchecked Sendable {
             return "no such host"
         case let error as IOError:
             return String(cString: strerror(error.errnoCode)).lowercased()
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return "the server's TLS certificate does not name this host (sslmode=verify-full)"
+        case let error as NIOSSLError:
+            return PostgresTLS.describe(error)
         case let error as ChannelError:
             return "the connection failed (\(error))"
         default:

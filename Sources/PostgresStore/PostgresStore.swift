@@ -57,9 +57,28 @@ public final class PostgresStore: Store, @unchecked Sendable {
         try PostgresStore(location: PostgresLocation(parsing: path), schema: nil)
     }
 
+    /// Opens the store (its header and stored schema are checked), then compares the tables of
+    /// its PostgreSQL schema with the stored schema: a table the stored schema does not name, or
+    /// one it names that is missing, is damage.
     public func check(at path: String) throws -> EngineCheck {
-        let store = try PostgresStore(location: PostgresLocation(parsing: path), schema: nil)
+        let location = try PostgresLocation(parsing: path)
+        let store = try PostgresStore(location: location, schema: nil)
+        let schema = store.schema
         try store.close()
+        let session = try PostgresSession(location)
+        defer { session.close() }
+        var name = PostgresBindings()
+        name.append(location.schema)
+        let tables = Set(try session.query("SELECT table_name FROM information_schema.tables WHERE table_schema = $1",
+                                           name).compactMap { try? $0.makeRandomAccess()[0].decode(String.self) })
+        let expected = Set(schema.entities.map { PostgresSQL.identifier($0.name) })
+        let found = tables.filter { !$0.hasPrefix("_ds_") && !expected.contains($0) }.sorted()
+            .map { "the table \($0), which the stored schema does not name" }
+            + expected.subtracting(tables).sorted().map { "no table \($0) although the stored schema names it" }
+        guard found.isEmpty else {
+            throw StoreError(.corrupt, "\(location) is damaged: it holds " + found.prefix(3).joined(separator: "; ")
+                + (found.count > 3 ? "; and \(found.count - 3) more" : ""))
+        }
         return EngineCheck("the schema's tables and header read (PostgreSQL checks its own pages)")
     }
 

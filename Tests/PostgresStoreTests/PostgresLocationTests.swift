@@ -91,3 +91,28 @@ private func storeError(_ body: () throws -> Void) -> StoreError? {
     #expect(tables.split(separator: "\n").contains("Item") && tables.contains("_ds_meta"), "\(tables)")
 }
 #endif
+
+#if Postgres
+/// A stored schema that no longer names the tables of its PostgreSQL schema (changed with
+/// `psql`) is damage: `check` names the tables it does not explain.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aStoredSchemaThatHidesTablesIsDamageOnPostgreSQL() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let store = StoreLocation(kind: "postgres", path: String(location.description.dropFirst(9)))
+    try DemoData.seed(store, items: 100, seed: 2)
+    _ = try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
+                                         "-v", "ON_ERROR_STOP=1", "-c", """
+        UPDATE "\(location.schema)"._ds_meta SET value = convert_to('{"entities":[],"version":1}', 'UTF8')
+            WHERE key = 'datastore.schema'
+        """])
+    #expect(throws: StoreError.self) { try store.check() }
+    do {
+        _ = try store.check()
+    } catch let error as StoreError {
+        #expect(error.code == .corrupt && error.message.contains("Customer")
+                && error.message.contains("the stored schema does not name"), "\(error)")
+    }
+}
+#endif

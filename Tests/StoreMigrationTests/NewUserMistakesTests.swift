@@ -145,3 +145,30 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
     for code in badInput { #expect(CommandFailure.exitCode(for: code) == 2, "\(code)") }
     for code in failures { #expect(CommandFailure.exitCode(for: code) == 3, "\(code)") }
 }
+
+/// `import --dry-run` writes nothing (the store's files stay byte for byte as they were) and
+/// prints the counts the real import then reports, deletions first.
+@Test(arguments: [StoreKind.sqlite, .lmdb])
+func anImportDryRunWritesNothingAndCountsWhatTheImportDoes(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(kind, "store")
+    try DemoData.seed(store, items: 300, seed: 5)
+    let json = dir.path("products.json")
+    try Data(#"[{"sku": "new-1", "title": "t", "price": 1.5, "stock": 2}, {"sku": 7}]"#.utf8)
+        .write(to: URL(fileURLWithPath: json))
+    let files = kind == .lmdb ? [store.path + "/data.mdb"] : [store.path, store.path + "-wal"]
+    let before = files.map(fileDigest)
+    let arguments = ["import", "--to", store.description, "--entity", "Product", json]
+    let dryRun = try runCLI(arguments + ["--dry-run"])
+    #expect(dryRun.status == 0, "\(dryRun.errors)")
+    #expect(files.map(fileDigest) == before, "the dry run wrote nothing")
+    let real = try runCLI(arguments)
+    #expect(real.status == 0, "\(real.errors)")
+    func counts(_ output: String) -> String {
+        output.split(separator: "\n")[0].components(separatedBy: ": ").last?
+            .replacingOccurrences(of: "would be ", with: "") ?? ""
+    }
+    #expect(counts(dryRun.output) == counts(real.output), "\(dryRun.output) / \(real.output)")
+    #expect(counts(real.output).hasPrefix("30 deleted, 1 inserted, 0 updated, 0 unchanged, 1 rejected"),
+            "\(real.output)")
+}
