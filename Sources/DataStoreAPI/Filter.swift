@@ -1,10 +1,16 @@
 /// A comparison operator of a ``Filter``.
 public enum ComparisonOperator: String, Sendable, Hashable, Codable {
+/// Equal to the value (null equals null).
     case equal = "=="
+/// Not equal to the value (an item whose attribute is null matches `!= 5`).
     case notEqual = "!="
+/// Less than the value; false when either side is null.
     case less = "<"
+/// Less than or equal to the value; false when either side is null.
     case lessOrEqual = "<="
+/// Greater than the value; false when either side is null.
     case greater = ">"
+/// Greater than or equal to the value; false when either side is null.
     case greaterOrEqual = ">="
 }
 
@@ -18,20 +24,28 @@ public enum ComparisonOperator: String, Sendable, Hashable, Codable {
 public indirect enum Filter: Sendable, Hashable {
     /// Matches every item.
     case all
+/// The attribute compared with a value.
     case compare(String, ComparisonOperator, Value)
     /// The attribute equals one of the values (`in`).
     case among(String, [Value])
+/// The attribute is null.
     case isNull(String)
     /// The string attribute starts with the given string (byte-wise, case-sensitive).
     case hasPrefix(String, String)
     /// The string attribute contains the given string (byte-wise, case-sensitive).
     case contains(String, String)
+/// Every filter matches (all of them when the list is empty).
     case and([Filter])
+/// At least one filter matches (none when the list is empty).
     case or([Filter])
+/// The filter does not match: two-valued, so it simply inverts.
     case not(Filter)
 
+/// Both filters match.
     public static func && (lhs: Filter, rhs: Filter) -> Filter { .and([lhs, rhs]) }
+/// Either filter matches.
     public static func || (lhs: Filter, rhs: Filter) -> Filter { .or([lhs, rhs]) }
+/// The filter does not match.
     public static prefix func ! (filter: Filter) -> Filter { .not(filter) }
 }
 
@@ -43,11 +57,17 @@ public struct Field: Sendable, Hashable {
     /// Names the attribute `name`.
     public init(_ name: String) { self.name = name }
 
+/// The attribute equals `rhs` (null equals null).
     public static func == (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .equal, rhs) }
+/// The attribute differs from `rhs` (null is a value like any other).
     public static func != (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .notEqual, rhs) }
+/// The attribute is less than `rhs`.
     public static func < (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .less, rhs) }
+/// The attribute is less than or equal to `rhs`.
     public static func <= (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .lessOrEqual, rhs) }
+/// The attribute is greater than `rhs`.
     public static func > (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .greater, rhs) }
+/// The attribute is greater than or equal to `rhs`.
     public static func >= (lhs: Field, rhs: Value) -> Filter { .compare(lhs.name, .greaterOrEqual, rhs) }
 
     /// The attribute equals one of the values.
@@ -65,9 +85,13 @@ public struct Field: Sendable, Hashable {
 public enum AttributeMatch: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleByStringLiteral,
     ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral
 {
+/// The attribute equals the value.
     case value(Value)
+/// The attribute equals one of the values.
     case anyOf([Value])
+/// The attribute lies between the two values, both included.
     case between(Value, Value)
+    /// The attribute is null.
     case null
 
     public init(nilLiteral: ()) { self = .null }

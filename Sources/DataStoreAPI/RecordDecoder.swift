@@ -2,6 +2,7 @@ import Foundation
 
 /// Decodes a flat `Decodable` model from a ``Record``.
 public enum RecordDecoder {
+    /// The model of type `type` that `record` holds.
     /// - Throws: `typeMismatch` naming the attribute when a stored value does not fit the
     ///   property's type.
     public static func decode<T: Decodable>(_ type: T.Type, from record: Record) throws -> T {

@@ -2,6 +2,7 @@ import Foundation
 
 /// Encodes a flat `Encodable` model into a ``Record``.
 public enum RecordEncoder {
+    /// The record of `object`'s properties.
     /// - Throws: `invalidValue` naming the property when a property has a type the store cannot
     ///   hold (a nested struct, an array other than `[UInt8]`, an out-of-range unsigned integer).
     public static func encode<T: Encodable>(_ object: T) throws -> Record {

@@ -78,6 +78,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// The library's own message.
         public let message: String
 
+        /// The error `code` of `library`, with its message.
         public init(library: String, code: Int32, message: String) {
             self.library = library
             self.code = code
@@ -89,9 +90,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// An item named by an error (for example each item of a merge conflict).
     public struct ItemReference: Sendable, Hashable, CustomStringConvertible {
+        /// The item's entity.
         public let entity: String
+        /// The item's primary key.
         public let key: Value
 
+        /// The item `key` of `entity`.
         public init(entity: String, key: Value) {
             self.entity = entity
             self.key = key
@@ -100,12 +104,16 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public var description: String { "\(entity)[\(key)]" }
     }
 
+    /// What kind of error it is, for programs: stable across releases.
     public let code: Code
+    /// What went wrong, for people: names the store, entity, key, attribute or file involved.
     public let message: String
+    /// The underlying error of SQLite, LMDB, PostgreSQL or the OS, when there is one.
     public let cause: Cause?
     /// The items the error is about, when there are several (merge conflicts).
     public let items: [ItemReference]
 
+    /// An error of `code` with its message (a backend's or a tool's).
     public init(_ code: Code, _ message: String, cause: Cause? = nil, items: [ItemReference] = []) {
         self.code = code
         self.message = message

@@ -31,6 +31,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable {
         Date(timeIntervalSince1970: Double(microsecondsSinceEpoch) / 1_000_000)
     }
 
+    /// Earlier than.
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
         lhs.microsecondsSinceEpoch < rhs.microsecondsSinceEpoch
     }

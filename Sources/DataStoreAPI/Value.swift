@@ -8,13 +8,21 @@ import Foundation
 /// Predicates and sorting use ``Value/compareCanonical(_:_:foldingASCIICase:)`` instead,
 /// in which `-0.0` and `0.0` are equal.
 public enum Value: Sendable {
+/// No value, for an optional attribute (not the same as an empty string or empty bytes).
     case null
+/// A boolean.
     case bool(Bool)
+/// A 64-bit integer.
     case int(Int64)
+/// A double: every finite value, -0.0 and the infinities round-trip; NaN is refused.
     case double(Double)
+/// A string, stored as its UTF-8 bytes, never normalized.
     case string(String)
+/// Bytes, up to 16 MiB.
     case bytes([UInt8])
+/// A date, in whole microseconds since 1970.
     case date(Timestamp)
+/// A UUID, stored as its 16 bytes.
     case uuid(UUID)
 
     /// The type of a non-null value; `nil` for ``null``.

@@ -1,6 +1,19 @@
 /// The type of an attribute.
 public enum ValueType: String, Sendable, Hashable, Codable, CaseIterable {
-    case bool, int, double, string, bytes, date, uuid
+    /// `Value.bool`.
+    case bool
+    /// `Value.int`; may be a primary key.
+    case int
+    /// `Value.double`.
+    case double
+    /// `Value.string`; may be a primary key (up to 255 UTF-8 bytes).
+    case string
+    /// `Value.bytes`.
+    case bytes
+    /// `Value.date`.
+    case date
+    /// `Value.uuid`; may be a primary key.
+    case uuid
 
     /// Whether a primary key may have this type (`int`, `string` or `uuid`).
     public var canBePrimaryKey: Bool {

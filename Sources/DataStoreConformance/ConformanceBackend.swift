@@ -12,6 +12,7 @@ public struct ConformanceBackend: Sendable {
     public let open: @Sendable (_ location: URL, _ schema: Schema?, _ migrations: SchemaMigrations) throws
         -> any DataStore
 
+    /// A backend named `name` (in messages) whose stores `open` opens or creates.
     public init(name: String, open: @escaping @Sendable (_ location: URL, _ schema: Schema?,
                                                           _ migrations: SchemaMigrations) throws -> any DataStore) {
         self.name = name

@@ -13,7 +13,9 @@ import Testing
 /// }
 /// ```
 public struct ConformanceCase: Sendable, CustomTestStringConvertible, CustomStringConvertible {
+    /// The area of the protocol the case checks (`CRUD`, `Queries`, `Child stores`, ...).
     public let area: String
+    /// The case's name, which states the behaviour it checks.
     public let name: String
     let body: @Sendable (ConformanceContext) async throws -> Void
 
@@ -23,6 +25,7 @@ public struct ConformanceCase: Sendable, CustomTestStringConvertible, CustomStri
         self.body = body
     }
 
+    /// `Area: name`.
     public var testDescription: String { "\(area): \(name)" }
     public var description: String { testDescription }
 
@@ -57,8 +60,11 @@ public struct ConformanceCase: Sendable, CustomTestStringConvertible, CustomStri
 
 /// What a case works with: the backend, its own directory, and the caller's source location.
 public final class ConformanceContext: Sendable {
+    /// The backend under test.
     public let backend: ConformanceBackend
+    /// The case's own temporary directory.
     public let directory: URL
+    /// Where failed expectations are reported: the caller's test.
     public let sourceLocation: SourceLocation
     private let opened = Mutex<[any DataStore]>([])
 

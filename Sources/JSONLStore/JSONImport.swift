@@ -7,6 +7,7 @@ import Foundation
 /// decides between insert and update, and items the JSON no longer holds are deleted, each of
 /// the three operations optional.
 public enum JSONImport {
+    /// The operations an import may perform.
     public enum Operation: String, Sendable, Codable, CaseIterable {
         case insert, update, delete
     }
@@ -16,6 +17,7 @@ public enum JSONImport {
         case seconds, milliseconds
     }
 
+    /// How an import maps and writes the JSON.
     public struct Options: Sendable {
         /// JSON key -> attribute name, for the keys the default mapping does not find.
         public var mapping: [String: String]
@@ -37,6 +39,7 @@ public enum JSONImport {
                 + "\(epochUnit) \(batchSize)"
         }
 
+        /// Options; by default snake_case keys map onto camelCase attributes and every operation runs.
         public init(mapping: [String: String] = [:], snakeCaseToCamelCase: Bool = true,
                     operations: Set<Operation> = Set(Operation.allCases), epochUnit: EpochUnit = .seconds,
                     batchSize: Int = 1_000, dryRun: Bool = false) {
@@ -53,15 +56,23 @@ public enum JSONImport {
     public struct Reject: Sendable, Codable, Hashable {
         /// Its position in the input, from 1 (the line, for JSON Lines).
         public var position: Int
+        /// Why it was not imported.
         public var reason: String
     }
 
+    /// What an import did (or, in a dry run, would do).
     public struct Report: Sendable, Codable, Hashable {
+        /// Objects in the input.
         public var objects = 0
+        /// Items inserted.
         public var inserted = 0
+        /// Items updated.
         public var updated = 0
+        /// Objects equal to their stored items, not written.
         public var unchanged = 0
+        /// Items deleted because the input does not hold them.
         public var deleted = 0
+        /// Objects not imported, in input order.
         public var rejected: [Reject] = []
         /// The accepted objects an interrupted run of the same input had already imported, when
         /// this run went on from its checkpoint.
@@ -71,6 +82,7 @@ public enum JSONImport {
     /// Thrown when `shouldStop` said to stop after a batch: the checkpoint is stored, and the
     /// same import run again goes on from it.
     public struct Interrupted: Error, Sendable {
+        /// What the import did before it stopped.
         public var report: Report
     }
 

@@ -7,7 +7,9 @@ import Foundation
 public enum JSONLines {
     /// Where an export or load stands.
     public struct Progress: Sendable {
+        /// The entity.
         public var entity: String
+        /// Its items in the file.
         public var items: Int
     }
 

@@ -11,6 +11,7 @@ public enum StoreChange: Sendable, Hashable {
     /// The destination holds an item the source does not.
     case delete(entity: String, item: Record)
 
+    /// The entity the change is in.
     public var entity: String {
         switch self {
         case .insert(let entity, _), .update(let entity, _, _), .delete(let entity, _): return entity
@@ -187,6 +188,7 @@ public enum StoreChanges {
             try write(header(schema: schema, from: source, to: destination))
         }
 
+        /// Writes one change as a line.
         public func write(_ change: StoreChange, of entity: EntitySchema) throws {
             try write(encode(change, of: entity))
         }
@@ -203,11 +205,13 @@ public enum StoreChanges {
             pending.removeAll(keepingCapacity: true)
         }
 
+        /// Makes the file durable and moves it into place.
         public func finish() throws {
             flush()
             try stream?.finish()
         }
 
+        /// Stops writing and removes the unfinished file.
         public func abandon() { stream?.abandon() }
     }
 }

@@ -10,9 +10,13 @@ import Synchronization
 /// `PGPASSWORD` or `~/.pgpass` (never from the URL, never printed); missing parts default as
 /// libpq's do (`PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`).
 public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The server's host name or address, or a Unix socket directory (starting with `/`).
     public var host: String
+    /// The server's port (5432 by default).
     public var port: Int
+    /// The user to connect as.
     public var user: String
+    /// The database.
     public var database: String
     /// The PostgreSQL schema (namespace) that holds the store's tables.
     public var schema: String

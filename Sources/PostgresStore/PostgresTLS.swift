@@ -16,6 +16,7 @@ import PostgresNIO
 /// a host; on loopback it falls back to clear text as libpq's does, and a Unix socket never uses
 /// TLS.
 public struct PostgresTLS: Sendable, Hashable {
+    /// libpq's `sslmode` values.
     public enum Mode: String, Sendable, Hashable, CaseIterable {
         case disable, allow, prefer, require
         case verifyCA = "verify-ca"
@@ -29,6 +30,7 @@ public struct PostgresTLS: Sendable, Hashable {
     /// A PEM file of the client's certificate, and one of its private key, for servers that ask
     /// for one.
     public var clientCertificate: String?
+    /// The client certificate's private key (PEM).
     public var clientKey: String?
 
     init(query: [String: String], environment: [String: String]) throws(StoreError) {

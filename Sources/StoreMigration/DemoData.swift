@@ -4,6 +4,7 @@ import Foundation
 /// A realistic demo store: customers, products and orders with every value type, optional
 /// attributes with nulls, a unique and a non-unique index. Deterministic for a given seed.
 public enum DemoData {
+    /// The demo store's schema: customers, products and orders.
     public static let schema = Schema(version: 1, entities: [
         EntitySchema("Customer", primaryKey: "id", attributes: [
             Attribute("id", .uuid), Attribute("name", .string), Attribute("email", .string),

@@ -4,16 +4,25 @@ import JSONLStore
 
 /// What `diff` found, or what applying a diff did.
 public struct DiffReport: Sendable, Codable, Hashable {
+    /// What a diff found in one entity.
     public struct Counts: Sendable, Codable, Hashable {
+        /// The entity.
         public var entity: String
+        /// Items only the source holds.
         public var inserted = 0
+        /// Items both hold with different values.
         public var updated = 0
+        /// Items only the destination holds.
         public var deleted = 0
     }
 
+    /// The source, as its location reads.
     public var source: String
+    /// The destination, as its location reads.
     public var destination: String
+    /// Per entity, in schema order.
     public var entities: [Counts] = []
+    /// How long it took.
     public var seconds = 0.0
 
     /// Every change, over every entity.

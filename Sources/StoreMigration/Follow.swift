@@ -19,6 +19,7 @@ public struct FollowOptions: Sendable {
     /// the source's current snapshot may turn it off.
     public var compareFirst: Bool
 
+    /// Options; by default a follow runs until stopped, compares the stores first and applies up to 500 transactions at a time.
     public init(untilIdle: Double? = nil, batchTransactions: Int = 500, pollInterval: Double = 0.005,
                 batchSize: Int = 1_000, compareFirst: Bool = true) {
         self.untilIdle = untilIdle
@@ -40,20 +41,29 @@ public struct FollowProgress: Sendable {
     /// How long the last transaction applied waited between its commit in the source and its
     /// commit in the destination (0 when idle).
     public var lagSeconds: Double
+    /// Source transactions applied so far.
     public var transactionsApplied: Int
+    /// Items written so far.
     public var itemsWritten: Int
+    /// Items deleted so far.
     public var itemsDeleted: Int
 }
 
 /// What a follow did.
 public struct FollowReport: Sendable, Codable, Hashable {
+    /// The source, as its location reads.
     public var source: String
+    /// The destination, as its location reads.
     public var destination: String
     /// The token the follow started from, and the last one it applied.
     public var startToken: ChangeToken?
+    /// The last source transaction applied: the destination equals the source as of it.
     public var endToken: ChangeToken?
+    /// Source transactions applied.
     public var transactionsApplied = 0
+    /// Items written.
     public var itemsWritten = 0
+    /// Items deleted.
     public var itemsDeleted = 0
     /// Merge-join catch-ups, with why each ran (no token yet, an expired token, an overflowed
     /// transaction).
@@ -61,9 +71,11 @@ public struct FollowReport: Sendable, Codable, Hashable {
     /// The delay between a source commit and its destination commit, over every applied
     /// transaction: median and worst, in seconds.
     public var lagMedianSeconds = 0.0
+    /// The longest of those delays.
     public var lagWorstSeconds = 0.0
     /// `idle` or `stopped`.
     public var endedBy = ""
+    /// How long the follow ran.
     public var seconds = 0.0
 }
 

@@ -20,6 +20,7 @@ public struct MigrationOptions: Sendable {
     /// by item.
     public var checksum: Bool
 
+    /// Options; the defaults copy every entity in batches of 1,000, check the source first and verify the copy.
     public init(entities: [String]? = nil, batchSize: Int = 1_000, resume: Bool = false, overwrite: Bool = false,
                 verify: Bool = true, dryRun: Bool = false, checkSource: Bool = true, checksum: Bool = false) {
         self.entities = entities

@@ -2,6 +2,7 @@
 
 /// What a migration step did to one entity.
 public struct EntityReport: Sendable, Codable, Hashable {
+    /// The entity.
     public var entity: String
     /// Items read from the source snapshot.
     public var itemsRead = 0
@@ -16,9 +17,12 @@ public struct EntityReport: Sendable, Codable, Hashable {
     /// With `checksum`: the key ranges whose digests were compared, and those that differed
     /// and were compared item by item.
     public var rangesCompared: Int?
+    /// With a checksum verify: the key ranges whose digests differed.
     public var rangesDiffering: Int?
+    /// How long the entity took.
     public var seconds = 0.0
 
+    /// An empty report for `entity`.
     public init(entity: String) {
         self.entity = entity
     }
@@ -26,9 +30,13 @@ public struct EntityReport: Sendable, Codable, Hashable {
 
 /// The summary of a copy, sync or verify, as printed and written by `--report`.
 public struct MigrationReport: Sendable, Codable, Hashable {
+    /// `copy`, `sync` or `verify`.
     public var operation: String
+    /// The source, as its location reads.
     public var source: String
+    /// The destination, as its location reads.
     public var destination: String
+    /// Per entity, in schema order.
     public var entities: [EntityReport] = []
     /// Whether the destination was checked against the source snapshot.
     public var verified = false
@@ -41,8 +49,10 @@ public struct MigrationReport: Sendable, Codable, Hashable {
     public var sampleDifferences: [String] = []
     /// The check of the source before the run, when one ran.
     public var sourceCheck: StoreCheckReport?
+    /// How long the whole operation took.
     public var seconds = 0.0
 
+    /// An empty report.
     public init(operation: String, source: String, destination: String) {
         self.operation = operation
         self.source = source

@@ -3,18 +3,27 @@ import Foundation
 
 /// What ``SchemaUpgrade/upgrade(_:plan:dryRun:progress:)`` did or would do.
 public struct UpgradeReport: Sendable, Codable {
+    /// The store, as its location reads.
     public var store: String
+    /// The version it held before.
     public var fromVersion: Int
+    /// The version it holds now (or would, in a dry run).
     public var toVersion: Int
     /// Each step applied (or, in a dry run, to apply): its version, its words, and the items of
     /// the entity it changes when that entity exists before the upgrade.
     public var steps: [Step]
+    /// Whether nothing was written.
     public var dryRun: Bool
+    /// How long it took.
     public var seconds: Double
 
+    /// One step of the upgrade.
     public struct Step: Sendable, Codable {
+        /// The version the step belongs to.
         public var version: Int
+        /// The step, in words.
         public var step: String
+        /// Items it touched (counted in a dry run too), when it reads items.
         public var items: Int?
     }
 }

@@ -10,6 +10,7 @@ public struct StoreCheckReport: Sendable, Codable, Hashable {
     public var engineCheck: String
     /// Items read and checked against the schema.
     public var items: Int
+    /// How long the check took.
     public var seconds: Double
 }
 

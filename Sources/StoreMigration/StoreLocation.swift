@@ -9,9 +9,12 @@ import Foundation
 /// directory is LMDB, a file SQLite). A bare kind names a store by its name: see
 /// ``resolve(_:store:directory:)``.
 public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The kind of store: `sqlite`, `lmdb`, `memory`, `jsonl`, `postgres` or a registered one.
     public var kind: StoreKind
+    /// Its path (for `memory`, its name; for `postgres`, the URL after `postgres:`).
     public var path: String
 
+    /// The store of `kind` at `path`.
     public init(kind: StoreKind, path: String) {
         self.kind = kind
         self.path = path

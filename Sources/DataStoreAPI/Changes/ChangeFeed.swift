@@ -11,6 +11,7 @@ public struct ChangeToken: Codable, Hashable, Sendable, CustomStringConvertible 
     /// The sequence number of the last transaction seen (0: none).
     public let sequence: UInt64
 
+    /// The token of transaction `sequence` of the feed of the store identified by `store`.
     public init(store: UUID?, sequence: UInt64) {
         self.store = store
         self.sequence = sequence
@@ -23,14 +24,24 @@ public struct ChangeToken: Codable, Hashable, Sendable, CustomStringConvertible 
 
 /// One item a transaction changed, relative to the state before the transaction.
 public struct ItemChange: Hashable, Sendable, CustomStringConvertible {
+    /// What happened to the item.
     public enum Kind: UInt8, Hashable, Sendable, Codable {
-        case inserted = 1, updated = 2, deleted = 3
+        /// The item did not exist before the transaction and does after it.
+        case inserted = 1
+        /// The item existed before and after the transaction (its values may be the same).
+        case updated = 2
+        /// The item existed before the transaction and does not after it.
+        case deleted = 3
     }
 
+    /// The item's entity.
     public var entity: String
+    /// The item's primary key.
     public var key: Value
+    /// What happened to it.
     public var kind: Kind
 
+    /// A change of the item `key` of `entity`.
     public init(entity: String, key: Value, kind: Kind) {
         self.entity = entity
         self.key = key
@@ -59,6 +70,7 @@ public struct ChangeSet: Hashable, Sendable {
     /// The items changed, by entity name, then key order.
     public var items: [ItemChange]
 
+    /// A transaction's changes (the feed builds them; tests and other feeds may too).
     public init(token: ChangeToken, committedAt: Timestamp, cleared: [String] = [], overflowed: [String] = [],
                 items: [ItemChange] = []) {
         self.token = token
@@ -88,6 +100,7 @@ public struct ChangeFeedSettings: Hashable, Sendable, Codable {
     /// ``ChangeSet/overflowed`` (bounding the feed's memory and size for bulk writes).
     public var maxKeysPerTransaction: Int
 
+    /// Settings; the defaults keep 10,000 transactions and list up to 100,000 items of each.
     public init(isEnabled: Bool = true, retainedTransactions: Int = 10_000, maxKeysPerTransaction: Int = 100_000) {
         self.isEnabled = isEnabled
         self.retainedTransactions = retainedTransactions

@@ -91,12 +91,14 @@ public struct ChangeSequence: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> Iterator { Iterator(store: store, token: token) }
 
+    /// Delivers the sequence's elements; it ends when the store closes or the task is cancelled.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
         let store: Store?
         var token: ChangeToken
         var buffer: [ChangeSet] = []
         var index = 0
 
+        /// The next transaction, waiting for its commit; `nil` once the store closed.
         public mutating func next() async throws -> ChangeSet? {
             guard let store else { throw Store.notAStore("changes(since:)") }
             while true {
@@ -131,6 +133,7 @@ public struct QueryObservation: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> Iterator { Iterator(store: store, request: request) }
 
+    /// Delivers the sequence's elements; it ends when the store closes or the task is cancelled.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
         let store: Store?
         let request: FetchRequest
@@ -138,6 +141,7 @@ public struct QueryObservation: AsyncSequence, Sendable {
         var token = ChangeToken(store: nil, sequence: 0)
         var counter: UInt64?
 
+        /// The next results that differ from the last ones; `nil` once the store closed.
         public mutating func next() async throws -> [Record]? {
             guard let store else { throw Store.notAStore("observe") }
             let hub = store.changeHub
@@ -196,7 +200,9 @@ public struct QueryObservation: AsyncSequence, Sendable {
 /// One delivery of ``DataStore/observeUpdates(_:)``: the results and how they differ from the
 /// previous delivery's.
 public struct ResultsUpdate: Sendable, Hashable {
+    /// The results now.
     public var results: [Record]
+    /// How they differ from the previous delivery.
     public var diff: ResultsDiff
 }
 
@@ -205,13 +211,19 @@ public struct ResultsUpdate: Sendable, Hashable {
 /// in the new ones, `moved` pairs of old and new positions, and `updated` the new positions of
 /// items present in both whose values changed (a moved item may also be updated).
 public struct ResultsDiff: Sendable, Hashable {
+    /// Positions in the old results of the items that are gone.
     public var removed: [Int] = []
+    /// Positions in the new results of the items that are new.
     public var inserted: [Int] = []
+    /// Items in both, whose position changed: from the old results' to the new results'.
     public var moved: [(from: Int, to: Int)] = []
+    /// Positions in the new results of the items whose values changed.
     public var updated: [Int] = []
 
+    /// No difference.
     public init() {}
 
+    /// Whether nothing changed.
     public var isEmpty: Bool { removed.isEmpty && inserted.isEmpty && moved.isEmpty && updated.isEmpty }
 
     /// The difference from `old` to `new`, items identified by `primaryKey`.
@@ -257,11 +269,13 @@ public struct ResultsUpdates: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> Iterator { Iterator(base: observation.makeAsyncIterator(), primaryKey: primaryKey) }
 
+    /// Delivers the sequence's elements; it ends when the store closes or the task is cancelled.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
         var base: QueryObservation.Iterator
         let primaryKey: String
         var previous: [Record] = []
 
+        /// The next results with their difference from the last; `nil` once the store closed.
         public mutating func next() async throws -> ResultsUpdate? {
             guard let results = try await base.next() else { return nil }
             defer { previous = results }
