@@ -29,6 +29,13 @@ public protocol DataStore: AnyObject, Sendable {
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     )
 
+    /// Runs `body` against one consistent snapshot, as ``read(_:)`` does, on a thread the
+    /// store owns, and suspends until it returns: an async caller (a server's request handler)
+    /// never blocks a thread of Swift's cooperative pool while SQLite, LMDB or PostgreSQL work.
+    /// The `async` form of `writeAsync` is its counterpart for writes.
+    /// - Throws: `closed`, or what `body` throws.
+    func readAsync<T: Sendable>(_ body: @escaping @Sendable (ReadAccessor) throws -> T) async throws -> T
+
     /// Waits until every write enqueued so far has finished.
     /// - Throws: `reentrantCall` when called inside a block of the same store.
     func waitForPendingWrites() throws

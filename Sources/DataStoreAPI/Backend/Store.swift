@@ -21,6 +21,8 @@ open class Store: DataStore, @unchecked Sendable {
     let lifecycle = StoreLifecycle()
     let writeLock = NSLock()
     let writerQueue: DispatchQueue
+    /// The threads ``readAsync(_:)`` runs reads on.
+    private let readerThreads = Mutex<BlockingReads?>(nil)
     /// Whether write transactions go to the change feed (not in child stores, whose changes
     /// reach the parent's feed when merged).
     let recordsChanges: Bool
@@ -208,6 +210,19 @@ open class Store: DataStore, @unchecked Sendable {
             self.lifecycle.end()
             completion(result)
         }
+    }
+
+    /// On the store's own reader threads (four serial queues, made at first use).
+    public final func readAsync<T: Sendable>(
+        _ body: @escaping @Sendable (ReadAccessor) throws -> T
+    ) async throws -> T {
+        let readers = readerThreads.withLock { readers in
+            if let readers { return readers }
+            let made = BlockingReads(label: "DataStore.reader")
+            readers = made
+            return made
+        }
+        return try await readers.run { try self.read(body) }
     }
 
     public final func waitForPendingWrites() throws {
