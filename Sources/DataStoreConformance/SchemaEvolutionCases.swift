@@ -61,7 +61,7 @@ enum SchemaEvolutionCases {
         c.expect(succeeds, "the oracle applies '\(what)'")
         let store = try c.open(next.schema, name: name, migrations: migrations)
         try next.check(store, c, what)
-        let history = try (store as? Store)?.schemaHistory().last
+        let history = try store.schemaHistory().last
         c.expectEqual(history?.toVersion, next.schema.version, "the history records version \(next.schema.version)")
         c.expectEqual(history?.steps, steps.map(\.description), "the history lists the steps")
         try store.close()
@@ -297,7 +297,7 @@ enum SchemaEvolutionCases {
         ])
         let store = try c.open(next.schema, migrations: migrations)
         try next.check(store, c, "custom steps")
-        c.expectEqual(try (store as? Store)?.schemaHistory().last?.steps,
+        c.expectEqual(try store.schemaHistory().last?.steps,
                       ["transform items of Item: drop negative ids, shout names", "custom: count items into Keyed"])
         try store.close()
         oracle = next
@@ -330,7 +330,7 @@ enum SchemaEvolutionCases {
         migrations.version(2, v2.map { .step($0) })
         let store = try c.open(stepwise.schema, name: "direct", migrations: migrations)
         try stepwise.check(store, c, "v1 to v3 in one open")
-        let history = try (store as? Store)?.schemaHistory() ?? []
+        let history = try store.schemaHistory()
         c.expectEqual(history.map(\.fromVersion), [1])
         c.expectEqual(history.map(\.toVersion), [3])
         c.expectEqual(history.first?.steps, (v2 + v3).map(\.description))
@@ -375,7 +375,7 @@ enum SchemaEvolutionCases {
         c.expectError(.schemaMismatch, naming: "primary key of 'Keyed'") { _ = try c.open(newKey) }
         let unchanged = try c.open(oracle.schema)
         try oracle.check(unchanged, c, "after refused opens")
-        c.expectEqual(try (unchanged as? Store)?.schemaHistory().count, 0, "nothing was migrated")
+        c.expectEqual(try unchanged.schemaHistory().count, 0, "nothing was migrated")
     }
 
     /// Random valid steps, one version at a time, with random writes in between.

@@ -40,7 +40,7 @@ extension MigrateStore {
                     } else {
                         print("state: complete")
                     }
-                    let history = try (opened as? Store)?.schemaHistory() ?? []
+                    let history = try opened.schemaHistory()
                     if history.isEmpty {
                         print("schema history: none (created at version \(opened.schema.version))")
                     } else {

@@ -21,7 +21,7 @@ extension DataStore {
     /// Writes made outside the package (the `sqlite3` shell, `mdb_load`) are not in the feed; a
     /// live query (``observe(_:)``) notices them.
     public func changes(since token: ChangeToken) -> ChangeSequence {
-        ChangeSequence(store: self as? Store, token: token)
+        ChangeSequence(store: self, token: token)
     }
 
     /// The request's results now, and again after each commit that changes them (in this
@@ -30,7 +30,7 @@ extension DataStore {
     /// be coalesced, but the last delivery always holds the store's final state. Ends when the
     /// store closes or the task is cancelled.
     public func observe(_ request: FetchRequest) -> QueryObservation {
-        QueryObservation(store: self as? Store, request: request)
+        QueryObservation(store: self, request: request)
     }
 
     /// The results as ``observe(_:)`` gives them, each with its difference from the previous
@@ -86,28 +86,27 @@ public final class ObservationHandle: Sendable {
 /// The feed from a token on (``DataStore/changes(since:)``).
 public struct ChangeSequence: AsyncSequence, Sendable {
     public typealias Element = ChangeSet
-    let store: Store?
+    let store: any DataStore
     let token: ChangeToken
 
     public func makeAsyncIterator() -> Iterator { Iterator(store: store, token: token) }
 
     /// Delivers the sequence's elements; it ends when the store closes or the task is cancelled.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
-        let store: Store?
+        let store: any DataStore
         var token: ChangeToken
         var buffer: [ChangeSet] = []
         var index = 0
 
         /// The next transaction, waiting for its commit; `nil` once the store closed.
         public mutating func next() async throws -> ChangeSet? {
-            guard let store else { throw Store.notAStore("changes(since:)") }
+            let hub = CommitWaiter(store)
             while true {
                 if index < buffer.count {
                     index += 1
                     return buffer[index - 1]
                 }
                 if Task.isCancelled { return nil }
-                let hub = store.changeHub
                 let generation = hub.generation
                 let token = self.token
                 guard let page = try Store.unlessClosed({ try store.changes(since: token, limit: 256) }) else {
@@ -128,14 +127,14 @@ public struct ChangeSequence: AsyncSequence, Sendable {
 /// A live query (``DataStore/observe(_:)``).
 public struct QueryObservation: AsyncSequence, Sendable {
     public typealias Element = [Record]
-    let store: Store?
+    let store: any DataStore
     let request: FetchRequest
 
     public func makeAsyncIterator() -> Iterator { Iterator(store: store, request: request) }
 
     /// Delivers the sequence's elements; it ends when the store closes or the task is cancelled.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
-        let store: Store?
+        let store: any DataStore
         let request: FetchRequest
         var last: [Record]?
         var token = ChangeToken(store: nil, sequence: 0)
@@ -143,8 +142,7 @@ public struct QueryObservation: AsyncSequence, Sendable {
 
         /// The next results that differ from the last ones; `nil` once the store closed.
         public mutating func next() async throws -> [Record]? {
-            guard let store else { throw Store.notAStore("observe") }
-            let hub = store.changeHub
+            let hub = CommitWaiter(store)
             while true {
                 if Task.isCancelled { return nil }
                 let generation = hub.generation
@@ -157,7 +155,7 @@ public struct QueryObservation: AsyncSequence, Sendable {
                     try store.read { reader -> (ChangeToken, [Record]?) in
                         let head = try reader.changeToken()
                         // A child store's own writes are not in any feed: look again at every wake-up.
-                        var relevant = first || !store.recordsChanges
+                        var relevant = first || !hub.recordsChanges
                         if head != previousToken {
                             if !relevant { relevant = try Self.touches(reader, request.entity, since: previousToken) }
                         } else if counter != previousCounter {
@@ -284,12 +282,39 @@ public struct ResultsUpdates: AsyncSequence, Sendable {
     }
 }
 
-extension Store {
-    static func notAStore(_ operation: String) -> StoreError {
-        StoreError(.invalidArgument, "\(operation) needs a store made by a backend of this package (SQLiteStore, "
-            + "LMDBStore, InMemoryStore, or a backend's Store subclass)")
+/// How feeds and observations wait for commits: a ``Store``'s hub, which this process's commits
+/// wake at once and which polls the engine's commit counter for other processes' commits; for
+/// any other ``DataStore``, a look at the feed every ``pollingInterval``.
+struct CommitWaiter: Sendable {
+    private let hub: ChangeHub?
+    /// Whether every commit of the store is in its feed (a child store's own writes are not).
+    let recordsChanges: Bool
+
+    static let pollingInterval = Duration.milliseconds(50)
+
+    init(_ store: any DataStore) {
+        let store = store as? Store
+        hub = store?.changeHub
+        recordsChanges = store?.recordsChanges ?? true
     }
 
+    /// Moves whenever a wake-up happened.
+    var generation: UInt64 { hub?.generation ?? 0 }
+
+    /// The engine's commit counter, when the store has one.
+    func currentCounter() -> UInt64? { hub?.currentCounter() }
+
+    /// Waits for a commit after `generation`, or one polling interval.
+    func wait(after generation: UInt64) async {
+        if let hub {
+            await hub.wait(after: generation)
+        } else {
+            try? await Task.sleep(for: Self.pollingInterval)
+        }
+    }
+}
+
+extension Store {
     /// Runs `body`; `nil` when the store closed (which ends feeds and observations).
     static func unlessClosed<T>(_ body: () throws -> T) throws -> T? {
         do {

@@ -99,6 +99,10 @@ import Foundation
 
     static func readHistory(_ reader: any StorageReader) throws -> [SchemaHistoryEntry] {
         guard let bytes = try reader.metadata(forKey: historyKey) else { return [] }
+        return try decodeHistory(bytes)
+    }
+
+    static func decodeHistory(_ bytes: [UInt8]) throws -> [SchemaHistoryEntry] {
         do {
             return try JSONDecoder().decode([SchemaHistoryEntry].self, from: Data(bytes))
         } catch {
