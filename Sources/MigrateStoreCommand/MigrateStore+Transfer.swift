@@ -216,7 +216,7 @@ struct FollowOption: ParsableArguments {
     @Flag(name: .customLong("follow"), help: ArgumentHelp(
         "Then keep applying the source's change feed to the destination, showing the lag, until Ctrl-C or "
             + "--until-idle: the way to switch a live app to another backend. Resumable: a later `sync --follow` "
-            + "goes on from the position stored in the destination."))
+            + "compares the stores (writes made outside the package are not in the feed) and goes on from there."))
     var enabled = false
 
     @Option(name: .customLong("until-idle"), help: ArgumentHelp(
