@@ -67,7 +67,7 @@ let package = Package(
         .executableTarget(name: "migrate-store", dependencies: ["MigrateStoreCommand"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "crash-writer",
-            dependencies: ["SQLiteStore", "LMDBStore", "PostgresStore"],
+            dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore", "PostgresStore"],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -63,60 +63,10 @@ enum ConcurrencyCases {
     }
 
     static let all: [ConformanceCase] = [
-        ConformanceCase("Concurrency", "asyncReadsAndWritesLeaveTheCooperativePoolFree",
-                        asyncReadsAndWritesLeaveTheCooperativePoolFree),
         ConformanceCase(
             "Concurrency", "manyReaderThreadsAndAWriterSeeOnlyCommittedStates",
             manyReaderThreadsAndAWriterSeeOnlyCommittedStates),
         ConformanceCase(
             "Concurrency", "manyTasksWriteAndReadConcurrently", manyTasksWriteAndReadConcurrently),
     ]
-}
-
-extension ConcurrencyCases {
-    /// Async reads and writes run on threads the store owns: while more of them are blocked
-    /// inside their blocks than Swift's cooperative pool has threads (one per core), a new
-    /// task still runs. (The synchronous API called from tasks would hold every thread of the
-    /// pool, and the probe task would not start.)
-    static func asyncReadsAndWritesLeaveTheCooperativePoolFree(_ c: ConformanceContext) async throws {
-        let store = try c.open()
-        try Fixtures.load(Fixtures.items(20, seed: 3), into: store)
-        let gate = DispatchSemaphore(value: 0)
-        let running = SharedCount()
-        let reads = min(4, ProcessInfo.processInfo.activeProcessorCount + 1)
-        var tasks: [Task<Int, any Error>] = []
-        for n in 0...reads {
-            tasks.append(Task {
-                let block = { @Sendable (reader: ReadAccessor) throws -> Int in
-                    running.value.withLock { $0 += 1 }
-                    gate.wait()
-                    return try reader.count(FetchRequest("Item"))
-                }
-                return n < reads ? try await store.readAsync(block) : try await store.writeAsync { try block($0) }
-            })
-        }
-        // Should the blocks hold the pool's threads, nothing below could run: a timer off the
-        // pool opens the gate after 10 s, and the probe then finds it opened.
-        let opened = SharedCount()
-        let open = { @Sendable in
-            if opened.value.withLock({ count in defer { count = 1 }; return count == 0 }) {
-                for _ in 0...reads { gate.signal() }
-            }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: open)
-        let deadline = Date(timeIntervalSinceNow: 10)
-        while running.value.withLock({ $0 }) < reads + 1 && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        c.expectEqual(running.value.withLock { $0 }, reads + 1, "async blocks blocked at once")
-        let probeRanWhileBlocked = await Task.detached { opened.value.withLock { $0 } == 0 }.value
-        c.expect(probeRanWhileBlocked, "a task ran while \(reads + 1) async blocks were blocked")
-        open()
-        for task in tasks { c.expectEqual(try await task.value, 20) }
-    }
-}
-
-/// A count shared by tasks and threads.
-private final class SharedCount: Sendable {
-    let value = Mutex(0)
 }

@@ -25,7 +25,8 @@ func startReader(_ path: String) throws -> Process {
     return reader
 }
 
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func readerSlotsOfAKilledProcessAreClearedOnOpen() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func readerSlotsOfAKilledProcessAreClearedOnOpen() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("readers.lmdb")
     _ = try CrashRecovery.killWriter(tool: CrashRecovery.tool, kind: "lmdb", path: path, after: 3)
@@ -51,7 +52,8 @@ func startReader(_ path: String) throws -> Process {
 
 /// A reader process keeps working while a writer process grows the map from 64 KiB past 100 MB
 /// (before, every read failed with `busy` once another process had grown the map).
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aReaderProcessAdoptsAMapGrownByAnotherProcess() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aReaderProcessAdoptsAMapGrownByAnotherProcess() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("shared.lmdb")
     let seen = try CrashRecovery.readWhileAnotherProcessGrows(kind: "lmdb", path: path, megabytes: 110)
@@ -65,7 +67,8 @@ func startReader(_ path: String) throws -> Process {
 
 /// A schema migration of 200,000 items killed with SIGKILL at random points: every reopen is all
 /// version 1 or all version 2, and the next open finishes the migration.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aSchemaMigrationKilledAtRandomPointsIsAllOldOrAllNewAndTheNextOpenFinishesIt() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aSchemaMigrationKilledAtRandomPointsIsAllOldOrAllNewAndTheNextOpenFinishesIt() throws {
     let dir = try TemporaryDirectory()
     let outcome = try SchemaUpgradeCrash.run(kind: "lmdb", directory: dir, items: 200_000, kills: 10) {
         try LMDBStore(path: $0, schema: nil)
@@ -80,7 +83,8 @@ func startReader(_ path: String) throws -> Process {
 /// Two writer processes on one LMDB environment at once, each SIGKILLed in turn. Their small
 /// map (256 KiB) fills within the first few dozen commits, so it grows while the other process
 /// waits to write: the case that found a transaction replayed over another process's commit.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("two.lmdb")
     print(try CrashRecovery.twoWriterProcesses(kind: "lmdb", path: path) { try LMDBStore(path: path, schema: nil) })

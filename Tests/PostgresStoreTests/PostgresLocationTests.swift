@@ -19,7 +19,8 @@ private func storeError(_ body: () throws -> Void) -> StoreError? {
 
 /// Bad store specs and unreachable servers give one-line errors naming what is wrong, and no
 /// password ever appears in a location's text or an error.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func badPostgresLocationsGiveOneLineErrorsThatNameWhatIsWrong() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func badPostgresLocationsGiveOneLineErrorsThatNameWhatIsWrong() throws {
     let host = PostgresTestServer.host
     let environment = ["PGPASSWORD": "s3cret-never-printed"]
     let parsing: [(String, String)] = [
@@ -56,7 +57,8 @@ private func storeError(_ body: () throws -> Void) -> StoreError? {
 
 /// A store's schema holds ordinary tables that `psql` shows, named as the entities are, with a
 /// column per attribute of the documented type, and several stores share one database.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aStoreIsOrdinaryTablesInASchemaOfItsOwn() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aStoreIsOrdinaryTablesInASchemaOfItsOwn() throws {
     let dir = try TemporaryDirectory()
     let first = PostgresTestServer.location(dir.url.path + "/first")
     let second = PostgresTestServer.location(dir.url.path + "/second")

@@ -79,7 +79,8 @@ func everyBackendMigratesIntoPostgreSQLAndBackItemForItem(_ kind: StoreKind) thr
 /// `migrate-store copy` from SQLite into PostgreSQL killed with SIGKILL mid-copy, then again
 /// mid-resume, then finished with `--resume`: the store is the source, item for item. (The
 /// same with 1,000,000 items and the release build: `Scripts/kill-postgres-migration.sh`.)
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aMigrationIntoPostgreSQLKilledWithSIGKILLTwiceFinishesWithResumeAndIsExact() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aMigrationIntoPostgreSQLKilledWithSIGKILLTwiceFinishesWithResumeAndIsExact() throws {
     let dir = try TemporaryDirectory()
     let source = StoreLocation(kind: .sqlite, path: dir.url.appendingPathComponent("source.sqlite").path)
     try DemoData.seed(source, items: 30_000, seed: 5)
@@ -122,7 +123,8 @@ func everyBackendMigratesIntoPostgreSQLAndBackItemForItem(_ kind: StoreKind) thr
 /// A follow that starts from a position stored in the destination finds writes made to a
 /// PostgreSQL source with `psql` (they have no feed entry) since that position: after the next
 /// follow, `verify` finds the stores equal.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aFollowFromAStoredPositionFindsWritesMadeWithPsql() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aFollowFromAStoredPositionFindsWritesMadeWithPsql() throws {
     let dir = try TemporaryDirectory()
     let location = PostgresTestServer.location(dir.url.path)
     let source = StoreLocation(kind: "postgres", path: String(location.description.dropFirst(9)))

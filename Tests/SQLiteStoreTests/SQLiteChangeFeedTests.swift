@@ -8,7 +8,8 @@ import Testing
 /// A writer process commits 1,000 transactions while an observer process follows the feed: it
 /// receives every one, in order, with the changes the writer made. The delay between a commit and
 /// its delivery is what the README reports.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func anObserverProcessReceivesEveryTransactionOfAWriterProcessInOrder() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func anObserverProcessReceivesEveryTransactionOfAWriterProcessInOrder() throws {
     let dir = try TemporaryDirectory()
     let outcome = try CrossProcessFeed.run(kind: "sqlite", path: dir.path("feed.sqlite"), count: 1_000)
     #expect(outcome.received == 1_000, "\(outcome.output)")

@@ -14,7 +14,8 @@ func aWriterKilledMidStreamLeavesEveryAcknowledgedCommitAndNoPartialOne(_ commit
 }
 
 /// A reader process reads consistent snapshots while a writer process grows the WAL and the file.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aReaderProcessReadsWhileAnotherProcessGrowsTheWAL() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aReaderProcessReadsWhileAnotherProcessGrowsTheWAL() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("shared.sqlite")
     let seen = try CrashRecovery.readWhileAnotherProcessGrows(kind: "sqlite", path: path, megabytes: 60)
@@ -24,7 +25,8 @@ func aWriterKilledMidStreamLeavesEveryAcknowledgedCommitAndNoPartialOne(_ commit
 
 /// A schema migration of 200,000 items killed with SIGKILL at random points: every reopen is all
 /// version 1 or all version 2, and the next open finishes the migration.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aSchemaMigrationKilledAtRandomPointsIsAllOldOrAllNewAndTheNextOpenFinishesIt() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aSchemaMigrationKilledAtRandomPointsIsAllOldOrAllNewAndTheNextOpenFinishesIt() throws {
     let dir = try TemporaryDirectory()
     let outcome = try SchemaUpgradeCrash.run(kind: "sqlite", directory: dir, items: 200_000, kills: 10) {
         try SQLiteStore(path: $0, schema: nil)
@@ -37,7 +39,8 @@ func aWriterKilledMidStreamLeavesEveryAcknowledgedCommitAndNoPartialOne(_ commit
 }
 
 /// Two writer processes on one SQLite file at once, each SIGKILLed in turn.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func twoWriterProcessesInterleaveLoseNothingAndAKilledOneLosesNoAcknowledgedCommit() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("two.sqlite")
     print(try CrashRecovery.twoWriterProcesses(kind: "sqlite", path: path) { try SQLiteStore(path: path, schema: nil) })

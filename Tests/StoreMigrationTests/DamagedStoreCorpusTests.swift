@@ -151,7 +151,8 @@ var corpusDamagesPerKind: Int {
     ProcessInfo.processInfo.environment["DATASTORE_CORPUS"].flatMap(Int.init) ?? 100
 }
 
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func everyCommandOnEveryDamagedStoreEndsWithADocumentedExitAndLeavesTheSourceUnchanged() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func everyCommandOnEveryDamagedStoreEndsWithADocumentedExitAndLeavesTheSourceUnchanged() throws {
     let dir = try TemporaryDirectory()
     let sqlite = dir.path("base.sqlite")
     let lmdb = dir.path("base.lmdb")

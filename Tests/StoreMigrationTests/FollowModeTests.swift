@@ -29,7 +29,8 @@ private func lag(in output: String) -> (median: Double, worst: Double)? {
 /// is idle, `verify` finds no difference. The same after a SIGKILL of the follower and a resume
 /// with `sync --follow`, which compares the stores and goes on from there; and a source
 /// whose feed no longer reaches that position is caught up by a merge-join sync, reported.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func copyFollowKeepsTheDestinationInStepWithAWritingSourceAndResumesAfterSIGKILL() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func copyFollowKeepsTheDestinationInStepWithAWritingSourceAndResumesAfterSIGKILL() throws {
     let dir = try TemporaryDirectory()
     let source = dir.path("source.sqlite")
     let destination = "lmdb:" + dir.path("destination.lmdb")

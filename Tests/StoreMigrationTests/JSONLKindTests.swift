@@ -184,7 +184,8 @@ func everyBackendRoundTripsThroughJSONLinesItemForItem(_ kind: StoreKind, _ comp
     #expect(imported.status != 0 && imported.errors.contains("JSON Lines"), "\(imported.errors)")
 }
 
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aCopyIntoJSONLinesKilledWithSIGKILLFinishesWithResume() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aCopyIntoJSONLinesKilledWithSIGKILLFinishesWithResume() throws {
     let dir = try TemporaryDirectory()
     let source = dir.location(.sqlite, "source")
     try DemoData.seed(source, items: 40_000, seed: 9)
@@ -245,7 +246,8 @@ func everyBackendRoundTripsThroughJSONLinesItemForItem(_ kind: StoreKind, _ comp
 /// A copy into JSON Lines killed while it verifies what it wrote leaves no file in place:
 /// only a verified stream is moved there. `inspect` does not call the destination complete,
 /// and `--resume` verifies the stream and then finishes it.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out")) func aCopyIntoJSONLinesKilledWhileVerifyingLeavesNoFileInPlace() throws {
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aCopyIntoJSONLinesKilledWhileVerifyingLeavesNoFileInPlace() throws {
     let dir = try TemporaryDirectory()
     let source = dir.location(.sqlite, "source")
     try DemoData.seed(source, items: 60_000, seed: 3)
