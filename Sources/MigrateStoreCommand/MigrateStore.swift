@@ -15,7 +15,8 @@ public struct MigrateStore: ParsableCommand {
             A store is named KIND:PATH: sqlite:app.sqlite (a SQLite file), lmdb:app.lmdb (an LMDB \
             environment directory), jsonl:app.jsonl or jsonl:app.jsonl.gz (a JSON Lines file, read as \
             a store and written whole by copy and sync). A bare PATH names what is there (a directory is LMDB, a file is \
-            SQLite). A bare KIND names the store by its name: in a directory holding app.sqlite, \
+            SQLite), or, for a store to be made, what its suffix says (out.lmdb). A bare KIND names the store by its \
+            name: in a directory holding app.sqlite, \
             `migrate-store --from sqlite --to lmdb` copies app.sqlite into app.lmdb; --store \
             PATH/NAME chooses the name when there is not exactly one store.
 
