@@ -119,9 +119,7 @@ enum JSONInput {
         case is Bool.Type: return "true or false"
         case is Int.Type, is Int64.Type, is UInt64.Type, is Int32.Type: return "an integer"
         case is Double.Type: return "a number"
-        default:
-            let name = "\(type)"
-            return name.hasPrefix("Array") ? "an array" : name.hasPrefix("Dictionary") ? "an object" : "an object"
+        default: return "\(type)".hasPrefix("Array") ? "an array" : "an object"
         }
     }
 }

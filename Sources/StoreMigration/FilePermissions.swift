@@ -1,4 +1,4 @@
-@_spi(Backend) import DataStoreAPI
+import DataStoreAPI
 import Foundation
 
 /// The permission bits a migration gives the files it creates: those of the source's files, as
