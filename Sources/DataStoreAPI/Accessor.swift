@@ -39,7 +39,10 @@ public class ReadAccessor {
         }
         try request.filter.checkSize(entity: entity.name)
         var checked = request
-        checked.filter = try entity.validate(request.filter)
+        if Self.hasRelationshipTerms(request.filter) {
+            checked.filter = try resolveRelationships(request.filter, of: entity)
+        }
+        checked.filter = try entity.validate(checked.filter)
         try entity.validate(request.sort)
         return (entity, checked)
     }
@@ -258,9 +261,12 @@ public final class WriteAccessor: ReadAccessor {
 final class Catalog: Sendable {
     let schema: Schema
     let entities: [String: EntitySchema]
+    /// The schema's relationships, arranged for writes and graph reads.
+    let graph: RelationshipGraph
 
     init(_ schema: Schema) {
         self.schema = schema
+        graph = RelationshipGraph(schema)
         entities = Dictionary(schema.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 }

@@ -154,6 +154,9 @@ extension EntitySchema {
             return .or(checked)
         case .not(let inner):
             return .not(try validate(inner))
+        case .any(let relationship, _), .relatedCount(let relationship, _, _):
+            throw StoreError(.invalidArgument, "filter over relationship '\(name).\(relationship)' must be "
+                + "resolved by a store's accessor")
         }
     }
 

@@ -40,6 +40,18 @@ public indirect enum Filter: Sendable, Hashable {
     case or([Filter])
 /// The filter does not match: two-valued, so it simply inverts.
     case not(Filter)
+    /// Some item related through the named to-many relationship matches the filter (a filter
+    /// on the related entity). ``every(_:_:)`` is its dual.
+    case any(String, Filter)
+    /// The number of items related through the named to-many relationship compares with the
+    /// count as the operator says (`.relatedCount("notes", .greaterOrEqual, 3)`).
+    case relatedCount(String, ComparisonOperator, Int)
+
+    /// Every item related through the named to-many relationship matches the filter (true for
+    /// an item with none).
+    public static func every(_ relationship: String, _ filter: Filter) -> Filter {
+        .not(.any(relationship, .not(filter)))
+    }
 
 /// Both filters match.
     public static func && (lhs: Filter, rhs: Filter) -> Filter { .and([lhs, rhs]) }
@@ -142,6 +154,9 @@ extension Filter {
             return filters.contains { $0.matches(record) }
         case .not(let inner):
             return !inner.matches(record)
+        case .any, .relatedCount:
+            // Related items are not in the record: a store resolves these before it filters.
+            return false
         }
     }
 
@@ -188,7 +203,7 @@ extension Filter {
             switch filter {
             case .and(let children), .or(let children):
                 pending += children.map { ($0, depth + 1) }
-            case .not(let inner):
+            case .not(let inner), .any(_, let inner):
                 pending.append((inner, depth + 1))
             case .among(_, let values):
                 terms += Swift.max(1, values.count)

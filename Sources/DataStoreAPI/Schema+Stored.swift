@@ -12,6 +12,7 @@ extension Schema {
     @_spi(Backend) public static func resolve(stored: Schema?, requested: Schema?, location: String)
         throws(StoreError) -> (schema: Schema, isNew: Bool)
     {
+        let requested = try requested?.resolved()
         switch (stored, requested) {
         case (nil, nil):
             throw StoreError(.notFound, "\(location) holds no store and no schema was given to create one")

@@ -50,16 +50,19 @@ public struct EntitySchema: Sendable, Hashable, Codable {
         @usableFromInline let primaryKey: String
         @usableFromInline let attributes: [Attribute]
         @usableFromInline let indexes: [Index]
+        let relationships: [Relationship]
         let layout: RecordLayout
         /// The primary-key attribute's position in `attributes`, if it is there (a schema
         /// that ``Schema/validate()`` accepted has it).
         @usableFromInline let primaryKeySlot: Int?
 
-        init(_ name: String, _ primaryKey: String, _ attributes: [Attribute], _ indexes: [Index], layout: RecordLayout?) {
+        init(_ name: String, _ primaryKey: String, _ attributes: [Attribute], _ indexes: [Index],
+             _ relationships: [Relationship], layout: RecordLayout?) {
             self.name = name
             self.primaryKey = primaryKey
             self.attributes = attributes
             self.indexes = indexes
+            self.relationships = relationships
             let layout = layout ?? RecordLayout(attributes.map(\.name))
             self.layout = layout
             primaryKeySlot = layout.slot(of: primaryKey)
@@ -71,35 +74,45 @@ public struct EntitySchema: Sendable, Hashable, Codable {
     /// The entity's name.
     public var name: String {
         @inlinable get { parts.name }
-        set { parts = Parts(newValue, parts.primaryKey, parts.attributes, parts.indexes, layout: parts.layout) }
+        set { parts = Parts(newValue, parts.primaryKey, parts.attributes, parts.indexes, parts.relationships, layout: parts.layout) }
     }
     /// The name of the primary-key attribute, of type `int`, `string` or `uuid`.
     public var primaryKey: String {
         @inlinable get { parts.primaryKey }
-        set { parts = Parts(parts.name, newValue, parts.attributes, parts.indexes, layout: parts.layout) }
+        set { parts = Parts(parts.name, newValue, parts.attributes, parts.indexes, parts.relationships, layout: parts.layout) }
     }
     /// Every attribute, the primary key included.
     public var attributes: [Attribute] {
         @inlinable get { parts.attributes }
-        set { parts = Parts(parts.name, parts.primaryKey, newValue, parts.indexes, layout: nil) }
+        set { parts = Parts(parts.name, parts.primaryKey, newValue, parts.indexes, parts.relationships, layout: nil) }
     }
     /// The entity's indexes.
     public var indexes: [Index] {
         @inlinable get { parts.indexes }
-        set { parts = Parts(parts.name, parts.primaryKey, parts.attributes, newValue, layout: parts.layout) }
+        set { parts = Parts(parts.name, parts.primaryKey, parts.attributes, newValue, parts.relationships, layout: parts.layout) }
+    }
+    /// The entity's relationships to entities of the same schema (see ``Relationship``).
+    public var relationships: [Relationship] {
+        get { parts.relationships }
+        set { parts = Parts(parts.name, parts.primaryKey, parts.attributes, parts.indexes, newValue, layout: parts.layout) }
     }
     /// The layout of the records a store returns for this entity (its attribute names in order).
     @_spi(Backend) public var layout: RecordLayout { parts.layout }
 
     /// An entity; ``Schema/validate()`` checks it when a store opens.
-    public init(_ name: String, primaryKey: String, attributes: [Attribute], indexes: [Index] = []) {
-        parts = Parts(name, primaryKey, attributes, indexes, layout: nil)
+    ///
+    /// A to-one relationship is stored in an attribute of its name, holding the related item's
+    /// primary key, with an index of its name: both are added when they are not declared
+    /// (``Schema/resolved()``).
+    public init(_ name: String, primaryKey: String, attributes: [Attribute], indexes: [Index] = [],
+                relationships: [Relationship] = []) {
+        parts = Parts(name, primaryKey, attributes, indexes, relationships, layout: nil)
     }
 
     public static func == (lhs: EntitySchema, rhs: EntitySchema) -> Bool {
         lhs.parts === rhs.parts
             || (lhs.name == rhs.name && lhs.primaryKey == rhs.primaryKey && lhs.attributes == rhs.attributes
-                && lhs.indexes == rhs.indexes)
+                && lhs.indexes == rhs.indexes && lhs.relationships == rhs.relationships)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -107,16 +120,18 @@ public struct EntitySchema: Sendable, Hashable, Codable {
         hasher.combine(primaryKey)
         hasher.combine(attributes)
         hasher.combine(indexes)
+        hasher.combine(relationships)
     }
 
-    private enum CodingKeys: String, CodingKey { case name, primaryKey, attributes, indexes }
+    private enum CodingKeys: String, CodingKey { case name, primaryKey, attributes, indexes, relationships }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(try container.decode(String.self, forKey: .name),
                   primaryKey: try container.decode(String.self, forKey: .primaryKey),
                   attributes: try container.decode([Attribute].self, forKey: .attributes),
-                  indexes: try container.decode([Index].self, forKey: .indexes))
+                  indexes: try container.decode([Index].self, forKey: .indexes),
+                  relationships: try container.decodeIfPresent([Relationship].self, forKey: .relationships) ?? [])
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -125,6 +140,8 @@ public struct EntitySchema: Sendable, Hashable, Codable {
         try container.encode(primaryKey, forKey: .primaryKey)
         try container.encode(attributes, forKey: .attributes)
         try container.encode(indexes, forKey: .indexes)
+        // Absent when there are none: a schema without relationships is stored as before.
+        if !relationships.isEmpty { try container.encode(relationships, forKey: .relationships) }
     }
 
     /// The attribute of that name, if any.
@@ -173,6 +190,7 @@ public struct Schema: Sendable, Hashable, Codable {
     /// Checks names, types, primary keys, defaults and indexes against the ``Limits``.
     /// - Throws: ``StoreError`` naming the first problem found.
     public func validate() throws(StoreError) {
+        let entities = try resolved().entities
         guard entities.count <= Limits.maxEntities else {
             throw StoreError(.limitExceeded, "schema has \(entities.count) entities; at most "
                 + "\(Limits.maxEntities) are allowed")

@@ -10,6 +10,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             case unknownEntity, unknownAttribute, limitExceeded, invalidArgument, storeFull, corrupt
             case io, closed, reentrantCall, accessorExpired, busy, conflict, notAStore
             case incompatibleFormat, incompleteMigration, readOnly, newerSchemaVersion, changesExpired
+            case referenceViolation
         }
 
         private let raw: Raw
@@ -65,6 +66,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// A change token is older than what the store's change feed keeps (or the feed was off
         /// or restarted since): the caller must resynchronize from a fresh read.
         public static let changesExpired = Code(.changesExpired)
+        /// A transaction would leave a to-one reference pointing at an item that does not exist,
+        /// or delete an item that a `deny` rule protects; nothing of it is committed.
+        public static let referenceViolation = Code(.referenceViolation)
 
         public var description: String { raw.rawValue }
     }

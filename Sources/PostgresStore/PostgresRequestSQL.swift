@@ -77,6 +77,9 @@ struct PostgresRequestSQL {
             return join(filters, "OR", empty: "false", entity)
         case .not(let inner):
             return condition(inner, entity).map { "(NOT \($0))" }
+        case .any, .relatedCount:
+            // Resolved by the accessor before any engine sees the filter.
+            return "false"
         }
     }
 

@@ -80,6 +80,9 @@ enum SQLiteQuery {
         case .not(let inner):
             let fragment = translate(inner)
             return SQLFragment("(NOT \(fragment.sql))", fragment.bindings)
+        case .any, .relatedCount:
+            // Resolved by the accessor before any engine sees the filter.
+            return SQLFragment("0")
         }
     }
 

@@ -67,6 +67,9 @@
             return .or(filters.map { compile($0, layout, &reads) })
         case .not(let inner):
             return .not(compile(inner, layout, &reads))
+        case .any, .relatedCount:
+            // Resolved by the accessor before any engine sees the filter.
+            return .constant(false)
         }
     }
 

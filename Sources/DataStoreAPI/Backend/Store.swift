@@ -26,6 +26,10 @@ open class Store: DataStore, @unchecked Sendable {
     /// Whether write transactions go to the change feed (not in child stores, whose changes
     /// reach the parent's feed when merged).
     let recordsChanges: Bool
+    /// Whether write transactions keep the relationship invariant (delete rules, and references
+    /// checked at commit): not in a store the migration engine fills, which copies items as
+    /// they are and checks the references once the destination is complete.
+    let keepsReferences: Bool
     private let hubStorage = Mutex<ChangeHub?>(nil)
 
     /// Makes a store over an open engine; what a backend's store type calls.
@@ -38,6 +42,7 @@ open class Store: DataStore, @unchecked Sendable {
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
         recordsChanges = true
+        keepsReferences = !MigrationGate.defersReferenceChecks
         try Self.gate(engine)
     }
 
@@ -47,6 +52,7 @@ open class Store: DataStore, @unchecked Sendable {
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
         recordsChanges = gated
+        keepsReferences = !MigrationGate.defersReferenceChecks
         if gated { try Self.gate(engine) }
     }
 
@@ -130,12 +136,16 @@ open class Store: DataStore, @unchecked Sendable {
             let recorder = try recordsChanges
                 ? ChangeRecorder(engineWriter, knownState: feedBefore.flatMap { try Self.state($0, for: engineWriter) })
                 : nil
-            let writer: any StorageWriter = recorder ?? engineWriter
+            let recorded: any StorageWriter = recorder ?? engineWriter
+            let references = keepsReferences && !catalog.graph.isEmpty
+                ? RelationshipWriter(recorded, graph: catalog.graph, catalog: catalog) : nil
+            let writer: any StorageWriter = references ?? recorded
             let result = try inside(writer) {
                 let accessor = WriteAccessor(writer: writer, catalog: catalog)
                 defer { accessor.expire() }
                 return try body(accessor)
             }
+            try references?.finish()
             if let recorder, case let changes = recorder.finish(), !changes.isEmpty,
                let state = try ChangeLog.append(engineWriter, changes, state: recorder.knownState),
                let version = try engineWriter.commitVersion(afterWrites: true) {
@@ -284,6 +294,10 @@ final class OpenTransaction: @unchecked Sendable {
 /// only by the migration engine, around its own opens.
 package enum MigrationGate {
     @TaskLocal package static var opensUnfinished = false
+    /// Set while the migration engine opens a store it fills: the store's writes skip the
+    /// relationship rules and checks (items are copied as they are, entity by entity, and the
+    /// references are checked when the copy is complete), and SQLite leaves its foreign keys off.
+    @TaskLocal package static var defersReferenceChecks = false
 }
 
 /// Metadata keys the package itself uses; apps cannot write keys with the reserved prefix.

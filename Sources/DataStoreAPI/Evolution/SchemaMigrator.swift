@@ -20,7 +20,7 @@ import Foundation
         requested: Schema?, migrations: SchemaMigrations, location: String,
         _ open: (Schema?) throws -> E
     ) throws -> E {
-        guard let requested else { return try open(nil) }
+        guard let requested = try requested?.resolved() else { return try open(nil) }
         let engine: E
         do {
             engine = try open(nil)

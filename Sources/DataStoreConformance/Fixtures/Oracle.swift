@@ -76,6 +76,7 @@ enum Oracle {
         case .and(let fs): return fs.allSatisfy { matches($0, r) }
         case .or(let fs): return fs.contains { matches($0, r) }
         case .not(let f): return !matches(f, r)
+        case .any, .relatedCount: return false
         }
     }
 }

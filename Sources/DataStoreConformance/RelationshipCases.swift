@@ -1,0 +1,357 @@
+import DataStoreAPI
+import Foundation
+
+/// Relationships: the schema they resolve to, the invariant checked at commit, delete rules,
+/// many-to-many pairs, filters across relationships, eager loading and child stores.
+enum RelationshipCases {
+    /// Users with managers (a self-reference), notes (cascade) and projects (deny); notes with
+    /// tags (many-to-many); a tree of categories (cascade down a self-reference).
+    static let schema = Schema(version: 1, entities: [
+        EntitySchema("User", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("name", .string)],
+                     relationships: [.toOne("manager", to: "User", inverse: "reports"),
+                                     .toMany("reports", to: "User", inverse: "manager"),
+                                     .toMany("notes", to: "Note", inverse: "author", deleteRule: .cascade),
+                                     .toMany("projects", to: "Project", inverse: "owner", deleteRule: .deny)]),
+        EntitySchema("Note", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("title", .string)],
+                     relationships: [.toOne("author", to: "User", inverse: "notes", optional: false),
+                                     .toMany("tags", to: "Tag", inverse: "notes")]),
+        EntitySchema("Tag", primaryKey: "name", attributes: [Attribute("name", .string)],
+                     relationships: [.toMany("notes", to: "Note", inverse: "tags")]),
+        EntitySchema("Project", primaryKey: "id", attributes: [Attribute("id", .int)],
+                     relationships: [.toOne("owner", to: "User", inverse: "projects")]),
+        EntitySchema("Category", primaryKey: "id", attributes: [Attribute("id", .int)],
+                     relationships: [.toOne("parent", to: "Category", inverse: "children"),
+                                     .toMany("children", to: "Category", inverse: "parent", deleteRule: .cascade)]),
+    ])
+
+    static func ids(_ records: [Record], _ name: String = "id") -> [Value] { records.map { $0[name] } }
+
+    static func loadUsers(_ store: any DataStore) throws {
+        try store.writeSync { w in
+            try w.insert(["id": 1, "name": "Ann"], into: "User")
+            try w.insert(["id": 2, "name": "Bob", "manager": 1], into: "User")
+            try w.insert(["id": 3, "name": "Cy", "manager": 1], into: "User")
+            for (id, author) in [(10, 1), (11, 1), (12, 2), (13, 3), (14, 3), (15, 3)] {
+                try w.insert(["id": .int(Int64(id)), "title": .string("n\(id)"), "author": .int(Int64(author))],
+                             into: "Note")
+            }
+            for tag in ["swift", "c", "db"] { try w.insert(["name": .string(tag)], into: "Tag") }
+            try w.link("Note", key: 10, "tags", to: "swift")
+            try w.link("Note", key: 10, "tags", to: "db")
+            try w.link("Tag", key: "db", "notes", to: 13)
+            try w.link("Note", key: 12, "tags", to: "c")
+        }
+    }
+
+    static func theSchemaHoldsTheGraph(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        let note = store.schema.entity(named: "Note")
+        c.expectEqual(note?.attribute(named: "author"), Attribute("author", .int))
+        c.expect(note?.indexes.contains { $0.attributes == ["author"] } == true, "an index on Note.author")
+        let join = store.schema.entity(named: Schema.joinEntityName("Note", .toMany("tags", to: "Tag", inverse: "notes")))
+        c.expectEqual(join?.name, "Note_tags")
+        c.expectEqual(join?.attribute(named: "source")?.type, .int)
+        c.expectEqual(join?.attribute(named: "target")?.type, .string)
+        try store.close()
+        let reopened = try c.open(nil)
+        c.expectEqual(reopened.schema, store.schema, "the stored schema describes the graph")
+        c.expectEqual(reopened.schema.entity(named: "User")?.relationship(named: "notes")?.deleteRule, .cascade)
+        try reopened.close()
+        // The app's declared schema (unresolved) opens the store it created.
+        try c.open(schema).close()
+    }
+
+    static func aReferenceToNothingRollsTheTransactionBack(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try store.writeSync { try $0.insert(["id": 1, "name": "Ann"], into: "User") }
+        c.expectError(.referenceViolation, naming: "'Note' 7 refers through 'author' to 'User' 99") {
+            try store.writeSync { w in
+                try w.insert(["id": 2, "name": "Bob"], into: "User")
+                try w.insert(["id": 7, "title": "x", "author": 99], into: "Note")
+            }
+        }
+        c.expectEqual(try store.read { try ids($0.fetch(FetchRequest("User"))) }, [1], "nothing of it committed")
+        c.expectError(.referenceViolation, naming: "'User' 5") {
+            _ = try store.writeSync { try $0.update("User", key: 1, set: ["manager": 5]) }
+        }
+        c.expectError(.referenceViolation, naming: "'Note_tags'") {
+            try store.writeSync { w in
+                try w.insert(["id": 8, "title": "y", "author": 1], into: "Note")
+                try w.link("Note", key: 8, "tags", to: "missing")
+            }
+        }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Note")) }, 0)
+        c.expectError(.invalidValue, naming: "author") {
+            try store.writeSync { try $0.insert(["id": 9, "title": "z"], into: "Note") }
+        }
+    }
+
+    static func aTransactionMayInsertAnItemBeforeWhatItRefersTo(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try store.writeSync { w in
+            try w.insert(["id": 7, "title": "first", "author": 2], into: "Note")
+            try w.insert(["id": 1, "name": "Ann", "manager": 2], into: "User")
+            try w.insert(["id": 2, "name": "Bob", "manager": 1], into: "User")
+        }
+        // Swap the two: each refers to the other through the whole transaction.
+        try store.writeSync { w in
+            try w.update("Note", key: 7, set: ["author": 1])
+            try w.update("User", key: 1, set: ["manager": .null])
+            _ = try w.delete("User", key: 2)
+            try w.insert(["id": 2, "name": "Bo", "manager": 1], into: "User")
+        }
+        c.expectEqual(try store.read { try $0.get("User", key: 2)?["name"] }, "Bo")
+        c.expectEqual(try store.read { try $0.get("Note", key: 7)?["author"] }, 1)
+    }
+
+    static func cascadeDeletesRelatedItemsAndTheFeedListsThem(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        let token = try store.currentChangeToken()
+        try store.writeSync { _ = try $0.delete("User", key: 3) }
+        try store.read { r in
+            c.expectEqual(try ids(r.fetch(FetchRequest("Note"))), [10, 11, 12])
+            c.expectEqual(try r.count(FetchRequest("Note_tags")), 3, "Cy's note 13 left Tag db")
+            c.expectEqual(try ids(r.related("Tag", key: "db", "notes")), [10])
+        }
+        let changes: [ItemChange] = try store.changes(since: token, limit: 10).flatMap { $0.items }
+        let notes = changes.filter { $0.entity == "Note" }
+        c.expectEqual(notes.map { $0.key }, [13, 14, 15])
+        c.expect(notes.allSatisfy { $0.kind == .deleted }, "\(changes)")
+        c.expect(changes.contains { $0.entity == "User" && $0.key == 3 && $0.kind == .deleted }, "\(changes)")
+        c.expectEqual(changes.filter { $0.entity == "Note_tags" }.count, 1, "the pair of note 13 and db")
+    }
+
+    static func nullifyClearsReferencesAndTheFeedListsThem(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        let token = try store.currentChangeToken()
+        try store.writeSync { w in
+            _ = try w.delete(FetchRequest("Note", filter: Field("author") == 1))
+            _ = try w.delete("User", key: 1)
+        }
+        try store.read { r in
+            c.expectEqual(try r.fetch(FetchRequest("User")).map { $0["manager"] }, [.null, .null])
+            c.expectEqual(try r.count(FetchRequest("Note_tags", filter: Field("source") == 10)), 0,
+                          "a deleted note's pairs go (nullify on a many-to-many)")
+            c.expectEqual(try r.count(FetchRequest("Tag")), 3, "the tags stay")
+        }
+        let changes: [ItemChange] = try store.changes(since: token, limit: 10).flatMap { $0.items }
+        let kinds: [ItemChange.Kind] = changes.filter { $0.entity == "User" }.map { $0.kind }
+        c.expectEqual(kinds, [.deleted, .updated, .updated])
+    }
+
+    static func denyRefusesTheDeleteUntilNothingIsRelated(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        try store.writeSync { try $0.insert(["id": 100, "owner": 2], into: "Project") }
+        c.expectError(.referenceViolation, naming: "'User' 2 cannot be deleted") {
+            try store.writeSync { _ = try $0.delete("User", key: 2) }
+        }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Note", filter: Field("author") == 2)) }, 1,
+                      "the cascade rolled back with the delete")
+        // Checked at commit: the project may go after its owner in the same transaction.
+        try store.writeSync { w in
+            _ = try w.delete("User", key: 2)
+            _ = try w.delete("Project", key: 100)
+        }
+        c.expectEqual(try store.read { try $0.get("User", key: 2) }, nil)
+    }
+
+    static func manyToManyPairsFollowLinksAndDeletes(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        try store.read { r in
+            c.expectEqual(try ids(r.related("Note", key: 10, "tags"), "name"), ["db", "swift"])
+            c.expectEqual(try ids(r.related("Tag", key: "db", "notes")), [10, 13])
+            c.expectEqual(try ids(r.related("Note", key: 10, "author")), [1])
+            c.expectEqual(try ids(r.related("User", key: 1, "reports")), [2, 3])
+        }
+        try store.writeSync { w in
+            try w.link("Note", key: 10, "tags", to: "db")  // already there: no second pair
+            c.expect(try w.unlink("Tag", key: "swift", "notes", from: 10), "the pair existed")
+            c.expect(!(try w.unlink("Tag", key: "swift", "notes", from: 10)), "and is gone")
+            try w.link("User", key: 3, "reports", to: 2)
+        }
+        try store.read { r in
+            c.expectEqual(try ids(r.related("Note", key: 10, "tags"), "name"), ["db"])
+            c.expectEqual(try r.count(FetchRequest("Note_tags")), 3)
+            c.expectEqual(try r.get("User", key: 2)?["manager"], 3)
+        }
+        try store.writeSync { _ = try $0.delete("Tag", key: "db") }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Note_tags")) }, 1, "db's pairs went with it")
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Note")) }, 6, "its notes stay (nullify)")
+    }
+
+    static func cyclesAndDeepChainsDelete(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        let depth = 3_000
+        try store.writeSync { w in
+            try w.insert(["id": 0], into: "Category")
+            for id in 1..<depth { try w.insert(["id": .int(Int64(id)), "parent": .int(Int64(id - 1))], into: "Category") }
+            for id in 0..<300 { try w.insert(["id": .int(Int64(depth + id)), "parent": 5], into: "Category") }
+            // A cycle of managers.
+            try w.insert(["id": 1, "name": "a", "manager": 2], into: "User")
+            try w.insert(["id": 2, "name": "b", "manager": 1], into: "User")
+            try w.insert(["id": 3, "name": "c", "manager": 3], into: "User")
+        }
+        try store.writeSync { _ = try $0.delete("Category", key: 1) }
+        c.expectEqual(try store.read { try ids($0.fetch(FetchRequest("Category"))) }, [0],
+                      "the chain below 1, 3,000 deep, and the 300 children of 5 went with it")
+        try store.writeSync { w in
+            _ = try w.delete("User", key: 1)
+            _ = try w.delete("User", key: 3)
+        }
+        let users: [Record] = try store.read { try $0.fetch(FetchRequest("User")) }
+        c.expectEqual(users, [["id": 2, "name": "b", "manager": .null]])
+    }
+
+    static func deleteAllAndDeleteByRequestRunTheRules(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        c.expectEqual(try store.writeSync { try $0.delete(FetchRequest("User", filter: Field("name") == "Bob")) }, 1)
+        c.expectEqual(try store.read { try ids($0.fetch(FetchRequest("Note"))) }, [10, 11, 13, 14, 15])
+        c.expectEqual(try store.writeSync { try $0.deleteAll("User") }, 2)
+        try store.read { r in
+            c.expectEqual(try r.count(FetchRequest("Note")), 0)
+            c.expectEqual(try r.count(FetchRequest("Note_tags")), 0)
+            c.expectEqual(try r.count(FetchRequest("Tag")), 3)
+        }
+    }
+
+    static func filtersFollowKeyPathsAndToManyRelationships(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        try store.writeSync { try $0.insert(["id": 4, "name": "Di"], into: "User") }
+        try store.read { r in
+            func notes(_ filter: Filter) throws -> [Value] { try ids(r.fetch(FetchRequest("Note", filter: filter))) }
+            func users(_ filter: Filter) throws -> [Value] { try ids(r.fetch(FetchRequest("User", filter: filter))) }
+            c.expectEqual(try notes(Field("author.name") == "Ann"), [10, 11])
+            c.expectEqual(try notes(Field("author.manager.name") == "Ann"), [12, 13, 14, 15])
+            c.expectEqual(try notes(Field("author.manager.name") == .null), [10, 11], "Ann has no manager")
+            c.expectEqual(try notes(Field("author.name").hasPrefix("B") || Field("title") == "n15"), [12, 15])
+            c.expectEqual(try users(Field("manager.name") != "Ann"), [1, 4], "null compares as a value")
+            c.expectEqual(try users(.any("notes", Field("title") == "n12")), [2])
+            c.expectEqual(try users(.any("notes", .all)), [1, 2, 3])
+            c.expectEqual(try users(.every("notes", Field("title") != "n13")), [1, 2, 4])
+            c.expectEqual(try users(.relatedCount("notes", .greaterOrEqual, 2)), [1, 3])
+            c.expectEqual(try users(.relatedCount("notes", .equal, 0)), [4])
+            c.expectEqual(try users(.relatedCount("reports", .equal, 2)), [1])
+            c.expectEqual(try users(.any("notes", .any("tags", Field("name") == "db"))), [1, 3])
+            c.expectEqual(try ids(r.fetch(FetchRequest("Tag", filter: .any("notes", Field("author.name") == "Cy"))),
+                                  "name"), ["db"])
+            c.expectEqual(try r.count(FetchRequest("User", filter: .relatedCount("notes", .less, 2))), 2)
+        }
+        c.expectError(.invalidArgument, naming: "'User' has no relationship 'posts'") {
+            _ = try store.read { try $0.fetch(FetchRequest("User", filter: .any("posts", .all))) }
+        }
+        c.expectError(.invalidArgument, naming: "to-many") {
+            _ = try store.read { try $0.fetch(FetchRequest("User", filter: Field("notes.title") == "x")) }
+        }
+        c.expectError(.typeMismatch, naming: "User.name") {
+            _ = try store.read { try $0.fetch(FetchRequest("Note", filter: Field("author.name") == 3)) }
+        }
+    }
+
+    static func eagerLoadingReturnsEveryLevel(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        let users = try store.read { r in
+            try r.fetch(FetchRequest("User", sort: [.descending("name")]),
+                        including: [Include("notes", including: ["tags"]), "manager", "reports"])
+        }
+        c.expectEqual(users.map { $0.record["id"] }, [3, 2, 1])
+        c.expectEqual(users[0]["notes"].map { $0.record["id"] }, [13, 14, 15])
+        c.expectEqual(users[0]["notes"][0]["tags"].map { $0.record["name"] }, ["db"])
+        c.expectEqual(users[0]["manager"].map { $0.record["id"] }, [1])
+        c.expectEqual(users[2]["manager"].count, 0)
+        c.expectEqual(users[2]["reports"].map { $0.record["id"] }, [2, 3])
+        c.expectEqual(users[2]["notes"][0]["tags"].map { $0.record["name"] }, ["db", "swift"])
+        c.expectError(.invalidArgument, naming: "no relationship 'posts'") {
+            _ = try store.read { try $0.fetch(FetchRequest("User"), including: ["posts"]) }
+        }
+    }
+
+    static func childStoresMergeRelationshipChangesCheckedOnTheFinalState(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        let child = try store.makeChild()
+        try child.writeSync { w in
+            _ = try w.delete("User", key: 3)
+            try w.insert(["id": 20, "title": "new", "author": 2], into: "Note")
+        }
+        c.expectEqual(try child.read { try $0.count(FetchRequest("Note", filter: Field("author") == 3)) }, 0)
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Note", filter: Field("author") == 3)) }, 3,
+                      "the parent sees nothing before the merge")
+        // Meanwhile the parent relates a new note to the user the child deleted.
+        try store.writeSync { try $0.insert(["id": 30, "title": "late", "author": 3], into: "Note") }
+        _ = try store.merge(child)
+        try store.read { r in
+            c.expectEqual(try ids(r.fetch(FetchRequest("Note"))), [10, 11, 12, 20])
+            c.expectEqual(try r.get("User", key: 3), nil)
+        }
+        // A child relates a project to a user the parent deletes meanwhile: the merge is
+        // checked on the final state and refused whole.
+        let bad = try store.makeChild()
+        try bad.writeSync { w in
+            try w.insert(["id": 40, "owner": 2], into: "Project")
+            try w.update("User", key: 1, set: ["name": "A"])
+        }
+        try store.writeSync { _ = try $0.delete("User", key: 2) }
+        c.expectError(.referenceViolation, naming: "'Project' 40 refers through 'owner' to 'User' 2") {
+            _ = try store.merge(bad)
+        }
+        c.expectEqual(try store.read { try $0.get("User", key: 1)?["name"] }, "Ann", "nothing of the merge applied")
+    }
+
+    static func invalidRelationshipsAreRefusedWithTheirNames(_ c: ConformanceContext) throws {
+        func refused(_ entities: [EntitySchema], _ code: StoreError.Code, naming: String) {
+            c.expectError(code, naming: naming) { _ = try c.open(Schema(entities: entities), name: "bad") }
+        }
+        let user = EntitySchema("User", primaryKey: "id", attributes: [Attribute("id", .int)])
+        func note(_ relationships: [Relationship], _ attributes: [Attribute] = []) -> EntitySchema {
+            EntitySchema("Note", primaryKey: "id", attributes: [Attribute("id", .int)] + attributes,
+                         relationships: relationships)
+        }
+        refused([note([.toOne("author", to: "Person")])], .unknownEntity, naming: "'Person'")
+        refused([user, note([.toOne("author", to: "User", inverse: "notes")])], .invalidArgument,
+                naming: "'User.notes', which 'User' does not declare")
+        var withNotes = user
+        withNotes.relationships = [.toMany("notes", to: "Note", inverse: "author")]
+        refused([withNotes, note([.toOne("author", to: "User", inverse: "notes", optional: false)])],
+                .invalidArgument, naming: "nullify")
+        refused([withNotes, note([.toOne("author", to: "User", inverse: "notes")], [Attribute("author", .string)])],
+                .invalidArgument, naming: "'Note.author' holds the to-one relationship")
+        var oneToOne = user
+        oneToOne.relationships = [.toOne("note", to: "Note", inverse: "author")]
+        refused([oneToOne, note([.toOne("author", to: "User", inverse: "note")])], .invalidArgument,
+                naming: "both to-one")
+        refused([user, note([.toMany("readers", to: "User", inverse: "read")])], .invalidArgument,
+                naming: "'Note.readers'")
+    }
+
+    static let all: [ConformanceCase] = [
+        ConformanceCase("Relationships", "theSchemaHoldsTheGraph", theSchemaHoldsTheGraph),
+        ConformanceCase("Relationships", "aReferenceToNothingRollsTheTransactionBack",
+                        aReferenceToNothingRollsTheTransactionBack),
+        ConformanceCase("Relationships", "aTransactionMayInsertAnItemBeforeWhatItRefersTo",
+                        aTransactionMayInsertAnItemBeforeWhatItRefersTo),
+        ConformanceCase("Relationships", "cascadeDeletesRelatedItemsAndTheFeedListsThem",
+                        cascadeDeletesRelatedItemsAndTheFeedListsThem),
+        ConformanceCase("Relationships", "nullifyClearsReferencesAndTheFeedListsThem",
+                        nullifyClearsReferencesAndTheFeedListsThem),
+        ConformanceCase("Relationships", "denyRefusesTheDeleteUntilNothingIsRelated",
+                        denyRefusesTheDeleteUntilNothingIsRelated),
+        ConformanceCase("Relationships", "manyToManyPairsFollowLinksAndDeletes", manyToManyPairsFollowLinksAndDeletes),
+        ConformanceCase("Relationships", "cyclesAndDeepChainsDelete", cyclesAndDeepChainsDelete),
+        ConformanceCase("Relationships", "deleteAllAndDeleteByRequestRunTheRules",
+                        deleteAllAndDeleteByRequestRunTheRules),
+        ConformanceCase("Relationships", "filtersFollowKeyPathsAndToManyRelationships",
+                        filtersFollowKeyPathsAndToManyRelationships),
+        ConformanceCase("Relationships", "eagerLoadingReturnsEveryLevel", eagerLoadingReturnsEveryLevel),
+        ConformanceCase("Relationships", "childStoresMergeRelationshipChangesCheckedOnTheFinalState",
+                        childStoresMergeRelationshipChangesCheckedOnTheFinalState),
+        ConformanceCase("Relationships", "invalidRelationshipsAreRefusedWithTheirNames",
+                        invalidRelationshipsAreRefusedWithTheirNames),
+    ]
+}
