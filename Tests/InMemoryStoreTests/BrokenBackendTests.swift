@@ -20,6 +20,14 @@ enum Breakage: Sendable, CaseIterable {
     case uniqueCheckedBeforeKey
     /// Folds case in sorts only up to the first NUL byte, then compares lengths (SQLite's NOCASE).
     case caseFoldingStopsAtNUL
+    /// Stores the attributes and indexes of relationships but reports a schema without them,
+    /// so no delete rule runs and no reference is checked.
+    case forgetsRelationships
+    /// Checks each to-one reference when it is written (as an immediate SQL foreign key
+    /// would), instead of when the transaction commits.
+    case checksReferencesPerStatement
+    /// Reports every cascade rule as `deny`: a delete that should cascade is refused.
+    case skipsCascades
 }
 
 /// Wraps the in-memory engine and breaks one behaviour, to show the suite catches it.
@@ -32,14 +40,34 @@ final class BrokenEngine: StorageEngine {
         self.breakage = breakage
     }
 
-    var schema: Schema { inner.schema }
+    var schema: Schema {
+        var schema = inner.schema
+        for position in schema.entities.indices {
+            switch breakage {
+            case .forgetsRelationships:
+                schema.entities[position].relationships = []
+            case .skipsCascades:
+                for r in schema.entities[position].relationships.indices
+                where schema.entities[position].relationships[r].deleteRule == .cascade {
+                    schema.entities[position].relationships[r].deleteRule = .deny
+                }
+            default:
+                return schema
+            }
+        }
+        return schema
+    }
 
     func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         try inner.withReader { try body(BrokenTransaction(inner: $0, breakage: breakage)) }
     }
 
     func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
-        try inner.withWriter { try body(BrokenWriter(inner: $0, breakage: breakage)) }
+        try inner.withWriter { writer in
+            let broken = BrokenWriter(inner: writer, breakage: breakage)
+            broken.storedSchema = inner.schema
+            return try body(broken)
+        }
     }
 
     func close() throws { try inner.close() }
@@ -99,7 +127,7 @@ class BrokenTransaction: StorageReader {
                 return Value.compareBytes(a.0, b.0) < 0
             }.map(\.1)
             return FetchRequest(entity.name, offset: offset, limit: limit).page(sorted)
-        case .uniqueCheckedBeforeKey:
+        case .uniqueCheckedBeforeKey, .forgetsRelationships, .checksReferencesPerStatement, .skipsCascades:
             return try base.fetch(request, in: entity)
         case .sortsWithSwiftLessThan:
             let (offset, limit) = (request.offset, request.limit)
@@ -160,7 +188,22 @@ final class BrokenWriter: BrokenTransaction, StorageWriter {
         super.init(inner: inner, breakage: breakage)
     }
 
+    /// What `.checksReferencesPerStatement` does at each write.
+    private func checkReferencesNow(_ record: Record, _ entity: EntitySchema) throws {
+        guard breakage == .checksReferencesPerStatement else { return }
+        for relationship in entity.relationships where relationship.cardinality == .toOne {
+            let value = record[relationship.name]
+            guard !value.isNull, let target = storedSchema.entity(named: relationship.destination) else { continue }
+            if try writer.get(target, key: PrimaryKey(value)) == nil {
+                throw StoreError(.referenceViolation, "'\(entity.name)' refers to missing '\(target.name)' \(value)")
+            }
+        }
+    }
+
+    var storedSchema = Schema(entities: [])
+
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        try checkReferencesNow(record, entity)
         if breakage == .uniqueCheckedBeforeKey {
             for index in entity.indexes where index.isUnique {
                 let values = index.attributes.map { record[$0] }
@@ -174,6 +217,7 @@ final class BrokenWriter: BrokenTransaction, StorageWriter {
         try writer.insert(record, key: key, in: entity)
     }
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
+        try checkReferencesNow(record, entity)
         try writer.put(record, key: key, in: entity)
     }
     func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool { try writer.delete(key: key, in: entity) }
@@ -202,6 +246,11 @@ let catchingCases: [(Breakage, String)] = [
     (.uniqueCheckedBeforeKey, "seededEdgeSequence4EndsEqualToTheModel"),
     (.caseFoldingStopsAtNUL, "caseInsensitiveSortComparesPastNULBytes"),
     (.caseFoldingStopsAtNUL, "randomEdgeRequestsMatchTheOracleOnStoreChildAndDelete"),
+    (.skipsCascades, "cascadeDeletesRelatedItemsAndTheFeedListsThem"),
+    (.skipsCascades, "cyclesAndDeepChainsDelete"),
+    (.forgetsRelationships, "cyclesAndDeepChainsDelete"),
+    (.forgetsRelationships, "aReferenceToNothingRollsTheTransactionBack"),
+    (.checksReferencesPerStatement, "aTransactionMayInsertAnItemBeforeWhatItRefersTo"),
 ]
 
 @Test(arguments: catchingCases)
