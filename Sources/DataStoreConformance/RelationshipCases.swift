@@ -355,3 +355,9 @@ enum RelationshipCases {
                         invalidRelationshipsAreRefusedWithTheirNames),
     ]
 }
+
+extension Fixtures {
+    /// A schema whose entities are related: users with managers (a self-reference), notes
+    /// (cascade) and projects (deny); notes with tags (many-to-many); a tree of categories.
+    public static var graphSchema: Schema { RelationshipCases.schema }
+}

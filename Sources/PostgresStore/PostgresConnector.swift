@@ -227,6 +227,7 @@ final class PostgresSession: @unchecked Sendable {
         let code: StoreError.Code
         switch state {
         case "23505": code = .uniqueViolation
+        case "23503": code = .referenceViolation
         case "40001", "40P01", "55P03": code = .conflict
         case "53100": code = .storeFull
         case "3F000", "42P01": code = .notFound

@@ -93,11 +93,58 @@ import Synchronization
                 // A store made before writers began with it.
                 try createBeginWrite(in: db, quotedSchema: s)
             }
+            try foreignKeys(schema, in: db, quotedSchema: s, location: location)
             try db.query("COMMIT")
             return schema
         } catch {
             _ = try? db.query("ROLLBACK")
             throw error
+        }
+    }
+
+    /// Each to-one relationship's deferred `FOREIGN KEY`, named `ENTITY.RELATIONSHIP`: added
+    /// where missing (PostgreSQL checks the rows already there), or dropped while the migration
+    /// engine fills the store entity by entity (it checks the references when it is done, and
+    /// the next ordinary open adds them back).
+    private static func foreignKeys(_ schema: Schema, in db: PostgresSession, quotedSchema s: String,
+                                    location: PostgresLocation) throws {
+        let references = schema.entities.flatMap { entity in
+            entity.relationships.filter { $0.cardinality == .toOne }.map { (entity, $0) }
+        }
+        guard !references.isEmpty else { return }
+        var name = PostgresBindings()
+        name.append(location.schema)
+        let existing = Set(try db.query("SELECT c.conname FROM pg_constraint c JOIN pg_namespace n ON "
+            + "n.oid = c.connamespace WHERE n.nspname = $1 AND c.contype = 'f'", name)
+            .compactMap { try? $0.makeRandomAccess()[0].decode(String.self) })
+        for (entity, relationship) in references {
+            let constraint = PostgresSQL.identifier("\(entity.name).\(relationship.name)")
+            let table = PostgresSQL.table(entity, schema: s)
+            if MigrationGate.defersReferenceChecks {
+                if existing.contains(constraint) {
+                    try db.query("ALTER TABLE \(table) DROP CONSTRAINT \(PostgresSQL.quote(constraint))")
+                }
+            } else if !existing.contains(constraint), let destination = schema.entity(named: relationship.destination) {
+                let sql = "ALTER TABLE \(table) ADD CONSTRAINT \(PostgresSQL.quote(constraint)) FOREIGN KEY ("
+                    + PostgresSQL.quote(relationship.name) + ") REFERENCES \(PostgresSQL.table(destination, schema: s)) ("
+                    + PostgresSQL.quote(destination.primaryKey) + ") DEFERRABLE INITIALLY DEFERRED"
+                if let failure = Self.failure(of: { () throws(StoreError) in try db.query(sql) }) {
+                    guard failure.code == .referenceViolation else { throw failure }
+                    throw StoreError(.referenceViolation, "\(location): '\(entity.name).\(relationship.name)' holds "
+                        + "references to missing '\(destination.name)' items, so its foreign key cannot be added; "
+                        + "'migrate-store check \(location)' names them")
+                }
+            }
+        }
+    }
+
+    /// The error `body` throws, if any.
+    private static func failure(of body: () throws(StoreError) -> [PostgresRow]) -> StoreError? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            return error
         }
     }
 

@@ -162,6 +162,8 @@ final class SQLiteConnection {
     /// macros that Swift does not import ("(SQLITE_CONSTRAINT | (6<<8))" in sqlite3.h).
     static let constraintPrimaryKey = SQLITE_CONSTRAINT | (6 << 8)
     static let constraintRowID = SQLITE_CONSTRAINT | (10 << 8)
+    /// `SQLITE_CONSTRAINT_FOREIGNKEY`.
+    static let constraintForeignKey = SQLITE_CONSTRAINT | (3 << 8)
     /// `SQLITE_IOERR_SHORT_READ`: a read past the end of a file cut short.
     static let ioErrorShortRead = SQLITE_IOERR | (2 << 8)
 
@@ -180,6 +182,9 @@ final class SQLiteConnection {
         case SQLITE_CORRUPT: return StoreError(.corrupt, message + ": the database file is damaged", cause: cause)
         case SQLITE_NOTADB: return StoreError(.notAStore, "\(path) is not a SQLite database", cause: cause)
         case SQLITE_READONLY, SQLITE_PERM: return StoreError(.readOnly, message, cause: cause)
+        case SQLITE_CONSTRAINT where extended == constraintForeignKey:
+            return StoreError(.referenceViolation, message + ": a foreign key points at a row that does not exist",
+                              cause: cause)
         case SQLITE_CONSTRAINT: return StoreError(.uniqueViolation, message, cause: cause)
         case SQLITE_TOOBIG: return StoreError(.limitExceeded, message, cause: cause)
         default: return StoreError(.io, message, cause: cause)

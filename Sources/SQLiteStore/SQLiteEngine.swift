@@ -74,7 +74,14 @@ public struct SQLiteOptions: Sendable, Hashable {
         if options.readOnly, let requested {
             _ = try Schema.resolve(stored: schema, requested: requested, location: path)
         }
-        if !options.readOnly { try connection.configure(durability: options.durability) }
+        if !options.readOnly {
+            try connection.configure(durability: options.durability)
+            // The relationships' foreign keys, checked by SQLite at each commit as well as by
+            // the store above it; off while the migration engine fills the store.
+            if !MigrationGate.defersReferenceChecks, schema.entities.contains(where: { !$0.relationships.isEmpty }) {
+                try connection.execute("PRAGMA foreign_keys=ON")
+            }
+        }
         statements = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, SQLiteEntitySQL($0)) })
         readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders,
                                    timeout: options.readerTimeout, readOnly: options.readOnly)
@@ -149,10 +156,15 @@ public struct SQLiteOptions: Sendable, Hashable {
             if !attribute.isOptional { column += " NOT NULL" }
             return column
         }
+        // Each to-one's foreign key, deferred to the commit as the store's own check is.
+        let references = entity.relationships.filter { $0.cardinality == .toOne }.map { relationship in
+            "FOREIGN KEY (\(SQLiteQuery.quote(relationship.name))) REFERENCES \(SQLiteQuery.quote(relationship.destination)) "
+                + "DEFERRABLE INITIALLY DEFERRED"
+        }
         // An int primary key is SQLite's rowid (its order is the canonical signed order); string
         // and uuid keys use a WITHOUT ROWID table ordered by the BINARY collation (memcmp).
         let withoutRowID = entity.primaryKeyAttribute.type == .int ? "" : " WITHOUT ROWID"
-        try db.execute("CREATE TABLE \(SQLiteQuery.quote(entity.name)) (\(columns.joined(separator: ", ")))"
+        try db.execute("CREATE TABLE \(SQLiteQuery.quote(entity.name)) (\((columns + references).joined(separator: ", ")))"
             + withoutRowID)
     }
 

@@ -29,14 +29,24 @@ import Foundation
         }
         let stored = engine.schema
         if stored == requested { return engine }
+        let plan: Plan
         do {
-            let plan = try plan(from: stored, to: requested, migrations: migrations, location: location)
-            try apply(plan, to: engine, migrations: migrations)
+            plan = try self.plan(from: stored, to: requested, migrations: migrations, location: location)
         } catch {
             try? engine.close()
             throw error
         }
         try engine.close()
+        // The steps rebuild and rename tables, which engines that enforce references natively
+        // (SQLite's foreign keys) do with enforcement off; the store checks references itself.
+        let editing = try MigrationGate.$defersReferenceChecks.withValue(true) { try open(nil) }
+        do {
+            try apply(plan, to: editing, migrations: migrations)
+        } catch {
+            try? editing.close()
+            throw error
+        }
+        try editing.close()
         return try open(requested)
     }
 
