@@ -20,7 +20,7 @@ extension MigrateStore {
             let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
             let report = try CommandFailure.catching { try location.check() }
             print("\(location): no damage found in \(String(format: "%.2f", report.seconds)) s: "
-                + "\(report.engineCheck); \(report.items) items")
+                + "\(report.engineCheck); \(report.items) items\(report.references.map { ", \($0) references" } ?? "")")
         }
     }
 }

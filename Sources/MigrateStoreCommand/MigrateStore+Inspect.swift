@@ -20,7 +20,7 @@ extension MigrateStore {
                 if check {
                     let report = try location.check()
                     print("checked in \(String(format: "%.2f", report.seconds)) s: \(report.engineCheck); "
-                        + "\(report.items) items")
+                        + "\(report.items) items\(report.references.map { ", \($0) references" } ?? "")")
                 }
                 let opened = try Migrator.acceptingUnfinished { try location.openSource(alreadyChecked: check) }
                 defer { try? opened.close() }

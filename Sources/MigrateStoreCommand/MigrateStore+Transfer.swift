@@ -195,7 +195,7 @@ func printSummary(_ report: MigrationReport) {
     }
     print("\(report.operation) \(report.source) -> \(report.destination)\(report.resumed ? " (resumed)" : "")")
     if let check = report.sourceCheck {
-        print("source checked in \(String(format: "%.2f", check.seconds)) s: \(check.engineCheck); \(check.items) items")
+        print("source checked in \(String(format: "%.2f", check.seconds)) s: \(check.engineCheck); \(check.items) items\(check.references.map { ", \($0) references" } ?? "")")
     }
     print(line(header))
     for row in rows { print(line(row)) }

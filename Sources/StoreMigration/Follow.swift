@@ -138,7 +138,9 @@ extension Migrator {
         let started = Date()
         let sourceStore = try source.openSource()
         defer { try? sourceStore.close() }
-        let destinationStore = try withResumeCommand(destination) { try destination.open(schema: nil) }
+        let destinationStore = try withResumeCommand(destination) {
+            try MigrationGate.$defersReferenceChecks.withValue(true) { try destination.open(schema: nil) }
+        }
         defer { try? destinationStore.close() }
         try requireEntities(of: sourceStore.schema, in: destinationStore.schema, destination)
         var report = FollowReport(source: source.description, destination: destination.description)

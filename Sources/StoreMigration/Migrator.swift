@@ -98,6 +98,7 @@ public enum Migrator {
             }
         }
         if run.report.differences == 0 {
+            try requireReferences(destinationStore, destination)
             try destinationStore.writeSync { writer in
                 try writer.setReservedMetadata(nil, forKey: checkpointKey)
                 try writer.setReservedMetadata(nil, forKey: MetadataKeys.incompleteMigration)
@@ -141,7 +142,8 @@ public enum Migrator {
         let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
         defer { try? sourceStore.close() }
         let destinationStore = try withResumeCommand(destination) {
-            operation == "verify" ? try destination.openSource() : try destination.open(schema: nil)
+            operation == "verify" ? try destination.openSource()
+                : try MigrationGate.$defersReferenceChecks.withValue(true) { try destination.open(schema: nil) }
         }
         defer { try? destinationStore.close() }
         try requireEntities(of: schema, in: destinationStore.schema, destination)
@@ -163,6 +165,7 @@ public enum Migrator {
                     // A sync of every entity leaves the destination equal to the snapshot: `follow`
                     // goes on from its token.
                     if options.entities == nil {
+                        try requireReferences(destinationStore, destination)
                         try destinationStore.writeSync { try writeFollowState($0, source: source, token: token) }
                     }
                 }
@@ -175,6 +178,26 @@ public enum Migrator {
     /// engine and `migrate-store` open them: apps get `incompleteMigration`).
     package static func acceptingUnfinished<T>(_ body: () throws -> T) rethrows -> T {
         try MigrationGate.$opensUnfinished.withValue(true, operation: body)
+    }
+
+    /// Runs `body`, which opens a destination the migration engine fills: it opens unfinished,
+    /// and its writes copy items as they are, without delete rules or reference checks (an
+    /// entity's items may arrive before the items they refer to); the engine checks the
+    /// references once the destination is complete (``requireReferences(_:_:)``).
+    package static func fillingDestination<T>(_ body: () throws -> T) rethrows -> T {
+        try MigrationGate.$defersReferenceChecks.withValue(true) { try acceptingUnfinished(body) }
+    }
+
+    /// Throws `referenceViolation` naming the dangling references of a destination the engine
+    /// filled, if it holds any.
+    static func requireReferences(_ store: any DataStore, _ location: StoreLocation) throws {
+        guard store.schema.entities.contains(where: { !$0.relationships.isEmpty }) else { return }
+        let report = try store.read { try $0.checkReferences() }
+        guard report.danglingCount == 0 else {
+            throw StoreError(.referenceViolation, "\(location) would hold \(report.danglingCount) dangling "
+                + "reference\(report.danglingCount == 1 ? "" : "s"), so it is left unfinished: \(report.summary). "
+                + "The source holds them too: 'migrate-store check' on it names them")
+        }
     }
 
     /// Runs `body`, which opens `destination`; an `incompleteMigration` refusal gets the full
@@ -217,7 +240,15 @@ public enum Migrator {
             throw StoreError(.unknownEntity, "the source has no entity '\(name)' (it has "
                 + schema.entities.map(\.name).joined(separator: ", ") + ")")
         }
-        return Schema(version: schema.version, entities: schema.entities.filter { names.contains($0.name) })
+        // A relationship to an entity left out is left out too (its attribute stays, as a plain
+        // value); the join entity of a many-to-many between two selected entities comes along.
+        var entities = schema.entities.filter { names.contains($0.name) }
+        for position in entities.indices {
+            entities[position].relationships.removeAll { relationship in
+                !names.contains(relationship.destination)
+            }
+        }
+        return try Schema(version: schema.version, entities: entities).resolved()
     }
 
     private static func checkNew(_ destination: StoreLocation, overwrite: Bool) throws {
@@ -239,7 +270,7 @@ public enum Migrator {
         var staging = destination
         staging.path = try destination.backend.stagingPath(for: destination.path)
         if staging.exists { try staging.destroy() }
-        let store = try acceptingUnfinished { try staging.open(schema: schema, durability: .normal) }
+        let store = try fillingDestination { try staging.open(schema: schema, durability: .normal) }
         do {
             try permissions?.apply(to: staging.path)
         } catch {
@@ -254,14 +285,14 @@ public enum Migrator {
         }
         try store.close()
         try staging.move(to: destination)
-        return try acceptingUnfinished { try destination.open(schema: schema, durability: .normal) }
+        return try fillingDestination { try destination.open(schema: schema, durability: .normal) }
     }
 
     private static func openUnfinished(_ destination: StoreLocation, schema: Schema) throws -> any DataStore {
         guard destination.exists else {
             throw StoreError(.notFound, "nothing to resume: \(destination) does not exist")
         }
-        let store = try acceptingUnfinished { try destination.open(schema: nil, durability: .normal) }
+        let store = try fillingDestination { try destination.open(schema: nil, durability: .normal) }
         do {
             guard try store.read({ try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) != nil else {
                 throw StoreError(.invalidArgument, "nothing to resume: \(destination) is a complete store")

@@ -10,6 +10,9 @@ public struct StoreCheckReport: Sendable, Codable, Hashable {
     public var engineCheck: String
     /// Items read and checked against the schema.
     public var items: Int
+    /// To-one references checked (each points at an existing item); `nil` for a store without
+    /// relationships.
+    public var references: Int?
     /// How long the check took.
     public var seconds: Double
 }
@@ -27,14 +30,31 @@ extension StoreLocation {
     /// decoded and checked against the schema (a value the schema cannot hold exactly is
     /// damage). Values damaged into other valid values of the right type cannot be told from
     /// real data by any check.
-    /// - Throws: `corrupt` naming the file and what is damaged, or the error opening it.
+    /// Then every to-one reference, which must point at an existing item.
+    /// - Throws: `corrupt` naming the file and what is damaged, `referenceViolation` naming the
+    ///   dangling references (a `DELETE` in the `sqlite3` shell with foreign keys off leaves
+    ///   them), or the error opening it.
     public func check() throws -> StoreCheckReport {
         let started = Date()
         let engineCheck = try backend.check(at: path)
         let items = try engineCheck.itemsChecked ?? countCheckedItems()
+        let references = try checkReferences()
         return StoreCheckReport(
-            store: description, engineCheck: engineCheck.description, items: items,
+            store: description, engineCheck: engineCheck.description, items: items, references: references,
             seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Checks every to-one reference; returns how many were checked (`nil` without relationships).
+    private func checkReferences() throws -> Int? {
+        let store = try Migrator.acceptingUnfinished { try openSource(alreadyChecked: true) }
+        defer { try? store.close() }
+        guard store.schema.entities.contains(where: { !$0.relationships.isEmpty }) else { return nil }
+        let report = try store.read { try $0.checkReferences() }
+        guard report.danglingCount == 0 else {
+            throw StoreError(.referenceViolation, "\(description) holds \(report.danglingCount) dangling reference"
+                + "\(report.danglingCount == 1 ? "" : "s") (written outside the package, or damage): \(report.summary)")
+        }
+        return report.checked
     }
 
     /// Reads every item back through the store (its decoding checks each value against the

@@ -7,12 +7,14 @@ import Testing
 
 /// Changes a demo store the way a program outside the package would, without a change-feed
 /// entry: through the `sqlite3` shell for SQLite, through the engine below the store (which
-/// records no feed entry) for LMDB. Changes one product's title and deletes the last order.
+/// records no feed entry) for LMDB. Changes one product's title and deletes the last order
+/// with its pairs of products, as a careful program would (foreign keys are off in the shell).
 func writeOutsideThePackage(_ location: StoreLocation) throws {
     switch location.kind {
     case .sqlite:
         _ = try runCommand("/usr/bin/sqlite3", [location.path, """
             UPDATE "Product" SET "title" = 'changed outside' WHERE "sku" = (SELECT min("sku") FROM "Product");
+            DELETE FROM "Order_products" WHERE "source" = (SELECT max("id") FROM "Order");
             DELETE FROM "Order" WHERE "id" = (SELECT max("id") FROM "Order");
             """])
     case .lmdb:
@@ -20,6 +22,7 @@ func writeOutsideThePackage(_ location: StoreLocation) throws {
         defer { try? engine.close() }
         let product = try #require(engine.schema.entity(named: "Product"))
         let order = try #require(engine.schema.entity(named: "Order"))
+        let pairs = try #require(engine.schema.entity(named: "Order_products"))
         try engine.withWriter { writer in
             let first = try #require(try writer.scan(product, after: nil, limit: 1).first)
             var values = first.values
@@ -27,6 +30,9 @@ func writeOutsideThePackage(_ location: StoreLocation) throws {
             try writer.put(try product.normalize(Record(values)), key: PrimaryKey(first["sku"]), in: product)
             let orders = try writer.fetch(FetchRequest("Order"), in: order)
             let last = try #require(orders.last)
+            for pair in try writer.fetch(FetchRequest("Order_products", filter: Field("source") == last["id"]), in: pairs) {
+                #expect(try writer.delete(key: PrimaryKey(pair["id"]), in: pairs))
+            }
             #expect(try writer.delete(key: PrimaryKey(last["id"]), in: order))
         }
     default:

@@ -70,7 +70,7 @@ func aSourceOnReadOnlyMediaCopiesAndVerifies(_ kind: StoreKind) throws {
     #expect(copy.output.contains("verified: every item equals the source snapshot"), "\(copy.output)")
     let inspect = try runCLI(["inspect", source.description], via: asNobody)
     #expect(
-        inspect.status == 0 && inspect.output.contains("Order: 280 items"),
+        inspect.status == 0 && inspect.output.contains("Order: 120 items"),
         "\(inspect.errors)\(inspect.output)")
     #expect(fileDigest(source.path) == before)
     #expect(!FileManager.default.fileExists(atPath: source.path + (kind == .lmdb ? "/lock.mdb" : "-shm")))

@@ -43,6 +43,45 @@ struct Planner {
                                              historyLines: inHistory ? [step.description] : [], kind: kind))
     }
 
+    /// Renames each many-to-many's join entity whose name no longer derives from the names of
+    /// its two sides (after one of them was renamed); when the renamed side now sorts second,
+    /// the pairs' two columns are swapped as well.
+    private mutating func renameJoinEntities(_ step: any CustomStringConvertible, version: Int) throws {
+        let derived = Set(schema.entities.flatMap { entity in
+            entity.relationships.filter { $0.cardinality == .toMany }.map { Schema.joinEntityName(entity.name, $0) }
+        })
+        for entity in schema.entities {
+            for relationship in entity.relationships where relationship.cardinality == .toMany {
+                guard let other = schema.entity(named: relationship.destination),
+                      let inverse = other.relationship(named: relationship.inverse ?? ""),
+                      inverse.cardinality == .toMany else { continue }
+                let (first, second) = Schema.joinSides(entity.name, relationship)
+                let name = "\(first.entity)_\(first.relationship)"
+                let sides = Set([first.entity, second.entity])
+                guard schema.entity(named: name) == nil, let stale = schema.entities.first(where: { join in
+                    !derived.contains(join.name) && join.attributes.map(\.name) == ["id", "source", "target"]
+                        && Set([join.relationship(named: "source")?.destination ?? "",
+                                join.relationship(named: "target")?.destination ?? ""]) == sides
+                }) else { continue }
+                var renamed = stale
+                renamed.name = name
+                replace(stale, with: renamed)
+                let label = "\(step) (its join entity \(stale.name) to \(name))"
+                try record(.rename(stale, renamed), label, version: version, inHistory: false)
+                guard renamed.relationship(named: "source")?.destination != first.entity,
+                      let firstEntity = schema.entity(named: first.entity), let secondEntity = schema.entity(named: second.entity)
+                else { continue }
+                let swapped = try Schema.joinEntity(name, source: firstEntity, target: secondEntity)
+                replace(renamed, with: swapped)
+                let transform: (Record) throws -> Record? = { pair in
+                    ["id": pair["id"], "source": pair["target"], "target": pair["source"]]
+                }
+                try record(.change(old: renamed, new: swapped, renamed: [:], transform: transform, conversion: nil,
+                                   checkUnique: []), label, version: version, inHistory: false)
+            }
+        }
+    }
+
     mutating func add(_ step: MigrationStep, version: Int) throws {
         switch step {
         case .step(let step):
@@ -95,7 +134,15 @@ struct Planner {
             var renamed = old
             renamed.name = to
             replace(old, with: renamed)
+            // Relationships follow the entity, and so do the join entities named after it.
+            for position in schema.entities.indices {
+                for r in schema.entities[position].relationships.indices
+                where schema.entities[position].relationships[r].destination == from {
+                    schema.entities[position].relationships[r].destination = to
+                }
+            }
             try record(.rename(old, renamed), step, version: version)
+            try renameJoinEntities(step, version: version)
         case let .addAttribute(name, attribute):
             let old = try entity(name, step)
             guard attribute.isOptional || attribute.defaultValue.map({ !$0.isNull }) == true else {

@@ -119,7 +119,10 @@ extension Schema {
             var entity = entities[position]
             for relationship in entity.relationships {
                 try checkRelationship(relationship, of: entity)
-                guard let destination = self.entity(named: relationship.destination) else { continue }
+                // An entity whose primary key names no attribute is reported by `validate()`.
+                guard let destination = self.entity(named: relationship.destination),
+                      destination.attribute(named: destination.primaryKey) != nil,
+                      entity.attribute(named: entity.primaryKey) != nil else { continue }
                 switch relationship.cardinality {
                 case .toOne:
                     try Self.addReference(relationship.name, to: destination, optional: relationship.isOptional,
@@ -131,13 +134,8 @@ extension Schema {
                     guard first.entity == entity.name, first.relationship == relationship.name else { continue }
                     let joinName = "\(first.entity)_\(first.relationship)"
                     if self.entity(named: joinName) != nil { continue }
-                    var join = EntitySchema(joinName, primaryKey: "id", attributes: [Attribute("id", .uuid)],
-                                            indexes: [Index("pair", on: ["source", "target"], unique: true)],
-                                            relationships: [.toOne("source", to: first.entity, optional: false),
-                                                            .toOne("target", to: second.entity, optional: false)])
-                    try Self.addReference("source", to: entity, optional: false, in: &join)
-                    try Self.addReference("target", to: destination, optional: false, in: &join)
-                    joins.append(join)
+                    joins.append(try Self.joinEntity(joinName, source: entity, target: destination))
+                    _ = second
                 }
             }
             entities[position] = entity
@@ -145,6 +143,19 @@ extension Schema {
         var resolved = self
         resolved.entities = entities + joins
         return resolved
+    }
+
+    /// The join entity of a many-to-many: a uuid key `id`, a required to-one `source` into the
+    /// side that names it and `target` into the other, a unique index on the pair and one on
+    /// `target`.
+    static func joinEntity(_ name: String, source: EntitySchema, target: EntitySchema) throws(StoreError) -> EntitySchema {
+        var join = EntitySchema(name, primaryKey: "id", attributes: [Attribute("id", .uuid)],
+                                indexes: [Index("pair", on: ["source", "target"], unique: true)],
+                                relationships: [.toOne("source", to: source.name, optional: false),
+                                                .toOne("target", to: target.name, optional: false)])
+        try addReference("source", to: source, optional: false, in: &join)
+        try addReference("target", to: target, optional: false, in: &join)
+        return join
     }
 
     /// Adds the attribute and index that store a to-one reference, or checks the declared ones.
