@@ -13,7 +13,13 @@
 ///
 /// The entity schema is derived from the type's `Codable` conformance (flat models of
 /// `Bool`, integers, `Double`, `Float`, `String`, `Data`, `[UInt8]`, `Date`, `UUID`, and
-/// optionals of these); declare ``entitySchema()`` explicitly to add indexes or defaults.
+/// optionals of these) and its ``relationships``; declare ``entitySchema()`` explicitly to add
+/// indexes or defaults.
+///
+/// A to-one relationship is a property named as the relationship that holds the related
+/// object's key (`var author: Int`); a to-many has no property: ``ReadAccessor/related(_:of:_:)``
+/// loads it, and ``ReadAccessor/fetch(_:where:sortedBy:offset:limit:including:)`` loads it for
+/// many objects at once.
 public protocol DataObject: Codable, Sendable {
     /// The entity's name.
     static var entityName: String { get }
@@ -21,15 +27,21 @@ public protocol DataObject: Codable, Sendable {
     static var primaryKey: String { get }
     /// The order of fetches that give no sort keys; ties by primary key.
     static var defaultSort: [SortKey] { get }
-    /// The entity schema; by default derived from the `Codable` conformance.
+    /// The entity's relationships (none by default).
+    static var relationships: [Relationship] { get }
+    /// The entity schema; by default derived from the `Codable` conformance and ``relationships``.
     static func entitySchema() throws -> EntitySchema
 }
 
 extension DataObject {
     public static var defaultSort: [SortKey] { [] }
 
+    public static var relationships: [Relationship] { [] }
+
     public static func entitySchema() throws -> EntitySchema {
-        try SchemaProbe.entitySchema(of: Self.self)
+        var entity = try SchemaProbe.entitySchema(of: Self.self)
+        entity.relationships = relationships
+        return entity
     }
 
     /// The object's primary key.

@@ -74,9 +74,13 @@ extension DataStore {
         }
         // Every changed item leaves first and its final version is written after, so that only
         // the child's final state meets the unique indexes (values swapped between items merge).
+        // An item that stays leaves without its delete rules (it comes back); an item the child
+        // deleted runs them on the parent's current state (a note the parent related to a user
+        // the child deleted meanwhile goes with it, as the user's cascade says).
         var existed: [Bool] = []
         for (entity, change) in writes {
-            existed.append(try writer.delete(entity, key: change.key.value))
+            existed.append(change.current == nil ? try writer.delete(entity, key: change.key.value)
+                : try writer.deleteKeepingRelated(entity, key: change.key.value))
         }
         for ((entity, change), wasThere) in zip(writes, existed) {
             if let current = change.current {

@@ -330,6 +330,53 @@ enum RelationshipCases {
                 naming: "'Note.readers'")
     }
 
+    struct Author: DataObject, Equatable {
+        static let entityName = "Author"
+        static let primaryKey = "id"
+        static let relationships: [Relationship] = [
+            .toMany("posts", to: "Post", inverse: "author", deleteRule: .cascade),
+        ]
+        var id: Int
+        var name: String
+    }
+
+    struct Post: DataObject, Equatable {
+        static let entityName = "Post"
+        static let primaryKey = "id"
+        static let defaultSort = [SortKey.ascending("title")]
+        static let relationships: [Relationship] = [.toOne("author", to: "Author", inverse: "posts", optional: false)]
+        var id: Int
+        var title: String
+        var author: Int
+    }
+
+    static func typedModelsDeclareLoadAndCascadeRelationships(_ c: ConformanceContext) throws {
+        let store = try c.open(try Schema(models: [Author.self, Post.self]))
+        c.expectEqual(store.schema.entity(named: "Post")?.relationship(named: "author")?.destination, "Author")
+        c.expectEqual(try Post.schemaDifferences(in: store).count, 0, "the derived entity matches the stored one")
+        let ann = Author(id: 1, name: "Ann")
+        try store.writeSync { w in
+            try w.insert(Post(id: 10, title: "b", author: 1))
+            try w.insert(ann)
+            try w.insert(Author(id: 2, name: "Bob"))
+            try w.insert(Post(id: 11, title: "a", author: 1))
+            try w.insert(Post(id: 12, title: "c", author: 2))
+        }
+        c.expectEqual(try store.read { try $0.related(Post.self, of: ann, "posts") }.map(\.id), [10, 11])
+        c.expectEqual(try store.read { try $0.related(Author.self, of: Post(id: 12, title: "c", author: 2), "author") },
+                      [Author(id: 2, name: "Bob")])
+        let authors = try store.read { try $0.fetch(Author.self, including: ["posts"]) }
+        c.expectEqual(authors.map(\.object.name), ["Ann", "Bob"])
+        c.expectEqual(try authors[0].related("posts", as: Post.self).map(\.title), ["b", "a"], "primary-key order")
+        let posts = try store.read { try $0.fetch(Post.self, where: Field("author.name") == "Ann") }
+        c.expectEqual(posts.map(\.id), [11, 10], "the type's default sort")
+        try store.writeSync { _ = try $0.delete(ann) }
+        c.expectEqual(try store.read { try $0.fetch(Post.self) }.map(\.id), [12])
+        c.expectError(.referenceViolation, naming: "'Author' 3") {
+            try store.writeSync { try $0.insert(Post(id: 13, title: "d", author: 3)) }
+        }
+    }
+
     static let all: [ConformanceCase] = [
         ConformanceCase("Relationships", "theSchemaHoldsTheGraph", theSchemaHoldsTheGraph),
         ConformanceCase("Relationships", "aReferenceToNothingRollsTheTransactionBack",
@@ -353,7 +400,13 @@ enum RelationshipCases {
                         childStoresMergeRelationshipChangesCheckedOnTheFinalState),
         ConformanceCase("Relationships", "invalidRelationshipsAreRefusedWithTheirNames",
                         invalidRelationshipsAreRefusedWithTheirNames),
-    ]
+        ConformanceCase("Relationships", "typedModelsDeclareLoadAndCascadeRelationships",
+                        typedModelsDeclareLoadAndCascadeRelationships),
+    ] + (1...3).map { seed in
+        ConformanceCase("Relationships", "randomGraphSequence\(seed)EndsEqualToTheGraphModel") { c in
+            try randomGraph(c, seed: UInt64(seed))
+        }
+    }
 }
 
 extension Fixtures {

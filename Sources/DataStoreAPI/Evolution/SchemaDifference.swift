@@ -106,7 +106,12 @@ extension DataObject {
     /// The differences between the entity this type derives (or declares) and the one `store`
     /// holds, in the words and with the steps a failed open names; empty when they match.
     public static func schemaDifferences(in store: any DataStore) throws -> [SchemaDifference] {
-        let mine = try entitySchema()
+        var mine = try entitySchema()
+        // With its relationships' attributes and indexes, as the store resolved them.
+        var schema = store.schema
+        schema.entities.removeAll { $0.name == mine.name }
+        schema.entities.append(mine)
+        mine = try schema.resolved().entity(named: mine.name) ?? mine
         guard let stored = store.schema.entity(named: mine.name) else {
             return [SchemaDifference(summary: "entity '\(mine.name)' is new", fix: .addEntity(mine), advice: nil)]
         }

@@ -56,6 +56,15 @@ extension WriteAccessor {
         }
     }
 
+    /// Deletes an item without running its delete rules: what a merge does to an item it
+    /// writes again in the same transaction (the commit still checks every reference).
+    func deleteKeepingRelated(_ entityName: String, key: Value) throws -> Bool {
+        let entity = try entity(entityName)
+        let key = try entity.primaryKey(key)
+        if let references = writer as? RelationshipWriter { return try references.writer.delete(key: key, in: entity) }
+        return try writer.delete(key: key, in: entity)
+    }
+
     private func resolve(_ entityName: String, _ name: String) throws
         -> (EntitySchema, Relationship, EntitySchema)
     {
