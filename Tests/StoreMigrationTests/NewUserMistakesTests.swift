@@ -140,7 +140,8 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
     let badInput: [StoreError.Code] = [.notFound, .keyExists, .uniqueViolation, .typeMismatch, .schemaMismatch,
                                        .invalidValue, .unknownEntity, .unknownAttribute, .limitExceeded,
                                        .invalidArgument, .corrupt, .conflict, .notAStore, .incompatibleFormat,
-                                       .incompleteMigration, .readOnly, .newerSchemaVersion, .changesExpired]
+                                       .incompleteMigration, .readOnly, .newerSchemaVersion, .changesExpired,
+                                       .referenceViolation]
     let failures: [StoreError.Code] = [.storeFull, .io, .closed, .reentrantCall, .accessorExpired, .busy]
     for code in badInput { #expect(CommandFailure.exitCode(for: code) == 2, "\(code)") }
     for code in failures { #expect(CommandFailure.exitCode(for: code) == 3, "\(code)") }
