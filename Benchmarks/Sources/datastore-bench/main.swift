@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--backends] [--migration] [--no-postgres] [--no-grdb]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--backends] [--migration] [--relationships] [--no-postgres] [--no-grdb]
 import ArgumentParser
 import BenchSupport
 import DataStoreAPI
@@ -26,6 +26,7 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: "Only the small-write and thread-scaling table.") var scaling = false
     @Flag(help: "Only the SQLite and LMDB rows of the main table (and GRDB unless --no-grdb).") var backends = false
     @Flag(help: "Only the migration rows (copies both ways and both verifies).") var migration = false
+    @Flag(help: "Only the relationship rows (eager loading, cascades, reference checks).") var relationships = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
 
@@ -188,11 +189,14 @@ let onlyScaling = options.scaling
 let onlyBackends = options.backends
 /// Only the migration rows (copies both ways and both verifies): for iterating.
 let onlyMigration = options.migration
+/// Only the relationship rows: 10,000 users with 10 notes each (1,000 with --quick).
+let onlyRelationships = options.relationships
+if onlyRelationships { try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10) }
 // The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
 // must not make a small write slower.
 let scalingSizes = options.sizes != nil ? sizes : [2_000, 200_000]
 for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends
-                                             || onlyMigration) {
+                                             || onlyMigration || onlyRelationships) {
     try benchmarkScaling(n: n)
 }
 for n in sizes where onlyPostgres {
@@ -212,7 +216,12 @@ for n in sizes where onlyFeed && !onlyJSONL {
 for n in sizes where onlyMigration {
     try benchmarkMigration(n: n)
 }
-for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration {
+if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || onlyMigration || onlyBackends
+      || onlyRelationships) {
+    try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10)
+}
+for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration
+    && !onlyRelationships {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -271,7 +280,8 @@ if !latencyRows.isEmpty {
     }
 }
 
-let grdbCount = options.noGrdb || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling ? 0 : (quick ? 20_000 : 100_000)
+let grdbCount = options.noGrdb || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling
+    || onlyRelationships ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
 print("")

@@ -122,8 +122,9 @@ extension ReadAccessor {
         }
     }
 
-    /// The items of `entity` whose `attribute` is one of `values`, in primary-key order, in
-    /// queries of at most ``keysPerQuery`` values each.
+    /// The items of `entity` whose `attribute` is one of `values`, in queries of at most
+    /// ``keysPerQuery`` values each: in primary-key order within each query, so the items that
+    /// share one value of `attribute` (all found by one query) are in primary-key order.
     func fetchAll(_ entity: EntitySchema, attribute: String, among values: [Value]) throws -> [Record] {
         guard !values.isEmpty else { return [] }
         var found: [Record] = []
@@ -132,9 +133,6 @@ extension ReadAccessor {
             let chunk = Array(values[start..<min(start + Self.keysPerQuery, values.count)])
             found += try reader.fetch(FetchRequest(entity.name, filter: .among(attribute, chunk)), in: entity)
             start += chunk.count
-        }
-        if values.count > Self.keysPerQuery {
-            found.sort { Value.compareCanonical(entity.primaryKeyValue(of: $0), entity.primaryKeyValue(of: $1)) < 0 }
         }
         return found
     }
