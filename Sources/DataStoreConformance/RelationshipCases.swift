@@ -377,6 +377,81 @@ enum RelationshipCases {
         }
     }
 
+    /// Version 1 has users and notes related by nothing but a plain `owner` value; version 2
+    /// adds the relationships (a required to-one with a default target, a many-to-many), version
+    /// 3 changes a delete rule and removes one. A step that would leave a reference dangling is
+    /// refused and changes nothing.
+    static func schemaStepsAddChangeAndRemoveRelationships(_ c: ConformanceContext) throws {
+        let user = EntitySchema("User", primaryKey: "id", attributes: [Attribute("id", .int)])
+        let note = EntitySchema("Note", primaryKey: "id", attributes: [Attribute("id", .int)])
+        let tag = EntitySchema("Tag", primaryKey: "name", attributes: [Attribute("name", .string)])
+        let v1 = Schema(version: 1, entities: [user, note, tag])
+        let store = try c.open(v1)
+        try store.writeSync { w in
+            for id in 1...3 { try w.insert(["id": .int(Int64(id))], into: "User") }
+            for id in 10...14 { try w.insert(["id": .int(Int64(id))], into: "Note") }
+            try w.insert(["name": "a"], into: "Tag")
+        }
+        try store.close()
+        var v2 = v1
+        v2.version = 2
+        v2.entities[0].relationships = [.toMany("notes", to: "Note", inverse: "author", deleteRule: .cascade)]
+        v2.entities[1].relationships = [.toOne("author", to: "User", inverse: "notes", optional: false),
+                                        .toMany("tags", to: "Tag", inverse: "notes")]
+        v2.entities[2].relationships = [.toMany("notes", to: "Note", inverse: "tags")]
+        func steps(defaultTarget: Value) -> SchemaMigrations {
+            var migrations = SchemaMigrations()
+            migrations.version(2,
+                .addRelationship(entity: "Note", relationship: .toOne("author", to: "User", inverse: "notes", optional: false),
+                                 inverse: .toMany("notes", to: "Note", inverse: "author", deleteRule: .cascade),
+                                 defaultTarget: defaultTarget),
+                .addRelationship(entity: "Note", relationship: .toMany("tags", to: "Tag", inverse: "notes"),
+                                 inverse: .toMany("notes", to: "Note", inverse: "tags")))
+            return migrations
+        }
+        c.expectError(.referenceViolation, naming: "'Note' 10 refers through 'author' to 'User' 9") {
+            _ = try c.open(v2, migrations: steps(defaultTarget: 9))
+        }
+        let unchanged = try c.open(nil)
+        c.expectEqual(unchanged.schema.version, 1, "the refused migration changed nothing")
+        try unchanged.close()
+        c.expectError(.invalidArgument, naming: "default target") {
+            var migrations = SchemaMigrations()
+            migrations.version(2, .addRelationship(entity: "Note", relationship: .toOne("author", to: "User",
+                inverse: "notes", optional: false), inverse: .toMany("notes", to: "Note", inverse: "author",
+                deleteRule: .cascade)), .addRelationship(entity: "Note", relationship: .toMany("tags", to: "Tag",
+                inverse: "notes"), inverse: .toMany("notes", to: "Note", inverse: "tags")))
+            _ = try c.open(v2, migrations: migrations)
+        }
+        let upgraded = try c.open(v2, migrations: steps(defaultTarget: 2))
+        try upgraded.writeSync { w in
+            try w.link("Note", key: 10, "tags", to: "a")
+            try w.update("Note", key: 11, set: ["author": 3])
+        }
+        try upgraded.read { r in
+            c.expectEqual(try ids(r.related("User", key: 2, "notes")), [10, 12, 13, 14])
+            c.expectEqual(try ids(r.related("Tag", key: "a", "notes")), [10])
+        }
+        try upgraded.writeSync { _ = try $0.delete("User", key: 3) }
+        c.expectEqual(try upgraded.read { try ids($0.fetch(FetchRequest("Note"))) }, [10, 12, 13, 14], "cascade")
+        try upgraded.close()
+
+        var v3 = v2
+        v3.version = 3
+        v3.entities[0].relationships[0].deleteRule = .deny
+        v3.entities[1].relationships.removeAll { $0.name == "tags" }
+        v3.entities[2].relationships = []
+        var migrations = steps(defaultTarget: 2)
+        migrations.version(3, .changeDeleteRule(entity: "User", relationship: "notes", to: .deny),
+                           .removeRelationship(entity: "Note", name: "tags"))
+        let third = try c.open(v3, migrations: migrations)
+        c.expectEqual(third.schema.entity(named: "Note_tags"), nil, "the join entity went with the relationship")
+        c.expectError(.referenceViolation, naming: "'User' 2 cannot be deleted") {
+            try third.writeSync { _ = try $0.delete("User", key: 2) }
+        }
+        try third.close()
+    }
+
     static let all: [ConformanceCase] = [
         ConformanceCase("Relationships", "theSchemaHoldsTheGraph", theSchemaHoldsTheGraph),
         ConformanceCase("Relationships", "aReferenceToNothingRollsTheTransactionBack",
@@ -402,6 +477,8 @@ enum RelationshipCases {
                         invalidRelationshipsAreRefusedWithTheirNames),
         ConformanceCase("Relationships", "typedModelsDeclareLoadAndCascadeRelationships",
                         typedModelsDeclareLoadAndCascadeRelationships),
+        ConformanceCase("Relationships", "schemaStepsAddChangeAndRemoveRelationships",
+                        schemaStepsAddChangeAndRemoveRelationships),
     ] + (1...3).map { seed in
         ConformanceCase("Relationships", "randomGraphSequence\(seed)EndsEqualToTheGraphModel") { c in
             try randomGraph(c, seed: UInt64(seed))

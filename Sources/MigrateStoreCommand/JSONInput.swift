@@ -7,7 +7,8 @@ import Foundation
 enum JSONInput {
     /// The schema steps a plan may name, as their JSON keys.
     static let stepNames = ["addEntity", "removeEntity", "renameEntity", "addAttribute", "removeAttribute",
-                            "renameAttribute", "changeType", "addIndex", "removeIndex"]
+                            "renameAttribute", "changeType", "addIndex", "removeIndex", "addRelationship",
+                            "removeRelationship", "changeDeleteRule"]
 
     /// Decodes `data`, the file `path`, which the messages call `what` ("the plan plan.json").
     static func decode<T: Decodable>(_ type: T.Type, from data: Data, what: String) throws(StoreError) -> T {

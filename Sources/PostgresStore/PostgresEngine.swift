@@ -112,6 +112,10 @@ import Synchronization
             entity.relationships.filter { $0.cardinality == .toOne }.map { (entity, $0) }
         }
         guard !references.isEmpty else { return }
+        // A destination the migration engine has not finished may hold references to items it
+        // has yet to copy: its constraints wait for the copy to finish.
+        let unfinished = try PostgresTransaction(session: db, engine: nil, quotedSchema: s)
+            .metadata(forKey: MetadataKeys.incompleteMigration) != nil
         var name = PostgresBindings()
         name.append(location.schema)
         let existing = Set(try db.query("SELECT c.conname FROM pg_constraint c JOIN pg_namespace n ON "
@@ -124,7 +128,7 @@ import Synchronization
                 if existing.contains(constraint) {
                     try db.query("ALTER TABLE \(table) DROP CONSTRAINT \(PostgresSQL.quote(constraint))")
                 }
-            } else if !existing.contains(constraint), let destination = schema.entity(named: relationship.destination) {
+            } else if !unfinished, !existing.contains(constraint), let destination = schema.entity(named: relationship.destination) {
                 let sql = "ALTER TABLE \(table) ADD CONSTRAINT \(PostgresSQL.quote(constraint)) FOREIGN KEY ("
                     + PostgresSQL.quote(relationship.name) + ") REFERENCES \(PostgresSQL.table(destination, schema: s)) ("
                     + PostgresSQL.quote(destination.primaryKey) + ") DEFERRABLE INITIALLY DEFERRED"

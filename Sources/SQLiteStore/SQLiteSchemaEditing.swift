@@ -38,6 +38,11 @@ extension SQLiteTransaction: SchemaEditingWriter {
     private func changeInPlace(_ change: EntityChange) throws -> Bool {
         guard change.isStructural else { return false }
         let (old, new) = (change.old, change.new)
+        // A foreign key is part of the table's definition: adding or removing one rebuilds it.
+        func references(_ entity: EntitySchema) -> [String] {
+            entity.relationships.filter { $0.cardinality == .toOne }.map { "\($0.name)>\($0.destination)" }
+        }
+        guard references(old) == references(new) else { return false }
         let table = SQLiteQuery.quote(old.name)
         let kept = old.attributes.compactMap { attribute -> (Attribute, Attribute)? in
             guard let now = new.attribute(named: change.renamedAttributes[attribute.name] ?? attribute.name) else {

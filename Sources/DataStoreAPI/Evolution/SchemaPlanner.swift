@@ -82,6 +82,99 @@ struct Planner {
         }
     }
 
+    /// Adds a relationship (and its inverse): the entities' relationships change, a to-one's
+    /// attribute and index are added (filled with `defaultTarget` when it is required), and a
+    /// many-to-many's join entity is created.
+    private mutating func addRelationship(_ name: String, _ relationship: Relationship, _ inverse: Relationship?,
+                                          _ defaultTarget: Value?, _ step: SchemaStep, version: Int) throws {
+        let old = try entity(name, step)
+        guard old.relationship(named: relationship.name) == nil, old.attribute(named: relationship.name) == nil else {
+            throw StoreError(.invalidArgument, "step '\(step)': entity '\(name)' already has '\(relationship.name)'")
+        }
+        var declared = schema
+        let position = declared.entities.firstIndex { $0.name == name }!
+        declared.entities[position].relationships.append(relationship)
+        if let inverse {
+            guard let other = declared.entities.firstIndex(where: { $0.name == relationship.destination }) else {
+                throw StoreError(.unknownEntity, "step '\(step)': the schema has no entity '\(relationship.destination)'")
+            }
+            declared.entities[other].relationships.append(inverse)
+        }
+        let resolved: Schema
+        do {
+            resolved = try declared.resolved()
+        } catch let error {
+            throw StoreError(error.code, "step '\(step)' of version \(version): \(error.message)")
+        }
+        // Every entity the step changes is replaced first (the schema is valid only with both
+        // sides), then each change is recorded.
+        var changes: [(EntitySchema, EntitySchema, ((Record) throws -> Record?)?)] = []
+        for entity in schema.entities {
+            guard let new = resolved.entity(named: entity.name), new != entity else { continue }
+            let added = new.attributes.filter { entity.attribute(named: $0.name) == nil }
+            var transform: ((Record) throws -> Record?)?
+            if let required = added.first(where: { !$0.isOptional }) {
+                guard let defaultTarget else {
+                    throw StoreError(.invalidArgument, "step '\(step)': the to-one '\(new.name).\(required.name)' is "
+                        + "required, so the existing items need a default target (defaultTarget), or add it optional "
+                        + "and fill it in a custom step")
+                }
+                let target = try new.checkValue(defaultTarget, for: required)
+                transform = { record in
+                    var record = record
+                    record[required.name] = target
+                    return record
+                }
+            }
+            changes.append((entity, new, transform))
+        }
+        let joins = resolved.entities.filter { schema.entity(named: $0.name) == nil }
+        for (entity, new, _) in changes { replace(entity, with: new) }
+        schema.entities += joins
+        for (entity, new, transform) in changes {
+            try record(.change(old: entity, new: new, renamed: [:], transform: transform, conversion: nil,
+                               checkUnique: []), step, version: version)
+        }
+        for join in joins { try record(.create(join), step, version: version, inHistory: false) }
+    }
+
+    /// Removes a relationship and its inverse, with the attribute, index or join entity that
+    /// stored them.
+    private mutating func removeRelationship(_ name: String, _ relationshipName: String, _ step: SchemaStep,
+                                             version: Int) throws {
+        let old = try entity(name, step)
+        guard let relationship = old.relationship(named: relationshipName) else {
+            throw StoreError(.invalidArgument, "step '\(step)': entity '\(name)' has no relationship '\(relationshipName)'")
+        }
+        let inverse = relationship.inverse.flatMap { schema.entity(named: relationship.destination)?.relationship(named: $0) }
+        if relationship.cardinality == .toMany, inverse?.cardinality == .toMany,
+           let join = schema.entity(named: Schema.joinEntityName(name, relationship)) {
+            replace(join, with: nil)
+            try record(.drop(join), step, version: version, inHistory: false)
+        }
+        // The sides: this entity's relationship, and the destination's inverse; both go before
+        // either change is recorded (the schema is valid only with both or neither).
+        var sides = [(name, relationshipName)]
+        if let inverse { sides.append((relationship.destination, inverse.name)) }
+        var changes: [(EntitySchema, EntitySchema)] = []
+        for (entityName, side) in sides {
+            let before = try entity(entityName, step)
+            guard let removed = before.relationship(named: side) else { continue }
+            var new = before
+            new.relationships.removeAll { $0.name == side }
+            if removed.cardinality == .toOne {
+                new.attributes.removeAll { $0.name == side }
+                new.indexes.removeAll { $0.attributes.contains(side) }
+            }
+            replace(before, with: new)
+            changes.append((before, new))
+        }
+        for (before, new) in changes {
+            try record(.change(old: before, new: new, renamed: [:], transform: nil, conversion: nil, checkUnique: []),
+                       step, version: version)
+        }
+    }
+
     mutating func add(_ step: MigrationStep, version: Int) throws {
         switch step {
         case .step(let step):
@@ -217,6 +310,18 @@ struct Planner {
             let affected = new.indexes.filter { $0.isUnique && $0.attributes.contains(attributeName) }
             try change(old, new, step, version: version, transform: converted, conversion: conversion,
                        checkUnique: affected)
+        case let .addRelationship(name, relationship, inverse, defaultTarget):
+            try addRelationship(name, relationship, inverse, defaultTarget, step, version: version)
+        case let .removeRelationship(name, relationshipName):
+            try removeRelationship(name, relationshipName, step, version: version)
+        case let .changeDeleteRule(name, relationshipName, rule):
+            let old = try entity(name, step)
+            guard let position = old.relationships.firstIndex(where: { $0.name == relationshipName }) else {
+                throw StoreError(.invalidArgument, "step '\(step)': entity '\(name)' has no relationship '\(relationshipName)'")
+            }
+            var new = old
+            new.relationships[position].deleteRule = rule
+            try change(old, new, step, version: version)
         case let .addIndex(name, index):
             let old = try entity(name, step)
             var new = old

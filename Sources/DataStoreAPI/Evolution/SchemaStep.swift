@@ -30,6 +30,17 @@ public enum SchemaStep: Sendable, Hashable, Codable, CustomStringConvertible {
     case addIndex(entity: String, index: Index)
     /// Removes an index.
     case removeIndex(entity: String, name: String)
+    /// Adds a relationship, and its inverse on the destination when given (a to-many always
+    /// needs one). A required to-one needs `defaultTarget`, the key every existing item then
+    /// refers to; a step that would leave a reference dangling fails naming it, and changes
+    /// nothing.
+    case addRelationship(entity: String, relationship: Relationship, inverse: Relationship? = nil,
+                         defaultTarget: Value? = nil)
+    /// Removes a relationship and its inverse, with what stores them (a to-one's attribute and
+    /// index, a many-to-many's join entity and its pairs).
+    case removeRelationship(entity: String, name: String)
+    /// Changes a relationship's delete rule.
+    case changeDeleteRule(entity: String, relationship: String, to: Relationship.DeleteRule)
 
     public var description: String {
         switch self {
@@ -48,6 +59,12 @@ public enum SchemaStep: Sendable, Hashable, Codable, CustomStringConvertible {
             return "add \(index.isUnique ? "unique " : "")index \(entity).\(index.name) on "
                 + index.attributes.joined(separator: ", ")
         case let .removeIndex(entity, name): return "remove index \(entity).\(name)"
+        case let .addRelationship(entity, relationship, inverse, _):
+            return "add relationship \(entity).\(relationship.name) (\(relationship.cardinality) \(relationship.destination)"
+                + (inverse.map { ", inverse \($0.name)" } ?? "") + ")"
+        case let .removeRelationship(entity, name): return "remove relationship \(entity).\(name)"
+        case let .changeDeleteRule(entity, relationship, rule):
+            return "change delete rule of \(entity).\(relationship) to \(rule)"
         }
     }
 
@@ -57,7 +74,8 @@ public enum SchemaStep: Sendable, Hashable, Codable, CustomStringConvertible {
         case .addEntity(let entity): return entity.name
         case .removeEntity(let name), .renameEntity(let name, _): return name
         case .addAttribute(let entity, _), .removeAttribute(let entity, _), .renameAttribute(let entity, _, _),
-             .changeType(let entity, _, _, _), .addIndex(let entity, _), .removeIndex(let entity, _):
+             .changeType(let entity, _, _, _), .addIndex(let entity, _), .removeIndex(let entity, _),
+             .addRelationship(let entity, _, _, _), .removeRelationship(let entity, _), .changeDeleteRule(let entity, _, _):
             return entity
         }
     }

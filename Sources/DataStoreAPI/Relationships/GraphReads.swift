@@ -128,6 +128,13 @@ extension ReadAccessor {
     func fetchAll(_ entity: EntitySchema, attribute: String, among values: [Value]) throws -> [Record] {
         guard !values.isEmpty else { return [] }
         var found: [Record] = []
+        if attribute == entity.primaryKey {
+            // Point lookups: an `in` on the key is not a range every engine can serve.
+            for value in values.sorted(by: { Value.compareCanonical($0, $1) < 0 }) {
+                if let record = try reader.get(entity, keyValue: value) { found.append(record) }
+            }
+            return found
+        }
         var start = 0
         while start < values.count {
             let chunk = Array(values[start..<min(start + Self.keysPerQuery, values.count)])

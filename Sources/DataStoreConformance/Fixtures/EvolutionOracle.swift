@@ -49,6 +49,7 @@ struct EvolutionOracle {
         case .addIndex(_, let index):
             return !taken(index.name, entity.indexes.map(\.name)) && index.attributes.allSatisfy(attributes.contains)
         case .removeIndex(_, let name): return entity.indexes.contains { $0.name == name }
+        case .addRelationship, .removeRelationship, .changeDeleteRule: return false
         }
     }
 
@@ -104,6 +105,8 @@ struct EvolutionOracle {
             if index.isUnique && hasDuplicates(name, index) { return false }
         case let .removeIndex(name, index):
             schema.entities[self.index(of: name)].indexes.removeAll { $0.name == index }
+        case .addRelationship, .removeRelationship, .changeDeleteRule:
+            return false
         }
         return true
     }
