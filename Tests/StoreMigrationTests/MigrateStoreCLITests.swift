@@ -114,6 +114,9 @@ func aCopyKilledWithSIGKILLFinishesWithResume(_ delay: Double) throws {
     }
     #expect(opensAsComplete(destination))
     #expect(try contents(destination) == contents(source))
+    // The demo store is a graph: every reference of the finished destination holds.
+    let check = try runCLI(["check", destination.description])
+    #expect(check.status == 0 && check.output.contains(" references"), "\(check.output)\(check.errors)")
 }
 
 @Test func ctrlCStopsAfterABatchAndSaysHowToResume() throws {
