@@ -62,6 +62,13 @@ extension MigrateStore {
                             print("  index \(index.name)\(index.isUnique ? " (unique)" : ""): "
                                 + index.attributes.joined(separator: ", "))
                         }
+                        for relationship in entity.relationships {
+                            let kind = relationship.cardinality == .toOne
+                                ? (relationship.isOptional ? "to-one" : "required to-one") : "to-many"
+                            print("  relationship \(relationship.name): \(kind) \(relationship.destination)"
+                                + (relationship.inverse.map { ", inverse \($0)" } ?? "")
+                                + ", delete rule \(relationship.deleteRule.rawValue)")
+                        }
                     }
                 }
             }

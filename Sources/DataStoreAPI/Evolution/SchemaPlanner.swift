@@ -131,9 +131,9 @@ struct Planner {
         let joins = resolved.entities.filter { schema.entity(named: $0.name) == nil }
         for (entity, new, _) in changes { replace(entity, with: new) }
         schema.entities += joins
-        for (entity, new, transform) in changes {
+        for (position, (entity, new, transform)) in changes.enumerated() {
             try record(.change(old: entity, new: new, renamed: [:], transform: transform, conversion: nil,
-                               checkUnique: []), step, version: version)
+                               checkUnique: []), step, version: version, inHistory: position == 0)
         }
         for join in joins { try record(.create(join), step, version: version, inHistory: false) }
     }
@@ -169,9 +169,9 @@ struct Planner {
             replace(before, with: new)
             changes.append((before, new))
         }
-        for (before, new) in changes {
+        for (position, (before, new)) in changes.enumerated() {
             try record(.change(old: before, new: new, renamed: [:], transform: nil, conversion: nil, checkUnique: []),
-                       step, version: version)
+                       step, version: version, inHistory: position == 0)
         }
     }
 
