@@ -53,6 +53,7 @@ public class ReadAccessor {
     /// The items that match the request, in its sort order (ties by primary key).
     /// - Throws: `unknownEntity`, `unknownAttribute`, `typeMismatch`, `invalidArgument`.
     public func fetch(_ request: FetchRequest) throws -> [Record] {
+        if Self.sortsAcrossRelationships(request) { return try fetchSortedAcrossRelationships(request) }
         let (entity, checked) = try validate(request)
         if checked.limit == 0 { return [] }
         return try reader.fetch(checked, in: entity)
@@ -67,6 +68,10 @@ public class ReadAccessor {
     /// block's own writes in `body` do not change which items it visits, on every backend.
     /// - Throws: as ``fetch(_:)``, and what `body` throws.
     public func forEach(_ request: FetchRequest, _ body: (Record) throws -> Void) throws {
+        if Self.sortsAcrossRelationships(request) {
+            for record in try fetchSortedAcrossRelationships(request) { try body(record) }
+            return
+        }
         let (entity, checked) = try validate(request)
         if checked.limit == 0 { return }
         if self is WriteAccessor {
@@ -90,6 +95,8 @@ public class ReadAccessor {
 
     /// How many items the request returns (offset and limit applied).
     public func count(_ request: FetchRequest) throws -> Int {
+        var request = request
+        if Self.sortsAcrossRelationships(request) { request.sort = [] }
         let (entity, checked) = try validate(request)
         let total = try reader.count(checked.filter, in: entity)
         let afterOffset = max(0, total - checked.offset)
@@ -216,6 +223,12 @@ public final class WriteAccessor: ReadAccessor {
     /// returns how many.
     @discardableResult
     public func delete(_ request: FetchRequest) throws -> Int {
+        if Self.sortsAcrossRelationships(request) {
+            let entity = try entity(request.entity)
+            let doomed = try fetchSortedAcrossRelationships(request)
+            for record in doomed { _ = try writer.delete(key: PrimaryKey(record[entity.primaryKey]), in: entity) }
+            return doomed.count
+        }
         let (entity, checked) = try validate(request)
         if checked.filter == .all, checked.offset == 0, checked.limit == nil {
             return try writer.deleteAll(in: entity)

@@ -452,6 +452,71 @@ enum RelationshipCases {
         try third.close()
     }
 
+    static func sortsFollowToOneKeyPaths(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        try store.writeSync { try $0.insert(["id": 4, "name": "Al", "manager": 3], into: "User") }
+        try store.read { r in
+            // Notes by their author's name (Ann 1, Bob 2, Cy 3), descending, ties by key.
+            c.expectEqual(try ids(r.fetch(FetchRequest("Note", sort: [.descending("author.name")]))),
+                          [13, 14, 15, 12, 10, 11])
+            // Users by their manager's name: none (null) first, then Ann, Ann, Cy.
+            c.expectEqual(try ids(r.fetch(FetchRequest("User", sort: [.ascending("manager.name")]))), [1, 2, 3, 4])
+            c.expectEqual(try ids(r.fetch(FetchRequest("User", sort: [.ascending("manager.name", caseInsensitive: true),
+                                                                        .descending("name")], offset: 1, limit: 2))),
+                          [3, 2])
+            c.expectEqual(try ids(r.fetch(FetchRequest("Note", filter: Field("author.manager.name") == "Ann",
+                                                     sort: [.ascending("author.name"), .descending("id")]))),
+                          [12, 15, 14, 13])
+            var visited: [Value] = []
+            try r.forEach(FetchRequest("Note", sort: [.ascending("author.manager.name")], limit: 3)) { visited.append($0["id"]) }
+            c.expectEqual(visited, [10, 11, 12], "Ann's notes have no manager's name: null first")
+            c.expectEqual(try r.count(FetchRequest("Note", sort: [.ascending("author.name")], limit: 4)), 4)
+        }
+        c.expectError(.invalidArgument, naming: "to-many") {
+            _ = try store.read { try $0.fetch(FetchRequest("User", sort: [.ascending("notes.title")])) }
+        }
+        c.expectError(.unknownAttribute, naming: "age") {
+            _ = try store.read { try $0.fetch(FetchRequest("Note", sort: [.ascending("author.age")])) }
+        }
+    }
+
+    static func liveQueriesSeeChangesToRelatedItems(_ c: ConformanceContext) async throws {
+        let store = try c.open(schema)
+        try loadUsers(store)
+        var notes = store.observe(FetchRequest("Note", filter: Field("author.name") == "Ann")).makeAsyncIterator()
+        let first = try await ChangeFeedCases.within(c, seconds: 30) { [notes] in
+            var copy = notes
+            return (try await copy.next(), copy)
+        }
+        notes = first.1
+        c.expectEqual(first.0.map { ids($0) }, [10, 11])
+        // Renaming a user changes which notes match, though no note changed.
+        try store.writeSync { try $0.update("User", key: 2, set: ["name": "Ann"]) }
+        let second = try await ChangeFeedCases.within(c, seconds: 30) { [notes] in
+            var copy = notes
+            return (try await copy.next(), copy)
+        }
+        c.expectEqual(second.0.map { ids($0) }, [10, 11, 12])
+
+        var graph = store.observe(FetchRequest("User", filter: Field("id") == 3), including: [Include("notes", including: ["tags"])])
+            .makeAsyncIterator()
+        let before = try await ChangeFeedCases.within(c, seconds: 30) { [graph] in
+            var copy = graph
+            return (try await copy.next(), copy)
+        }
+        graph = before.1
+        c.expectEqual(before.0?.first?["notes"].map { $0.record["id"] }, [13, 14, 15])
+        // A tag of one of the user's notes: only the join entity changes.
+        try store.writeSync { try $0.link("Note", key: 14, "tags", to: "swift") }
+        let after = try await ChangeFeedCases.within(c, seconds: 30) { [graph] in
+            var copy = graph
+            return (try await copy.next(), copy)
+        }
+        c.expectEqual(after.0?.first?["notes"][1]["tags"].map { $0.record["name"] }, ["swift"])
+        try store.close()
+    }
+
     static let all: [ConformanceCase] = [
         ConformanceCase("Relationships", "theSchemaHoldsTheGraph", theSchemaHoldsTheGraph),
         ConformanceCase("Relationships", "aReferenceToNothingRollsTheTransactionBack",
@@ -479,6 +544,8 @@ enum RelationshipCases {
                         typedModelsDeclareLoadAndCascadeRelationships),
         ConformanceCase("Relationships", "schemaStepsAddChangeAndRemoveRelationships",
                         schemaStepsAddChangeAndRemoveRelationships),
+        ConformanceCase("Relationships", "sortsFollowToOneKeyPaths", sortsFollowToOneKeyPaths),
+        ConformanceCase("Relationships", "liveQueriesSeeChangesToRelatedItems", liveQueriesSeeChangesToRelatedItems),
     ] + (1...3).map { seed in
         ConformanceCase("Relationships", "randomGraphSequence\(seed)EndsEqualToTheGraphModel") { c in
             try randomGraph(c, seed: UInt64(seed))

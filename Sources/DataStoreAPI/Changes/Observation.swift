@@ -29,8 +29,18 @@ extension DataStore {
     /// entity, or that leave its results as they were, deliver nothing; consecutive commits may
     /// be coalesced, but the last delivery always holds the store's final state. Ends when the
     /// store closes or the task is cancelled.
+    ///
+    /// A request that filters across relationships (`author.name`, ``Filter/any(_:_:)``) is
+    /// refreshed by commits to the related entities too.
     public func observe(_ request: FetchRequest) -> QueryObservation {
         QueryObservation(store: self, request: request)
+    }
+
+    /// The request's results with the related items `including` names (as
+    /// ``ReadAccessor/fetch(_:including:)`` loads them), now and again after each commit that
+    /// changes them: a commit to a related entity refreshes them too.
+    public func observe(_ request: FetchRequest, including: [Include]) -> GraphObservation {
+        GraphObservation(store: self, request: request, including: including)
     }
 
     /// The results as ``observe(_:)`` gives them, each with its difference from the previous
@@ -157,7 +167,10 @@ public struct QueryObservation: AsyncSequence, Sendable {
                         // A child store's own writes are not in any feed: look again at every wake-up.
                         var relevant = first || !hub.recordsChanges
                         if head != previousToken {
-                            if !relevant { relevant = try Self.touches(reader, request.entity, since: previousToken) }
+                            if !relevant {
+                                relevant = try Self.touches(reader, reader.entitiesRead(by: request, including: []),
+                                                            since: previousToken)
+                            }
                         } else if counter != previousCounter {
                             // A commit the feed did not record: a write made outside the package,
                             // or with the feed off.
@@ -176,9 +189,9 @@ public struct QueryObservation: AsyncSequence, Sendable {
             }
         }
 
-        /// Whether any transaction after `token` touched `entity` (true when the feed no longer
-        /// reaches back to `token`).
-        static func touches(_ reader: ReadAccessor, _ entity: String, since token: ChangeToken) throws -> Bool {
+        /// Whether any transaction after `token` touched one of `entities` (true when the feed no
+        /// longer reaches back to `token`).
+        static func touches(_ reader: ReadAccessor, _ entities: Set<String>, since token: ChangeToken) throws -> Bool {
             var cursor = token
             while true {
                 let page: [ChangeSet]
@@ -188,7 +201,7 @@ public struct QueryObservation: AsyncSequence, Sendable {
                     return true
                 }
                 guard let last = page.last else { return false }
-                if page.contains(where: { $0.entities.contains(entity) }) { return true }
+                if page.contains(where: { !$0.entities.isDisjoint(with: entities) }) { return true }
                 cursor = last.token
             }
         }
@@ -321,6 +334,60 @@ extension Store {
             return try body()
         } catch let error as StoreError where error.code == .closed {
             return nil
+        }
+    }
+}
+
+/// A live query with related items (``DataStore/observe(_:including:)``).
+public struct GraphObservation: AsyncSequence, Sendable {
+    public typealias Element = [RelatedRecord]
+    let store: any DataStore
+    let request: FetchRequest
+    let including: [Include]
+
+    public func makeAsyncIterator() -> Iterator { Iterator(store: store, request: request, including: including) }
+
+    /// Delivers the sequence's elements; it ends when the store closes or the task is cancelled.
+    public struct Iterator: AsyncIteratorProtocol, Sendable {
+        let store: any DataStore
+        let request: FetchRequest
+        let including: [Include]
+        var last: [RelatedRecord]?
+        var token = ChangeToken(store: nil, sequence: 0)
+        var counter: UInt64?
+
+        /// The next results that differ from the last ones; `nil` once the store closed.
+        public mutating func next() async throws -> [RelatedRecord]? {
+            let hub = CommitWaiter(store)
+            while true {
+                if Task.isCancelled { return nil }
+                let generation = hub.generation
+                let counter = hub.currentCounter()
+                let (previousToken, previousCounter, first) = (token, self.counter, last == nil)
+                let (request, including) = (self.request, self.including)
+                guard let outcome = try Store.unlessClosed({
+                    try store.read { reader -> (ChangeToken, [RelatedRecord]?) in
+                        let head = try reader.changeToken()
+                        var relevant = first || !hub.recordsChanges
+                        if head != previousToken {
+                            if !relevant {
+                                relevant = try QueryObservation.Iterator.touches(
+                                    reader, reader.entitiesRead(by: request, including: including), since: previousToken)
+                            }
+                        } else if counter != previousCounter {
+                            relevant = true
+                        }
+                        return (head, relevant ? try reader.fetch(request, including: including) : nil)
+                    }
+                }) else { return nil }
+                token = outcome.0
+                self.counter = counter
+                if let results = outcome.1, results != last {
+                    last = results
+                    return results
+                }
+                await hub.wait(after: generation)
+            }
         }
     }
 }

@@ -293,3 +293,120 @@ extension Filter {
         }
     }
 }
+
+extension ReadAccessor {
+    /// The entities whose changes can change what `request` returns with `including`: its own,
+    /// and those its filter, sort and includes reach through relationships (join entities too).
+    func entitiesRead(by request: FetchRequest, including: [Include]) -> Set<String> {
+        var entities: Set<String> = [request.entity]
+        guard let entity = catalog.entities[request.entity] else { return entities }
+        collect(request.filter, from: entity, into: &entities)
+        for key in request.sort { collectPath(key.attribute, from: entity, into: &entities) }
+        collect(including, from: entity, into: &entities)
+        return entities
+    }
+
+    private func collect(_ includes: [Include], from entity: EntitySchema, into entities: inout Set<String>) {
+        for include in includes {
+            guard let destination = reach(include.relationship, from: entity, into: &entities) else { continue }
+            collect(include.including, from: destination, into: &entities)
+        }
+    }
+
+    /// Adds the entity (and join entity) `relationship` leads to; returns the destination.
+    private func reach(_ relationship: String, from entity: EntitySchema,
+                       into entities: inout Set<String>) -> EntitySchema? {
+        guard let found = entity.relationship(named: relationship),
+              let destination = catalog.entities[found.destination] else { return nil }
+        entities.insert(destination.name)
+        if case let .pairs(join, _, _, _)? = catalog.graph.toMany[entity.name]?[relationship] { entities.insert(join) }
+        return destination
+    }
+
+    private func collectPath(_ path: String, from entity: EntitySchema, into entities: inout Set<String>) {
+        var current = entity
+        let components = path.split(separator: ".").map(String.init)
+        for name in components.dropLast() {
+            guard let next = reach(name, from: current, into: &entities) else { return }
+            current = next
+        }
+    }
+
+    private func collect(_ filter: Filter, from entity: EntitySchema, into entities: inout Set<String>) {
+        switch filter {
+        case .all: return
+        case .compare(let name, _, _), .among(let name, _), .isNull(let name), .hasPrefix(let name, _),
+             .contains(let name, _):
+            collectPath(name, from: entity, into: &entities)
+        case .and(let filters), .or(let filters): for inner in filters { collect(inner, from: entity, into: &entities) }
+        case .not(let inner): collect(inner, from: entity, into: &entities)
+        case let .any(name, inner):
+            if let destination = reach(name, from: entity, into: &entities) {
+                collect(inner, from: destination, into: &entities)
+            }
+        case .relatedCount(let name, _, _):
+            _ = reach(name, from: entity, into: &entities)
+        }
+    }
+}
+
+extension ReadAccessor {
+    /// Whether a sort key names a key path across a to-one relationship (`author.name`).
+    static func sortsAcrossRelationships(_ request: FetchRequest) -> Bool {
+        request.sort.contains { $0.attribute.utf8.contains(UInt8(ascii: ".")) }
+    }
+
+    /// The request's items sorted by key paths across to-one relationships: the matching items
+    /// are read, the values at the end of each path looked up (one lookup per related item, not
+    /// per item), then sorted as the engines sort (nulls first, ties by primary key), and the
+    /// offset and limit applied. An item without a related item sorts as null.
+    func fetchSortedAcrossRelationships(_ request: FetchRequest) throws -> [Record] {
+        var unsorted = request
+        unsorted.sort = []
+        unsorted.offset = 0
+        unsorted.limit = nil
+        let (entity, checked) = try validate(unsorted)
+        guard request.offset >= 0, (request.limit ?? 0) >= 0 else {
+            throw StoreError(.invalidArgument, "offset and limit of a request on '\(entity.name)' must not be "
+                + "negative (offset \(request.offset), limit \(request.limit.map(String.init) ?? "none"))")
+        }
+        let records = try reader.fetch(checked, in: entity)
+        var columns: [[Value]] = []
+        for key in request.sort {
+            columns.append(try values(at: key, of: records, in: entity))
+        }
+        let keys = try records.map { try KeyEncoding.encodeKey(entity.primaryKeyValue(of: $0)) }
+        let order = records.indices.sorted { a, b in
+            for (column, key) in zip(columns, request.sort) {
+                var c = Value.compareCanonical(column[a], column[b], foldingASCIICase: key.caseInsensitive)
+                if !key.ascending { c = -c }
+                if c != 0 { return c < 0 }
+            }
+            return Value.compareBytes(keys[a], keys[b]) < 0
+        }
+        return request.page(order.map { records[$0] })
+    }
+
+    /// The value of each record at the end of `key`'s path, checked as a sort key.
+    private func values(at key: SortKey, of records: [Record], in entity: EntitySchema) throws -> [Value] {
+        var components = key.attribute.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        let attributeName = components.removeLast()
+        var current = entity
+        var related: [Record?] = records.map { $0 }
+        for name in components {
+            let relationship = try relationship(name, of: current)
+            guard relationship.cardinality == .toOne else {
+                throw StoreError(.invalidArgument, "sort key '\(key.attribute)' on '\(entity.name)' goes through to-many "
+                    + "relationship '\(name)'; sort by a to-one key path")
+            }
+            let destination = try self.entity(relationship.destination)
+            let targets = Set(related.compactMap { $0?[name] }.filter { !$0.isNull })
+            let found = try fetchAll(destination, attribute: destination.primaryKey, among: Array(targets))
+            let byKey = Dictionary(found.map { (destination.primaryKeyValue(of: $0), $0) }, uniquingKeysWith: { a, _ in a })
+            related = related.map { record in record.flatMap { byKey[$0[name]] } }
+            current = destination
+        }
+        try current.validate([SortKey(attributeName, ascending: key.ascending, caseInsensitive: key.caseInsensitive)])
+        return related.map { $0?[attributeName] ?? .null }
+    }
+}
