@@ -712,6 +712,18 @@ enum ChangeFeedCases {
         func resume(_ result: Result<T, any Error>) { continuation.withLock { $0.take() }?.resume(with: result) }
     }
 
+    /// The iterator's next element, within 30 seconds of running time (``within(_:seconds:_:)``).
+    static func next<I: AsyncIteratorProtocol & Sendable>(_ iterator: inout I, _ c: ConformanceContext) async throws
+        -> I.Element? where I.Element: Sendable
+    {
+        let (element, advanced) = try await within(c, seconds: 30) { [iterator] in
+            var copy = iterator
+            return (try await copy.next(), copy)
+        }
+        iterator = advanced
+        return element
+    }
+
     static let all: [ConformanceCase] = [
         ConformanceCase("Change feed", "feedListsEveryTransactionOnceInCommitOrderAsAModelPredicts",
                         feedListsEveryTransactionOnceInCommitOrderAsAModelPredicts),

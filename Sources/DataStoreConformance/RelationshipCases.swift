@@ -485,35 +485,18 @@ enum RelationshipCases {
         let store = try c.open(schema)
         try loadUsers(store)
         var notes = store.observe(FetchRequest("Note", filter: Field("author.name") == "Ann")).makeAsyncIterator()
-        let first = try await ChangeFeedCases.within(c, seconds: 30) { [notes] in
-            var copy = notes
-            return (try await copy.next(), copy)
-        }
-        notes = first.1
-        c.expectEqual(first.0.map { ids($0) }, [10, 11])
+        c.expectEqual(try await ChangeFeedCases.next(&notes, c).map { ids($0) }, [10, 11])
         // Renaming a user changes which notes match, though no note changed.
         try store.writeSync { try $0.update("User", key: 2, set: ["name": "Ann"]) }
-        let second = try await ChangeFeedCases.within(c, seconds: 30) { [notes] in
-            var copy = notes
-            return (try await copy.next(), copy)
-        }
-        c.expectEqual(second.0.map { ids($0) }, [10, 11, 12])
+        c.expectEqual(try await ChangeFeedCases.next(&notes, c).map { ids($0) }, [10, 11, 12])
 
         var graph = store.observe(FetchRequest("User", filter: Field("id") == 3), including: [Include("notes", including: ["tags"])])
             .makeAsyncIterator()
-        let before = try await ChangeFeedCases.within(c, seconds: 30) { [graph] in
-            var copy = graph
-            return (try await copy.next(), copy)
-        }
-        graph = before.1
-        c.expectEqual(before.0?.first?["notes"].map { $0.record["id"] }, [13, 14, 15])
+        c.expectEqual(try await ChangeFeedCases.next(&graph, c)?.first?["notes"].map { $0.record["id"] }, [13, 14, 15])
         // A tag of one of the user's notes: only the join entity changes.
         try store.writeSync { try $0.link("Note", key: 14, "tags", to: "swift") }
-        let after = try await ChangeFeedCases.within(c, seconds: 30) { [graph] in
-            var copy = graph
-            return (try await copy.next(), copy)
-        }
-        c.expectEqual(after.0?.first?["notes"][1]["tags"].map { $0.record["name"] }, ["swift"])
+        c.expectEqual(try await ChangeFeedCases.next(&graph, c)?.first?["notes"][1]["tags"].map { $0.record["name"] },
+                      ["swift"])
         try store.close()
     }
 

@@ -20,7 +20,7 @@ struct RecordedChanges {
 ///
 /// For each item it keeps whether the item existed before the transaction and whether it exists
 /// now, so the feed gets each item's net effect exactly once.
-final class ChangeRecorder: StorageWriter, BulkInserting {
+final class ChangeRecorder: ForwardingWriter, BulkInserting {
     private struct Touch {
         var before: Bool
         var after: Bool
@@ -212,22 +212,6 @@ final class ChangeRecorder: StorageWriter, BulkInserting {
         }
         return result
     }
-
-    // MARK: StorageReader
-
-    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? { try writer.get(entity, key: key) }
-    func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool { try writer.contains(entity, key: key) }
-    func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
-        try writer.fetch(request, in: entity)
-    }
-    func count(_ filter: Filter, in entity: EntitySchema) throws -> Int { try writer.count(filter, in: entity) }
-    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
-        try writer.scan(entity, after: key, limit: limit)
-    }
-    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
-        try writer.scan(entity, after: key, limit: limit, into: &page)
-    }
-    func metadata(forKey key: String) throws -> [UInt8]? { try writer.metadata(forKey: key) }
 
     // MARK: StorageWriter
 

@@ -144,66 +144,87 @@ public struct QueryObservation: AsyncSequence, Sendable {
 
     /// Delivers the sequence's elements; it ends when the store closes or the task is cancelled.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
-        let store: any DataStore
-        let request: FetchRequest
-        var last: [Record]?
-        var token = ChangeToken(store: nil, sequence: 0)
-        var counter: UInt64?
+        var live: LiveResults<[Record]>
 
-        /// The next results that differ from the last ones; `nil` once the store closed.
-        public mutating func next() async throws -> [Record]? {
-            let hub = CommitWaiter(store)
-            while true {
-                if Task.isCancelled { return nil }
-                let generation = hub.generation
-                // The counter is read before the snapshot, so a commit between the two is seen
-                // again next time rather than missed.
-                let counter = hub.currentCounter()
-                let (previousToken, previousCounter, first) = (token, self.counter, last == nil)
-                let request = self.request
-                guard let outcome = try Store.unlessClosed({
-                    try store.read { reader -> (ChangeToken, [Record]?) in
-                        let head = try reader.changeToken()
-                        // A child store's own writes are not in any feed: look again at every wake-up.
-                        var relevant = first || !hub.recordsChanges
-                        if head != previousToken {
-                            if !relevant {
-                                relevant = try Self.touches(reader, reader.entitiesRead(by: request, including: []),
-                                                            since: previousToken)
-                            }
-                        } else if counter != previousCounter {
-                            // A commit the feed did not record: a write made outside the package,
-                            // or with the feed off.
-                            relevant = true
-                        }
-                        return (head, relevant ? try reader.fetch(request) : nil)
-                    }
-                }) else { return nil }
-                token = outcome.0
-                self.counter = counter
-                if let results = outcome.1, results != last {
-                    last = results
-                    return results
-                }
-                await hub.wait(after: generation)
-            }
+        init(store: any DataStore, request: FetchRequest) {
+            live = LiveResults(store: store, entities: { $0.entitiesRead(by: request, including: []) },
+                               fetch: { try $0.fetch(request) })
         }
 
-        /// Whether any transaction after `token` touched one of `entities` (true when the feed no
-        /// longer reaches back to `token`).
-        static func touches(_ reader: ReadAccessor, _ entities: Set<String>, since token: ChangeToken) throws -> Bool {
-            var cursor = token
-            while true {
-                let page: [ChangeSet]
-                do {
-                    page = try reader.changes(since: cursor, limit: 256)
-                } catch let error as StoreError where error.code == .changesExpired || error.code == .invalidArgument {
-                    return true
+        /// The next results that differ from the last ones; `nil` once the store closed.
+        public mutating func next() async throws -> [Record]? { try await live.next() }
+    }
+}
+
+/// What every live query does: read its results in a snapshot, deliver them when they differ
+/// from the last delivery, and wait for the next commit that touches an entity it reads (in
+/// this process or another, or made outside the package, which the feed does not list).
+struct LiveResults<Results: Equatable & Sendable>: Sendable {
+    let store: any DataStore
+    /// The entities whose changes can change the results.
+    let entities: @Sendable (ReadAccessor) -> Set<String>
+    let fetch: @Sendable (ReadAccessor) throws -> Results
+    var last: Results?
+    var token = ChangeToken(store: nil, sequence: 0)
+    var counter: UInt64?
+
+    init(store: any DataStore, entities: @escaping @Sendable (ReadAccessor) -> Set<String>,
+         fetch: @escaping @Sendable (ReadAccessor) throws -> Results) {
+        self.store = store
+        self.entities = entities
+        self.fetch = fetch
+    }
+
+    /// The next results that differ from the last ones; `nil` once the store closed.
+    mutating func next() async throws -> Results? {
+        let hub = CommitWaiter(store)
+        while true {
+            if Task.isCancelled { return nil }
+            let generation = hub.generation
+            // The counter is read before the snapshot, so a commit between the two is seen
+            // again next time rather than missed.
+            let counter = hub.currentCounter()
+            let (previousToken, previousCounter, first) = (token, self.counter, last == nil)
+            let (entities, fetch) = (self.entities, self.fetch)
+            guard let outcome = try Store.unlessClosed({
+                try store.read { reader -> (ChangeToken, Results?) in
+                    let head = try reader.changeToken()
+                    // A child store's own writes are not in any feed: look again at every wake-up.
+                    var relevant = first || !hub.recordsChanges
+                    if head != previousToken {
+                        if !relevant { relevant = try Self.touches(reader, entities(reader), since: previousToken) }
+                    } else if counter != previousCounter {
+                        // A commit the feed did not record: a write made outside the package,
+                        // or with the feed off.
+                        relevant = true
+                    }
+                    return (head, relevant ? try fetch(reader) : nil)
                 }
-                guard let last = page.last else { return false }
-                if page.contains(where: { !$0.entities.isDisjoint(with: entities) }) { return true }
-                cursor = last.token
+            }) else { return nil }
+            token = outcome.0
+            self.counter = counter
+            if let results = outcome.1, results != last {
+                last = results
+                return results
             }
+            await hub.wait(after: generation)
+        }
+    }
+
+    /// Whether any transaction after `token` touched one of `entities` (true when the feed no
+    /// longer reaches back to `token`).
+    static func touches(_ reader: ReadAccessor, _ entities: Set<String>, since token: ChangeToken) throws -> Bool {
+        var cursor = token
+        while true {
+            let page: [ChangeSet]
+            do {
+                page = try reader.changes(since: cursor, limit: 256)
+            } catch let error as StoreError where error.code == .changesExpired || error.code == .invalidArgument {
+                return true
+            }
+            guard let last = page.last else { return false }
+            if page.contains(where: { !$0.entities.isDisjoint(with: entities) }) { return true }
+            cursor = last.token
         }
     }
 }
@@ -349,45 +370,14 @@ public struct GraphObservation: AsyncSequence, Sendable {
 
     /// Delivers the sequence's elements; it ends when the store closes or the task is cancelled.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
-        let store: any DataStore
-        let request: FetchRequest
-        let including: [Include]
-        var last: [RelatedRecord]?
-        var token = ChangeToken(store: nil, sequence: 0)
-        var counter: UInt64?
+        var live: LiveResults<[RelatedRecord]>
+
+        init(store: any DataStore, request: FetchRequest, including: [Include]) {
+            live = LiveResults(store: store, entities: { $0.entitiesRead(by: request, including: including) },
+                               fetch: { try $0.fetch(request, including: including) })
+        }
 
         /// The next results that differ from the last ones; `nil` once the store closed.
-        public mutating func next() async throws -> [RelatedRecord]? {
-            let hub = CommitWaiter(store)
-            while true {
-                if Task.isCancelled { return nil }
-                let generation = hub.generation
-                let counter = hub.currentCounter()
-                let (previousToken, previousCounter, first) = (token, self.counter, last == nil)
-                let (request, including) = (self.request, self.including)
-                guard let outcome = try Store.unlessClosed({
-                    try store.read { reader -> (ChangeToken, [RelatedRecord]?) in
-                        let head = try reader.changeToken()
-                        var relevant = first || !hub.recordsChanges
-                        if head != previousToken {
-                            if !relevant {
-                                relevant = try QueryObservation.Iterator.touches(
-                                    reader, reader.entitiesRead(by: request, including: including), since: previousToken)
-                            }
-                        } else if counter != previousCounter {
-                            relevant = true
-                        }
-                        return (head, relevant ? try reader.fetch(request, including: including) : nil)
-                    }
-                }) else { return nil }
-                token = outcome.0
-                self.counter = counter
-                if let results = outcome.1, results != last {
-                    last = results
-                    return results
-                }
-                await hub.wait(after: generation)
-            }
-        }
+        public mutating func next() async throws -> [RelatedRecord]? { try await live.next() }
     }
 }

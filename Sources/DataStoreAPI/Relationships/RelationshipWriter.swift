@@ -8,7 +8,7 @@
 /// - Every to-one reference a write stores, and every `deny` rule a delete meets, is noted and
 ///   checked once, in ``finish()``, before the commit: a transaction may insert a note before
 ///   its author, or swap two references.
-final class RelationshipWriter: StorageWriter, BulkInserting {
+final class RelationshipWriter: ForwardingWriter, BulkInserting {
     let writer: any StorageWriter
     private let graph: RelationshipGraph
     private let catalog: Catalog
@@ -31,26 +31,6 @@ final class RelationshipWriter: StorageWriter, BulkInserting {
         }
         return entity
     }
-
-    // MARK: StorageReader
-
-    func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? { try writer.get(entity, key: key) }
-    func get(_ entity: EntitySchema, keyValue: Value) throws -> Record? { try writer.get(entity, keyValue: keyValue) }
-    func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool { try writer.contains(entity, key: key) }
-    func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
-        try writer.fetch(request, in: entity)
-    }
-    func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
-        try writer.forEach(request, in: entity, body)
-    }
-    func count(_ filter: Filter, in entity: EntitySchema) throws -> Int { try writer.count(filter, in: entity) }
-    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
-        try writer.scan(entity, after: key, limit: limit)
-    }
-    func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
-        try writer.scan(entity, after: key, limit: limit, into: &page)
-    }
-    func metadata(forKey key: String) throws -> [UInt8]? { try writer.metadata(forKey: key) }
 
     // MARK: StorageWriter
 
