@@ -107,7 +107,7 @@ struct DamageCorpus {
             "/usr/bin/sqlite3",
             [
                 coerced,
-                "UPDATE \"Order\" SET product = CAST(X'C328' AS TEXT) "
+                "UPDATE \"Order\" SET note = CAST(X'C328' AS TEXT) "
                     + "WHERE id = (SELECT min(id) FROM \"Order\")",
             ])
         inputs.append(Input(name: "invalid-utf8", location: "sqlite:\(coerced)", files: [coerced]))
