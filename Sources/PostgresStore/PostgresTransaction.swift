@@ -107,6 +107,12 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         return binds
     }
 
+    /// One query for many keys (each get is a round trip to the server).
+    func get(_ entity: EntitySchema, keyValues: [Value]) throws -> [Record] {
+        guard keyValues.count > 1 else { return try keyValues.compactMap { try get(entity, keyValue: $0) } }
+        return try fetch(FetchRequest(entity.name, filter: .among(entity.primaryKey, keyValues)), in: entity)
+    }
+
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         try records(session.query("SELECT \(columns(entity)) FROM \(table(entity)) WHERE \(pk(entity)) = $1",
                                   binds([key.value])), entity).first

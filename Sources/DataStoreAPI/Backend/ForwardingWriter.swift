@@ -9,6 +9,9 @@ extension ForwardingWriter {
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? { try writer.get(entity, key: key) }
     func get(_ entity: EntitySchema, keyValue: Value) throws -> Record? { try writer.get(entity, keyValue: keyValue) }
     func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool { try writer.contains(entity, key: key) }
+    func get(_ entity: EntitySchema, keyValues: [Value]) throws -> [Record] {
+        try writer.get(entity, keyValues: keyValues)
+    }
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         try writer.fetch(request, in: entity)
     }

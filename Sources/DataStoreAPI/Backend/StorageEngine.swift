@@ -44,6 +44,10 @@
     /// once the first page is read (records it kept from a page keep their values).
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws
     func metadata(forKey key: String) throws -> [UInt8]?
+    /// The items with these keys (checked values, ``EntitySchema/checkedKeyValue(_:)``), in any
+    /// order, the missing ones left out: what eager loading and reference checks look up. The
+    /// default gets each; a backend where each get is a round trip asks for them at once.
+    func get(_ entity: EntitySchema, keyValues: [Value]) throws -> [Record]
 }
 
 extension StorageReader {
@@ -68,6 +72,10 @@ extension StorageReader {
 
     public func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool {
         try get(entity, key: key) != nil
+    }
+
+    public func get(_ entity: EntitySchema, keyValues: [Value]) throws -> [Record] {
+        try keyValues.compactMap { try get(entity, keyValue: $0) }
     }
 }
 

@@ -129,9 +129,12 @@ extension ReadAccessor {
         guard !values.isEmpty else { return [] }
         var found: [Record] = []
         if attribute == entity.primaryKey {
-            // Point lookups: an `in` on the key is not a range every engine can serve.
-            for value in values.sorted(by: { Value.compareCanonical($0, $1) < 0 }) {
-                if let record = try reader.get(entity, keyValue: value) { found.append(record) }
+            // Lookups by key: an `in` on the key is not a range every engine can serve.
+            var start = 0
+            while start < values.count {
+                let chunk = Array(values[start..<min(start + Self.keysPerQuery, values.count)])
+                found += try reader.get(entity, keyValues: chunk)
+                start += chunk.count
             }
             return found
         }
