@@ -192,7 +192,7 @@ public enum Migrator {
     /// filled, if it holds any.
     static func requireReferences(_ store: any DataStore, _ location: StoreLocation) throws {
         guard store.schema.entities.contains(where: { !$0.relationships.isEmpty }) else { return }
-        let report = try store.read { try $0.checkReferences() }
+        let report = try store.read { try $0.checkReferences(listing: 5) }
         guard report.danglingCount == 0 else {
             throw StoreError(.referenceViolation, "\(location) would hold \(report.danglingCount) dangling "
                 + "reference\(report.danglingCount == 1 ? "" : "s"), so it is left unfinished: \(report.summary). "

@@ -94,7 +94,7 @@ import Foundation
             // No step may leave a reference dangling (a default target that does not exist, a
             // custom step that deleted what others refer to): the whole migration is refused.
             if plan.to.entities.contains(where: { !$0.relationships.isEmpty }) {
-                let report = try ReadAccessor(reader: writer, catalog: Catalog(plan.to)).checkReferences()
+                let report = try ReadAccessor(reader: writer, catalog: Catalog(plan.to)).checkReferences(listing: 5)
                 if report.danglingCount > 0 {
                     throw StoreError(.referenceViolation, "the migration to schema version \(plan.to.version) would "
                         + "leave \(report.danglingCount) dangling reference\(report.danglingCount == 1 ? "" : "s"), so "
