@@ -4,6 +4,7 @@ import DataStoreConformance
 import DataStoreTestSupport
 import Foundation
 import PostgresStore
+import StoreMigration
 import Testing
 
 /// A relationship is a real PostgreSQL foreign key, deferred to the commit: `psql \d` shows it.
@@ -26,5 +27,35 @@ import Testing
                                                    "-c", "DELETE FROM \"\(location.schema)\".\"User\""],
                                  allowingFailure: true)
     #expect(deleted.contains("violates foreign key constraint"), "PostgreSQL itself refuses: \(deleted)")
+}
+#endif
+
+#if Postgres
+/// A copy into PostgreSQL stopped part way holds references to items it has yet to copy (the
+/// demo's customers refer to customers later in key order): the destination still opens for
+/// `inspect` and `check`, without its foreign keys, which the copy's end brings back.
+@Test func anUnfinishedDestinationOpensWithoutItsForeignKeysUntilTheCopyEnds() throws {
+    let dir = try TemporaryDirectory()
+    let source = StoreLocation(kind: .sqlite, path: dir.url.appendingPathComponent("source.sqlite").path)
+    try DemoData.seed(source, items: 3_000, seed: 4)
+    let location = PostgresTestServer.location(dir.url.path + "/unfinished")
+    let destination = StoreLocation(kind: "postgres", path: String(location.description.dropFirst(9)))
+    defer { try? PostgresStore.destroy(location) }
+    var batches = 0
+    #expect(throws: MigrationInterrupted.self) {
+        try Migrator.copy(from: source, to: destination, options: MigrationOptions(batchSize: 100),
+                          shouldStop: { batches += 1; return batches == 3 })
+    }
+    let unfinished = try Migrator.acceptingUnfinished { try destination.openSource() }
+    let report = try unfinished.read { try $0.checkReferences() }
+    try unfinished.close()
+    #expect(report.danglingCount > 0, "the part copied refers to customers not copied yet")
+    let resumed = try Migrator.copy(from: source, to: destination, options: MigrationOptions(batchSize: 100, resume: true))
+    #expect(resumed.differences == 0)
+    let finished = try PostgresStore(location: location, schema: nil)
+    try finished.close()
+    let described = try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
+                                                     "-c", "\\d \"\(location.schema)\".\"Customer\""])
+    #expect(described.contains("FOREIGN KEY (\"referredBy\")"), "the ordinary open added them back: \(described)")
 }
 #endif
