@@ -7,16 +7,21 @@ import StoreMigration
 extension MigrateStore {
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import an API's JSON (an array of objects, or JSON Lines) into one entity, as the Sync library does.",
+            abstract: "Import an API's JSON (an array of objects, or JSON Lines) into an entity, as the Sync library does.",
             discussion: """
-                JSON keys map onto attributes: the same name, the camelCase form of a snake_case key, or \
-                the --mapping file ({"json_key": "attribute"}). The primary key decides between insert \
-                and update; items of the entity that the JSON does not hold are deleted (see what would \
-                be with --dry-run; keep them with --skip-deletes). Dates may be \
-                ISO 8601 text or Unix-epoch numbers. Objects that cannot be imported are counted, listed \
-                with their reason in --rejects, and skipped; input that is not JSON writes nothing. \
-                Objects are written in transactions of --batch-size, each storing a checkpoint: after \
-                Ctrl-C or a crash, the same command goes on from the last one.
+                JSON keys map onto attributes and relationships: the same name, the camelCase form of \
+                a snake_case key (user_id is userID), or the --mapping file ({"json_key": "attribute", \
+                "Note.json_key": "attribute"}). Nested objects and arrays are synced into the related \
+                entities, to any depth; "company_id" and "notes_ids" give related items by key. The \
+                primary key decides between insert and update, and an object equal to its item is not \
+                written. Items of the entity that the JSON does not hold (among those --where selects) \
+                are deleted, and items a nested array no longer lists are deleted or unlinked as the \
+                relationship's delete rule says: see what would be with --dry-run, keep them with \
+                --keep-missing. Dates may be ISO 8601 text (2014-01-02, 2014-02-14T04:30:10+00:00) or \
+                Unix timestamps. Objects that cannot be imported are counted, listed with their reason \
+                in --rejects, and skipped; input that is not JSON writes nothing. Objects are written in \
+                transactions of --batch-size, each storing a checkpoint: after Ctrl-C or a crash, the \
+                same command goes on from the last one.
                 """)
 
         @Option(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
@@ -40,11 +45,19 @@ extension MigrateStore {
         @Flag(help: "Do not update existing items.")
         var skipUpdates = false
 
-        @Flag(help: "Do not delete the items the JSON does not hold.")
-        var skipDeletes = false
+        @Flag(name: [.customLong("keep-missing"), .customLong("skip-deletes")],
+              help: "Delete or unlink nothing: keep the items the JSON does not hold.")
+        var keepMissing = false
 
-        @Option(help: "How numbers given for dates are read: seconds or milliseconds since 1970.")
-        var epoch: String = "seconds"
+        @Option(name: .customLong("where"),
+                help: ArgumentHelp("Only these items of the entity are synced: the ones the JSON does not hold are "
+                    + "deleted only if they match (for example \"companyID == 3 and active == true\").",
+                    valueName: "filter"))
+        var scope: String?
+
+        @Option(help: ArgumentHelp("How numbers given for dates are read: seconds, milliseconds or automatic "
+            + "(milliseconds from 100000000000 up)."))
+        var epoch: String = "automatic"
 
         @Option(help: ArgumentHelp("Write the rejected objects, with their reasons, as JSON Lines.", valueName: "rejects.jsonl"))
         var rejects: String?
@@ -57,7 +70,7 @@ extension MigrateStore {
 
         func validate() throws {
             guard JSONImport.EpochUnit(rawValue: epoch) != nil else {
-                throw ValidationError("--epoch must be seconds or milliseconds")
+                throw ValidationError("--epoch must be seconds, milliseconds or automatic")
             }
             guard batchSize > 0 else { throw ValidationError("--batch-size must be at least 1") }
         }
@@ -65,11 +78,11 @@ extension MigrateStore {
         func run() throws {
             let location = try CommandFailure.catching { try StoreLocation.resolve([to], store: nil)[0] }
             var options = JSONImport.Options(snakeCaseToCamelCase: !noSnakeCase,
-                                             epochUnit: JSONImport.EpochUnit(rawValue: epoch) ?? .seconds,
+                                             epochUnit: JSONImport.EpochUnit(rawValue: epoch) ?? .automatic,
                                              batchSize: batchSize, dryRun: dryRun)
             if skipInserts { options.operations.remove(.insert) }
             if skipUpdates { options.operations.remove(.update) }
-            if skipDeletes { options.operations.remove(.delete) }
+            if keepMissing { options.operations.remove(.delete) }
             if let mapping {
                 options.mapping = try CommandFailure.catching {
                     guard let data = FileManager.default.contents(atPath: mapping) else {
@@ -84,6 +97,12 @@ extension MigrateStore {
             do {
                 let store = try location.open(schema: nil)
                 defer { try? store.close() }
+                if let scope {
+                    guard let target = store.schema.entity(named: entity) else {
+                        throw StoreError(.unknownEntity, "the store has no entity '\(entity)'")
+                    }
+                    options.scope = try Filter(parsing: scope, for: target)
+                }
                 report = try JSONImport.run(file, into: store, entity: entity, options: options,
                                             rejects: dryRun ? nil : rejects, shouldStop: { interrupt.isSet })
             } catch let stopped as JSONImport.Interrupted {
@@ -101,6 +120,11 @@ extension MigrateStore {
                 + "\(report.updated) \(would)updated, \(report.unchanged) unchanged, \(report.rejected.count) rejected, "
                 + "of \(report.objects) objects"
                 + (report.resumedAfter.map { " (went on after \($0) objects of an interrupted run)" } ?? ""))
+            for (name, counts) in report.entities.sorted(by: { $0.key < $1.key }) where name != entity {
+                print("  \(name): \(counts.deleted) \(would)deleted, \(counts.unlinked) \(would)unlinked, "
+                    + "\(counts.inserted) \(would)inserted, \(counts.updated) \(would)updated, \(counts.linked) "
+                    + "\(would)linked, \(counts.unchanged) unchanged")
+            }
             for reject in report.rejected.prefix(10) { print("  rejected object \(reject.position): \(reject.reason)") }
             if report.rejected.count > 10 { print("  ... \(report.rejected.count - 10) more") }
         }

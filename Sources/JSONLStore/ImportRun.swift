@@ -1,0 +1,267 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// One import's writing pass: the input streamed in batches of mapped objects, each batch one
+/// write transaction that stores the checkpoint; then the references to items further on in the
+/// input; then the deletes.
+struct ImportRun {
+    let input: ImportInput
+    let entity: EntitySchema
+    let schema: Schema
+    let options: JSONImport.Options
+    let run: String
+
+    typealias Rejected = (JSONImport.Reject, JSON)
+
+    /// A mapped object of the imported entity, with its input.
+    private struct Accepted {
+        var position: Int
+        var object: ImportObject
+        var json: JSON
+    }
+
+    /// Whether a store error refuses one object's values (a missing required attribute, a
+    /// unique index, a dangling reference at commit), so that the object is rejected and the
+    /// rest goes on; other errors (I/O, a full disk, damage) end the import.
+    static func refusesObject(_ error: any Error) -> String? {
+        if let rejection = error as? JSONImport.ImportRejection { return rejection.reason }
+        guard let error = error as? StoreError, ![.io, .storeFull, .corrupt, .closed].contains(error.code) else {
+            return nil
+        }
+        return error.message
+    }
+
+    func write(_ transactions: ImportTransactions, shouldStop: () -> Bool,
+               progress: (Int) -> Void) throws -> (report: JSONImport.Report, rejected: [Rejected]) {
+        var report = JSONImport.Report()
+        // An interrupted run of the same input and options goes on from its checkpoint.
+        var mark = JSONImport.Checkpoint(run: run, done: 0, entities: [:], refused: [:], pending: [])
+        if !transactions.isDryRun,
+           let bytes = try transactions.read({ try $0.metadata(forKey: JSONImport.checkpointKey) }),
+           let stored = try? JSONDecoder().decode(JSONImport.Checkpoint.self, from: Data(bytes)), stored.run == run {
+            mark = stored
+            report.resumedAfter = stored.done
+        }
+        func save(_ writer: WriteAccessor, _ mark: JSONImport.Checkpoint?) throws {
+            guard !transactions.isDryRun else { return }
+            let bytes = try mark.map { mark -> [UInt8] in
+                do {
+                    return Array(try JSONEncoder().encode(mark))
+                } catch {
+                    throw StoreError(.invalidValue, "the import checkpoint cannot be encoded: \(error)")
+                }
+            }
+            try writer.setReservedMetadata(bytes, forKey: JSONImport.checkpointKey)
+        }
+
+        var rejected: [Rejected] = []
+        var seen = Set<Value>()
+        var acceptedCount = 0
+        var batch: [Accepted] = []
+        var wrote = false
+        let names = ImportNames(mapping: options.mapping, snakeCase: options.snakeCaseToCamelCase,
+                                rootEntity: entity.name)
+
+        /// Writes the objects of `items` in one transaction with the checkpoint; in a real run, an
+        /// object the store refuses rolls the transaction back and the objects are written again
+        /// one transaction each, so that the refused one is left out whole.
+        func write(_ items: [Accepted], alone: Bool) throws {
+            let outcome = try transactions.write { writer -> ([String: JSONImport.EntityCounts], [Int: String],
+                                                               [ImportGraphWriter.PendingReference]) in
+                var graph = ImportGraphWriter(writer, options)
+                var refused: [Int: String] = [:]
+                for item in items {
+                    graph.position = item.position
+                    if transactions.isDryRun {
+                        // One transaction for everything: a refused object is counted out.
+                        let before = (graph.counts, graph.pending)
+                        do {
+                            try graph.write(item.object)
+                        } catch {
+                            guard let reason = Self.refusesObject(error) else { throw error }
+                            refused[item.position] = reason
+                            (graph.counts, graph.pending) = before
+                        }
+                    } else if alone {
+                        try graph.write(item.object)
+                    } else {
+                        do {
+                            try graph.write(item.object)
+                        } catch {
+                            guard Self.refusesObject(error) != nil else { throw error }
+                            throw BatchRefused()
+                        }
+                    }
+                }
+                var next = mark
+                next.done += items.count
+                for (name, counts) in graph.counts { next.entities[name, default: .init()].add(counts) }
+                next.refused.merge(refused) { $1 }
+                next.pending += graph.pending
+                try save(writer, next)
+                return (graph.counts, refused, graph.pending)
+            }
+            mark.done += items.count
+            for (name, counts) in outcome.0 { mark.entities[name, default: .init()].add(counts) }
+            mark.refused.merge(outcome.1) { $1 }
+            mark.pending += outcome.2
+        }
+
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            if wrote, shouldStop() { throw JSONImport.Interrupted(report: summarize(report, mark)) }
+            wrote = true
+            do {
+                try write(batch, alone: false)
+            } catch is BatchRefused {
+                try writeAlone(batch)
+            } catch let error where !transactions.isDryRun && Self.refusesObject(error) != nil {
+                // Refused at commit (a reference the commit check finds dangling).
+                try writeAlone(batch)
+            }
+            progress(mark.done)
+            batch.removeAll(keepingCapacity: true)
+        }
+
+        func writeAlone(_ items: [Accepted]) throws {
+            for item in items {
+                do {
+                    try write([item], alone: true)
+                } catch {
+                    guard let reason = Self.refusesObject(error) else { throw error }
+                    // The object is left out; its position is done, with the reason.
+                    try transactions.write { writer in
+                        var next = mark
+                        next.done += 1
+                        next.refused[item.position] = reason
+                        try save(writer, next)
+                    }
+                    mark.done += 1
+                    mark.refused[item.position] = reason
+                }
+            }
+        }
+
+        try input.forEachObject { position, json in
+            report.objects += 1
+            let object: ImportObject
+            do {
+                // The key first: an object rejected for another reason still names an item that
+                // the input holds, which the delete pass must keep.
+                let key: Value
+                guard case .object(let fields) = json else { throw JSONImport.ImportRejection("not a JSON object") }
+                key = try ImportObject.primaryKey(fields, entity, names, options, "")
+                guard seen.insert(key).inserted else {
+                    throw JSONImport.ImportRejection("primary key \(key) was given by an earlier object")
+                }
+                object = try ImportObject.map(json, into: entity, schema: schema, names: names, options: options)
+            } catch let rejection as JSONImport.ImportRejection {
+                rejected.append((JSONImport.Reject(position: position, reason: rejection.reason), json))
+                return
+            }
+            acceptedCount += 1
+            // Objects an interrupted run of the same input wrote are not written again.
+            guard acceptedCount > mark.done else { return }
+            batch.append(Accepted(position: position, object: object, json: json))
+            if batch.count >= max(1, options.batchSize) { try flush() }
+        }
+        try flush()
+
+        // References to items further on in the input, now that everything is written.
+        if !mark.pending.isEmpty {
+            try transactions.write { writer in
+                var graph = ImportGraphWriter(writer, options)
+                let missing = try graph.resolve(mark.pending)
+                var next = mark
+                next.pending = []
+                for reference in missing {
+                    next.refused[reference.position] = "'\(reference.entity).\(reference.relationship)' names "
+                        + "\(reference.target), which the store and the input do not hold: the object was imported "
+                        + "without it"
+                }
+                try save(writer, next)
+                mark = next
+            }
+        }
+
+        if options.operations.contains(.delete) {
+            var doomed: [Value] = []
+            try transactions.read { reader in
+                let request = FetchRequest(entity.name, filter: options.scope ?? .all)
+                try reader.forEach(request) { record in
+                    if !seen.contains(record[entity.primaryKey]) { doomed.append(record[entity.primaryKey]) }
+                }
+            }
+            var index = 0
+            while index < doomed.count {
+                let slice = doomed[index..<min(doomed.count, index + max(1, options.batchSize))]
+                let deleted = try transactions.write { writer in
+                    let deleted = try slice.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
+                    var next = mark
+                    next.entities[entity.name, default: .init()].deleted += deleted
+                    try save(writer, next)
+                    return deleted
+                }
+                mark.entities[entity.name, default: .init()].deleted += deleted
+                index += slice.count
+                if index < doomed.count, shouldStop() {
+                    throw JSONImport.Interrupted(report: summarize(report, mark))
+                }
+            }
+        }
+        try transactions.write { try save($0, nil) }
+
+        // The objects the store refused, in this run or the one it goes on from, with their input.
+        if !mark.refused.isEmpty {
+            try input.forEachObject { position, json in
+                if let reason = mark.refused[position] {
+                    rejected.append((JSONImport.Reject(position: position, reason: reason), json))
+                }
+            }
+        }
+        rejected.sort { $0.0.position < $1.0.position }
+        report = summarize(report, mark)
+        report.rejected = rejected.map(\.0)
+        return (report, rejected)
+    }
+
+    private struct BatchRefused: Error {}
+
+    /// The report with the checkpoint's counts.
+    private func summarize(_ report: JSONImport.Report, _ mark: JSONImport.Checkpoint) -> JSONImport.Report {
+        var report = report
+        report.entities = mark.entities.filter { !$0.value.isEmpty }
+        let root = mark.entities[entity.name] ?? .init()
+        report.inserted = root.inserted
+        report.updated = root.updated
+        report.unchanged = root.unchanged
+        report.deleted = root.deleted
+        return report
+    }
+}
+
+/// Where an import's transactions go: one write transaction each, or all into the one
+/// transaction of a dry run, which is rolled back.
+enum ImportTransactions {
+    case each(any DataStore)
+    case dryRun(WriteAccessor)
+
+    var isDryRun: Bool {
+        if case .dryRun = self { return true }
+        return false
+    }
+
+    func write<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
+        switch self {
+        case .each(let store): try store.writeSync(body)
+        case .dryRun(let writer): try body(writer)
+        }
+    }
+
+    func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
+        switch self {
+        case .each(let store): try store.read(body)
+        case .dryRun(let writer): try body(writer)
+        }
+    }
+}
