@@ -77,7 +77,7 @@ let package = Package(
         ),
         .target(
             name: "DataStoreTestSupport",
-            dependencies: ["DataStoreAPI"],
+            dependencies: ["DataStoreAPI", "JSONLStore"],
             path: "Tests/Support",
             swiftSettings: swiftSettings
         ),

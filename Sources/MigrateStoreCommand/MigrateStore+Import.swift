@@ -101,7 +101,7 @@ extension MigrateStore {
                     guard let target = store.schema.entity(named: entity) else {
                         throw StoreError(.unknownEntity, "the store has no entity '\(entity)'")
                     }
-                    options.scope = try Filter(parsing: scope, for: target)
+                    options.scope = try Filter(parsing: scope, for: target, in: store.schema)
                 }
                 report = try JSONImport.run(file, into: store, entity: entity, options: options,
                                             rejects: dryRun ? nil : rejects, shouldStop: { interrupt.isSet })

@@ -29,7 +29,7 @@ public struct MigrateStore: ParsableCommand {
               64   invalid command-line usage
               130  interrupted (Ctrl-C) after a finished batch; run again with --resume
             """,
-        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Import.self, Diff.self],
+        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Import.self, Export.self, Diff.self],
         defaultSubcommand: Copy.self
     )
 }

@@ -1,0 +1,180 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// Writes an entity's items as JSON the way an app's API sends them: one array of objects, with
+/// relationships nested, as keys, or left out, and keys as stored or in snake_case. What it
+/// writes, ``JSONImport`` reads back into the same items.
+///
+/// - **nested**: each to-many relationship is an array of the related objects, themselves with
+///   their to-many relationships nested, to any depth; a relationship that leads back to an
+///   entity already above it (an inverse, a self-reference) is written as keys instead. A
+///   nested object leaves out the to-one that points back at its parent.
+/// - **ids**: each to-many relationship is an array of the related items' keys (`notes_ids` in
+///   snake_case).
+/// - **none**: attributes only.
+///
+/// In nested and ids forms, a to-one is the related item's key (`company_id` in snake_case).
+/// Values are written as the JSON Lines kind writes them: dates in ISO 8601 with microseconds,
+/// bytes in base64, uuids as text, infinities as the strings `"Infinity"` and `"-Infinity"`.
+public enum JSONExport {
+    /// How relationships are written.
+    public enum Relationships: String, Sendable, CaseIterable {
+        case nested, ids, none
+    }
+
+    /// What an export writes.
+    public struct Options: Sendable {
+        /// How relationships are written.
+        public var relationships: Relationships
+        /// Keys in snake_case (`createdAt` as `created_at`, `userID` as `user_id`), as most APIs
+        /// send them; else as stored.
+        public var snakeCase: Bool
+        /// Which items to write (all by default).
+        public var filter: Filter
+        /// Items read per query.
+        public var pageSize: Int
+
+        public init(relationships: Relationships = .nested, snakeCase: Bool = false, filter: Filter = .all,
+                    pageSize: Int = 500) {
+            self.relationships = relationships
+            self.snakeCase = snakeCase
+            self.filter = filter
+            self.pageSize = pageSize
+        }
+    }
+
+    /// Writes the items of `entityName` matching the filter, read in one snapshot, to `path` as
+    /// a JSON array, one object per line, in primary-key order; returns how many. The file
+    /// appears only when complete.
+    /// - Throws: `unknownEntity`, `io` when the file cannot be written.
+    @discardableResult
+    public static func run(from store: any DataStore, entity entityName: String, options: Options = Options(),
+                           to path: String) throws -> Int {
+        let temporary = path + ".exporting"
+        guard FileManager.default.createFile(atPath: temporary, contents: nil),
+              let handle = FileHandle(forWritingAtPath: temporary) else {
+            throw StoreError(.io, "\(path) cannot be written")
+        }
+        do {
+            let count = try store.read { reader -> Int in
+                guard let entity = reader.schema.entity(named: entityName) else {
+                    throw StoreError(.unknownEntity, "the store has no entity '\(entityName)' (it has "
+                        + reader.schema.entities.map(\.name).joined(separator: ", ") + ")")
+                }
+                let writer = ExportWriter(schema: reader.schema, options: options)
+                let includes = writer.includes(for: entity, above: [entity.name])
+                var out: [UInt8] = [0x5B]
+                var count = 0
+                var last: Value?
+                while true {
+                    var filter = options.filter
+                    if let last { filter = .and([filter, .compare(entity.primaryKey, .greater, last)]) }
+                    let request = FetchRequest(entity.name, filter: filter, sort: [.ascending(entity.primaryKey)],
+                                               limit: max(1, options.pageSize))
+                    let page = try reader.fetch(request, including: includes)
+                    for item in page {
+                        out += count == 0 ? [0x0A] : [0x2C, 0x0A]
+                        writer.append(item, of: entity, above: [entity.name], parent: nil, to: &out)
+                        count += 1
+                    }
+                    try write(&out, to: handle, path)
+                    guard page.count == max(1, options.pageSize), let next = page.last else { break }
+                    last = next.record[entity.primaryKey]
+                }
+                out += [0x0A, 0x5D, 0x0A]
+                try write(&out, to: handle, path)
+                return count
+            }
+            try handle.synchronize()
+            try handle.close()
+            guard rename(temporary, path) == 0 else {
+                throw StoreError(.io, "\(path) cannot be written: \(String(cString: strerror(errno)))")
+            }
+            return count
+        } catch {
+            try? handle.close()
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    private static func write(_ out: inout [UInt8], to handle: FileHandle, _ path: String) throws {
+        do {
+            try handle.write(contentsOf: out)
+        } catch {
+            throw StoreError(.io, "\(path) cannot be written: \(error.localizedDescription)")
+        }
+        out.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Writes one item and what is nested in it.
+struct ExportWriter {
+    let schema: Schema
+    let options: JSONExport.Options
+
+    /// The to-many relationships nested under `entity`: those that do not lead back to an
+    /// entity above it.
+    func includes(for entity: EntitySchema, above: [String]) -> [Include] {
+        guard options.relationships != .none else { return [] }
+        return entity.relationships.filter { $0.cardinality == .toMany }.compactMap { relationship in
+            if options.relationships == .ids || above.contains(relationship.destination) {
+                return Include(relationship.name)
+            }
+            guard let destination = schema.entity(named: relationship.destination) else { return nil }
+            return Include(relationship.name, including: includes(for: destination, above: above + [destination.name]))
+        }
+    }
+
+    func key(_ name: String, keys: Bool = false, many: Bool = false) -> String {
+        guard options.snakeCase else { return name }
+        let snake = ImportNames.snakeCase(name)
+        return keys ? snake + (many ? "_ids" : "_id") : snake
+    }
+
+    /// Appends `item`'s object; `parent` is the to-one that points back at the object it is
+    /// nested in, which is left out.
+    func append(_ item: RelatedRecord, of entity: EntitySchema, above: [String], parent: String?,
+                to out: inout [UInt8]) {
+        out.append(0x7B)
+        var first = true
+        func field(_ name: String) {
+            if !first { out.append(0x2C) }
+            first = false
+            JSONLineCodec.appendString(name, to: &out)
+            out.append(0x3A)
+        }
+        for attribute in entity.attributes {
+            if let relationship = entity.relationship(named: attribute.name) {
+                guard options.relationships != .none, relationship.name != parent else { continue }
+                field(key(attribute.name, keys: true))
+            } else {
+                field(key(attribute.name))
+            }
+            JSONLineCodec.appendValue(item.record[attribute.name], to: &out)
+        }
+        guard options.relationships != .none else {
+            out.append(0x7D)
+            return
+        }
+        for relationship in entity.relationships where relationship.cardinality == .toMany {
+            guard let destination = schema.entity(named: relationship.destination) else { continue }
+            let related = item.related[relationship.name] ?? []
+            let nests = options.relationships == .nested && !above.contains(destination.name)
+            field(key(relationship.name, keys: !nests, many: true))
+            out.append(0x5B)
+            for (index, child) in related.enumerated() {
+                if index > 0 { out.append(0x2C) }
+                if nests {
+                    let back = destination.relationship(named: relationship.inverse ?? "")
+                    append(child, of: destination, above: above + [destination.name],
+                           parent: back?.cardinality == .toOne ? back?.name : nil, to: &out)
+                } else {
+                    JSONLineCodec.appendValue(child.record[destination.primaryKey], to: &out)
+                }
+            }
+            out.append(0x5D)
+        }
+        out.append(0x7D)
+    }
+}

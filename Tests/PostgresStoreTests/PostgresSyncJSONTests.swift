@@ -1,0 +1,18 @@
+#if Postgres
+import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+import PostgresStore
+import Testing
+
+/// Sync's README examples on PostgreSQL.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"),
+      arguments: SyncJSONCases.all.map(\.name))
+func syncsReadmeExamplesHoldOnPostgreSQL(_ name: String) throws {
+    let dir = try TemporaryDirectory()
+    let run = try #require(SyncJSONCases.all.first { $0.name == name }).run
+    try run({ name, schema in
+        try PostgresStore(location: PostgresTestServer.location(dir.path(name)), schema: schema, durability: .normal)
+    }, dir)
+}
+#endif
