@@ -77,7 +77,7 @@ let package = Package(
         ),
         .target(
             name: "DataStoreTestSupport",
-            dependencies: ["DataStoreAPI", "JSONLStore"],
+            dependencies: ["DataStoreAPI", "JSONLStore", "DataStoreConformance"],
             path: "Tests/Support",
             swiftSettings: swiftSettings
         ),

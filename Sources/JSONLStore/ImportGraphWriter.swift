@@ -9,12 +9,14 @@ import Foundation
 /// - A to-one given as a nested object writes that object first and points at it; given by key,
 ///   the key must name an item: one that does not exist yet is set later (``pending``), when the
 ///   relationship is optional, so that an object may name one further on in the input.
-/// - A to-many's nested objects are written and related to the object; the items it related
+/// - A to-many's nested objects are written and related to the object, and the items it lists
+///   by key are related to it (later, when they come further on in the input); the items it related
 ///   before and the array no longer lists are removed from the relationship: deleted when the
 ///   relationship cascades or their inverse to-one is required, else unlinked. With deletes off
 ///   (`--keep-missing`), they stay.
 struct ImportGraphWriter {
-    /// A to-one set once its target exists.
+    /// A relationship set once its target exists: a to-one, a one-to-many child or a
+    /// many-to-many pair that names an item further on in the input.
     struct PendingReference: Codable, Hashable {
         var entity: String
         var key: Value
@@ -91,7 +93,6 @@ struct ImportGraphWriter {
                                 from object: ImportObject, isNew: Bool) throws {
         guard let destination = writer.schema.entity(named: relationship.destination),
               let inverse = destination.relationship(named: relationship.inverse ?? "") else { return }
-        let label = "'\(object.entity.name).\(relationship.name)'"
         var listed = Set<Value>()
         switch inverse.cardinality {
         case .toOne:
@@ -101,11 +102,14 @@ struct ImportGraphWriter {
                 case .object(let nested):
                     if try write(nested, extra: [inverse.name: object.key]) { listed.insert(nested.key) }
                 case .key(let key):
-                    guard var record = try writer.get(destination.name, key: key) else {
-                        throw JSONImport.ImportRejection("\(label) lists \(destination.name) \(key), which does not "
-                            + "exist")
-                    }
                     listed.insert(key)
+                    guard var record = try writer.get(destination.name, key: key) else {
+                        // Related once it is written, further on in the input.
+                        pending.append(PendingReference(entity: object.entity.name, key: object.key,
+                                                        relationship: relationship.name, target: key,
+                                                        position: position))
+                        continue
+                    }
                     guard record[inverse.name] != object.key else { continue }
                     guard options.operations.contains(.update) else { continue }
                     record[inverse.name] = object.key
@@ -142,8 +146,11 @@ struct ImportGraphWriter {
                     key = nested.key
                 case .key(let target):
                     guard try writer.get(destination.name, key: target) != nil else {
-                        throw JSONImport.ImportRejection("\(label) lists \(destination.name) \(target), which does "
-                            + "not exist")
+                        listed.insert(target)
+                        pending.append(PendingReference(entity: object.entity.name, key: object.key,
+                                                        relationship: relationship.name, target: target,
+                                                        position: position))
+                        continue
                     }
                     key = target
                 }
@@ -168,13 +175,12 @@ struct ImportGraphWriter {
             guard let entity = writer.schema.entity(named: reference.entity),
                   let relationship = entity.relationship(named: reference.relationship),
                   try writer.get(relationship.destination, key: reference.target) != nil,
-                  let item = try writer.get(entity.name, key: reference.key)
+                  try writer.get(entity.name, key: reference.key) != nil
             else {
                 missing.append(reference)
                 continue
             }
-            guard item[relationship.name] != reference.target else { continue }
-            try writer.update(entity.name, key: reference.key, set: [relationship.name: reference.target])
+            try writer.link(entity.name, key: reference.key, relationship.name, to: reference.target)
         }
         return missing
     }

@@ -175,9 +175,11 @@ struct ImportRun {
                 var next = mark
                 next.pending = []
                 for reference in missing {
+                    let destination = schema.entity(named: reference.entity)?
+                        .relationship(named: reference.relationship)?.destination ?? "an item"
                     next.refused[reference.position] = "'\(reference.entity).\(reference.relationship)' names "
-                        + "\(reference.target), which the store and the input do not hold: the object was imported "
-                        + "without it"
+                        + "\(destination) \(reference.target), which the store and the input do not hold: the object "
+                        + "was imported without it"
                 }
                 try save(writer, next)
                 mark = next

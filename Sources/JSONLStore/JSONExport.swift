@@ -6,9 +6,9 @@ import Foundation
 /// writes, ``JSONImport`` reads back into the same items.
 ///
 /// - **nested**: each to-many relationship is an array of the related objects, themselves with
-///   their to-many relationships nested, to any depth; a relationship that leads back to an
-///   entity already above it (an inverse, a self-reference) is written as keys instead. A
-///   nested object leaves out the to-one that points back at its parent.
+///   their to-many relationships nested, to any depth; a nested object leaves out the
+///   relationship that leads back to its parent (the import sets it), and one that leads to an
+///   entity already above it (a self-reference) is written as keys.
 /// - **ids**: each to-many relationship is an array of the related items' keys (`notes_ids` in
 ///   snake_case).
 /// - **none**: attributes only.
@@ -74,7 +74,7 @@ public enum JSONExport {
                     let page = try reader.fetch(request, including: includes)
                     for item in page {
                         out += count == 0 ? [0x0A] : [0x2C, 0x0A]
-                        writer.append(item, of: entity, above: [entity.name], parent: nil, to: &out)
+                        writer.append(item, of: entity, above: [entity.name], omit: nil, to: &out)
                         count += 1
                     }
                     try write(&out, to: handle, path)
@@ -113,16 +113,18 @@ struct ExportWriter {
     let schema: Schema
     let options: JSONExport.Options
 
-    /// The to-many relationships nested under `entity`: those that do not lead back to an
-    /// entity above it.
-    func includes(for entity: EntitySchema, above: [String]) -> [Include] {
+    /// The to-many relationships loaded with `entity`'s items: all but `omit` (the one that
+    /// leads back to the parent an item is nested in), each with what is nested in it when it
+    /// does not lead back to an entity above.
+    func includes(for entity: EntitySchema, above: [String], omit: String? = nil) -> [Include] {
         guard options.relationships != .none else { return [] }
-        return entity.relationships.filter { $0.cardinality == .toMany }.compactMap { relationship in
-            if options.relationships == .ids || above.contains(relationship.destination) {
+        return entity.relationships.filter { $0.cardinality == .toMany && $0.name != omit }.compactMap { relationship in
+            guard options.relationships == .nested, !above.contains(relationship.destination),
+                  let destination = schema.entity(named: relationship.destination) else {
                 return Include(relationship.name)
             }
-            guard let destination = schema.entity(named: relationship.destination) else { return nil }
-            return Include(relationship.name, including: includes(for: destination, above: above + [destination.name]))
+            return Include(relationship.name, including: includes(for: destination, above: above + [destination.name],
+                                                                  omit: relationship.inverse))
         }
     }
 
@@ -132,9 +134,9 @@ struct ExportWriter {
         return keys ? snake + (many ? "_ids" : "_id") : snake
     }
 
-    /// Appends `item`'s object; `parent` is the to-one that points back at the object it is
+    /// Appends `item`'s object; `omit` is the relationship that leads back to the object it is
     /// nested in, which is left out.
-    func append(_ item: RelatedRecord, of entity: EntitySchema, above: [String], parent: String?,
+    func append(_ item: RelatedRecord, of entity: EntitySchema, above: [String], omit: String?,
                 to out: inout [UInt8]) {
         out.append(0x7B)
         var first = true
@@ -146,7 +148,7 @@ struct ExportWriter {
         }
         for attribute in entity.attributes {
             if let relationship = entity.relationship(named: attribute.name) {
-                guard options.relationships != .none, relationship.name != parent else { continue }
+                guard options.relationships != .none, relationship.name != omit else { continue }
                 field(key(attribute.name, keys: true))
             } else {
                 field(key(attribute.name))
@@ -157,7 +159,7 @@ struct ExportWriter {
             out.append(0x7D)
             return
         }
-        for relationship in entity.relationships where relationship.cardinality == .toMany {
+        for relationship in entity.relationships where relationship.cardinality == .toMany && relationship.name != omit {
             guard let destination = schema.entity(named: relationship.destination) else { continue }
             let related = item.related[relationship.name] ?? []
             let nests = options.relationships == .nested && !above.contains(destination.name)
@@ -166,9 +168,8 @@ struct ExportWriter {
             for (index, child) in related.enumerated() {
                 if index > 0 { out.append(0x2C) }
                 if nests {
-                    let back = destination.relationship(named: relationship.inverse ?? "")
-                    append(child, of: destination, above: above + [destination.name],
-                           parent: back?.cardinality == .toOne ? back?.name : nil, to: &out)
+                    append(child, of: destination, above: above + [destination.name], omit: relationship.inverse,
+                           to: &out)
                 } else {
                     JSONLineCodec.appendValue(child.record[destination.primaryKey], to: &out)
                 }

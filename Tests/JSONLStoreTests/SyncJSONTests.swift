@@ -12,3 +12,11 @@ func syncsReadmeExamplesHoldOnEveryBackend(_ kind: Kind, _ name: String) throws 
     let run = try #require(SyncJSONCases.all.first { $0.name == name }).run
     try run({ name, schema in try kind.open(dir, name, schema) }, dir)
 }
+
+/// Export and import against each other, and against a model of Sync's semantics.
+@Test(arguments: Kind.allCases, SyncRoundTripCases.all.map(\.name))
+func exportAndImportRoundTripOnEveryBackend(_ kind: Kind, _ name: String) throws {
+    let dir = try TemporaryDirectory()
+    let run = try #require(SyncRoundTripCases.all.first { $0.name == name }).run
+    try run({ name, schema in try kind.open(dir, name, schema) }, dir)
+}

@@ -15,4 +15,15 @@ func syncsReadmeExamplesHoldOnPostgreSQL(_ name: String) throws {
         try PostgresStore(location: PostgresTestServer.location(dir.path(name)), schema: schema, durability: .normal)
     }, dir)
 }
+
+/// Export and import against each other, and against a model of Sync's semantics, on PostgreSQL.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"),
+      arguments: SyncRoundTripCases.all.map(\.name))
+func exportAndImportRoundTripOnPostgreSQL(_ name: String) throws {
+    let dir = try TemporaryDirectory()
+    let run = try #require(SyncRoundTripCases.all.first { $0.name == name }).run
+    try run({ name, schema in
+        try PostgresStore(location: PostgresTestServer.location(dir.path(name)), schema: schema, durability: .normal)
+    }, dir)
+}
 #endif

@@ -144,7 +144,7 @@ public enum SyncJSONCases {
     }
 
     /// `notes_ids`: notes given by key move to the user that lists them; a key that names no
-    /// note rejects its object.
+    /// note is reported with its object, imported without it.
     static func notesIDs(_ open: Open, _ dir: TemporaryDirectory) throws {
         let store = try open("ids", schema)
         defer { try? store.close() }
@@ -162,7 +162,7 @@ public enum SyncJSONCases {
         #expect(report.rejected.first?.reason.contains("Note 99") == true, "\(report.rejected)")
         #expect(try related(store, "User", 1, "notes") == [2, 3])
         #expect(try related(store, "User", 2, "notes") == [0, 1])
-        #expect(try keys(items(store, "User")) == [1, 2], "user 3 was rejected whole")
+        #expect(try keys(items(store, "User")) == [1, 2, 3], "user 3 is imported without the note nothing holds")
         #expect(try keys(items(store, "Note")) == [0, 1, 2, 3], "moved notes are updated, not deleted")
     }
 
