@@ -14,7 +14,11 @@ public enum RecordDecoder {
         if value.isNull {
             throw StoreError(.typeMismatch, "attribute '\(key)' is null but \(T.self) is not optional")
         }
-        return try T(from: RecordValueDecoder(record: Record(), single: value, key: key))
+        do {
+            return try T(from: RecordValueDecoder(record: Record(), single: value, key: key))
+        } catch is StructuredValue.Requested {
+            return try StructuredValue.decode(T.self, from: value, property: key)
+        }
     }
 
     private static func native(_ value: Value, as type: Any.Type) -> Any? {
@@ -104,9 +108,7 @@ final class RecordValueDecoder: Decoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        if let key {
-            throw StoreError(.typeMismatch, "attribute '\(key)' holds a single value, not a nested model")
-        }
+        if key != nil { throw StructuredValue.Requested() }
         if containerKey == ObjectIdentifier(type), let reused {
             return unsafeDowncast(reused, to: ReusedContainer<Key>.self).container
         }
@@ -116,7 +118,8 @@ final class RecordValueDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        throw StoreError(.typeMismatch, "attribute '\(key ?? "?")' holds a single value, not a collection")
+        if key != nil { throw StructuredValue.Requested() }
+        throw StoreError(.typeMismatch, "a record is not a collection")
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {

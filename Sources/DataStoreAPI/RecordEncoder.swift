@@ -36,9 +36,28 @@ public enum RecordEncoder {
         case let d as Date: return .date(try Timestamp(d))
         case let u as UUID: return .uuid(u)
         case let d as Data: return .bytes(Array(d))
-        case let b as [UInt8]: return .bytes(b)
+        // Exactly [UInt8]: an empty array of any element type casts to [UInt8] too.
+        case let b as [UInt8] where type(of: value) == [UInt8].self: return .bytes(b)
         default: return nil
         }
+    }
+
+    /// The value a non-primitive property is stored as: what it encodes as a single value (an
+    /// enum's raw value), or, for an array, a dictionary or a nested `Codable` type, its JSON
+    /// text (``StructuredValue``).
+    static func single<T: Encodable>(_ value: T, property: String) throws -> Value {
+        let inner = RecordBox()
+        do {
+            try value.encode(to: ValueEncoder(box: inner, key: property))
+        } catch where inner.isStructured {
+            return try StructuredValue.encode(value, property: property)
+        }
+        if inner.isStructured { return try StructuredValue.encode(value, property: property) }
+        guard let single = inner.single else {
+            throw StoreError(.invalidValue, "property '\(property)' of type \(T.self) cannot be stored: it encodes "
+                + "nothing")
+        }
+        return single
     }
 
     private static func tooLarge(_ value: some BinaryInteger) -> StoreError {
@@ -49,6 +68,8 @@ public enum RecordEncoder {
 final class RecordBox {
     var values: [String: Value] = [:]
     var single: Value?
+    /// Whether the value asked for a keyed or unkeyed container: it is stored as JSON.
+    var isStructured = false
 }
 
 /// The encoder for one model (keyed) or one property value (single value).
@@ -59,11 +80,13 @@ struct ValueEncoder: Encoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        KeyedEncodingContainer(KeyedValueEncoder<Key>(box: box, nestedUnder: key))
+        if key != nil { box.isStructured = true }
+        return KeyedEncodingContainer(KeyedValueEncoder<Key>(box: box, nestedUnder: key))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        UnsupportedContainer(property: key)
+        if key != nil { box.isStructured = true }
+        return UnsupportedContainer(property: key)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
@@ -86,12 +109,7 @@ struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         if let primitive = try RecordEncoder.primitive(value) {
             return try store(primitive, key)
         }
-        let inner = RecordBox()
-        try value.encode(to: ValueEncoder(box: inner, key: key.stringValue))
-        guard let single = inner.single else {
-            throw StoreError(.invalidValue, "property '\(key.stringValue)' of type \(T.self) cannot be stored")
-        }
-        try store(single, key)
+        try store(try RecordEncoder.single(value, property: key.stringValue), key)
     }
 
     private func store(_ value: Value, _ key: Key) throws {
@@ -146,9 +164,7 @@ struct SingleValueEncoder: SingleValueEncodingContainer {
             box.single = primitive
             return
         }
-        let inner = RecordBox()
-        try value.encode(to: ValueEncoder(box: inner, key: "\(T.self)"))
-        box.single = inner.single
+        box.single = try RecordEncoder.single(value, property: "\(T.self)")
     }
 }
 

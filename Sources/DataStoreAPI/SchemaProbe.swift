@@ -35,6 +35,112 @@ enum SchemaProbe {
     }
 }
 
+extension SchemaProbe {
+    /// How a property of a type the store does not hold natively is stored, and a value of it
+    /// when the probe can make one: an enum (or any type that decodes one value) as that value's
+    /// type; an array, a set, a dictionary or a nested `Codable` type as JSON text in a string
+    /// (``StructuredValue``).
+    /// - Throws: `invalidArgument` naming the property when its type decodes nothing the store holds.
+    static func shape<T: Decodable>(of type: T.Type, property: String) throws -> (ValueType, T?) {
+        if let cases = T.self as? any CaseIterable.Type, let first = firstCase(cases) as? T, let encodable = first
+            as? any Encodable {
+            let stored = try RecordEncoder.single(encodable, property: property)
+            if let valueType = stored.type { return (valueType, first) }
+        }
+        let shape = ShapeLog()
+        let value = try? T(from: ShapeDecoder(log: shape))
+        if shape.isStructured { return (.string, value) }
+        guard let single = shape.single else {
+            throw StoreError(.invalidArgument, "property '\(property)' of type \(T.self) holds nothing the store can "
+                + "keep (a Bool, number, String, Data, Date, UUID, an enum of these, an array, dictionary or nested "
+                + "Codable type of them); declare entitySchema() explicitly")
+        }
+        return (single, value)
+    }
+
+    private static func firstCase<C: CaseIterable>(_ type: C.Type) -> Any? { type.allCases.first }
+}
+
+/// What a property's type asked of the probe's decoder.
+final class ShapeLog {
+    /// The type of the single value it decoded, when it decoded one.
+    var single: ValueType?
+    /// Whether it asked for a keyed or unkeyed container.
+    var isStructured = false
+}
+
+/// A decoder that makes a placeholder value of any type built of the values the store holds,
+/// noting what it was asked for.
+struct ShapeDecoder: Decoder {
+    let log: ShapeLog
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        log.isStructured = true
+        return KeyedDecodingContainer(PlaceholderContainer<Key>())
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        log.isStructured = true
+        return EmptyUnkeyedContainer()
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { ShapeSingleValue(log: log) }
+
+    /// A placeholder of `T`, or an error when the store cannot hold it.
+    static func placeholder<T: Decodable>(_ type: T.Type, log: ShapeLog) throws -> T {
+        if let (valueType, value) = SchemaProbe.placeholder(for: T.self), let value = value as? T {
+            if log.single == nil { log.single = valueType }
+            return value
+        }
+        return try T(from: ShapeDecoder(log: log))
+    }
+}
+
+struct ShapeSingleValue: SingleValueDecodingContainer {
+    let log: ShapeLog
+    var codingPath: [any CodingKey] { [] }
+    func decodeNil() -> Bool { false }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try ShapeDecoder.placeholder(type, log: log) }
+}
+
+/// The keyed container of a placeholder: every key present, every value a placeholder.
+struct PlaceholderContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    var codingPath: [any CodingKey] { [] }
+    var allKeys: [Key] { [] }
+    func contains(_ key: Key) -> Bool { true }
+    func decodeNil(forKey key: Key) throws -> Bool { false }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try ShapeDecoder.placeholder(type, log: ShapeLog())
+    }
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { nil }
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
+                                               forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        KeyedDecodingContainer(PlaceholderContainer<NestedKey>())
+    }
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { EmptyUnkeyedContainer() }
+    func superDecoder() throws -> any Decoder { ShapeDecoder(log: ShapeLog()) }
+    func superDecoder(forKey key: Key) throws -> any Decoder { ShapeDecoder(log: ShapeLog()) }
+}
+
+/// The unkeyed container of a placeholder: empty.
+struct EmptyUnkeyedContainer: UnkeyedDecodingContainer {
+    var codingPath: [any CodingKey] { [] }
+    var count: Int? { 0 }
+    var isAtEnd: Bool { true }
+    var currentIndex: Int { 0 }
+    private func end() -> DecodingError {
+        DecodingError.valueNotFound(Any.self, .init(codingPath: [], debugDescription: "a placeholder is empty"))
+    }
+    mutating func decodeNil() throws -> Bool { throw end() }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { throw end() }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type)
+        throws -> KeyedDecodingContainer<NestedKey> { throw end() }
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { throw end() }
+    mutating func superDecoder() throws -> any Decoder { throw end() }
+}
+
 final class ProbeLog {
     var attributes: [Attribute] = []
 }
@@ -76,8 +182,15 @@ struct ProbeContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeNil(forKey key: Key) throws -> Bool { false }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        guard let (valueType, placeholder) = SchemaProbe.placeholder(for: T.self), let value = placeholder as? T else {
-            throw Self.unsupported(key.stringValue)
+        if let (valueType, placeholder) = SchemaProbe.placeholder(for: T.self), let value = placeholder as? T {
+            log.attributes.append(Attribute(key.stringValue, valueType))
+            return value
+        }
+        let (valueType, value) = try SchemaProbe.shape(of: T.self, property: key.stringValue)
+        guard let value else {
+            throw StoreError(.invalidArgument, "property '\(key.stringValue)' of type \(T.self) is stored as its "
+                + "\(valueType.rawValue), but the schema probe cannot make one: make the type CaseIterable (an enum) "
+                + "or the property optional, or declare entitySchema() explicitly")
         }
         log.attributes.append(Attribute(key.stringValue, valueType))
         return value
@@ -102,10 +215,9 @@ struct ProbeContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try probeOptional(type, key) }
     func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try probeOptional(type, key) }
 
-    private func probeOptional<T>(_ type: T.Type, _ key: Key) throws -> T? {
-        guard let (valueType, _) = SchemaProbe.placeholder(for: T.self) else {
-            throw Self.unsupported(key.stringValue)
-        }
+    private func probeOptional<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T? {
+        let valueType = try SchemaProbe.placeholder(for: T.self)?.0
+            ?? SchemaProbe.shape(of: T.self, property: key.stringValue).0
         log.attributes.append(Attribute(key.stringValue, valueType, optional: true))
         return nil
     }

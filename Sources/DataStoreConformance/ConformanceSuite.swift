@@ -17,6 +17,7 @@ public enum ConformanceSuite {
             + TransactionCases.all + AsyncWriteCases.all + ChildStoreCases.all + PersistenceCases.all
             + ConcurrencyCases.all + RandomOperationCases.all + TypedModelCases.all + EdgeQueryCases.all
             + EdgeStoreCases.all + SchemaEvolutionCases.all + ChangeFeedCases.all + RelationshipCases.all
+            + AppModelCases.all
 
     /// The case of that name, if any (for tests that run one case on purpose).
     public static func named(_ name: String) -> ConformanceCase? {

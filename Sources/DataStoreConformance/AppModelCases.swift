@@ -1,0 +1,126 @@
+import DataStoreAPI
+import Foundation
+
+/// Typed models that hold what apps hold: enums backed by strings and ints, arrays and
+/// dictionaries of scalars, nested `Codable` structs; and filters written with Swift values.
+enum AppModelCases {
+    struct Recipe: DataObject, Equatable {
+        static let entityName = "Recipe"
+        static let primaryKey = "id"
+        static let defaultSort = [SortKey.ascending("id")]
+
+        enum Course: String, Codable, CaseIterable { case starter, main, dessert }
+        enum Spice: Int, Codable, CaseIterable { case none = 0, mild = 1, hot = 3 }
+        struct Nutrition: Codable, Equatable {
+            var calories: Int
+            var fats: [String: Double]
+            var checkedAt: Date?
+            var note: String?
+        }
+
+        var id: Int
+        var title: String
+        var course: Course
+        var spice: Spice?
+        var tags: [String]
+        var ratings: [Int]
+        var portions: [String: Int]
+        var nutrition: Nutrition
+        var history: [Nutrition]?
+        var addedAt: Date
+        var source: UUID?
+
+        static func sample(_ i: Int) -> Recipe {
+            Recipe(id: i, title: "recipe \"\(i)\" é\u{0}", course: Course.allCases[i % 3],
+                   spice: i % 4 == 0 ? nil : Spice.allCases[i % 3], tags: (0..<(i % 4)).map { "tag \($0)\n" },
+                   ratings: [i, -i, Int.max - i], portions: ["adult": i, "child": i / 2],
+                   nutrition: Nutrition(calories: 100 * i, fats: ["saturated": Double(i) / 4, "trans": -0.0],
+                                        checkedAt: i % 2 == 0 ? Date(timeIntervalSince1970: Double(i) * 1_000.5) : nil,
+                                        note: i % 3 == 0 ? nil : "n\(i)"),
+                   history: i % 5 == 0 ? nil : [Nutrition(calories: i, fats: [:], checkedAt: nil, note: nil)],
+                   addedAt: Date(timeIntervalSince1970: 1_700_000_000 + Double(i) * 60.25),
+                   source: i % 2 == 0 ? UUID(uuidString: "00000000-0000-0000-0000-0000000000\(10 + i)") : nil)
+        }
+    }
+
+    /// A model with an enum the probe cannot make a value of.
+    struct Unprobeable: DataObject {
+        static let entityName = "Unprobeable"
+        static let primaryKey = "id"
+        enum Mood: String, Codable { case calm, busy }
+        var id: Int
+        var mood: Mood
+    }
+
+    static func enumsCollectionsAndNestedStructsDeriveASchemaAndRoundTrip(_ c: ConformanceContext) throws {
+        let entity = try Recipe.entitySchema()
+        c.expectEqual(entity.attributes, [
+            Attribute("id", .int), Attribute("title", .string), Attribute("course", .string),
+            Attribute("spice", .int, optional: true), Attribute("tags", .string), Attribute("ratings", .string),
+            Attribute("portions", .string), Attribute("nutrition", .string),
+            Attribute("history", .string, optional: true), Attribute("addedAt", .date),
+            Attribute("source", .uuid, optional: true),
+        ], "derived from the Codable type")
+        let store = try c.open(Schema(entities: [entity]), name: "recipes")
+        let recipes = (1...12).map(Recipe.sample)
+        try store.writeSync { w in for recipe in recipes { try w.insert(recipe) } }
+        c.expectEqual(try store.read { try $0.fetch(Recipe.self) }, recipes, "every property comes back")
+        let raw = try store.read { try $0.get("Recipe", key: 3) }
+        c.expectEqual(raw?["course"], "starter", "an enum is stored as its raw value")
+        c.expectEqual(try store.read { try $0.get("Recipe", key: 5) }?["spice"], .int(3),
+                      "an Int-backed enum is stored as its raw value (hot is 3)")
+        c.expectEqual(raw?["tags"], #"["tag 0\n","tag 1\n","tag 2\n"]"#, "an array is stored as JSON text")
+        c.expectEqual(raw?["portions"], #"{"adult":3,"child":1}"#, "a dictionary's keys are sorted")
+
+        // Filters by raw value, with enum cases and Swift variables.
+        let dessert = Recipe.Course.dessert
+        let desserts = try store.read { try $0.fetch(Recipe.self, where: Field("course") == dessert) }
+        c.expectEqual(desserts.map(\.id), [2, 5, 8, 11])
+        let minimum = Recipe.Spice.mild.rawValue
+        let spicy = try store.read { try $0.fetch(Recipe.self, where: Field("spice") >= minimum) }
+        c.expectEqual(spicy.map(\.id), recipes.filter { ($0.spice?.rawValue ?? -1) >= minimum }.map(\.id))
+        // Saving an equal object leaves the stored item as it was.
+        var changed = recipes[4]
+        changed.tags.append("new")
+        changed.nutrition.fats["mono"] = 1.5
+        try store.writeSync { try $0.save(changed) }
+        c.expectEqual(try store.read { try $0.get(Recipe.self, key: 5) }, changed)
+
+        do {
+            _ = try Unprobeable.entitySchema()
+            c.expect(false, "an enum the probe cannot make should fail the derivation")
+        } catch let error as StoreError {
+            c.expect(error.message.contains("'mood'") && error.message.contains("CaseIterable"), error.message)
+        }
+    }
+
+    static func filtersTakeSwiftValuesOfEveryType(_ c: ConformanceContext) throws {
+        let store = try c.open(Schema(entities: [try Recipe.entitySchema()]), name: "recipes")
+        let recipes = (1...12).map(Recipe.sample)
+        try store.writeSync { w in for recipe in recipes { try w.insert(recipe) } }
+        func ids(_ filter: Filter) throws -> [Int] { try store.read { try $0.fetch(Recipe.self, where: filter) }.map(\.id) }
+        let minID = 10
+        c.expectEqual(try ids(Field("id") >= minID), [10, 11, 12], "an Int")
+        let id64: Int64 = 11
+        c.expectEqual(try ids(Field("id") == id64), [11], "an Int64")
+        let title = "recipe \"7\" é\u{0}"
+        c.expectEqual(try ids(Field("title") == title), [7], "a String")
+        let cutoff = Date(timeIntervalSince1970: 1_700_000_000 + 3 * 60.25)
+        c.expectEqual(try ids(Field("addedAt") <= cutoff), [1, 2, 3], "a Date")
+        let source = UUID(uuidString: "00000000-0000-0000-0000-000000000014")
+        c.expectEqual(try ids(Field("source") == source), [4], "an optional UUID")
+        let noSource: UUID? = nil
+        c.expectEqual(try ids(Field("source") == noSource), [1, 3, 5, 7, 9, 11], "an optional that is nil")
+        let spices: [Int] = [0, 3]
+        c.expectEqual(try ids(Field("spice").among(spices)), recipes.filter { [0, 3].contains($0.spice?.rawValue ?? -1) }
+            .map(\.id), "an array of Int")
+        let interpolated: Value = "recipe \"\(7)\" é\u{0}"
+        c.expectEqual(try ids(Field("title") == interpolated), [7], "an interpolated Value")
+    }
+
+    static let all: [ConformanceCase] = [
+        ConformanceCase("Typed models", "enumsCollectionsAndNestedStructsDeriveASchemaAndRoundTrip",
+                        enumsCollectionsAndNestedStructsDeriveASchemaAndRoundTrip),
+        ConformanceCase("Typed models", "filtersTakeSwiftValuesOfEveryType", filtersTakeSwiftValuesOfEveryType),
+    ]
+}
