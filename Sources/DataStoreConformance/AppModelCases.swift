@@ -30,6 +30,9 @@ enum AppModelCases {
         var addedAt: Date
         var source: UUID?
 
+        /// Not stored: a key path to it names no attribute.
+        var doubled: Int { id * 2 }
+
         static func sample(_ i: Int) -> Recipe {
             Recipe(id: i, title: "recipe \"\(i)\" é\u{0}", course: Course.allCases[i % 3],
                    spice: i % 4 == 0 ? nil : Spice.allCases[i % 3], tags: (0..<(i % 4)).map { "tag \($0)\n" },
@@ -44,6 +47,7 @@ enum AppModelCases {
     }
 
     /// A model with an enum the probe cannot make a value of.
+
     struct Unprobeable: DataObject {
         static let entityName = "Unprobeable"
         static let primaryKey = "id"
@@ -118,7 +122,44 @@ enum AppModelCases {
         c.expectEqual(try ids(Field("title") == interpolated), [7], "an interpolated Value")
     }
 
+    static func keyPathsNameAttributesInFetchesSortsAndLiveQueries(_ c: ConformanceContext) async throws {
+        let store = try c.open(Schema(entities: [try Recipe.entitySchema()]), name: "recipes")
+        let recipes = (1...12).map(Recipe.sample)
+        try store.writeSync { w in for recipe in recipes { try w.insert(recipe) } }
+        let minimum = 10
+        c.expectEqual(try store.read { try $0.fetch(Recipe.self, where: \.id >= minimum) }.map(\.id), [10, 11, 12])
+        c.expectEqual(try store.read { try $0.fetch(Recipe.self, where: \.course == .dessert) }.map(\.id),
+                      [2, 5, 8, 11], "an enum case")
+        c.expectEqual(try store.read { try $0.fetch(Recipe.self, where: \.spice == Recipe.Spice.hot) }.map(\.id),
+                      recipes.filter { $0.spice == .hot }.map(\.id), "an optional enum")
+        let cutoff = Date(timeIntervalSince1970: 1_700_000_000 + 2 * 60.25)
+        c.expectEqual(try store.read { try $0.fetch(Recipe.self, where: \.addedAt <= cutoff && !(\.id == 1)) }
+            .map(\.id), [2], "a Date, and, not")
+        let noSource: UUID? = nil
+        c.expectEqual(try store.read { try $0.count(Recipe.self, where: \.source == noSource || \.id == 2) }, 7,
+                      "an optional that is nil, or")
+        c.expectEqual(try store.read { try $0.fetch(Recipe.self, sortedBy: \.course) }.map(\.course.rawValue),
+                      recipes.map(\.course.rawValue).sorted(), "sorted by a key path")
+        c.expectEqual(try store.read {
+            try $0.fetch(Recipe.self, where: \.course == .main, sortedBy: [.descending(\.title)], limit: 2)
+        }.map(\.id), [7, 4], "sorted descending by a key path, with a limit (titles compare by bytes)")
+        c.expectEqual(try store.read { try $0.first(Recipe.self, where: .hasPrefix(\.title, "recipe \"1")) }?.id, 1)
+        do {
+            _ = try store.read { try $0.fetch(Recipe.self, where: \.doubled >= 4) }
+            c.expect(false, "a computed property names no attribute")
+        } catch let error as StoreError {
+            c.expectEqual(error.code, .invalidArgument)
+        }
+        var live = try store.observe(Recipe.self, where: \.course == .starter, sortedBy: [.descending(\.id)])
+            .makeAsyncIterator()
+        c.expectEqual(try await live.next()?.map(\.id), [12, 9, 6, 3], "a live query by key paths")
+        try store.writeSync { try $0.delete(Recipe.self, where: \.id == 9) }
+        c.expectEqual(try await live.next()?.map(\.id), [12, 6, 3])
+    }
+
     static let all: [ConformanceCase] = [
+        ConformanceCase("Typed models", "keyPathsNameAttributesInFetchesSortsAndLiveQueries",
+                        keyPathsNameAttributesInFetchesSortsAndLiveQueries),
         ConformanceCase("Typed models", "enumsCollectionsAndNestedStructsDeriveASchemaAndRoundTrip",
                         enumsCollectionsAndNestedStructsDeriveASchemaAndRoundTrip),
         ConformanceCase("Typed models", "filtersTakeSwiftValuesOfEveryType", filtersTakeSwiftValuesOfEveryType),
