@@ -18,7 +18,7 @@
 ///
 /// A to-one relationship is a property named as the relationship that holds the related
 /// object's key (`var author: Int`); a to-many has no property: ``ReadAccessor/related(_:of:_:)``
-/// loads it, and ``ReadAccessor/fetch(_:where:sortedBy:offset:limit:including:)`` loads it for
+/// loads it, and ``ReadAccessor/fetch(_:where:sortedBy:offset:limit:including:)-(_,Filter,_,_,_,_)`` loads it for
 /// many objects at once.
 public protocol DataObject: Codable, Sendable {
     /// The entity's name.

@@ -3,9 +3,11 @@ import Foundation
 /// A filter over a ``DataObject`` type that names attributes by key path, checked by the
 /// compiler: `where: \.rating >= minRating && \.flavor == "plain"`.
 ///
-/// Key paths become attribute names when the request runs (see the probe described on
-/// ``KeyPathNames``); the untyped ``Filter`` with string names stays for stores without a
-/// model type.
+/// Key paths become attribute names when the request runs: the first request of a type decodes
+/// it once per stored property from a probe that changes one property at a time, and a key path
+/// names the property whose change it sees. A key path to a computed property, into a nested
+/// value or to an enum with one case is refused with `invalidArgument`. The untyped ``Filter``
+/// with string names stays for stores without a model type.
 public struct ObjectFilter<T: DataObject>: Sendable {
     private let make: @Sendable () throws -> Filter
 

@@ -77,3 +77,87 @@ func aNestedImportDryRunWritesNothingAndCountsWhatTheRunDoes(_ kind: StoreKind) 
         #expect(lines.first?.contains(expected) == true, "\(arguments): \(result.errors)")
     }
 }
+
+extension DataStore {
+    /// The block's result, with the store closed afterwards.
+    func readAndClose<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
+        defer { try? close() }
+        return try read(body)
+    }
+}
+
+/// A nested import killed with SIGKILL part way, then run again, ends with the store and the
+/// counts of an import that was never interrupted, and a rejects file that names each refused
+/// object and why, on SQLite and LMDB.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"),
+      arguments: [(StoreKind.sqlite, 300), (.lmdb, 300), (.sqlite, 3_000), (.lmdb, 3_000)])
+func aNestedImportKilledWithSIGKILLGoesOnAndEndsAsAnUninterruptedOne(_ kind: StoreKind, _ imported: Int) throws {
+    let dir = try TemporaryDirectory()
+    // Customers with nested orders (each referring to a product by key, some further on), and
+    // every 500th customer without a name, which the store refuses.
+    var customers: [String] = []
+    for i in 0..<6_000 {
+        let id = String(format: "00000000-0000-0000-0000-%012d", i)
+        let name = i % 500 == 7 ? "null" : "\"customer \(i)\""
+        let orders = (0..<3).map { k in
+            #"{"id": \#(i * 3 + k), "quantity": \#(k + 1), "total": \#(Double(k) + 0.5), "placed_at": "2024-01-0\#(k + 1)","#
+                + #""products_ids": ["SKU-\#(String(format: "%06d", (i + k) % 50))"]}"#
+        }
+        customers.append(#"{"id": "\#(id)", "name": \#(name), "email": "c\#(i)@example.com", "vip": false,"#
+            + #""balance": \#(i), "joined_at": 1700000000, "orders": [\#(orders.joined(separator: ","))]}"#)
+    }
+    let payload = dir.path("customers.json")
+    try Data(("[" + customers.joined(separator: ",\n") + "]").utf8).write(to: URL(fileURLWithPath: payload))
+    func seeded(_ name: String) throws -> StoreLocation {
+        let location = dir.location(kind, name)
+        let store = try location.open(schema: DemoData.schema)
+        try store.writeSync { w in
+            for p in 0..<50 {
+                try w.insert(["sku": .string(String(format: "SKU-%06d", p)), "title": "p", "price": 1.0, "stock": 1],
+                             into: "Product")
+            }
+        }
+        try store.close()
+        return location
+    }
+    let reference = try seeded("reference")
+    let straight = try runCLI(["import", "--to", reference.description, "--entity", "Customer", "--batch-size", "100",
+                               payload])
+    #expect(straight.status == 0, "\(straight.errors)")
+
+    let killed = try seeded("killed")
+    let rejects = dir.path("rejects.jsonl")
+    let arguments = ["import", "--to", killed.description, "--entity", "Customer", "--batch-size", "100",
+                     "--rejects", rejects, payload]
+    let (process, _, _) = try startCLI(arguments)
+    // Killed once the store holds `imported` customers, in the middle of a batch or between two.
+    let deadline = Date().addingTimeInterval(60)
+    while Date() < deadline {
+        let count = try? killed.openSource(alreadyChecked: true).readAndClose { try $0.count(FetchRequest("Customer")) }
+        if let count, count >= imported { break }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    let again = try runCLI(arguments)
+    #expect(again.status == 0, "\(again.errors)")
+    #expect(again.output.contains("went on after"), "killed after \(imported) customers: \(again.output)")
+    func counts(_ output: String) -> [String] {
+        // Without the store's path and the note that the run went on from a checkpoint.
+        output.split(separator: "\n").map {
+            $0.replacingOccurrences(of: #"^import .* Customer: "#, with: "", options: .regularExpression)
+                .replacingOccurrences(of: #" \(went on after \d+ objects of an interrupted run\)"#, with: "",
+                                      options: .regularExpression)
+        }
+    }
+    #expect(counts(again.output) == counts(straight.output), "\(again.output)\n---\n\(straight.output)")
+    #expect(try contents(killed).filter { !$0.key.hasPrefix("Order_products") }
+        == contents(reference).filter { !$0.key.hasPrefix("Order_products") })
+    let opened = try killed.open(schema: nil)
+    defer { try? opened.close() }
+    let pairs = try opened.read { try $0.related("Order", key: 301, "products").map(\.["sku"]) }
+    #expect(pairs == ["SKU-000001"], "\(pairs)")
+    let lines = try String(contentsOfFile: rejects, encoding: .utf8).split(separator: "\n")
+    #expect(lines.count == 12, "\(lines.count) rejects")
+    #expect(lines.allSatisfy { $0.contains(#""reason":"#) && $0.contains("name") && $0.contains(#""object":"#) })
+}

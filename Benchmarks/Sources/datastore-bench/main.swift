@@ -27,6 +27,8 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: "Only the SQLite and LMDB rows of the main table (and GRDB unless --no-grdb).") var backends = false
     @Flag(help: "Only the migration rows (copies both ways and both verifies).") var migration = false
     @Flag(help: "Only the relationship rows (eager loading, cascades, reference checks).") var relationships = false
+    @Flag(help: "Only Sync's JSON: import of users with 10 nested notes each, and export (100,000 users; 1,000 with --quick).")
+    var syncJSON = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
 
@@ -192,11 +194,14 @@ let onlyMigration = options.migration
 /// Only the relationship rows: 10,000 users with 10 notes each (1,000 with --quick).
 let onlyRelationships = options.relationships
 if onlyRelationships { try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10) }
+/// Only Sync's JSON rows.
+let onlySyncJSON = options.syncJSON
+if onlySyncJSON { try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10) }
 // The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
 // must not make a small write slower.
 let scalingSizes = options.sizes != nil ? sizes : [2_000, 200_000]
 for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends
-                                             || onlyMigration || onlyRelationships) {
+                                             || onlyMigration || onlyRelationships || onlySyncJSON) {
     try benchmarkScaling(n: n)
 }
 for n in sizes where onlyPostgres {
@@ -217,11 +222,12 @@ for n in sizes where onlyMigration {
     try benchmarkMigration(n: n)
 }
 if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || onlyMigration || onlyBackends
-      || onlyRelationships) {
+      || onlyRelationships || onlySyncJSON) {
     try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10)
+    try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10)
 }
 for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration
-    && !onlyRelationships {
+    && !onlyRelationships && !onlySyncJSON {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },

@@ -6,7 +6,7 @@ extension Schema {
 }
 
 /// An object with the related items an ``Include`` asked for, from
-/// ``ReadAccessor/fetch(_:where:sortedBy:offset:limit:including:)``.
+/// ``ReadAccessor/fetch(_:where:sortedBy:offset:limit:including:)-(_,Filter,_,_,_,_)``.
 public struct Related<T: DataObject>: Sendable {
     /// The object.
     public let object: T
