@@ -90,7 +90,12 @@ public enum JSONImport {
         /// Items related to a parent that did not list them before (many-to-many pairs added).
         public var linked = 0
 
-        public init() {}
+        /// Counts; all zero by default.
+        public init(inserted: Int = 0, updated: Int = 0, unchanged: Int = 0, deleted: Int = 0, unlinked: Int = 0,
+                    linked: Int = 0) {
+            (self.inserted, self.updated, self.unchanged) = (inserted, updated, unchanged)
+            (self.deleted, self.unlinked, self.linked) = (deleted, unlinked, linked)
+        }
 
         /// Whether nothing was done.
         public var isEmpty: Bool { self == EntityCounts() }

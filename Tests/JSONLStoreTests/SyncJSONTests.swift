@@ -5,20 +5,13 @@ import InMemoryStore
 import JSONLStore
 import Testing
 
-/// Sync's README examples on the in-memory, SQLite and LMDB backends (PostgreSQL runs them in
-/// its own test target).
-@Test(arguments: Kind.allCases, SyncJSONCases.all.map(\.name))
-func syncsReadmeExamplesHoldOnEveryBackend(_ kind: Kind, _ name: String) throws {
+/// Sync's README examples, and export and import against each other and against a model of
+/// Sync's semantics, on the in-memory, SQLite and LMDB backends (PostgreSQL runs them in its own
+/// test target).
+@Test(arguments: Kind.allCases, (SyncJSONCases.all + SyncRoundTripCases.all).map(\.name))
+func syncsJSONCasesHoldOnEveryBackend(_ kind: Kind, _ name: String) throws {
     let dir = try TemporaryDirectory()
-    let run = try #require(SyncJSONCases.all.first { $0.name == name }).run
-    try run({ name, schema in try kind.open(dir, name, schema) }, dir)
-}
-
-/// Export and import against each other, and against a model of Sync's semantics.
-@Test(arguments: Kind.allCases, SyncRoundTripCases.all.map(\.name))
-func exportAndImportRoundTripOnEveryBackend(_ kind: Kind, _ name: String) throws {
-    let dir = try TemporaryDirectory()
-    let run = try #require(SyncRoundTripCases.all.first { $0.name == name }).run
+    let run = try #require((SyncJSONCases.all + SyncRoundTripCases.all).first { $0.name == name }).run
     try run({ name, schema in try kind.open(dir, name, schema) }, dir)
 }
 

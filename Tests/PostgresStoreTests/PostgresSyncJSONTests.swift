@@ -5,23 +5,13 @@ import Foundation
 import PostgresStore
 import Testing
 
-/// Sync's README examples on PostgreSQL.
+/// Sync's README examples, and export and import against each other and against a model of
+/// Sync's semantics, on PostgreSQL.
 @Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"),
-      arguments: SyncJSONCases.all.map(\.name))
-func syncsReadmeExamplesHoldOnPostgreSQL(_ name: String) throws {
+      arguments: (SyncJSONCases.all + SyncRoundTripCases.all).map(\.name))
+func syncsJSONCasesHoldOnPostgreSQL(_ name: String) throws {
     let dir = try TemporaryDirectory()
-    let run = try #require(SyncJSONCases.all.first { $0.name == name }).run
-    try run({ name, schema in
-        try PostgresStore(location: PostgresTestServer.location(dir.path(name)), schema: schema, durability: .normal)
-    }, dir)
-}
-
-/// Export and import against each other, and against a model of Sync's semantics, on PostgreSQL.
-@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"),
-      arguments: SyncRoundTripCases.all.map(\.name))
-func exportAndImportRoundTripOnPostgreSQL(_ name: String) throws {
-    let dir = try TemporaryDirectory()
-    let run = try #require(SyncRoundTripCases.all.first { $0.name == name }).run
+    let run = try #require((SyncJSONCases.all + SyncRoundTripCases.all).first { $0.name == name }).run
     try run({ name, schema in
         try PostgresStore(location: PostgresTestServer.location(dir.path(name)), schema: schema, durability: .normal)
     }, dir)

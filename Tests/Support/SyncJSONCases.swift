@@ -133,14 +133,8 @@ public enum SyncJSONCases {
 
     static func counts(inserted: Int = 0, updated: Int = 0, unchanged: Int = 0, deleted: Int = 0, unlinked: Int = 0,
                        linked: Int = 0) -> JSONImport.EntityCounts {
-        var counts = JSONImport.EntityCounts()
-        counts.inserted = inserted
-        counts.updated = updated
-        counts.unchanged = unchanged
-        counts.deleted = deleted
-        counts.unlinked = unlinked
-        counts.linked = linked
-        return counts
+        JSONImport.EntityCounts(inserted: inserted, updated: updated, unchanged: unchanged, deleted: deleted,
+                                unlinked: unlinked, linked: linked)
     }
 
     /// `notes_ids`: notes given by key move to the user that lists them; a key that names no

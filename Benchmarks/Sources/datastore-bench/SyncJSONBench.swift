@@ -51,30 +51,28 @@ import SQLiteStore
     ])
     let options = JSONImport.Options(batchSize: 1_000)
 
-    // SQLite.
     let sqlitePath = directory + "/import.sqlite"
-    let importSQLite = try time {
-        let store = try SQLiteStore(path: sqlitePath, schema: schema, options: SQLiteOptions(durability: .normal))
-        let report = try JSONImport.run(payload, into: store, entity: "User", options: options)
-        precondition(report.inserted == users && report.entities["Note"]?.inserted == users * notesPerUser)
-        try store.close()
-    }
-    let rawSQLiteImport = try time { try rawSQLiteSync(payload, directory + "/raw.sqlite") }
-    record("SQLite", "JSON import, \(notesPerUser) nested notes per user (vs JSONSerialization + raw C loop)", items,
-           operations: items, api: importSQLite, raw: rawSQLiteImport)
-
-    // LMDB.
     let lmdbPath = directory + "/import.lmdb"
-    let importLMDB = try time {
-        let store = try LMDBStore(path: lmdbPath, schema: schema,
-                                  options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
-        let report = try JSONImport.run(payload, into: store, entity: "User", options: options)
-        precondition(report.inserted == users && report.entities["Note"]?.inserted == users * notesPerUser)
-        try store.close()
+    for (backend, path) in [("SQLite", sqlitePath), ("LMDB", lmdbPath)] {
+        let importSeconds = try time {
+            let store: any DataStore = backend == "SQLite"
+                ? try SQLiteStore(path: path, schema: schema, options: SQLiteOptions(durability: .normal))
+                : try LMDBStore(path: path, schema: schema,
+                                options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
+            let report = try JSONImport.run(payload, into: store, entity: "User", options: options)
+            precondition(report.inserted == users && report.entities["Note"]?.inserted == users * notesPerUser)
+            try store.close()
+        }
+        let rawSeconds = try time {
+            if backend == "SQLite" {
+                try rawSQLiteSync(payload, directory + "/raw.sqlite")
+            } else {
+                try rawLMDBSync(payload, directory + "/raw.lmdb")
+            }
+        }
+        record(backend, "JSON import, \(notesPerUser) nested notes per user (vs JSONSerialization + raw C loop)",
+               items, operations: items, api: importSeconds, raw: rawSeconds)
     }
-    let rawLMDBImport = try time { try rawLMDBSync(payload, directory + "/raw.lmdb") }
-    record("LMDB", "JSON import, \(notesPerUser) nested notes per user (vs JSONSerialization + raw C loop)", items,
-           operations: items, api: importLMDB, raw: rawLMDBImport)
 
     // Export, nested, against a JSONEncoder loop over the same objects.
     struct PlainNote: Codable { var id: Int; var text: String; var createdAt: String }
