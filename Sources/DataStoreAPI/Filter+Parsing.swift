@@ -141,7 +141,8 @@ struct FilterTextParser {
         for (position, part) in parts.enumerated() {
             if position == parts.count - 1 {
                 guard let attribute = entity.attribute(named: part) else {
-                    throw StoreError(.unknownAttribute, "filter '\(text)': '\(entity.name)' has no attribute '\(part)'")
+                    throw StoreError(.unknownAttribute,
+                                     "filter '\(text)': '\(entity.name)' has no attribute '\(part)'")
                 }
                 return attribute.type
             }
@@ -207,6 +208,7 @@ struct FilterTextParser {
         func fail(_ message: String) -> StoreError {
             StoreError(.invalidArgument, "filter '\(text)': \(message) at character \(i + 1)")
         }
+        func isDigit(_ scalar: Unicode.Scalar) -> Bool { ("0"..."9").contains(scalar) }
         while i < scalars.count {
             let c = scalars[i]
             if c == " " || c == "\t" || c == "\n" { i += 1; continue }
@@ -225,11 +227,11 @@ struct FilterTextParser {
             } else if c.properties.isAlphabetic || c == "_" {
                 while i < scalars.count,
                       scalars[i].properties.isAlphabetic || scalars[i] == "_" || scalars[i] == "."
-                        || ("0"..."9").contains(scalars[i]) { i += 1 }
+                        || isDigit(scalars[i]) { i += 1 }
                 tokens.append((.word(String(String.UnicodeScalarView(scalars[start..<i]))), start))
-            } else if ("0"..."9").contains(c) || (c == "-" && i + 1 < scalars.count && ("0"..."9").contains(scalars[i + 1])) {
+            } else if isDigit(c) || (c == "-" && i + 1 < scalars.count && isDigit(scalars[i + 1])) {
                 i += 1
-                while i < scalars.count, ("0"..."9").contains(scalars[i]) || [".", "e", "E", "+", "-"].contains(scalars[i]) {
+                while i < scalars.count, isDigit(scalars[i]) || [".", "e", "E", "+", "-"].contains(scalars[i]) {
                     i += 1
                 }
                 tokens.append((.number(String(String.UnicodeScalarView(scalars[start..<i]))), start))

@@ -144,8 +144,9 @@ where E.RawValue: StoreValueConvertible {
 
 extension ReadAccessor {
     /// The objects matching `filter`, sorted by `sort` (the type's default sort when empty).
-    public func fetch<T: DataObject>(_ type: T.Type, where filter: ObjectFilter<T>, sortedBy sort: [ObjectSort<T>] = [],
-                                     offset: Int = 0, limit: Int? = nil) throws -> [T] {
+    public func fetch<T: DataObject>(_ type: T.Type, where filter: ObjectFilter<T>,
+                                     sortedBy sort: [ObjectSort<T>] = [], offset: Int = 0,
+                                     limit: Int? = nil) throws -> [T] {
         try fetch(type, where: filter.filter(), sortedBy: sort.isEmpty ? nil : sort.map { try $0.sortKey() },
                   offset: offset, limit: limit)
     }

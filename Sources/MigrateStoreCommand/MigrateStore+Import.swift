@@ -50,8 +50,8 @@ extension MigrateStore {
         var keepMissing = false
 
         @Option(name: .customLong("where"),
-                help: ArgumentHelp("Only these items of the entity are synced: the ones the JSON does not hold are "
-                    + "deleted only if they match (for example \"companyID == 3 and active == true\").",
+                help: ArgumentHelp("The scope of the sync (Sync's predicate): of the items the JSON does not hold, only "
+                    + "those that match are deleted (for example \"companyID == 3 and active == true\").",
                     valueName: "filter"))
         var scope: String?
 
@@ -65,7 +65,8 @@ extension MigrateStore {
         @Option(help: "Objects per write transaction.")
         var batchSize: Int = 1_000
 
-        @Flag(help: "Print what the import would delete, insert, update and reject, and write nothing.")
+        @Flag(help: ArgumentHelp("Print what the import would delete, unlink, insert, update, link and reject, "
+            + "per entity, and write nothing."))
         var dryRun = false
 
         func validate() throws {
