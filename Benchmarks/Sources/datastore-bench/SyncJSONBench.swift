@@ -122,10 +122,8 @@ private func parsedUsers(_ path: String) throws -> [[String: Any]] {
     return try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
 }
 
-private let dateParser = ISO8601DateFormatter()
-
-private func micros(_ text: Any?) -> Int64 {
-    guard let text = text as? String, let date = dateParser.date(from: text) else { return 0 }
+private func micros(_ text: Any?, _ parser: ISO8601DateFormatter) -> Int64 {
+    guard let text = text as? String, let date = parser.date(from: text) else { return 0 }
     return Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
 }
 
@@ -157,12 +155,13 @@ private func rawSQLiteSync(_ payload: String, _ path: String) throws {
     }
     func text(_ statement: OpaquePointer?, _ index: Int32, _ value: Any?) {
         var string = value as? String ?? ""
-        string.withUTF8 {
+        _ = string.withUTF8 {
             sqlite3_bind_text(statement, index, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self),
                               Int32($0.count), transient)
         }
     }
     let users = try parsedUsers(payload)
+    let dates = ISO8601DateFormatter()
     var index = 0
     while index < users.count {
         sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
@@ -172,13 +171,13 @@ private func rawSQLiteSync(_ payload: String, _ path: String) throws {
             sqlite3_bind_int64(insertUser, 1, id)
             text(insertUser, 2, user["name"])
             text(insertUser, 3, user["email"])
-            sqlite3_bind_int64(insertUser, 4, micros(user["created_at"]))
+            sqlite3_bind_int64(insertUser, 4, micros(user["created_at"], dates))
             sqlite3_step(insertUser)
             for note in user["notes"] as? [[String: Any]] ?? [] {
                 sqlite3_reset(insertNote)
                 sqlite3_bind_int64(insertNote, 1, Int64(note["id"] as? Int ?? 0))
                 text(insertNote, 2, note["text"])
-                sqlite3_bind_int64(insertNote, 3, micros(note["created_at"]))
+                sqlite3_bind_int64(insertNote, 3, micros(note["created_at"], dates))
                 sqlite3_bind_int64(insertNote, 4, id)
                 sqlite3_step(insertNote)
             }
@@ -232,17 +231,18 @@ private func rawLMDBSync(_ payload: String, _ path: String) throws {
         return out
     }
     let users = try parsedUsers(payload)
+    let dates = ISO8601DateFormatter()
     var index = 0
     while index < users.count {
         mdb_txn_begin(env, nil, 0, &txn)
         for user in users[index..<min(users.count, index + 1_000)] {
             let id = Int64(user["id"] as? Int ?? 0)
             let key = RawLMDBBench.key(id)
-            put(txn, userDB, key, record([id, user["name"], user["email"], micros(user["created_at"])]))
+            put(txn, userDB, key, record([id, user["name"], user["email"], micros(user["created_at"], dates)]))
             for note in user["notes"] as? [[String: Any]] ?? [] {
                 let noteID = Int64(note["id"] as? Int ?? 0)
                 let noteKey = RawLMDBBench.key(noteID)
-                put(txn, noteDB, noteKey, record([noteID, note["text"], micros(note["created_at"]), id]))
+                put(txn, noteDB, noteKey, record([noteID, note["text"], micros(note["created_at"], dates), id]))
                 put(txn, byUserDB, key + noteKey.dropFirst(), [])
             }
         }
