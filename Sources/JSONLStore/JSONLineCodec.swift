@@ -105,14 +105,19 @@ public enum JSONLineCodec {
         }
     }
 
+    /// A date in years 1 to 9999 as its ISO 8601 text (which reads back exactly), any other as
+    /// integer microseconds since 1970.
     static func appendDate(_ t: Timestamp, to out: inout [UInt8]) {
-        let text = ValueConversion.iso8601Text(t)
-        let year = text.utf8.prefix(5)
+        let start = out.count
+        out.append(0x22)
+        ValueConversion.appendISO8601(t, to: &out)
+        let year = out[(start + 1)...].prefix(5)
         let fourDigitYear = year.count == 5 && year.last == UInt8(ascii: "-")
-            && year.dropLast().allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && !text.hasPrefix("0000")
-        if fourDigitYear, ValueConversion.parseISO8601Text(text) == t {
-            appendString(text, to: &out)
+            && year.dropLast().allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && !year.elementsEqual("0000-".utf8)
+        if fourDigitYear {
+            out.append(0x22)
         } else {
+            out.removeSubrange(start...)
             out += Array(String(t.microsecondsSinceEpoch).utf8)
         }
     }

@@ -73,3 +73,34 @@ func aFilterThatCannotBeReadNamesWhatIsWrong(_ text: String, _ expected: String)
     #expect(Value("\(name)!") == .string("Ada!"))
     #expect(Field("id").among([1, 2]) == .among("id", [1, 2]))
 }
+
+/// A date's text, written digit by digit, is the text `gmtime` and `String(format:)` give, over
+/// the whole range and at its edges, and parses back to the same date.
+@Test func aDatesTextIsWhatTheCLibraryGivesOverTheWholeRange() {
+    func reference(_ t: Timestamp) -> String {
+        let (quotient, remainder) = t.microsecondsSinceEpoch.quotientAndRemainder(dividingBy: 1_000_000)
+        let seconds = remainder < 0 ? quotient - 1 : quotient
+        let fraction = remainder < 0 ? remainder + 1_000_000 : remainder
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let year = Int(parts.tm_year) + 1900
+        let yearText = (0...9999).contains(year) ? String(format: "%04d", year)
+            : (year < 0 ? "-" : "+") + String(format: "%06d", abs(year))
+        return yearText + String(format: "-%02d-%02dT%02d:%02d:%02d.%06dZ", Int(parts.tm_mon) + 1,
+                                 Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec),
+                                 Int(fraction))
+    }
+    var generator = SystemRandomNumberGenerator()
+    var samples: [Int64] = [.min, .max, 0, -1, 1, -999_999, -1_000_000, -1_000_001, 951_782_400_000_000,
+                            -62_135_596_800_000_000, -62_135_596_800_000_001, 253_402_300_799_999_999,
+                            253_402_300_800_000_000]
+    for _ in 0..<20_000 { samples.append(Int64.random(in: .min ... .max, using: &generator)) }
+    for _ in 0..<20_000 { samples.append(Int64.random(in: -4_000_000_000_000_000...4_000_000_000_000_000, using: &generator)) }
+    for micros in samples {
+        let t = Timestamp(microsecondsSinceEpoch: micros)
+        let text = ValueConversion.iso8601Text(t)
+        #expect(text == reference(t), "\(micros)")
+        #expect(ValueConversion.parseISO8601Text(text) == t, "\(micros): \(text)")
+    }
+}

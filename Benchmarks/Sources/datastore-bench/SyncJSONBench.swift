@@ -8,8 +8,8 @@ import RawSQLite
 import SQLiteStore
 
 /// Sync's JSON in and out: an import of `users` users with `notesPerUser` nested notes each, next
-/// to a loop that parses the same file with `JSONSerialization` and writes the same items
-/// through the raw C API in the same batches (1,000 users a transaction, SQLite with its foreign
+/// to a loop that parses the same file with `JSONSerialization`, reads its dates by position and
+/// writes the same items through the raw C API in the same batches (1,000 users a transaction, SQLite with its foreign
 /// key and index on the note's user, LMDB with the same key encoding and a reverse index); and an
 /// export of the users with their notes nested, next to a `JSONEncoder` loop over the same
 /// objects read back through the raw C API's equivalent (the items already in memory: the floor
@@ -122,9 +122,23 @@ private func parsedUsers(_ path: String) throws -> [[String: Any]] {
     return try JSONSerialization.jsonObject(with: data) as? [[String: Any]] ?? []
 }
 
-private func micros(_ text: Any?, _ parser: ISO8601DateFormatter) -> Int64 {
-    guard let text = text as? String, let date = parser.date(from: text) else { return 0 }
-    return Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+/// Microseconds since 1970 of the payload's one date form, `YYYY-MM-DDTHH:MM:SS+00:00`, read
+/// by position with `timegm` (as a hand-written loop would, faster than `ISO8601DateFormatter`).
+private func micros(_ text: Any?) -> Int64 {
+    guard let text = text as? String else { return 0 }
+    let bytes = Array(text.utf8)
+    guard bytes.count >= 19 else { return 0 }
+    func number(_ from: Int, _ count: Int) -> Int32 {
+        bytes[from..<from + count].reduce(0) { $0 * 10 + Int32($1 &- 0x30) }
+    }
+    var parts = tm()
+    parts.tm_year = number(0, 4) - 1900
+    parts.tm_mon = number(5, 2) - 1
+    parts.tm_mday = number(8, 2)
+    parts.tm_hour = number(11, 2)
+    parts.tm_min = number(14, 2)
+    parts.tm_sec = number(17, 2)
+    return Int64(timegm(&parts)) * 1_000_000
 }
 
 /// The payload parsed by `JSONSerialization`, written with SQLite's C API.
@@ -161,7 +175,6 @@ private func rawSQLiteSync(_ payload: String, _ path: String) throws {
         }
     }
     let users = try parsedUsers(payload)
-    let dates = ISO8601DateFormatter()
     var index = 0
     while index < users.count {
         sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
@@ -171,13 +184,13 @@ private func rawSQLiteSync(_ payload: String, _ path: String) throws {
             sqlite3_bind_int64(insertUser, 1, id)
             text(insertUser, 2, user["name"])
             text(insertUser, 3, user["email"])
-            sqlite3_bind_int64(insertUser, 4, micros(user["created_at"], dates))
+            sqlite3_bind_int64(insertUser, 4, micros(user["created_at"]))
             sqlite3_step(insertUser)
             for note in user["notes"] as? [[String: Any]] ?? [] {
                 sqlite3_reset(insertNote)
                 sqlite3_bind_int64(insertNote, 1, Int64(note["id"] as? Int ?? 0))
                 text(insertNote, 2, note["text"])
-                sqlite3_bind_int64(insertNote, 3, micros(note["created_at"], dates))
+                sqlite3_bind_int64(insertNote, 3, micros(note["created_at"]))
                 sqlite3_bind_int64(insertNote, 4, id)
                 sqlite3_step(insertNote)
             }
@@ -231,18 +244,17 @@ private func rawLMDBSync(_ payload: String, _ path: String) throws {
         return out
     }
     let users = try parsedUsers(payload)
-    let dates = ISO8601DateFormatter()
     var index = 0
     while index < users.count {
         mdb_txn_begin(env, nil, 0, &txn)
         for user in users[index..<min(users.count, index + 1_000)] {
             let id = Int64(user["id"] as? Int ?? 0)
             let key = RawLMDBBench.key(id)
-            put(txn, userDB, key, record([id, user["name"], user["email"], micros(user["created_at"], dates)]))
+            put(txn, userDB, key, record([id, user["name"], user["email"], micros(user["created_at"])]))
             for note in user["notes"] as? [[String: Any]] ?? [] {
                 let noteID = Int64(note["id"] as? Int ?? 0)
                 let noteKey = RawLMDBBench.key(noteID)
-                put(txn, noteDB, noteKey, record([noteID, note["text"], micros(note["created_at"], dates), id]))
+                put(txn, noteDB, noteKey, record([noteID, note["text"], micros(note["created_at"]), id]))
                 put(txn, byUserDB, key + noteKey.dropFirst(), [])
             }
         }

@@ -86,19 +86,62 @@ public enum ValueConversion {
     /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` (or `±YYYYYY-…` outside years 0 to 9999), UTC, the form
     /// ``convert(_:to:)`` writes.
     static func iso8601(_ t: Timestamp) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(27)
+        appendISO8601(t, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends ``iso8601(_:)``'s text as UTF-8, digit by digit (a date is formatted for every
+    /// date value an export or a conversion writes, where `String(format:)` would dominate).
+    package static func appendISO8601(_ t: Timestamp, to out: inout [UInt8]) {
         // Floor division without overflow: Int64.min microseconds is a valid timestamp.
         let (quotient, remainder) = t.microsecondsSinceEpoch.quotientAndRemainder(dividingBy: 1_000_000)
         let seconds = remainder < 0 ? quotient - 1 : quotient
-        let fraction = remainder < 0 ? remainder + 1_000_000 : remainder
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        let year = Int(parts.tm_year) + 1900
-        let yearText = (0...9999).contains(year) ? String(format: "%04d", year)
-            : (year < 0 ? "-" : "+") + String(format: "%06d", abs(year))
-        return yearText + String(format: "-%02d-%02dT%02d:%02d:%02d.%06dZ", Int(parts.tm_mon) + 1,
-                                 Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec),
-                                 Int(fraction))
+        let fraction = Int(remainder < 0 ? remainder + 1_000_000 : remainder)
+        let (dayQuotient, secondOfDay) = seconds.quotientAndRemainder(dividingBy: 86_400)
+        let days = secondOfDay < 0 ? dayQuotient - 1 : dayQuotient
+        let second = Int(secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay)
+        // The civil date of a day count, as in Howard Hinnant's algorithm (the inverse of the
+        // one the parser uses).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = Int(doy - (153 * mp + 2) / 5 + 1)
+        let month = Int(mp < 10 ? mp + 3 : mp - 9)
+        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                out.append(UInt8(0x30 + rest / divisor))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        if (0...9_999).contains(year) {
+            digits(Int(year), 4)
+        } else {
+            out.append(year < 0 ? 0x2D : 0x2B)
+            digits(Int(year.magnitude), 6)
+        }
+        out.append(0x2D)
+        digits(month, 2)
+        out.append(0x2D)
+        digits(day, 2)
+        out.append(0x54)
+        digits(second / 3_600, 2)
+        out.append(0x3A)
+        digits(second / 60 % 60, 2)
+        out.append(0x3A)
+        digits(second % 60, 2)
+        out.append(0x2E)
+        digits(fraction, 6)
+        out.append(0x5A)
     }
 
     /// Parses `[±YY]YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)`; `nil` for any other text and for a
