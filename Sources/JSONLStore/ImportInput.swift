@@ -30,7 +30,7 @@ struct ImportInput {
     func validate() throws -> String {
         var size = 0
         var crc = CZlib.crc32(0, nil, 0)
-        try forEachObject(chunk: { chunk in
+        try forEachObject(validatingOnly: true, chunk: { chunk in
             size += chunk.count
             chunk.withUnsafeBufferPointer { crc = CZlib.crc32(crc, $0.baseAddress, UInt32($0.count)) }
         }) { _, _ in }
@@ -40,10 +40,11 @@ struct ImportInput {
     /// Hands each top-level object with its position (from 1: the array index, or the line
     /// number for JSON Lines) to `body`, in input order.
     func forEachObject(_ body: (Int, JSON) throws -> Void) throws {
-        try forEachObject(chunk: { _ in }, body)
+        try forEachObject(validatingOnly: false, chunk: { _ in }, body)
     }
 
-    private func forEachObject(chunk: ([UInt8]) -> Void, _ body: (Int, JSON) throws -> Void) throws {
+    private func forEachObject(validatingOnly: Bool, chunk: ([UInt8]) -> Void,
+                               _ body: (Int, JSON) throws -> Void) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw StoreError(.notFound, "\(path) does not exist or cannot be read")
         }
@@ -61,7 +62,11 @@ struct ImportInput {
             try splitter.feed(bytes, end: bytes.isEmpty) { position, element, offset in
                 var parser = JSONParser(element)
                 do {
-                    try body(position, try parser.parseDocument())
+                    if validatingOnly {
+                        try parser.validateDocument()
+                    } else {
+                        try body(position, try parser.parseDocument())
+                    }
                 } catch let error as JSONParser.Failure {
                     throw isArray
                         ? StoreError(.invalidValue, "\(path) is not valid JSON: \(error.message) at byte "

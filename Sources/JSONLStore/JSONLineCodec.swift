@@ -278,7 +278,84 @@ struct JSONParser {
         }
     }
 
+    /// Checks one document as ``parseDocument()`` does, with the same errors, without building
+    /// its values: an import's first pass over its input.
+    mutating func validateDocument() throws {
+        try skipValue(depth: 0)
+        skipSpace()
+        guard i == bytes.count else { throw Failure(message: "unexpected text after the value", offset: i) }
+    }
+
+    private mutating func skipValue(depth: Int) throws {
+        guard depth < 64 else { throw Failure(message: "nested more than 64 deep", offset: i) }
+        skipSpace()
+        guard i < bytes.count else { throw Failure(message: "unexpected end", offset: i) }
+        switch bytes[i] {
+        case UInt8(ascii: "n"): _ = try expect("null", .null)
+        case UInt8(ascii: "t"): _ = try expect("true", .bool(true))
+        case UInt8(ascii: "f"): _ = try expect("false", .bool(false))
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "["):
+            i += 1
+            skipSpace()
+            if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return }
+            while true {
+                try skipValue(depth: depth + 1)
+                skipSpace()
+                guard i < bytes.count else { throw Failure(message: "unterminated array", offset: i) }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                if bytes[i] == UInt8(ascii: "]") { i += 1; return }
+                throw Failure(message: "expected , or ]", offset: i)
+            }
+        case UInt8(ascii: "{"):
+            i += 1
+            skipSpace()
+            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return }
+            while true {
+                skipSpace()
+                guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else {
+                    throw Failure(message: "expected a field name", offset: i)
+                }
+                try skipString()
+                skipSpace()
+                guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw Failure(message: "expected :", offset: i) }
+                i += 1
+                try skipValue(depth: depth + 1)
+                skipSpace()
+                guard i < bytes.count else { throw Failure(message: "unterminated object", offset: i) }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                if bytes[i] == UInt8(ascii: "}") { i += 1; return }
+                throw Failure(message: "expected , or }", offset: i)
+            }
+        default:
+            _ = try scanNumber()
+        }
+    }
+
+    /// Skips a string of ASCII without escapes; any other string goes through ``parseString()``,
+    /// which checks its escapes and its UTF-8.
+    private mutating func skipString() throws {
+        let start = i
+        var j = i + 1
+        while j < bytes.count {
+            let byte = bytes[j]
+            if byte == 0x22 {
+                i = j + 1
+                return
+            }
+            if byte == 0x5C || byte >= 0x80 || byte < 0x20 { break }
+            j += 1
+        }
+        i = start
+        _ = try parseString()
+    }
+
     private mutating func parseNumber() throws -> String {
+        String(decoding: bytes[try scanNumber()], as: UTF8.self)
+    }
+
+    /// The bytes of the number at the current position.
+    private mutating func scanNumber() throws -> Range<Int> {
         let start = i
         func digits() -> Int {
             let from = i
@@ -298,7 +375,7 @@ struct JSONParser {
             if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
             guard digits() > 0 else { throw Failure(message: "digits expected in the exponent", offset: i) }
         }
-        return String(decoding: bytes[start..<i], as: UTF8.self)
+        return start..<i
     }
 
     private mutating func parseString() throws -> String {
