@@ -111,9 +111,11 @@ public enum JSONLineCodec {
         let start = out.count
         out.append(0x22)
         ValueConversion.appendISO8601(t, to: &out)
-        let year = out[(start + 1)...].prefix(5)
-        let fourDigitYear = year.count == 5 && year.last == UInt8(ascii: "-")
-            && year.dropLast().allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && !year.elementsEqual("0000-".utf8)
+        // By index: a slice of `out` kept across the append below would copy the whole buffer.
+        let year = start + 1
+        let fourDigitYear = out.count >= year + 5 && out[year + 4] == UInt8(ascii: "-")
+            && (year..<year + 4).allSatisfy { out[$0] >= 0x30 && out[$0] <= 0x39 }
+            && !(year..<year + 4).allSatisfy { out[$0] == 0x30 }
         if fourDigitYear {
             out.append(0x22)
         } else {
