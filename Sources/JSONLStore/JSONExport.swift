@@ -66,20 +66,21 @@ public enum JSONExport {
                 var out: [UInt8] = [0x5B]
                 var count = 0
                 var last: Value?
+                let pageSize = max(1, options.pageSize)
+                // Pages in key order by the ordered key scan, which every engine answers from
+                // where the last page ended; the filter, if any, applies to each page.
+                let check = options.filter == .all ? nil : try CompiledFilterCheck(options.filter, reader, entity)
                 while true {
-                    var filter = options.filter
-                    if let last { filter = .and([filter, .compare(entity.primaryKey, .greater, last)]) }
-                    let request = FetchRequest(entity.name, filter: filter, sort: [.ascending(entity.primaryKey)],
-                                               limit: max(1, options.pageSize))
-                    let page = try reader.fetch(request, including: includes)
-                    for item in page {
+                    let scanned = try reader.scan(entity.name, after: last, limit: pageSize)
+                    let page = try check.map { try $0.matching(scanned) } ?? scanned
+                    for item in try reader.related(to: page, of: entity.name, including: includes) {
                         out += count == 0 ? [0x0A] : [0x2C, 0x0A]
                         writer.append(item, of: entity, above: [entity.name], omit: nil, to: &out)
                         count += 1
                     }
                     try write(&out, to: handle, path)
-                    guard page.count == max(1, options.pageSize), let next = page.last else { break }
-                    last = next.record[entity.primaryKey]
+                    guard scanned.count == pageSize, let next = scanned.last else { break }
+                    last = next[entity.primaryKey]
                 }
                 out += [0x0A, 0x5D, 0x0A]
                 try write(&out, to: handle, path)
@@ -105,6 +106,33 @@ public enum JSONExport {
             throw StoreError(.io, "\(path) cannot be written: \(error.localizedDescription)")
         }
         out.removeAll(keepingCapacity: true)
+    }
+}
+
+/// The export's filter applied to a page of items: the items among them the filter matches,
+/// found by one query on their keys.
+struct CompiledFilterCheck {
+    let filter: Filter
+    let reader: ReadAccessor
+    let entity: EntitySchema
+
+    init(_ filter: Filter, _ reader: ReadAccessor, _ entity: EntitySchema) throws {
+        self.filter = filter
+        self.reader = reader
+        self.entity = entity
+        // A filter that names what the entity does not have fails before anything is written.
+        _ = try reader.count(FetchRequest(entity.name, filter: filter, limit: 1))
+    }
+
+    func matching(_ records: [Record]) throws -> [Record] {
+        guard let first = records.first?[entity.primaryKey], let last = records.last?[entity.primaryKey] else {
+            return []
+        }
+        // The page's key range, so that the query reads only the page.
+        return try reader.fetch(FetchRequest(entity.name, filter: .and([
+            filter, .compare(entity.primaryKey, .greaterOrEqual, first),
+            .compare(entity.primaryKey, .lessOrEqual, last),
+        ]), sort: [.ascending(entity.primaryKey)]))
     }
 }
 

@@ -178,13 +178,21 @@ final class LMDBTransaction: StorageWriter {
             }
             return
         }
+        // A range of primary keys in the filter (`id > last`, keyset paging) starts and ends the
+        // cursor there instead of at the entity's ends.
+        let (start, end) = Self.keyRange(filter, entity)
+        func beyond(_ key: UnsafeRawBufferPointer) -> Bool {
+            guard let end else { return false }
+            return Value.compareBytes(key.dropFirst(), end) > 0
+        }
         // A filter that reads only some attributes: those are decoded first, and the whole record
         // only when they match (`visit` checks the filter again, on the whole record).
         let compiled = CompiledFilter(filter, layout: entity.layout)
         if !compiled.readsEveryAttributeOrNone {
             var probe = Record()
             let reads = compiled.reads
-            try txn.forEach(dbi(entity), from: nil) { key, value in
+            try txn.forEach(dbi(entity), from: start) { key, value in
+                if beyond(key) { return false }
                 if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, reading: reads,
                                                         into: &probe) {
                     throw damaged(damage, entity, key: key.dropFirst())
@@ -197,12 +205,38 @@ final class LMDBTransaction: StorageWriter {
         // Every record, or a filter that reads every attribute (a fetch without a filter keeps
         // every record and reads them itself, below; with one, a refilled record costs less for
         // the many that do not match).
-        try txn.forEach(dbi(entity), from: nil) { key, value in
+        try txn.forEach(dbi(entity), from: start) { key, value in
+            if beyond(key) { return false }
             if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
                 throw damaged(damage, entity, key: key.dropFirst())
             }
             return try visit({ Array(key.dropFirst()) }, record)
         }
+    }
+
+    /// The first entity key at or after which the items a filter can match begin, and the last
+    /// encoded primary key they can have, from its top-level comparisons of the primary key; the
+    /// caller still checks the filter on every record.
+    static func keyRange(_ filter: Filter, _ entity: EntitySchema) -> (start: [UInt8]?, end: [UInt8]?) {
+        let terms: [Filter]
+        if case .and(let all) = filter { terms = all } else { terms = [filter] }
+        var start: [UInt8]?
+        var end: [UInt8]?
+        for case let .compare(name, op, value) in terms where name == entity.primaryKey {
+            guard let key = try? PrimaryKey(value).bytes else { continue }
+            switch op {
+            case .greater, .greaterOrEqual:
+                if start.map({ Value.compareBytes(key, $0) > 0 }) ?? true { start = key }
+            case .less, .lessOrEqual:
+                if end.map({ Value.compareBytes(key, $0) < 0 }) ?? true { end = key }
+            case .equal:
+                if start.map({ Value.compareBytes(key, $0) > 0 }) ?? true { start = key }
+                if end.map({ Value.compareBytes(key, $0) < 0 }) ?? true { end = key }
+            case .notEqual:
+                continue
+            }
+        }
+        return (start.map { [0x00] + $0 }, end)
     }
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {

@@ -55,6 +55,13 @@ extension ReadAccessor {
         return try attach(including, to: records, of: entity)
     }
 
+    /// Items already read (a page of ``scan(_:after:limit:)``, say), each with the related items
+    /// `including` names, loaded as ``fetch(_:including:)`` loads them.
+    /// - Throws: `unknownEntity`, and `invalidArgument` for an unknown relationship.
+    public func related(to records: [Record], of entityName: String, including: [Include]) throws -> [RelatedRecord] {
+        try attach(including, to: records, of: try entity(entityName))
+    }
+
     /// `records` of `entity` with what `includes` names loaded for each.
     private func attach(_ includes: [Include], to records: [Record], of entity: EntitySchema) throws -> [RelatedRecord] {
         var result = records.map { RelatedRecord(record: $0) }
