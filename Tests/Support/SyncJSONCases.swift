@@ -86,7 +86,7 @@ public enum SyncJSONCases {
     static func aUserWithNestedNotes(_ open: Open, _ dir: TemporaryDirectory) throws {
         let store = try open("nested", schema)
         defer { try? store.close() }
-        let first = try sync(#"""
+        let firstPayload = #"""
             [
               {"id": 6, "name": "Shawn Merrill", "email": "shawn@ovium.com",
                "created_at": "2014-02-14T04:30:10+00:00", "updated_at": "2014-02-17T10:01:12+00:00",
@@ -96,7 +96,8 @@ public enum SyncJSONCases {
                ]},
               {"id": 7, "name": "Melisa White", "notes": [{"id": 2, "text": "Melisa's note"}]}
             ]
-            """#, store, dir)
+            """#
+        let first = try sync(firstPayload, store, dir)
         #expect(first.rejected.isEmpty, "\(first.rejected)")
         #expect(first.entities["User"]?.inserted == 2 && first.entities["Note"]?.inserted == 3, "\(first.entities)")
         var users = try items(store, "User")
@@ -111,6 +112,13 @@ public enum SyncJSONCases {
         #expect(notes[1]?["createdAt"] == date("2014-04-18T22:01:00Z") && notes[1]?["user"] == 6)
         #expect(notes[2]?["user"] == 7)
         #expect(try related(store, "User", 6, "notes") == [0, 1])
+        // The same payload again writes nothing: the change feed records no item.
+        let token = try store.read { try $0.changeToken() }
+        let same = try sync(firstPayload, store, dir)
+        #expect(same.entities["User"] == counts(unchanged: 2) && same.entities["Note"] == counts(unchanged: 3),
+                "\(same.entities)")
+        let changed = try store.read { try $0.changes(since: token) }.flatMap(\.items)
+        #expect(changed.isEmpty, "an unchanged import changed \(changed)")
 
         let second = try sync(#"""
             [{"id": 6, "name": "Shawn Merrill", "email": "shawn@ovium.com",
