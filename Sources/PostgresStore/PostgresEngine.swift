@@ -19,7 +19,8 @@ import Synchronization
 /// `text COLLATE "C"` (byte order) with NUL, which text cannot hold, written as `\u{1}\u{1}` and
 /// `\u{1}` as `\u{1}\u{2}` (an escape that keeps byte order), bytes as `bytea`, uuids as `uuid`.
 /// Filters, sorts and pages are answered by the shared request stages over key-ordered pages.
-@_spi(Backend) public final class PostgresEngine: StorageEngine, CommitCounting, @unchecked Sendable {
+@_spi(Backend) public final class PostgresEngine: StorageEngine, CommitCounting, CommitNotifying,
+    @unchecked Sendable {
     static let formatVersion = 1
 
     public let schema: Schema
@@ -231,8 +232,12 @@ import Synchronization
             }
             let result = try body(transaction)
             let feed = transaction.sendPending()
+            // Delivered to the store's listeners when the transaction commits (see
+            // `subscribeToCommits`), queued without waiting for its answer.
+            let notify = writer.send("NOTIFY \(PostgresSQL.quote(commitChannel))")
             try writer.query("COMMIT")
             if let feed { try writer.wait(feed, sql: "the change feed's entry (the transaction was rolled back)") }
+            try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)")
             return result
         } catch {
             _ = try? writer.query("ROLLBACK")
@@ -248,6 +253,29 @@ import Synchronization
             }
             return UInt64(bitPattern: try row.makeRandomAccess()[0].decode(Int64.self))
         }
+    }
+
+    /// The channel every write transaction of the store notifies at commit: `ds_` and the
+    /// hash of the schema's name, within PostgreSQL's 63 bytes whatever the name.
+    var commitChannel: String { "ds_" + String(UInt64(bitPattern: lockKey), radix: 16) }
+
+    /// Listens on ``commitChannel`` on a connection of its own: the commits of every process
+    /// wake `wake`, and observers do not poll while the connection lives.
+    public func subscribeToCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitSubscription)? {
+        guard let session = try? PostgresSession(location) else { return nil }
+        let subscription = PostgresCommitSubscription(session)
+        session.connection.addListener(channel: commitChannel) { _, _ in wake() }
+        do {
+            try session.query("LISTEN \(PostgresSQL.quote(commitChannel))")
+        } catch {
+            subscription.cancel()
+            return nil
+        }
+        session.connection.closeFuture.whenComplete { _ in
+            subscription.ended()
+            wake()
+        }
+        return subscription
     }
 
     public func close() throws {
@@ -417,3 +445,21 @@ enum PostgresSQL {
     }
 }
 #endif
+
+/// A `LISTEN` on a connection of its own; inactive once the connection is closed or lost.
+final class PostgresCommitSubscription: CommitSubscription, @unchecked Sendable {
+    // The session is only closed here, once; its state is behind the Mutex.
+    private let session: PostgresSession
+    private let active = Mutex(true)
+
+    init(_ session: PostgresSession) { self.session = session }
+
+    var isActive: Bool { active.withLock { $0 } }
+
+    func ended() { active.withLock { $0 = false } }
+
+    func cancel() {
+        ended()
+        session.close()
+    }
+}

@@ -150,6 +150,23 @@ extension StorageWriter {
     func commitCounter() throws -> UInt64
 }
 
+/// An engine that can tell observers of other processes that a write committed, so that they
+/// need not poll ``CommitCounting`` while they wait (PostgreSQL's `LISTEN` / `NOTIFY`).
+@_spi(Backend) public protocol CommitNotifying: Sendable {
+    /// Starts calling `wake` after commits of any process (spurious calls are allowed, missed
+    /// ones are not while the subscription is active); `nil` when notifications cannot be had
+    /// now, and observers poll instead.
+    func subscribeToCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitSubscription)?
+}
+
+/// A running subscription to an engine's commit notifications.
+@_spi(Backend) public protocol CommitSubscription: Sendable {
+    /// Whether notifications still arrive; once false (the connection was lost), observers poll.
+    var isActive: Bool { get }
+    /// Stops the notifications.
+    func cancel()
+}
+
 /// Storage of its own for the change feed's entries, which a backend's transactions may offer
 /// instead of the metadata the feed uses otherwise: with it, a recorded transaction appends one
 /// entry and writes nothing else (once in a while it also drops a batch of entries past the

@@ -182,13 +182,17 @@ open class Store: DataStore, @unchecked Sendable {
             if let hub { return hub }
             let engine = self.engine
             let lifecycle = self.lifecycle
+            var subscribe: (@Sendable (@escaping @Sendable () -> Void) -> (any CommitSubscription)?)?
+            if let notifying = engine as? any CommitNotifying {
+                subscribe = { wake in notifying.subscribeToCommits(wake) }
+            }
             let made = ChangeHub(counter: {
                 // Close waits for a poll in flight, and no poll starts once it began.
                 guard (try? lifecycle.begin()) != nil else { return nil }
                 defer { lifecycle.end() }
                 if let counting = engine as? any CommitCounting { return try? counting.commitCounter() }
                 return try? ChangeLog.head(of: engine).sequence
-            })
+            }, subscribe: subscribe)
             hub = made
             return made
         }

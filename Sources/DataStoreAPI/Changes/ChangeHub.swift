@@ -2,8 +2,10 @@ import Dispatch
 import Synchronization
 
 /// Wakes the store's feed readers and live observers when a write may have committed: at once
-/// for this process's commits, and by polling the engine's commit counter
-/// (``CommitCounting``) for other processes' commits, while anyone waits.
+/// for this process's commits; for other processes' commits, by the engine's notifications
+/// (``CommitNotifying``) where it has them, and otherwise by polling the engine's commit
+/// counter (``CommitCounting``) while anyone waits. Polling is also the fallback when the
+/// notifications stop (a lost connection).
 ///
 /// A wake-up only says "look again": readers compare the feed's head with their token and
 /// observers the counter with the one they last saw, so a spurious wake-up costs one read and
@@ -17,15 +19,43 @@ final class ChangeHub: Sendable {
         var polling = false
         var closed = false
         var interval: Duration = .milliseconds(5)
+        var subscription: (any CommitSubscription)?
+        var subscribed = false
     }
 
     private let state = Mutex(State())
     private let counter: @Sendable () -> UInt64?
+    private let subscribe: (@Sendable (@escaping @Sendable () -> Void) -> (any CommitSubscription)?)?
     private let queue = DispatchQueue(label: "DataStore.changes.poll")
 
-    /// - Parameter counter: the engine's commit counter, or `nil` when it cannot be read now.
-    init(counter: @escaping @Sendable () -> UInt64?) {
+    /// - Parameters:
+    ///   - counter: the engine's commit counter, or `nil` when it cannot be read now.
+    ///   - subscribe: starts the engine's commit notifications, when it has them.
+    init(counter: @escaping @Sendable () -> UInt64?,
+         subscribe: (@Sendable (@escaping @Sendable () -> Void) -> (any CommitSubscription)?)? = nil) {
         self.counter = counter
+        self.subscribe = subscribe
+    }
+
+    /// Whether other processes' commits arrive as notifications (no polling while idle).
+    var isNotified: Bool { state.withLock { $0.subscription?.isActive ?? false } }
+
+    /// Starts the notifications at the first wait; returns whether they are active.
+    private func notificationsActive() -> Bool {
+        guard let subscribe else { return false }
+        let start = state.withLock { state -> Bool in
+            defer { state.subscribed = true }
+            return !state.subscribed && !state.closed
+        }
+        if start {
+            let subscription = subscribe { [weak self] in self?.signal() }
+            let closed = state.withLock { state -> Bool in
+                state.subscription = subscription
+                return state.closed
+            }
+            if closed { subscription?.cancel() }
+        }
+        return state.withLock { $0.subscription?.isActive ?? false }
     }
 
     /// Bumped at every possible change.
@@ -73,12 +103,27 @@ final class ChangeHub: Sendable {
         }
     }
 
-    /// Polls the commit counter while anyone waits.
+    /// Polls the commit counter while anyone waits, unless notifications arrive instead; then
+    /// it looks only every second whether they still do.
     private func schedulePoll() {
-        let interval = state.withLock { $0.interval }
+        // On the hub's queue: starting the notifications opens a connection, which must not
+        // block the caller's thread (a waiter's, on the cooperative pool).
+        queue.async { [self] in schedulePoll(notified: notificationsActive()) }
+    }
+
+    private func schedulePoll(notified: Bool) {
+        let interval = notified ? Duration.seconds(1) : state.withLock { $0.interval }
         let nanoseconds = max(100_000, Int(interval.components.seconds) * 1_000_000_000
             + Int(interval.components.attoseconds / 1_000_000_000))
         queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+            if notified, isNotified {
+                let keepWaiting = state.withLock { state -> Bool in
+                    state.polling = !state.waiters.isEmpty && !state.closed
+                    return state.polling
+                }
+                if keepWaiting { schedulePoll() }
+                return
+            }
             let value = counter()
             let (changed, keepPolling) = state.withLock { state -> (Bool, Bool) in
                 let changed = value != nil && value != state.lastCounter
@@ -93,6 +138,8 @@ final class ChangeHub: Sendable {
 
     /// The store is closing: wake everyone for good.
     func close() {
+        let subscription = state.withLock { $0.subscription }
+        subscription?.cancel()
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.closed = true
             state.generation &+= 1

@@ -1,0 +1,66 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import DataStoreConformance
+import DataStoreTestSupport
+import Foundation
+import PostgresStore
+import Testing
+
+/// A live query on PostgreSQL learns of other stores' commits from `LISTEN` / `NOTIFY`: while it
+/// waits, its process runs no query (the store's counter table sees no scan in 5 s; polling
+/// every 5 ms makes hundreds), and each commit of another store instance, with connections of
+/// its own, reaches it; the delivery latency is printed, median and p99.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func anIdleObserverOnPostgreSQLRunsNoQueryAndCommitsStillReachIt() async throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let observed = try PostgresStore(location: location, schema: Fixtures.schema, durability: .normal)
+    let writer = try PostgresStore(location: location, schema: nil, durability: .normal)
+    defer {
+        try? observed.close()
+        try? writer.close()
+    }
+    func counterScans() throws -> Int {
+        let output = try runCommand("/usr/bin/psql", [
+            "-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore", "-At", "-c",
+            "SELECT pg_stat_force_next_flush(); SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) "
+                + "FROM pg_stat_user_tables WHERE schemaname = '\(location.schema)' AND relname = '_ds_commits'",
+        ])
+        return Int(output.split(separator: "\n").last.map { String($0).trimmingCharacters(in: .whitespaces) } ?? "")
+            ?? -1
+    }
+    // The observer, on a task of its own, hands each delivery's count on.
+    let (deliveries, delivered) = AsyncStream.makeStream(of: Int.self)
+    let observer = Task {
+        for try await results in observed.observe(FetchRequest("Item")) { delivered.yield(results.count) }
+    }
+    defer { observer.cancel() }
+    var counts = deliveries.makeAsyncIterator()
+    #expect(await counts.next() == 0)
+    // The observer now waits. Statistics reach pg_stat_user_tables within a second or so of
+    // each query, so the window starts after a settling pause.
+    try await Task.sleep(for: .seconds(2))
+    let before = try counterScans()
+    try await Task.sleep(for: .seconds(5))
+    let after = try counterScans()
+    print("counter scans while an observer waited 5 s: \(after - before)")
+    #expect(before >= 0 && after - before <= 1, "the waiting observer scanned the counter \(after - before) times")
+
+    var latencies: [Duration] = []
+    let clock = ContinuousClock()
+    let items = Fixtures.items(40, seed: 3)
+    for (i, item) in items.enumerated() {
+        let start = clock.now
+        try writer.writeSync { try $0.insert(item, into: "Item") }
+        var count = await counts.next()
+        // Coalesced deliveries end on the final state; wait for it.
+        while let seen = count, seen < i + 1 { count = await counts.next() }
+        latencies.append(clock.now - start)
+        #expect(count == i + 1, "delivery \(i)")
+    }
+    latencies.sort()
+    print("PostgreSQL commit to another store's observer, with NOTIFY: median \(latencies[latencies.count / 2]), "
+        + "p99 \(latencies[latencies.count * 99 / 100]), max \(latencies.last ?? .zero) over \(latencies.count)")
+}
+#endif
