@@ -29,6 +29,7 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: "Only the relationship rows (eager loading, cascades, reference checks).") var relationships = false
     @Flag(help: "Only Sync's JSON: import of users with 10 nested notes each, and export (100,000 users; 1,000 with --quick).")
     var syncJSON = false
+    @Flag(help: "Only the async API next to the synchronous one.") var async = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
 
@@ -197,11 +198,14 @@ if onlyRelationships { try benchmarkRelationships(users: quick ? 1_000 : 10_000,
 /// Only Sync's JSON rows.
 let onlySyncJSON = options.syncJSON
 if onlySyncJSON { try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10) }
+/// Only the async rows.
+let onlyAsync = options.async
+if onlyAsync { for n in sizes { try benchmarkAsync(n: n) } }
 // The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
 // must not make a small write slower.
 let scalingSizes = options.sizes != nil ? sizes : [2_000, 200_000]
 for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends
-                                             || onlyMigration || onlyRelationships || onlySyncJSON) {
+                                             || onlyMigration || onlyRelationships || onlySyncJSON || onlyAsync) {
     try benchmarkScaling(n: n)
 }
 for n in sizes where onlyPostgres {
@@ -222,12 +226,12 @@ for n in sizes where onlyMigration {
     try benchmarkMigration(n: n)
 }
 if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || onlyMigration || onlyBackends
-      || onlyRelationships || onlySyncJSON) {
+      || onlyRelationships || onlySyncJSON || onlyAsync) {
     try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10)
     try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10)
 }
 for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration
-    && !onlyRelationships && !onlySyncJSON {
+    && !onlyRelationships && !onlySyncJSON && !onlyAsync {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -250,6 +254,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
     try benchmarkFeed(n: n)
     try benchmarkMemoryFeed(n: n)
     try benchmarkJSONLines(n: n)
+    try benchmarkAsync(n: n)
     if !options.noPostgres {
         try benchmarkPostgres(n: n)
         try benchmarkPostgresMigration(n: n)
