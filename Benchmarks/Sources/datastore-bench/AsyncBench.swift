@@ -29,7 +29,8 @@ import SQLiteStore
         try APIBench(store: store, workload: workload).insertAll(from: 0, count: n, batch: 10_000)
         let syncReads = try time {
             for key in keys {
-                precondition(try store.read { try $0.get("Item", key: .int(Int64(key))) } != nil)
+                let found = try store.read { try $0.get("Item", key: .int(Int64(key))) != nil }
+                precondition(found)
             }
         }
         let concurrentReads = try time {
@@ -84,7 +85,8 @@ import SQLiteStore
                 }
             }
         }
-        precondition(try store.read { try $0.count(FetchRequest("Item")) } == n + 3 * writes)
+        let count = try store.read { try $0.count(FetchRequest("Item")) }
+        precondition(count == n + 3 * writes)
         record(name, "readAsync from 64 tasks (vs read in a loop)", n, operations: reads, api: concurrentReads,
                raw: syncReads, memory: false)
         record(name, "readAsync one at a time (vs read in a loop)", n, operations: reads, api: sequentialReads,
