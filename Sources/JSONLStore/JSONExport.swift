@@ -46,14 +46,22 @@ public enum JSONExport {
     /// Writes the items of `entityName` matching the filter, read in one snapshot, to `path` as
     /// a JSON array, one object per line, in primary-key order; returns how many. The file
     /// appears only when complete.
-    /// - Throws: `unknownEntity`, `io` when the file cannot be written.
+    /// - Throws: `unknownEntity`; `notFound` when the file's directory does not exist, `readOnly`
+    ///   when it cannot be written there, `io` when a write fails.
     @discardableResult
     public static func run(from store: any DataStore, entity entityName: String, options: Options = Options(),
                            to path: String) throws -> Int {
         let temporary = path + ".exporting"
+        let directory = (path as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
+              isDirectory.boolValue else {
+            throw StoreError(.notFound, "\(path) cannot be written: the directory \(directory) does not exist")
+        }
         guard FileManager.default.createFile(atPath: temporary, contents: nil),
               let handle = FileHandle(forWritingAtPath: temporary) else {
-            throw StoreError(.io, "\(path) cannot be written")
+            throw StoreError(.readOnly, "\(path) cannot be written: \(directory.isEmpty ? "the current directory" : directory) "
+                + "is not writable")
         }
         do {
             let count = try store.read { reader -> Int in

@@ -70,6 +70,7 @@ func aNestedImportDryRunWritesNothingAndCountsWhatTheRunDoes(_ kind: StoreKind) 
         (["--entity", "Customer", "--where", "vip == 3"], "'vip' is a bool"),
         (["--entity", "Customer", "--where", "ratng > 3"], "no attribute 'ratng'"),
         (["--entity", "Customer", "--where", "name >"], "a value expected"),
+        (["--entity", "Customer", "-o", "/nonexistent-directory/x.json"], "/nonexistent-directory does not exist"),
     ] {
         let result = try runCLI(["export", "--from", store.description] + arguments)
         #expect(result.status == (arguments.contains("deep") ? 64 : 2), "\(arguments): \(result.errors)")
