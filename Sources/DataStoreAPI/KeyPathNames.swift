@@ -82,7 +82,8 @@ struct KeyPathProbeDecoder: Decoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(KeyPathProbeContainer<Key>(changing: changing, names: names, counter: Counter()))
+        KeyedDecodingContainer(KeyPathProbeContainer<Key>(changing: changing, names: names,
+                                                          counter: ProbeCounter()))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer { EmptyUnkeyedContainer() }
@@ -128,14 +129,15 @@ struct KeyPathProbeDecoder: Decoder {
     }
 }
 
-final class Counter {
+/// The index of the next property a probe container decodes.
+final class ProbeCounter {
     var next = 0
 }
 
 struct KeyPathProbeContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let changing: Int?
     let names: NameLog
-    let counter: Counter
+    let counter: ProbeCounter
     var codingPath: [any CodingKey] { [] }
     var allKeys: [Key] { [] }
 

@@ -77,7 +77,7 @@ public enum JSONExport {
                 let pageSize = max(1, options.pageSize)
                 // Pages in key order by the ordered key scan, which every engine answers from
                 // where the last page ended; the filter, if any, applies to each page.
-                let check = options.filter == .all ? nil : try CompiledFilterCheck(options.filter, reader, entity)
+                let check = options.filter == .all ? nil : try PageFilter(options.filter, reader, entity)
                 while true {
                     let scanned = try reader.scan(entity.name, after: last, limit: pageSize)
                     let page = try check.map { try $0.matching(scanned) } ?? scanned
@@ -119,7 +119,7 @@ public enum JSONExport {
 
 /// The export's filter applied to a page of items: the items among them the filter matches,
 /// found by one query on their keys.
-struct CompiledFilterCheck {
+struct PageFilter {
     let filter: Filter
     let reader: ReadAccessor
     let entity: EntitySchema
