@@ -31,10 +31,14 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
-        .target(name: "DataStoreAPI", swiftSettings: swiftSettings),
+        .target(name: "DataStoreAPI",
+                dependencies: [.product(name: "Logging", package: "swift-log"),
+                               .product(name: "CoreMetrics", package: "swift-metrics")],
+                swiftSettings: swiftSettings),
         .target(name: "InMemoryStore",
                 dependencies: ["DataStoreAPI", .product(name: "HashTreeCollections", package: "swift-collections")],
                 swiftSettings: swiftSettings),
@@ -43,7 +47,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        .target(name: "LMDBStore", dependencies: ["DataStoreAPI", "CLMDB"], swiftSettings: swiftSettings),
+        .target(name: "LMDBStore",
+                dependencies: ["DataStoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: swiftSettings),
         .target(
             name: "PostgresStore",
             dependencies: [
@@ -55,7 +61,9 @@ let package = Package(
         ),
         .target(
             name: "StoreMigration",
-            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "JSONLStore", "PostgresStore"],
+            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "JSONLStore", "PostgresStore",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -132,7 +140,9 @@ let package = Package(
             name: "StoreMigrationTests",
             dependencies: ["StoreMigration", "DataStoreConformance", "DataStoreTestSupport", "migrate-store", "crash-writer",
                            "MigrateStoreCommand", "JSONLStore", "LMDBStore", "SQLiteStore",
-                           "InMemoryStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                           "InMemoryStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "MetricsTestKit", package: "swift-metrics")],
             swiftSettings: swiftSettings
         ),
     ]

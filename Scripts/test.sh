@@ -5,8 +5,11 @@
 #
 #     Scripts/test.sh [--quick] [swift test arguments]
 #
+# The tests that measure the async API's scheduling delays under load run last, in a step of
+# their own, so that no other test shares the cores with them.
+#
 # --quick leaves out the slow tests (the damaged-store corpus, the SIGKILL loops, the
-# cross-process and PostgreSQL tests) and the documentation build, and draws 1,000 random
+# cross-process and PostgreSQL tests), the timing step and the documentation build, and draws 1,000 random
 # edge requests per backend instead of 10,000.
 #
 # PostgreSQL: when PostgreSQL 15 is installed or installable (Debian's postgresql-15), the
@@ -28,10 +31,13 @@ Scripts/install-deps.sh
 if Scripts/postgres-server.sh install; then
     swift build --build-tests --traits Postgres --scratch-path .build-pg
     swift test --skip-build --traits Postgres --scratch-path .build-pg "$@"
+    [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build --traits Postgres --scratch-path .build-pg \
+        --no-parallel --filter KeepTheCooperativePoolResponsive
 else
     echo "test.sh: PostgreSQL 15 is neither installed nor installable here; the PostgreSQL tests do not run" >&2
     swift build --build-tests
     swift test --skip-build "$@"
+    [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build --no-parallel --filter KeepTheCooperativePoolResponsive
 fi
 if [ "$quick" -eq 0 ]; then
     Scripts/docs.sh

@@ -1,29 +1,77 @@
-import Dispatch
+import Foundation
 import Synchronization
 
-/// Serial dispatch queues for reads that block (SQLite's and LMDB's calls, a PostgreSQL round
-/// trip), each served by a thread of its own outside Swift's cooperative pool, which has one
-/// thread per core: an async read waiting in SQLite never holds one of the pool's threads.
-/// Reads beyond their number wait in the queues.
+/// Threads of their own for reads that block (SQLite's and LMDB's calls, a PostgreSQL round
+/// trip), outside Swift's cooperative pool, which has one thread per core: an async read
+/// waiting in SQLite never holds one of the pool's threads. The threads take reads from one
+/// queue in order, each as soon as it is free; reads beyond their number wait in the queue.
+/// The threads start at the first read and end with the object.
 final class BlockingReads: Sendable {
-    private let queues: [DispatchQueue]
-    private let next = Mutex(0)
+    private final class Jobs: @unchecked Sendable {
+        // Guarded by `condition`.
+        let condition = NSCondition()
+        var waiting: [@Sendable () -> Void] = []
+        var head = 0
+        var closed = false
+    }
 
-    init(label: String, threads: Int = 4) {
-        queues = (0..<threads).map { DispatchQueue(label: "\(label).\($0)") }
+    private let jobs = Jobs()
+    private let threads: Int
+    private let label: String
+    private let started = Atomic<Bool>(false)
+
+    init(label: String, threads: Int) {
+        self.label = label
+        self.threads = max(1, threads)
+    }
+
+    deinit {
+        jobs.condition.lock()
+        jobs.closed = true
+        jobs.condition.broadcast()
+        jobs.condition.unlock()
     }
 
     /// For stores that do not bring their own: shared by the process.
-    static let shared = BlockingReads(label: "DataStore.async-read")
+    static let shared = BlockingReads(label: "DataStore.async-read",
+                                      threads: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
-    /// Runs `work` on one of the queues, in turn, and suspends until it returns.
+    private func startThreads() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for n in 0..<threads {
+            let thread = Thread { [jobs] in Self.work(jobs) }
+            thread.name = "\(label).\(n)"
+            thread.start()
+        }
+    }
+
+    private static func work(_ jobs: Jobs) {
+        while true {
+            jobs.condition.lock()
+            while jobs.head == jobs.waiting.count && !jobs.closed { jobs.condition.wait() }
+            if jobs.head == jobs.waiting.count {
+                jobs.condition.unlock()
+                return
+            }
+            let job = jobs.waiting[jobs.head]
+            jobs.head += 1
+            if jobs.head == jobs.waiting.count {
+                jobs.waiting.removeAll(keepingCapacity: true)
+                jobs.head = 0
+            }
+            jobs.condition.unlock()
+            job()
+        }
+    }
+
+    /// Runs `work` on one of the threads and suspends until it returns.
     func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        let queue = queues[next.withLock { n in
-            defer { n = (n + 1) % queues.count }
-            return n
-        }]
+        startThreads()
         return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
+            jobs.condition.lock()
+            jobs.waiting.append { continuation.resume(with: Result { try work() }) }
+            jobs.condition.signal()
+            jobs.condition.unlock()
         }
     }
 }

@@ -1,4 +1,10 @@
 extension EntitySchema {
+    /// `value` as an error message shows it: at most 80 characters of it.
+    static func brief(_ value: Value) -> String {
+        let text = "\(value)"
+        return text.count <= 80 ? text : "\(text.prefix(80))… (\(text.utf8.count) bytes)"
+    }
+
     /// Checks one non-null value against an attribute: its type, NaN, and size limits.
     /// An `int` given for a `double` attribute is converted.
     /// - Returns: the value as it will be stored.
@@ -9,7 +15,7 @@ extension EntitySchema {
         }
         guard value.type == attribute.type else {
             throw StoreError(.typeMismatch, "attribute '\(name).\(attribute.name)' is \(attribute.type), "
-                + "got \(value.type.map { "\($0)" } ?? "null") value \(value)")
+                + "got \(value.type.map { "\($0)" } ?? "null") value \(Self.brief(value))")
         }
         switch value {
         case .double(let d) where d.isNaN:

@@ -1,6 +1,7 @@
 internal import CLMDB
 @_spi(Backend) import DataStoreAPI
 import Foundation
+import Logging
 
 /// Options of an LMDB store.
 public struct LMDBOptions: Sendable, Hashable {
@@ -40,7 +41,7 @@ public struct LMDBOptions: Sendable, Hashable {
 
 /// The LMDB backend: a named database per entity (order-preserving key → compact, versioned
 /// record), one per index, and `_ds_meta` for the format version and schema.
-@_spi(Backend) public final class LMDBEngine: StorageEngine, CommitCounting {
+@_spi(Backend) public final class LMDBEngine: StorageEngine, CommitCounting, CommitNotifying {
     /// The format this code writes. Format 1 wrote index keys without the separator that
     /// ``LMDBIndexKeys`` puts between tuple and primary key; its indexes are rebuilt on open.
     static let formatVersion = 2
@@ -236,6 +237,14 @@ public struct LMDBOptions: Sendable, Hashable {
         try environment.lastCommittedTransaction()
     }
 
+    /// Every commit, of any process, ends by writing a meta page of the data file: observers
+    /// sleep until the kernel reports a write to it (``FileCommitWatch``).
+    public func attach(_ logger: Logger) { environment.logger.withLock { $0 = logger } }
+
+    public func subscribeToCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitSubscription)? {
+        FileCommitWatch.watch(path + "/data.mdb", wake: wake)
+    }
+
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         guard !environment.isReadOnly else {
             throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
@@ -306,12 +315,15 @@ public final class LMDBStore: Store, @unchecked Sendable {
     ///   `schema` (see ``SchemaMigrations``); they run, in one transaction, when the store opens.
     ///   Throws `newerSchemaVersion` for a store of a newer version, `schemaMismatch` listing
     ///   each difference no step accounts for.
+    /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
+    ///   default).
     public init(path: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
-                options: LMDBOptions = LMDBOptions()) throws {
+                options: LMDBOptions = LMDBOptions(), instrumentation: Instrumentation = .none) throws {
         lmdb = try SchemaMigrator.open(requested: schema, migrations: migrations, location: path) {
             try LMDBEngine(path: path, schema: $0, options: options)
         }
-        try super.init(engine: lmdb)
+        try super.init(engine: lmdb, instrumentation: instrumentation)
+        logOpened(path)
     }
 
     /// The environment directory.

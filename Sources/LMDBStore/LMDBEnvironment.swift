@@ -1,6 +1,8 @@
 internal import CLMDB
 @_spi(Backend) import DataStoreAPI
 import Foundation
+import Logging
+import Synchronization
 
 /// An open LMDB environment: the `MDB_env` handle, its named databases, the lock that keeps
 /// read transactions out while the map grows, and the lock that keeps writers of other
@@ -183,8 +185,15 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Doubles the map, or makes it `size` bytes. Called by the writer with its transaction
     /// ended; waits for the other transactions of this process to end.
     func grow(to size: Int? = nil) throws(StoreError) {
+        let before = mapSize
         try adoptLargerMap(size ?? mapSize * 2)
+        logger.withLock { $0 }?.notice("LMDB map grown", metadata: [
+            "path": "\(path)", "fromBytes": "\(before)", "toBytes": "\(mapSize)",
+        ])
     }
+
+    /// The store's logger, when the app configured one.
+    let logger = Mutex<Logger?>(nil)
 
     /// Whether the process has the address space to map `size` bytes more, tried with a
     /// mapping that reserves nothing. liblmdb unmaps the old map before it maps the new one and

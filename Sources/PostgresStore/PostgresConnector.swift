@@ -114,6 +114,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                                   tls: try tls.configuration(host: host, server: server))
             if tls.verifiesHostname, !PostgresTLS.isIPAddress(host) { configuration.options.tlsServerName = host }
         }
+        // Operators see which store a connection serves (pg_stat_activity.application_name).
+        configuration.options.additionalStartupParameters = [("application_name", String("datastore:\(schema)".prefix(63)))]
         do {
             return try PostgresConnection.connect(on: PostgresConnection.defaultEventLoopGroup.any(),
                                                   configuration: configuration, id: Self.nextID(),
@@ -150,11 +152,31 @@ final class PostgresSession: @unchecked Sendable {
     @discardableResult
     func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws(StoreError) -> [PostgresRow] {
         do {
-            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger).wait().rows
+            return try outcome(of: connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)).rows
         } catch {
             throw Self.storeError(error, sql: sql, location: location)
         }
     }
+
+    /// Waits for `future`. postgres-nio never completes a query written to a connection that
+    /// already closed, so the wait also ends, with ``ConnectionLost``, when the connection is
+    /// found closed (looked at every 100 ms while the answer is late).
+    private func outcome<T: Sendable>(of future: EventLoopFuture<T>) throws -> T {
+        if connection.isClosed { throw ConnectionLost() }
+        let done = DispatchSemaphore(value: 0)
+        future.whenComplete { _ in done.signal() }
+        while done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            if connection.isClosed {
+                // An answer may have come with the close.
+                if done.wait(timeout: .now() + .milliseconds(100)) == .success { break }
+                throw ConnectionLost()
+            }
+        }
+        return try future.wait()
+    }
+
+    /// The connection closed under a query.
+    struct ConnectionLost: Error {}
 
     /// Queues `sql` on the connection and returns at once; ``wait(_:sql:)`` gives its outcome.
     /// Statements run in the order they were queued.
@@ -164,7 +186,7 @@ final class PostgresSession: @unchecked Sendable {
 
     func wait(_ sent: EventLoopFuture<PostgresQueryResult>, sql: String) throws(StoreError) {
         do {
-            _ = try sent.wait()
+            _ = try outcome(of: sent)
         } catch {
             throw Self.storeError(error, sql: sql, location: location)
         }
@@ -188,6 +210,8 @@ final class PostgresSession: @unchecked Sendable {
     /// What went wrong, in the server's or the OS's words, never as a Swift value.
     static func describe(_ error: any Error) -> String {
         switch error {
+        case is ConnectionLost:
+            return "the connection was closed"
         case let error as PSQLError:
             if let info = error.serverInfo {
                 return [info[.sqlState], info[.message], info[.detail]].compactMap { $0 }.joined(separator: ": ")

@@ -26,15 +26,26 @@ import Synchronization
     public let schema: Schema
     public let location: PostgresLocation
     let durability: Durability
-    private let writer: PostgresSession
+    /// The writer's connection; replaced when it was lost (only under the store's write lock).
+    private var writer: PostgresSession
     private let readers = Mutex<[PostgresSession]>([])
+    /// At most ``readConnections`` reads at once, each on a connection of the pool.
+    private let readSlots: DispatchSemaphore
+    /// The size of the read pool: as many connections as reads at once.
+    let readConnections: Int
     private let poller = Mutex<PostgresSession?>(nil)
     /// The advisory lock that creating or opening this store takes.
     let lockKey: Int64
 
-    public init(location: PostgresLocation, schema requested: Schema?, durability: Durability = .full) throws {
+    public init(location: PostgresLocation, schema requested: Schema?, durability: Durability = .full,
+                readConnections: Int = 16) throws {
+        guard readConnections >= 1 else {
+            throw StoreError(.invalidArgument, "readConnections must be at least 1, not \(readConnections)")
+        }
         self.location = location
         self.durability = durability
+        self.readConnections = readConnections
+        readSlots = DispatchSemaphore(value: readConnections)
         lockKey = Self.lockKey(location.schema)
         let writer = try PostgresSession(location)
         self.writer = writer
@@ -192,19 +203,53 @@ import Synchronization
             """)
     }
 
+    public var concurrentReads: Int { readConnections }
+
+    /// The store's logger, when the app configured one.
+    private let logger = Mutex<Logger?>(nil)
+
+    public func attach(_ logger: Logger) { self.logger.withLock { $0 = logger } }
+
+    /// A connection of the pool that is still open, or a new one.
+    private func openReadSession() throws -> PostgresSession {
+        while let pooled = readers.withLock({ $0.popLast() }) {
+            if !pooled.connection.isClosed { return pooled }
+            pooled.close()
+        }
+        return try PostgresSession(location)
+    }
+
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
-        let session = try readers.withLock { $0.popLast() } ?? PostgresSession(location)
+        guard readSlots.wait(timeout: .now() + .seconds(30)) == .success else {
+            throw StoreError(.busy, "\(location): every one of the \(readConnections) read connections stayed in use "
+                + "for 30 s; open the store with more readConnections or finish reads sooner")
+        }
+        defer { readSlots.signal() }
+        var session = try openReadSession()
         var healthy = true
         defer {
             if healthy { readers.withLock { $0.append(session) } } else { session.close() }
         }
         do {
-            try session.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            do {
+                try session.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            } catch {
+                // Lost while it waited in the pool, before anything ran: a new one, once.
+                guard session.connection.isClosed else { throw error }
+                logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the read",
+                                                metadata: ["location": "\(location)"])
+                session.close()
+                session = try PostgresSession(location)
+                try session.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            }
             let result = try body(PostgresTransaction(session: session, engine: self, quotedSchema: quotedSchema))
             try session.query("COMMIT")
             return result
         } catch {
-            if (try? session.query("ROLLBACK")) == nil { healthy = false }
+            if session.connection.isClosed || (try? session.query("ROLLBACK")) == nil { healthy = false }
+            if session.connection.isClosed {
+                throw StoreError(.io, "\(location): the connection to the server was lost during the read (\(error))")
+            }
             throw error
         }
     }
@@ -216,32 +261,67 @@ import Synchronization
     /// commit. A row lock, unlike an advisory lock, is also what the distributed engines that
     /// speak PostgreSQL's protocol provide.
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
-        // BEGIN is queued on the connection without waiting for its answer: the UPDATE's answer
-        // comes after it, and BEGIN's own is checked then.
-        let begun = writer.send("BEGIN")
+        let (transaction, writer) = try beginWrite()
+        var committing = false
         do {
-            let transaction = PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema)
-            // The statement that locks also reads ahead what the change feed asks for first.
-            var binds = PostgresBindings()
-            binds.append(location.schema)
-            let row = try writer.query("SELECT * FROM \(quotedSchema)._ds_begin_write($1)", binds)
-            try writer.wait(begun, sql: "BEGIN")
-            if let cells = row.first?.makeRandomAccess() {
-                transaction.feedState = .some(cells[0].bytes.map { Array($0.readableBytesView) })
-                transaction.feedBounds = .some(try PostgresTransaction.bounds(cells, at: 1))
-            }
             let result = try body(transaction)
             let feed = transaction.sendPending()
             // Delivered to the store's listeners when the transaction commits (see
             // `subscribeToCommits`), queued without waiting for its answer.
             let notify = writer.send("NOTIFY \(PostgresSQL.quote(commitChannel))")
+            committing = true
             try writer.query("COMMIT")
             if let feed { try writer.wait(feed, sql: "the change feed's entry (the transaction was rolled back)") }
             try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)")
             return result
         } catch {
+            guard !writer.connection.isClosed else {
+                throw StoreError(.io, "\(location): the connection to the server was lost "
+                    + (committing ? "while the transaction committed: whether it did is unknown"
+                                  : "during the transaction, which the server rolled back") + " (\(error))")
+            }
             _ = try? writer.query("ROLLBACK")
             throw error
+        }
+    }
+
+    /// Begins a write transaction on the writer's connection. A connection that was lost (the
+    /// server restarted, an idle timeout) is replaced, once, before anything of the transaction
+    /// ran: that is the only point where a retry is always safe.
+    private func beginWrite() throws -> (PostgresTransaction, PostgresSession) {
+        var retried = false
+        while true {
+            if writer.connection.isClosed {
+                logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the write",
+                                                metadata: ["location": "\(location)"])
+                writer.close()
+                writer = try PostgresSession(location)
+                try writer.query("SET synchronous_commit TO " + (durability == .full ? "on" : "off"))
+                try writer.query("SET search_path TO \(PostgresSQL.quote(location.schema))")
+            }
+            // BEGIN is queued on the connection without waiting for its answer: the UPDATE's answer
+            // comes after it, and BEGIN's own is checked then.
+            let begun = writer.send("BEGIN")
+            do {
+                let transaction = PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema)
+                // The statement that locks also reads ahead what the change feed asks for first.
+                var binds = PostgresBindings()
+                binds.append(location.schema)
+                let row = try writer.query("SELECT * FROM \(quotedSchema)._ds_begin_write($1)", binds)
+                try writer.wait(begun, sql: "BEGIN")
+                if let cells = row.first?.makeRandomAccess() {
+                    transaction.feedState = .some(cells[0].bytes.map { Array($0.readableBytesView) })
+                    transaction.feedBounds = .some(try PostgresTransaction.bounds(cells, at: 1))
+                }
+                return (transaction, writer)
+            } catch {
+                if !retried, writer.connection.isClosed {
+                    retried = true
+                    continue
+                }
+                _ = try? writer.query("ROLLBACK")
+                throw error
+            }
         }
     }
 

@@ -9,20 +9,31 @@ public final class PostgresStore: Store, @unchecked Sendable {
 
     /// Opens (or creates) the store that `url` names (`postgres://USER@HOST:PORT/DB?schema=NAME`).
     public convenience init(url: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
-                            durability: Durability = .full) throws {
+                            durability: Durability = .full, readConnections: Int = 16,
+                            instrumentation: Instrumentation = .none) throws {
         try self.init(location: PostgresLocation(parsing: url), schema: schema, migrations: migrations,
-                      durability: durability)
+                      durability: durability, readConnections: readConnections, instrumentation: instrumentation)
     }
 
     /// Opens (or creates) the store at `location`, migrating a store of an older schema version
     /// with `migrations` (as the other backends do).
+    ///
+    /// - Parameter readConnections: the size of the read pool: how many reads run at once, each
+    ///   on a connection of its own (made when first needed and kept); more reads wait for one,
+    ///   at most 30 s, then fail with `busy`.
+    ///   Writes have one connection of their own, observers another.
+    /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
+    ///   default).
     public init(location: PostgresLocation, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
-                durability: Durability = .full) throws {
+                durability: Durability = .full, readConnections: Int = 16,
+                instrumentation: Instrumentation = .none) throws {
         postgres = try SchemaMigrator.open(requested: schema, migrations: migrations,
                                            location: location.description) {
-            try PostgresEngine(location: location, schema: $0, durability: durability)
+            try PostgresEngine(location: location, schema: $0, durability: durability,
+                               readConnections: readConnections)
         }
-        try super.init(engine: postgres)
+        try super.init(engine: postgres, instrumentation: instrumentation)
+        logOpened(location.description)
     }
 
     public var location: PostgresLocation { postgres.location }

@@ -36,7 +36,8 @@ public struct SQLiteOptions: Sendable, Hashable {
 /// `@unchecked Sendable`: the writer connection is used only by the write transaction that
 /// ``Store`` serializes under its write lock, and closed with that lock held; the readers live
 /// in ``SQLiteReaderPool``, which guards them with a condition variable.
-@_spi(Backend) public final class SQLiteEngine: StorageEngine, CommitCounting, @unchecked Sendable {
+@_spi(Backend) public final class SQLiteEngine: StorageEngine, CommitCounting, CommitNotifying,
+    @unchecked Sendable {
     /// The format this code writes; a store of a newer format is refused.
     static let formatVersion = 1
 
@@ -214,6 +215,12 @@ public struct SQLiteOptions: Sendable, Hashable {
         }
     }
 
+    /// Every commit, of any process, writes the write-ahead log: observers sleep until the
+    /// kernel reports a write to it (``FileCommitWatch``).
+    public func subscribeToCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitSubscription)? {
+        FileCommitWatch.watch(path + "-wal", wake: wake)
+    }
+
     /// Closes every reader, checkpoints the WAL into the database (unless read-only) and closes
     /// the writer connection.
     /// - Throws: the first error of the checkpoint or of closing a connection.
@@ -321,12 +328,15 @@ public final class SQLiteStore: Store, @unchecked Sendable {
     ///   `schema` (see ``SchemaMigrations``); they run, in one transaction, when the store opens.
     ///   Throws `newerSchemaVersion` for a store of a newer version, `schemaMismatch` listing
     ///   each difference no step accounts for.
+    /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
+    ///   default).
     public init(path: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
-                options: SQLiteOptions = SQLiteOptions()) throws {
+                options: SQLiteOptions = SQLiteOptions(), instrumentation: Instrumentation = .none) throws {
         sqlite = try SchemaMigrator.open(requested: schema, migrations: migrations, location: path) {
             try SQLiteEngine(path: path, schema: $0, options: options)
         }
-        try super.init(engine: sqlite)
+        try super.init(engine: sqlite, instrumentation: instrumentation)
+        logOpened(path)
     }
 
     /// The database file.

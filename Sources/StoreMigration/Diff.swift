@@ -99,6 +99,7 @@ extension Migrator {
     /// each insert's key must be free, each update's item must still hold the diff's old values,
     /// each delete's item must be as the diff saw it. Anything else fails with `conflict` naming
     /// the line, and nothing is written.
+    @discardableResult
     public static func apply(diff path: String, to destination: StoreLocation) throws -> DiffReport {
         let started = Date()
         // The whole file is read (and checked) before the store is opened for writing.

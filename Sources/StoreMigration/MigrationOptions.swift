@@ -1,3 +1,4 @@
+import DataStoreAPI
 /// Options of a migration.
 public struct MigrationOptions: Sendable {
     /// The entities to copy (all when `nil`).
@@ -21,8 +22,13 @@ public struct MigrationOptions: Sendable {
     public var checksum: Bool
 
     /// Options; the defaults copy every entity in batches of 1,000, check the source first and verify the copy.
+    /// Where the engine logs its phases and counts the items it copies (nothing by default).
+    public var instrumentation: Instrumentation
+
     public init(entities: [String]? = nil, batchSize: Int = 1_000, resume: Bool = false, overwrite: Bool = false,
-                verify: Bool = true, dryRun: Bool = false, checkSource: Bool = true, checksum: Bool = false) {
+                verify: Bool = true, dryRun: Bool = false, checkSource: Bool = true, checksum: Bool = false,
+                instrumentation: Instrumentation = .none) {
+        self.instrumentation = instrumentation
         self.entities = entities
         self.batchSize = batchSize
         self.resume = resume

@@ -1,3 +1,5 @@
+import CoreMetrics
+import Logging
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
@@ -47,6 +49,7 @@ public enum Migrator {
     /// - Throws: ``StoreError`` for bad input (missing or damaged source, a destination that
     ///   exists, unknown entities) and for failures while writing; ``MigrationInterrupted``
     ///   when `shouldStop` returned true after a batch.
+    @discardableResult
     public static func copy(from source: StoreLocation, to destination: StoreLocation,
                             options: MigrationOptions = MigrationOptions(),
                             shouldStop: @escaping () -> Bool = { false },
@@ -355,11 +358,16 @@ final class MigrationRun {
         report = MigrationReport(operation: operation, source: source.description, destination: destination.description)
         self.options = options
         self.shouldStop = shouldStop
-        self.progress = progress
+        let instruments = MigrationInstruments(options.instrumentation, report: report)
+        self.instruments = instruments
+        self.progress = instruments.map { instruments in { instruments.record($0); progress($0) } } ?? progress
     }
+
+    private let instruments: MigrationInstruments?
 
     func finish() -> MigrationReport {
         report.seconds = Date().timeIntervalSince(started)
+        instruments?.finished(report)
         return report
     }
 
@@ -492,3 +500,55 @@ extension Migrator {
         }
     }
 }
+
+/// A migration's log lines and metrics (``MigrationOptions/instrumentation``): its start, each
+/// phase of each entity, its end; the items done, and the pace.
+final class MigrationInstruments {
+    private let logger: Logger
+    private let logs: Bool
+    private let factory: (any MetricsFactory)?
+    private var current: (phase: MigrationProgress.Phase, entity: String)?
+    private var doneInPhase = 0
+    private var items: Counter?
+    private var pace: Gauge?
+
+    init?(_ instrumentation: Instrumentation, report: MigrationReport) {
+        let factory = instrumentation.metrics ?? MetricsSystem.factory
+        let logs = !(instrumentation.logger.handler is SwiftLogNoOpLogHandler)
+        guard logs || !(factory is NOOPMetricsHandler) else { return nil }
+        logger = instrumentation.logger
+        self.logs = logs
+        self.factory = factory is NOOPMetricsHandler ? nil : factory
+        logger.info("migration started", metadata: ["operation": "\(report.operation)", "from": "\(report.source)",
+                                                    "to": "\(report.destination)"])
+    }
+
+    func record(_ progress: MigrationProgress) {
+        if current?.phase != progress.phase || current?.entity != progress.entity {
+            current = (progress.phase, progress.entity)
+            doneInPhase = 0
+            if logs {
+                logger.info("migration phase", metadata: ["phase": "\(progress.phase.rawValue)",
+                                                          "entity": "\(progress.entity)", "items": "\(progress.total)"])
+            }
+            if let factory {
+                let dimensions = [("phase", progress.phase.rawValue)]
+                items = Counter(label: "datastore_migration_items_total", dimensions: dimensions, factory: factory)
+                pace = Gauge(label: "datastore_migration_items_per_second", dimensions: dimensions, factory: factory)
+            }
+        }
+        if progress.done > doneInPhase {
+            items?.increment(by: progress.done - doneInPhase)
+            doneInPhase = progress.done
+        }
+        pace?.record(progress.itemsPerSecond)
+    }
+
+    func finished(_ report: MigrationReport) {
+        guard logs else { return }
+        logger.info("migration finished", metadata: [
+            "operation": "\(report.operation)", "seconds": "\(report.seconds)", "differences": "\(report.differences)",
+        ])
+    }
+}
+

@@ -2,17 +2,21 @@ import DataStoreAPI
 import Foundation
 import LMDBStore
 import SQLiteStore
+#if Postgres
+import PostgresStore
+#endif
 
 /// The two processes of the cross-process feed tests, on the crash writer's schema:
 ///
-///     crash-writer sqlite|lmdb PATH feed-write N [PAUSE_MS]
+///     crash-writer sqlite|lmdb|postgres PATH feed-write N [PAUSE_MS]
 ///         commits N transactions, each inserting one Entry, updating the previous one, deleting
 ///         every seventh, and moving the Counter; prints "done N" at the end
-///     crash-writer sqlite|lmdb PATH feed-observe N
+///     crash-writer sqlite|lmdb|postgres PATH feed-observe N [polling]
 ///         prints "ready" once it follows the feed from the store's current token, then receives
 ///         N transactions; checks that they come in order, each exactly once with the changes the
 ///         writer made, and that a live query of the counter ends on its final value; prints
-///         "received N in-order OK median-us M worst-us W deliveries D"
+///         "received N in-order OK median-us M p99-us P worst-us W notified B final V". With
+///         `polling`, the store does not use commit notifications.
 enum FeedFixture {
     static func main(_ arguments: [String]) -> Int32 {
         guard arguments.count >= 5, let count = Int(arguments[4]) else {
@@ -20,10 +24,20 @@ enum FeedFixture {
             return 2
         }
         do {
-            let store: any DataStore = arguments[1] == "sqlite"
-                ? try SQLiteStore(path: arguments[2], schema: schema, options: SQLiteOptions(durability: .normal))
-                : try LMDBStore(path: arguments[2], schema: schema, options: LMDBOptions(durability: .normal))
+            let store: Store
+            switch arguments[1] {
+            case "sqlite":
+                store = try SQLiteStore(path: arguments[2], schema: schema, options: SQLiteOptions(durability: .normal))
+            case "lmdb": store = try LMDBStore(path: arguments[2], schema: schema, options: LMDBOptions(durability: .normal))
+            #if Postgres
+            case "postgres": store = try PostgresStore(url: arguments[2], schema: schema, durability: .normal)
+            #endif
+            default:
+                FileHandle.standardError.write(Data("unknown kind \(arguments[1])\n".utf8))
+                return 2
+            }
             defer { try? store.close() }
+            if arguments.count >= 6, arguments[5] == "polling" { store.usesCommitNotifications = false }
             if arguments[3] == "feed-write" {
                 let pause = arguments.count >= 6 ? Double(arguments[5]) ?? 0 : 0
                 try write(store, count, pauseMilliseconds: pause)
@@ -65,7 +79,7 @@ enum FeedFixture {
         return items
     }
 
-    static func observe(_ store: any DataStore, _ count: Int) throws -> Int32 {
+    static func observe(_ store: Store, _ count: Int) throws -> Int32 {
         let token = try store.currentChangeToken()
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
@@ -97,8 +111,10 @@ enum FeedFixture {
         let (delays, problems, final) = outcome.get()
         let sorted = delays.sorted()
         let median = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        let p99 = sorted.isEmpty ? 0 : sorted[sorted.count * 99 / 100]
         print("received \(delays.count) in-order \(problems.isEmpty ? "OK" : "FAIL \(problems.prefix(3))") "
-            + "median-us \(median) worst-us \(sorted.last ?? 0) final \(final)")
+            + "median-us \(median) p99-us \(p99) worst-us \(sorted.last ?? 0) "
+            + "notified \(store.receivesCommitNotifications) final \(final)")
         return problems.isEmpty && delays.count == count ? 0 : 1
     }
 

@@ -16,7 +16,7 @@
 //                                                 "progress ITEMS" as the migration goes and "done" at the end)
 //     crash-writer sqlite|lmdb PATH feed-write N [PAUSE_MS] / feed-observe N   (the cross-process feed tests;
 //                                                 see FeedFixture)
-//     crash-writer sqlite|lmdb|memory|postgres PATH async-probe   (see AsyncProbe)
+//     crash-writer sqlite|lmdb|memory|postgres PATH async-probe / saturate [blocking]   (see AsyncProbe)
 //
 // Every transaction moves the counter "items" to the number of entries, in the same transaction.
 import DataStoreAPI
@@ -38,7 +38,7 @@ let arguments = CommandLine.arguments
 if arguments.count >= 4, arguments[3] == "seed-v1" || arguments[3] == "upgrade" {
     exit(UpgradeFixture.main(arguments))
 }
-if arguments.count >= 4, arguments[3] == "async-probe" {
+if arguments.count >= 4, arguments[3] == "async-probe" || arguments[3] == "saturate" {
     exit(AsyncProbe.main(arguments))
 }
 if arguments.count >= 4, arguments[3] == "feed-write" || arguments[3] == "feed-observe" {

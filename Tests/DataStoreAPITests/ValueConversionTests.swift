@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 import Testing
 
@@ -25,7 +25,7 @@ func datesAtTheEdgesConvertToTextWithoutTrapping(_ micros: Int64) {
         .int: [.int(.min), .int(.min + 1), .int(-(1 << 53) - 1), .int(-1), .int(0), .int(1), .int(1 << 53),
                .int((1 << 53) + 1), .int(1 << 62), .int(.max - 1), .int(.max)],
         .double: [.double(-.infinity), .double(-.greatestFiniteMagnitude), .double(-1.5), .double(-0.0), .double(0),
-                  .double(.leastNonzeroMagnitude), .double(9_223_372_036_854_775_807), .double(.infinity)],
+                  .double(.leastNonzeroMagnitude), .double(9_223_372_036_854_775_808), .double(.infinity)],
         .string: [.string(""), .string("0"), .string("-9223372036854775808"), .string("true"), .string("é"),
                   .string("e\u{301}"), .string("a\u{0}b"), .string("1970-01-01T00:00:00Z"),
                   .string("+294247-01-10T04:00:54.775807Z"), .string("-290308-12-21T19:59:05.224192Z"),
@@ -61,4 +61,18 @@ func datesAtTheEdgesConvertToTextWithoutTrapping(_ micros: Int64) {
     #expect(ValueConversion.convert(.string("+294247-01-10T04:00:54.775808Z"), to: .date) == nil)
     #expect(ValueConversion.convert(.date(Timestamp(microsecondsSinceEpoch: 0)), to: .string)
             == .string("1970-01-01T00:00:00.000000Z"))
+}
+
+/// A wrong type's error names the attribute and the type, and shows at most 80 characters of
+/// the value (a 64 KiB string is not copied into the message).
+@Test func aTypeMismatchShowsTheValueBriefly() throws {
+    let entity = EntitySchema("E", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("n", .int)])
+    do {
+        _ = try entity.checkValue(.string(String(repeating: "x", count: 65_536)), for: entity.attributes[1])
+        Issue.record("a string was accepted for an int")
+    } catch {
+        #expect(error.code == .typeMismatch)
+        #expect(error.message.contains("'E.n' is int") && error.message.contains("65538 bytes"), "\(error.message)")
+        #expect(error.message.count < 200)
+    }
 }

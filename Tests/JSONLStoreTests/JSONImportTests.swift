@@ -43,7 +43,7 @@ func anAPIsJSONIsImportedWithSyncSemantics(_ kind: Kind) throws {
         try w.insert(["id": 5, "firstName": "Kept by its malformed object"], into: "User")
     }
     let input = dir.path("users.json")
-    FileManager.default.createFile(atPath: input, contents: Data(fixture.utf8))
+    _ = FileManager.default.createFile(atPath: input, contents: Data(fixture.utf8))
     let rejects = dir.path("rejects.jsonl")
     let report = try JSONImport.run(input, into: store, entity: "User", rejects: rejects)
     #expect(report.objects == 9)
@@ -93,7 +93,7 @@ func anAPIsJSONIsImportedWithSyncSemantics(_ kind: Kind) throws {
     for (name, text) in [("truncated", #"[{"id": 1, "first_name": "A"}, {"id": 2"#), ("bad object", #"{"id": 1,,}"#), ("not JSON", "id,first_name\n1,Ada\n"),
                          ("lines", "{\"id\": 1, \"first_name\": \"A\"}\n{\"id\": 2,\n")] {
         let path = dir.path(name + ".json")
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         #expect(throws: StoreError.self) { try JSONImport.run(path, into: store, entity: "User") }
     }
     #expect(try store.read { try $0.count(FetchRequest("User")) } == 0)
@@ -106,7 +106,7 @@ func anObjectThatBreaksAUniqueIndexIsRejectedAndItsBatchGoesOn(_ kind: Kind) thr
     let store = try kind.open(dir, "unique", userSchema)
     defer { try? store.close() }
     let input = dir.path("clash.json")
-    FileManager.default.createFile(atPath: input, contents: Data(#"""
+    _ = FileManager.default.createFile(atPath: input, contents: Data(#"""
         [{"id": 1, "first_name": "A", "email_address": "same@example.com"},
          {"id": 2, "first_name": "B", "email_address": "same@example.com"},
          {"id": 3, "first_name": "C"}]
@@ -131,7 +131,7 @@ func anInterruptedImportGoesOnFromItsCheckpoint(_ kind: Kind) throws {
         objects.append(#"{"id": \#(id), "first_name": "U\#(id)", "email_address": "\#(email)"}"#)
     }
     let input = dir.path("many.json")
-    FileManager.default.createFile(atPath: input, contents: Data(("[" + objects.joined(separator: ",\n") + "]").utf8))
+    _ = FileManager.default.createFile(atPath: input, contents: Data(("[" + objects.joined(separator: ",\n") + "]").utf8))
     func seeded(_ name: String) throws -> any DataStore {
         let store = try kind.open(dir, name, userSchema)
         try store.writeSync { w in

@@ -134,7 +134,7 @@ func aStoreOfEdgeValuesRoundTripsThroughJSONLines(_ kind: Kind) throws {
     var failures: [String] = []
     for (n, (what, bytes)) in damaged.enumerated() {
         let file = dir.path("damaged-\(n)" + (what.hasPrefix("gzip") ? ".jsonl.gz" : ".jsonl"))
-        FileManager.default.createFile(atPath: file, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: file, contents: Data(bytes))
         let destination = try InMemoryStore(schema: EdgeDomain.schema)
         do {
             try JSONLines.load(file, into: destination)

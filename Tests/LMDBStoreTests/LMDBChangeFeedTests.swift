@@ -17,6 +17,18 @@ func anObserverProcessReceivesEveryTransactionOfAWriterProcessInOrder() throws {
     print("lmdb cross-process feed: \(outcome)")
 }
 
+/// Another process's commits reach an observer from the kernel's report of a write to the
+/// store's file, with no polling: every transaction arrives, in order, and sooner than by
+/// polling every 5 ms (the figures are printed; the README reports them).
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func lmdbCommitsReachAnObserverProcessByNotificationAndByPolling() throws {
+    let dir = try TemporaryDirectory()
+    let (notified, polled) = try CrossProcessFeed.notificationsAndPolling(kind: "lmdb") { dir.path("\($0).lmdb") }
+    #expect(notified.received == 200 && notified.inOrder && notified.notified, "\(notified.output)")
+    #expect(polled.received == 200 && polled.inOrder && !polled.notified, "\(polled.output)")
+    print("lmdb commit to another process's observer: notified: \(notified); polling: \(polled)")
+}
+
 /// A write made with `mdb_load` (an earlier dump of the entity loaded back) is not in the feed,
 /// but a live query notices it.
 @Test func aLiveQueryNoticesAWriteMadeWithMDBLoad() async throws {

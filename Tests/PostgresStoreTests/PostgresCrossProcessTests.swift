@@ -30,3 +30,33 @@ func asyncReadsAndWritesLeaveTheCooperativePoolFreeOnPostgreSQL() throws {
     #expect(output.contains("probe ran while"), "\(output)")
 }
 #endif
+
+#if Postgres
+/// The cross-process delivery of `SQLiteChangeFeedTests` on PostgreSQL: an observer process
+/// learns of another process's commits from `NOTIFY`, and by polling when told not to use it.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func postgresCommitsReachAnObserverProcessByNotificationAndByPolling() throws {
+    let dir = try TemporaryDirectory()
+    let locations = ["notified", "polled"].map { PostgresTestServer.location(dir.url.path + "/" + $0) }
+    defer { for location in locations { try? PostgresStore.destroy(location) } }
+    let (notified, polled) = try CrossProcessFeed.notificationsAndPolling(kind: "postgres") {
+        locations[$0 == "notified" ? 0 : 1].description
+    }
+    #expect(notified.received == 200 && notified.inOrder && notified.notified, "\(notified.output)")
+    #expect(polled.received == 200 && polled.inOrder && !polled.notified, "\(polled.output)")
+    print("postgres commit to another process's observer: notified: \(notified); polling: \(polled)")
+}
+
+/// The saturation probe of `AsyncAccessTests` on PostgreSQL.
+@Test(.enabled(if: runsTimingTests, "runs in the timing step of Scripts/test.sh"))
+func asyncCallsKeepTheCooperativePoolResponsiveUnderLoadOnPostgreSQL() throws {
+    let dir = try TemporaryDirectory()
+    let locations = ["async", "blocking"].map { PostgresTestServer.location(dir.url.path + "/" + $0) }
+    defer { for location in locations { try? PostgresStore.destroy(location) } }
+    let async = try PoolSaturation.run(kind: "postgres", path: locations[0].description, blocking: false)
+    let blocking = try PoolSaturation.run(kind: "postgres", path: locations[1].description, blocking: true)
+    print("postgres under load: async API: \(async); synchronous API in tasks: \(blocking)")
+    #expect(async.samples > 1_000 && async.reads > 0 && async.writes > 0, "\(async.output)")
+    #expect(async.p99Microseconds >= 0 && async.p99Microseconds < 10_000, "\(async.output)")
+}
+#endif

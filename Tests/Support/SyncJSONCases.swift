@@ -50,7 +50,7 @@ public enum SyncJSONCases {
     public static func sync(_ json: String, _ store: any DataStore, _ dir: TemporaryDirectory, entity: String = "User",
                             options: JSONImport.Options = .init()) throws -> JSONImport.Report {
         let path = dir.path("payload-\(UUID().uuidString).json")
-        FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
         defer { unlink(path) }
         return try JSONImport.run(path, into: store, entity: entity, options: options)
     }

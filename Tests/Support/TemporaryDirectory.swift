@@ -47,3 +47,8 @@ public struct CommandFailed: Error, CustomStringConvertible {
 /// `DATASTORE_QUICK=1`): the damaged-store corpus, the SIGKILL loops, the cross-process and
 /// PostgreSQL tests. The plain test command runs everything.
 public let runsSlowTests = ProcessInfo.processInfo.environment["DATASTORE_QUICK"] == nil
+
+/// Whether the tests that measure scheduling delays run: `Scripts/test.sh` runs them in a step
+/// of their own after the others (`DATASTORE_TIMING_TESTS=1`), so that no other test's work
+/// shares the cores with what they measure.
+public let runsTimingTests = ProcessInfo.processInfo.environment["DATASTORE_TIMING_TESTS"] == "1"

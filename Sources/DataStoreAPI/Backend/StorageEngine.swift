@@ -1,3 +1,5 @@
+import Foundation
+import Logging
 /// What a backend implements: transactions over encoded keys and complete, validated records.
 ///
 /// Everything that must behave the same on every backend (validation of entities, attributes,
@@ -15,6 +17,21 @@
     func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T
     /// Releases the engine's resources. Called once, with no transaction running.
     func close() throws
+    /// How many reads the store's async API runs at once, each on a thread of the store's own
+    /// (``DataStore/readAsync(_:)``). The default, one per core, suits engines whose reads
+    /// compute (SQLite, LMDB, memory): more threads would only take turns on the cores, and
+    /// make the app's other threads wait longer for one. An engine whose reads wait on a
+    /// server sizes it by its connections.
+    var concurrentReads: Int { get }
+    /// Gives the engine the store's logger, for what only the engine sees (LMDB's map growing,
+    /// a lost PostgreSQL connection replaced); called once, when the store opens, if the app
+    /// configured logging (``Instrumentation``).
+    func attach(_ logger: Logger)
+}
+
+extension StorageEngine {
+    public var concurrentReads: Int { max(2, ProcessInfo.processInfo.activeProcessorCount) }
+    public func attach(_ logger: Logger) {}
 }
 
 /// The read operations of a backend transaction. Not `Sendable`: it lives inside its block.

@@ -31,23 +31,43 @@ open class Store: DataStore, @unchecked Sendable {
     /// they are and checks the references once the destination is complete.
     let keepsReferences: Bool
     private let hubStorage = Mutex<ChangeHub?>(nil)
+    /// Where the store reports what it does; `nil` when nothing is configured.
+    let instruments: StoreInstruments?
 
     /// Makes a store over an open engine; what a backend's store type calls.
     ///
     /// - Throws: `incompleteMigration` when the store is the destination of a migration that has
     ///   not finished (the migration engine itself opens such stores); the engine is closed
     ///   again in that case.
-    @_spi(Backend) public init(engine: any StorageEngine) throws {
+    @_spi(Backend) public init(engine: any StorageEngine, instrumentation: Instrumentation = .none) throws {
         self.engine = engine
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
         recordsChanges = true
         keepsReferences = !MigrationGate.defersReferenceChecks
+        instruments = StoreInstruments(instrumentation, backend: Self.backendName(engine))
         try Self.gate(engine)
+        if let instruments, instruments.logs { engine.attach(instruments.logger) }
+    }
+
+    /// `sqlite` for `SQLiteEngine`, and so on: the `backend` dimension of the metrics.
+    private static func backendName(_ engine: any StorageEngine) -> String {
+        let name = String(describing: type(of: engine))
+        return (name.hasSuffix("Engine") ? String(name.dropLast(6)) : name).lowercased()
+    }
+
+    /// Logs that the store at `location` opened (what a backend's store type calls at the end
+    /// of its initializer).
+    @_spi(Backend) public final func logOpened(_ location: String) {
+        guard let instruments, instruments.logs else { return }
+        instruments.logger.info("store opened", metadata: [
+            "location": "\(location)", "schemaVersion": "\(schema.version)", "entities": "\(schema.entities.count)",
+        ])
     }
 
     /// A store over `engine`, gated (as ``init(engine:)``) or not (child stores).
     init(engine: any StorageEngine, gated: Bool) throws {
+        instruments = nil
         self.engine = engine
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
@@ -109,6 +129,8 @@ open class Store: DataStore, @unchecked Sendable {
             defer { accessor.expire() }
             return try body(accessor)
         }
+        let started = instruments == nil ? 0 : StoreInstruments.now()
+        defer { if let instruments { instruments.read(since: started) } }
         return try engine.withReader { reader in
             try inside(reader) {
                 let accessor = ReadAccessor(reader: reader, catalog: catalog)
@@ -129,6 +151,9 @@ open class Store: DataStore, @unchecked Sendable {
         defer { lifecycle.end() }
         writeLock.lock()
         defer { writeLock.unlock() }
+        let started = instruments == nil ? 0 : StoreInstruments.now()
+        var committed = false
+        defer { if let instruments { instruments.wrote(since: started, committed: committed) } }
         let feedBefore = feedState
         feedState = nil
         var feedAfter: FeedStateCache?
@@ -156,6 +181,7 @@ open class Store: DataStore, @unchecked Sendable {
         // Under the write lock: the next write transaction finds the state this one left, or
         // none (it reads the state itself).
         feedState = feedAfter
+        committed = true
         hubStorage.withLock { $0 }?.signal()
         return result
     }
@@ -209,6 +235,19 @@ open class Store: DataStore, @unchecked Sendable {
         set { changeHub.pollInterval = newValue }
     }
 
+    /// Whether observers learn of other processes' commits from notifications (PostgreSQL's
+    /// `NOTIFY`, the kernel's report of a write to a SQLite or LMDB file) rather than by
+    /// polling every ``changePollInterval``; on by default. Turn it off for a store on a
+    /// network file system that other machines write: the kernel reports only this machine's
+    /// writes.
+    public final var usesCommitNotifications: Bool {
+        get { changeHub.notificationsAllowed }
+        set { changeHub.notificationsAllowed = newValue }
+    }
+
+    /// Whether other processes' commits reach this store's observers as notifications now.
+    package var receivesCommitNotifications: Bool { changeHub.isNotified }
+
     public final func writeAsync<T: Sendable>(
         _ body: @escaping @Sendable (WriteAccessor) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
@@ -226,13 +265,14 @@ open class Store: DataStore, @unchecked Sendable {
         }
     }
 
-    /// On the store's own reader threads (four serial queues, made at first use).
+    /// On the store's own reader threads (``StorageEngine/concurrentReads`` serial queues, made
+    /// at first use).
     public final func readAsync<T: Sendable>(
         _ body: @escaping @Sendable (ReadAccessor) throws -> T
     ) async throws -> T {
         let readers = readerThreads.withLock { readers in
             if let readers { return readers }
-            let made = BlockingReads(label: "DataStore.reader")
+            let made = BlockingReads(label: "DataStore.reader", threads: max(1, engine.concurrentReads))
             readers = made
             return made
         }

@@ -21,6 +21,7 @@ final class ChangeHub: Sendable {
         var interval: Duration = .milliseconds(5)
         var subscription: (any CommitSubscription)?
         var subscribed = false
+        var notificationsAllowed = true
     }
 
     private let state = Mutex(State())
@@ -44,6 +45,7 @@ final class ChangeHub: Sendable {
     private func notificationsActive() -> Bool {
         guard let subscribe else { return false }
         let start = state.withLock { state -> Bool in
+            guard state.notificationsAllowed else { return false }
             defer { state.subscribed = true }
             return !state.subscribed && !state.closed
         }
@@ -63,6 +65,21 @@ final class ChangeHub: Sendable {
 
     /// The engine's commit counter now.
     func currentCounter() -> UInt64? { counter() }
+
+    /// Whether the engine's notifications may be used (when it has them); off, observers poll.
+    var notificationsAllowed: Bool {
+        get { state.withLock { $0.notificationsAllowed } }
+        set {
+            let stopped = state.withLock { state -> (any CommitSubscription)? in
+                state.notificationsAllowed = newValue
+                guard !newValue else { return nil }
+                state.subscribed = false
+                defer { state.subscription = nil }
+                return state.subscription
+            }
+            stopped?.cancel()
+        }
+    }
 
     var pollInterval: Duration {
         get { state.withLock { $0.interval } }
