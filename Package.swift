@@ -25,6 +25,8 @@ let package = Package(
         .trait(name: "Postgres", description: "The PostgreSQL backend (PostgresStore, postgres:// stores in "
             + "migrate-store), built on vapor/postgres-nio; off by default, so that users who do not need it "
             + "do not build it."),
+        .trait(name: "ExampleServer", description: "The example HTTP service notes-server (Examples/NotesServer), "
+            + "built on Hummingbird; off by default."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -33,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(name: "DataStoreAPI",
@@ -74,6 +78,17 @@ let package = Package(
         ),
         .executableTarget(name: "migrate-store", dependencies: ["MigrateStoreCommand"], swiftSettings: swiftSettings),
         .executableTarget(
+            name: "notes-server",
+            dependencies: ["DataStoreAPI", "StoreMigration",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser",
+                                    condition: .when(traits: ["ExampleServer"])),
+                           .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["ExampleServer"])),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                                    condition: .when(traits: ["ExampleServer"]))],
+            path: "Examples/NotesServer/Sources",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "crash-writer",
             dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore", "PostgresStore"],
             swiftSettings: swiftSettings
@@ -94,7 +109,7 @@ let package = Package(
         .executableTarget(
             name: "documentation-snippets",
             dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "StoreMigration", "JSONLStore",
-                           "DataStoreConformance"],
+                           "DataStoreConformance", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings,
             plugins: ["DocumentationSnippets"]
         ),
@@ -119,6 +134,12 @@ let package = Package(
             name: "PostgresStoreTests",
             dependencies: ["PostgresStore", "DataStoreConformance", "DataStoreTestSupport", "StoreMigration",
                            "crash-writer", "migrate-store"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NotesServerTests",
+            dependencies: ["DataStoreTestSupport", "notes-server"],
+            path: "Examples/NotesServer/Tests",
             swiftSettings: swiftSettings
         ),
         .testTarget(

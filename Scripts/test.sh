@@ -12,6 +12,9 @@
 # cross-process and PostgreSQL tests), the timing step and the documentation build, and draws 1,000 random
 # edge requests per backend instead of 10,000.
 #
+# The example server (Examples/NotesServer) is built with the package trait ExampleServer, and
+# its tests start it and talk to it with curl.
+#
 # PostgreSQL: when PostgreSQL 15 is installed or installable (Debian's postgresql-15), the
 # build enables the package trait `Postgres` (into .build-pg, so that it never invalidates the
 # plain build in .build), and the run adds the PostgreSQL tests: they start a throwaway server
@@ -29,15 +32,17 @@ fi
 started=$(date +%s)
 Scripts/install-deps.sh
 if Scripts/postgres-server.sh install; then
-    swift build --build-tests --traits Postgres --scratch-path .build-pg
-    swift test --skip-build --traits Postgres --scratch-path .build-pg "$@"
-    [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build --traits Postgres --scratch-path .build-pg \
+    swift build --build-tests --traits Postgres,ExampleServer --scratch-path .build-pg
+    swift test --skip-build --traits Postgres,ExampleServer --scratch-path .build-pg "$@"
+    [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build --traits Postgres,ExampleServer \
+        --scratch-path .build-pg \
         --no-parallel --filter KeepTheCooperativePoolResponsive
 else
     echo "test.sh: PostgreSQL 15 is neither installed nor installable here; the PostgreSQL tests do not run" >&2
-    swift build --build-tests
-    swift test --skip-build "$@"
-    [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build --no-parallel --filter KeepTheCooperativePoolResponsive
+    swift build --build-tests --traits ExampleServer
+    swift test --skip-build --traits ExampleServer "$@"
+    [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build --traits ExampleServer --no-parallel \
+        --filter KeepTheCooperativePoolResponsive
 fi
 if [ "$quick" -eq 0 ]; then
     Scripts/docs.sh

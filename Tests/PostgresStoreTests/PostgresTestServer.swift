@@ -1,5 +1,6 @@
 #if Postgres
 @_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
 import Foundation
 import PostgresStore
 
@@ -7,29 +8,8 @@ import PostgresStore
 /// server that `Scripts/postgres-server.sh` starts at first use (installing PostgreSQL 15 when
 /// it is missing) and stops when the test process exits.
 enum PostgresTestServer {
-    static let host: String = {
-        if let host = ProcessInfo.processInfo.environment["DATASTORE_TEST_PGHOST"] { return host }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("datastore-pg-\(getpid())").path
-        let script = root.appendingPathComponent("Scripts/postgres-server.sh").path
-        // system(3), not Process: Foundation's waitUntilExit can miss the end of a script whose
-        // child (the server) lives on.
-        let status = system("/bin/bash '\(script)' start '\(dir)' >/dev/null")
-        precondition(status == 0, "the test PostgreSQL server did not start (\(script) start \(dir))")
-        stopDirectory = dir
-        atexit {
-            guard let dir = PostgresTestServer.stopDirectory else { return }
-            _ = system("/bin/bash '\(PostgresTestServer.script)' stop '\(dir)'")
-        }
-        return dir
-    }()
-
-    nonisolated(unsafe) static var stopDirectory: String?
-    static var script: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-server.sh").path
-    }
+    static var host: String { TestPostgresServer.host }
+    static var script: String { TestPostgresServer.script }
 
     /// A store location of its own for `key` (a test's temporary path): a schema named by its hash.
     static func location(_ key: String) -> PostgresLocation {
