@@ -270,13 +270,17 @@ open class Store: DataStore, @unchecked Sendable {
     public final func readAsync<T: Sendable>(
         _ body: @escaping @Sendable (ReadAccessor) throws -> T
     ) async throws -> T {
-        let readers = readerThreads.withLock { readers in
+        try await blockingReads.run { try self.read(body) }
+    }
+
+    /// The store's reader threads, made at first use.
+    var blockingReads: BlockingReads {
+        readerThreads.withLock { readers in
             if let readers { return readers }
             let made = BlockingReads(label: "DataStore.reader", threads: max(1, engine.concurrentReads))
             readers = made
             return made
         }
-        return try await readers.run { try self.read(body) }
     }
 
     public final func waitForPendingWrites() throws {

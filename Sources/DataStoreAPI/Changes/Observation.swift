@@ -118,8 +118,11 @@ public struct ChangeSequence: AsyncSequence, Sendable {
                 }
                 if Task.isCancelled { return nil }
                 let generation = hub.generation
-                let token = self.token
-                guard let page = try Store.unlessClosed({ try store.changes(since: token, limit: 256) }) else {
+                let (token, store) = (self.token, self.store)
+                // On the store's reader threads: a read blocks, and next() runs on the pool.
+                guard let page = try await Store.offThePool(store, { () throws -> [ChangeSet]? in
+                    try Store.unlessClosed { try store.changes(since: token, limit: 256) }
+                }) else {
                     return nil
                 }
                 if let last = page.last {
@@ -181,13 +184,16 @@ struct LiveResults<Results: Equatable & Sendable>: Sendable {
         while true {
             if Task.isCancelled { return nil }
             let generation = hub.generation
-            // The counter is read before the snapshot, so a commit between the two is seen
-            // again next time rather than missed.
-            let counter = hub.currentCounter()
             let (previousToken, previousCounter, first) = (token, self.counter, last == nil)
-            let (entities, fetch) = (self.entities, self.fetch)
-            guard let outcome = try Store.unlessClosed({
-                try store.read { reader -> (ChangeToken, Results?) in
+            let (entities, fetch, store) = (self.entities, self.fetch, self.store)
+            // On the store's reader threads: the counter and the read block (a round trip on
+            // PostgreSQL), and next() runs on the cooperative pool.
+            guard let (counter, outcome) = try await Store.offThePool(store, {
+                () throws -> (UInt64?, (ChangeToken, Results?))? in
+                // The counter is read before the snapshot, so a commit between the two is seen
+                // again next time rather than missed.
+                let counter = hub.currentCounter()
+                guard let outcome = try Store.unlessClosed({ try store.read { reader -> (ChangeToken, Results?) in
                     let head = try reader.changeToken()
                     // A child store's own writes are not in any feed: look again at every wake-up.
                     var relevant = first || !hub.recordsChanges
@@ -199,7 +205,8 @@ struct LiveResults<Results: Equatable & Sendable>: Sendable {
                         relevant = true
                     }
                     return (head, relevant ? try fetch(reader) : nil)
-                }
+                } }) else { return nil }
+                return (counter, outcome)
             }) else { return nil }
             token = outcome.0
             self.counter = counter
@@ -349,6 +356,14 @@ struct CommitWaiter: Sendable {
 }
 
 extension Store {
+    /// Runs `work` on `store`'s reader threads (shared ones for a store that is not a
+    /// ``Store``), and suspends until it returns.
+    static func offThePool<T: Sendable>(_ store: any DataStore, _ work: @escaping @Sendable () throws -> T) async throws
+        -> T
+    {
+        try await ((store as? Store)?.blockingReads ?? BlockingReads.shared).run(work)
+    }
+
     /// Runs `body`; `nil` when the store closed (which ends feeds and observations).
     static func unlessClosed<T>(_ body: () throws -> T) throws -> T? {
         do {
