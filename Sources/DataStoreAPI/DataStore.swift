@@ -69,3 +69,21 @@ extension DataStore {
         writeAsync(body) { (_: Result<Void, any Error>) in }
     }
 }
+
+extension DataStore {
+    /// How often observers and feed readers look for commits of other processes while they
+    /// wait, when they poll (see ``Store/changePollInterval``). A store of the app's own that
+    /// is not a ``Store`` is looked at every 50 ms, whatever this says.
+    public var changePollInterval: Duration {
+        get { (self as? Store)?.changePollInterval ?? CommitWaiter.pollingInterval }
+        set { (self as? Store)?.changePollInterval = newValue }
+    }
+
+    /// Whether observers learn of other processes' commits from notifications rather than by
+    /// polling (see ``Store/usesCommitNotifications``); always false for a store of the app's
+    /// own that is not a ``Store``.
+    public var usesCommitNotifications: Bool {
+        get { (self as? Store)?.usesCommitNotifications ?? false }
+        set { (self as? Store)?.usesCommitNotifications = newValue }
+    }
+}

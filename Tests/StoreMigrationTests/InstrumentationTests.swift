@@ -104,3 +104,15 @@ func storesLogAndCountWhatTheyDoWhenTheAppAsks(_ kind: String) throws {
     #expect(instrumentation.logger.handler is SwiftLogNoOpLogHandler)
     #expect(instrumentation.metrics == nil)
 }
+
+/// The change-wait settings are reachable on `any DataStore`, without a downcast.
+@Test func changeWaitSettingsWorkOnAnyDataStore() throws {
+    let dir = try TemporaryDirectory()
+    let store: any DataStore = try SQLiteStore(path: dir.path("s.sqlite"), schema: Fixtures.schema)
+    defer { try? store.close() }
+    #expect(store.changePollInterval == .milliseconds(5) && store.usesCommitNotifications)
+    store.changePollInterval = .milliseconds(20)
+    store.usesCommitNotifications = false
+    #expect(store.changePollInterval == .milliseconds(20) && !store.usesCommitNotifications)
+    #expect((store as? SQLiteStore)?.changePollInterval == .milliseconds(20))
+}
