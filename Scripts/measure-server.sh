@@ -16,7 +16,7 @@ command -v wrk >/dev/null || { echo "measure-server.sh: wrk is missing (apt-get 
 swift build -c release --traits Postgres,ExampleServer --product notes-server --scratch-path .build-release
 server=.build-release/release/notes-server
 work=$(mktemp -d)
-pgdir="$work/pg"
+pgdir="${TMPDIR:-/tmp}/datastore-pg-measure-$$"
 Scripts/postgres-server.sh start "$pgdir" >/dev/null
 trap 'Scripts/postgres-server.sh stop "$pgdir" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 cat > "$work/random-note.lua" <<'LUA'
