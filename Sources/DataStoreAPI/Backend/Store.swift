@@ -265,8 +265,8 @@ open class Store: DataStore, @unchecked Sendable {
         }
     }
 
-    /// On the store's own reader threads (``StorageEngine/concurrentReads`` serial queues, made
-    /// at first use).
+    /// On the store's own reader threads, made at first use: one per core, or on PostgreSQL one
+    /// per read connection.
     public final func readAsync<T: Sendable>(
         _ body: @escaping @Sendable (ReadAccessor) throws -> T
     ) async throws -> T {
