@@ -69,7 +69,7 @@ struct NotesServer: AsyncParsableCommand {
         commandName: "notes-server",
         abstract: "Serves notes over HTTP from a store: JSON, and a live list over server-sent events.")
 
-    @Option(help: "The store: sqlite:PATH, lmdb:PATH, memory: or postgres://USER@HOST/DB?schema=NAME.")
+    @Option(help: "The store: sqlite:PATH, lmdb:PATH, memory:NAME or postgres://USER@HOST/DB?schema=NAME.")
     var store: String
 
     @Option(help: "The port to listen on (0: any free one; the server prints it).")
@@ -82,6 +82,11 @@ struct NotesServer: AsyncParsableCommand {
     var seed = 0
 
     static let schema = Schema(version: 1, entities: [try! Note.entitySchema()])
+
+    func validate() throws {
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0 to 65535, not \(port)") }
+        guard seed >= 0 else { throw ValidationError("--seed must be 0 or more, not \(seed)") }
+    }
 
     func run() async throws {
         let location: StoreLocation

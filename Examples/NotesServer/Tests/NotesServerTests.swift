@@ -154,5 +154,8 @@ func theNotesServerServesAndPushesChanges(_ kind: String, _ api: String) throws 
                                 allowingFailure: true)
     #expect(output.contains("nosuch"), "\(output)")
     #expect(!output.contains("StoreError("), "\(output)")
+    let port = try runCommand(CrashRecovery.executable(named: "notes-server").path,
+                              ["--store", "memory:x", "--port", "80000"], allowingFailure: true)
+    #expect(port.contains("--port must be 0 to 65535, not 80000"), "\(port)")
 }
 #endif
