@@ -275,7 +275,11 @@ import Synchronization
             try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)")
             return result
         } catch {
-            guard !writer.connection.isClosed else {
+            // The server's own word may come before the connection is seen closed: 57P01-03
+            // (terminated, crashed, restarting) and class 08 (connection exceptions).
+            let state = (error as? StoreError)?.message ?? ""
+            let lost = writer.connection.isClosed || state.contains(": 57P0") || state.contains(": 08")
+            guard !lost else {
                 throw StoreError(.io, "\(location): the connection to the server was lost "
                     + (committing ? "while the transaction committed: whether it did is unknown"
                                   : "during the transaction, which the server rolled back") + " (\(error))")
