@@ -38,10 +38,10 @@ public struct Instrumentation: Sendable {
     private static let silentLogger = Logger(label: "DataStore", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Whether the logger has a handler that may print something.
-    var logs: Bool { !(logger.handler is SwiftLogNoOpLogHandler) }
+    package var logs: Bool { !(logger.handler is SwiftLogNoOpLogHandler) }
 
     /// The factory to use, `nil` when it is the no-op one.
-    var metricsFactory: (any MetricsFactory)? {
+    package var metricsFactory: (any MetricsFactory)? {
         let factory = metrics ?? MetricsSystem.factory
         return factory is NOOPMetricsHandler ? nil : factory
     }

@@ -513,12 +513,10 @@ final class MigrationInstruments {
     private var pace: Gauge?
 
     init?(_ instrumentation: Instrumentation, report: MigrationReport) {
-        let factory = instrumentation.metrics ?? MetricsSystem.factory
-        let logs = !(instrumentation.logger.handler is SwiftLogNoOpLogHandler)
-        guard logs || !(factory is NOOPMetricsHandler) else { return nil }
+        factory = instrumentation.metricsFactory
+        logs = instrumentation.logs
+        guard logs || factory != nil else { return nil }
         logger = instrumentation.logger
-        self.logs = logs
-        self.factory = factory is NOOPMetricsHandler ? nil : factory
         logger.info("migration started", metadata: ["operation": "\(report.operation)", "from": "\(report.source)",
                                                     "to": "\(report.destination)"])
     }
