@@ -90,7 +90,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "crash-writer",
-            dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore", "PostgresStore"],
+            dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore", "PostgresStore", "StoreMigration"],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -75,15 +75,15 @@ extension DataStore {
     /// wait, when they poll (see ``Store/changePollInterval``). A store of the app's own that
     /// is not a ``Store`` is looked at every 50 ms, whatever this says.
     public var changePollInterval: Duration {
-        get { (self as? Store)?.changePollInterval ?? CommitWaiter.pollingInterval }
-        set { (self as? Store)?.changePollInterval = newValue }
+        get { Store.serving(self)?.changePollInterval ?? CommitWaiter.pollingInterval }
+        set { Store.serving(self)?.changePollInterval = newValue }
     }
 
     /// Whether observers learn of other processes' commits from notifications rather than by
     /// polling (see ``Store/usesCommitNotifications``); always false for a store of the app's
     /// own that is not a ``Store``.
     public var usesCommitNotifications: Bool {
-        get { (self as? Store)?.usesCommitNotifications ?? false }
-        set { (self as? Store)?.usesCommitNotifications = newValue }
+        get { Store.serving(self)?.usesCommitNotifications ?? false }
+        set { Store.serving(self)?.usesCommitNotifications = newValue }
     }
 }

@@ -14,6 +14,30 @@ extension MigrateStore {
         @Flag(help: "Check the store's integrity too (as `check` does).")
         var check = false
 
+        /// One line on a store's part in a switch between backends.
+        static func describe(_ status: SwitchingStore.Status, _ location: StoreLocation) -> String {
+            let role = status.old == location.description ? "from" : "to"
+            let switchLine = "switch from \(status.old) to \(status.new)"
+            let when = status.switchedAt.map { " at " + ISO8601DateFormatter().string(from: $0) } ?? ""
+            switch (status.phase, status.serving) {
+            case (.copying, _), (.following, _):
+                return "\(switchLine) in progress (\(status.phase.rawValue)); "
+                    + (role == "from" ? "this store serves the app" : "this store is being filled; the app's "
+                        + "SwitchingStore goes on with it at its next launch")
+            case (.switched, true):
+                return "\(switchLine) done\(when); this store serves the app"
+                    + (status.rollingBack ? " (rolling back: the old store is catching up)" : "")
+            case (.switched, false):
+                return "\(switchLine) done\(when); this store is kept for a rollback until the app drops it"
+            case (.rolledBack, _):
+                return "\(switchLine) rolled back; this store serves the app"
+            case (.cancelled, _):
+                return "\(switchLine) cancelled before its cutover; this store serves the app"
+            case (.rollingBack, _):
+                return "\(switchLine) rolling back"
+            }
+        }
+
         func run() throws {
             let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
             try CommandFailure.catching {
@@ -27,8 +51,11 @@ extension MigrateStore {
                 print("\(location)  \(location.sizeOnDisk) bytes on disk  schema version \(opened.schema.version)")
                 let marker = try opened.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
                 let checkpoint = try Migrator.checkpoint(of: opened)
+                let switching = try SwitchingStore.status(in: opened)
                 try opened.read { reader in
-                    if let marker {
+                    if let switching {
+                        print("state: " + Self.describe(switching, location))
+                    } else if let marker {
                         let source = String(decoding: marker, as: UTF8.self)
                         print("state: UNFINISHED migration from \(source); finish it with: "
                             + "migrate-store copy --from \(source) --to \(location) --resume")

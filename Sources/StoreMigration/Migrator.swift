@@ -268,12 +268,13 @@ public enum Migrator {
     /// Creates the destination at a staging location, marks it unfinished, then moves it into
     /// place, so that no crash can leave a destination that opens as a complete, empty store.
     /// Its files take `permissions` before anything is written into them.
-    private static func create(_ destination: StoreLocation, schema: Schema, marker: String,
-                               permissions: FilePermissions?) throws -> any DataStore {
+    static func create(_ destination: StoreLocation, schema: Schema, marker: String,
+                       permissions: FilePermissions?, durability: Durability = .normal,
+                       preparing: (WriteAccessor) throws -> Void = { _ in }) throws -> any DataStore {
         var staging = destination
         staging.path = try destination.backend.stagingPath(for: destination.path)
         if staging.exists { try staging.destroy() }
-        let store = try fillingDestination { try staging.open(schema: schema, durability: .normal) }
+        let store = try fillingDestination { try staging.open(schema: schema, durability: durability) }
         do {
             try permissions?.apply(to: staging.path)
         } catch {
@@ -285,10 +286,11 @@ public enum Migrator {
             // The copy's batches are not recorded in the destination's feed, which starts when
             // the copy finishes.
             try writer.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false))
+            try preparing(writer)
         }
         try store.close()
         try staging.move(to: destination)
-        return try fillingDestination { try destination.open(schema: schema, durability: .normal) }
+        return try fillingDestination { try destination.open(schema: schema, durability: durability) }
     }
 
     private static func openUnfinished(_ destination: StoreLocation, schema: Schema) throws -> any DataStore {

@@ -22,7 +22,9 @@ extension StoreLocation {
     /// mode, not an empty LMDB file), and so that no damage can crash the process (an LMDB
     /// source has every page checked before liblmdb reads one).
     public func openSource(alreadyChecked: Bool = false) throws -> any DataStore {
-        try backend.openSource(at: path, alreadyChecked: alreadyChecked)
+        try MigrationGate.$opensSwitchedAway.withValue(true) {
+            try backend.openSource(at: path, alreadyChecked: alreadyChecked)
+        }
     }
 
     /// Checks the store without writing to it: the engine's own check (SQLite's

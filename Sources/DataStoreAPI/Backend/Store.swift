@@ -29,7 +29,8 @@ open class Store: DataStore, @unchecked Sendable {
     /// Whether write transactions keep the relationship invariant (delete rules, and references
     /// checked at commit): not in a store the migration engine fills, which copies items as
     /// they are and checks the references once the destination is complete.
-    let keepsReferences: Bool
+    var keepsReferences: Bool { referencesKept.load(ordering: .relaxed) }
+    private let referencesKept: Atomic<Bool>
     private let hubStorage = Mutex<ChangeHub?>(nil)
     /// Where the store reports what it does; `nil` when nothing is configured.
     let instruments: StoreInstruments?
@@ -44,7 +45,7 @@ open class Store: DataStore, @unchecked Sendable {
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
         recordsChanges = true
-        keepsReferences = !MigrationGate.defersReferenceChecks
+        referencesKept = Atomic(!MigrationGate.defersReferenceChecks)
         instruments = StoreInstruments(instrumentation, backend: Self.backendName(engine))
         try Self.gate(engine)
         if let instruments, instruments.logs { engine.attach(instruments.logger) }
@@ -72,13 +73,37 @@ open class Store: DataStore, @unchecked Sendable {
         catalog = Catalog(engine.schema)
         writerQueue = DispatchQueue(label: "DataStore.writer")
         recordsChanges = gated
-        keepsReferences = !MigrationGate.defersReferenceChecks
+        referencesKept = Atomic(!MigrationGate.defersReferenceChecks)
         if gated { try Self.gate(engine) }
     }
 
-    /// Refuses an unfinished migration destination, unless the migration engine opens it.
+    /// Turns the relationship invariant on or off for the writes that start from now on: off
+    /// while the migration engine fills the store (as for a store opened to be filled), on once
+    /// it serves an app again.
+    package func keepReferences(_ keep: Bool) { referencesKept.store(keep, ordering: .relaxed) }
+
+    /// Wakes this store's feed readers and observers so that they look again (a store that
+    /// serves through another, as a switching store does, moved to another backend).
+    package func wakeObservers() { changeHub.signal() }
+
+    /// Whether the calling thread runs inside a block of `store` (a nested write would throw
+    /// `reentrantCall`).
+    package static func hasOpenBlock(of store: any DataStore) -> Bool {
+        ActiveBlocks.transactions[ObjectIdentifier(store)] != nil
+    }
+
+    /// Refuses an unfinished migration destination, or a store a switching store moved away
+    /// from, unless the migration engine opens it.
     private static func gate(_ engine: any StorageEngine) throws {
         if !MigrationGate.opensUnfinished {
+            if !MigrationGate.opensSwitchedAway,
+                let moved = try engine.withReader({ try $0.metadata(forKey: MetadataKeys.switchedAway) })
+            {
+                try? engine.close()
+                let destination = String(decoding: moved, as: UTF8.self)
+                throw StoreError(.incompleteMigration, "store was switched to \(destination) by a SwitchingStore and "
+                    + "is kept only for a rollback; open the SwitchingStore, or \(destination)")
+            }
             let marker = try engine.withReader { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
             if let marker {
                 try? engine.close()
@@ -342,6 +367,9 @@ final class OpenTransaction: @unchecked Sendable {
 /// only by the migration engine, around its own opens.
 package enum MigrationGate {
     @TaskLocal package static var opensUnfinished = false
+    /// Set while a store is opened to be read (a source, `inspect`, `verify`): a store that a
+    /// switching store moved away from opens too.
+    @TaskLocal package static var opensSwitchedAway = false
     /// Set while the migration engine opens a store it fills: the store's writes skip the
     /// relationship rules and checks (items are copied as they are, entity by entity, and the
     /// references are checked when the copy is complete), and SQLite leaves its foreign keys off.
@@ -354,6 +382,8 @@ package enum MetadataKeys {
     package static let reservedPrefix = "datastore."
     /// Present while a migration into the store has not finished; its value names the source.
     package static let incompleteMigration = "datastore.migration.incomplete"
+    /// Present in a store a switching store moved away from; its value names where to.
+    package static let switchedAway = "datastore.switch.away"
 }
 
 /// Open / closing / closed, and the number of operations running.

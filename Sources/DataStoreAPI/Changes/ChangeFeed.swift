@@ -151,4 +151,12 @@ extension WriteAccessor {
         }
         try ChangeLog.configure(writer, settings)
     }
+
+    /// Makes the feed go on from `head` (another store's token), dropping this store's entries:
+    /// tokens of the store it takes over from stay valid here. What a switching store's cutover
+    /// writes.
+    package func continueChangeFeed(after head: ChangeToken, settings: ChangeFeedSettings) throws {
+        guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
+        try ChangeLog.continueFeed(writer, after: head, settings: settings)
+    }
 }

@@ -231,6 +231,19 @@ package enum ChangeLog {
         try writer.setMetadata(encodeState(state), forKey: stateKey)
     }
 
+    /// Drops every entry and makes the feed go on from `head`, with its identity: the next
+    /// recorded transaction is `head.sequence + 1`. A store that takes over from another (a
+    /// switching store's cutover) continues that store's feed, so that its tokens stay valid.
+    package static func continueFeed(_ writer: any StorageWriter, after head: ChangeToken,
+                                     settings: ChangeFeedSettings) throws {
+        (writer as? ChangeRecorder)?.forgetFeedState()
+        let writer = base(writer)
+        let next = head.sequence + 1
+        if let state = try readState(writer) { try remove(writer, state, before: state.next) }
+        let state = State(id: head.store ?? UUID(), next: next, held: next, settings: settings)
+        try writer.setMetadata(encodeState(state), forKey: stateKey)
+    }
+
     static func configure(_ writer: any StorageWriter, _ settings: ChangeFeedSettings) throws {
         // The transaction's recorder read the state at its first write: the append at its commit
         // must read the state this leaves.

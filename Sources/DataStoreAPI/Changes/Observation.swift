@@ -110,8 +110,9 @@ public struct ChangeSequence: AsyncSequence, Sendable {
 
         /// The next transaction, waiting for its commit; `nil` once the store closed.
         public mutating func next() async throws -> ChangeSet? {
-            let hub = CommitWaiter(store)
             while true {
+                // Resolved at each turn: a switching store's backend changes at its cutover.
+                let hub = CommitWaiter(store)
                 if index < buffer.count {
                     index += 1
                     return buffer[index - 1]
@@ -180,8 +181,9 @@ struct LiveResults<Results: Equatable & Sendable>: Sendable {
 
     /// The next results that differ from the last ones; `nil` once the store closed.
     mutating func next() async throws -> Results? {
-        let hub = CommitWaiter(store)
         while true {
+            // Resolved at each turn: a switching store's backend changes at its cutover.
+            let hub = CommitWaiter(store)
             if Task.isCancelled { return nil }
             let generation = hub.generation
             let (previousToken, previousCounter, first) = (token, self.counter, last == nil)
@@ -323,6 +325,13 @@ public struct ResultsUpdates: AsyncSequence, Sendable {
     }
 }
 
+/// A store that serves through another one, which may change while it is open (a switching
+/// store): feeds and observations wait on the commits of the one it forwards to now.
+package protocol StoreForwarding: DataStore {
+    /// The store that serves reads and writes now.
+    var forwardedStore: any DataStore { get }
+}
+
 /// How feeds and observations wait for commits: a ``Store``'s hub, which this process's commits
 /// wake at once and which polls the engine's commit counter for other processes' commits; for
 /// any other ``DataStore``, a look at the feed every ``pollingInterval``.
@@ -334,7 +343,7 @@ struct CommitWaiter: Sendable {
     static let pollingInterval = Duration.milliseconds(50)
 
     init(_ store: any DataStore) {
-        let store = store as? Store
+        let store = Store.serving(store)
         hub = store?.changeHub
         recordsChanges = store?.recordsChanges ?? true
     }
@@ -361,7 +370,15 @@ extension Store {
     static func offThePool<T: Sendable>(_ store: any DataStore, _ work: @escaping @Sendable () throws -> T) async throws
         -> T
     {
-        try await ((store as? Store)?.blockingReads ?? BlockingReads.shared).run(work)
+        try await (serving(store)?.blockingReads ?? BlockingReads.shared).run(work)
+    }
+
+    /// The ``Store`` that serves `store` now: itself, or the one a forwarding store (a
+    /// switching store) forwards to.
+    package static func serving(_ store: any DataStore) -> Store? {
+        var store = store
+        while let forwarding = store as? any StoreForwarding { store = forwarding.forwardedStore }
+        return store as? Store
     }
 
     /// Runs `body`; `nil` when the store closed (which ends feeds and observations).

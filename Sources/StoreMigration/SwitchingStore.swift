@@ -1,0 +1,799 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+import Logging
+import Synchronization
+
+/// A store that moves its data to another backend while the app keeps using it.
+///
+/// The app opens a switching store instead of its current one, naming the store it has (the
+/// old one) and the one it moves to (the new one):
+///
+/// ```swift
+/// let store = try SwitchingStore(from: StoreLocation(parsing: "sqlite:app.sqlite"),
+///                                to: StoreLocation(parsing: "lmdb:app.lmdb"), schema: schema)
+/// ```
+///
+/// From then on it reads and writes through the switching store as through any ``DataStore``;
+/// typed models, child stores, change feeds and live queries work unchanged. In the background
+/// the migration engine copies one snapshot of the old store into the new one, batch by batch
+/// with a checkpoint in each, then follows the old store's change feed. Once the new store has
+/// caught up, the cutover holds writes for a moment, applies the last changes, records the
+/// switch in the new store in one transaction and sends every later read and write to the new
+/// store. Observations started before the cutover go on delivering from the new store, and
+/// the new store's change feed continues the old one's, so change tokens stay valid.
+///
+/// Every step is recorded in the two stores, so the next launch picks up where a crash left
+/// off: before the cutover the old store serves and the copy goes on; after it the new one
+/// serves. The old store is kept (and cannot be opened by itself) until ``dropOldStore()``, so
+/// that ``rollBack()`` can bring it up to date and make it serve again.
+public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
+    // @unchecked: every mutable field is read and written with `condition` locked, except the
+    // stores, which are set before the background thread starts and replaced only under it.
+
+    /// Where a switch stands.
+    public enum Phase: String, Sendable, Codable, Hashable {
+        /// The old store serves; its snapshot is being copied.
+        case copying
+        /// The old store serves; the new one applies its change feed until the cutover.
+        case following
+        /// The new store serves.
+        case switched
+        /// The new store serves; the old one catches up to serve again.
+        case rollingBack
+        /// The old store serves again; the new one was discarded.
+        case rolledBack
+        /// The old store serves; the switch was cancelled before its cutover and the new store
+        /// discarded.
+        case cancelled
+    }
+
+    /// How a switch runs.
+    public struct Policy: Sendable {
+        /// How fast the background copy goes.
+        public enum Pace: Sendable, Hashable {
+            /// As fast as the two stores allow.
+            case unlimited
+            /// At most this many items per second.
+            case itemsPerSecond(Int)
+            /// Only once the app has written nothing for this long (each batch of the copy,
+            /// and the cutover, wait for such a moment).
+            case whenIdle(Duration)
+        }
+
+        /// When the cutover happens.
+        public enum Cutover: Sendable, Hashable {
+            /// As soon as the new store has caught up.
+            case automatic
+            /// When the app calls ``SwitchingStore/switchNow(timeout:)``.
+            case manual
+        }
+
+        /// How fast the background copy goes.
+        public var pace: Pace
+        /// When the cutover happens.
+        public var cutover: Cutover
+        /// Items per write transaction of the copy.
+        public var batchSize: Int
+        /// Whether the old store is kept after the cutover (for ``SwitchingStore/rollBack()``)
+        /// until ``SwitchingStore/dropOldStore()``; when false it is deleted at the cutover.
+        public var keepsOldStore: Bool
+        /// The new store's durability.
+        public var durability: Durability
+
+        /// A policy; by default the copy runs at full speed, the cutover follows as soon as the
+        /// new store has caught up, and the old store is kept.
+        public init(pace: Pace = .unlimited, cutover: Cutover = .automatic, batchSize: Int = 1_000,
+                    keepsOldStore: Bool = true, durability: Durability = .full) {
+            self.pace = pace
+            self.cutover = cutover
+            self.batchSize = batchSize
+            self.keepsOldStore = keepsOldStore
+            self.durability = durability
+        }
+    }
+
+    /// What the background work has done, for an app to show.
+    public struct Progress: Sendable, Hashable {
+        /// Where the switch stands.
+        public var phase: Phase
+        /// Items of the old store's snapshot copied so far.
+        public var itemsCopied = 0
+        /// Items in the old store's snapshot.
+        public var itemsToCopy = 0
+        /// Transactions of the serving store not yet applied to the other one.
+        public var lagTransactions: UInt64 = 0
+        /// How long writes were held at the last cutover.
+        public var lastPause: Duration?
+        /// Why the background work stopped, when it failed (the serving store is unaffected;
+        /// the next launch tries again).
+        public var failure: String?
+    }
+
+    /// The store the data moves from.
+    public let oldLocation: StoreLocation
+    /// The store the data moves to.
+    public let newLocation: StoreLocation
+    /// How the switch runs.
+    public let policy: Policy
+    public let schema: Schema
+
+    private let condition = NSCondition()
+    private var serving: any DataStore
+    private var old: (any DataStore)?
+    private var new: (any DataStore)?
+    private var record: SwitchRecord
+    private var state: Progress
+    private var holding = false
+    private var activeWrites = 0
+    private var heldWrites: [(any DataStore) -> Void] = []
+    private var stopping = false
+    private var cutoverRequested = false
+    private var worker: Thread?
+    private var workerDone = true
+    private var closed = false
+    private var lastAppWrite = ContinuousClock.now
+    private let logger: Logger?
+
+    /// Called at each step of a cutover (`held`, `applied`, `recorded`, `released`, `retired`)
+    /// and of a rollback (`rollback-recorded`), on the thread doing it: a crash test kills its
+    /// process there.
+    package static let stepHook = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    /// Opens the switch from `old` to `new`, or goes on with the one a previous launch left:
+    /// copying or following in the background while the old store serves, or serving from the
+    /// new store once the cutover happened.
+    ///
+    /// - Parameters:
+    ///   - schema: the app's schema; a new old store is made with it.
+    ///   - onProgress: called from the background work after each step (on its thread).
+    /// - Throws: ``StoreError`` when a store cannot be opened, or `invalidArgument` when `new`
+    ///   holds a store that is not this switch's destination.
+    public init(from old: StoreLocation, to new: StoreLocation, schema: Schema, policy: Policy = Policy(),
+                instrumentation: Instrumentation = .none,
+                onProgress: (@Sendable (Progress) -> Void)? = nil) throws {
+        try Migrator.checkFollow(from: old, to: new)
+        try Migrator.requireTransactions(old, toDo: "be switched from")
+        oldLocation = old
+        newLocation = new
+        self.policy = policy
+        self.onProgress = onProgress
+        logger = instrumentation.logs ? instrumentation.logger : nil
+        let opened = try SwitchOpening(old: old, new: new, schema: schema, policy: policy)
+        self.old = opened.old
+        self.new = opened.new
+        self.schema = opened.serving.schema
+        serving = opened.serving
+        record = opened.record
+        state = Progress(phase: opened.phase)
+        comparesFirst = opened.resumed
+        logger?.info("switching store opened", metadata: ["from": "\(old)", "to": "\(new)",
+                                                          "phase": "\(opened.phase.rawValue)"])
+        if [.copying, .following, .rollingBack].contains(opened.phase) { startBackground() }
+    }
+
+    private let onProgress: (@Sendable (Progress) -> Void)?
+    /// Whether the next follow starts by comparing the stores (after a launch found the switch
+    /// under way, or a rollback, since writes made outside the package are not in a feed).
+    private var comparesFirst: Bool
+
+    // MARK: DataStore
+
+    /// The store serving reads and writes now.
+    package var forwardedStore: any DataStore { condition.withLock { serving } }
+
+    public var isClosed: Bool { condition.withLock { closed } }
+
+    public func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
+        try forwardedStore.read(body)
+    }
+
+    public func readAsync<T: Sendable>(_ body: @escaping @Sendable (ReadAccessor) throws -> T) async throws -> T {
+        try await forwardedStore.readAsync(body)
+    }
+
+    @discardableResult
+    public func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
+        let current = forwardedStore
+        // A write inside a block of the serving store is refused by that store; waiting for a
+        // cutover here would wait for this very block.
+        if Store.hasOpenBlock(of: current) { return try current.writeSync(body) }
+        let store = enterWrite()
+        defer { leaveWrite() }
+        return try store.writeSync(body)
+    }
+
+    public func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T,
+                                        completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        condition.lock()
+        lastAppWrite = .now
+        if holding {
+            // Held until the cutover ends, then sent, in order, to the store that serves.
+            heldWrites.append { [self] store in self.submit(body, completion, to: store) }
+            condition.unlock()
+            return
+        }
+        activeWrites += 1
+        let store = serving
+        condition.unlock()
+        submit(body, completion, to: store)
+    }
+
+    /// Sends an async write to `store`, counted in ``activeWrites`` until it completes.
+    private func submit<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T,
+                                     _ completion: @escaping @Sendable (Result<T, any Error>) -> Void,
+                                     to store: any DataStore) {
+        store.writeAsync(body) { [self] result in
+            self.leaveWrite()
+            completion(result)
+        }
+    }
+
+    public func schemaHistory() throws -> [SchemaHistoryEntry] { try forwardedStore.schemaHistory() }
+
+    public func waitForPendingWrites() throws {
+        condition.lock()
+        while holding { condition.wait() }
+        let store = serving
+        condition.unlock()
+        try store.waitForPendingWrites()
+    }
+
+    /// Stops the background work (a later launch goes on with it), then closes both stores.
+    public func close() throws {
+        condition.lock()
+        if closed {
+            condition.unlock()
+            return
+        }
+        closed = true
+        condition.unlock()
+        stopBackground()
+        let stores = condition.withLock { [serving, old, new] in [serving, old, new] }
+        var seen = Set<ObjectIdentifier>()
+        var failure: (any Error)?
+        for case let store? in stores where seen.insert(ObjectIdentifier(store)).inserted {
+            do { try store.close() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
+    // MARK: The switch
+
+    /// What the background work has done.
+    public var progress: Progress { condition.withLock { state } }
+
+    /// Where the switch stands.
+    public var phase: Phase { progress.phase }
+
+    /// Waits until the switch ends (switched, cancelled or rolled back) or `timeout` passes;
+    /// returns whether it ended.
+    /// - Throws: `io` naming the failure when the background work stopped on an error.
+    @discardableResult
+    public func waitUntilSwitched(timeout: Duration = .seconds(3_600)) throws -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if [.switched, .cancelled, .rolledBack].contains(state.phase) { return true }
+            if let failure = state.failure, workerDone { throw StoreError(.io, "the switch stopped: \(failure)") }
+            if closed { throw StoreError(.closed, "the switching store was closed before its switch ended") }
+            if !condition.wait(until: deadline) { return false }
+        }
+    }
+
+    /// Makes the cutover happen as soon as the new store has caught up (with
+    /// ``Policy/Cutover/manual``), and waits for it, at most `timeout`.
+    /// - Throws: what ``waitUntilSwitched(timeout:)`` throws; `invalidArgument` when the switch
+    ///   was cancelled or rolled back.
+    public func switchNow(timeout: Duration = .seconds(3_600)) throws {
+        condition.withLock {
+            cutoverRequested = true
+            condition.broadcast()
+        }
+        guard try waitUntilSwitched(timeout: timeout) else {
+            throw StoreError(.busy, "the new store did not catch up within \(timeout)")
+        }
+        let phase = self.phase
+        guard phase == .switched else {
+            throw StoreError(.invalidArgument, "the switch was \(phase.rawValue.replacingOccurrences(of: "B", with: " b"))")
+        }
+    }
+
+    /// Cancels the switch before its cutover: the background work stops and the new store is
+    /// deleted; the old store goes on serving. A later launch finds the switch cancelled and
+    /// does not start it again until ``restart()``.
+    /// - Throws: `invalidArgument` once the cutover happened (roll back instead).
+    public func cancel() throws {
+        stopBackground()
+        let (phase, old) = condition.withLock { (state.phase, self.old) }
+        guard phase == .copying || phase == .following || phase == .cancelled else {
+            throw StoreError(.invalidArgument, "the switch is \(phase.rawValue): only a switch before its cutover "
+                + "can be cancelled; roll it back instead")
+        }
+        guard let old else { throw StoreError(.closed, "the switching store is closed") }
+        var ended = condition.withLock { record }
+        ended.phase = .cancelled
+        // The decision first, durably: a crash from here on ends as cancelled.
+        try old.writeSync { try ended.write(into: $0) }
+        condition.withLock { record = ended }
+        try discardNew()
+        update { $0.phase = .cancelled }
+        logger?.info("switch cancelled", metadata: ["from": "\(oldLocation)", "to": "\(newLocation)"])
+    }
+
+    /// Starts a cancelled or rolled-back switch again, from an empty new store.
+    public func restart() throws {
+        stopBackground()
+        let phase = self.phase
+        guard phase == .cancelled || phase == .rolledBack else {
+            throw StoreError(.invalidArgument, "the switch is \(phase.rawValue); only a cancelled or rolled-back switch "
+                + "starts again")
+        }
+        try discardNew()
+        guard let old = condition.withLock({ self.old }) else { throw StoreError(.closed, "the switching store is closed") }
+        let (fresh, store) = try SwitchOpening.start(old: old, oldLocation: oldLocation, newLocation: newLocation,
+                                                     policy: policy, epoch: record.epoch)
+        condition.withLock {
+            record = fresh
+            new = store
+            state = Progress(phase: .copying)
+        }
+        startBackground()
+    }
+
+    /// Makes the old store serve again after the cutover: it catches up with what was written
+    /// to the new store (while the new one serves), then a cutover like the first one switches
+    /// back, and the new store is deleted. Waits until it is done.
+    /// - Throws: `invalidArgument` before the cutover (cancel instead) or once the old store was
+    ///   dropped.
+    public func rollBack(timeout: Duration = .seconds(3_600)) throws {
+        let (phase, new, old) = condition.withLock { (state.phase, self.new, self.old) }
+        guard phase == .switched || phase == .rollingBack else {
+            throw StoreError(.invalidArgument, "the switch is \(phase.rawValue): only a switch after its cutover rolls "
+                + "back; cancel it instead")
+        }
+        guard let new, old != nil else {
+            throw StoreError(.invalidArgument, "the old store \(oldLocation) was dropped; there is nothing to roll back to")
+        }
+        if phase == .switched {
+            var intent = condition.withLock { record }
+            intent.rollingBack = true
+            // The decision first, durably: a crash from here on goes on rolling back.
+            try new.writeSync { try intent.write(into: $0) }
+            condition.withLock { record = intent }
+            update { $0.phase = .rollingBack }
+            startBackground()
+        }
+        guard try waitUntilSwitched(timeout: timeout) else {
+            throw StoreError(.busy, "the old store did not catch up within \(timeout)")
+        }
+    }
+
+    /// Deletes the old store after the cutover, ending the window in which the switch can roll
+    /// back.
+    public func dropOldStore() throws {
+        let (phase, old) = condition.withLock { (state.phase, self.old) }
+        guard phase == .switched else {
+            throw StoreError(.invalidArgument, "the switch is \(phase.rawValue): the old store is dropped only after "
+                + "the cutover")
+        }
+        guard let old else { return }
+        try old.close()
+        condition.withLock { self.old = nil }
+        try Migrator.acceptingUnfinished { try oldLocation.destroy() }
+    }
+
+    /// The switch that `location` takes part in, as its record says (`nil`: none).
+    public static func status(of location: StoreLocation) throws -> Status? {
+        let store = try Migrator.acceptingUnfinished { try location.openSource() }
+        defer { try? store.close() }
+        return try status(in: store)
+    }
+
+    /// The switch that the open `store` takes part in, as its record says.
+    package static func status(in store: any DataStore) throws -> Status? {
+        guard let record = try SwitchRecord.read(from: store) else { return nil }
+        return Status(old: record.old, new: record.new, phase: record.phase, serving: record.serving,
+                      switchedAt: record.switchedAt, rollingBack: record.rollingBack ?? false)
+    }
+
+    /// A switch as one of its stores records it (``status(of:)``).
+    public struct Status: Sendable, Hashable {
+        /// The store the data moves from, and the one it moves to.
+        public var old: String
+        public var new: String
+        /// The phase this store last recorded.
+        public var phase: Phase
+        /// Whether this store serves (as of its record).
+        public var serving: Bool
+        /// When the cutover happened.
+        public var switchedAt: Date?
+        /// Whether a rollback was asked for and has not finished.
+        public var rollingBack: Bool
+    }
+
+    // MARK: Writes and the cutover gate
+
+    private func enterWrite() -> any DataStore {
+        condition.lock()
+        defer { condition.unlock() }
+        lastAppWrite = .now
+        while holding { condition.wait() }
+        activeWrites += 1
+        return serving
+    }
+
+    private func leaveWrite() {
+        condition.lock()
+        activeWrites -= 1
+        if activeWrites == 0 { condition.broadcast() }
+        condition.unlock()
+    }
+
+    /// Holds new writes and waits until the running ones finished.
+    private func hold() {
+        condition.lock()
+        holding = true
+        while activeWrites > 0 { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Lets writes go on, to `store` from now on (to the same store when `nil`), the held async
+    /// writes first, in order.
+    private func release(to store: (any DataStore)?) {
+        condition.lock()
+        if let store { serving = store }
+        let held = heldWrites
+        heldWrites = []
+        activeWrites += held.count
+        let target = serving
+        for write in held { write(target) }
+        holding = false
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    // MARK: Background work
+
+    private func update(_ change: (inout Progress) -> Void) {
+        let snapshot = condition.withLock { () -> Progress in
+            change(&state)
+            condition.broadcast()
+            return state
+        }
+        onProgress?(snapshot)
+    }
+
+    private var shouldStop: Bool { condition.withLock { stopping } }
+
+    private func startBackground() {
+        condition.lock()
+        stopping = false
+        workerDone = false
+        state.failure = nil
+        let thread = Thread { [self] in
+            self.runBackground()
+            self.condition.withLock {
+                self.workerDone = true
+                self.worker = nil
+                self.condition.broadcast()
+            }
+        }
+        thread.name = "DataStore.switch"
+        worker = thread
+        condition.unlock()
+        thread.start()
+    }
+
+    private func stopBackground() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while !workerDone { condition.wait() }
+        condition.unlock()
+    }
+
+    private func runBackground() {
+        do {
+            switch phase {
+            case .copying:
+                try copy()
+                try followThenCutOver()
+            case .following:
+                try followThenCutOver()
+            case .rollingBack:
+                try followBackThenCutOver()
+            default:
+                break
+            }
+        } catch is StopRequested {
+        } catch is MigrationInterrupted {
+        } catch {
+            logger?.error("switch stopped", metadata: ["error": "\(error)"])
+            update { $0.failure = "\(error)" }
+        }
+    }
+
+    /// Copies one snapshot of the old store into the new one, entity by entity, resuming from
+    /// the new store's checkpoint.
+    private func copy() throws {
+        guard let old, let new else { return }
+        let options = MigrationOptions(batchSize: max(1, policy.batchSize), verify: false)
+        var copiedBefore = 0
+        var copiedInEntity = 0
+        let pacer = Pacer(pace: policy.pace)
+        let run = MigrationRun(operation: "switch", oldLocation, newLocation, options, { [self] in
+            pacer.pause(items: copiedBefore + copiedInEntity, lastAppWrite: { self.condition.withLock { self.lastAppWrite } },
+                        stop: { self.shouldStop })
+            return self.shouldStop
+        }, { [self] progress in
+            copiedInEntity = progress.done
+            self.update { $0.itemsCopied = copiedBefore + progress.done }
+        })
+        let mark = try Migrator.checkpoint(of: new)
+        try run.interruptible {
+            try old.read { snapshot in
+                let token = try snapshot.changeToken()
+                var total = 0
+                for entity in schema.entities { total += try snapshot.count(FetchRequest(entity.name)) }
+                update { $0.itemsToCopy = total }
+                for (position, entity) in schema.entities.enumerated() {
+                    copiedInEntity = 0
+                    let plan = ResumePlan(entity: entity, position: position, schema: schema, resume: true,
+                                          checkpoint: mark)
+                    try run.entity(entity, phase: plan == .copy ? .copy : .sync, snapshot) { entry, checkpoint, tick in
+                        switch plan {
+                        case .copy:
+                            try run.copyEntity(entity, snapshot, new, after: nil, &entry, checkpoint, tick)
+                        case .compare(let through):
+                            try run.diff(entity, snapshot, new, .apply, through: through, &entry, checkpoint, tick)
+                            if let through {
+                                try run.copyEntity(entity, snapshot, new, after: through, &entry, checkpoint, tick)
+                            }
+                        }
+                    }
+                    copiedBefore += try snapshot.count(FetchRequest(entity.name))
+                }
+                var next = condition.withLock { record }
+                next.phase = .following
+                next.serving = false
+                // The new store equals the snapshot: following goes on from its token.
+                try new.writeSync { writer in
+                    try writer.setReservedMetadata(nil, forKey: Migrator.checkpointKey)
+                    try Migrator.writeFollowState(writer, source: oldLocation, token: token)
+                    try next.write(into: writer)
+                }
+            }
+        }
+        update {
+            $0.phase = .following
+            $0.itemsCopied = $0.itemsToCopy
+        }
+    }
+
+    /// Applies the old store's feed to the new one until it has caught up, then cuts over.
+    private func followThenCutOver() throws {
+        guard let old, let new else { return }
+        try follow(from: old, oldLocation, to: new) { follower, token in
+            try self.cutOver(follower: &follower, token: token, old: old, new: new)
+        }
+    }
+
+    /// Applies the new store's feed to the old one until it has caught up, then switches back.
+    private func followBackThenCutOver() throws {
+        guard let old, let new else { return }
+        (old as? Store)?.keepReferences(false)
+        try follow(from: new, newLocation, to: old) { follower, token in
+            try self.cutBack(follower: &follower, token: token, old: old, new: new)
+        }
+    }
+
+    /// Follows `source` into `destination` until `cutOver` (called whenever the destination has
+    /// caught up, and the policy allows) returns true.
+    private func follow(from source: any DataStore, _ sourceLocation: StoreLocation, to destination: any DataStore,
+                        cutOver: (inout Follower, ChangeToken) throws -> Bool) throws {
+        var follower = Follower(source: source, destination: destination, sourceLocation: sourceLocation,
+                                options: FollowOptions(batchSize: max(1, policy.batchSize)),
+                                shouldStop: { [self] in self.shouldStop })
+        var token = try Migrator.followState(of: destination).flatMap {
+            $0.source == sourceLocation.description ? $0.token : nil
+        }
+        // A launch that finds the switch under way compares the stores once: writes made to the
+        // source outside the package are not in its feed.
+        var report = FollowReport(source: sourceLocation.description, destination: "")
+        if condition.withLock({ comparesFirst }) {
+            token = try follower.catchUp(&report)
+            condition.withLock { comparesFirst = false }
+        }
+        while true {
+            if shouldStop { throw StopRequested() }
+            guard let current = token else { token = try follower.catchUp(&report); continue }
+            do {
+                if let batch = try follower.nextBatch(after: current) {
+                    guard batch.overflowed.isEmpty else {
+                        token = nil
+                        continue
+                    }
+                    try follower.apply(batch)
+                    token = batch.token
+                    update { $0.lagTransactions = batch.head.sequence > batch.token.sequence
+                        ? batch.head.sequence - batch.token.sequence : 0 }
+                    continue
+                }
+            } catch let error as StoreError where error.code == .changesExpired || error.code == .invalidArgument {
+                token = nil
+                continue
+            }
+            update { $0.lagTransactions = 0 }
+            if mayCutOver(), try cutOver(&follower, current) { return }
+            follower.waitForSourceCommit()
+        }
+    }
+
+    /// Whether the policy lets the cutover happen now.
+    private func mayCutOver() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if policy.cutover == .manual && !cutoverRequested && state.phase != .rollingBack { return false }
+        if case .whenIdle(let quiet) = policy.pace, ContinuousClock.now - lastAppWrite < quiet { return false }
+        return true
+    }
+
+    /// Applies what the follower has not applied yet, with writes held.
+    private func applyRest(_ follower: inout Follower, from token: ChangeToken) throws -> ChangeToken {
+        var token = token
+        while let batch = try follower.nextBatch(after: token) {
+            guard batch.overflowed.isEmpty else {
+                var report = FollowReport(source: "", destination: "")
+                token = try follower.catchUp(&report)
+                continue
+            }
+            try follower.apply(batch)
+            token = batch.token
+        }
+        return token
+    }
+
+    private static func step(_ name: String) {
+        if let hook = stepHook.withLock({ $0 }) { hook(name) }
+    }
+
+    /// The cutover: hold writes, apply the last changes, record the switch in the new store
+    /// (the decisive transaction), send writes to the new store, then mark the old one.
+    private func cutOver(follower: inout Follower, token: ChangeToken, old: any DataStore, new: any DataStore) throws
+        -> Bool
+    {
+        let started = ContinuousClock.now
+        hold()
+        var released = false
+        defer { if !released { release(to: nil) } }
+        Self.step("held")
+        _ = try applyRest(&follower, from: token)
+        let (head, settings) = try old.read { (try $0.changeToken(), try $0.changeFeedSettings()) }
+        Self.step("applied")
+        var switched = condition.withLock { record }
+        switched.epoch += 1
+        switched.serving = true
+        switched.phase = .switched
+        switched.switchedAt = Date()
+        switched.cutover = head
+        try new.writeSync { writer in
+            try writer.setReservedMetadata(nil, forKey: MetadataKeys.incompleteMigration)
+            try writer.setReservedMetadata(nil, forKey: Migrator.followKey)
+            try writer.continueChangeFeed(after: head, settings: settings)
+            try switched.write(into: writer)
+        }
+        Self.step("recorded")
+        (new as? Store)?.keepReferences(true)
+        condition.withLock { record = switched }
+        release(to: new)
+        released = true
+        let pause = ContinuousClock.now - started
+        (old as? Store)?.wakeObservers()
+        update {
+            $0.phase = .switched
+            $0.lastPause = pause
+            $0.lagTransactions = 0
+        }
+        logger?.info("switch cut over", metadata: ["to": "\(newLocation)", "pause": "\(pause)"])
+        Self.step("released")
+        try SwitchOpening.retire(old, record: switched, newLocation: newLocation, token: head)
+        Self.step("retired")
+        if !policy.keepsOldStore { try dropOldStore() }
+        return true
+    }
+
+    /// The rollback's cutover: as ``cutOver(follower:token:old:new:)`` the other way, then the
+    /// new store is deleted.
+    private func cutBack(follower: inout Follower, token: ChangeToken, old: any DataStore, new: any DataStore) throws
+        -> Bool
+    {
+        let started = ContinuousClock.now
+        hold()
+        var released = false
+        defer { if !released { release(to: nil) } }
+        _ = try applyRest(&follower, from: token)
+        let (head, settings) = try new.read { (try $0.changeToken(), try $0.changeFeedSettings()) }
+        var back = condition.withLock { record }
+        back.epoch += 1
+        back.serving = true
+        back.phase = .rolledBack
+        back.rollingBack = nil
+        back.cutover = head
+        try old.writeSync { writer in
+            try writer.setReservedMetadata(nil, forKey: MetadataKeys.switchedAway)
+            try writer.setReservedMetadata(nil, forKey: Migrator.followKey)
+            try writer.continueChangeFeed(after: head, settings: settings)
+            try back.write(into: writer)
+        }
+        Self.step("rollback-recorded")
+        (old as? Store)?.keepReferences(true)
+        condition.withLock { record = back }
+        release(to: old)
+        released = true
+        let pause = ContinuousClock.now - started
+        (new as? Store)?.wakeObservers()
+        try discardNew()
+        update {
+            $0.phase = .rolledBack
+            $0.lastPause = pause
+            $0.lagTransactions = 0
+        }
+        logger?.info("switch rolled back", metadata: ["to": "\(oldLocation)", "pause": "\(pause)"])
+        return true
+    }
+
+    /// Closes and deletes the new store (after a cancel or a rollback).
+    private func discardNew() throws {
+        guard let store = condition.withLock({ self.new }) else {
+            if newLocation.exists { try Migrator.acceptingUnfinished { try newLocation.destroy() } }
+            return
+        }
+        try store.close()
+        condition.withLock { self.new = nil }
+        try Migrator.acceptingUnfinished { try newLocation.destroy() }
+    }
+}
+
+/// Sleeps between the copy's batches as the pace asks.
+private final class Pacer {
+    let pace: SwitchingStore.Policy.Pace
+    let started = ContinuousClock.now
+    var itemsAtStart: Int?
+
+    init(pace: SwitchingStore.Policy.Pace) { self.pace = pace }
+
+    func pause(items: Int, lastAppWrite: () -> ContinuousClock.Instant, stop: () -> Bool) {
+        switch pace {
+        case .unlimited:
+            return
+        case .itemsPerSecond(let rate):
+            let first = itemsAtStart ?? items
+            itemsAtStart = first
+            let due = started + .seconds(Double(items - first) / Double(max(1, rate)))
+            while ContinuousClock.now < due && !stop() {
+                Thread.sleep(forTimeInterval: min(0.05, (due - ContinuousClock.now).seconds))
+            }
+        case .whenIdle(let quiet):
+            while ContinuousClock.now - lastAppWrite() < quiet && !stop() {
+                Thread.sleep(forTimeInterval: min(0.05, quiet.seconds))
+            }
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+extension NSCondition {
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
