@@ -259,38 +259,41 @@ struct Follower {
     /// The transactions after `token` and the values they left, read in one source snapshot, so
     /// that applying them makes the destination equal the source at the batch's last token.
     func nextBatch(after token: ChangeToken) throws -> FollowBatch? {
-        try source.read { snapshot -> FollowBatch? in
-            let sets = try snapshot.changes(since: token, limit: max(1, options.batchTransactions))
-            guard let last = sets.last else { return nil }
-            var batch = FollowBatch(token: last.token, head: try snapshot.changeToken())
-            var order: [String] = []
-            var cleared: Set<String> = []
-            var keys: [String: [Value]] = [:]
-            var seen: [String: Set<Value>] = [:]
-            for set in sets {
-                if !set.overflowed.isEmpty {
-                    batch.overflowed.formUnion(set.overflowed)
-                    batch.overflowedAt = set.sequence
-                    return batch
-                }
-                batch.commits.append(set.committedAt)
-                for entity in set.cleared {
-                    cleared.insert(entity)
-                    keys[entity] = []
-                    seen[entity] = []
-                    if !order.contains(entity) { order.append(entity) }
-                }
-                for item in set.items where seen[item.entity, default: []].insert(item.key).inserted {
-                    keys[item.entity, default: []].append(item.key)
-                    if !order.contains(item.entity) { order.append(item.entity) }
-                }
+        try source.read { try nextBatch(after: token, in: $0) }
+    }
+
+    /// The transactions after `token` that `snapshot` holds, and the values it holds for them.
+    func nextBatch(after token: ChangeToken, in snapshot: ReadAccessor) throws -> FollowBatch? {
+        let sets = try snapshot.changes(since: token, limit: max(1, options.batchTransactions))
+        guard let last = sets.last else { return nil }
+        var batch = FollowBatch(token: last.token, head: try snapshot.changeToken())
+        var order: [String] = []
+        var cleared: Set<String> = []
+        var keys: [String: [Value]] = [:]
+        var seen: [String: Set<Value>] = [:]
+        for set in sets {
+            if !set.overflowed.isEmpty {
+                batch.overflowed.formUnion(set.overflowed)
+                batch.overflowedAt = set.sequence
+                return batch
             }
-            for entity in order {
-                let items = try (keys[entity] ?? []).map { key in (key, try snapshot.get(entity, key: key)) }
-                batch.entities.append((entity, cleared.contains(entity), items))
+            batch.commits.append(set.committedAt)
+            for entity in set.cleared {
+                cleared.insert(entity)
+                keys[entity] = []
+                seen[entity] = []
+                if !order.contains(entity) { order.append(entity) }
             }
-            return batch
+            for item in set.items where seen[item.entity, default: []].insert(item.key).inserted {
+                keys[item.entity, default: []].append(item.key)
+                if !order.contains(item.entity) { order.append(item.entity) }
+            }
         }
+        for entity in order {
+            let items = try (keys[entity] ?? []).map { key in (key, try snapshot.get(entity, key: key)) }
+            batch.entities.append((entity, cleared.contains(entity), items))
+        }
+        return batch
     }
 
     /// Applies a batch in one destination transaction, with the token it reached; returns the

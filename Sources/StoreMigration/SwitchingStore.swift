@@ -79,12 +79,19 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         public var keepsOldStore: Bool
         /// The new store's durability.
         public var durability: Durability
+        /// How long the cutover may hold writes, as estimated from the pace at which the new
+        /// store takes the old one's transactions: the cutover waits until the transactions
+        /// left to apply fit in it. An app that writes faster than the new store can take its
+        /// writes keeps the switch following (``Progress/lagTransactions`` shows it).
+        public var maximumPause: Duration
 
         /// A policy; by default the copy runs at full speed, the cutover follows as soon as the
         /// new store has caught up, and the old store is kept.
         public init(pace: Pace = .unlimited, cutover: Cutover = .automatic, batchSize: Int = 1_000,
-                    keepsOldStore: Bool = true, durability: Durability = .full) {
+                    keepsOldStore: Bool = true, durability: Durability = .full,
+                    maximumPause: Duration = .milliseconds(100)) {
             self.pace = pace
+            self.maximumPause = maximumPause
             self.cutover = cutover
             self.batchSize = batchSize
             self.keepsOldStore = keepsOldStore
@@ -369,6 +376,45 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         }
     }
 
+    /// Checks the switch while the old store is kept: brings the old store up to date by the
+    /// new store's change feed since the cutover (as a rollback would), then compares the two
+    /// item by item against one snapshot of the new store. The report's differences are 0 when
+    /// the cutover carried everything over and the feed since then is whole. The old store
+    /// keeps not serving; call it before ``dropOldStore()``.
+    /// - Throws: `invalidArgument` before the cutover or once the old store was dropped;
+    ///   `changesExpired` when the new store's feed no longer reaches back to the cutover.
+    public func verifyOldStore() throws -> MigrationReport {
+        let (phase, old, new) = condition.withLock { (state.phase, self.old, self.new) }
+        guard phase == .switched, let old, let new else {
+            throw StoreError(.invalidArgument, phase == .switched ? "the old store \(oldLocation) was dropped"
+                : "the switch is \(phase.rawValue): the old store is compared with the new one after the cutover")
+        }
+        guard var token = try Migrator.followState(of: old).flatMap({
+            $0.source == newLocation.description ? $0.token : nil
+        }) else {
+            throw StoreError(.corrupt, "\(oldLocation) does not record the cutover's position")
+        }
+        let store = old as? Store
+        store?.keepReferences(false)
+        defer { store?.keepReferences(true) }
+        let follower = Follower(source: new, destination: old, sourceLocation: newLocation,
+                                options: FollowOptions(batchSize: max(1, policy.batchSize)), shouldStop: { false })
+        let run = MigrationRun(operation: "verify", newLocation, oldLocation, MigrationOptions(batchSize: policy.batchSize),
+                               { false }, { _ in })
+        try new.read { snapshot in
+            while let batch = try follower.nextBatch(after: token, in: snapshot) {
+                guard batch.overflowed.isEmpty else {
+                    throw StoreError(.changesExpired, "transaction \(batch.overflowedAt) of \(newLocation) changed more "
+                        + "items than its feed lists; compare the stores with migrate-store verify")
+                }
+                try follower.apply(batch)
+                token = batch.token
+            }
+            try run.verify(schema, snapshot, old)
+        }
+        return run.finish()
+    }
+
     /// Deletes the old store after the cutover, ending the window in which the switch can roll
     /// back.
     public func dropOldStore() throws {
@@ -605,28 +651,41 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
             token = try follower.catchUp(&report)
             condition.withLock { comparesFirst = false }
         }
+        // Seconds one source transaction takes to apply, as last measured.
+        var secondsPerTransaction = 0.0
         while true {
             if shouldStop { throw StopRequested() }
             guard let current = token else { token = try follower.catchUp(&report); continue }
+            var applied = false
             do {
                 if let batch = try follower.nextBatch(after: current) {
                     guard batch.overflowed.isEmpty else {
                         token = nil
                         continue
                     }
+                    let started = ContinuousClock.now
                     try follower.apply(batch)
+                    secondsPerTransaction = (ContinuousClock.now - started).seconds / Double(max(1, batch.commits.count))
                     token = batch.token
-                    update { $0.lagTransactions = batch.head.sequence > batch.token.sequence
-                        ? batch.head.sequence - batch.token.sequence : 0 }
-                    continue
+                    applied = true
                 }
             } catch let error as StoreError where error.code == .changesExpired || error.code == .invalidArgument {
                 token = nil
                 continue
             }
-            update { $0.lagTransactions = 0 }
-            if mayCutOver(), try cutOver(&follower, current) { return }
-            follower.waitForSourceCommit()
+            guard let reached = token else { continue }
+            // The cutover applies the rest with writes held: it starts once the rest is expected
+            // to take no longer than the policy's pause (with an app that writes without pause,
+            // the feed is never found empty).
+            let head = try source.currentChangeToken()
+            let lag = head.store == reached.store && head.sequence > reached.sequence ? head.sequence - reached.sequence : 0
+            update { $0.lagTransactions = lag }
+            if Double(lag) * secondsPerTransaction <= policy.maximumPause.seconds, mayCutOver(),
+                try cutOver(&follower, reached)
+            {
+                return
+            }
+            if !applied { follower.waitForSourceCommit() }
         }
     }
 

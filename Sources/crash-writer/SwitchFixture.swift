@@ -2,7 +2,7 @@
 import Foundation
 import StoreMigration
 
-/// `crash-writer switch OLD NEW SEED [die-at STEP] [pace N]`: an app that switches its store
+/// `crash-writer switch OLD NEW SEED [die-at STEP] [pace N] [gap MS]`: an app that switches its store
 /// from OLD to NEW (store locations) while it writes and reads without pause, for the crash
 /// tests of ``SwitchingStore``.
 ///
@@ -17,7 +17,8 @@ import StoreMigration
 /// after the cutover, writes 20 more transactions and ends with `done`.
 ///
 /// With `die-at STEP`, the process kills itself with SIGKILL at that step of the cutover (see
-/// ``SwitchingStore/stepHook``); with `pace N` the copy goes at N items per second.
+/// ``SwitchingStore/stepHook``); with `pace N` the copy goes at N items per second; `gap MS`
+/// is the pause between two transactions before the cutover (1 ms by default).
 enum SwitchFixture {
     static let entriesPerTransaction = 10
 
@@ -29,6 +30,10 @@ enum SwitchFixture {
             return 2
         }
         var pace = SwitchingStore.Policy.Pace.unlimited
+        if ProcessInfo.processInfo.environment["TRACE"] != nil {
+            SwitchingStore.stepHook.withLock { $0 = { step in say("step \(step) \(Date().timeIntervalSince1970)") } }
+        }
+        var gap: UInt32 = 1_000
         var index = 5
         while index + 1 < arguments.count {
             let value = arguments[index + 1]
@@ -39,6 +44,8 @@ enum SwitchFixture {
                 }
             case "pace":
                 pace = .itemsPerSecond(Int(value) ?? 1_000)
+            case "gap":
+                gap = UInt32(value).map { $0 * 1_000 } ?? gap
             default:
                 break
             }
@@ -84,7 +91,17 @@ enum SwitchFixture {
                         say("switched \(pause)")
                     }
                 }
-                if phase == .switched { after += 1 } else { usleep(1_000) }
+                if phase == .switched { after += 1 } else { usleep(gap) }
+                if n % 100 == 0 { say("lag \(store.progress.lagTransactions)") }
+            }
+            if store.progress.phase == .switched {
+                do {
+                    let report = try store.verifyOldStore()
+                    say("verified \(report.differences) differences, \(report.entities.map(\.itemsVerified).reduce(0, +)) items")
+                    if report.differences == 0 { try store.dropOldStore() }
+                } catch let error as StoreError where error.code == .invalidArgument {
+                    say("not verified: \(error.message)")
+                }
             }
             try store.close()
             say("done")
