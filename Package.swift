@@ -100,7 +100,7 @@ let package = Package(
         ),
         .target(
             name: "DataStoreTestSupport",
-            dependencies: ["DataStoreAPI", "JSONLStore", "DataStoreConformance"],
+            dependencies: ["DataStoreAPI", "JSONLStore", "DataStoreConformance", "StoreMigration"],
             path: "Tests/Support",
             swiftSettings: swiftSettings
         ),

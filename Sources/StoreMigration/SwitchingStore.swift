@@ -141,9 +141,9 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
     private var lastAppWrite = ContinuousClock.now
     private let logger: Logger?
 
-    /// Called at each step of a cutover (`held`, `applied`, `recorded`, `released`, `retired`)
-    /// and of a rollback (`rollback-recorded`), on the thread doing it: a crash test kills its
-    /// process there.
+    /// Called at each step of a cutover (`held`, `applied`, `recorded`, `released`, `retired`),
+    /// of a cancel (`cancel-recorded`) and of a rollback (`rollback-intent`, `rollback-recorded`),
+    /// on the thread doing it: a crash test kills its process there.
     package static let stepHook = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     /// Opens the switch from `old` to `new`, or goes on with the one a previous launch left:
@@ -320,8 +320,10 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         guard let old else { throw StoreError(.closed, "the switching store is closed") }
         var ended = condition.withLock { record }
         ended.phase = .cancelled
+        ended.serving = true
         // The decision first, durably: a crash from here on ends as cancelled.
         try old.writeSync { try ended.write(into: $0) }
+        Self.step("cancel-recorded")
         condition.withLock { record = ended }
         try discardNew()
         update { $0.phase = .cancelled }
@@ -367,6 +369,7 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
             intent.rollingBack = true
             // The decision first, durably: a crash from here on goes on rolling back.
             try new.writeSync { try intent.write(into: $0) }
+            Self.step("rollback-intent")
             condition.withLock { record = intent }
             update { $0.phase = .rollingBack }
             startBackground()

@@ -2,7 +2,7 @@
 import Foundation
 import StoreMigration
 
-/// `crash-writer switch OLD NEW SEED [die-at STEP] [pace N] [gap MS]`: an app that switches its store
+/// `crash-writer switch OLD NEW SEED [die-at STEP] [pace N] [gap MS] [then cancel|rollback]`: an app that switches its store
 /// from OLD to NEW (store locations) while it writes and reads without pause, for the crash
 /// tests of ``SwitchingStore``.
 ///
@@ -18,7 +18,9 @@ import StoreMigration
 ///
 /// With `die-at STEP`, the process kills itself with SIGKILL at that step of the cutover (see
 /// ``SwitchingStore/stepHook``); with `pace N` the copy goes at N items per second; `gap MS`
-/// is the pause between two transactions before the cutover (1 ms by default).
+/// is the pause between two transactions before the cutover (1 ms by default). With `then
+/// cancel` the app cancels the switch after 50 transactions (if its cutover has not happened);
+/// with `then rollback` it rolls the switch back 10 transactions after the cutover.
 enum SwitchFixture {
     static let entriesPerTransaction = 10
 
@@ -34,6 +36,7 @@ enum SwitchFixture {
             SwitchingStore.stepHook.withLock { $0 = { step in say("step \(step) \(Date().timeIntervalSince1970)") } }
         }
         var gap: UInt32 = 1_000
+        var then = ""
         var index = 5
         while index + 1 < arguments.count {
             let value = arguments[index + 1]
@@ -44,6 +47,8 @@ enum SwitchFixture {
                 }
             case "pace":
                 pace = .itemsPerSecond(Int(value) ?? 1_000)
+            case "then":
+                then = value
             case "gap":
                 gap = UInt32(value).map { $0 * 1_000 } ?? gap
             default:
@@ -70,6 +75,7 @@ enum SwitchFixture {
             }
             var phase = store.phase
             var after = 0
+            let start = transaction
             while after < 20 {
                 transaction += 1
                 let n = transaction
@@ -91,7 +97,17 @@ enum SwitchFixture {
                         say("switched \(pause)")
                     }
                 }
-                if phase == .switched { after += 1 } else { usleep(gap) }
+                if then == "cancel" && n == start + 50 && (phase == .copying || phase == .following) {
+                    try store.cancel()
+                    phase = store.phase
+                    say("phase \(phase.rawValue)")
+                }
+                if then == "rollback" && phase == .switched && after == 10 {
+                    try store.rollBack()
+                    phase = store.phase
+                    say("phase \(phase.rawValue)")
+                }
+                if [.switched, .cancelled, .rolledBack].contains(phase) { after += 1 } else { usleep(gap) }
                 if n % 100 == 0 { say("lag \(store.progress.lagTransactions)") }
             }
             if store.progress.phase == .switched {
