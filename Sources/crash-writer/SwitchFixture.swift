@@ -2,7 +2,7 @@
 import Foundation
 import StoreMigration
 
-/// `crash-writer switch OLD NEW SEED [die-at STEP] [pace N] [gap MS] [then cancel|rollback]`: an app that switches its store
+/// `crash-writer switch OLD NEW SEED [die-at STEP] [pace N] [gap MS] [then cancel|rollback] [finish verify]`: an app that switches its store
 /// from OLD to NEW (store locations) while it writes and reads without pause, for the crash
 /// tests of ``SwitchingStore``.
 ///
@@ -20,7 +20,10 @@ import StoreMigration
 /// ``SwitchingStore/stepHook``); with `pace N` the copy goes at N items per second; `gap MS`
 /// is the pause between two transactions before the cutover (1 ms by default). With `then
 /// cancel` the app cancels the switch after 50 transactions (if its cutover has not happened);
-/// with `then rollback` it rolls the switch back 10 transactions after the cutover.
+/// with `then rollback` it rolls the switch back 10 transactions after the cutover. With
+/// `finish verify`, once switched it compares the kept old store with the new one
+/// (``SwitchingStore/verifyOldStore()``), prints `verified D differences, N items`, and drops
+/// the old store when they are equal.
 enum SwitchFixture {
     static let entriesPerTransaction = 10
 
@@ -37,6 +40,7 @@ enum SwitchFixture {
         }
         var gap: UInt32 = 1_000
         var then = ""
+        var verifies = false
         var index = 5
         while index + 1 < arguments.count {
             let value = arguments[index + 1]
@@ -49,6 +53,8 @@ enum SwitchFixture {
                 pace = .itemsPerSecond(Int(value) ?? 1_000)
             case "then":
                 then = value
+            case "finish":
+                verifies = value == "verify"
             case "gap":
                 gap = UInt32(value).map { $0 * 1_000 } ?? gap
             default:
@@ -110,7 +116,7 @@ enum SwitchFixture {
                 if [.switched, .cancelled, .rolledBack].contains(phase) { after += 1 } else { usleep(gap) }
                 if n % 100 == 0 { say("lag \(store.progress.lagTransactions)") }
             }
-            if store.progress.phase == .switched {
+            if verifies && store.progress.phase == .switched {
                 do {
                     let report = try store.verifyOldStore()
                     say("verified \(report.differences) differences, \(report.entities.map(\.itemsVerified).reduce(0, +)) items")

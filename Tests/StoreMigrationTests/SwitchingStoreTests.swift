@@ -30,15 +30,21 @@ func switchingStoreCases(_ pair: String) throws {
 }
 
 /// The app of `crash-writer switch` killed with SIGKILL 13 times on each pair (with the
-/// PostgreSQL pair's 11 in PostgresStoreTests, 50 in all), 5 of them at the cutover's steps,
-/// then run to its end.
+/// PostgreSQL pair's 11 in PostgresStoreTests, 50 in all): at random moments of the copy, the
+/// follow and after, then at steps of the cutover; then run to its end.
 @Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"),
       arguments: ["SQLite to LMDB", "LMDB to SQLite", "memory to SQLite"])
 func aSwitchKilledAtRandomAndAtEachStepOfItsCutoverLosesNothing(_ pair: String) throws {
     let dir = try TemporaryDirectory()
     let stores = pairs(dir)[pair]!
-    let runs = try SwitchCrash.run(old: stores.old, new: stores.new, kills: 13, seedOfRandomness: UInt64(pair.utf8.count))
-    print("\(pair): cutover pauses (µs): \(SwitchCrash.pauses(runs))")
+    // One cutover per switch: the steps before its decisive record, then one after it.
+    let steps = ["SQLite to LMDB": ["held", "applied", "recorded"], "LMDB to SQLite": ["held", "applied", "released"],
+                 "memory to SQLite": ["held", "retired"]]
+    // An in-memory old store starts over after each kill before the cutover: a smaller one, so
+    // that some launches reach the cutover.
+    let runs = try SwitchCrash.run(old: stores.old, new: stores.new, seed: stores.old.kind == .memory ? 6_000 : 20_000,
+                                   kills: 13, steps: steps[pair]!, seedOfRandomness: UInt64(pair.utf8.count))
+    print("\(pair): launches ended in \(runs.map(\.lastPhase)); cutover pauses (µs): \(SwitchCrash.pauses(runs))")
 }
 
 /// Cancel killed in the middle (right after its decision is recorded, and at random), then
@@ -47,8 +53,9 @@ func aSwitchKilledAtRandomAndAtEachStepOfItsCutoverLosesNothing(_ pair: String) 
 func aCancelKilledInTheMiddleEndsCancelled() throws {
     let dir = try TemporaryDirectory()
     let stores = pairs(dir)["SQLite to LMDB"]!
-    try SwitchCrash.run(old: stores.old, new: stores.new, kills: 4, steps: ["cancel-recorded", "cancel-recorded"],
-                        pace: 5_000, then: "cancel")
+    let runs = try SwitchCrash.run(old: stores.old, new: stores.new, kills: 4, steps: ["cancel-recorded"], then: "cancel", stepsFrom: 0)
+    #expect(runs[0].lastPhase == "copying", "the first launch dies once its cancel is recorded")
+    #expect(runs[1].lines.first == "phase cancelled", "the next one finds the switch cancelled")
 }
 
 /// Rollback killed in the middle (after its intent, after its decisive record, and at random),
@@ -57,6 +64,10 @@ func aCancelKilledInTheMiddleEndsCancelled() throws {
 func aRollbackKilledInTheMiddleEndsRolledBack() throws {
     let dir = try TemporaryDirectory()
     let stores = pairs(dir)["LMDB to SQLite"]!
-    try SwitchCrash.run(old: stores.old, new: stores.new, kills: 5, steps: ["rollback-intent", "rollback-recorded"],
-                        then: "rollback")
+    let runs = try SwitchCrash.run(old: stores.old, new: stores.new, kills: 5,
+                                   steps: ["rollback-intent", "rollback-recorded"], then: "rollback", stepsFrom: 0)
+    // The first launch dies once the rollback is decided, the second goes on with it and dies
+    // at its decisive record.
+    #expect(runs[0].lastPhase == "switched" && runs[1].lines.first == "phase rollingBack")
+    #expect(runs[2].lines.first == "phase rolledBack")
 }

@@ -16,44 +16,50 @@ public enum SwitchCrash {
         var firstPhase: String? { lines.first { $0.hasPrefix("phase ") }.map { String($0.dropFirst(6)) } }
         var acks: [Int64] { lines.compactMap { $0.hasPrefix("ack ") ? Int64($0.dropFirst(4)) : nil } }
         var reads: [Int64] { lines.compactMap { $0.hasPrefix("read ") ? Int64($0.dropFirst(5)) : nil } }
+        /// The phase this launch was in when it ended (killed, or at its end).
+        public var lastPhase: String {
+            lines.last { $0.hasPrefix("phase ") }.map { String($0.dropFirst(6)) } ?? "starting"
+        }
         /// The write pause of this launch's cutover, in microseconds.
         public var pause: Int? { lines.first { $0.hasPrefix("switched ") }.flatMap { Int($0.dropFirst(9)) } }
     }
 
-    /// The cutover's steps a launch may be told to die at.
+    /// The cutover's steps a launch may be told to die at: `held` and `applied` come before the
+    /// decisive record, the others after it.
     public static let cutoverSteps = ["held", "applied", "recorded", "released", "retired"]
 
     /// Runs the switch from `old` to `new` with `kills` SIGKILLs, then once to its end, and checks
     /// the outcome; returns every launch's output. `steps` are the steps to die at, one launch
-    /// each, spread among the random kills; `then` is `cancel` or `rollback` for those tests.
+    /// each, one after the other from `stepsFrom` (the middle by default); `then` is `cancel` or
+    /// `rollback` for those tests.
     @discardableResult
     public static func run(old: StoreLocation, new: StoreLocation, seed: Int = 20_000, kills: Int,
-                           steps: [String] = cutoverSteps, pace: Int = 20_000, gap: Int = 1, then: String? = nil,
-                           seedOfRandomness: UInt64 = 1,
+                           steps: [String] = cutoverSteps, pace: Int = 4_000, gap: Int = 1, then: String? = nil,
+                           stepsFrom: Int? = nil, seedOfRandomness: UInt64 = 1,
                            sourceLocation: SourceLocation = #_sourceLocation) throws -> [Run] {
         var random = SplitMix(seed: seedOfRandomness)
         var runs: [Run] = []
         var arguments = ["switch", old.description, new.description, "\(seed)", "pace", "\(pace)", "gap", "\(gap)"]
         if let then { arguments += ["then", then] }
-        // The step kills go at evenly spread places among the random ones.
+        // Random kills in the first half (the copy, the follow), then the steps one after the
+        // other (a launch that dies at a step before the decisive record leaves the cutover to
+        // the next one), then random kills after the cutover.
         var stepAt: [Int: String] = [:]
-        for (index, step) in steps.enumerated() where kills > 0 {
-            stepAt[(index * kills) / max(1, steps.count)] = step
-        }
+        for (index, step) in steps.enumerated() { stepAt[(stepsFrom ?? kills / 2) + index] = step }
         for kill in 0..<kills {
             if let step = stepAt[kill] {
                 runs.append(try launch(arguments + ["die-at", step], killAfter: nil))
             } else {
-                // Up to 2.5 s: the launch, the copy (about a second at the pace), the follow
-                // and the cutover, or what comes after.
-                runs.append(try launch(arguments, killAfter: Double(random.next() % 2_500) / 1_000 + 0.02))
+                // Up to 1.5 s: the launch, part of the copy (five seconds in all at the default
+                // pace and size), the follow and the cutover, or what comes after.
+                runs.append(try launch(arguments, killAfter: Double(random.next() % 1_500) / 1_000 + 0.02))
             }
             let last = runs[runs.count - 1]
             #expect(!last.lines.contains { $0.hasPrefix("error") || $0.hasPrefix("TIME TRAVEL") },
                     "launch \(runs.count): \(last.lines.filter { $0.hasPrefix("error") || $0.hasPrefix("TIME") })",
                     sourceLocation: sourceLocation)
         }
-        let final = try launch(arguments.prefix(then == nil ? arguments.count : arguments.count - 2).map { $0 },
+        let final = try launch(then == nil ? arguments + ["finish", "verify"] : Array(arguments.dropLast(2)),
                                killAfter: nil)
         runs.append(final)
         #expect(final.status == 0 && final.lines.last == "done", "the last launch: \(final.lines.suffix(3))",
