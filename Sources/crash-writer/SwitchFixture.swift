@@ -1,6 +1,7 @@
 @_spi(Backend) import DataStoreAPI
 import Foundation
 import StoreMigration
+import Synchronization
 
 /// `crash-writer switch OLD NEW SEED [die-at STEP] [pace N] [gap MS] [then cancel|rollback] [finish verify]`: an app that switches its store
 /// from OLD to NEW (store locations) while it writes and reads without pause, for the crash
@@ -26,6 +27,12 @@ import StoreMigration
 /// the old store when they are equal.
 enum SwitchFixture {
     static let entriesPerTransaction = 10
+    /// The switching store, for the step hook.
+    static let running = Mutex<SwitchingStore?>(nil)
+
+    static func microseconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds) * 1_000_000 + Int(duration.components.attoseconds / 1_000_000_000_000)
+    }
 
     static func main(_ arguments: [String]) -> Int32 {
         guard arguments.count >= 5, let old = try? StoreLocation(parsing: arguments[2]),
@@ -47,7 +54,12 @@ enum SwitchFixture {
             switch arguments[index] {
             case "die-at":
                 SwitchingStore.stepHook.withLock { hook in
-                    hook = { step in if step == value { kill(getpid(), SIGKILL) } }
+                    hook = { step in
+                        guard step == value else { return }
+                        // Past the release, the cutover's pause is known: report it first.
+                        if let pause = running.withLock({ $0 })?.progress.lastPause { say("switched \(microseconds(pause))") }
+                        kill(getpid(), SIGKILL)
+                    }
                 }
             case "pace":
                 pace = .itemsPerSecond(Int(value) ?? 1_000)
@@ -75,6 +87,7 @@ enum SwitchFixture {
             }
             let store = try SwitchingStore(from: old, to: new, schema: schema,
                                            policy: SwitchingStore.Policy(pace: pace, batchSize: 500))
+            running.withLock { $0 = store }
             say("phase \(store.phase.rawValue)")
             var (transaction, lastRead) = try store.read { reader in
                 (try counter(reader, "txn"), try counter(reader, "items"))
@@ -98,9 +111,7 @@ enum SwitchFixture {
                     phase = store.phase
                     say("phase \(phase.rawValue)")
                     if phase == .switched {
-                        let pause = store.progress.lastPause.map { Int($0.components.attoseconds / 1_000_000_000_000)
-                            + Int($0.components.seconds) * 1_000_000 } ?? -1
-                        say("switched \(pause)")
+                        say("switched \(store.progress.lastPause.map(microseconds) ?? -1)")
                     }
                 }
                 if then == "cancel" && n == start + 50 && (phase == .copying || phase == .following) {

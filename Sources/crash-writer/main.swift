@@ -17,7 +17,8 @@
 //     crash-writer sqlite|lmdb PATH feed-write N [PAUSE_MS] / feed-observe N   (the cross-process feed tests;
 //                                                 see FeedFixture)
 //     crash-writer sqlite|lmdb|memory|postgres PATH async-probe / saturate [blocking]   (see AsyncProbe)
-//     crash-writer switch OLD NEW SEED [die-at STEP] [pace N]   (an app switching backends; see SwitchFixture)
+//     crash-writer switch OLD NEW SEED [die-at STEP] …   (an app switching backends; see SwitchFixture)
+//     crash-writer switch-bench OLD NEW ITEMS [gap MS]     (what a switch costs its app; see SwitchBench)
 //
 // Every transaction moves the counter "items" to the number of entries, in the same transaction.
 import DataStoreAPI
@@ -38,6 +39,9 @@ let schema = Schema(entities: [
 let arguments = CommandLine.arguments
 if arguments.count >= 2, arguments[1] == "switch" {
     exit(SwitchFixture.main(arguments))
+}
+if arguments.count >= 2, arguments[1] == "switch-bench" {
+    exit(SwitchBench.main(arguments))
 }
 if arguments.count >= 4, arguments[3] == "seed-v1" || arguments[3] == "upgrade" {
     exit(UpgradeFixture.main(arguments))
