@@ -101,6 +101,7 @@ struct SwitchOpening {
                 let newRecord, newRecord.id == oldRecord.id, newRecord.phase == .copying || newRecord.phase == .following
             {
                 // Under way: the old store serves while the copy or the follow goes on.
+                try Self.requireFeed(store, oldLocation)
                 serving = store
                 record = newRecord
                 phase = newRecord.phase
@@ -123,6 +124,7 @@ struct SwitchOpening {
                 }
                 let store = try oldStore ?? oldLocation.open(schema: schema, durability: .full)
                 oldStore = store
+                try Self.requireFeed(store, oldLocation)
                 let started = try Self.start(old: store, oldLocation: oldLocation, newLocation: newLocation,
                                              policy: policy, epoch: oldRecord?.epoch ?? 0)
                 newStore = started.new
@@ -137,6 +139,14 @@ struct SwitchOpening {
         }
         old = oldStore
         new = newStore
+    }
+
+    /// Throws `invalidArgument` when the old store's change feed is off: the switch follows it.
+    static func requireFeed(_ store: any DataStore, _ location: StoreLocation) throws {
+        guard try store.read({ try $0.changeFeedSettings() }).isEnabled else {
+            throw StoreError(.invalidArgument, "\(location) has its change feed off, and a switch follows it to its "
+                + "cutover; turn it on (setChangeFeedSettings) first")
+        }
     }
 
     /// Records a new switch in the old store, then makes the new store (staged, marked

@@ -11,13 +11,13 @@ private func pair(_ dir: TemporaryDirectory) -> SwitchCases.Pair {
     return (StoreLocation(kind: .sqlite, path: dir.path("a.sqlite")), postgres)
 }
 
-@Test func switchingFromSQLiteToPostgreSQL() throws {
+@Test func switchingFromSQLiteToPostgreSQL() async throws {
     for (name, run) in SwitchCases.all {
         let dir = try TemporaryDirectory()
         let stores = pair(dir)
         defer { try? stores.new.destroy() }
         do {
-            try run(stores)
+            try await run(stores)
         } catch {
             Issue.record("\(name): \(error)")
         }

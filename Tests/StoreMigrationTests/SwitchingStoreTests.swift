@@ -16,13 +16,13 @@ private func pairs(_ dir: TemporaryDirectory) -> [String: SwitchCases.Pair] {
 }
 
 @Test(.serialized, arguments: ["SQLite to LMDB", "LMDB to SQLite", "memory to SQLite"])
-func switchingStoreCases(_ pair: String) throws {
+func switchingStoreCases(_ pair: String) async throws {
     for (name, run) in SwitchCases.all {
         let dir = try TemporaryDirectory()
         let stores = pairs(dir)[pair]!
         defer { if stores.old.kind == .memory { try? stores.old.destroy() } }
         do {
-            try run(stores)
+            try await run(stores)
         } catch {
             Issue.record("\(name) on \(pair): \(error)")
         }

@@ -9,12 +9,13 @@ import Testing
 public enum SwitchCases {
     public typealias Pair = (old: StoreLocation, new: StoreLocation)
 
-    public static let all: [(name: String, run: @Sendable (Pair) throws -> Void)] = [
+    public static let all: [(name: String, run: @Sendable (Pair) async throws -> Void)] = [
         ("aLiveQueryDeliversTheFinalStateAcrossTheCutoverWithoutDuplicates", aLiveQueryDeliversTheFinalStateAcrossTheCutover),
         ("theFeedGoesOnFromTheCutoverWithTheSameTokens", theFeedGoesOnFromTheCutoverWithTheSameTokens),
         ("typedModelsAndChildStoresWorkAcrossTheCutover", typedModelsAndChildStoresWorkAcrossTheCutover),
         ("aRelaunchGoesOnWhereTheLastOneStopped", aRelaunchGoesOnWhereTheLastOneStopped),
         ("cancelThenRestartThenRollBack", cancelThenRestartThenRollBack),
+        ("mistakesGetAnErrorNamingWhatIsWrongAndChangeNothing", mistakesGetAnErrorNamingWhatIsWrong),
     ]
 
     /// A note: the typed model of these cases.
@@ -51,7 +52,7 @@ public enum SwitchCases {
         try store.read { try $0.fetch(Note.self, sortedBy: [.ascending("id")]) }
     }
 
-    static func aLiveQueryDeliversTheFinalStateAcrossTheCutover(_ pair: Pair) throws {
+    static func aLiveQueryDeliversTheFinalStateAcrossTheCutover(_ pair: Pair) async throws {
         try seed(pair.old, count: 3_000)
         let store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
                                        policy: SwitchingStore.Policy(cutover: .manual))
@@ -60,7 +61,7 @@ public enum SwitchCases {
         let deliveries = Deliveries()
         let observation = store.observe(watched, onError: { deliveries.fail($0) }, onChange: { deliveries.add($0) })
         defer { observation.cancel() }
-        try waitFor("the first delivery") { deliveries.count > 0 }
+        try await waitFor("the first delivery") { deliveries.count > 0 }
         for i in 0..<30 {
             try store.writeSync { try $0.insert(Note(id: 10_000 + Int64(i), title: "before", words: 7)) }
         }
@@ -71,7 +72,7 @@ public enum SwitchCases {
         }
         try store.writeSync { _ = try $0.delete("Note", key: .int(7)) }
         let final = try store.read { try $0.fetch(watched) }
-        try waitFor("the final state") { deliveries.last == final }
+        try await waitFor("the final state") { deliveries.last == final }
         #expect(deliveries.error == nil, "\(String(describing: deliveries.error))")
         let all = deliveries.all
         // No duplicate: each delivery differs from the one before; and each holds one of the states
@@ -83,7 +84,7 @@ public enum SwitchCases {
         #expect(all.last?.count == expected)
     }
 
-    static func theFeedGoesOnFromTheCutoverWithTheSameTokens(_ pair: Pair) throws {
+    static func theFeedGoesOnFromTheCutoverWithTheSameTokens(_ pair: Pair) async throws {
         try seed(pair.old, count: 1_000)
         let store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
                                        policy: SwitchingStore.Policy(cutover: .manual))
@@ -101,7 +102,7 @@ public enum SwitchCases {
         #expect(sets.allSatisfy { $0.token.store == beforeCutover.store })
     }
 
-    static func typedModelsAndChildStoresWorkAcrossTheCutover(_ pair: Pair) throws {
+    static func typedModelsAndChildStoresWorkAcrossTheCutover(_ pair: Pair) async throws {
         try seed(pair.old, count: 500)
         let store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
                                        policy: SwitchingStore.Policy(cutover: .manual))
@@ -119,11 +120,11 @@ public enum SwitchCases {
         #expect(try store.read { try $0.fetch(Note.self, where: Field("words") == .int(3)) }.count == 7)
     }
 
-    static func aRelaunchGoesOnWhereTheLastOneStopped(_ pair: Pair) throws {
+    static func aRelaunchGoesOnWhereTheLastOneStopped(_ pair: Pair) async throws {
         try seed(pair.old, count: 4_000)
         var store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
                                        policy: SwitchingStore.Policy(pace: .itemsPerSecond(4_000), batchSize: 200))
-        try waitFor("part of the copy") { store.progress.itemsCopied >= 400 }
+        try await waitFor("part of the copy") { store.progress.itemsCopied >= 400 }
         try store.writeSync { try $0.insert(Note(id: 50_000, title: "while copying", words: 1)) }
         try store.close()
         // Stopped in the middle of its copy: the next launch serves from the old store and goes on.
@@ -151,7 +152,7 @@ public enum SwitchCases {
         #expect(status?.phase == .switched && status?.serving == true)
     }
 
-    static func cancelThenRestartThenRollBack(_ pair: Pair) throws {
+    static func cancelThenRestartThenRollBack(_ pair: Pair) async throws {
         try seed(pair.old, count: 3_000)
         let store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
                                        policy: SwitchingStore.Policy(pace: .itemsPerSecond(2_000), batchSize: 100))
@@ -180,15 +181,60 @@ public enum SwitchCases {
         #expect(try allNotes(old).count == onNew.count + 1)
     }
 
-    /// Waits up to 60 s for `condition`.
-    static func waitFor(_ what: String, _ condition: () throws -> Bool) throws {
+    static func mistakesGetAnErrorNamingWhatIsWrong(_ pair: Pair) async throws {
+        func refused(_ code: StoreError.Code, _ words: String, _ body: () throws -> Void) {
+            #expect {
+                try body()
+            } throws: { error in
+                (error as? StoreError)?.code == code && "\(error)".contains(words)
+            }
+        }
+        try seed(pair.old, count: 100)
+        refused(.invalidArgument, "the same store") {
+            _ = try SwitchingStore(from: pair.old, to: pair.old, schema: schema)
+        }
+        // A store of the app's own where the new one would go is never replaced.
+        let foreign = try pair.new.open(schema: schema)
+        try foreign.writeSync { try $0.insert(Note(id: 1, title: "someone else's", words: 1)) }
+        try foreign.close()
+        refused(.invalidArgument, "already holds a store") {
+            _ = try SwitchingStore(from: pair.old, to: pair.new, schema: schema)
+        }
+        let untouched = try pair.new.open(schema: nil)
+        #expect(try allNotes(untouched) == [Note(id: 1, title: "someone else's", words: 1)])
+        try untouched.close()
+        try pair.new.destroy()
+        // A switch follows the old store's feed.
+        let old = try pair.old.open(schema: nil)
+        try old.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+        try old.close()
+        refused(.invalidArgument, "change feed off") {
+            _ = try SwitchingStore(from: pair.old, to: pair.new, schema: schema)
+        }
+        #expect(!pair.new.exists)
+        let reopened = try pair.old.open(schema: nil)
+        try reopened.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings()) }
+        try reopened.close()
+        let store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
+                                       policy: SwitchingStore.Policy(cutover: .manual))
+        defer { try? store.close() }
+        refused(.invalidArgument, "cancel it instead") { try store.rollBack() }
+        refused(.invalidArgument, "after the cutover") { _ = try store.verifyOldStore() }
+        try store.switchNow(timeout: .seconds(60))
+        refused(.invalidArgument, "roll it back instead") { try store.cancel() }
+        #expect(try allNotes(store).count == 100)
+    }
+
+    /// Waits up to 60 s for `condition`, suspended between looks: a test that blocked its thread
+    /// would starve the observations' tasks when the tests beside it do the same.
+    static func waitFor(_ what: String, _ condition: () throws -> Bool) async throws {
         let deadline = Date(timeIntervalSinceNow: 60)
         while try !condition() {
             guard Date() < deadline else {
                 Issue.record("timed out waiting for \(what)")
                 return
             }
-            usleep(5_000)
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 }
