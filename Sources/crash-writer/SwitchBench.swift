@@ -58,12 +58,17 @@ enum SwitchBench {
                 let took = try timed { try SwitchFixture.write(next, size: 10, into: store) }
                 let after = store.phase
                 if before != .switched && after == .switched {
+                    // This write waited for the cutover.
                     atCutover.append(took)
-                    switchedAt = Date()
                 } else if after != .switched {
                     duringCopy.append(took)
                 }
+                if after == .switched && switchedAt == nil { switchedAt = Date() }
                 if copied == nil && after != .copying { copied = Date().timeIntervalSince(opened) }
+                if let failure = store.progress.failure {
+                    SwitchFixture.say("error the switch stopped: \(failure)")
+                    return 1
+                }
                 usleep(gap)
             }
             let pause = store.progress.lastPause.map { Double($0.components.seconds) * 1e6
