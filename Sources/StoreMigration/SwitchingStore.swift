@@ -563,56 +563,85 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         }
     }
 
-    /// Copies one snapshot of the old store into the new one, entity by entity, resuming from
-    /// the new store's checkpoint.
+    /// The old store's feed position when the copy began, kept in the new store: the follow
+    /// starts there.
+    static let copyStartKey = "datastore.switch.copy-start"
+
+    /// Copies the old store into the new one, entity by entity in key order, one page per short
+    /// read of the old store and one write transaction of the new one with its checkpoint,
+    /// resuming from the checkpoint.
+    ///
+    /// Each page is read in a read transaction of its own, not all in one snapshot: a read held
+    /// for the whole copy would keep the app's writes from reusing pages, and on LMDB from
+    /// growing the map (which waits for every transaction of the process to end). Pages read at
+    /// different moments are made consistent by the follow, which starts from the old store's
+    /// position before the first page and sets every item it lists to its value in the old
+    /// store: whatever changed after that position is set again.
     private func copy() throws {
         guard let old, let new else { return }
-        let options = MigrationOptions(batchSize: max(1, policy.batchSize), verify: false)
-        var copiedBefore = 0
-        var copiedInEntity = 0
-        let pacer = Pacer(pace: policy.pace)
-        let run = MigrationRun(operation: "switch", oldLocation, newLocation, options, { [self] in
-            pacer.pause(items: copiedBefore + copiedInEntity, lastAppWrite: { self.condition.withLock { self.lastAppWrite } },
-                        stop: { self.shouldStop })
-            return self.shouldStop
-        }, { [self] progress in
-            copiedInEntity = progress.done
-            self.update { $0.itemsCopied = copiedBefore + progress.done }
-        })
-        let mark = try Migrator.checkpoint(of: new)
-        try run.interruptible {
-            try old.read { snapshot in
-                let token = try snapshot.changeToken()
-                var total = 0
-                for entity in schema.entities { total += try snapshot.count(FetchRequest(entity.name)) }
-                update { $0.itemsToCopy = total }
-                for (position, entity) in schema.entities.enumerated() {
-                    copiedInEntity = 0
-                    let plan = ResumePlan(entity: entity, position: position, schema: schema, resume: true,
-                                          checkpoint: mark)
-                    try run.entity(entity, phase: plan == .copy ? .copy : .sync, snapshot) { entry, checkpoint, tick in
-                        switch plan {
-                        case .copy:
-                            try run.copyEntity(entity, snapshot, new, after: nil, &entry, checkpoint, tick)
-                        case .compare(let through):
-                            try run.diff(entity, snapshot, new, .apply, through: through, &entry, checkpoint, tick)
-                            if let through {
-                                try run.copyEntity(entity, snapshot, new, after: through, &entry, checkpoint, tick)
-                            }
-                        }
-                    }
-                    copiedBefore += try snapshot.count(FetchRequest(entity.name))
-                }
-                var next = condition.withLock { record }
-                next.phase = .following
-                next.serving = false
-                // The new store equals the snapshot: following goes on from its token.
-                try new.writeSync { writer in
-                    try writer.setReservedMetadata(nil, forKey: Migrator.checkpointKey)
-                    try Migrator.writeFollowState(writer, source: oldLocation, token: token)
-                    try next.write(into: writer)
-                }
+        // Where the old store's feed stood before the first page, and each entity's last key
+        // then: items added after it are the follow's to copy (an app that keeps adding items
+        // faster than the paced copy goes would otherwise keep the copy from ending).
+        let start: CopyStart
+        if let bytes = try new.read({ try $0.metadata(forKey: Self.copyStartKey) }),
+            let known = try? JSONDecoder().decode(CopyStart.self, from: Data(bytes))
+        {
+            start = known
+        } else {
+            start = try old.read { reader in
+                CopyStart(token: try reader.changeToken(), lastKeys: try schema.entities.map { entity in
+                    try reader.fetch(FetchRequest(entity.name, sort: [.descending(entity.primaryKey)], limit: 1))
+                        .first?[entity.primaryKey]
+                })
             }
+            try new.writeSync {
+                try $0.setReservedMetadata(Array(try JSONEncoder().encode(start)), forKey: Self.copyStartKey)
+            }
+        }
+        let mark = try Migrator.checkpoint(of: new)
+        let counts = try old.read { reader in
+            try schema.entities.map { try reader.count(FetchRequest($0.name)) }
+        }
+        update { $0.itemsToCopy = counts.reduce(0, +) }
+        let pacer = Pacer(pace: policy.pace)
+        let limit = max(1, policy.batchSize)
+        var finished = mark?.finishedEntities ?? []
+        var copied = zip(schema.entities, counts).filter { finished.contains($0.0.name) }.map(\.1).reduce(0, +)
+        var page: [Record] = []
+        for (position, entity) in schema.entities.enumerated() where !finished.contains(entity.name) {
+            var after = mark?.entity == entity.name ? mark?.lastKey : nil
+            let bound = start.lastKeys.indices.contains(position) ? start.lastKeys[position] : nil
+            while let bound, try after.map({ try KeyEncoding.compareKeys($0, bound) < 0 }) ?? true {
+                pacer.pause(items: copied, lastAppWrite: { condition.withLock { lastAppWrite } }, stop: { shouldStop })
+                if shouldStop { throw StopRequested() }
+                try old.read { try $0.scan(entity.name, after: after, limit: limit, into: &page) }
+                while let key = page.last?[entity.primaryKey], try KeyEncoding.compareKeys(key, bound) > 0 {
+                    page.removeLast()
+                }
+                guard let last = page.last?[entity.primaryKey] else { break }
+                let checkpoint = Migrator.Checkpoint(entity: entity.name, lastKey: last, finishedEntities: finished,
+                                                     copied: true)
+                try new.writeSync { writer in
+                    try writer.insert(contentsOf: page, into: entity.name)
+                    try writer.setReservedMetadata(Array(try JSONEncoder().encode(checkpoint)),
+                                                   forKey: Migrator.checkpointKey)
+                }
+                copied += page.count
+                after = last
+                update { $0.itemsCopied = copied }
+                if page.count < limit { break }
+            }
+            finished.append(entity.name)
+        }
+        var next = condition.withLock { record }
+        next.phase = .following
+        next.serving = false
+        // The follow goes on from the position before the first page.
+        try new.writeSync { writer in
+            try writer.setReservedMetadata(nil, forKey: Migrator.checkpointKey)
+            try writer.setReservedMetadata(nil, forKey: Self.copyStartKey)
+            try Migrator.writeFollowState(writer, source: oldLocation, token: start.token)
+            try next.write(into: writer)
         }
         update {
             $0.phase = .following
@@ -815,6 +844,13 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         condition.withLock { self.new = nil }
         try Migrator.acceptingUnfinished { try newLocation.destroy() }
     }
+}
+
+/// Where a switch's copy started: the old store's feed position, and each entity's last key
+/// (`nil`: the entity was empty).
+struct CopyStart: Codable {
+    var token: ChangeToken
+    var lastKeys: [Value?]
 }
 
 /// Sleeps between the copy's batches as the pace asks.

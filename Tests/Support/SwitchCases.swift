@@ -128,7 +128,8 @@ public enum SwitchCases {
         try store.writeSync { try $0.insert(Note(id: 50_000, title: "while copying", words: 1)) }
         try store.close()
         // Stopped in the middle of its copy: the next launch serves from the old store and goes on.
-        store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema)
+        store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
+                                   policy: SwitchingStore.Policy(pace: .itemsPerSecond(4_000), batchSize: 200))
         #expect(store.phase == .copying || store.phase == .following, "\(store.phase)")
         #expect(try store.read { try $0.get(Note.self, key: .int(50_000)) }?.title == "while copying")
         #expect(try store.waitUntilSwitched(timeout: .seconds(120)))
