@@ -571,12 +571,13 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
     /// read of the old store and one write transaction of the new one with its checkpoint,
     /// resuming from the checkpoint.
     ///
-    /// Each page is read in a read transaction of its own, not all in one snapshot: a read held
-    /// for the whole copy would keep the app's writes from reusing pages, and on LMDB from
-    /// growing the map (which waits for every transaction of the process to end). Pages read at
-    /// different moments are made consistent by the follow, which starts from the old store's
-    /// position before the first page and sets every item it lists to its value in the old
-    /// store: whatever changed after that position is set again.
+    /// From an LMDB store each page is read in a read transaction of its own: a read held for
+    /// the whole copy would keep the app's writes from reusing pages and from growing the map
+    /// (which waits for every transaction of the process to end, so an app's write would wait
+    /// for the copy's end). Pages read at different moments are made consistent by the
+    /// follow, which starts from the old store's position before the first page and sets every
+    /// item it lists to its value in the old store: whatever changed after that position is set
+    /// again.
     private func copy() throws {
         guard let old, let new else { return }
         // Where the old store's feed stood before the first page, and each entity's last key
@@ -607,31 +608,42 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         let limit = max(1, policy.batchSize)
         var finished = mark?.finishedEntities ?? []
         var copied = zip(schema.entities, counts).filter { finished.contains($0.0.name) }.map(\.1).reduce(0, +)
-        var page: [Record] = []
-        for (position, entity) in schema.entities.enumerated() where !finished.contains(entity.name) {
-            var after = mark?.entity == entity.name ? mark?.lastKey : nil
-            let bound = start.lastKeys.indices.contains(position) ? start.lastKeys[position] : nil
-            while let bound, try after.map({ try KeyEncoding.compareKeys($0, bound) < 0 }) ?? true {
-                pacer.pause(items: copied, lastAppWrite: { condition.withLock { lastAppWrite } }, stop: { shouldStop })
-                if shouldStop { throw StopRequested() }
-                try old.read { try $0.scan(entity.name, after: after, limit: limit, into: &page) }
-                while let key = page.last?[entity.primaryKey], try KeyEncoding.compareKeys(key, bound) > 0 {
-                    page.removeLast()
+        /// Copies the pages, each read by `reading`.
+        func copyPages(reading: ((ReadAccessor) throws -> Void) throws -> Void) throws {
+            var page: [Record] = []
+            for (position, entity) in schema.entities.enumerated() where !finished.contains(entity.name) {
+                var after = mark?.entity == entity.name ? mark?.lastKey : nil
+                let bound = start.lastKeys.indices.contains(position) ? start.lastKeys[position] : nil
+                while let bound, try after.map({ try KeyEncoding.compareKeys($0, bound) < 0 }) ?? true {
+                    pacer.pause(items: copied, lastAppWrite: { condition.withLock { lastAppWrite } }, stop: { shouldStop })
+                    if shouldStop { throw StopRequested() }
+                    try reading { try $0.scan(entity.name, after: after, limit: limit, into: &page) }
+                    while let key = page.last?[entity.primaryKey], try KeyEncoding.compareKeys(key, bound) > 0 {
+                        page.removeLast()
+                    }
+                    guard let last = page.last?[entity.primaryKey] else { break }
+                    let checkpoint = Migrator.Checkpoint(entity: entity.name, lastKey: last, finishedEntities: finished,
+                                                         copied: true)
+                    try new.writeSync { writer in
+                        try writer.insert(contentsOf: page, into: entity.name)
+                        try writer.setReservedMetadata(Array(try JSONEncoder().encode(checkpoint)),
+                                                       forKey: Migrator.checkpointKey)
+                    }
+                    copied += page.count
+                    after = last
+                    update { $0.itemsCopied = copied }
+                    if page.count < limit { break }
                 }
-                guard let last = page.last?[entity.primaryKey] else { break }
-                let checkpoint = Migrator.Checkpoint(entity: entity.name, lastKey: last, finishedEntities: finished,
-                                                     copied: true)
-                try new.writeSync { writer in
-                    try writer.insert(contentsOf: page, into: entity.name)
-                    try writer.setReservedMetadata(Array(try JSONEncoder().encode(checkpoint)),
-                                                   forKey: Migrator.checkpointKey)
-                }
-                copied += page.count
-                after = last
-                update { $0.itemsCopied = copied }
-                if page.count < limit { break }
+                finished.append(entity.name)
             }
-            finished.append(entity.name)
+        }
+        if oldLocation.kind == .lmdb {
+            try copyPages(reading: { try old.read($0) })
+        } else {
+            // Elsewhere one snapshot serves the whole copy: a long read costs the app's writes
+            // nothing on SQLite and PostgreSQL, and an in-memory store sorts its keys once per
+            // snapshot that follows a write.
+            try old.read { snapshot in try copyPages(reading: { try $0(snapshot) }) }
         }
         var next = condition.withLock { record }
         next.phase = .following

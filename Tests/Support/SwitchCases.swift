@@ -123,13 +123,13 @@ public enum SwitchCases {
     static func aRelaunchGoesOnWhereTheLastOneStopped(_ pair: Pair) async throws {
         try seed(pair.old, count: 4_000)
         var store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
-                                       policy: SwitchingStore.Policy(pace: .itemsPerSecond(4_000), batchSize: 200))
+                                       policy: SwitchingStore.Policy(pace: .itemsPerSecond(1_000), batchSize: 100))
         try await waitFor("part of the copy") { store.progress.itemsCopied >= 400 }
         try store.writeSync { try $0.insert(Note(id: 50_000, title: "while copying", words: 1)) }
         try store.close()
         // Stopped in the middle of its copy: the next launch serves from the old store and goes on.
         store = try SwitchingStore(from: pair.old, to: pair.new, schema: schema,
-                                   policy: SwitchingStore.Policy(pace: .itemsPerSecond(4_000), batchSize: 200))
+                                   policy: SwitchingStore.Policy(pace: .itemsPerSecond(1_000), batchSize: 100))
         #expect(store.phase == .copying || store.phase == .following, "\(store.phase)")
         #expect(try store.read { try $0.get(Note.self, key: .int(50_000)) }?.title == "while copying")
         #expect(try store.waitUntilSwitched(timeout: .seconds(120)))
