@@ -766,33 +766,12 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
     private func cutOver(follower: inout Follower, token: ChangeToken, old: any DataStore, new: any DataStore) throws
         -> Bool
     {
-        let started = ContinuousClock.now
-        hold()
-        var released = false
-        defer { if !released { release(to: nil) } }
-        Self.step("held")
-        _ = try applyRest(&follower, from: token)
-        let (head, settings) = try old.read { (try $0.changeToken(), try $0.changeFeedSettings()) }
-        Self.step("applied")
-        var switched = condition.withLock { record }
-        switched.epoch += 1
-        switched.serving = true
-        switched.phase = .switched
-        switched.switchedAt = Date()
-        switched.cutover = head
-        try new.writeSync { writer in
-            try writer.setReservedMetadata(nil, forKey: MetadataKeys.incompleteMigration)
-            try writer.setReservedMetadata(nil, forKey: Migrator.followKey)
-            try writer.continueChangeFeed(after: head, settings: settings)
-            try switched.write(into: writer)
+        let (switched, head, pause) = try hand(from: old, to: new, follower: &follower, token: token,
+                                               clearing: [MetadataKeys.incompleteMigration, Migrator.followKey],
+                                               steps: ("applied", "recorded")) { record in
+            record.phase = .switched
+            record.switchedAt = Date()
         }
-        Self.step("recorded")
-        (new as? Store)?.keepReferences(true)
-        condition.withLock { record = switched }
-        release(to: new)
-        released = true
-        let pause = ContinuousClock.now - started
-        (old as? Store)?.wakeObservers()
         update {
             $0.phase = .switched
             $0.lastPause = pause
@@ -811,31 +790,12 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
     private func cutBack(follower: inout Follower, token: ChangeToken, old: any DataStore, new: any DataStore) throws
         -> Bool
     {
-        let started = ContinuousClock.now
-        hold()
-        var released = false
-        defer { if !released { release(to: nil) } }
-        _ = try applyRest(&follower, from: token)
-        let (head, settings) = try new.read { (try $0.changeToken(), try $0.changeFeedSettings()) }
-        var back = condition.withLock { record }
-        back.epoch += 1
-        back.serving = true
-        back.phase = .rolledBack
-        back.rollingBack = nil
-        back.cutover = head
-        try old.writeSync { writer in
-            try writer.setReservedMetadata(nil, forKey: MetadataKeys.switchedAway)
-            try writer.setReservedMetadata(nil, forKey: Migrator.followKey)
-            try writer.continueChangeFeed(after: head, settings: settings)
-            try back.write(into: writer)
+        let (_, _, pause) = try hand(from: new, to: old, follower: &follower, token: token,
+                                     clearing: [MetadataKeys.switchedAway, Migrator.followKey],
+                                     steps: (nil, "rollback-recorded")) { record in
+            record.phase = .rolledBack
+            record.rollingBack = nil
         }
-        Self.step("rollback-recorded")
-        (old as? Store)?.keepReferences(true)
-        condition.withLock { record = back }
-        release(to: old)
-        released = true
-        let pause = ContinuousClock.now - started
-        (new as? Store)?.wakeObservers()
         try discardNew()
         update {
             $0.phase = .rolledBack
@@ -844,6 +804,42 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         }
         logger?.info("switch rolled back", metadata: ["to": "\(oldLocation)", "pause": "\(pause)"])
         return true
+    }
+
+    /// What both cutovers do: hold writes, apply what `follower` has not applied yet, then in
+    /// one transaction of `target` (the decisive one) clear the `clearing` keys, take over
+    /// `source`'s change feed and record that `target` serves (with the next epoch, and what
+    /// `change` sets); then send every read and write to `target`. Returns the record, the feed
+    /// position at the cutover and how long writes were held.
+    private func hand(from source: any DataStore, to target: any DataStore, follower: inout Follower,
+                      token: ChangeToken, clearing: [String], steps: (applied: String?, recorded: String),
+                      change: (inout SwitchRecord) -> Void) throws -> (SwitchRecord, ChangeToken, Duration) {
+        let started = ContinuousClock.now
+        hold()
+        var released = false
+        defer { if !released { release(to: nil) } }
+        if steps.applied != nil { Self.step("held") }
+        _ = try applyRest(&follower, from: token)
+        let (head, settings) = try source.read { (try $0.changeToken(), try $0.changeFeedSettings()) }
+        if let applied = steps.applied { Self.step(applied) }
+        var serving = condition.withLock { record }
+        serving.epoch += 1
+        serving.serving = true
+        serving.cutover = head
+        change(&serving)
+        try target.writeSync { writer in
+            for key in clearing { try writer.setReservedMetadata(nil, forKey: key) }
+            try writer.continueChangeFeed(after: head, settings: settings)
+            try serving.write(into: writer)
+        }
+        Self.step(steps.recorded)
+        (target as? Store)?.keepReferences(true)
+        condition.withLock { record = serving }
+        release(to: target)
+        released = true
+        let pause = ContinuousClock.now - started
+        (source as? Store)?.wakeObservers()
+        return (serving, head, pause)
     }
 
     /// Closes and deletes the new store (after a cancel or a rollback).

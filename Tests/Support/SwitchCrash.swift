@@ -1,4 +1,5 @@
 import DataStoreAPI
+import DataStoreConformance
 import Foundation
 import StoreMigration
 import Testing
@@ -37,7 +38,7 @@ public enum SwitchCrash {
                            steps: [String] = cutoverSteps, pace: Int = 4_000, gap: Int = 1, then: String? = nil,
                            stepsFrom: Int? = nil, seedOfRandomness: UInt64 = 1,
                            sourceLocation: SourceLocation = #_sourceLocation) throws -> [Run] {
-        var random = SplitMix(seed: seedOfRandomness)
+        var random = SplitMix64(seed: seedOfRandomness)
         var runs: [Run] = []
         var arguments = ["switch", old.description, new.description, "\(seed)", "pace", "\(pace)", "gap", "\(gap)"]
         if let then { arguments += ["then", then] }
@@ -52,7 +53,7 @@ public enum SwitchCrash {
             } else {
                 // Up to 1.5 s: the launch, part of the copy (five seconds in all at the default
                 // pace and size), the follow and the cutover, or what comes after.
-                runs.append(try launch(arguments, killAfter: Double(random.next() % 1_500) / 1_000 + 0.02))
+                runs.append(try launch(arguments, killAfter: Double.random(in: 0.02...1.5, using: &random)))
             }
             let last = runs[runs.count - 1]
             #expect(!last.lines.contains { $0.hasPrefix("error") || $0.hasPrefix("TIME TRAVEL") },
@@ -162,17 +163,4 @@ public enum SwitchCrash {
 
     /// The pauses of the cutovers in `runs`, in microseconds.
     public static func pauses(_ runs: [Run]) -> [Int] { runs.compactMap(\.pause) }
-}
-
-/// A small deterministic generator, so that a failing run can be repeated.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
