@@ -21,9 +21,10 @@ extension MigrateStore {
             let when = status.switchedAt.map { " at " + ISO8601DateFormatter().string(from: $0) } ?? ""
             switch (status.phase, status.serving) {
             case (.copying, _), (.following, _):
-                return "\(switchLine) in progress (\(status.phase.rawValue)); "
-                    + (role == "from" ? "this store serves the app" : "this store is being filled; the app's "
-                        + "SwitchingStore goes on with it at its next launch")
+                // The old store's record does not follow the copy: the new store's says where it is.
+                return role == "from" ? "\(switchLine) in progress; this store serves the app"
+                    : "\(switchLine) in progress (\(status.phase.rawValue)); this store is being filled; the app's "
+                        + "SwitchingStore goes on with it at its next launch"
             case (.switched, true):
                 return "\(switchLine) done\(when); this store serves the app"
                     + (status.rollingBack ? " (rolling back: the old store is catching up)" : "")

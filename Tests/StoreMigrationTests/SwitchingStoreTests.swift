@@ -71,3 +71,28 @@ func aRollbackKilledInTheMiddleEndsRolledBack() throws {
     #expect(runs[0].lastPhase == "switched" && runs[1].lines.first == "phase rollingBack")
     #expect(runs[2].lines.first == "phase rolledBack")
 }
+
+/// `migrate-store inspect` shows where a switch stands, in each of its stores, while the app
+/// holds the switching store open.
+@Test func inspectShowsASwitchInProgressAndDone() async throws {
+    let dir = try TemporaryDirectory()
+    let (old, new) = pairs(dir)["SQLite to LMDB"]!
+    let schema = SwitchCases.schema
+    let seeded = try old.open(schema: schema)
+    try seeded.writeSync { try $0.insert(["id": .int(1), "title": .string("one"), "words": .int(1)], into: "Note") }
+    try seeded.close()
+    let store = try SwitchingStore(from: old, to: new, schema: schema, policy: SwitchingStore.Policy(cutover: .manual))
+    defer { try? store.close() }
+    let deadline = Date(timeIntervalSinceNow: 60)
+    while store.phase != .following && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    func state(_ location: StoreLocation) throws -> String {
+        try runCommand(migrateStore.path, ["inspect", location.description]).split(separator: "\n")
+            .first { $0.hasPrefix("state: ") }.map(String.init) ?? ""
+    }
+    #expect(try state(old) == "state: switch from \(old) to \(new) in progress; this store serves the app")
+    #expect(try state(new).hasPrefix("state: switch from \(old) to \(new) in progress (following); this store is being filled"))
+    try store.switchNow(timeout: .seconds(60))
+    #expect(try state(new).hasSuffix("; this store serves the app"))
+    #expect(try state(old).hasSuffix("; this store is kept for a rollback until the app drops it"))
+    #expect(try state(new).contains(" done at "))
+}
