@@ -773,12 +773,15 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
             record.switchedAt = Date()
         }
         update {
-            $0.phase = .switched
             $0.lastPause = pause
             $0.lagTransactions = 0
         }
         logger?.info("switch cut over", metadata: ["to": "\(newLocation)", "pause": "\(pause)"])
         Self.step("released")
+        // Switched once the old store is retired: what the app may do then (verify it, drop it,
+        // roll back) needs the position the retirement records. The new store serves either way;
+        // a retirement that failed is done again at the next launch.
+        defer { update { $0.phase = .switched } }
         try SwitchOpening.retire(old, record: switched, newLocation: newLocation, token: head)
         Self.step("retired")
         if !policy.keepsOldStore { try dropOldStore() }
