@@ -229,10 +229,11 @@ public enum SwitchCases {
         #expect(try allNotes(store).count == 100)
     }
 
-    /// Waits up to 60 s for `condition`, suspended between looks: a test that blocked its thread
-    /// would starve the observations' tasks when the tests beside it do the same.
+    /// Waits up to 5 minutes for `condition`, suspended between looks: a test that blocked its
+    /// thread would starve the observations' tasks when the tests beside it do the same (the
+    /// whole suite's blocking tests hold the cooperative pool's threads for long stretches).
     static func waitFor(_ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = Date(timeIntervalSinceNow: 60)
+        let deadline = Date(timeIntervalSinceNow: 300)
         while try !condition() {
             guard Date() < deadline else {
                 Issue.record("timed out waiting for \(what)")
