@@ -59,7 +59,17 @@ public enum SwitchCases {
         defer { try? store.close() }
         let watched = FetchRequest("Note", filter: Field("words") == .int(7), sort: [.ascending("id")])
         let deliveries = Deliveries()
-        let observation = store.observe(watched, onError: { deliveries.fail($0) }, onChange: { deliveries.add($0) })
+        // The observation runs on a thread of its own: in the whole suite, tests that block
+        // hold the cooperative pool's threads for minutes at a time.
+        let executor = ThreadExecutor()
+        defer { executor.stop() }
+        let observation = Task(executorPreference: executor) {
+            do {
+                for try await results in store.observe(watched) { deliveries.add(results) }
+            } catch {
+                deliveries.fail(error)
+            }
+        }
         defer { observation.cancel() }
         try await waitFor("the first delivery") { deliveries.count > 0 }
         for i in 0..<30 {
@@ -82,6 +92,9 @@ public enum SwitchCases {
         #expect(zip(afterCounts, afterCounts.dropFirst()).allSatisfy { $0 <= $1 }, "a delivery went back: \(afterCounts)")
         let expected = 30 + 30 + 30 - 1
         #expect(all.last?.count == expected)
+        // Closing the store ends the observation; then its thread may stop.
+        try store.close()
+        await observation.value
     }
 
     static func theFeedGoesOnFromTheCutoverWithTheSameTokens(_ pair: Pair) async throws {
@@ -229,11 +242,9 @@ public enum SwitchCases {
         #expect(try allNotes(store).count == 100)
     }
 
-    /// Waits up to 5 minutes for `condition`, suspended between looks: a test that blocked its
-    /// thread would starve the observations' tasks when the tests beside it do the same (the
-    /// whole suite's blocking tests hold the cooperative pool's threads for long stretches).
+    /// Waits up to 60 s for `condition`, suspended between looks.
     static func waitFor(_ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = Date(timeIntervalSinceNow: 300)
+        let deadline = Date(timeIntervalSinceNow: 60)
         while try !condition() {
             guard Date() < deadline else {
                 Issue.record("timed out waiting for \(what)")
@@ -244,7 +255,49 @@ public enum SwitchCases {
     }
 }
 
-/// The deliveries of an observation, collected from its callback.
+/// Runs the jobs of the tasks that prefer it on one thread of its own, whatever the cooperative
+/// pool is doing.
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    // @unchecked: `jobs` is read and written with `condition` locked.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var stopped = false
+
+    init() {
+        let thread = Thread { [self] in
+            while true {
+                condition.lock()
+                while jobs.isEmpty && !stopped { condition.wait() }
+                if jobs.isEmpty {
+                    condition.unlock()
+                    return
+                }
+                let job = jobs.removeFirst()
+                condition.unlock()
+                job.runSynchronously(on: asUnownedTaskExecutor())
+            }
+        }
+        thread.start()
+    }
+
+    /// Ends the thread once it has run the jobs enqueued so far (a job enqueued later never runs).
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+}
+
+/// The deliveries of an observation, collected as they come.
 final class Deliveries: @unchecked Sendable {
     private let lock = NSLock()
     private var deliveries: [[Record]] = []
