@@ -1,6 +1,6 @@
 // swift-tools-version: 6.1
 // The performance harness: every backend and the migration next to the raw C APIs doing the same
-// work in the same run, and SQLiteStore's typed layer next to GRDB. Its own package, so that
+// work in the same run, and the typed layer next to GRDB (SQLite) and Fluent (SQLite and PostgreSQL). Its own package, so that
 // users of the library never build GRDB. It builds the root package with its `Postgres` trait, so
 // that PostgresStore runs next to postgres-nio.
 import Foundation
@@ -19,6 +19,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/fluent-kit", from: "1.57.0"),
+        .package(url: "https://github.com/vapor/fluent-sqlite-driver", from: "4.9.0"),
+        .package(url: "https://github.com/vapor/fluent-postgres-driver", from: "2.14.0"),
     ],
     targets: [
         .systemLibrary(name: "RawSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -45,6 +49,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "FluentKit", package: "fluent-kit"),
+                .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
+                .product(name: "FluentPostgresDriver", package: "fluent-postgres-driver"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),
@@ -52,7 +61,7 @@ let package = Package(
         .executableTarget(
             name: "profile-store",
             dependencies: ["BenchSupport", .product(name: "DataStoreAPI", package: root), .product(name: "LMDBStore", package: root),
-                           .product(name: "InMemoryStore", package: root),
+                           .product(name: "InMemoryStore", package: root), .product(name: "JSONLStore", package: root),
                            .product(name: "SQLiteStore", package: root), .product(name: "StoreMigration", package: root)],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),

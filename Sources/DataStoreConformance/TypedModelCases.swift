@@ -105,6 +105,34 @@ enum TypedModelCases {
         }
     }
 
+    /// A typed bulk insert stores every object of a clean batch, 200 of them (PostgreSQL's COPY
+    /// path) and 10 (its one-statement path), and a batch with a taken key fails at that object
+    /// with the objects before it stored and none after.
+    static func aTypedBulkInsertStoresEachObjectInOrder(_ c: ConformanceContext) throws {
+        let store = try c.open(Waffle.schema)
+        let waffles = (0..<210).map { (i: Int) -> Waffle in
+            Waffle(topping: i % 3 == 0 ? nil : "t\t\(i)\\", id: Int64(i), photo: i % 2 == 0 ? nil : Data([UInt8(i), 0]),
+                   ref: UUID(), grams: i == 7 ? -0.0 : Double(i) / 3,
+                   bakedAt: i % 4 == 0 ? nil : Date(timeIntervalSince1970: Double(i) + 0.25), raw: [UInt8(i), 1, 2])
+        }
+        try store.writeSync { try $0.insert(contentsOf: waffles.prefix(200)) }
+        try store.writeSync { try $0.insert(contentsOf: waffles.dropFirst(200)) }
+        let stored = try store.read { try $0.fetch(Waffle.self, sortedBy: [.ascending("id")]) }
+        c.expectEqual(stored, waffles)
+        c.expect(stored.count > 7 && stored[7].grams.sign == .minus, "-0.0 kept its sign")
+        var clash = waffles[3]
+        clash.topping = "again"
+        let extra = { (id: Int64) in Waffle(topping: nil, id: id, photo: nil, ref: UUID(), grams: 1, bakedAt: nil, raw: []) }
+        try store.writeSync { writer in
+            c.expectError(.keyExists, "a taken key") { try writer.insert(contentsOf: [extra(500), clash, extra(501)]) }
+        }
+        try store.read { reader in
+            c.expect(try reader.get(Waffle.self, key: .int(500)) != nil, "the object before the clash is stored")
+            c.expect(try reader.get(Waffle.self, key: .int(501)) == nil, "the object after the clash is not")
+            c.expectEqual(try reader.get(Waffle.self, key: .int(3))?.topping, waffles[3].topping)
+        }
+    }
+
     /// A model whose own `init(from:)` opens two keyed containers of different key types and
     /// reads them interleaved, with a nested `Codable` value and an optional. The decoding of a
     /// fetch is shared by its rows; each row must still read its own values through the right
@@ -179,6 +207,8 @@ enum TypedModelCases {
     }
 
     static let all: [ConformanceCase] = [
+        ConformanceCase(
+            "Typed models", "aTypedBulkInsertStoresEachObjectInOrder", aTypedBulkInsertStoresEachObjectInOrder),
         ConformanceCase(
             "Typed models", "eachRowOfATypedFetchDecodesItsOwnValuesThroughEachContainer",
             eachRowOfATypedFetchDecodesItsOwnValuesThroughEachContainer),

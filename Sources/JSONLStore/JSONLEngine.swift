@@ -184,6 +184,7 @@ final class JSONLCursor: @unchecked Sendable {
     var lastKey: [UInt8]?
     var exhausted = false
     private var pending: (key: [UInt8], record: Record)?
+    private lazy var decoder = CanonicalLineDecoder(schema: schema)
 
     init(reader: JSONLLineReader, entity: EntitySchema, schema: Schema) {
         self.reader = reader
@@ -202,7 +203,8 @@ final class JSONLCursor: @unchecked Sendable {
             exhausted = true
             return nil
         }
-        let (lineEntity, record) = try JSONLineCodec.decode(line, schema: schema, lineNumber: reader.lineNumber)
+        let (lineEntity, record) = try decoder.decode(line)
+            ?? JSONLineCodec.decode(line, schema: schema, lineNumber: reader.lineNumber)
         guard lineEntity.name == entity.name else {
             exhausted = true
             return nil

@@ -94,6 +94,7 @@ public enum JSONLines {
         let reader = try JSONLLineReader(path: path, opening: opening)
         guard let header = try reader.next() else { throw StoreError(.notAStore, "\(path) is empty") }
         let schema = try JSONLHeader.decode(header, path: path)
+        let decoder = CanonicalLineDecoder(schema: schema)
         var entityIndex = 0
         var lastKey: (entity: String, key: [UInt8])?
         while let line = try reader.next() {
@@ -101,7 +102,7 @@ public enum JSONLines {
             let (entity, record): (EntitySchema, Record)
             let key: [UInt8]
             do {
-                (entity, record) = try JSONLineCodec.decode(line, schema: schema, lineNumber: number)
+                (entity, record) = try decoder.decode(line) ?? JSONLineCodec.decode(line, schema: schema, lineNumber: number)
                 _ = try entity.normalize(record)
                 key = try PrimaryKey(record[entity.primaryKey]).bytes
             } catch let error as StoreError {

@@ -73,7 +73,7 @@ public enum SwitchCrash {
     /// SIGKILL; returns what it printed.
     static func launch(_ arguments: [String], killAfter: Double?) throws -> Run {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("switch-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
         let handle = try FileHandle(forWritingTo: output)
         let process = Process()

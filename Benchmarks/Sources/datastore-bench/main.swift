@@ -32,6 +32,8 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: "Only the async API next to the synchronous one.") var async = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
+    @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
+    @Flag(help: "Only the Fluent table (SQLite and PostgreSQL).") var fluent = false
 
     /// The item counts of `--sizes`, when given.
     var sizeList: [Int]? {
@@ -55,6 +57,11 @@ do {
 }
 let quick = options.quick
 var sizes = options.sizeList ?? (quick ? [20_000] : [100_000, 1_000_000])
+if options.fluent {
+    let count = options.sizeList?.first ?? (quick ? 20_000 : 100_000)
+    printFluentTable(try fluentComparison(count: count), count: count)
+    exit(0)
+}
 
 struct Row {
     var backend: String
@@ -303,3 +310,8 @@ print(String(format: "| insert in one transaction | %.0f | %.0f | %.2f |", Doubl
 print(String(format: "| fetch all | %.0f | %.0f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
              Double(grdbCount) / grdb.storeFetch, grdb.grdbFetch / grdb.storeFetch))
 }
+
+let fluentCount = options.noFluent || options.noPostgres || onlySchemaSteps || onlyFeed || onlyJSONL || onlyScaling
+    || onlyRelationships || onlyMigration || onlyBackends || onlySyncJSON || onlyAsync || onlyPostgres ? 0
+    : (quick ? 20_000 : 100_000)
+if fluentCount > 0 { printFluentTable(try fluentComparison(count: fluentCount), count: fluentCount) }

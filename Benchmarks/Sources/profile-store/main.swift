@@ -12,7 +12,8 @@
 // the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
 // store against such a copy, item by item and by range checksum); small and async (the harness's
 // 10,000 small transactions, one insert each, through writeSync and writeAsync, on the seeded store
-// with the change feed on, as the main table runs them). The backend `memory` is an in-memory store
+// with the change feed on, as the main table runs them); jsonl-load (JSONLines.load, into a new store
+// of the backend, of a file the seeded store was exported to). The backend `memory` is an in-memory store
 // (no raw C side; no migration operations). The backends `raw-lmdb` and `raw-sqlite`
 // run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small and copy, so
 // that the API's count has the raw one beside it.
@@ -23,6 +24,7 @@ import BenchSupport
 import DataStoreAPI
 import Foundation
 import InMemoryStore
+import JSONLStore
 import LMDBStore
 import SQLiteStore
 import StoreMigration
@@ -30,7 +32,7 @@ import StoreMigration
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -101,6 +103,12 @@ func runOperationRawCopy(_ read: (Int, ([RawRow]) -> Void) -> Void, _ write: @es
         copied += rows.count
     }
     return copied
+}
+
+/// `JSONLines.load` of a file the seeded store was exported to, into a new store of the same kind.
+@inline(never)
+func runOperationJSONL(_ path: String, into store: any DataStore) throws -> Int {
+    try JSONLines.load(path, into: store)
 }
 
 /// The operations of either raw bench.
@@ -197,11 +205,27 @@ do {
         print("\(backend) \(operation) \(count): \(result)")
         exit(0)
     }
-    let store: any DataStore = backend == "memory" ? try InMemoryStore(schema: Workload.schema)
-        : backend == "lmdb"
-        ? try LMDBStore(path: directory, schema: Workload.schema, options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
-        : try SQLiteStore(path: directory + "/store.sqlite", schema: Workload.schema,
-                          options: SQLiteOptions(durability: .normal))
+    func open(_ name: String) throws -> any DataStore {
+        let path = directory + "/" + name
+        if backend == "memory" { return try InMemoryStore(schema: Workload.schema) }
+        if backend == "lmdb" {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            return try LMDBStore(path: path, schema: Workload.schema,
+                                 options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
+        }
+        return try SQLiteStore(path: path + ".sqlite", schema: Workload.schema, options: SQLiteOptions(durability: .normal))
+    }
+    let store = try open("store")
+    if operation == "jsonl-load" {
+        try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: count)
+        let file = directory + "/items.jsonl"
+        _ = try JSONLines.export(store, to: file)
+        try store.close()
+        let loaded = try open("loaded")
+        print("\(backend) \(operation) \(count): \(try runOperationJSONL(file, into: loaded))")
+        try loaded.close()
+        exit(0)
+    }
     // `insert-feed`, `small`, `async`: with the change feed on, as a store opens by default (the
     // seeding below then records one transaction).
     if !["insert-feed", "small", "async"].contains(operation) {
