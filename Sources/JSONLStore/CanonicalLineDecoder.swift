@@ -100,7 +100,11 @@ struct CanonicalLineDecoder {
             case .string:
                 return string().map(Value.string)
             case .bytes:
-                return string().flatMap { Data(base64Encoded: $0) }.map { .bytes(Array($0)) }
+                // Base64 is ASCII: decoded from the bytes, with the options the general path uses.
+                guard let text = stringBytes(), text.ascii,
+                    let data = Data(base64Encoded: Data(UnsafeRawBufferPointer(text.bytes)))
+                else { return nil }
+                return .bytes(Array(data))
             case .date:
                 if bytes[position] == UInt8(ascii: "\"") {
                     return string().flatMap(ValueConversion.parseISO8601Text).map(Value.date)
@@ -163,17 +167,25 @@ struct CanonicalLineDecoder {
 
         /// A string without escapes or control characters, of valid UTF-8.
         private mutating func string() -> String? {
+            guard let text = stringBytes() else { return nil }
+            // ASCII is valid UTF-8 as it is; anything else is checked.
+            return text.ascii ? String(decoding: text.bytes, as: UTF8.self) : String(validating: text.bytes, as: UTF8.self)
+        }
+
+        /// The bytes between the quotes of a string without escapes or control characters, and
+        /// whether they are all ASCII.
+        private mutating func stringBytes() -> (bytes: UnsafeBufferPointer<UInt8>, ascii: Bool)? {
             guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { return nil }
             var i = position + 1
+            var high: UInt8 = 0
             while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
                 guard bytes[i] != UInt8(ascii: "\\"), bytes[i] >= 0x20 else { return nil }
+                high |= bytes[i]
                 i += 1
             }
-            guard i < bytes.count,
-                let text = String(validating: UnsafeBufferPointer(rebasing: bytes[position + 1..<i]), as: UTF8.self)
-            else { return nil }
-            position = i + 1
-            return text
+            guard i < bytes.count else { return nil }
+            defer { position = i + 1 }
+            return (UnsafeBufferPointer(rebasing: bytes[position + 1..<i]), high < 0x80)
         }
     }
 }

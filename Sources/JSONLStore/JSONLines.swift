@@ -55,9 +55,11 @@ public enum JSONLines {
         try JSONLEngine.check(path).entities.mapValues(\.count)
     }
 
-    /// Loads `path` into `store` (whose schema must hold the file's entities as they are), in
-    /// write transactions of `batchSize` items. The whole file is checked first, so a damaged
-    /// file writes nothing.
+    /// Loads `path` into `store` (whose schema must hold the file's entities as they are) in one
+    /// write transaction, reading the file once: a damaged line, or any failure, rolls the whole
+    /// load back, so a damaged file writes nothing. Items go to the store `batchSize` at a time
+    /// (on PostgreSQL one `COPY` each), and `progress` is called after each batch, inside the
+    /// transaction (it must not use the store).
     @discardableResult
     public static func load(_ path: String, into store: any DataStore, batchSize: Int = 1_000,
                             progress: (Progress) -> Void = { _ in }) throws -> Int {
@@ -66,24 +68,28 @@ public enum JSONLines {
             throw StoreError(.schemaMismatch, "\(path): entity '\(entity.name)' differs from the store's (or the store "
                 + "has none)")
         }
-        _ = try check(path)
-        var batch: [(String, Record)] = []
-        var total = 0
-        func flush() throws {
-            guard let last = batch.last else { return }
-            try store.writeSync { writer in
-                for (entity, record) in batch { try writer.insert(record, into: entity) }
+        return try store.writeSync { writer in
+            var batch: [Record] = []
+            var entityName = ""
+            var total = 0
+            func flush() throws {
+                guard !batch.isEmpty else { return }
+                try writer.insert(contentsOf: batch, into: entityName)
+                total += batch.count
+                progress(Progress(entity: entityName, items: total))
+                batch.removeAll(keepingCapacity: true)
             }
-            total += batch.count
-            progress(Progress(entity: last.0, items: total))
-            batch.removeAll(keepingCapacity: true)
+            try read(path) { _, entity, _, record in
+                if entity.name != entityName {
+                    try flush()
+                    entityName = entity.name
+                }
+                batch.append(record)
+                if batch.count >= max(1, batchSize) { try flush() }
+            }
+            try flush()
+            return total
         }
-        try read(path) { _, entity, _, record in
-            batch.append((entity.name, record))
-            if batch.count >= max(1, batchSize) { try flush() }
-        }
-        try flush()
-        return total
     }
 
     /// Streams every item of `path` (read through the file `opening` names, when given),

@@ -46,6 +46,31 @@ func edgeStore(_ kind: Kind, _ dir: TemporaryDirectory, _ name: String) throws -
     return store
 }
 
+/// A load is one transaction: an item whose key the store already holds, past the first batches,
+/// fails the load with `keyExists` and leaves the store as it was, and the progress reported the
+/// batches before it.
+@Test(arguments: Kind.allCases)
+func aLoadThatFailsMidwayLeavesTheStoreAsItWas(_ kind: Kind) throws {
+    let dir = try TemporaryDirectory()
+    let source = try edgeStore(kind, dir, "source")
+    defer { try? source.close() }
+    let path = dir.path("edge.jsonl")
+    try JSONLines.export(source, to: path)
+    let destination = try kind.open(dir, "destination", EdgeDomain.schema)
+    defer { try? destination.close() }
+    // The last EdgeUUID item, the last entity of the file, is there already.
+    let taken = try #require(try source.read { try $0.fetch(FetchRequest("EdgeUUID")) }.last)
+    try destination.writeSync { try $0.insert(taken, into: "EdgeUUID") }
+    let before = try contents(destination)
+    var reported = 0
+    let error = #expect(throws: StoreError.self) {
+        try JSONLines.load(path, into: destination, batchSize: 50, progress: { reported = $0.items })
+    }
+    #expect(error?.code == .keyExists, "\(String(describing: error))")
+    #expect(reported >= 300, "progress reached \(reported) items before the failure")
+    #expect(try contents(destination) == before)
+}
+
 /// store -> jsonl -> store gives the same items on every backend, plain and gzip-compressed, and
 /// the file of the same store is the same bytes every time.
 @Test(arguments: Kind.allCases)

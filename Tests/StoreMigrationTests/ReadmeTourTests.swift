@@ -219,6 +219,6 @@ func theReadmeFeedExamplesRunOnEveryBackend(_ kind: String) async throws {
     defer { try? opened.close() }
     try JSONLines.export(opened, to: "\(dir)/fixture.jsonl")   // any open store, one snapshot
     let empty = try InMemoryStore(schema: opened.schema)
-    try JSONLines.load("\(dir)/fixture.jsonl", into: empty)   // checked whole first, then batches
+    try JSONLines.load("\(dir)/fixture.jsonl", into: empty)   // one transaction: a damaged file writes nothing
     #expect(try empty.read { try $0.count(FetchRequest("Order")) } == opened.read { try $0.count(FetchRequest("Order")) })
 }

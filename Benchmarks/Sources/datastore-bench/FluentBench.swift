@@ -1,3 +1,4 @@
+import BenchSupport
 import DataStoreAPI
 import FluentKit
 import FluentPostgresDriver
@@ -9,14 +10,15 @@ import NIOPosix
 import PostgresStore
 import SQLiteStore
 
-/// The ``Track`` model as Fluent declares it: the same table, columns and index.
+/// The ``Track`` model as Fluent declares it: the same table, columns and index. (`@Field` is
+/// spelled out: DataStoreAPI's `Field` would shadow it.)
 final class FluentTrack: Model, @unchecked Sendable {
     static let schema = "Track"
     @ID(custom: "id", generatedBy: .user) var id: Int64?
-    @Field(key: "title") var title: String
-    @Field(key: "plays") var plays: Int64
-    @Field(key: "rating") var rating: Double
-    @Field(key: "artwork") var artwork: Data
+    @FieldProperty<FluentTrack, String>(key: "title") var title: String
+    @FieldProperty<FluentTrack, Int64>(key: "plays") var plays: Int64
+    @FieldProperty<FluentTrack, Double>(key: "rating") var rating: Double
+    @FieldProperty<FluentTrack, Data>(key: "artwork") var artwork: Data
 
     init() {}
 
@@ -137,7 +139,7 @@ private func fluentRows(_ backend: String, fluent: any Database, store: any Data
     var found = 0
     let fluentQueries = try await bestOfAsync(3) {
         found = 0
-        for k in 0..<queries { found += try await FluentTrack.query(on: fluent).filter(\.$plays == Int64(k)).all().count }
+        for k in 0..<queries { found += try await FluentTrack.query(on: fluent).filter(\FluentTrack.$plays == Int64(k)).all().count }
     }
     let expected = found
     let storeQueries = try bestOf(3) {
