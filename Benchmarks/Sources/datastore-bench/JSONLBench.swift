@@ -77,7 +77,7 @@ struct PlainItem: Codable {
         precondition(loaded == n)
         try destination.close()
         record(backend, "JSON Lines export (vs JSONEncoder loop)", n, operations: n, api: exportSeconds, raw: encodeSeconds, memory: false)
-        record(backend, "JSON Lines load, checked first (vs JSONSerialization loop)", n, operations: n,
+        record(backend, "JSON Lines load, one transaction (vs JSONSerialization loop)", n, operations: n,
                api: loadSeconds, raw: parseSeconds, memory: false)
         // The same through the jsonl: kind of the migration engine (checkpointed batches; the
         // source file checked by a pass of its own, then read once more while opening).
