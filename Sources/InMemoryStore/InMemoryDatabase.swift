@@ -17,9 +17,14 @@ public final class InMemoryDatabase: Sendable {
 struct MemoryState: Sendable {
     var tables: [String: MemoryTable] = [:]
     /// Metadata by the UTF-8 bytes of its key (never by Swift's canonical `String` equality).
-    /// A persistent trie like the rows: the change feed keeps one entry per recorded transaction
-    /// here (10,000 by default), and a hash table would be copied whole by every write.
+    /// A persistent trie like the rows, so that a write copies only the path to what it changed.
     var metadata: TreeDictionary<[UInt8], [UInt8]> = [:]
+    /// The change feed's entries by number (the store's own entry storage, so that a commit
+    /// writes its entry and not the feed's state beside it), and the first and last number held:
+    /// entries are always a run of consecutive numbers, appended at its end and removed from its
+    /// start.
+    var feed: TreeDictionary<UInt64, [UInt8]> = [:]
+    var feedBounds: FeedBounds?
     /// Counts commits, for observers.
     var commits: UInt64 = 0
 
@@ -29,6 +34,12 @@ struct MemoryState: Sendable {
         for (name, table) in tables where table.hasKeyChanges { settled.tables[name] = table.settled() }
         return settled
     }
+}
+
+/// The numbers of the first and last entries of ``MemoryState/feed``.
+struct FeedBounds: Sendable {
+    var first: UInt64
+    var last: UInt64
 }
 
 struct MemoryTable: Sendable {

@@ -92,3 +92,30 @@ final class InMemoryTransaction: StorageWriter {
         state.metadata[Array(key.utf8)] = value
     }
 }
+
+extension InMemoryTransaction: ChangeLogWriting {
+    func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
+        state.feedBounds.map { ($0.first, $0.last) }
+    }
+
+    func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]? {
+        state.feed[sequence]
+    }
+
+    func appendChangeLog(_ sequence: UInt64, _ entry: [UInt8]) throws {
+        state.feed[sequence] = entry
+        if var bounds = state.feedBounds {
+            bounds.first = min(bounds.first, sequence)
+            bounds.last = max(bounds.last, sequence)
+            state.feedBounds = bounds
+        } else {
+            state.feedBounds = FeedBounds(first: sequence, last: sequence)
+        }
+    }
+
+    func removeChangeLog(before sequence: UInt64) throws {
+        guard let bounds = state.feedBounds, bounds.first < sequence else { return }
+        for old in bounds.first..<min(sequence, bounds.last &+ 1) { state.feed[old] = nil }
+        state.feedBounds = sequence > bounds.last ? nil : FeedBounds(first: sequence, last: bounds.last)
+    }
+}
