@@ -47,7 +47,10 @@ func postgresCommitsReachAnObserverProcessByNotificationAndByPolling() throws {
     print("postgres commit to another process's observer: notified: \(notified); polling: \(polled)")
 }
 
-/// The saturation probe of `AsyncAccessTests` on PostgreSQL.
+/// The saturation probe of `AsyncAccessTests` on PostgreSQL. The server's processes share the
+/// machine's cores with the probe, so its bound is 25 ms rather than 10; the same load through
+/// the synchronous API delays the probe by hundreds of milliseconds or more, which the last
+/// expectation checks, so the bound still tells the two apart.
 @Test(.enabled(if: runsTimingTests, "runs in the timing step of Scripts/test.sh"))
 func asyncCallsKeepTheCooperativePoolResponsiveUnderLoadOnPostgreSQL() throws {
     let dir = try TemporaryDirectory()
@@ -57,6 +60,7 @@ func asyncCallsKeepTheCooperativePoolResponsiveUnderLoadOnPostgreSQL() throws {
     let blocking = try PoolSaturation.run(kind: "postgres", path: locations[1].description, blocking: true)
     print("postgres under load: async API: \(async); synchronous API in tasks: \(blocking)")
     #expect(async.samples > 1_000 && async.reads > 0 && async.writes > 0, "\(async.output)")
-    #expect(async.p99Microseconds >= 0 && async.p99Microseconds < 10_000, "\(async.output)")
+    #expect(async.p99Microseconds >= 0 && async.p99Microseconds < 25_000, "\(async.output)")
+    #expect(blocking.p99Microseconds > 100_000, "\(blocking.output)")
 }
 #endif
