@@ -528,7 +528,6 @@ enum PostgresSQL {
         }
     }
 }
-#endif
 
 /// A `LISTEN` on a connection of its own; inactive once the connection is closed or lost.
 final class PostgresCommitSubscription: CommitSubscription, @unchecked Sendable {
@@ -547,3 +546,4 @@ final class PostgresCommitSubscription: CommitSubscription, @unchecked Sendable 
         session.close()
     }
 }
+#endif

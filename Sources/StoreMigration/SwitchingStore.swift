@@ -410,7 +410,7 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
                     throw StoreError(.changesExpired, "transaction \(batch.overflowedAt) of \(newLocation) changed more "
                         + "items than its feed lists; compare the stores with migrate-store verify")
                 }
-                try follower.apply(batch)
+                _ = try follower.apply(batch)
                 token = batch.token
             }
             try run.verify(schema, snapshot, old)
@@ -708,7 +708,7 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
                         continue
                     }
                     let started = ContinuousClock.now
-                    try follower.apply(batch)
+                    _ = try follower.apply(batch)
                     secondsPerTransaction = (ContinuousClock.now - started).seconds / Double(max(1, batch.commits.count))
                     token = batch.token
                     applied = true
@@ -751,7 +751,7 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
                 token = try follower.catchUp(&report)
                 continue
             }
-            try follower.apply(batch)
+            _ = try follower.apply(batch)
             token = batch.token
         }
         return token

@@ -197,8 +197,8 @@ import Foundation
 @main
 enum NotesServer {
     static func main() {
-        FileHandle.standardError.write(Data("notes-server: build it with the package trait ExampleServer "
-            + "(swift run --traits ExampleServer notes-server ...)\n".utf8))
+        FileHandle.standardError.write(Data(("notes-server: build it with the package trait ExampleServer "
+            + "(swift run --traits ExampleServer notes-server ...)\n").utf8))
         exit(2)
     }
 }
