@@ -104,18 +104,9 @@ let package = Package(
             path: "Tests/Support",
             swiftSettings: swiftSettings
         ),
-        .executableTarget(name: "snippet-extractor", swiftSettings: swiftSettings),
-        .plugin(name: "DocumentationSnippets", capability: .buildTool(), dependencies: ["snippet-extractor"]),
-        .executableTarget(
-            name: "documentation-snippets",
-            dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "StoreMigration", "JSONLStore",
-                           "DataStoreConformance", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: swiftSettings,
-            plugins: ["DocumentationSnippets"]
-        ),
         .testTarget(
             name: "DocumentationTests",
-            dependencies: ["DataStoreTestSupport", "documentation-snippets"],
+            dependencies: ["DataStoreTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

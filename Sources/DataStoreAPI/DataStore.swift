@@ -64,8 +64,15 @@ extension DataStore {
         }
     }
 
-    /// Enqueues `body` on the background writer, ignoring its result.
-    public func writeAsync(_ body: @escaping @Sendable (WriteAccessor) throws -> Void) {
+    /// Enqueues `body` on the background writer and returns at once, without its result: a
+    /// block that throws is rolled back and its error goes nowhere. Use the `async` form of
+    /// `writeAsync` (`try await store.writeAsync { … }`) to learn of errors, or
+    /// ``writeAsync(_:completion:)`` to be called back.
+    ///
+    /// It has a name of its own so that `try await store.writeAsync { … }` means the awaited
+    /// form wherever it is written: at the top level of `main.swift` an overload that took the
+    /// same closure resolved to the fire-and-forget form and swallowed the error.
+    public func enqueueWrite(_ body: @escaping @Sendable (WriteAccessor) throws -> Void) {
         writeAsync(body) { (_: Result<Void, any Error>) in }
     }
 }

@@ -72,23 +72,29 @@ extension DataStore {
                 + "child: \(report.conflicts.prefix(10).map(\.description).joined(separator: ", "))",
                 items: report.conflicts)
         }
-        // Every changed item leaves first and its final version is written after, so that only
-        // the child's final state meets the unique indexes (values swapped between items merge).
-        // An item that stays leaves without its delete rules (it comes back); an item the child
-        // deleted runs them on the parent's current state (a note the parent related to a user
-        // the child deleted meanwhile goes with it, as the user's cascade says).
-        var existed: [Bool] = []
+        // Every changed item leaves first, without its delete rules, and its final version is
+        // written after, so that only the child's final state meets the unique indexes (values
+        // swapped between items merge). Only then do the items the child deleted run their rules,
+        // on the parent's state with every item the child moved already in its final place: an
+        // item moved away from a deleted parent stays, as it did in the child (run before the
+        // writes, in entity-name order, a cascade took it and what hung off it), while a note
+        // the parent related to a user the child deleted meanwhile goes with it, as the user's
+        // cascade says.
+        var removed: [(existed: Bool, record: Record?)] = []
         for (entity, change) in writes {
-            existed.append(change.current == nil ? try writer.delete(entity, key: change.key.value)
-                : try writer.deleteKeepingRelated(entity, key: change.key.value))
+            let record = change.current == nil ? try writer.get(entity, key: change.key.value) : nil
+            removed.append((try writer.deleteKeepingRelated(entity, key: change.key.value), record))
         }
-        for ((entity, change), wasThere) in zip(writes, existed) {
+        for ((entity, change), (wasThere, _)) in zip(writes, removed) {
             if let current = change.current {
                 try writer.insert(current, into: entity)
                 if wasThere { report.updated += 1 } else { report.inserted += 1 }
             } else if wasThere {
                 report.deleted += 1
             }
+        }
+        for ((entity, change), (wasThere, record)) in zip(writes, removed) where change.current == nil && wasThere {
+            try writer.runDeleteRules(ofRemoved: entity, key: change.key.value, record: record)
         }
         for (key, value) in overlay.metadata.sorted(by: { Value.compareBytes($0.key, $1.key) < 0 }) {
             try writer.setMetadata(value, forKey: String(decoding: key, as: UTF8.self))

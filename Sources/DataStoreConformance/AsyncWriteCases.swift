@@ -50,7 +50,7 @@ enum AsyncWriteCases {
     static func waitForPendingWritesWaitsForEveryEnqueuedWrite(_ c: ConformanceContext) throws {
         let store = try c.open()
         for i in 0..<200 {
-            store.writeAsync { w in try w.insert(["key": .string("k\(i)")], into: "Keyed") }
+            store.enqueueWrite { w in try w.insert(["key": .string("k\(i)")], into: "Keyed") }
         }
         try store.waitForPendingWrites()
         c.expectEqual(try store.read { try $0.count(FetchRequest("Keyed")) }, 200)
@@ -73,7 +73,7 @@ enum AsyncWriteCases {
     static func writeSyncAndWriteAsyncInterleaveWithoutLoss(_ c: ConformanceContext) throws {
         let store = try c.open()
         for i in 0..<50 {
-            store.writeAsync { w in try w.insert(["key": .string("a\(i)")], into: "Keyed") }
+            store.enqueueWrite { w in try w.insert(["key": .string("a\(i)")], into: "Keyed") }
             try store.writeSync { w in try w.insert(["key": .string("s\(i)")], into: "Keyed") }
         }
         try store.waitForPendingWrites()

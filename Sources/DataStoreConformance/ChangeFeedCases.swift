@@ -562,7 +562,7 @@ enum ChangeFeedCases {
                     try store.writeSync { try $0.insert(["key": "from-observer"], into: "Keyed") }
                 }
                 if count == 2 {
-                    store.writeAsync { try $0.insert(["key": "async-from-observer"], into: "Keyed") }
+                    store.enqueueWrite { try $0.insert(["key": "async-from-observer"], into: "Keyed") }
                 }
             } catch {
                 failures.withLock { $0.append("\(error)") }

@@ -25,7 +25,7 @@ enum PersistenceCases {
             let store = try c.open()
             try Fixtures.load(Fixtures.items(20), into: store)
             _ = try store.read { try $0.count(FetchRequest("Item")) }
-            store.writeAsync { try $0.insert(["key": "async"], into: "Keyed") }
+            store.enqueueWrite { try $0.insert(["key": "async"], into: "Keyed") }
             try store.waitForPendingWrites()
         }
         let reopened = try c.open()

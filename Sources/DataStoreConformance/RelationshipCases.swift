@@ -219,6 +219,33 @@ enum RelationshipCases {
         }
     }
 
+    /// A cascade down a self-reference deletes items of the entity being deleted: `deleteAll`
+    /// and `delete(FetchRequest)` count them, with or without a filter (they once counted only
+    /// the deletes they made themselves: 1 for a tree of 7).
+    static func deletesCountTheItemsACascadeTookFromTheSameEntity(_ c: ConformanceContext) throws {
+        let store = try c.open(schema)
+        func loadTree() throws {
+            try store.writeSync { w in
+                try w.insert(["id": 1], into: "Category")
+                for (id, parent) in [(2, 1), (3, 1), (4, 2), (5, 2), (6, 3), (7, 3)] {
+                    try w.insert(["id": .int(Int64(id)), "parent": .int(Int64(parent))], into: "Category")
+                }
+            }
+        }
+        try loadTree()
+        c.expectEqual(try store.writeSync { try $0.deleteAll("Category") }, 7, "deleteAll")
+        try loadTree()
+        c.expectEqual(try store.writeSync { try $0.delete(FetchRequest("Category")) }, 7, "delete(request), no filter")
+        try loadTree()
+        c.expectEqual(try store.writeSync { try $0.delete(FetchRequest("Category", filter: Field("id") >= 1)) }, 7,
+                      "delete(request) with a filter")
+        try loadTree()
+        c.expectEqual(try store.writeSync { try $0.delete(FetchRequest("Category", filter: Field("id") == 2)) }, 1,
+                      "a filter counts the items it matched; the cascade below 2 is not among them")
+        c.expectEqual(try store.read { try ids($0.fetch(FetchRequest("Category"))) }, [1, 3, 6, 7])
+        try store.close()
+    }
+
     static func filtersFollowKeyPathsAndToManyRelationships(_ c: ConformanceContext) throws {
         let store = try c.open(schema)
         try loadUsers(store)
@@ -302,6 +329,51 @@ enum RelationshipCases {
             _ = try store.merge(bad)
         }
         c.expectEqual(try store.read { try $0.get("User", key: 1)?["name"] }, "Ann", "nothing of the merge applied")
+    }
+
+    /// A child moves an item from one parent to another and then deletes the first parent,
+    /// whose children cascade: the merge gives what the child's transaction gave, the moved item
+    /// and what hangs off it kept, whatever the entities are called (with the parent entity
+    /// named `Aparent` the merge once ran the parent's cascade before writing the moved item).
+    static func aMergeGivesTheChildsStateWhateverTheEntitiesAreCalled(_ c: ConformanceContext) throws {
+        for parent in ["Aparent", "Zparent"] {
+            let schema = Schema(version: 1, entities: [
+                EntitySchema(parent, primaryKey: "id", attributes: [Attribute("id", .int)],
+                             relationships: [.toMany("children", to: "Bchild", inverse: "parent", deleteRule: .cascade)]),
+                EntitySchema("Bchild", primaryKey: "id", attributes: [Attribute("id", .int)],
+                             relationships: [.toOne("parent", to: parent, inverse: "children"),
+                                             .toMany("toys", to: "Toy", inverse: "owner", deleteRule: .cascade)]),
+                EntitySchema("Toy", primaryKey: "id", attributes: [Attribute("id", .int)],
+                             relationships: [.toOne("owner", to: "Bchild", inverse: "toys")]),
+            ])
+            let store = try c.open(schema, name: parent)
+            try store.writeSync { w in
+                try w.insert(["id": 1], into: parent)
+                try w.insert(["id": 2], into: parent)
+                try w.insert(["id": 10, "parent": 1], into: "Bchild")
+                try w.insert(["id": 11, "parent": 1], into: "Bchild")
+                try w.insert(["id": 100, "owner": 10], into: "Toy")
+                try w.insert(["id": 101, "owner": 11], into: "Toy")
+            }
+            let child = try store.makeChild()
+            try child.writeSync { w in
+                try w.update("Bchild", key: 10, set: ["parent": 2])
+                _ = try w.delete(parent, key: 1)
+            }
+            func state(_ s: any DataStore) throws -> [[Value]] {
+                try s.read { r in
+                    [try ids(r.fetch(FetchRequest(parent))), try ids(r.fetch(FetchRequest("Bchild"))),
+                     try ids(r.fetch(FetchRequest("Toy")))]
+                }
+            }
+            let childState = try state(child)
+            c.expectEqual(childState, [[2], [10], [100]], "\(parent): the child's own state")
+            let report = try store.merge(child)
+            c.expectEqual(try state(store), childState, "\(parent): the merge gives the child's state")
+            c.expectEqual(try store.read { try $0.get("Bchild", key: 10)?["parent"] }, 2, "\(parent)")
+            c.expectEqual([report.inserted, report.updated, report.deleted], [0, 1, 3], "\(parent): the report")
+            try store.close()
+        }
     }
 
     static func invalidRelationshipsAreRefusedWithTheirNames(_ c: ConformanceContext) throws {
@@ -516,11 +588,15 @@ enum RelationshipCases {
         ConformanceCase("Relationships", "cyclesAndDeepChainsDelete", cyclesAndDeepChainsDelete),
         ConformanceCase("Relationships", "deleteAllAndDeleteByRequestRunTheRules",
                         deleteAllAndDeleteByRequestRunTheRules),
+        ConformanceCase("Relationships", "deletesCountTheItemsACascadeTookFromTheSameEntity",
+                        deletesCountTheItemsACascadeTookFromTheSameEntity),
         ConformanceCase("Relationships", "filtersFollowKeyPathsAndToManyRelationships",
                         filtersFollowKeyPathsAndToManyRelationships),
         ConformanceCase("Relationships", "eagerLoadingReturnsEveryLevel", eagerLoadingReturnsEveryLevel),
         ConformanceCase("Relationships", "childStoresMergeRelationshipChangesCheckedOnTheFinalState",
                         childStoresMergeRelationshipChangesCheckedOnTheFinalState),
+        ConformanceCase("Relationships", "aMergeGivesTheChildsStateWhateverTheEntitiesAreCalled",
+                        aMergeGivesTheChildsStateWhateverTheEntitiesAreCalled),
         ConformanceCase("Relationships", "invalidRelationshipsAreRefusedWithTheirNames",
                         invalidRelationshipsAreRefusedWithTheirNames),
         ConformanceCase("Relationships", "typedModelsDeclareLoadAndCascadeRelationships",

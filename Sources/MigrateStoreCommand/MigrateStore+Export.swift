@@ -49,6 +49,9 @@ extension MigrateStore {
             let count: Int
             let destination = output ?? FileManager.default.temporaryDirectory
                 .appendingPathComponent("migrate-store-export-\(getpid()).json").path
+            InterruptHandler.shared.removeOnInterrupt(destination + ".exporting")
+            if output == nil { InterruptHandler.shared.removeOnInterrupt(destination) }
+            InterruptHandler.shared.setMessage("migrate-store: interrupted; nothing was exported")
             do {
                 let store = try location.openSource(alreadyChecked: false)
                 defer { try? store.close() }

@@ -93,7 +93,10 @@ extension MigrateStore {
                                                 what: "the mapping file \(mapping) (a JSON object of strings)")
                 }
             }
-            let interrupt = InterruptHandler()
+            let interrupt = InterruptHandler.shared
+            interrupt.setMessage(dryRun ? "migrate-store: interrupted; the dry run wrote nothing"
+                : "migrate-store: interrupted; the batches imported so far are kept, and the same command run again "
+                    + "goes on from the last one")
             let report: JSONImport.Report
             do {
                 let store = try location.open(schema: nil)

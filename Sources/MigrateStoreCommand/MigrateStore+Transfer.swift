@@ -152,15 +152,16 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
                           @escaping (MigrationProgress) -> Void) throws -> MigrationReport) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
     let display = ProgressDisplay(style: options.progress)
-    let interrupt = InterruptHandler()
+    let interrupt = InterruptHandler.shared
+    let hint = resumeHint ? "migrate-store copy --from \(source) --to \(destination) --resume"
+        : "migrate-store \(name) --from \(source) --to \(destination)"
+    interrupt.setMessage("migrate-store: interrupted; to finish, run: \(hint)")
     let report: MigrationReport
     do {
         report = try body(source, destination, { interrupt.isSet }, { display.show($0) })
     } catch let stopped as MigrationInterrupted {
         display.finish()
         printSummary(stopped.report)
-        let hint = resumeHint ? "migrate-store copy --from \(source) --to \(destination) --resume"
-            : "migrate-store \(name) --from \(source) --to \(destination)"
         FileHandle.standardError.write(Data("migrate-store: interrupted after a finished batch; to finish, run: \(hint)\n".utf8))
         throw ExitCode(130)
     } catch {
@@ -241,11 +242,14 @@ func checkFollow(_ options: TransferOptions) throws {
 }
 
 /// Follows the source's feed into the destination until Ctrl-C or the idle limit, printing the
-/// lag; Ctrl-C is the normal end (the cutover), so it exits 0.
+/// lag. Ctrl-C is the normal end (the cutover): the summary, then exit 130 as for every command
+/// that Ctrl-C ends; the idle limit exits 0.
 func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst: Bool = true) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
     let display = ProgressDisplay(style: options.progress)
-    let interrupt = InterruptHandler()
+    let interrupt = InterruptHandler.shared
+    interrupt.setMessage("migrate-store: interrupted while following; the destination holds every transaction "
+        + "applied so far, and `migrate-store sync --follow --from \(source) --to \(destination)` goes on from there")
     let report: FollowReport
     do {
         report = try Migrator.follow(from: source, to: destination,
@@ -264,6 +268,7 @@ func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst:
         + " s; ended by \(report.endedBy == "idle" ? "idle source" : "Ctrl-C") at source transaction "
         + "\(report.endToken?.description ?? "none")")
     if let path = options.report { try writeReport(report, to: path) }
+    if report.endedBy != "idle" { throw ExitCode(130) }
 }
 
 /// Writes a summary as pretty JSON for `--report`.

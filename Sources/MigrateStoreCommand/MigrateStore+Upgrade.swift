@@ -47,6 +47,8 @@ enum SchemaPlanFile {
 /// Runs an upgrade with progress and prints what it did.
 func runUpgrade(_ location: StoreLocation, _ plan: SchemaPlan, dryRun: Bool, progress: ProgressStyle) throws {
     let display = ProgressDisplay(style: progress)
+    InterruptHandler.shared.setMessage(dryRun ? "migrate-store: interrupted; the dry run wrote nothing"
+        : "migrate-store: interrupted; the upgrade is one transaction and \(location) is unchanged")
     let report: UpgradeReport
     do {
         let started = Date()

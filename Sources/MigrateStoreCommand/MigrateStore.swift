@@ -27,7 +27,8 @@ public struct MigrateStore: ParsableCommand {
             destination that exists, an unknown entity; `check` found damage
               3    the operation failed while running (I/O error, full disk, ...)
               64   invalid command-line usage
-              130  interrupted (Ctrl-C) after a finished batch; run again with --resume
+              130  interrupted (Ctrl-C): within a second, after a finished batch where there is one; the \
+            message says how to go on (a copy: --resume)
             """,
         subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Import.self, Export.self, Diff.self],
         defaultSubcommand: Copy.self
@@ -35,6 +36,13 @@ public struct MigrateStore: ParsableCommand {
 }
 
 extension MigrateStore {
+    /// Parses the command line and runs the command, with Ctrl-C caught from the start (see
+    /// `InterruptHandler`): every command ends within a second of it, with exit 130.
+    public static func main() {
+        InterruptHandler.install()
+        main(nil)
+    }
+
     /// The exit code (and the one-line message on standard error) for an error of a command.
     public static func exitCode(for error: any Error) -> ExitCode { CommandFailure.exit(for: error) }
 }

@@ -62,7 +62,7 @@ package struct APIBench {
     package func asyncWrites(from start: Int) throws {
         for i in start..<(start + Workload.smallTransactions) {
             let record = workload.record(i)
-            store.writeAsync { try $0.insert(record, into: "Item") }
+            store.enqueueWrite { try $0.insert(record, into: "Item") }
         }
         try store.waitForPendingWrites()
     }

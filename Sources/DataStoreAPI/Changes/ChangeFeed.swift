@@ -25,13 +25,22 @@ public struct ChangeToken: Codable, Hashable, Sendable, CustomStringConvertible 
 /// One item a transaction changed, relative to the state before the transaction.
 public struct ItemChange: Hashable, Sendable, CustomStringConvertible {
     /// What happened to the item.
-    public enum Kind: UInt8, Hashable, Sendable, Codable {
+    public enum Kind: UInt8, Hashable, Sendable, Codable, CustomStringConvertible {
         /// The item did not exist before the transaction and does after it.
         case inserted = 1
         /// The item existed before and after the transaction (its values may be the same).
         case updated = 2
         /// The item existed before the transaction and does not after it.
         case deleted = 3
+
+        /// `inserted`, `updated` or `deleted`, as the case is named.
+        public var description: String {
+            switch self {
+            case .inserted: "inserted"
+            case .updated: "updated"
+            case .deleted: "deleted"
+            }
+        }
     }
 
     /// The item's entity.

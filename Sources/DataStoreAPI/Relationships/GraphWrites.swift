@@ -65,6 +65,14 @@ extension WriteAccessor {
         return try writer.delete(key: key, in: entity)
     }
 
+    /// Runs the delete rules of an item that ``deleteKeepingRelated(_:key:)`` removed, on the
+    /// transaction's state now; `record` is the item as it was before.
+    func runDeleteRules(ofRemoved entityName: String, key: Value, record: Record?) throws {
+        guard let references = writer as? RelationshipWriter else { return }
+        let entity = try entity(entityName)
+        try references.runDeleteRules(ofRemoved: try entity.primaryKey(key), record: record, in: entity)
+    }
+
     private func resolve(_ entityName: String, _ name: String) throws
         -> (EntitySchema, Relationship, EntitySchema)
     {

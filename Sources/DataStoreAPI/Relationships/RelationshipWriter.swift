@@ -76,16 +76,26 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
         return true
     }
 
+    /// Runs the delete rules of an item already removed without them (a merge removes every
+    /// changed item first, writes the final versions, then runs the rules of the items the child
+    /// deleted, on that state); `record` is the item as it was, for the rules that need it.
+    func runDeleteRules(ofRemoved key: PrimaryKey, record: Record?, in entity: EntitySchema) throws {
+        guard let effects = graph.effects[entity.name], !effects.isEmpty else { return }
+        try applyRules(from: Deleted(entity: entity, key: key, record: record))
+    }
+
     func deleteAll(in entity: EntitySchema) throws -> Int {
         guard let effects = graph.effects[entity.name], !effects.isEmpty else {
             return try writer.deleteAll(in: entity)
         }
         // Item by item, each with its rules; the scan starts over after each page, since the
-        // rules may delete items the page did not hold.
-        var deleted = 0
+        // rules may delete items the page did not hold. Every item of the entity goes, those a
+        // rule deleted (a cascade within the entity) included, so the count is taken first: a
+        // count of the deletes that returned true left out the cascaded ones.
+        let deleted = try writer.count(.all, in: entity)
         while case let page = try writer.scan(entity, after: nil, limit: Self.pageSize), !page.isEmpty {
-            for record in page where try delete(key: PrimaryKey(entity.primaryKeyValue(of: record)), in: entity) {
-                deleted += 1
+            for record in page {
+                _ = try delete(key: PrimaryKey(entity.primaryKeyValue(of: record)), in: entity)
             }
         }
         return deleted
