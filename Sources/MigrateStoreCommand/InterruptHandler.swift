@@ -21,7 +21,7 @@ final class InterruptHandler: Sendable {
 
     private struct State {
         var interrupted = false
-        var message = "migrate-store: interrupted"
+        var message: @Sendable () -> String = { "migrate-store: interrupted" }
         var temporaryFiles: Set<String> = []
     }
 
@@ -43,7 +43,11 @@ final class InterruptHandler: Sendable {
     var isSet: Bool { state.withLock { $0.interrupted } }
 
     /// The line printed when Ctrl-C ends the process before the operation stopped by itself.
-    func setMessage(_ message: String) { state.withLock { $0.message = message } }
+    func setMessage(_ message: String) { state.withLock { $0.message = { message } } }
+
+    /// The line printed when Ctrl-C ends the process, made when it does (what to do next may
+    /// depend on how far the operation got).
+    func setMessage(_ message: @escaping @Sendable () -> String) { state.withLock { $0.message = message } }
 
     /// A file to remove if Ctrl-C ends the process (a temporary file the operation renames).
     func removeOnInterrupt(_ path: String) { _ = state.withLock { $0.temporaryFiles.insert(path) } }
@@ -67,7 +71,7 @@ final class InterruptHandler: Sendable {
     private func end() -> Never {
         let (message, files) = state.withLock { ($0.message, $0.temporaryFiles) }
         for file in files { unlink(file) }
-        FileHandle.standardError.write(Data((message + "\n").utf8))
+        FileHandle.standardError.write(Data((message() + "\n").utf8))
         _exit(130)
     }
 }

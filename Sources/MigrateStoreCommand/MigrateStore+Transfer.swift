@@ -153,16 +153,25 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
     let (source, destination) = try CommandFailure.catching { try options.locations() }
     let display = ProgressDisplay(style: options.progress)
     let interrupt = InterruptHandler.shared
-    let hint = resumeHint ? "migrate-store copy --from \(source) --to \(destination) --resume"
-        : "migrate-store \(name) --from \(source) --to \(destination)"
-    interrupt.setMessage("migrate-store: interrupted; to finish, run: \(hint)")
+    // A copy stopped before its destination appeared (while it checked the source) starts again;
+    // one stopped while it verified a complete destination is checked by verify.
+    let again = "migrate-store \(name) --from \(source) --to \(destination)"
+    let hint = { @Sendable () -> String in
+        guard resumeHint else { return again }
+        switch Migrator.copyState(of: destination) {
+        case .missing: return again
+        case .unfinished: return again + " --resume"
+        case .complete: return "migrate-store verify --from \(source) --to \(destination)"
+        }
+    }
+    interrupt.setMessage { "migrate-store: interrupted; to finish, run: \(hint())" }
     let report: MigrationReport
     do {
         report = try body(source, destination, { interrupt.isSet }, { display.show($0) })
     } catch let stopped as MigrationInterrupted {
         display.finish()
         printSummary(stopped.report)
-        FileHandle.standardError.write(Data("migrate-store: interrupted after a finished batch; to finish, run: \(hint)\n".utf8))
+        FileHandle.standardError.write(Data("migrate-store: interrupted after a finished batch; to finish, run: \(hint())\n".utf8))
         throw ExitCode(130)
     } catch {
         display.finish()
@@ -268,7 +277,12 @@ func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst:
         + " s; ended by \(report.endedBy == "idle" ? "idle source" : "Ctrl-C") at source transaction "
         + "\(report.endToken?.description ?? "none")")
     if let path = options.report { try writeReport(report, to: path) }
-    if report.endedBy != "idle" { throw ExitCode(130) }
+    if report.endedBy != "idle" {
+        FileHandle.standardError.write(Data(("migrate-store: interrupted while following, at source transaction "
+            + "\(report.endToken?.description ?? "none"); `migrate-store sync --follow --from \(source) --to "
+            + "\(destination)` goes on from there\n").utf8))
+        throw ExitCode(130)
+    }
 }
 
 /// Writes a summary as pretty JSON for `--report`.

@@ -254,6 +254,30 @@ public enum Migrator {
         return try Schema(version: schema.version, entities: entities).resolved()
     }
 
+    /// Where a copy into `destination` stands, for a tool that must say what to run next.
+    public enum CopyState: Sendable, Hashable {
+        /// Nothing is there: a copy starts from the beginning.
+        case missing
+        /// An unfinished copy is there: `--resume` (``MigrationOptions/resume``) finishes it.
+        case unfinished
+        /// A complete store is there.
+        case complete
+    }
+
+    /// Where a copy into `destination` stands; a destination that cannot be opened counts as
+    /// unfinished (a resume then says what is wrong with it).
+    public static func copyState(of destination: StoreLocation) -> CopyState {
+        if let streamed = (try? destination.backend) as? any StreamedStoreBackend,
+           streamed.hasUnfinishedStream(at: destination.path) {
+            return .unfinished
+        }
+        guard destination.exists else { return .missing }
+        guard let store = try? acceptingUnfinished({ try destination.open(schema: nil) }) else { return .unfinished }
+        defer { try? store.close() }
+        let marker = (try? store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) ?? nil
+        return marker == nil ? .complete : .unfinished
+    }
+
     private static func checkNew(_ destination: StoreLocation, overwrite: Bool) throws {
         guard destination.exists, !overwrite else { return }
         let unfinished = (try? acceptingUnfinished { try destination.open(schema: nil) }).map { store in
