@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs the system libraries when missing, then builds and runs every
 # test target, the conformance suite on every backend included, and the documentation's code
-# blocks; then builds the DocC catalog (Scripts/docs.sh), which must have no warning.
+# blocks; then builds the DocC catalog (Scripts/docs.sh), which must have no warning. Before the
+# tests: the Markdown check (Scripts/check-markdown.py) and every Swift block of the README and
+# the DocC articles compiled and run as a program of its own, with only the imports it shows
+# (Scripts/check-code-blocks.sh).
 #
 #     Scripts/test.sh [--quick] [swift test arguments]
 #
@@ -31,6 +34,8 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 started=$(date +%s)
 Scripts/install-deps.sh
+Scripts/check-markdown.py
+Scripts/check-code-blocks.sh
 if Scripts/postgres-server.sh install; then
     swift build --build-tests --traits Postgres,ExampleServer --scratch-path .build-pg
     swift test --skip-build --traits Postgres,ExampleServer --scratch-path .build-pg "$@"
