@@ -69,14 +69,34 @@ struct ImportInput {
                     }
                 } catch let error as JSONParser.Failure {
                     throw isArray
-                        ? StoreError(.invalidValue, "\(path) is not valid JSON: \(error.message) at byte "
-                            + "\(offset + error.offset + 1); nothing was imported")
+                        ? StoreError(.invalidValue, "\(path) is not valid JSON: \(error.message) at "
+                            + "\(Self.place(ofByte: offset + error.offset, in: path)); nothing was imported")
                         : StoreError(.invalidValue, "\(path): line \(position) is not valid JSON: \(error.message); "
                             + "nothing was imported")
                 }
             }
             if bytes.isEmpty { break }
         }
+    }
+}
+
+extension ImportInput {
+    /// "line L, column C" of the byte at `offset` (from 0) of the file: where an editor shows
+    /// it, as the errors of plans and mappings say. Columns count bytes. Read again only when an
+    /// error is reported.
+    static func place(ofByte offset: Int, in path: String) -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return "byte \(offset + 1)" }
+        defer { try? handle.close() }
+        var line = 1
+        var column = 1
+        var seen = 0
+        while seen < offset, let data = try? handle.read(upToCount: 1 << 20), !data.isEmpty {
+            for byte in data.prefix(offset - seen) {
+                if byte == 0x0A { line += 1; column = 1 } else { column += 1 }
+            }
+            seen += data.count
+        }
+        return "line \(line), column \(column)"
     }
 }
 
@@ -105,8 +125,8 @@ struct ElementSplitter {
     }
 
     private func failure(_ message: String, at byte: Int) -> StoreError {
-        StoreError(.invalidValue, "\(path) is not a JSON array of objects: \(message) at byte \(byte + 1); "
-            + "nothing was imported")
+        StoreError(.invalidValue, "\(path) is not a JSON array of objects: \(message) at "
+            + "\(ImportInput.place(ofByte: byte, in: path)); nothing was imported")
     }
 
     /// Feeds the next bytes; `end` says there are no more. Calls `emit` with each element's

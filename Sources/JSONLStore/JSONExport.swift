@@ -54,6 +54,9 @@ public enum JSONExport {
         let temporary = path + ".exporting"
         let directory = (path as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw StoreError(.invalidArgument, "\(path) is a directory; name a file to write (\(path)/export.json)")
+        }
         guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
               isDirectory.boolValue else {
             throw StoreError(.notFound, "\(path) cannot be written: the directory \(directory) does not exist")

@@ -46,7 +46,7 @@ public final class JSONLinesStore: Store, @unchecked Sendable {
         -> any DataStore
     {
         guard exists(at: path) else {
-            if let source = JSONLStreamWriter.unfinishedSource(path) {
+            if let source = JSONLStreamWriter.unfinishedPosition(path)?.source {
                 throw StoreError(.incompleteMigration, "jsonl:\(path) is the destination of an unfinished copy from "
                     + "\(source); finish it with: migrate-store copy --from \(source) --to jsonl:\(path) --resume")
             }
@@ -102,6 +102,10 @@ public final class JSONLinesStore: Store, @unchecked Sendable {
 
     public func hasUnfinishedStream(at path: String) -> Bool {
         FileManager.default.fileExists(atPath: JSONLStreamWriter.stagingPath(path))
+    }
+
+    public func unfinishedStreamPosition(at path: String) -> StreamPosition? {
+        JSONLStreamWriter.unfinishedPosition(path)
     }
 
     public func resumeStream(at path: String, schema: Schema) throws

@@ -192,13 +192,14 @@ final class JSONLStreamWriter: StreamedStoreWriter {
         return writer
     }
 
-    /// The source of the unfinished stream into `path`, as its checkpoint names it.
-    static func unfinishedSource(_ path: String) -> String? {
+    /// Where the unfinished stream into `path` stood at its last checkpoint (its source
+    /// included), or `nil` when there is none.
+    static func unfinishedPosition(_ path: String) -> StreamPosition? {
         guard FileManager.default.fileExists(atPath: stagingPath(path)),
             let data = FileManager.default.contents(atPath: checkpointPath(path)),
             let mark = try? JSONDecoder().decode(Mark.self, from: data)
         else { return nil }
-        return mark.position.source
+        return mark.position
     }
 
     /// A plain stream of lines into `path` (no header, no checkpoints), which appears when

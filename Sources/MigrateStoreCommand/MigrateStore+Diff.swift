@@ -41,6 +41,7 @@ extension MigrateStore {
         func run() throws {
             let locations = try CommandFailure.catching { try StoreLocation.resolve([from, to], store: store) }
             let list = entities.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            try checkReportPath(report)
             // With the diff on standard output, the summary goes to standard error.
             let toStandardOutput = output == nil || output == "-"
             let display = ProgressDisplay(style: toStandardOutput && progress == .auto ? .none : progress)

@@ -1,7 +1,7 @@
 import ArgumentParser
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
-import StoreMigration
+@_spi(Backend) import StoreMigration
 
 extension MigrateStore {
     struct Inspect: ParsableCommand {
@@ -42,6 +42,23 @@ extension MigrateStore {
         func run() throws {
             let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
             try CommandFailure.catching {
+                // A store written whole (JSON Lines) is not in place until its copy finishes:
+                // what there is to say of an unfinished one is its checkpoint, as for the others.
+                if !location.exists, let streamed = try StoreBackends.backend(location.kind) as? any StreamedStoreBackend,
+                   let position = streamed.unfinishedStreamPosition(at: location.path) {
+                    print("\(location)  not in place yet (the copy writes it whole)")
+                    print("state: UNFINISHED migration from \(position.source); finish it with: "
+                        + "migrate-store copy --from \(position.source) --to \(location) --resume")
+                    let finished = position.finishedEntities.joined(separator: ", ")
+                    if let entity = position.entity {
+                        print("checkpoint: \(entity) up to key \(position.lastKey ?? .null)"
+                            + (finished.isEmpty ? "" : " (finished: \(finished))"))
+                    } else {
+                        print(finished.isEmpty ? "checkpoint: none yet"
+                            : "checkpoint: every entity written (\(finished)); the copy had yet to verify it")
+                    }
+                    return
+                }
                 if check {
                     let report = try location.check()
                     print("checked in \(String(format: "%.2f", report.seconds)) s: \(report.engineCheck); "

@@ -151,6 +151,7 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
                  _ body: (StoreLocation, StoreLocation, @escaping () -> Bool,
                           @escaping (MigrationProgress) -> Void) throws -> MigrationReport) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
+    try checkReportPath(options.report)
     let display = ProgressDisplay(style: options.progress)
     let interrupt = InterruptHandler.shared
     // A copy stopped before its destination appeared (while it checked the source) starts again;
@@ -255,6 +256,7 @@ func checkFollow(_ options: TransferOptions) throws {
 /// that Ctrl-C ends; the idle limit exits 0.
 func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst: Bool = true) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
+    try checkReportPath(options.report)
     let display = ProgressDisplay(style: options.progress)
     let interrupt = InterruptHandler.shared
     interrupt.setMessage("migrate-store: interrupted while following; the destination holds every transaction "
@@ -282,6 +284,28 @@ func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst:
             + "\(report.endToken?.description ?? "none"); `migrate-store sync --follow --from \(source) --to "
             + "\(destination)` goes on from there\n").utf8))
         throw ExitCode(130)
+    }
+}
+
+/// Refuses, before the operation starts, a `--report` path that cannot be written: a missing
+/// directory, a directory given as the file, a directory this user cannot write (exit 2, as for
+/// every bad input), so that a long run does not fail at its very end.
+func checkReportPath(_ path: String?) throws {
+    guard let path else { return }
+    try CommandFailure.catching {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw StoreError(.invalidArgument, "--report \(path) is a directory; name a file (\(path)/report.json)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        let shown = directory.isEmpty ? "." : directory
+        guard FileManager.default.fileExists(atPath: shown, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw StoreError(.notFound, "--report \(path) cannot be written: the directory \(shown) does not exist")
+        }
+        guard access(shown, W_OK | X_OK) == 0 else {
+            throw StoreError(.readOnly, "--report \(path) cannot be written: the directory \(shown) is read-only "
+                + "to this user")
+        }
     }
 }
 

@@ -40,7 +40,62 @@ extension MigrateStore {
     /// `InterruptHandler`): every command ends within a second of it, with exit 130.
     public static func main() {
         InterruptHandler.install()
-        main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let mistake = mistakenWord(in: arguments) {
+            FileHandle.standardError.write(Data("migrate-store: error: \(mistake)\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        main(arguments)
+    }
+
+    /// A word of the command line that no command of migrate-store knows, said in one line with
+    /// what the user probably meant, or `nil`. Checked before parsing because the parser reports
+    /// a misspelled option (`--form`) as the missing one it stands for (`--from`), and a word
+    /// that is no command (`migrate`) as an unexpected argument of the default command, `copy`.
+    static func mistakenWord(in arguments: [String]) -> String? {
+        let commands = configuration.subcommands.map { $0._commandName }
+        var command: any ParsableCommand.Type = Copy.self
+        var rest = arguments[...]
+        if let first = rest.first, !first.hasPrefix("-") {
+            if first == "help" { return nil }
+            guard let named = configuration.subcommands.first(where: { $0._commandName == first }) else {
+                let near = closest(first, among: commands).map { "did you mean '\($0)'? " } ?? ""
+                return "'\(first)' is not a command of migrate-store; \(near)the commands are "
+                    + commands.joined(separator: ", ") + " (copy when none is given: migrate-store --from A --to B)"
+            }
+            command = named
+            rest = rest.dropFirst()
+        }
+        let help = helpMessage(for: command, includeHidden: true, columns: 1_000)
+        var known: Set<String> = ["--help", "--version", "--generate-completion-script", "--experimental-dump-help"]
+        for match in help.matches(of: /--[a-z][a-z0-9-]*/) { known.insert(String(match.output)) }
+        for argument in rest {
+            if argument == "--" { break }
+            guard argument.hasPrefix("--") else { continue }
+            let name = String(argument.prefix { $0 != "=" })
+            if known.contains(name) { continue }
+            let near = closest(name, among: known.sorted()).map { "; did you mean '\($0)'?" } ?? ""
+            let commandName = command._commandName
+            return "unknown option '\(name)' for \(commandName)\(near) (migrate-store \(commandName) --help lists them)"
+        }
+        return nil
+    }
+
+    /// The word among `candidates` within two edits of `word`, the nearest first.
+    private static func closest(_ word: String, among candidates: [String]) -> String? {
+        func distance(_ a: [Character], _ b: [Character]) -> Int {
+            var previous = Array(0...b.count)
+            for (i, x) in a.enumerated() {
+                var current = [i + 1]
+                for (j, y) in b.enumerated() {
+                    current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+                }
+                previous = current
+            }
+            return previous[b.count]
+        }
+        let scored = candidates.map { ($0, distance(Array(word), Array($0))) }.filter { $0.1 <= 2 }
+        return scored.min { $0.1 < $1.1 }?.0
     }
 
     /// The exit code (and the one-line message on standard error) for an error of a command.

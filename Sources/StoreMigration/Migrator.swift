@@ -54,6 +54,7 @@ public enum Migrator {
                             options: MigrationOptions = MigrationOptions(),
                             shouldStop: @escaping () -> Bool = { false },
                             progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
+        if !options.dryRun { try checkDirectory(of: destination) }
         if let streamed = try destination.backend as? any StreamedStoreBackend {
             return try copyStreamed(streamed, from: source, to: destination, options, shouldStop, progress)
         }
@@ -276,6 +277,25 @@ public enum Migrator {
         defer { try? store.close() }
         let marker = (try? store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) ?? nil
         return marker == nil ? .complete : .unfinished
+    }
+
+    /// Refuses, before anything is read, a destination in a file system directory that does not
+    /// exist or that this process cannot write (its staging files go there): with the directory
+    /// named, rather than the staging file's open error once the source was checked.
+    /// - Throws: `notFound` or `readOnly`.
+    static func checkDirectory(of destination: StoreLocation) throws {
+        guard try destination.backend.fileExtension != nil else { return }
+        let directory = (destination.path as NSString).deletingLastPathComponent
+        let shown = directory.isEmpty ? "the current directory" : "the directory \(directory)"
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
+              isDirectory.boolValue else {
+            throw StoreError(.notFound, "cannot create \(destination): \(shown) does not exist")
+        }
+        guard access(directory.isEmpty ? "." : directory, W_OK | X_OK) == 0 else {
+            throw StoreError(.readOnly, "cannot create \(destination): \(shown) is read-only to this user "
+                + "(\(String(cString: strerror(errno))))")
+        }
     }
 
     private static func checkNew(_ destination: StoreLocation, overwrite: Bool) throws {

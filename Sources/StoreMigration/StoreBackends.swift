@@ -47,13 +47,19 @@ public enum StoreBackends {
     /// The backend of `kind`.
     /// - Throws: `invalidArgument` naming the kind and the known ones.
     @_spi(Backend) public static func backend(_ kind: StoreKind) throws(StoreError) -> any StoreBackend {
-        guard let backend = registry.withLock({ $0[kind] }) else {
-            throw StoreError(
-                .invalidArgument,
-                "unknown store kind '\(kind)'; known kinds: "
-                    + kinds.map(\.rawValue).joined(separator: ", "))
-        }
+        guard let backend = registry.withLock({ $0[kind] }) else { throw unknownKind(kind) }
         return backend
+    }
+
+    /// The error for a kind no backend registered; `postgres` names the trait that builds it.
+    static func unknownKind(_ kind: StoreKind) -> StoreError {
+        if kind.rawValue == "postgres" || kind.rawValue == "postgresql" {
+            return StoreError(.invalidArgument, "the store kind '\(kind)' is in builds with the package trait "
+                + "Postgres, and this one was built without it: build with `swift build --traits Postgres` "
+                + "(known kinds here: " + kinds.map(\.rawValue).joined(separator: ", ") + ")")
+        }
+        return StoreError(.invalidArgument, "unknown store kind '\(kind)'; known kinds: "
+            + kinds.map(\.rawValue).joined(separator: ", "))
     }
 
     static var all: [any StoreBackend] {

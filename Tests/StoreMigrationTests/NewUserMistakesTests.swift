@@ -45,6 +45,7 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         "mapping-number.json": #"{"bogus": 1}"#,
         "users.json": #"[{"sku": "s-1", "title": "t", "price": 1.5, "stock": 2}]"#,
         "broken.json": #"[{"sku": "s-1", "#,
+        "syntax.json": "[\n  {\"sku\": \"s-1\", \"title\": \"t\", \"price\": 1.5, \"stock\": 2},\n  {\"sku\": s-2}\n]\n",
     ]
     for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: path(name))) }
 
@@ -110,6 +111,33 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         Mistake(what: "--until-idle without --follow",
                 arguments: from + ["--to", "lmdb:" + path("g.lmdb"), "--until-idle", "3"], naming: "--until-idle",
                 status: 64),
+        Mistake(what: "a misspelled option", arguments: ["--form", good.description, "--to", "lmdb:" + path("h.lmdb")],
+                naming: "unknown option '--form' for copy; did you mean '--from'?", status: 64),
+        Mistake(what: "a misspelled option of a command",
+                arguments: ["verify", "--from", good.description, "--to", other.description, "--cheksum"],
+                naming: "did you mean '--checksum'?", status: 64),
+        Mistake(what: "a command that does not exist", arguments: ["migrate", "--from", good.description, "--to",
+                                                                    "lmdb:" + path("i.lmdb")],
+                naming: "'migrate' is not a command of migrate-store", status: 64),
+        Mistake(what: "a misspelled command", arguments: ["verfy", "--from", good.description, "--to", other.description],
+                naming: "did you mean 'verify'?", status: 64),
+        Mistake(what: "an export into a directory", arguments: ["export", "--from", good.description, "--entity",
+                                                                 "Customer", "-o", dir.url.path],
+                naming: "is a directory"),
+        Mistake(what: "an export into a missing directory",
+                arguments: ["export", "--from", good.description, "--entity", "Customer", "-o", path("no/x.json")],
+                naming: "does not exist"),
+        Mistake(what: "a report in a missing directory",
+                arguments: from + ["--to", "lmdb:" + path("j.lmdb"), "--report", path("nodir/r.json")],
+                naming: "--report \(path("nodir/r.json")) cannot be written: the directory"),
+        Mistake(what: "a report that is a directory",
+                arguments: ["verify"] + from + ["--to", good.description, "--report", dir.url.path],
+                naming: "is a directory"),
+        Mistake(what: "a destination in a missing directory",
+                arguments: from + ["--to", "sqlite:" + path("nodir/k.sqlite")], naming: "does not exist"),
+        Mistake(what: "an import with a JSON syntax error on line 3",
+                arguments: ["import", "--to", good.description, "--entity", "Product", path("syntax.json")],
+                naming: "line 3, column 11"),
         Mistake(what: "an unknown epoch unit",
                 arguments: ["import", "--to", good.description, "--entity", "Product", path("users.json"),
                             "--epoch", "hours"], naming: "--epoch", status: 64),
@@ -117,9 +145,9 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
     #expect(mistakes.count >= 20)
     let before = [good.path, other.path + "/data.mdb"].map(fileDigest)
     for mistake in mistakes {
-        let result = try runCLI(mistake.arguments + (mistake.arguments.first == "check"
-            || mistake.arguments.first == "inspect" || mistake.arguments.first == "upgrade"
-            || mistake.arguments.first == "import" ? [] : ["--progress", "none"]))
+        let withoutProgress: Set = ["check", "inspect", "upgrade", "import", "export"]
+        let result = try runCLI(mistake.arguments
+            + (withoutProgress.contains(mistake.arguments[0]) ? [] : ["--progress", "none"]))
         let lines = result.errors.split(separator: "\n")
         #expect(result.status == mistake.status, "\(mistake.what): exit \(result.status): \(result.errors)")
         if mistake.status == 2 {
@@ -132,6 +160,9 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         }
     }
     #expect([good.path, other.path + "/data.mdb"].map(fileDigest) == before, "no mistake wrote a store")
+    for name in ["h.lmdb", "i.lmdb", "j.lmdb"] {
+        #expect(!FileManager.default.fileExists(atPath: path(name)), "\(name): no mistake made a destination")
+    }
 }
 
 /// The exit code comes from the error's code in one place: 2 for every code that means the

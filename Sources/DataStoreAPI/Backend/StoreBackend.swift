@@ -81,6 +81,9 @@ extension StoreBackend {
     func beginStream(at path: String, schema: Schema, source: String) throws -> any StreamedStoreWriter
     /// Whether an unfinished stream into `path` was left by an interrupted run.
     func hasUnfinishedStream(at path: String) -> Bool
+    /// Where the unfinished stream into `path` stood at its last checkpoint, or `nil` when there
+    /// is none (or it never reached a checkpoint).
+    func unfinishedStreamPosition(at path: String) -> StreamPosition?
     /// Reopens the unfinished stream into `path` at its last checkpoint: the writer, which
     /// appends after it, and a read-only store of what it holds up to there (to compare with the
     /// source before going on).
