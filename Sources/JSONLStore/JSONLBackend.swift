@@ -15,6 +15,9 @@ public final class JSONLinesStore: Store, @unchecked Sendable {
     public init(path: String) throws {
         try super.init(engine: JSONLEngine(path: path))
     }
+
+    /// How many item lines this store's reads decoded so far (for tests of what a read costs).
+    package var linesDecoded: Int { (engine as? JSONLEngine)?.linesDecoded.value.load(ordering: .relaxed) ?? 0 }
 }
 
 /// The `jsonl` kind: `jsonl:PATH` is a JSON Lines file (gzip-compressed when PATH ends in

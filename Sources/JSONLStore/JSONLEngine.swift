@@ -34,6 +34,12 @@ final class JSONLEngine: StorageEngine, CommitCounting {
     private let descriptor: Int32
     /// Readers left where a scan stopped, by entity, for the next page.
     private let idle = Mutex<[JSONLCursor]>([])
+    /// Every key of an entity, read once when a reference check first asks (see
+    /// ``keys(of:)``).
+    private let keySets = Mutex<[String: Set<[UInt8]>]>([:])
+    /// How many item lines the engine's cursors decoded: what a read costs here, counted so
+    /// that a test can tell a pass over an entity from one per page.
+    let linesDecoded = LineCount()
 
     /// What one checking pass over a file learned: the schema and each entity's lines.
     struct Scan: @unchecked Sendable {
@@ -150,7 +156,7 @@ final class JSONLEngine: StorageEngine, CommitCounting {
     /// when `nil`).
     func cursor(_ entity: EntitySchema, near key: [UInt8]?) throws -> JSONLCursor {
         let reader = try JSONLLineReader(path: path, opening: Self.procPath(descriptor))
-        let cursor = JSONLCursor(reader: reader, entity: entity, schema: schema)
+        let cursor = JSONLCursor(reader: reader, entity: entity, schema: schema, count: linesDecoded)
         guard let lines = entities[entity.name], var from = lines.start else {
             cursor.exhausted = true
             return cursor
@@ -162,6 +168,19 @@ final class JSONLEngine: StorageEngine, CommitCounting {
         return cursor
     }
 
+    /// Every encoded key of `entity`, read in one pass the first time and kept: a point get
+    /// reads up to 1,024 lines (or, compressed, the file from its start), so a check of every
+    /// reference of a store asks this set instead (memory: the keys of the entities referred to).
+    func keys(of entity: EntitySchema) throws -> Set<[UInt8]> {
+        if let keys = keySets.withLock({ $0[entity.name] }) { return keys }
+        var keys: Set<[UInt8]> = []
+        keys.reserveCapacity(entities[entity.name]?.count ?? 0)
+        let cursor = try cursor(entity, near: nil)
+        while let item = try cursor.next() { keys.insert(item.key) }
+        keySets.withLock { $0[entity.name] = keys }
+        return keys
+    }
+
     /// Keeps a cursor for the next page (a few per engine).
     func park(_ cursor: JSONLCursor) {
         guard !cursor.exhausted else { return }
@@ -170,6 +189,11 @@ final class JSONLEngine: StorageEngine, CommitCounting {
             if cursors.count > 4 { cursors.removeFirst() }
         }
     }
+}
+
+/// A count shared by an engine's cursors.
+final class LineCount: Sendable {
+    let value = Atomic<Int>(0)
 }
 
 /// A reader positioned inside one entity's lines, reading them in key order.
@@ -185,11 +209,13 @@ final class JSONLCursor: @unchecked Sendable {
     var exhausted = false
     private var pending: (key: [UInt8], record: Record)?
     private lazy var decoder = CanonicalLineDecoder(schema: schema)
+    private let count: LineCount
 
-    init(reader: JSONLLineReader, entity: EntitySchema, schema: Schema) {
+    init(reader: JSONLLineReader, entity: EntitySchema, schema: Schema, count: LineCount) {
         self.reader = reader
         self.entity = entity
         self.schema = schema
+        self.count = count
     }
 
     /// The next item of the entity, or `nil` after its last.
@@ -203,6 +229,7 @@ final class JSONLCursor: @unchecked Sendable {
             exhausted = true
             return nil
         }
+        count.value.add(1, ordering: .relaxed)
         let (lineEntity, record) = try decoder.decode(line)
             ?? JSONLineCodec.decode(line, schema: schema, lineNumber: reader.lineNumber)
         guard lineEntity.name == entity.name else {
@@ -269,4 +296,9 @@ struct JSONLReader: StorageReader {
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? { nil }
+
+    func existingKeys(_ entity: EntitySchema, among keyValues: [Value]) throws -> Set<Value> {
+        let keys = try engine.keys(of: entity)
+        return Set(try keyValues.filter { keys.contains(try PrimaryKey($0).bytes) })
+    }
 }

@@ -151,6 +151,7 @@ public enum Migrator {
         }
         defer { try? destinationStore.close() }
         try requireEntities(of: schema, in: destinationStore.schema, destination)
+        if options.entities == nil { try requireNoOtherEntities(in: destinationStore.schema, than: schema, source) }
         let run = MigrationRun(operation: operation, source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
         try run.interruptible {
@@ -531,6 +532,20 @@ final class MigrationRun {
 extension Migrator {
     /// Throws `schemaMismatch` unless `destinationSchema` holds every entity of `schema` as it is
     /// there, naming the first entity that is missing or differs, and how.
+    /// Refuses a comparison of whole stores when the destination has entities the source does
+    /// not: they cannot be equal, and a source whose stored schema lists fewer entities (or none:
+    /// a damaged schema) must not be called equal to a store that holds them.
+    /// - Throws: `schemaMismatch` naming them.
+    static func requireNoOtherEntities(in destinationSchema: Schema, than schema: Schema,
+                                       _ source: StoreLocation) throws(StoreError) {
+        let others = destinationSchema.entities.map(\.name).filter { schema.entity(named: $0) == nil }
+        guard !others.isEmpty else { return }
+        throw StoreError(.schemaMismatch, "the destination has entities that \(source) does not: "
+            + others.map { "'\($0)'" }.joined(separator: ", ") + " (the source's schema lists "
+            + (schema.entities.isEmpty ? "none; check it with: migrate-store check \(source))"
+                : schema.entities.map(\.name).joined(separator: ", ") + "; compare some with --entities)"))
+    }
+
     static func requireEntities(of schema: Schema, in destinationSchema: Schema,
                                 _ destination: StoreLocation) throws(StoreError) {
         for entity in schema.entities where destinationSchema.entity(named: entity.name) != entity {

@@ -78,13 +78,14 @@ extension Migrator {
                         }
                     }
                 }
-                // The stream is verified as its last checkpoint left it, then moved into place:
-                // a run killed while verifying leaves it unfinished, and --resume verifies it.
-                if options.verify {
-                    let store = try writer.openWritten()
-                    defer { try? store.close() }
-                    try run.verify(schema, snapshot, store)
-                }
+                // The stream is verified as its last checkpoint left it, and its references
+                // checked, as every destination's are, then moved into place: a run killed while
+                // verifying leaves it unfinished, and --resume verifies it. One with dangling
+                // references stays unfinished (a source copied with --no-check can hold them).
+                let store = try writer.openWritten()
+                defer { try? store.close() }
+                if options.verify { try run.verify(schema, snapshot, store) }
+                try requireReferences(store, destination)
                 if run.report.differences == 0 { try writer.finish() }
             }
         }

@@ -33,6 +33,11 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
     try Data(add.utf8).write(to: URL(fileURLWithPath: path("add.json")))
     _ = try runCLI(["upgrade", other.description, "--plan", path("add.json")])
     _ = try runCommand("/usr/bin/sqlite3", [path("plain.sqlite"), "CREATE TABLE t(x); INSERT INTO t VALUES (1);"])
+    // A store whose stored schema lists no entities (the tables are still there).
+    let emptied = dir.location(.sqlite, "emptied")
+    _ = try Migrator.copy(from: good, to: emptied)
+    _ = try runCommand("/usr/bin/sqlite3", [emptied.path, "UPDATE _ds_meta SET value=CAST('{\"entities\":[],"
+        + "\"version\":1}' AS BLOB) WHERE key='datastore.schema'"])
     let files: [String: String] = [
         "misspelled.json": #"{"versions":[{"version":2,"steps":[{"addAtribute":{"entity":"Product"}}]}]}"#,
         "badtype.json": #"{"versions":[{"version":2,"steps":[{"addAttribute":{"entity":"Product","attribute":"#
@@ -138,6 +143,11 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         Mistake(what: "an import with a JSON syntax error on line 3",
                 arguments: ["import", "--to", good.description, "--entity", "Product", path("syntax.json")],
                 naming: "line 3, column 11"),
+        Mistake(what: "a verify of a source whose schema lists no entities",
+                arguments: ["verify", "--from", emptied.description, "--to", good.description],
+                naming: "the destination has entities that \(emptied) does not: 'Customer'"),
+        Mistake(what: "a sync from a source whose schema lists no entities",
+                arguments: ["sync", "--from", emptied.description, "--to", good.description], naming: "'Customer'"),
         Mistake(what: "an unknown epoch unit",
                 arguments: ["import", "--to", good.description, "--entity", "Product", path("users.json"),
                             "--epoch", "hours"], naming: "--epoch", status: 64),

@@ -65,6 +65,11 @@ extension StorageEngine {
     /// order, the missing ones left out: what eager loading and reference checks look up. The
     /// default gets each; a backend where each get is a round trip asks for them at once.
     func get(_ entity: EntitySchema, keyValues: [Value]) throws -> [Record]
+    /// Which of these keys (checked values) have an item: what a reference check asks, a page of
+    /// targets at a time. The default gets the items (``get(_:keyValues:)``); a backend whose
+    /// point gets cost a scan (a JSON Lines file) answers from a set of the entity's keys, so
+    /// that checking every reference of a store reads each entity once, not once per page.
+    func existingKeys(_ entity: EntitySchema, among keyValues: [Value]) throws -> Set<Value>
 }
 
 extension StorageReader {
@@ -93,6 +98,10 @@ extension StorageReader {
 
     public func get(_ entity: EntitySchema, keyValues: [Value]) throws -> [Record] {
         try keyValues.compactMap { try get(entity, keyValue: $0) }
+    }
+
+    public func existingKeys(_ entity: EntitySchema, among keyValues: [Value]) throws -> Set<Value> {
+        Set(try get(entity, keyValues: keyValues).map { entity.primaryKeyValue(of: $0) })
     }
 }
 

@@ -50,8 +50,7 @@ extension ReadAccessor {
                 for reference in references {
                     let destination = try self.entity(reference.destination)
                     let targets = Set(page.map { $0[reference.attribute] }.filter { !$0.isNull })
-                    let found = Set(try fetchAll(destination, attribute: destination.primaryKey, among: Array(targets))
-                        .map { destination.primaryKeyValue(of: $0) })
+                    let found = try existingKeys(destination, among: Array(targets))
                     for record in page where !record[reference.attribute].isNull {
                         report.checked += 1
                         let target = record[reference.attribute]
@@ -68,5 +67,17 @@ extension ReadAccessor {
             } while page.count == pageSize
         }
         return report
+    }
+
+    /// Which of `values` are keys of `entity`, asked ``keysPerQuery`` at a time.
+    private func existingKeys(_ entity: EntitySchema, among values: [Value]) throws -> Set<Value> {
+        var found: Set<Value> = []
+        var start = 0
+        while start < values.count {
+            let chunk = Array(values[start..<min(start + Self.keysPerQuery, values.count)])
+            found.formUnion(try reader.existingKeys(entity, among: chunk))
+            start += chunk.count
+        }
+        return found
     }
 }
