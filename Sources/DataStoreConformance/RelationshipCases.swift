@@ -376,6 +376,29 @@ enum RelationshipCases {
         }
     }
 
+    /// 26 terms across a to-one relationship over 10,000 related items, within every documented
+    /// limit: each term stands for up to 10,000 related keys, more values than SQLite binds in
+    /// one statement (it answered "too many SQL variables"); every backend returns the items.
+    static func aFilterAcrossARelationshipOverManyRelatedItemsIsAnswered(_ c: ConformanceContext) throws {
+        let schema = Schema(version: 1, entities: [
+            EntitySchema("U", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("rank", .int)],
+                         relationships: [.toMany("ps", to: "P", inverse: "u")]),
+            EntitySchema("P", primaryKey: "id", attributes: [Attribute("id", .int)],
+                         relationships: [.toOne("u", to: "U", inverse: "ps")]),
+        ])
+        let store = try c.open(schema, name: "wide")
+        try store.writeSync { w in
+            for id in 0..<10_000 { try w.insert(["id": .int(Int64(id)), "rank": .int(Int64(id))], into: "U") }
+            for id in 0..<100 { try w.insert(["id": .int(Int64(id)), "u": .int(Int64(id * 100))], into: "P") }
+        }
+        let filter = Filter.and((0..<26).map { Field("u.rank") >= .int(Int64($0 * 100)) })
+        let found = try store.read { try ids($0.fetch(FetchRequest("P", filter: filter))) }
+        c.expectEqual(found, (25..<100).map { .int(Int64($0)) }, "u.rank >= 2,500")
+        c.expectEqual(try store.read { try $0.count(FetchRequest("P", filter: filter)) }, 75)
+        c.expectEqual(try store.writeSync { try $0.delete(FetchRequest("P", filter: filter)) }, 75)
+        try store.close()
+    }
+
     static func invalidRelationshipsAreRefusedWithTheirNames(_ c: ConformanceContext) throws {
         func refused(_ entities: [EntitySchema], _ code: StoreError.Code, naming: String) {
             c.expectError(code, naming: naming) { _ = try c.open(Schema(entities: entities), name: "bad") }
@@ -597,6 +620,8 @@ enum RelationshipCases {
                         childStoresMergeRelationshipChangesCheckedOnTheFinalState),
         ConformanceCase("Relationships", "aMergeGivesTheChildsStateWhateverTheEntitiesAreCalled",
                         aMergeGivesTheChildsStateWhateverTheEntitiesAreCalled),
+        ConformanceCase("Relationships", "aFilterAcrossARelationshipOverManyRelatedItemsIsAnswered",
+                        aFilterAcrossARelationshipOverManyRelatedItemsIsAnswered),
         ConformanceCase("Relationships", "invalidRelationshipsAreRefusedWithTheirNames",
                         invalidRelationshipsAreRefusedWithTheirNames),
         ConformanceCase("Relationships", "typedModelsDeclareLoadAndCascadeRelationships",

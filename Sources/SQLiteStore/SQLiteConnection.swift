@@ -16,6 +16,10 @@ final class SQLiteConnection {
     @exclusivity(unchecked) private var requestStatements: [(sql: String, statement: SQLiteStatement)] = []
     static let requestStatementLimit = 16
 
+    /// The most parameters one statement may bind (`SQLITE_LIMIT_VARIABLE_NUMBER`, 32,766 by
+    /// default since SQLite 3.32; a build may set it lower).
+    private(set) lazy var maxVariables = Int(sqlite3_limit(handle, SQLITE_LIMIT_VARIABLE_NUMBER, -1))
+
     /// Whether the connection was opened with `SQLITE_OPEN_READONLY`.
     let isReadOnly: Bool
     private var isClosed = false

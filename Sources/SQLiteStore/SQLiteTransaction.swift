@@ -136,7 +136,7 @@ final class SQLiteTransaction: StorageWriter {
 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
-        if SQLiteQuery.nestsTooDeep(select.sql) {
+        if evaluatesInSwift(select) {
             var stages = RequestStages(request)
             for (key, record) in try keyedRecords(entity) where !stages.offer(key: key, record: record) { break }
             return stages.finish()
@@ -147,7 +147,7 @@ final class SQLiteTransaction: StorageWriter {
     /// Steps the request's statement, handing each row to `body` in one record refilled per row.
     func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
         let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
-        if SQLiteQuery.nestsTooDeep(select.sql) { return try forEachFetched(request, in: entity, body) }
+        if evaluatesInSwift(select) { return try forEachFetched(request, in: entity, body) }
         let statement = try prepared(select)
         defer { sqlite3_reset(statement.handle) }
         let plan = sql(entity).row
@@ -156,6 +156,14 @@ final class SQLiteTransaction: StorageWriter {
             try self.record(statement, entity, plan, into: &record)
             if !(try body(record)) { return }
         }
+    }
+
+    /// Whether a request's SQL is beyond what SQLite takes: nested too deep for its parser, or
+    /// with more bound values than a statement may have (a filter across a relationship becomes
+    /// an `IN` of the related keys, 10,000 per term over 10,000 related items). Such a request is
+    /// evaluated in Swift over the entity in key order, with the same answers.
+    private func evaluatesInSwift(_ fragment: SQLFragment) -> Bool {
+        SQLiteQuery.nestsTooDeep(fragment.sql) || fragment.bindings.count > connection.maxVariables
     }
 
     /// Every item of the entity in key order, for filters too deep for SQLite's parser.
@@ -167,7 +175,7 @@ final class SQLiteTransaction: StorageWriter {
 
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         let where_ = SQLiteQuery.translate(filter)
-        if SQLiteQuery.nestsTooDeep(where_.sql) {
+        if evaluatesInSwift(where_) {
             return try keyedRecords(entity).reduce(0) { $0 + (filter.matches($1.record) ? 1 : 0) }
         }
         let sql = "SELECT count(*) FROM \(SQLiteQuery.quote(entity.name)) WHERE \(where_.sql)"
