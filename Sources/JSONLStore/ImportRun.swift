@@ -177,9 +177,11 @@ struct ImportRun {
                 for reference in missing {
                     let destination = schema.entity(named: reference.entity)?
                         .relationship(named: reference.relationship)?.destination ?? "an item"
-                    next.refused[reference.position] = "'\(reference.entity).\(reference.relationship)' names "
-                        + "\(destination) \(reference.target), which the store and the input do not hold: the object "
-                        + "was imported without it"
+                    let reason = "'\(reference.entity).\(reference.relationship)' names \(destination) "
+                        + "\(reference.target), which neither the store nor the input holds"
+                    var missing = next.missing ?? [:]
+                    missing[reference.position] = missing[reference.position].map { $0 + "; " + reason } ?? reason
+                    next.missing = missing
                 }
                 try save(writer, next)
                 mark = next
@@ -224,6 +226,8 @@ struct ImportRun {
         rejected.sort { $0.0.position < $1.0.position }
         report = summarize(report, mark)
         report.rejected = rejected.map(\.0)
+        report.missingLinks = (mark.missing ?? [:]).sorted { $0.key < $1.key }
+            .map { JSONImport.Reject(position: $0.key, reason: $0.value) }
         return (report, rejected)
     }
 

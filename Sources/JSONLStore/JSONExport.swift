@@ -13,7 +13,11 @@ import Foundation
 ///   snake_case).
 /// - **none**: attributes only.
 ///
-/// In nested and ids forms, a to-one is the related item's key (`company_id` in snake_case).
+/// - A to-one is, in nested form, the related item as an object (its attributes and its own
+///   to-ones, nested the same way, not its to-manys), so that an export of one entity imported
+///   into an empty store brings the items it refers to and gives back the same links; it is the
+///   related item's key when the relationship leads to an entity already above it (a
+///   self-reference) or names no item. In ids form it is the key (`company_id` in snake_case).
 /// Values are written as the JSON Lines kind writes them: dates in ISO 8601 with microseconds,
 /// bytes in base64, uuids as text, infinities as the strings `"Infinity"` and `"-Infinity"`.
 public enum JSONExport {
@@ -152,19 +156,33 @@ struct ExportWriter {
     let schema: Schema
     let options: JSONExport.Options
 
-    /// The to-many relationships loaded with `entity`'s items: all but `omit` (the one that
+    /// The relationships loaded with `entity`'s items: the to-manys but `omit` (the one that
     /// leads back to the parent an item is nested in), each with what is nested in it when it
-    /// does not lead back to an entity above.
-    func includes(for entity: EntitySchema, above: [String], omit: String? = nil) -> [Include] {
+    /// does not lead back to an entity above; in nested form, the to-ones that do not lead to an
+    /// entity above, with their own to-ones (`toOnesOnly`: a to-one's object carries no to-many).
+    func includes(for entity: EntitySchema, above: [String], omit: String? = nil,
+                  toOnesOnly: Bool = false) -> [Include] {
         guard options.relationships != .none else { return [] }
-        return entity.relationships.filter { $0.cardinality == .toMany && $0.name != omit }.compactMap { relationship in
-            guard options.relationships == .nested, !above.contains(relationship.destination),
-                  let destination = schema.entity(named: relationship.destination) else {
-                return Include(relationship.name)
+        var includes: [Include] = []
+        for relationship in entity.relationships where relationship.name != omit {
+            let destination = schema.entity(named: relationship.destination)
+            let nests = options.relationships == .nested && !above.contains(relationship.destination)
+            switch relationship.cardinality {
+            case .toOne:
+                guard nests, let destination else { continue }
+                includes.append(Include(relationship.name, including: self.includes(
+                    for: destination, above: above + [destination.name], toOnesOnly: true)))
+            case .toMany:
+                guard !toOnesOnly else { continue }
+                guard nests, let destination else {
+                    includes.append(Include(relationship.name))
+                    continue
+                }
+                includes.append(Include(relationship.name, including: self.includes(
+                    for: destination, above: above + [destination.name], omit: relationship.inverse)))
             }
-            return Include(relationship.name, including: includes(for: destination, above: above + [destination.name],
-                                                                  omit: relationship.inverse))
         }
+        return includes
     }
 
     func key(_ name: String, keys: Bool = false, many: Bool = false) -> String {
@@ -174,9 +192,9 @@ struct ExportWriter {
     }
 
     /// Appends `item`'s object; `omit` is the relationship that leads back to the object it is
-    /// nested in, which is left out.
+    /// nested in, which is left out; `toOnesOnly` leaves out the to-manys (a to-one's object).
     func append(_ item: RelatedRecord, of entity: EntitySchema, above: [String], omit: String?,
-                to out: inout [UInt8]) {
+                toOnesOnly: Bool = false, to out: inout [UInt8]) {
         out.append(0x7B)
         var first = true
         func field(_ name: String) {
@@ -188,13 +206,27 @@ struct ExportWriter {
         for attribute in entity.attributes {
             if let relationship = entity.relationship(named: attribute.name) {
                 guard options.relationships != .none, relationship.name != omit else { continue }
+                if options.relationships == .nested, !above.contains(relationship.destination),
+                   let destination = schema.entity(named: relationship.destination) {
+                    if let target = item.related[relationship.name]?.first {
+                        field(key(attribute.name))
+                        append(target, of: destination, above: above + [destination.name], omit: nil,
+                               toOnesOnly: true, to: &out)
+                        continue
+                    }
+                    if item.record[attribute.name].isNull {
+                        field(key(attribute.name))
+                        out += Array("null".utf8)
+                        continue
+                    }
+                }
                 field(key(attribute.name, keys: true))
             } else {
                 field(key(attribute.name))
             }
             JSONLineCodec.appendValue(item.record[attribute.name], to: &out)
         }
-        guard options.relationships != .none else {
+        guard options.relationships != .none, !toOnesOnly else {
             out.append(0x7D)
             return
         }

@@ -126,6 +126,11 @@ public enum JSONImport {
         public var entities: [String: EntityCounts] = [:]
         /// Objects not imported, in input order.
         public var rejected: [Reject] = []
+        /// Objects imported without a link they give, because the item it names is neither in
+        /// the store nor in the input (an export of one entity by keys, imported into a store
+        /// without the entity it refers to), in input order: the reason names the link. Never
+        /// counted as rejected: the object is in the store.
+        public var missingLinks: [Reject] = []
         /// The accepted objects an interrupted run of the same input had already imported, when
         /// this run went on from its checkpoint.
         public var resumedAfter: Int?
@@ -149,6 +154,8 @@ public enum JSONImport {
         var refused: [Int: String]
         /// References to items further on in the input, set once everything is written.
         var pending: [ImportGraphWriter.PendingReference]
+        /// Objects imported without a link whose target nothing holds, by position.
+        var missing: [Int: String]? = nil
     }
 
     static let checkpointKey = "datastore.import.checkpoint"

@@ -78,6 +78,11 @@ extension MigrateStore {
 
         func run() throws {
             let location = try CommandFailure.catching { try StoreLocation.resolve([to], store: nil)[0] }
+            guard location.exists else {
+                throw CommandFailure.exit(for: StoreError(.notFound, "\(location) does not exist: an import writes into "
+                    + "a store that has the schema; create it with: migrate-store create \(location) --schema "
+                    + "schema.json (or --schema-of STORE; `migrate-store inspect STORE --schema` prints a schema file)"))
+            }
             var options = JSONImport.Options(snakeCaseToCamelCase: !noSnakeCase,
                                              epochUnit: JSONImport.EpochUnit(rawValue: epoch) ?? .automatic,
                                              batchSize: batchSize, dryRun: dryRun)
@@ -131,6 +136,19 @@ extension MigrateStore {
             }
             for reject in report.rejected.prefix(10) { print("  rejected object \(reject.position): \(reject.reason)") }
             if report.rejected.count > 10 { print("  ... \(report.rejected.count - 10) more") }
+            // Objects in the store without a link they give are not a success: exit 2, saying
+            // which and how to bring the items they name.
+            if let first = report.missingLinks.first {
+                for missing in report.missingLinks.prefix(10) {
+                    print("  object \(missing.position) \(would)imported without a link: \(missing.reason)")
+                }
+                if report.missingLinks.count > 10 { print("  ... \(report.missingLinks.count - 10) more") }
+                FileHandle.standardError.write(Data(("migrate-store: error: \(report.missingLinks.count) objects "
+                    + "\(dryRun ? "would be" : "were") imported without a link, the first at object "
+                    + "\(first.position): \(first.reason); import the items they name first, or export with "
+                    + "--relationships nested, which carries them\n").utf8))
+                throw ExitCode(2)
+            }
         }
     }
 }

@@ -14,6 +14,9 @@ extension MigrateStore {
         @Flag(help: "Check the store's integrity too (as `check` does).")
         var check = false
 
+        @Flag(help: ArgumentHelp("Print only the schema, as JSON: the schema file `create --schema` takes."))
+        var schema = false
+
         /// One line on a store's part in a switch between backends.
         static func describe(_ status: SwitchingStore.Status, _ location: StoreLocation) -> String {
             let role = status.old == location.description ? "from" : "to"
@@ -57,6 +60,14 @@ extension MigrateStore {
                         print(finished.isEmpty ? "checkpoint: none yet"
                             : "checkpoint: every entity written (\(finished)); the copy had yet to verify it")
                     }
+                    return
+                }
+                if schema {
+                    let opened = try location.openSource(alreadyChecked: false)
+                    defer { try? opened.close() }
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                    print(String(decoding: try encoder.encode(opened.schema), as: UTF8.self))
                     return
                 }
                 if check {

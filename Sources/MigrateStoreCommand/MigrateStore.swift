@@ -30,7 +30,7 @@ public struct MigrateStore: ParsableCommand {
               130  interrupted (Ctrl-C): within a second, after a finished batch where there is one; the \
             message says how to go on (a copy: --resume)
             """,
-        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Import.self, Export.self, Diff.self],
+        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Create.self, Import.self, Export.self, Diff.self],
         defaultSubcommand: Copy.self
     )
 }

@@ -284,7 +284,7 @@ public enum Migrator {
     /// exist or that this process cannot write (its staging files go there): with the directory
     /// named, rather than the staging file's open error once the source was checked.
     /// - Throws: `notFound` or `readOnly`.
-    static func checkDirectory(of destination: StoreLocation) throws {
+    public static func checkDirectory(of destination: StoreLocation) throws {
         guard try destination.backend.fileExtension != nil else { return }
         let directory = (destination.path as NSString).deletingLastPathComponent
         let shown = directory.isEmpty ? "the current directory" : "the directory \(directory)"

@@ -148,6 +148,14 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
                 naming: "the destination has entities that \(emptied) does not: 'Customer'"),
         Mistake(what: "a sync from a source whose schema lists no entities",
                 arguments: ["sync", "--from", emptied.description, "--to", good.description], naming: "'Customer'"),
+        Mistake(what: "an import into a store that does not exist",
+                arguments: ["import", "--to", "sqlite:" + path("users.sqlite"), "--entity", "User", path("users.json")],
+                naming: "create it with: migrate-store create sqlite:\(path("users.sqlite")) --schema"),
+        Mistake(what: "a create without a schema", arguments: ["create", "sqlite:" + path("new.sqlite")],
+                naming: "--schema", status: 64),
+        Mistake(what: "a create from a schema file that is not JSON",
+                arguments: ["create", "sqlite:" + path("new.sqlite"), "--schema", path("notjson.json")],
+                naming: "is not JSON"),
         Mistake(what: "an unknown epoch unit",
                 arguments: ["import", "--to", good.description, "--entity", "Product", path("users.json"),
                             "--epoch", "hours"], naming: "--epoch", status: 64),
@@ -155,7 +163,7 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
     #expect(mistakes.count >= 20)
     let before = [good.path, other.path + "/data.mdb"].map(fileDigest)
     for mistake in mistakes {
-        let withoutProgress: Set = ["check", "inspect", "upgrade", "import", "export"]
+        let withoutProgress: Set = ["check", "inspect", "upgrade", "import", "export", "create"]
         let result = try runCLI(mistake.arguments
             + (withoutProgress.contains(mistake.arguments[0]) ? [] : ["--progress", "none"]))
         let lines = result.errors.split(separator: "\n")

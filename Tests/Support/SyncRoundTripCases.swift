@@ -13,7 +13,53 @@ public enum SyncRoundTripCases {
     public static let all: [(name: String, run: @Sendable (Open, TemporaryDirectory) throws -> Void)] = [
         ("anExportImportedGivesBackTheSameStore", anExportImportedGivesBackTheSameStore),
         ("aMutatedExportImportedEqualsSyncsModel", aMutatedExportImportedEqualsSyncsModel),
+        ("anExportOfOneEntityImportedAloneKeepsEveryLink", anExportOfOneEntityImportedAloneKeepsEveryLink),
     ]
+
+    /// An export of the users alone, nested, imported into an empty store gives back the users,
+    /// their notes and tags, and the companies they belong to, every to-one link kept: the
+    /// company travels as an object (it was written only as a key, and the import brought the
+    /// users in without it while it called them rejected). Exported by keys alone, the same
+    /// import says which links it could not make, and does not call the objects rejected.
+    static func anExportOfOneEntityImportedAloneKeepsEveryLink(_ open: Open, _ dir: TemporaryDirectory) throws {
+        let source = try open("alone-source", SyncJSONCases.schema)
+        defer { try? source.close() }
+        try seed(source, seed: 11)
+        let companies = Set(try SyncJSONCases.items(source, "User").values.map { $0["company"] }.filter { !$0.isNull })
+        let usedTags = Set(try source.read { r in
+            try r.fetch(FetchRequest("Note")).flatMap { try r.related("Note", key: $0["remoteID"], "tags") }
+        }.map { $0["remoteID"] })
+        let exports = try [false, true].map { snakeCase in
+            try export(source, "User", .init(relationships: .nested, snakeCase: snakeCase), dir)
+        }
+        let path = try export(source, "User", .init(relationships: .ids), dir)
+        // What the exports hold: the companies no user belongs to and the tags no note has stay
+        // behind.
+        try source.writeSync { w in
+            for company in try w.fetch(FetchRequest("Company")) where !companies.contains(company["remoteID"]) {
+                _ = try w.delete("Company", key: company["remoteID"])
+            }
+            for tag in try w.fetch(FetchRequest("Tag")) where !usedTags.contains(tag["remoteID"]) {
+                _ = try w.delete("Tag", key: tag["remoteID"])
+            }
+        }
+        let expected = try contents(source)
+        for (snakeCase, path) in zip([false, true], exports) {
+            let target = try open("alone-\(snakeCase)", SyncJSONCases.schema)
+            defer { try? target.close() }
+            let report = try JSONImport.run(path, into: target, entity: "User")
+            #expect(report.rejected.isEmpty && report.missingLinks.isEmpty,
+                    "snake_case \(snakeCase): \(report.rejected.prefix(3)) \(report.missingLinks.prefix(3))")
+            #expect(try contents(target) == expected, "snake_case \(snakeCase)")
+        }
+        let byKeys = try open("alone-ids", SyncJSONCases.schema)
+        defer { try? byKeys.close() }
+        let report = try JSONImport.run(path, into: byKeys, entity: "User")
+        let linked = try SyncJSONCases.items(source, "User").values.filter { !$0["company"].isNull }.count
+        #expect(report.rejected.isEmpty, "\(report.rejected.prefix(3))")
+        let companyLinks = report.missingLinks.filter { $0.reason.contains("'User.company' names Company") }
+        #expect(companyLinks.count == linked, "\(companyLinks.count) of \(linked)")
+    }
 
     /// A random graph of ``SyncJSONCases/schema``: companies, users with a company or none,
     /// notes of users, tags shared by notes, and every kind of value the attributes hold.
@@ -124,7 +170,8 @@ public enum SyncRoundTripCases {
             for index in users.indices {
                 var user = users[index]
                 if Bool.random(using: &random) { user["name"] = "renamed \(index)" }
-                if Int.random(in: 0..<4, using: &random) == 0 { user["company_id"] = NSNull() }
+                // A nested export carries the company as an object, under its own name.
+                if Int.random(in: 0..<4, using: &random) == 0 { user["company"] = NSNull() }
                 var notes = user["notes"] as? [[String: Any]] ?? []
                 notes.removeAll { _ in Int.random(in: 0..<4, using: &random) == 0 }
                 for position in notes.indices where Int.random(in: 0..<3, using: &random) == 0 {
