@@ -31,19 +31,20 @@ struct ImportRun {
         return error.message
     }
 
-    func write(_ transactions: ImportTransactions, shouldStop: () -> Bool,
+    /// Writes the input into `store`: the store an import writes, or for a dry run a child store
+    /// of it that is never merged, so that a dry run is the real run, batches, refusals and
+    /// delete rules included, with nothing kept.
+    func write(into store: any DataStore, shouldStop: () -> Bool,
                progress: (Int) -> Void) throws -> (report: JSONImport.Report, rejected: [Rejected]) {
         var report = JSONImport.Report()
         // An interrupted run of the same input and options goes on from its checkpoint.
         var mark = JSONImport.Checkpoint(run: run, done: 0, entities: [:], refused: [:], pending: [])
-        if !transactions.isDryRun,
-           let bytes = try transactions.read({ try $0.metadata(forKey: JSONImport.checkpointKey) }),
+        if let bytes = try store.read({ try $0.metadata(forKey: JSONImport.checkpointKey) }),
            let stored = try? JSONDecoder().decode(JSONImport.Checkpoint.self, from: Data(bytes)), stored.run == run {
             mark = stored
             report.resumedAfter = stored.done
         }
         func save(_ writer: WriteAccessor, _ mark: JSONImport.Checkpoint?) throws {
-            guard !transactions.isDryRun else { return }
             let bytes = try mark.map { mark -> [UInt8] in
                 do {
                     return Array(try JSONEncoder().encode(mark))
@@ -62,27 +63,17 @@ struct ImportRun {
         let names = ImportNames(mapping: options.mapping, snakeCase: options.snakeCaseToCamelCase,
                                 rootEntity: entity.name)
 
-        /// Writes the objects of `items` in one transaction with the checkpoint; in a real run, an
-        /// object the store refuses rolls the transaction back and the objects are written again
-        /// one transaction each, so that the refused one is left out whole.
+        /// Writes the objects of `items` in one transaction with the checkpoint; an object the
+        /// store refuses rolls the transaction back and the objects are written again one
+        /// transaction each, so that the refused one is left out whole (nested objects included).
         func write(_ items: [Accepted], alone: Bool) throws {
-            let outcome = try transactions.write { writer -> ([String: JSONImport.EntityCounts], [Int: String],
-                                                               [ImportGraphWriter.PendingReference]) in
+            let outcome = try store.writeSync { writer -> ([String: JSONImport.EntityCounts], [Int: String],
+                                                           [ImportGraphWriter.PendingReference]) in
                 var graph = ImportGraphWriter(writer, options)
-                var refused: [Int: String] = [:]
+                let refused: [Int: String] = [:]
                 for item in items {
                     graph.position = item.position
-                    if transactions.isDryRun {
-                        // One transaction for everything: a refused object is counted out.
-                        let before = (graph.counts, graph.pending)
-                        do {
-                            try graph.write(item.object)
-                        } catch {
-                            guard let reason = Self.refusesObject(error) else { throw error }
-                            refused[item.position] = reason
-                            (graph.counts, graph.pending) = before
-                        }
-                    } else if alone {
+                    if alone {
                         try graph.write(item.object)
                     } else {
                         do {
@@ -115,7 +106,7 @@ struct ImportRun {
                 try write(batch, alone: false)
             } catch is BatchRefused {
                 try writeAlone(batch)
-            } catch let error where !transactions.isDryRun && Self.refusesObject(error) != nil {
+            } catch let error where Self.refusesObject(error) != nil {
                 // Refused at commit (a reference the commit check finds dangling).
                 try writeAlone(batch)
             }
@@ -130,7 +121,7 @@ struct ImportRun {
                 } catch {
                     guard let reason = Self.refusesObject(error) else { throw error }
                     // The object is left out; its position is done, with the reason.
-                    try transactions.write { writer in
+                    try store.writeSync { writer in
                         var next = mark
                         next.done += 1
                         next.refused[item.position] = reason
@@ -169,7 +160,7 @@ struct ImportRun {
 
         // References to items further on in the input, now that everything is written.
         if !mark.pending.isEmpty {
-            try transactions.write { writer in
+            try store.writeSync { writer in
                 var graph = ImportGraphWriter(writer, options)
                 let missing = try graph.resolve(mark.pending)
                 var next = mark
@@ -190,32 +181,56 @@ struct ImportRun {
 
         if options.operations.contains(.delete) {
             var doomed: [Value] = []
-            try transactions.read { reader in
+            try store.read { reader in
                 let request = FetchRequest(entity.name, filter: options.scope ?? .all)
                 try reader.forEach(request) { record in
                     if !seen.contains(record[entity.primaryKey]) { doomed.append(record[entity.primaryKey]) }
                 }
             }
+            /// Deletes `keys` in one transaction with the checkpoint, or says why a delete rule
+            /// (deny) refused one of them (the transaction rolled back).
+            func delete(_ keys: ArraySlice<Value>) throws -> Result<Int, StoreError> {
+                do {
+                    return .success(try store.writeSync { writer in
+                        let deleted = try keys.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
+                        var next = mark
+                        next.entities[entity.name, default: .init()].deleted += deleted
+                        try save(writer, next)
+                        return deleted
+                    })
+                } catch let error as StoreError where error.code == .referenceViolation {
+                    return .failure(error)
+                }
+            }
             var index = 0
             while index < doomed.count {
                 let slice = doomed[index..<min(doomed.count, index + max(1, options.batchSize))]
-                let deleted = try transactions.write { writer in
-                    let deleted = try slice.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
-                    var next = mark
-                    next.entities[entity.name, default: .init()].deleted += deleted
-                    try save(writer, next)
-                    return deleted
+                switch try delete(slice) {
+                case .success(let deleted):
+                    mark.entities[entity.name, default: .init()].deleted += deleted
+                case .failure:
+                    // A delete rule keeps an item the input leaves out: the others of the batch
+                    // are deleted one by one, and the kept ones reported with the rule's reason.
+                    for key in slice {
+                        switch try delete([key]) {
+                        case .success(let deleted):
+                            mark.entities[entity.name, default: .init()].deleted += deleted
+                        case .failure(let refusal):
+                            mark.kept = (mark.kept ?? [:]).merging(["\(key)": refusal.message]) { $1 }
+                        }
+                    }
+                    try store.writeSync { try save($0, mark) }
                 }
-                mark.entities[entity.name, default: .init()].deleted += deleted
                 index += slice.count
                 if index < doomed.count, shouldStop() {
                     throw JSONImport.Interrupted(report: summarize(report, mark))
                 }
             }
         }
-        try transactions.write { try save($0, nil) }
+        try store.writeSync { try save($0, nil) }
 
         // The objects the store refused, in this run or the one it goes on from, with their input.
+        report.keptByDeleteRules = (mark.kept ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
         if !mark.refused.isEmpty {
             try input.forEachObject { position, json in
                 if let reason = mark.refused[position] {
@@ -243,31 +258,5 @@ struct ImportRun {
         report.unchanged = root.unchanged
         report.deleted = root.deleted
         return report
-    }
-}
-
-/// Where an import's transactions go: one write transaction each, or all into the one
-/// transaction of a dry run, which is rolled back.
-enum ImportTransactions {
-    case each(any DataStore)
-    case dryRun(WriteAccessor)
-
-    var isDryRun: Bool {
-        if case .dryRun = self { return true }
-        return false
-    }
-
-    func write<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
-        switch self {
-        case .each(let store): try store.writeSync(body)
-        case .dryRun(let writer): try body(writer)
-        }
-    }
-
-    func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T {
-        switch self {
-        case .each(let store): try store.read(body)
-        case .dryRun(let writer): try body(writer)
-        }
     }
 }

@@ -131,6 +131,9 @@ public enum JSONImport {
         /// without the entity it refers to), in input order: the reason names the link. Never
         /// counted as rejected: the object is in the store.
         public var missingLinks: [Reject] = []
+        /// Items of the imported entity that the input leaves out and a delete rule (deny) kept,
+        /// each as "KEY: the rule's reason", in key order: the rest of the import is done.
+        public var keptByDeleteRules: [String] = []
         /// The accepted objects an interrupted run of the same input had already imported, when
         /// this run went on from its checkpoint.
         public var resumedAfter: Int?
@@ -156,6 +159,8 @@ public enum JSONImport {
         var pending: [ImportGraphWriter.PendingReference]
         /// Objects imported without a link whose target nothing holds, by position.
         var missing: [Int: String]? = nil
+        /// Items the input leaves out that a delete rule kept, by key, with the rule's reason.
+        var kept: [String: String]? = nil
     }
 
     static let checkpointKey = "datastore.import.checkpoint"
@@ -199,18 +204,14 @@ public enum JSONImport {
         let run = "\(digest) \(entity.name) \(options.fingerprint)"
         let sync = ImportRun(input: input, entity: entity, schema: store.schema, options: options, run: run)
         if options.dryRun {
-            // Every write in one transaction, which the thrown report rolls back.
-            do {
-                try store.writeSync { writer in
-                    throw DryRunFinished(report: try sync.write(ImportTransactions.dryRun(writer), shouldStop: shouldStop,
-                                                              progress: progress).report)
-                }
-            } catch let finished as DryRunFinished {
-                return finished.report
-            }
+            // The real run into a child store that is never merged: the same batches, refusals
+            // and delete rules, and nothing written to the store (its overlay holds the writes in
+            // memory until it is dropped).
+            let child = try store.makeChild()
+            defer { try? child.close() }
+            return try sync.write(into: child, shouldStop: shouldStop, progress: progress).report
         }
-        let (report, rejected) = try sync.write(ImportTransactions.each(store), shouldStop: shouldStop,
-                                                progress: progress)
+        let (report, rejected) = try sync.write(into: store, shouldStop: shouldStop, progress: progress)
         if let rejectsPath {
             let writer = try JSONLStreamWriter.lines(at: rejectsPath)
             do {
@@ -229,10 +230,6 @@ public enum JSONImport {
             }
         }
         return report
-    }
-
-    private struct DryRunFinished: Error {
-        var report: Report
     }
 
     struct ImportRejection: Error {

@@ -136,8 +136,16 @@ extension MigrateStore {
             }
             for reject in report.rejected.prefix(10) { print("  rejected object \(reject.position): \(reject.reason)") }
             if report.rejected.count > 10 { print("  ... \(report.rejected.count - 10) more") }
-            // Objects in the store without a link they give are not a success: exit 2, saying
-            // which and how to bring the items they name.
+            for kept in report.keptByDeleteRules.prefix(10) { print("  \(would)kept by a delete rule: \(kept)") }
+            if report.keptByDeleteRules.count > 10 { print("  ... \(report.keptByDeleteRules.count - 10) more") }
+            // Items the input leaves out that a delete rule keeps, and objects in the store
+            // without a link they give, are not a success: exit 2, saying which.
+            if let first = report.keptByDeleteRules.first {
+                FileHandle.standardError.write(Data(("migrate-store: error: \(report.keptByDeleteRules.count) items "
+                    + "the input leaves out \(dryRun ? "would be" : "were") kept by delete rules, the first "
+                    + "\(entity) \(first); the rest of the import is done\n").utf8))
+                throw ExitCode(2)
+            }
             if let first = report.missingLinks.first {
                 for missing in report.missingLinks.prefix(10) {
                     print("  object \(missing.position) \(would)imported without a link: \(missing.reason)")

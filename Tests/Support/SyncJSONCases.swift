@@ -44,7 +44,79 @@ public enum SyncJSONCases {
         ("manyToManyTagsNestedAndByIDs", manyToManyTagsNestedAndByIDs),
         ("keepMissingDeletesAndUnlinksNothing", keepMissingDeletesAndUnlinksNothing),
         ("aDryRunChangesNothingAndCountsWhatTheRunDoes", aDryRunChangesNothingAndCountsWhatTheRunDoes),
+        ("aDryRunReportsWhatTheRealRunDoes", aDryRunReportsWhatTheRealRunDoes),
     ]
+
+    /// Users with a unique email, a company, and notes (deleted with them) that locks protect
+    /// (delete rule deny).
+    static let guardedSchema = Schema(version: 1, entities: [
+        EntitySchema("Company", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("name", .string)],
+                     relationships: [.toMany("users", to: "User", inverse: "company")]),
+        EntitySchema("User", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("email", .string)],
+                     indexes: [Index("byEmail", on: ["email"], unique: true)],
+                     relationships: [.toOne("company", to: "Company", inverse: "users"),
+                                     .toMany("notes", to: "Note", inverse: "user", deleteRule: .cascade)]),
+        EntitySchema("Note", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("text", .string)],
+                     relationships: [.toOne("user", to: "User", inverse: "notes", optional: false),
+                                     .toMany("locks", to: "Lock", inverse: "note", deleteRule: .deny)]),
+        EntitySchema("Lock", primaryKey: "id", attributes: [Attribute("id", .int)],
+                     relationships: [.toOne("note", to: "Note", inverse: "locks")]),
+    ])
+
+    /// A dry run is the real run rolled back: on the same store and input it reports exactly
+    /// what the real run then does, and writes nothing. Three inputs where it once did not: a
+    /// nested array that drops a note a lock protects (the dry run said deleted, the run
+    /// rejected the user); a delete pass that meets the lock (the dry run said deleted; the run
+    /// failed half-applied, where now it keeps the note and says so); an object refused after
+    /// it wrote its nested company, which a later object names (rejected once in the dry run,
+    /// while the run also lost the later object's link).
+    static func aDryRunReportsWhatTheRealRunDoes(_ open: Open, _ dir: TemporaryDirectory) throws {
+        func load(_ store: any DataStore) throws {
+            try store.writeSync { w in
+                try w.insert(["id": 1, "email": "ann@example.com"], into: "User")
+                try w.insert(["id": 5, "email": "taken@example.com"], into: "User")
+                try w.insert(["id": 10, "text": "locked", "user": 1], into: "Note")
+                try w.insert(["id": 11, "text": "free", "user": 1], into: "Note")
+                try w.insert(["id": 100, "note": 10], into: "Lock")
+            }
+        }
+        let inputs: [(what: String, entity: String, json: String)] = [
+            ("a nested array drops a locked note", "User",
+             #"[{"id": 1, "email": "ann@example.com", "notes": [{"id": 11, "text": "free"}]}, {"id": 5, "email": "taken@example.com"}]"#),
+            ("the delete pass meets a locked note", "Note", #"[{"id": 11, "text": "free", "user_id": 1}]"#),
+            ("a refused object wrote a company a later one names", "User", #"""
+                [{"id": 1, "email": "ann@example.com", "notes_ids": [10, 11]},
+                 {"id": 2, "email": "taken@example.com", "company": {"id": 7, "name": "Globex"}},
+                 {"id": 3, "email": "cy@example.com", "company_id": 7},
+                 {"id": 5, "email": "taken@example.com"}]
+                """#),
+        ]
+        for (number, input) in inputs.enumerated() {
+            let dryStore = try open("dry-\(number)", guardedSchema)
+            defer { try? dryStore.close() }
+            try load(dryStore)
+            let before = try snapshot(dryStore)
+            let dry = try sync(input.json, dryStore, dir, entity: input.entity, options: .init(dryRun: true))
+            #expect(try snapshot(dryStore) == before, "\(input.what): the dry run wrote nothing")
+            let realStore = try open("real-\(number)", guardedSchema)
+            defer { try? realStore.close() }
+            try load(realStore)
+            let real = try sync(input.json, realStore, dir, entity: input.entity)
+            #expect(dry == real, "\(input.what): dry run \(dry)\nreal run \(real)")
+            #expect(try realStore.read { try $0.metadata(forKey: "datastore.import.checkpoint") } == nil,
+                    "\(input.what): the real run finished, with no checkpoint left behind")
+            switch number {
+            case 0:
+                #expect(real.rejected.map(\.position) == [1], "\(input.what): \(real.rejected)")
+            case 1:
+                #expect(real.keptByDeleteRules.count == 1 && real.keptByDeleteRules[0].hasPrefix("10: "),
+                        "\(input.what): \(real.keptByDeleteRules)")
+            default:
+                #expect(real.rejected.map(\.position) == [2], "\(input.what): \(real.rejected)")
+                #expect(real.missingLinks.map(\.position) == [3], "\(input.what): \(real.missingLinks)")
+            }
+        }
+    }
 
     /// Imports `json` into `entity`.
     public static func sync(_ json: String, _ store: any DataStore, _ dir: TemporaryDirectory, entity: String = "User",
