@@ -19,7 +19,7 @@ import Synchronization
 /// `text COLLATE "C"` (byte order) with NUL, which text cannot hold, written as `\u{1}\u{1}` and
 /// `\u{1}` as `\u{1}\u{2}` (an escape that keeps byte order), bytes as `bytea`, uuids as `uuid`.
 /// Filters, sorts and pages are answered by the shared request stages over key-ordered pages.
-@_spi(Backend) public final class PostgresEngine: StorageEngine, CommitCounting, CommitNotifying,
+@_spi(Backend) public final class PostgresEngine: StorageEngine, CommitCounting, CommitNotifying, ReferenceConstraining,
     @unchecked Sendable {
     static let formatVersion = 1
 
@@ -112,6 +112,11 @@ import Synchronization
             _ = try? db.query("ROLLBACK")
             throw error
         }
+    }
+
+    /// Inside a write transaction of the store (the writer's session is in it).
+    public func addMissingReferenceConstraints() throws {
+        try Self.foreignKeys(schema, in: writer, quotedSchema: quotedSchema, location: location)
     }
 
     /// Each to-one relationship's deferred `FOREIGN KEY`, named `ENTITY.RELATIONSHIP`: added

@@ -51,6 +51,11 @@ public enum StoreBackends {
         return backend
     }
 
+    /// Whether stores of `kind` are files of this machine (they have a file extension).
+    static func isFileKind(_ kind: StoreKind) -> Bool {
+        ((try? backend(kind))?.fileExtension) != nil
+    }
+
     /// The error for a kind no backend registered; `postgres` names the trait that builds it.
     static func unknownKind(_ kind: StoreKind) -> StoreError {
         if kind.rawValue == "postgres" || kind.rawValue == "postgresql" {

@@ -66,7 +66,7 @@ struct SwitchOpening {
                 oldRecord.map({ !$0.serving || $0.epoch < newRecord.epoch }) ?? true
             {
                 // The cutover happened: the new store serves.
-                (newStore as? Store)?.keepReferences(true)
+                try (newStore as? Store)?.enforceReferences()
                 if let store = oldStore, oldRecord?.id != newRecord.id {
                     // Not the store this switch came from (an in-memory store of a later process,
                     // a replaced file): left alone.
@@ -81,6 +81,7 @@ struct SwitchOpening {
                     try store.close()
                     oldStore = nil
                     try Migrator.acceptingUnfinished { try oldLocation.destroy() }
+                    SwitchLock.removeFile(of: oldLocation)
                 }
                 serving = newStore
                 record = newRecord

@@ -165,7 +165,15 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         self.policy = policy
         self.onProgress = onProgress
         logger = instrumentation.logs ? instrumentation.logger : nil
-        let opened = try SwitchOpening(old: old, new: new, schema: schema, policy: policy)
+        // The lock first: a launch may start or resume the switch's work, which one process does.
+        let lock = try SwitchLock.acquire(old: old, new: new)
+        let opened: SwitchOpening
+        do {
+            opened = try SwitchOpening(old: old, new: new, schema: schema, policy: policy)
+        } catch {
+            lock.release()
+            throw error
+        }
         self.old = opened.old
         self.new = opened.new
         self.schema = opened.serving.schema
@@ -175,7 +183,22 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         comparesFirst = opened.resumed
         logger?.info("switching store opened", metadata: ["from": "\(old)", "to": "\(new)",
                                                           "phase": "\(opened.phase.rawValue)"])
-        if [.copying, .following, .rollingBack].contains(opened.phase) { startBackground() }
+        if [.copying, .following, .rollingBack].contains(opened.phase) {
+            switchLock = lock
+            startBackground()
+        } else {
+            lock.release()
+        }
+    }
+
+    /// Held while the background work runs (``SwitchLock``); guarded by `condition`.
+    private var switchLock: SwitchLock?
+
+    /// Takes the switch's lock for background work about to start, unless it is held.
+    private func acquireLock() throws {
+        guard condition.withLock({ switchLock == nil }) else { return }
+        let lock = try SwitchLock.acquire(old: oldLocation, new: newLocation)
+        condition.withLock { switchLock = lock }
     }
 
     private let onProgress: (@Sendable (Progress) -> Void)?
@@ -255,6 +278,10 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         closed = true
         condition.unlock()
         stopBackground()
+        condition.withLock {
+            switchLock?.release()
+            switchLock = nil
+        }
         let stores = condition.withLock { [serving, old, new] in [serving, old, new] }
         var seen = Set<ObjectIdentifier>()
         var failure: (any Error)?
@@ -338,6 +365,7 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
             throw StoreError(.invalidArgument, "the switch is \(phase.rawValue); only a cancelled or rolled-back switch "
                 + "starts again")
         }
+        try acquireLock()
         try discardNew()
         guard let old = condition.withLock({ self.old }) else { throw StoreError(.closed, "the switching store is closed") }
         let (fresh, store) = try SwitchOpening.start(old: old, oldLocation: oldLocation, newLocation: newLocation,
@@ -372,6 +400,7 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
             Self.step("rollback-intent")
             condition.withLock { record = intent }
             update { $0.phase = .rollingBack }
+            try acquireLock()
             startBackground()
         }
         guard try waitUntilSwitched(timeout: timeout) else {
@@ -430,6 +459,7 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         try old.close()
         condition.withLock { self.old = nil }
         try Migrator.acceptingUnfinished { try oldLocation.destroy() }
+        SwitchLock.removeFile(of: oldLocation)
     }
 
     /// The switch that `location` takes part in, as its record says (`nil`: none).
@@ -525,6 +555,8 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
             self.condition.withLock {
                 self.workerDone = true
                 self.worker = nil
+                self.switchLock?.release()
+                self.switchLock = nil
                 self.condition.broadcast()
             }
         }
@@ -607,7 +639,12 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         let pacer = Pacer(pace: policy.pace)
         let limit = max(1, policy.batchSize)
         var finished = mark?.finishedEntities ?? []
-        var copied = zip(schema.entities, counts).filter { finished.contains($0.0.name) }.map(\.1).reduce(0, +)
+        // A relaunch goes on from the checkpoint, and so does its progress: what the new store
+        // holds is what the copy wrote (the follow has not started).
+        var copied = try new.read { reader in
+            try schema.entities.reduce(0) { $0 + (try reader.count(FetchRequest($1.name))) }
+        }
+        update { $0.itemsCopied = copied }
         /// Copies the pages, each read by `reading`.
         func copyPages(reading: ((ReadAccessor) throws -> Void) throws -> Void) throws {
             var page: [Record] = []
@@ -840,6 +877,14 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         condition.withLock { record = serving }
         release(to: target)
         released = true
+        // The constraints the copy went without (PostgreSQL's foreign keys), once the app's
+        // writes flow again: adding one checks every row, which the pause need not wait for.
+        do {
+            try (target as? Store)?.enforceReferences()
+        } catch {
+            logger?.warning("the reference constraints of the new store could not be added; the next launch tries again",
+                            metadata: ["store": "\(newLocation)", "error": "\(error)"])
+        }
         let pause = ContinuousClock.now - started
         (source as? Store)?.wakeObservers()
         return (serving, head, pause)

@@ -59,3 +59,38 @@ import Testing
     #expect(described.contains("FOREIGN KEY (\"referredBy\")"), "the ordinary open added them back: \(described)")
 }
 #endif
+
+#if Postgres
+/// A store that a `SwitchingStore` moved an app to from SQLite has every foreign key once it
+/// serves, and at every later launch (it had none: the copy's open drops them, and each launch
+/// opened the new store as a destination being filled).
+@Test func aStoreSwitchedToPostgreSQLHasItsForeignKeys() throws {
+    let dir = try TemporaryDirectory()
+    let old = StoreLocation(kind: .sqlite, path: dir.path("app.sqlite"))
+    try DemoData.seed(old, items: 2_000, seed: 5)
+    let location = PostgresTestServer.location(dir.url.path + "/switched")
+    let new = StoreLocation(kind: "postgres", path: String(location.description.dropFirst(9)))
+    defer { try? PostgresStore.destroy(location) }
+    let opened = try old.openSource()
+    let schema = opened.schema
+    try opened.close()
+    let toOne = schema.entities.reduce(0) { $0 + $1.relationships.filter { $0.cardinality == .toOne }.count }
+    func foreignKeys() throws -> Int {
+        let count = try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
+                                                     "-At", "-c", "SELECT count(*) FROM pg_constraint c JOIN pg_namespace n "
+                                                        + "ON n.oid = c.connamespace WHERE n.nspname = '\(location.schema)' "
+                                                        + "AND c.contype = 'f'"])
+        return Int(count.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+    let store = try SwitchingStore(from: old, to: new, schema: schema)
+    #expect(try store.waitUntilSwitched())
+    #expect(try foreignKeys() == toOne, "after the switch")
+    try store.close()
+    for launch in 1...2 {
+        let again = try SwitchingStore(from: old, to: new, schema: schema)
+        #expect(again.phase == .switched)
+        #expect(try foreignKeys() == toOne, "launch \(launch)")
+        try again.close()
+    }
+}
+#endif

@@ -2,6 +2,7 @@ import DataStoreAPI
 import DataStoreTestSupport
 import Foundation
 import StoreMigration
+import Synchronization
 import Testing
 
 /// The pairs of embedded backends a switching store is tested on (SQLite to PostgreSQL runs in
@@ -95,4 +96,51 @@ func aRollbackKilledInTheMiddleEndsRolledBack() throws {
     #expect(try state(new).hasSuffix("; this store serves the app"))
     #expect(try state(old).hasSuffix("; this store is kept for a rollback until the app drops it"))
     #expect(try state(new).contains(" done at "))
+}
+
+/// A second instance of an app that opens its switching store while the first one switches is
+/// refused with `busy`, naming the other process (it ran a copy of its own into the same new
+/// store and died with `keyExists`); so is a second switching store of the same process. After
+/// the cutover, any number open it. A relaunch shows the copy's progress from where it goes on,
+/// not from 0.
+@Test func aSecondInstanceDuringASwitchIsToldAnotherProcessIsSwitching() async throws {
+    let dir = try TemporaryDirectory()
+    let (old, new) = pairs(dir)["SQLite to LMDB"]!
+    let schema = SwitchCases.schema
+    let seeded = try old.open(schema: schema)
+    try seeded.writeSync { w in
+        for id in 0..<3_000 {
+            try w.insert(["id": .int(Int64(id)), "title": .string("note \(id)"), "words": .int(1)], into: "Note")
+        }
+    }
+    try seeded.close()
+    let slow = SwitchingStore.Policy(pace: .itemsPerSecond(2_000), cutover: .manual, batchSize: 100)
+    var first: SwitchingStore? = try SwitchingStore(from: old, to: new, schema: schema, policy: slow)
+    let deadline = Date(timeIntervalSinceNow: 60)
+    while (first?.progress.itemsCopied ?? 0) < 200 && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    #expect(first?.phase == .copying)
+    // Another process: the crash tests' app, which opens the same switching store.
+    let other = try runCommand(CrashRecovery.tool.path, ["switch", old.description, new.description, "0"],
+                               allowingFailure: true)
+    #expect(other.contains("another process (pid \(getpid())) is switching \(old) to \(new)"), "\(other)")
+    #expect(!other.contains("keyExists"), "\(other)")
+    // This process.
+    #expect(throws: StoreError.self) { _ = try SwitchingStore(from: old, to: new, schema: schema, policy: slow) }
+    let copied = first?.progress.itemsCopied ?? 0
+    try first?.close()
+    first = nil
+    // A relaunch goes on from the checkpoint, and its progress with it.
+    let shown = Mutex<[Int]>([])
+    let relaunched = try SwitchingStore(from: old, to: new, schema: schema, policy: slow) { progress in
+        if progress.itemsCopied > 0 { shown.withLock { $0.append(progress.itemsCopied) } }
+    }
+    while shown.withLock({ $0.isEmpty }) && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    let firstShown = shown.withLock { $0.first } ?? 0
+    #expect(firstShown >= copied, "the relaunch first showed \(firstShown) items copied, after \(copied)")
+    try relaunched.switchNow(timeout: .seconds(120))
+    // Switched: a second instance opens it.
+    let second = try SwitchingStore(from: old, to: new, schema: schema, policy: slow)
+    #expect(second.phase == .switched)
+    try second.close()
+    try relaunched.close()
 }

@@ -105,6 +105,16 @@ extension StorageReader {
     }
 }
 
+/// An engine with reference constraints of its own (PostgreSQL's foreign keys), which a store
+/// the migration engine fills goes without until it is complete, and which a store that a switch
+/// moved an app to gets once it serves.
+@_spi(Backend) public protocol ReferenceConstraining: StorageEngine {
+    /// Adds the reference constraints that are missing, checking the rows already there; runs
+    /// inside a write transaction of the store (``Store/enforceReferences()``).
+    /// - Throws: `referenceViolation` naming a relationship whose rows refer to missing items.
+    func addMissingReferenceConstraints() throws
+}
+
 /// The write operations of a backend transaction.
 @_spi(Backend) public protocol StorageWriter: StorageReader {
     /// Stores a new item. Throws `keyExists` when the key is taken, `uniqueViolation` when a

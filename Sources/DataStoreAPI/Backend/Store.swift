@@ -82,6 +82,15 @@ open class Store: DataStore, @unchecked Sendable {
     /// it serves an app again.
     package func keepReferences(_ keep: Bool) { referencesKept.store(keep, ordering: .relaxed) }
 
+    /// Checks references at every commit from now on, and gives the engine the constraints of
+    /// its own that it went without while the migration engine filled it (PostgreSQL's foreign
+    /// keys), in a write transaction: what a store a switch moved an app to needs once it serves.
+    package func enforceReferences() throws {
+        keepReferences(true)
+        guard let engine = engine as? any ReferenceConstraining else { return }
+        try writeSync { _ in try engine.addMissingReferenceConstraints() }
+    }
+
     /// Wakes this store's feed readers and observers so that they look again (a store that
     /// serves through another, as a switching store does, moved to another backend).
     package func wakeObservers() { changeHub.signal() }
