@@ -1,3 +1,4 @@
+import Foundation
 /// A comparison operator of a ``Filter``.
 public enum ComparisonOperator: String, Sendable, Hashable, Codable {
 /// Equal to the value (null equals null).
@@ -88,8 +89,27 @@ public struct Field: Sendable, Hashable {
     public var isNull: Filter { .isNull(name) }
     /// The string attribute starts with `prefix`.
     public func hasPrefix(_ prefix: String) -> Filter { .hasPrefix(name, prefix) }
-    /// The string attribute contains `text`.
+    /// The string attribute contains `text`, as bytes: a substring search, also on an array
+    /// property a ``DataObject`` stores as JSON text (`contains("gift")` matches `["giftwrap"]`);
+    /// for an element of such an array use ``hasElement(_:)``.
     public func contains(_ text: String) -> Filter { .contains(name, text) }
+
+    /// The attribute, an array (or set) of scalars that a ``DataObject`` stores as JSON text
+    /// (`var tags: [String]`), has `element` as one of its elements: `["gift"]` and
+    /// `["a", "gift"]` match `hasElement("gift")`, `["giftwrap"]` does not. The same on every
+    /// backend; no index serves it (it reads each item's text).
+    public func hasElement(_ element: Value) -> Filter {
+        switch element {
+        case .null: StructuredValue.hasElement(name, String?.none)
+        case .bool(let value): StructuredValue.hasElement(name, value)
+        case .int(let value): StructuredValue.hasElement(name, value)
+        case .double(let value): StructuredValue.hasElement(name, value)
+        case .string(let value): StructuredValue.hasElement(name, value)
+        case .bytes(let value): StructuredValue.hasElement(name, Data(value))
+        case .date(let value): StructuredValue.hasElement(name, value.date)
+        case .uuid(let value): StructuredValue.hasElement(name, value)
+        }
+    }
 }
 
 /// One entry of a Flapjack-style attribute dictionary: a value means `==`, an array `in`,

@@ -4,7 +4,8 @@ import Synchronization
 /// The attribute a key path of a ``DataObject`` names, found without a macro: the type is
 /// decoded once per stored property from a probe that gives every property a base value and
 /// one property another (`0` and `1`, `""` and `"a"`, `false` and `true`, the first and second
-/// case of a `CaseIterable` enum, `nil` and a value for an optional); a key path's attribute is
+/// case of a `CaseIterable` enum, `nil` and a value for an optional, an empty array or set and one
+/// of one element); a key path's attribute is
 /// the property whose change changes the value the key path reads. The objects are kept per
 /// type, so each type is probed once per process.
 ///
@@ -120,12 +121,55 @@ struct KeyPathProbeDecoder: Decoder {
             }
         }
         if let value = value as? T { return value }
+        // An array or set: empty, or with one element, so that a key path to it is told apart.
+        if other, let one = try? T(from: OneElementDecoder()) { return one }
         return try ShapeDecoder.placeholder(type, log: ShapeLog())
     }
 
     private static func nthCase<C: CaseIterable>(_ type: C.Type, _ n: Int) -> Any? {
         let cases = Array(type.allCases)
         return n < cases.count ? cases[n] : cases.first
+    }
+}
+
+/// Decodes a collection of one base element (an array's or a set's other probe value).
+struct OneElementDecoder: Decoder {
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(PlaceholderContainer<Key>())
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { OneElementContainer() }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { ShapeSingleValue(log: ShapeLog()) }
+
+    struct OneElementContainer: UnkeyedDecodingContainer {
+        var codingPath: [any CodingKey] { [] }
+        var count: Int? { 1 }
+        var isAtEnd: Bool { currentIndex > 0 }
+        var currentIndex = 0
+
+        mutating func decodeNil() throws -> Bool { false }
+
+        mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            currentIndex += 1
+            return try KeyPathProbeDecoder.value(type, other: false)
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type)
+            throws -> KeyedDecodingContainer<NestedKey> {
+            currentIndex += 1
+            return KeyedDecodingContainer(PlaceholderContainer<NestedKey>())
+        }
+
+        mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+            currentIndex += 1
+            return EmptyUnkeyedContainer()
+        }
+
+        mutating func superDecoder() throws -> any Decoder { ShapeDecoder(log: ShapeLog()) }
     }
 }
 

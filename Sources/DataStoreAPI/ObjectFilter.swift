@@ -56,6 +56,32 @@ public struct ObjectFilter<T: DataObject>: Sendable {
         let path = UncheckedKeyPath(keyPath)
         return ObjectFilter { .contains(try KeyPathNames.name(of: path.keyPath), text) }
     }
+
+    /// The array property has `element` as one of its elements, as `Array.contains` says:
+    /// `.contains(\.tags, "gift")` matches `["gift", "red"]`, not `["giftwrap"]` (see
+    /// ``Field/hasElement(_:)``).
+    public static func contains<E: StoreValueConvertible & Encodable>(_ keyPath: KeyPath<T, [E]>,
+                                                                       _ element: E) -> ObjectFilter {
+        let path = UncheckedKeyPath(keyPath)
+        let value = element.storeValue
+        return ObjectFilter { Field(try KeyPathNames.name(of: path.keyPath)).hasElement(value) }
+    }
+
+    /// The optional array property has `element` as one of its elements.
+    public static func contains<E: StoreValueConvertible & Encodable>(_ keyPath: KeyPath<T, [E]?>,
+                                                                       _ element: E) -> ObjectFilter {
+        let path = UncheckedKeyPath(keyPath)
+        let value = element.storeValue
+        return ObjectFilter { Field(try KeyPathNames.name(of: path.keyPath)).hasElement(value) }
+    }
+
+    /// The set property has `element` as one of its elements.
+    public static func contains<E: StoreValueConvertible & Encodable & Hashable>(_ keyPath: KeyPath<T, Set<E>>,
+                                                                                  _ element: E) -> ObjectFilter {
+        let path = UncheckedKeyPath(keyPath)
+        let value = element.storeValue
+        return ObjectFilter { Field(try KeyPathNames.name(of: path.keyPath)).hasElement(value) }
+    }
 }
 
 /// A key path held in a `@Sendable` closure. Key paths to stored properties of a `Sendable`

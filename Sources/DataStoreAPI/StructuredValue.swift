@@ -9,6 +9,18 @@ enum StructuredValue {
     struct Requested: Error {}
 
     static func encode<T: Encodable>(_ value: T, property: String) throws -> Value {
+        let encoder = makeEncoder()
+        do {
+            return .string(String(decoding: try encoder.encode(value), as: UTF8.self))
+        } catch let error as StoreError {
+            throw StoreError(.invalidValue, "property '\(property)': \(error.message)")
+        } catch {
+            throw StoreError(.invalidValue, "property '\(property)' cannot be stored as JSON: \(error)")
+        }
+    }
+
+    /// The encoder of every structured value: sorted keys, dates as the store's ISO 8601 text.
+    private static func makeEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -17,13 +29,19 @@ enum StructuredValue {
         }
         encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity",
                                                                        negativeInfinity: "-Infinity", nan: "NaN")
-        do {
-            return .string(String(decoding: try encoder.encode(value), as: UTF8.self))
-        } catch let error as StoreError {
-            throw StoreError(.invalidValue, "property '\(property)': \(error.message)")
-        } catch {
-            throw StoreError(.invalidValue, "property '\(property)' cannot be stored as JSON: \(error)")
-        }
+        return encoder
+    }
+
+    /// Whether the JSON text of an array of scalars holds `element`: its JSON form, exactly as
+    /// ``encode(_:property:)`` writes it, between the array's brackets or commas. Exact for
+    /// arrays (and sets) of strings, numbers, booleans, dates, UUIDs and bytes: a string's
+    /// quotes inside another string are escaped, and a number ends at a comma or bracket, so no
+    /// part of one element reads as another. It is a text search, so on every backend the same.
+    static func hasElement(_ attribute: String, _ element: some Encodable) -> Filter {
+        guard let array = try? makeEncoder().encode([element]), array.count > 2 else { return .or([]) }
+        let token = String(decoding: array.dropFirst().dropLast(), as: UTF8.self)
+        return .or([.contains(attribute, "[" + token + "]"), .contains(attribute, "[" + token + ","),
+                    .contains(attribute, "," + token + ","), .contains(attribute, "," + token + "]")])
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from value: Value, property: String) throws -> T {

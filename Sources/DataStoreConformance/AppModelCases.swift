@@ -157,7 +157,55 @@ enum AppModelCases {
         c.expectEqual(try await live.next()?.map(\.id), [12, 6, 3])
     }
 
+    /// A model with arrays and a set of scalars, stored as JSON text.
+    struct Parcel: DataObject, Equatable {
+        static let entityName = "Parcel"
+        static let primaryKey = "id"
+        static let defaultSort = [SortKey.ascending("id")]
+        var id: Int
+        var tags: [String]
+        var sizes: [Int]
+        var doubles: Set<Double>
+        var stops: [UUID]?
+    }
+
+    /// `contains` on an array property is element membership, as `Array.contains` is: never a
+    /// substring of the JSON text (`["giftwrap"]` once matched "gift"), on every backend, for
+    /// strings with quotes and commas, numbers that are prefixes of others, sets and optionals.
+    static func containsOnAnArrayPropertyMatchesWholeElements(_ c: ConformanceContext) throws {
+        let stop = UUID(uuidString: "6F1A9D2E-0000-4000-8000-000000000001")!
+        let parcels = [
+            Parcel(id: 1, tags: ["giftwrap"], sizes: [11, 2], doubles: [1.5], stops: nil),
+            Parcel(id: 2, tags: ["gift", "red"], sizes: [1], doubles: [-0.5, 10], stops: [stop]),
+            Parcel(id: 3, tags: ["a", "gift"], sizes: [], doubles: [], stops: []),
+            Parcel(id: 4, tags: [#"x","gift"#, "b"], sizes: [-1, 21], doubles: [0.25], stops: nil),
+            Parcel(id: 5, tags: [], sizes: [111], doubles: [15], stops: [UUID(), stop]),
+            Parcel(id: 6, tags: ["gift,", "[gift]"], sizes: [12], doubles: [], stops: nil),
+        ]
+        let store = try c.open(Schema(version: 1, entities: [try Parcel.entitySchema()]), name: "parcels")
+        try store.writeSync { w in for parcel in parcels { try w.insert(parcel) } }
+        func ids(_ filter: ObjectFilter<Parcel>) throws -> [Int] {
+            try store.read { try $0.fetch(Parcel.self, where: filter) }.map(\.id)
+        }
+        c.expectEqual(try ids(.contains(\.tags, "gift")), [2, 3], "tags has \"gift\"")
+        c.expectEqual(try ids(.contains(\.tags, #"x","gift"#)), [4], "an element with quotes and a comma")
+        c.expectEqual(try ids(.contains(\.tags, "gift,")), [6])
+        c.expectEqual(try ids(.contains(\.tags, "[gift]")), [6])
+        c.expectEqual(try ids(.contains(\.sizes, 1)), [2], "1 is not a prefix match of 11, 12 or 111")
+        c.expectEqual(try ids(.contains(\.sizes, -1)), [4])
+        c.expectEqual(try ids(.contains(\.doubles, 10)), [2], "a set")
+        c.expectEqual(try ids(.contains(\.stops, stop)), [2, 5], "an optional array of UUIDs")
+        c.expectEqual(try ids(!.contains(\.tags, "gift")), [1, 4, 5, 6])
+        let untyped = try store.read { try $0.fetch(FetchRequest("Parcel", filter: Field("tags").hasElement("gift"))) }
+        c.expectEqual(untyped.map(\.["id"]), [2, 3], "Field.hasElement")
+        let substring = try store.read { try $0.fetch(FetchRequest("Parcel", filter: Field("tags").contains("gift"))) }
+        c.expectEqual(substring.map(\.["id"]), [1, 2, 3, 4, 6], "Field.contains stays a text search")
+        try store.close()
+    }
+
     static let all: [ConformanceCase] = [
+        ConformanceCase("Typed models", "containsOnAnArrayPropertyMatchesWholeElements",
+                        containsOnAnArrayPropertyMatchesWholeElements),
         ConformanceCase("Typed models", "keyPathsNameAttributesInFetchesSortsAndLiveQueries",
                         keyPathsNameAttributesInFetchesSortsAndLiveQueries),
         ConformanceCase("Typed models", "enumsCollectionsAndNestedStructsDeriveASchemaAndRoundTrip",
