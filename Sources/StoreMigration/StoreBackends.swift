@@ -58,6 +58,10 @@ public enum StoreBackends {
 
     /// The error for a kind no backend registered; `postgres` names the trait that builds it.
     static func unknownKind(_ kind: StoreKind) -> StoreError {
+        if kind.rawValue == "postgresql", registry.withLock({ $0["postgres"] }) != nil {
+            return StoreError(.invalidArgument, "unknown store kind 'postgresql': the PostgreSQL kind is 'postgres' "
+                + "(postgres://HOST/DB or postgres:NAME)")
+        }
         if kind.rawValue == "postgres" || kind.rawValue == "postgresql" {
             return StoreError(.invalidArgument, "the store kind '\(kind)' is in builds with the package trait "
                 + "Postgres, and this one was built without it: build with `swift build --traits Postgres` "

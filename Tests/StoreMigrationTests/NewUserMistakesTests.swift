@@ -19,7 +19,9 @@ private struct Mistake: CustomTestStringConvertible {
 /// What no message may show: Swift's own descriptions of errors and values, and the names of
 /// staging locations the user never gave.
 private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug description", "Index ", ".migrating",
-                         "__migrating", "Swift.", "NIOCore", "Error(", "codingPath"]
+                         "__migrating", "Swift.", "NIOCore", "Error(", "codingPath",
+                         "The operation could not be completed", "You don’t have permission", "NSCocoaErrorDomain",
+                         "sqlite error"]
 
 @Test func aNewUsersMistakesGetOneLineNamingWhatIsWrongAndTheDocumentedExitCode() throws {
     let dir = try TemporaryDirectory()
@@ -33,6 +35,10 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
     try Data(add.utf8).write(to: URL(fileURLWithPath: path("add.json")))
     _ = try runCLI(["upgrade", other.description, "--plan", path("add.json")])
     _ = try runCommand("/usr/bin/sqlite3", [path("plain.sqlite"), "CREATE TABLE t(x); INSERT INTO t VALUES (1);"])
+    // A store whose orders were deleted in the sqlite3 shell: its pairs of products dangle.
+    let edited = dir.location(.sqlite, "edited")
+    _ = try Migrator.copy(from: good, to: edited)
+    _ = try runCommand("/usr/bin/sqlite3", [edited.path, #"DELETE FROM "Order" WHERE "id" IN (1, 2);"#])
     // A store whose stored schema lists no entities (the tables are still there).
     let emptied = dir.location(.sqlite, "emptied")
     _ = try Migrator.copy(from: good, to: emptied)
@@ -156,6 +162,12 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         Mistake(what: "a create from a schema file that is not JSON",
                 arguments: ["create", "sqlite:" + path("new.sqlite"), "--schema", path("notjson.json")],
                 naming: "is not JSON"),
+        Mistake(what: "a copy into JSON Lines, unchecked, of a source with dangling references",
+                arguments: ["copy", "--no-check", "--from", edited.description, "--to", "jsonl:" + path("d.jsonl.gz")],
+                naming: "dangling reference"),
+        Mistake(what: "a copy of a postgres: URL", arguments: ["--from", "postgresql://db.example/app", "--to",
+                                                               "lmdb:" + path("pg.lmdb")],
+                naming: "postgresql"),
         Mistake(what: "an unknown epoch unit",
                 arguments: ["import", "--to", good.description, "--entity", "Product", path("users.json"),
                             "--epoch", "hours"], naming: "--epoch", status: 64),
