@@ -874,7 +874,12 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
         }
         Self.step(steps.recorded)
         (target as? Store)?.keepReferences(true)
-        condition.withLock { record = serving }
+        condition.withLock {
+            record = serving
+            // Cut over: other processes may open the switched store (the lock is the work's).
+            switchLock?.release()
+            switchLock = nil
+        }
         release(to: target)
         released = true
         // The constraints the copy went without (PostgreSQL's foreign keys), once the app's
