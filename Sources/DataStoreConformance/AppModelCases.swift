@@ -173,7 +173,7 @@ enum AppModelCases {
     /// substring of the JSON text (`["giftwrap"]` once matched "gift"), on every backend, for
     /// strings with quotes and commas, numbers that are prefixes of others, sets and optionals.
     static func containsOnAnArrayPropertyMatchesWholeElements(_ c: ConformanceContext) throws {
-        let stop = UUID(uuidString: "6F1A9D2E-0000-4000-8000-000000000001")!
+        let stop = UUID(uuid: (0x6F, 0x1A, 0x9D, 0x2E, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 1))
         let parcels = [
             Parcel(id: 1, tags: ["giftwrap"], sizes: [11, 2], doubles: [1.5], stops: nil),
             Parcel(id: 2, tags: ["gift", "red"], sizes: [1], doubles: [-0.5, 10], stops: [stop]),

@@ -67,10 +67,9 @@ struct ImportRun {
         /// store refuses rolls the transaction back and the objects are written again one
         /// transaction each, so that the refused one is left out whole (nested objects included).
         func write(_ items: [Accepted], alone: Bool) throws {
-            let outcome = try store.writeSync { writer -> ([String: JSONImport.EntityCounts], [Int: String],
+            let outcome = try store.writeSync { writer -> ([String: JSONImport.EntityCounts],
                                                            [ImportGraphWriter.PendingReference]) in
                 var graph = ImportGraphWriter(writer, options)
-                let refused: [Int: String] = [:]
                 for item in items {
                     graph.position = item.position
                     if alone {
@@ -87,15 +86,13 @@ struct ImportRun {
                 var next = mark
                 next.done += items.count
                 for (name, counts) in graph.counts { next.entities[name, default: .init()].add(counts) }
-                next.refused.merge(refused) { $1 }
                 next.pending += graph.pending
                 try save(writer, next)
-                return (graph.counts, refused, graph.pending)
+                return (graph.counts, graph.pending)
             }
             mark.done += items.count
             for (name, counts) in outcome.0 { mark.entities[name, default: .init()].add(counts) }
-            mark.refused.merge(outcome.1) { $1 }
-            mark.pending += outcome.2
+            mark.pending += outcome.1
         }
 
         func flush() throws {

@@ -17,7 +17,7 @@ final class InterruptHandler: Sendable {
     static let shared = InterruptHandler()
 
     /// How long an operation has after the first Ctrl-C to end by itself.
-    static let grace: Duration = .milliseconds(750)
+    static let grace = DispatchTimeInterval.milliseconds(750)
 
     private struct State {
         var interrupted = false
@@ -52,18 +52,13 @@ final class InterruptHandler: Sendable {
     /// A file to remove if Ctrl-C ends the process (a temporary file the operation renames).
     func removeOnInterrupt(_ path: String) { _ = state.withLock { $0.temporaryFiles.insert(path) } }
 
-    /// The file was renamed or removed by the operation itself.
-    func keep(_ path: String) { _ = state.withLock { $0.temporaryFiles.remove(path) } }
-
     private func received() {
         let second = state.withLock { state in
             defer { state.interrupted = true }
             return state.interrupted
         }
         if second { end() }
-        let grace = Self.grace.components
-        let nanoseconds = Int(grace.seconds) * 1_000_000_000 + Int(grace.attoseconds / 1_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.end() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.grace) { self.end() }
     }
 
     /// Ends the process with exit 130, as a kill would but with a message: `_exit`, so that no

@@ -297,15 +297,7 @@ func checkReportPath(_ path: String?) throws {
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw StoreError(.invalidArgument, "--report \(path) is a directory; name a file (\(path)/report.json)")
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        let shown = directory.isEmpty ? "." : directory
-        guard FileManager.default.fileExists(atPath: shown, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw StoreError(.notFound, "--report \(path) cannot be written: the directory \(shown) does not exist")
-        }
-        guard access(shown, W_OK | X_OK) == 0 else {
-            throw StoreError(.readOnly, "--report \(path) cannot be written: the directory \(shown) is read-only "
-                + "to this user")
-        }
+        try Migrator.requireWritableDirectory(of: path, "--report \(path) cannot be written")
     }
 }
 

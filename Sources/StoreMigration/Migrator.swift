@@ -286,15 +286,21 @@ public enum Migrator {
     /// - Throws: `notFound` or `readOnly`.
     public static func checkDirectory(of destination: StoreLocation) throws {
         guard try destination.backend.fileExtension != nil else { return }
-        let directory = (destination.path as NSString).deletingLastPathComponent
+        try requireWritableDirectory(of: destination.path, "cannot create \(destination)")
+    }
+
+    /// Throws, naming `what` ("cannot create lmdb:x.lmdb"), when the directory `path` goes in
+    /// does not exist (`notFound`) or this user cannot write it (`readOnly`).
+    public static func requireWritableDirectory(of path: String, _ what: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
         let shown = directory.isEmpty ? "the current directory" : "the directory \(directory)"
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
               isDirectory.boolValue else {
-            throw StoreError(.notFound, "cannot create \(destination): \(shown) does not exist")
+            throw StoreError(.notFound, "\(what): \(shown) does not exist")
         }
         guard access(directory.isEmpty ? "." : directory, W_OK | X_OK) == 0 else {
-            throw StoreError(.readOnly, "cannot create \(destination): \(shown) is read-only to this user "
+            throw StoreError(.readOnly, "\(what): \(shown) is read-only to this user "
                 + "(\(String(cString: strerror(errno))))")
         }
     }
