@@ -23,15 +23,14 @@ let package = Package(
     ],
     traits: [
         .trait(name: "Postgres", description: "The PostgreSQL backend (PostgresStore, postgres:// stores in "
-            + "migrate-store), built on vapor/postgres-nio; off by default, so that users who do not need it "
-            + "do not build it."),
+            + "migrate-store), built on libpq (Debian's libpq-dev); off by default, so that users who do not need "
+            + "it need no libpq."),
         .trait(name: "ExampleServer", description: "The example HTTP service notes-server (Examples/NotesServer), "
             + "built on Hummingbird; off by default."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
@@ -54,11 +53,12 @@ let package = Package(
         .target(name: "LMDBStore",
                 dependencies: ["DataStoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: swiftSettings),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(
             name: "PostgresStore",
             dependencies: [
                 "DataStoreAPI",
-                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+                .target(name: "CLibPQ", condition: .when(traits: ["Postgres"])),
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Postgres"])),
             ],
             swiftSettings: swiftSettings

@@ -6,6 +6,7 @@ dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
 dpkg -s liblmdb-dev >/dev/null 2>&1 || missing+=(liblmdb-dev)
 dpkg -s lmdb-utils >/dev/null 2>&1 || missing+=(lmdb-utils)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)
+dpkg -s libpq-dev >/dev/null 2>&1 || missing+=(libpq-dev)
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then

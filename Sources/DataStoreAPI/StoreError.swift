@@ -10,7 +10,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             case unknownEntity, unknownAttribute, limitExceeded, invalidArgument, storeFull, corrupt
             case io, closed, reentrantCall, accessorExpired, busy, conflict, notAStore
             case incompatibleFormat, incompleteMigration, readOnly, newerSchemaVersion, changesExpired
-            case referenceViolation
+            case referenceViolation, unavailable
         }
 
         private let raw: Raw
@@ -69,6 +69,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// A transaction would leave a to-one reference pointing at an item that does not exist,
         /// or delete an item that a `deny` rule protects; nothing of it is committed.
         public static let referenceViolation = Code(.referenceViolation)
+        /// No server the store's location names can be reached, or none of them accepts writes
+        /// now (a primary died and no standby has been promoted yet); nothing of the operation
+        /// was stored, and the same call may succeed when retried later.
+        public static let unavailable = Code(.unavailable)
 
         public var description: String { raw.rawValue }
     }

@@ -11,7 +11,7 @@ enum CommandFailure {
     /// operation failed while running (the disk, the OS, a lock, the store closing under it).
     static func exitCode(for code: StoreError.Code) -> Int32 {
         switch code {
-        case .storeFull, .io, .closed, .reentrantCall, .accessorExpired, .busy: 3
+        case .storeFull, .io, .closed, .reentrantCall, .accessorExpired, .busy, .unavailable: 3
         default: 2
         }
     }

@@ -1,19 +1,30 @@
 #if Postgres
+import CLibPQ
 @_spi(Backend) import DataStoreAPI
 import Foundation
-import Logging
-import PostgresNIO
 import Synchronization
 
-/// Where a PostgreSQL store lives: `postgres://USER@HOST:PORT/DATABASE?schema=NAME`, or with
-/// `host=/socket/directory` in the query for a Unix socket. The password comes from
-/// `PGPASSWORD` or `~/.pgpass` (never from the URL, never printed); missing parts default as
-/// libpq's do (`PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`).
+/// Where a PostgreSQL store lives: a libpq connection string with the store's `schema` added,
+/// as a URL (`postgres://USER@HOST:PORT/DATABASE?schema=NAME&…`) or as `key=value` pairs
+/// (`host=/run/postgresql dbname=app schema=app`).
+///
+/// Everything libpq takes is taken: several hosts (`postgres://h1,h2:5433/app?schema=app&
+/// target_session_attrs=read-write`), `sslmode` and its files, `connect_timeout`, `service`,
+/// the `PG…` environment variables, `~/.pgpass` and service files. Two rules are the store's own:
+/// a password is never part of a location (it would show in logs and reports: use `PGPASSWORD`,
+/// `~/.pgpass` or `PGPASSFILE`), and a TCP host other than loopback is never sent clear text
+/// unless the location says `sslmode=disable` or `allow` (see ``PostgresTLS``).
+///
+/// Two parameters say how the store hears of other processes' commits: `listen=poll` makes
+/// observers poll instead of `LISTEN` (behind a pooler in transaction mode, which cannot pass
+/// notifications), and `listen_host` (with `listen_port`) names a server to `LISTEN` on directly
+/// while everything else goes through the pooler.
 public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
-    /// The server's host name or address, or a Unix socket directory (starting with `/`).
-    public var host: String
-    /// The server's port (5432 by default).
-    public var port: Int
+    /// The servers, in the order libpq tries them: host names, addresses, or Unix socket
+    /// directories (starting with `/`); empty for libpq's default (its socket directory).
+    public var hosts: [String]
+    /// Each host's port (one port applies to every host).
+    public var ports: [Int]
     /// The user to connect as.
     public var user: String
     /// The database.
@@ -22,50 +33,85 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var schema: String
     /// How the connection uses TLS, as libpq's `sslmode`.
     public var tls: PostgresTLS
+    /// libpq's other parameters the location gives (`target_session_attrs`, `connect_timeout`,
+    /// `service`, …), passed as they are.
+    public var parameters: [String: String]
+    /// How observers hear of commits.
+    public var listener: Listener
 
-    /// Parses a URL (`postgres://…`), or the part after `postgres:` of a store location.
+    /// How observers hear of other connections' commits.
+    public enum Listener: Sendable, Hashable {
+        /// `LISTEN` on a connection of its own to the location's servers (the default).
+        case sameServer
+        /// `LISTEN` on a connection to this host and port (past a pooler), the rest as the location.
+        case direct(host: String, port: Int)
+        /// No `LISTEN`: observers poll the commit counter (`listen=poll`).
+        case poll
+    }
+
+    /// The first host (or the socket directory), `""` for libpq's default.
+    public var host: String { hosts.first ?? "" }
+    /// The first host's port.
+    public var port: Int { ports.first ?? 5432 }
+
+    /// The parameters that are the store's, not libpq's.
+    private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port"]
+
+    /// Parses a URL (`postgres://…`), a `key=value` connection string, or the part after
+    /// `postgres:` of a store location.
     public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(StoreError)
     {
-        var rest = text
-        for prefix in ["postgres://", "postgresql://", "//"] where rest.hasPrefix(prefix) {
-            rest.removeFirst(prefix.count)
-            break
-        }
-        var query: [String: String] = [:]
-        if let mark = rest.firstIndex(of: "?") {
-            for pair in rest[rest.index(after: mark)...].split(separator: "&") {
-                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-                query[parts[0]] = parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
+        var pairs: [(String, String)]
+        var authorityHosts: [String] = []
+        var authorityPorts: [String] = []
+        var user = "", database = ""
+        if let rest = Self.stripScheme(text) {
+            var query: [(String, String)] = []
+            var main = rest
+            if let mark = rest.firstIndex(of: "?") {
+                for pair in rest[rest.index(after: mark)...].split(separator: "&") where !pair.isEmpty {
+                    let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                    let value = parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
+                    query.append((parts[0].removingPercentEncoding ?? parts[0], value))
+                }
+                main = String(rest[..<mark])
             }
-            rest = String(rest[..<mark])
-        }
-        var authority = rest
-        var database = ""
-        if let slash = rest.firstIndex(of: "/") {
-            authority = String(rest[..<slash])
-            database = String(rest[rest.index(after: slash)...])
-        }
-        var user = ""
-        if let at = authority.lastIndex(of: "@") {
-            user = String(authority[..<at])
-            authority = String(authority[authority.index(after: at)...])
-            if user.contains(":") {
-                throw StoreError(.invalidArgument, "a postgres:// location must not hold a password; set PGPASSWORD or "
-                    + "use ~/.pgpass")
+            var authority = main
+            if let slash = main.firstIndex(of: "/") {
+                authority = String(main[..<slash])
+                database = String(main[main.index(after: slash)...]).removingPercentEncoding ?? ""
             }
+            if let at = authority.lastIndex(of: "@") {
+                user = String(authority[..<at])
+                authority = String(authority[authority.index(after: at)...])
+                if user.contains(":") { throw Self.passwordRefusal }
+                user = user.removingPercentEncoding ?? user
+            }
+            for spec in authority.split(separator: ",", omittingEmptySubsequences: false) where !authority.isEmpty {
+                var host = String(spec), port = ""
+                if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+                    let after = host[host.index(after: close)...]
+                    port = after.hasPrefix(":") ? String(after.dropFirst()) : ""
+                    host = String(host[host.index(after: host.startIndex)..<close])
+                } else if let colon = host.lastIndex(of: ":") {
+                    port = String(host[host.index(after: colon)...])
+                    host = String(host[..<colon])
+                }
+                authorityHosts.append(host.removingPercentEncoding ?? host)
+                authorityPorts.append(port)
+            }
+            pairs = query
+        } else if text.contains("=") {
+            pairs = try Self.keyValuePairs(text)
+        } else {
+            throw StoreError(.invalidArgument, "'\(text)' is not a PostgreSQL location: give a URL "
+                + "(postgres://USER@HOST/DATABASE?schema=NAME) or key=value pairs (host=… dbname=… schema=…)")
         }
-        var host = authority
-        var port = Int(environment["PGPORT"] ?? "") ?? 5432
-        if let colon = authority.lastIndex(of: ":"), let given = Int(authority[authority.index(after: colon)...]) {
-            host = String(authority[..<colon])
-            port = given
-        }
-        self.host = query["host"] ?? (host.isEmpty ? environment["PGHOST"] ?? "localhost" : host)
-        self.port = Int(query["port"] ?? "") ?? port
-        self.user = query["user"] ?? (user.isEmpty ? environment["PGUSER"] ?? "postgres" : user)
-        self.database = database.isEmpty ? environment["PGDATABASE"] ?? self.user : database
-        guard let schema = query["schema"], !schema.isEmpty else {
+        var values: [String: String] = [:]
+        for (key, value) in pairs { values[key] = value }
+        if values["password"] != nil { throw Self.passwordRefusal }
+        guard let schema = values["schema"], !schema.isEmpty else {
             throw StoreError(.invalidArgument, "postgres:\(text) names no schema; add ?schema=NAME (each store lives "
                 + "in a PostgreSQL schema of its own)")
         }
@@ -74,180 +120,287 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                 + "pg_… or information_schema)")
         }
         self.schema = schema
-        tls = try PostgresTLS(query: query, environment: environment)
+        hosts = Self.list(values["host"]) ?? (authorityHosts.allSatisfy(\.isEmpty) ? nil : authorityHosts)
+            ?? Self.list(environment["PGHOST"]) ?? []
+        let portText: [String] = Self.list(values["port"]) ?? (authorityPorts.allSatisfy(\.isEmpty) ? nil : authorityPorts)
+            ?? Self.list(environment["PGPORT"]) ?? []
+        var ports: [Int] = []
+        for port in portText {
+            guard let number = port.isEmpty ? 5432 : Int(port), (1...65535).contains(number) else {
+                throw StoreError(.invalidArgument, "'\(port)' is not a port number (1 to 65535)")
+            }
+            ports.append(number)
+        }
+        if ports.isEmpty { ports = [5432] }
+        guard ports.count == 1 || ports.count == max(1, hosts.count) else {
+            throw StoreError(.invalidArgument, "postgres:\(text) names \(hosts.count) hosts and \(ports.count) ports; "
+                + "give one port for all, or one per host")
+        }
+        self.ports = ports
+        self.user = values["user"] ?? (user.isEmpty ? environment["PGUSER"] ?? NSUserName() : user)
+        self.database = values["dbname"] ?? (database.isEmpty ? environment["PGDATABASE"] ?? self.user : database)
+        tls = try PostgresTLS(query: values, environment: environment)
+        switch values["listen"] {
+        case nil, "on":
+            if let host = values["listen_host"] {
+                guard let port = Int(values["listen_port"] ?? "5432") else {
+                    throw StoreError(.invalidArgument, "listen_port '\(values["listen_port"] ?? "")' is not a port number")
+                }
+                listener = .direct(host: host, port: port)
+            } else {
+                listener = .sameServer
+            }
+        case "poll": listener = .poll
+        case let other?:
+            throw StoreError(.invalidArgument, "listen='\(other)' is not one of on, poll (or give listen_host)")
+        }
+        let passed: Set<String> = ["host", "port", "user", "dbname", "sslmode", "sslrootcert", "sslcert", "sslkey"]
+        parameters = values.filter { !Self.ownKeys.contains($0.key) && !passed.contains($0.key) }
+        try Self.validate(parameters)
     }
 
-    public var description: String {
-        let hostPart = host.hasPrefix("/") ? "" : host + (port == 5432 ? "" : ":\(port)")
-        let socket = host.hasPrefix("/") ? "&host=\(host)" + (port == 5432 ? "" : "&port=\(port)") : ""
-        return "postgres://\(user)@\(hostPart)/\(database)?schema=\(schema)\(socket)\(tls.queryText)"
+    /// A comma-separated list's items.
+    private static func list(_ text: String?) -> [String]? {
+        guard let text else { return nil }
+        return text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
     }
 
-    /// The password from `PGPASSWORD`, else the first matching line of `~/.pgpass`
-    /// (`host:port:database:user:password`, `*` matching anything).
-    func password(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
-        if let password = environment["PGPASSWORD"] { return password }
-        let file = environment["PGPASSFILE"] ?? (NSHomeDirectory() as NSString).appendingPathComponent(".pgpass")
-        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
-        let hostName = host.hasPrefix("/") ? "localhost" : host
-        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-            let fields = line.split(separator: ":", maxSplits: 4, omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 5 else { continue }
-            let wanted = [hostName, String(port), database, user]
-            if zip(fields.prefix(4), wanted).allSatisfy({ $0 == "*" || $0 == $1 }) { return fields[4] }
+    private static var passwordRefusal: StoreError {
+        StoreError(.invalidArgument, "a postgres:// location must not hold a password; set PGPASSWORD or use ~/.pgpass")
+    }
+
+    /// The text after `postgres://`, `postgresql://` or `//`, or `nil` for a `key=value` string.
+    private static func stripScheme(_ text: String) -> String? {
+        for prefix in ["postgres://", "postgresql://", "//"] where text.hasPrefix(prefix) {
+            return String(text.dropFirst(prefix.count))
         }
         return nil
     }
 
-    /// The server's address as a user gives it: `HOST:PORT`, or the socket directory.
-    var server: String { host.hasPrefix("/") ? "\(host) (Unix socket, port \(port))" : "\(host):\(port)" }
-
-    /// A new connection, waited for.
-    func connect() throws(StoreError) -> PostgresConnection {
-        var configuration: PostgresConnection.Configuration
-        if host.hasPrefix("/") {
-            // A Unix socket never leaves the machine: libpq ignores sslmode on one too.
-            configuration = .init(unixSocketPath: "\(host)/.s.PGSQL.\(port)", username: user, password: password(),
-                                  database: database)
-        } else {
-            configuration = .init(host: host, port: port, username: user, password: password(), database: database,
-                                  tls: try tls.configuration(host: host, server: server))
-            if tls.verifiesHostname, !PostgresTLS.isIPAddress(host) { configuration.options.tlsServerName = host }
-        }
-        // Operators see which store a connection serves (pg_stat_activity.application_name).
-        configuration.options.additionalStartupParameters = [("application_name", String("datastore:\(schema)".prefix(63)))]
-        do {
-            return try PostgresConnection.connect(on: PostgresConnection.defaultEventLoopGroup.any(),
-                                                  configuration: configuration, id: Self.nextID(),
-                                                  logger: PostgresSession.logger).wait()
-        } catch {
-            throw StoreError(.io, "cannot connect to the PostgreSQL server at \(server) (database \(database), user "
-                + "\(user)): \(PostgresSession.describe(error))")
+    /// libpq's `key = value` syntax: values in single quotes may hold spaces, `\'` and `\\`.
+    private static func keyValuePairs(_ text: String) throws(StoreError) -> [(String, String)] {
+        var pairs: [(String, String)] = []
+        var characters = Array(text)[...]
+        func skipSpaces() { while characters.first?.isWhitespace == true { characters.removeFirst() } }
+        while true {
+            skipSpaces()
+            guard !characters.isEmpty else { return pairs }
+            var key = ""
+            while let c = characters.first, c != "=", !c.isWhitespace { key.append(characters.removeFirst()) }
+            skipSpaces()
+            guard characters.first == "=" else {
+                throw StoreError(.invalidArgument, "'\(key)' in the connection string has no '=value'")
+            }
+            characters.removeFirst()
+            skipSpaces()
+            var value = ""
+            if characters.first == "'" {
+                characters.removeFirst()
+                while true {
+                    guard let c = characters.popFirst() else {
+                        throw StoreError(.invalidArgument, "the value of '\(key)' has no closing quote")
+                    }
+                    if c == "'" { break }
+                    if c == "\\", let next = characters.popFirst() { value.append(next) } else { value.append(c) }
+                }
+            } else {
+                while let c = characters.first, !c.isWhitespace {
+                    characters.removeFirst()
+                    if c == "\\", let next = characters.popFirst() { value.append(next) } else { value.append(c) }
+                }
+            }
+            pairs.append((key, value))
         }
     }
 
-    private static let ids = NSLock()
-    nonisolated(unsafe) private static var lastID = 0
-    private static func nextID() -> Int {
-        ids.lock()
-        defer { ids.unlock() }
-        lastID += 1
-        return lastID
+    /// libpq's own check of the parameters: an unknown keyword is named now, not at connect.
+    private static func validate(_ parameters: [String: String]) throws(StoreError) {
+        guard !parameters.isEmpty else { return }
+        let text = parameters.sorted { $0.key < $1.key }.map { key, value in
+            "\(key)='" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+        }.joined(separator: " ")
+        var message: UnsafeMutablePointer<CChar>?
+        if let options = PQconninfoParse(text, &message) {
+            PQconninfoFree(options)
+            return
+        }
+        let reason = message.map { PGConnection.oneLine(String(cString: $0)) } ?? "libpq cannot read it"
+        if let message { PQfreemem(message) }
+        throw StoreError(.invalidArgument, "the PostgreSQL location's parameters are not valid: \(reason)")
+    }
+
+    public var description: String {
+        let socket = hosts.first?.hasPrefix("/") == true
+        var authority = ""
+        if !socket {
+            authority = hosts.enumerated().map { i, host in
+                let shown = host.contains(":") ? "[\(host)]" : host
+                let port = ports.count > 1 ? ports[i] : ports[0]
+                return port == 5432 ? shown : "\(shown):\(port)"
+            }.joined(separator: ",")
+            if hosts.isEmpty, port != 5432 { authority = ":\(port)" }
+        }
+        var query = ["schema=\(schema)"]
+        if socket {
+            query.append("host=\(hosts.joined(separator: ","))")
+            if ports != [5432] { query.append("port=\(ports.map(String.init).joined(separator: ","))") }
+        }
+        switch listener {
+        case .sameServer: break
+        case .poll: query.append("listen=poll")
+        case let .direct(host, port): query.append("listen_host=\(host)&listen_port=\(port)")
+        }
+        query += parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        return "postgres://\(user)@\(authority)/\(database)?" + query.joined(separator: "&") + tls.queryText
+    }
+
+    /// The server's address as a user gives it: `HOST:PORT` (several, with commas), or the
+    /// socket directory.
+    var server: String {
+        if hosts.isEmpty { return "libpq's default socket (port \(port))" }
+        if host.hasPrefix("/") { return "\(host) (Unix socket, port \(port))" }
+        return hosts.enumerated().map { i, host in "\(host):\(ports.count > 1 ? ports[i] : ports[0])" }
+            .joined(separator: ",")
+    }
+
+    /// libpq's keywords and values for a connection (to the location's servers, or to
+    /// `overriding` host and port).
+    func connectionParameters(overriding: (host: String, port: Int)? = nil) -> [(String, String)] {
+        var list: [(String, String)] = []
+        if let overriding {
+            list += [("host", overriding.host), ("port", String(overriding.port))]
+        } else {
+            if !hosts.isEmpty { list.append(("host", hosts.joined(separator: ","))) }
+            list.append(("port", ports.map(String.init).joined(separator: ",")))
+        }
+        list += [("user", user), ("dbname", database), ("client_encoding", "UTF8")]
+        if parameters["application_name"] == nil {
+            // Operators see which store a connection serves (pg_stat_activity.application_name).
+            list.append(("application_name", String("datastore:\(schema)".prefix(63))))
+        }
+        let tcpHosts = overriding.map { [$0.host] } ?? hosts
+        list += tls.parameters(hosts: tcpHosts)
+        list += parameters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        return list
+    }
+
+    /// A new connection, waited for.
+    func connect(pipelined: Bool = true, overriding: (host: String, port: Int)? = nil) throws(StoreError) -> PGConnection {
+        try tls.checkFiles(server: server)
+        do {
+            return try PGConnection(connectionParameters(overriding: overriding), pipelined: pipelined)
+        } catch {
+            let described = PostgresSession.describe(error)
+            let code: StoreError.Code = described.contains("read-write") || described.contains("refused")
+                || described.contains("No such file") || described.contains("timeout") ? .unavailable : .io
+            throw StoreError(code, "cannot connect to the PostgreSQL server at \(overriding.map { "\($0.host):\($0.port)" } ?? server) "
+                + "(database \(database), user \(user)): \(described)")
+        }
     }
 }
 
-/// One connection used synchronously: each query waits for its result (from a thread that is
-/// not one of NIO's event loops: the store's callers).
+/// One connection used synchronously, with the location it serves for its errors.
 final class PostgresSession: @unchecked Sendable {
-    static let logger = Logger(label: "DataStore.PostgresStore")
-    let connection: PostgresConnection
+    /// The connection; replaced by ``reconnect()`` (by the one thread that uses the session).
+    private(set) var connection: PGConnection
     let location: PostgresLocation
 
-    init(_ location: PostgresLocation) throws(StoreError) {
+    init(_ location: PostgresLocation, pipelined: Bool = true,
+         overriding: (host: String, port: Int)? = nil) throws(StoreError) {
         self.location = location
+        connection = try location.connect(pipelined: pipelined, overriding: overriding)
+    }
+
+    /// A new connection in place of a lost one: libpq tries the location's hosts in order (with
+    /// `target_session_attrs=read-write`, until one accepts writes).
+    func reconnect() throws(StoreError) {
         connection = try location.connect()
     }
 
-    /// Runs `sql` with its binds; returns every row.
+    /// Whether the connection is gone (checked without waiting).
+    var isClosed: Bool { !connection.isAlive }
+
+    /// Runs `sql` with its parameters and waits for its rows (after everything queued before).
     @discardableResult
-    func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws(StoreError) -> [PostgresRow] {
+    func query(_ sql: String, _ params: PGParams = PGParams()) throws(StoreError) -> PGResult {
         do {
-            return try outcome(of: connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)).rows
+            return try connection.query(sql, params)
         } catch {
             throw Self.storeError(error, sql: sql, location: location)
         }
     }
 
-    /// Waits for `future`. postgres-nio never completes a query written to a connection that
-    /// already closed, so the wait also ends, with ``ConnectionLost``, when the connection is
-    /// found closed (looked at every 100 ms while the answer is late).
-    private func outcome<T: Sendable>(of future: EventLoopFuture<T>) throws -> T {
-        if connection.isClosed { throw ConnectionLost() }
-        let done = DispatchSemaphore(value: 0)
-        future.whenComplete { _ in done.signal() }
-        while done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
-            if connection.isClosed {
-                // An answer may have come with the close.
-                if done.wait(timeout: .now() + .milliseconds(100)) == .success { break }
-                throw ConnectionLost()
-            }
-        }
-        return try future.wait()
-    }
-
-    /// The connection closed under a query.
-    struct ConnectionLost: Error {}
-
-    /// Queues `sql` on the connection and returns at once; ``wait(_:sql:)`` gives its outcome.
-    /// Statements run in the order they were queued.
-    func send(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) -> EventLoopFuture<PostgresQueryResult> {
-        connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)
-    }
-
-    func wait(_ sent: EventLoopFuture<PostgresQueryResult>, sql: String) throws(StoreError) {
+    /// Queues `sql`; it goes to the server with the next statement waited for, or at ``flush()``.
+    @discardableResult
+    func send(_ sql: String, _ params: PGParams = PGParams(), wanted: Bool = true) throws(StoreError)
+        -> PGConnection.Ticket
+    {
         do {
-            _ = try outcome(of: sent)
+            return try connection.send(sql, params, wanted: wanted)
         } catch {
             throw Self.storeError(error, sql: sql, location: location)
+        }
+    }
+
+    /// The answer to a statement queued with ``send(_:_:wanted:)``.
+    @discardableResult
+    func wait(_ ticket: PGConnection.Ticket, sql: String) throws(StoreError) -> PGResult {
+        do {
+            return try connection.result(ticket)
+        } catch {
+            throw Self.storeError(error, sql: sql, location: location)
+        }
+    }
+
+    /// Sends what is queued without waiting for its answers.
+    func flush() throws(StoreError) {
+        do {
+            try connection.flush()
+        } catch {
+            throw Self.storeError(error, sql: "the statements queued", location: location)
+        }
+    }
+
+    /// Reads every answer still on its way; throws only when the connection is lost.
+    func settle() throws(StoreError) {
+        do {
+            try connection.settle()
+        } catch {
+            throw Self.storeError(error, sql: "a statement sent earlier", location: location)
         }
     }
 
     private let closed = Mutex(false)
 
-    /// Closes the connection (once; a session released without it is closed then).
+    /// Marks the session closed (the connection is freed with the session).
     func close() {
-        guard closed.withLock({ done in defer { done = true }; return !done }) else { return }
-        try? connection.close().wait()
+        closed.withLock { $0 = true }
     }
 
-    deinit { close() }
-
-    /// The SQLSTATE of a server error.
-    static func sqlState(_ error: any Error) -> String? {
-        (error as? PSQLError)?.serverInfo?[.sqlState]
-    }
-
-    /// What went wrong, in the server's or the OS's words, never as a Swift value.
-    static func describe(_ error: any Error) -> String {
-        switch error {
-        case is ConnectionLost:
-            return "the connection was closed"
-        case let error as PSQLError:
-            if let info = error.serverInfo {
-                return [info[.sqlState], info[.message], info[.detail]].compactMap { $0 }.joined(separator: ": ")
-            }
-            if let underlying = error.underlying { return describe(underlying) }
-            switch error.code {
-            case .serverClosedConnection, .clientClosedConnection: return "the connection was closed"
-            case .connectionError: return "the connection failed"
-            case .sslUnsupported:
-                return "the server does not support TLS, and the location asks for it (sslmode=require, "
-                    + "verify-ca or verify-full, or a host other than loopback without sslmode=disable)"
-            case .queryCancelled: return "the query was cancelled"
-            default: return "the PostgreSQL protocol failed (\(error.code))"
-            }
-        case let error as NIOConnectionError:
-            let reasons = error.connectionErrors.map { describe($0.error) }
-            if let first = reasons.first { return first }
-            if error.dnsAError != nil || error.dnsAAAAError != nil { return "no host is named \(error.host)" }
-            return "no address of \(error.host) answered"
-        case is SocketAddressError:
-            return "no such host"
-        case let error as IOError:
-            return String(cString: strerror(error.errnoCode)).lowercased()
-        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+    /// What went wrong, in the server's or libpq's words, on one line, with TLS failures and a
+    /// missing password said plainly.
+    static func describe(_ error: PGError) -> String {
+        let text = error.message
+        if text.contains("does not match host name") {
             return "the server's TLS certificate does not name this host (sslmode=verify-full)"
-        case let error as NIOSSLError:
-            return PostgresTLS.describe(error)
-        case let error as ChannelError:
-            return "the connection failed (\(error))"
-        default:
-            return (error as NSError).localizedDescription
         }
+        if text.contains("certificate verify failed") {
+            return "the server's TLS certificate is not signed by a trusted authority (sslrootcert)"
+        }
+        if text.contains("server does not support SSL, but SSL was required") {
+            return "the server does not support TLS, and the location asks for it (sslmode=require, verify-ca or "
+                + "verify-full, or a host other than loopback without sslmode=disable)"
+        }
+        if text.contains("no password supplied") {
+            return "the server asks for a password and none was given (set PGPASSWORD, or add a line to ~/.pgpass "
+                + "or to the file PGPASSFILE names)"
+        }
+        if let state = error.sqlState { return "\(state): \(text)" }
+        return text
     }
 
-    static func storeError(_ error: any Error, sql: String, location: PostgresLocation) -> StoreError {
-        let state = sqlState(error) ?? ""
+    static func storeError(_ error: PGError, sql: String, location: PostgresLocation) -> StoreError {
+        let state = error.sqlState ?? ""
         let code: StoreError.Code
         switch state {
         case "23505": code = .uniqueViolation
@@ -255,9 +408,12 @@ final class PostgresSession: @unchecked Sendable {
         case "40001", "40P01", "55P03": code = .conflict
         case "53100": code = .storeFull
         case "3F000", "42P01": code = .notFound
-        default: code = state.hasPrefix("XX") ? .corrupt : .io
+        case "25006": code = .unavailable
+        default: code = error.connectionLost ? .unavailable : state.hasPrefix("XX") ? .corrupt : .io
         }
-        return StoreError(code, "\(location): \(describe(error)) (in \(sql.prefix(120)))")
+        let what = state == "25006" ? "the server no longer accepts writes (a standby, or a primary being demoted): "
+            : ""
+        return StoreError(code, "\(location): \(what)\(describe(error)) (in \(sql.prefix(120)))")
     }
 }
 #endif

@@ -1,87 +1,23 @@
 #if Postgres
 @_spi(Backend) import DataStoreAPI
 import Foundation
-import PostgresNIO
-
-/// Runs postgres-nio's async calls (`COPY … FROM STDIN` has no other form) from the store's
-/// synchronous API: the task runs on a thread of its own (a task executor), never on Swift's
-/// cooperative pool, so that blocking the caller until it ends cannot starve that pool.
-final class PostgresBridge: TaskExecutor, @unchecked Sendable {
-    static let shared = PostgresBridge()
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-
-    private init() {
-        let thread = Thread { [unowned self] in self.loop() }
-        thread.name = "DataStore.PostgresBridge"
-        thread.start()
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func loop() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty { condition.wait() }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
-    }
-
-    /// Runs `body` to its end and returns what it returned, blocking the calling thread.
-    func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        let box = ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        Task(executorPreference: self) {
-            do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-            done.signal()
-        }
-        done.wait()
-        guard let result = box.result else {
-            throw StoreError(.io, "a PostgreSQL task ended without a result")
-        }
-        return try result.get()
-    }
-}
-
-/// The result of a bridged task, written by the task and read once it signalled.
-private final class ResultBox<T>: @unchecked Sendable {
-    var result: Result<T, any Error>?
-}
 
 extension PostgresSession {
-    /// `COPY table FROM STDIN` of `records` in text format, inside the session's transaction.
-    /// postgres-nio's COPY cannot qualify the table's name: it is found through the writer
-    /// session's `search_path`, which the engine sets to the store's schema when it connects.
-    func copy(_ records: [(record: Record, key: PrimaryKey)], into entity: EntitySchema) throws {
-        let connection = self.connection
-        let rows = records.map(\.record)
+    /// `COPY schema.table FROM STDIN` of `records` in text format, inside the session's
+    /// transaction, 64 KiB at a time.
+    func copy(_ records: [(record: Record, key: PrimaryKey)], into entity: EntitySchema, quotedSchema: String) throws {
+        let columns = entity.attributes.map { PostgresSQL.quote($0.name) }.joined(separator: ", ")
+        let sql = "COPY \(PostgresSQL.table(entity, schema: quotedSchema)) (\(columns)) FROM STDIN"
+        var next = records.startIndex
         do {
-            try PostgresBridge.shared.run {
-                try await connection.copyFrom(table: PostgresSQL.identifier(entity.name),
-                                              columns: entity.attributes.map { PostgresSQL.identifier($0.name) },
-                                              logger: PostgresSession.logger) { writer in
-                    var buffer = ByteBuffer()
-                    for record in rows {
-                        PostgresCopyText.append(record, of: entity, to: &buffer)
-                        if buffer.readableBytes >= 1 << 16 {
-                            try await writer.write(buffer)
-                            buffer.clear()
-                        }
-                    }
-                    if buffer.readableBytes > 0 { try await writer.write(buffer) }
+            _ = try connection.copyIn(sql) { buffer in
+                while next < records.endIndex, buffer.count < 1 << 16 {
+                    PostgresCopyText.append(records[next].record, of: entity, to: &buffer)
+                    next += 1
                 }
+                return next < records.endIndex
             }
-        } catch let error as StoreError {
-            throw error
-        } catch {
+        } catch let error as PGError {
             throw PostgresSession.storeError(error, sql: "COPY \(entity.name) FROM STDIN", location: location)
         }
     }
@@ -89,38 +25,39 @@ extension PostgresSession {
 
 /// The text format of COPY: columns separated by tabs, `\N` for null, backslash escapes.
 enum PostgresCopyText {
-    static func append(_ record: Record, of entity: EntitySchema, to buffer: inout ByteBuffer) {
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    static func append(_ record: Record, of entity: EntitySchema, to buffer: inout [UInt8]) {
         for (i, attribute) in entity.attributes.enumerated() {
-            if i > 0 { buffer.writeInteger(UInt8(0x09)) }
+            if i > 0 { buffer.append(0x09) }
             switch record[attribute.name] {
-            case .null: buffer.writeString("\\N")
-            case .bool(let b): buffer.writeString(b ? "t" : "f")
-            case .int(let n): buffer.writeString(String(n))
-            case .double(let d): buffer.writeString(d.isInfinite ? (d < 0 ? "-Infinity" : "Infinity") : "\(d)")
+            case .null: buffer += "\\N".utf8
+            case .bool(let b): buffer.append(b ? UInt8(ascii: "t") : UInt8(ascii: "f"))
+            case .int(let n): buffer += String(n).utf8
+            case .double(let d): buffer += (d.isInfinite ? (d < 0 ? "-Infinity" : "Infinity") : "\(d)").utf8
             case .string(let s): escaped(PostgresSQL.escape(s).utf8, to: &buffer)
             case .bytes(let b):
                 // bytea's hex input, its backslash escaped for COPY.
-                buffer.writeString("\\\\x")
-                let hex = Array("0123456789abcdef".utf8)
+                buffer += "\\\\x".utf8
                 for byte in b {
-                    buffer.writeInteger(hex[Int(byte >> 4)])
-                    buffer.writeInteger(hex[Int(byte & 15)])
+                    buffer.append(hex[Int(byte >> 4)])
+                    buffer.append(hex[Int(byte & 15)])
                 }
-            case .date(let t): buffer.writeString(String(t.microsecondsSinceEpoch))
-            case .uuid(let u): buffer.writeString(u.uuidString)
+            case .date(let t): buffer += String(t.microsecondsSinceEpoch).utf8
+            case .uuid(let u): buffer += u.uuidString.utf8
             }
         }
-        buffer.writeInteger(UInt8(0x0A))
+        buffer.append(0x0A)
     }
 
-    private static func escaped(_ bytes: String.UTF8View, to buffer: inout ByteBuffer) {
+    private static func escaped(_ bytes: String.UTF8View, to buffer: inout [UInt8]) {
         for byte in bytes {
             switch byte {
-            case 0x5C: buffer.writeString("\\\\")
-            case 0x0A: buffer.writeString("\\n")
-            case 0x0D: buffer.writeString("\\r")
-            case 0x09: buffer.writeString("\\t")
-            default: buffer.writeInteger(byte)
+            case 0x5C: buffer += "\\\\".utf8
+            case 0x0A: buffer += "\\n".utf8
+            case 0x0D: buffer += "\\r".utf8
+            case 0x09: buffer += "\\t".utf8
+            default: buffer.append(byte)
             }
         }
     }

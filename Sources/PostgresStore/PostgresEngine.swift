@@ -1,7 +1,7 @@
 #if Postgres
 @_spi(Backend) import DataStoreAPI
 import Foundation
-import PostgresNIO
+import Logging
 import Synchronization
 
 /// The PostgreSQL backend: a store is one PostgreSQL schema holding a table per entity (a column
@@ -27,7 +27,7 @@ import Synchronization
     public let location: PostgresLocation
     let durability: Durability
     /// The writer's connection; replaced when it was lost (only under the store's write lock).
-    private var writer: PostgresSession
+    private let writer: PostgresSession
     private let readers = Mutex<[PostgresSession]>([])
     /// At most ``readConnections`` reads at once, each on a connection of the pool.
     private let readSlots: DispatchSemaphore
@@ -50,13 +50,26 @@ import Synchronization
         let writer = try PostgresSession(location)
         self.writer = writer
         do {
-            try writer.query("SET synchronous_commit TO " + (durability == .full ? "on" : "off"))
-            // Where COPY finds the store's tables (see `PostgresSession.copy`).
-            try writer.query("SET search_path TO \(PostgresSQL.quote(location.schema))")
+            commitSetting = try Self.commitSetting(writer, durability: durability)
             schema = try Self.prepare(writer, requested: requested, location: location, lockKey: lockKey)
         } catch {
             writer.close()
             throw error
+        }
+    }
+
+    /// `SET LOCAL synchronous_commit …` when the server's setting does not give the store's
+    /// durability (`on` for `.full`: with `synchronous_standby_names` set, a commit then waits
+    /// for a synchronous standby to have it on disk; `off` for `.normal`), sent in each write
+    /// transaction rather than once per connection, so that no session state is assumed (a
+    /// pooler in transaction mode hands each transaction a server connection of its choice).
+    let commitSetting: String?
+
+    private static func commitSetting(_ session: PostgresSession, durability: Durability) throws -> String? {
+        let current = try session.query("SHOW synchronous_commit").first.map { try $0[0].string() } ?? "on"
+        switch durability {
+        case .full: return current == "off" || current == "local" ? "SET LOCAL synchronous_commit TO on" : nil
+        case .normal: return current == "off" ? nil : "SET LOCAL synchronous_commit TO off"
         }
     }
 
@@ -74,15 +87,15 @@ import Synchronization
     private static func prepare(_ db: PostgresSession, requested: Schema?, location: PostgresLocation,
                                 lockKey: Int64) throws -> Schema {
         let s = PostgresSQL.quote(location.schema)
-        var binds = PostgresBindings()
+        var binds = PGParams()
         binds.append(lockKey)
         try db.query("BEGIN")
         do {
             try db.query("SELECT pg_advisory_xact_lock($1)", binds)
-            var name = PostgresBindings()
+            var name = PGParams()
             name.append(location.schema)
-            let tables = try db.query("SELECT table_name FROM information_schema.tables WHERE table_schema = $1", name)
-                .compactMap { try? $0.makeRandomAccess()[0].decode(String.self) }
+            let tables = try db.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+                                      name).rows.compactMap { try? $0[0].string() }
             var stored: Schema?
             if tables.contains("_ds_meta") {
                 let reader = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
@@ -100,10 +113,6 @@ import Synchronization
             let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: location.description)
             if isNew {
                 try create(schema, in: db, quotedSchema: s)
-            } else if try db.query("SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-                + "WHERE n.nspname = $1 AND p.proname = '_ds_begin_write'", name).isEmpty {
-                // A store made before writers began with it.
-                try createBeginWrite(in: db, quotedSchema: s)
             }
             try foreignKeys(schema, in: db, quotedSchema: s, location: location)
             try db.query("COMMIT")
@@ -133,11 +142,11 @@ import Synchronization
         // has yet to copy: its constraints wait for the copy to finish.
         let unfinished = try PostgresTransaction(session: db, engine: nil, quotedSchema: s)
             .metadata(forKey: MetadataKeys.incompleteMigration) != nil
-        var name = PostgresBindings()
+        var name = PGParams()
         name.append(location.schema)
-        let existing = Set(try db.query("SELECT c.conname FROM pg_constraint c JOIN pg_namespace n ON "
-            + "n.oid = c.connamespace WHERE n.nspname = $1 AND c.contype = 'f'", name)
-            .compactMap { try? $0.makeRandomAccess()[0].decode(String.self) })
+        let existing = Set(try db.query("SELECT c.conname::text FROM pg_constraint c JOIN pg_namespace n ON "
+            + "n.oid = c.connamespace WHERE n.nspname = $1 AND c.contype = 'f'", name).rows
+            .compactMap { try? $0[0].string() })
         for (entity, relationship) in references {
             let constraint = PostgresSQL.identifier("\(entity.name).\(relationship.name)")
             let table = PostgresSQL.table(entity, schema: s)
@@ -160,7 +169,7 @@ import Synchronization
     }
 
     /// The error `body` throws, if any.
-    private static func failure(of body: () throws(StoreError) -> [PostgresRow]) -> StoreError? {
+    private static func failure(of body: () throws(StoreError) -> PGResult) -> StoreError? {
         do {
             _ = try body()
             return nil
@@ -179,33 +188,12 @@ import Synchronization
         // index expression needs.
         try db.query("CREATE FUNCTION \(s)._ds_hash(text) RETURNS bytea IMMUTABLE STRICT PARALLEL SAFE "
             + "LANGUAGE sql AS 'SELECT sha256(textsend($1))'")
-        try createBeginWrite(in: db, quotedSchema: s)
         for entity in schema.entities {
             try db.query(PostgresSQL.createTable(entity, schema: s))
             for index in entity.indexes { try db.query(PostgresSQL.createIndex(index, of: entity, schema: s)) }
         }
         let transaction = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
         try StoreHeader.write(schema, format: formatVersion) { try transaction.setMetadata($1, forKey: $0) }
-    }
-
-    /// `_ds_begin_write(schema)`, a write transaction's first statement: it moves the commit
-    /// counter, which locks the counter's row until the transaction ends (writers of every
-    /// process and machine wait there for each other), then reads what the change feed asks for
-    /// first (its stored state and its entries' bounds). A PL/pgSQL function, because each of
-    /// its statements takes a new snapshot: the reads see what the writer before committed,
-    /// where one statement's subqueries would see the snapshot taken before the lock's wait. The
-    /// schema is a parameter, not part of the body, so that renaming the schema keeps it right.
-    private static func createBeginWrite(in db: PostgresSession, quotedSchema s: String) throws {
-        try db.query("""
-            CREATE FUNCTION \(s)._ds_begin_write(store text, OUT feed_state bytea, OUT feed_first bigint,
-                OUT feed_last bigint) VOLATILE LANGUAGE plpgsql AS $$
-            BEGIN
-                EXECUTE format('UPDATE %I._ds_commits SET n = n + 1 WHERE id = 1', store);
-                EXECUTE format('SELECT value FROM %I._ds_meta WHERE key = %L', store, '\(PostgresTransaction.feedStateKey)')
-                    INTO feed_state;
-                EXECUTE format('SELECT min(seq), max(seq) FROM %I._ds_feed', store) INTO feed_first, feed_last;
-            END $$
-            """)
     }
 
     public var concurrentReads: Int { readConnections }
@@ -215,132 +203,135 @@ import Synchronization
 
     public func attach(_ logger: Logger) { self.logger.withLock { $0 = logger } }
 
-    /// A connection of the pool that is still open, or a new one.
+    /// A connection of the pool that is still open (what it was sent last answered), or a new one.
     private func openReadSession() throws -> PostgresSession {
         while let pooled = readers.withLock({ $0.popLast() }) {
-            if !pooled.connection.isClosed { return pooled }
-            pooled.close()
+            if (try? pooled.settle()) != nil, !pooled.isClosed { return pooled }
+            logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the read",
+                                            metadata: ["location": "\(location)"])
         }
         return try PostgresSession(location)
     }
 
+    /// A read runs in one `REPEATABLE READ READ ONLY` transaction. Its `BEGIN` goes with the
+    /// block's first statement and its `COMMIT` is sent without waiting (its answer is read when
+    /// the connection is next used): a point get is one round trip.
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         guard readSlots.wait(timeout: .now() + .seconds(30)) == .success else {
             throw StoreError(.busy, "\(location): every one of the \(readConnections) read connections stayed in use "
                 + "for 30 s; open the store with more readConnections or finish reads sooner")
         }
         defer { readSlots.signal() }
-        var session = try openReadSession()
+        let session = try openReadSession()
         var healthy = true
         defer {
+            session.connection.forgetAnswers()
             if healthy { readers.withLock { $0.append(session) } } else { session.close() }
         }
         do {
-            do {
-                try session.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            } catch {
-                // Lost while it waited in the pool, before anything ran: a new one, once.
-                guard session.connection.isClosed else { throw error }
-                logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the read",
-                                                metadata: ["location": "\(location)"])
-                session.close()
-                session = try PostgresSession(location)
-                try session.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            }
-            let result = try body(PostgresTransaction(session: session, engine: self, quotedSchema: quotedSchema))
-            try session.query("COMMIT")
+            let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            try session.send(begin, wanted: false)
+            let transaction = PostgresTransaction(session: session, engine: self, quotedSchema: quotedSchema)
+            transaction.replayBegin = { try session.send(begin, wanted: false) }
+            let result = try body(transaction)
+            try session.send("COMMIT", wanted: false)
+            try session.flush()
             return result
         } catch {
-            if session.connection.isClosed || (try? session.query("ROLLBACK")) == nil { healthy = false }
-            if session.connection.isClosed {
-                throw StoreError(.io, "\(location): the connection to the server was lost during the read (\(error))")
+            if session.isClosed || (try? session.query("ROLLBACK")) == nil { healthy = false }
+            if session.isClosed {
+                throw StoreError(.unavailable, "\(location): the connection to the server was lost during the read "
+                    + "(\(error))")
             }
             throw error
         }
     }
 
     /// A write transaction (READ COMMITTED, so each statement after the lock sees what the
-    /// writer before committed). Its first statement, `_ds_begin_write`, moves the commit
-    /// counter, which locks the counter's row until the transaction ends: writers of every
-    /// process and machine wait there for each other, and observers polling the counter see the
-    /// commit. A row lock, unlike an advisory lock, is also what the distributed engines that
-    /// speak PostgreSQL's protocol provide.
+    /// writer before committed). Its first statement moves the commit counter, which locks the
+    /// counter's row until the transaction ends: writers of every process and machine wait
+    /// there for each other, and observers polling the counter see the commit. A row lock,
+    /// unlike an advisory lock, is also what poolers and the distributed engines that speak
+    /// PostgreSQL's protocol provide.
+    ///
+    /// Two round trips for a write of one statement: `BEGIN`, the counter, the read of the
+    /// feed's state and the block's first statement go together; the feed's entry, the
+    /// notification and `COMMIT` go together.
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         let (transaction, writer) = try beginWrite()
+        defer { writer.connection.forgetAnswers() }
         var committing = false
         do {
             let result = try body(transaction)
-            let feed = transaction.sendPending()
+            try transaction.resolveBegin()
+            let feed = try transaction.sendPending()
             // Delivered to the store's listeners when the transaction commits (see
-            // `subscribeToCommits`), queued without waiting for its answer.
-            let notify = writer.send("NOTIFY \(PostgresSQL.quote(commitChannel))")
+            // `subscribeToCommits`).
+            let notify = try writer.send("NOTIFY \(PostgresSQL.quote(commitChannel))")
             committing = true
-            try writer.query("COMMIT")
+            let commit = try writer.send("COMMIT")
+            try writer.wait(commit, sql: "COMMIT")
             if let feed { try writer.wait(feed, sql: "the change feed's entry (the transaction was rolled back)") }
             try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)")
             return result
         } catch {
-            // The server's own word may come before the connection is seen closed: 57P01-03
-            // (terminated, crashed, restarting) and class 08 (connection exceptions).
-            let state = (error as? StoreError)?.message ?? ""
-            let lost = writer.connection.isClosed || state.contains(": 57P0") || state.contains(": 08")
+            let lost = writer.isClosed || (error as? StoreError)?.code == .unavailable
             guard !lost else {
-                throw StoreError(.io, "\(location): the connection to the server was lost "
-                    + (committing ? "while the transaction committed: whether it did is unknown"
-                                  : "during the transaction, which the server rolled back") + " (\(error))")
+                if committing {
+                    throw StoreError(.io, "\(location): the connection to the server was lost while the transaction "
+                        + "committed: whether it did is unknown (\(error))")
+                }
+                throw StoreError(.unavailable, "\(location): the connection to the server was lost during the "
+                    + "transaction, which the server rolled back; nothing of it was stored (\(error))")
             }
+            _ = try? writer.settle()
             _ = try? writer.query("ROLLBACK")
             throw error
         }
     }
 
-    /// Begins a write transaction on the writer's connection. A connection that was lost (the
-    /// server restarted, an idle timeout) is replaced, once, before anything of the transaction
-    /// ran: that is the only point where a retry is always safe.
+    /// Begins a write transaction on the writer's connection, sent without waiting. A
+    /// connection that was lost (the server restarted, an idle timeout, a failover) is replaced
+    /// before anything of the transaction is sent: libpq tries the location's hosts in order,
+    /// and with `target_session_attrs=read-write` takes the one that accepts writes.
     private func beginWrite() throws -> (PostgresTransaction, PostgresSession) {
-        var retried = false
-        while true {
-            if writer.connection.isClosed {
-                logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the write",
-                                                metadata: ["location": "\(location)"])
-                writer.close()
-                writer = try PostgresSession(location)
-                try writer.query("SET synchronous_commit TO " + (durability == .full ? "on" : "off"))
-                try writer.query("SET search_path TO \(PostgresSQL.quote(location.schema))")
-            }
-            // BEGIN is queued on the connection without waiting for its answer: the UPDATE's answer
-            // comes after it, and BEGIN's own is checked then.
-            let begun = writer.send("BEGIN")
-            do {
-                let transaction = PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema)
-                // The statement that locks also reads ahead what the change feed asks for first.
-                var binds = PostgresBindings()
-                binds.append(location.schema)
-                let row = try writer.query("SELECT * FROM \(quotedSchema)._ds_begin_write($1)", binds)
-                try writer.wait(begun, sql: "BEGIN")
-                if let cells = row.first?.makeRandomAccess() {
-                    transaction.feedState = .some(cells[0].bytes.map { Array($0.readableBytesView) })
-                    transaction.feedBounds = .some(try PostgresTransaction.bounds(cells, at: 1))
-                }
-                return (transaction, writer)
-            } catch {
-                if !retried, writer.connection.isClosed {
-                    retried = true
-                    continue
-                }
-                _ = try? writer.query("ROLLBACK")
-                throw error
-            }
+        if writer.isClosed {
+            logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the write",
+                                            metadata: ["location": "\(location)"])
+            try writer.reconnect()
         }
+        let transaction = PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema)
+        transaction.replayBegin = { [unowned self, unowned transaction] in try sendBegin(transaction) }
+        do {
+            try sendBegin(transaction)
+        } catch {
+            _ = try? writer.settle()
+            _ = try? writer.query("ROLLBACK")
+            throw error
+        }
+        return (transaction, writer)
+    }
+
+    /// Queues a write transaction's first statements (sent with the block's first statement).
+    private func sendBegin(_ transaction: PostgresTransaction) throws {
+        try writer.send("BEGIN", wanted: false)
+        if let commitSetting { try writer.send(commitSetting, wanted: false) }
+        try writer.send("UPDATE \(quotedSchema)._ds_commits SET n = n + 1 WHERE id = 1", wanted: false)
+        // A statement of its own, after the lock's: READ COMMITTED takes its snapshot then,
+        // so it sees what the writer before committed.
+        var key = PGParams()
+        key.append(PostgresSQL.escape(PostgresTransaction.feedStateKey))
+        transaction.beginTicket = try writer.send("SELECT (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = $1), "
+            + "min(seq), max(seq) FROM \(quotedSchema)._ds_feed", key)
     }
 
     public func commitCounter() throws -> UInt64 {
         try poller.withLock { session in
-            if session == nil { session = try PostgresSession(location) }
+            if session == nil || session?.isClosed == true { session = try PostgresSession(location) }
             guard let row = try session?.query("SELECT n FROM \(quotedSchema)._ds_commits WHERE id = 1").first else {
                 return 0
             }
-            return UInt64(bitPattern: try row.makeRandomAccess()[0].decode(Int64.self))
+            return UInt64(bitPattern: try row[0].int64())
         }
     }
 
@@ -348,23 +339,25 @@ import Synchronization
     /// hash of the schema's name, within PostgreSQL's 63 bytes whatever the name.
     var commitChannel: String { "ds_" + String(UInt64(bitPattern: lockKey), radix: 16) }
 
-    /// Listens on ``commitChannel`` on a connection of its own: the commits of every process
-    /// wake `wake`, and observers do not poll while the connection lives.
+    /// Listens on ``commitChannel`` on a connection of its own (to the location's servers, or
+    /// to `listen_host`), watched by a thread of its own: the commits of every process wake
+    /// `wake`, and observers do not poll while the connection lives. `nil` with `listen=poll`.
     public func subscribeToCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitSubscription)? {
-        guard let session = try? PostgresSession(location) else { return nil }
-        let subscription = PostgresCommitSubscription(session)
-        session.connection.addListener(channel: commitChannel) { _, _ in wake() }
+        let session: PostgresSession
+        switch location.listener {
+        case .poll: return nil
+        case .sameServer: guard let made = try? PostgresSession(location, pipelined: false) else { return nil }
+            session = made
+        case let .direct(host, port):
+            guard let made = try? PostgresSession(location, pipelined: false, overriding: (host, port)) else { return nil }
+            session = made
+        }
         do {
             try session.query("LISTEN \(PostgresSQL.quote(commitChannel))")
         } catch {
-            subscription.cancel()
             return nil
         }
-        session.connection.closeFuture.whenComplete { _ in
-            subscription.ended()
-            wake()
-        }
-        return subscription
+        return PostgresCommitSubscription(session, wake: wake)
     }
 
     public func close() throws {
@@ -384,7 +377,7 @@ import Synchronization
     public static func exists(_ location: PostgresLocation) throws -> Bool {
         let session = try PostgresSession(location)
         defer { session.close() }
-        var name = PostgresBindings()
+        var name = PGParams()
         name.append(location.schema)
         return try !session.query("SELECT 1 FROM information_schema.schemata WHERE schema_name = $1", name).isEmpty
     }
@@ -497,34 +490,34 @@ enum PostgresSQL {
         return escaped ? nil : String(decoding: bytes, as: UTF8.self)
     }
 
-    static func bind(_ value: Value, into binds: inout PostgresBindings) {
+    static func bind(_ value: Value, into binds: inout PGParams) {
         switch value {
         case .null: binds.appendNull()
         case .bool(let b): binds.append(b)
         case .int(let i): binds.append(i)
         case .double(let d): binds.append(d)
         case .string(let s): binds.append(escape(s))
-        case .bytes(let b): binds.append(ByteBuffer(bytes: b))
+        case .bytes(let b): binds.append(bytes: b)
         case .date(let t): binds.append(t.microsecondsSinceEpoch)
         case .uuid(let u): binds.append(u)
         }
     }
 
-    static func value(_ cell: PostgresCell, _ attribute: Attribute, entity: EntitySchema) throws -> Value {
-        guard cell.bytes != nil else { return .null }
+    static func value(_ cell: PGCell, _ attribute: Attribute, entity: EntitySchema) throws -> Value {
+        guard !cell.isNull else { return .null }
         do {
             switch attribute.type {
-            case .int: return .int(try cell.decode(Int64.self))
-            case .date: return .date(Timestamp(microsecondsSinceEpoch: try cell.decode(Int64.self)))
-            case .double: return .double(try cell.decode(Double.self))
-            case .bool: return .bool(try cell.decode(Bool.self))
+            case .int: return .int(try cell.int64())
+            case .date: return .date(Timestamp(microsecondsSinceEpoch: try cell.int64()))
+            case .double: return .double(try cell.double())
+            case .bool: return .bool(try cell.bool())
             case .string:
-                guard let text = unescape(try cell.decode(String.self)) else {
+                guard let text = unescape(try cell.string()) else {
                     throw StoreError(.corrupt, "\(entity.name).\(attribute.name) holds text with a bad escape")
                 }
                 return .string(text)
-            case .bytes: return .bytes(Array(try cell.decode(ByteBuffer.self).readableBytesView))
-            case .uuid: return .uuid(try cell.decode(UUID.self))
+            case .bytes: return .bytes(cell.bytes())
+            case .uuid: return .uuid(try cell.uuid())
             }
         } catch let error as StoreError {
             throw error
@@ -534,21 +527,43 @@ enum PostgresSQL {
     }
 }
 
-/// A `LISTEN` on a connection of its own; inactive once the connection is closed or lost.
+/// A `LISTEN` on a connection of its own, watched by a thread that waits on its socket;
+/// inactive once the connection is closed or lost.
 final class PostgresCommitSubscription: CommitSubscription, @unchecked Sendable {
-    // The session is only closed here, once; its state is behind the Mutex.
-    private let session: PostgresSession
     private let active = Mutex(true)
 
-    init(_ session: PostgresSession) { self.session = session }
+    init(_ session: PostgresSession, wake: @escaping @Sendable () -> Void) {
+        let thread = Thread { [self] in
+            watch(session, wake: wake)
+        }
+        thread.name = "DataStore.PostgresListener"
+        thread.start()
+    }
+
+    /// Waits for the socket to be readable (up to 200 ms, to see a cancel), then takes the
+    /// notifications; ends when the connection is lost or the subscription cancelled.
+    private func watch(_ session: PostgresSession, wake: @escaping @Sendable () -> Void) {
+        let connection = session.connection
+        while isActive {
+            var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 200)
+            guard isActive else { break }
+            if ready < 0, errno == EINTR { continue }
+            if ready != 0 {
+                let channels = connection.notifications()
+                if !channels.isEmpty { wake() }
+                if !connection.isAlive || descriptor.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 { break }
+            }
+        }
+        ended()
+        wake()
+        session.close()
+    }
 
     var isActive: Bool { active.withLock { $0 } }
 
     func ended() { active.withLock { $0 = false } }
 
-    func cancel() {
-        ended()
-        session.close()
-    }
+    func cancel() { ended() }
 }
 #endif

@@ -8,28 +8,28 @@ import Foundation
 /// renamed, its indexes built last.
 extension PostgresTransaction: SchemaEditingWriter {
     func createEntity(_ entity: EntitySchema) throws {
-        try session.query(PostgresSQL.createTable(entity, schema: s))
-        for index in entity.indexes { try session.query(PostgresSQL.createIndex(index, of: entity, schema: s)) }
+        try run(PostgresSQL.createTable(entity, schema: s))
+        for index in entity.indexes { try run(PostgresSQL.createIndex(index, of: entity, schema: s)) }
     }
 
     func dropEntity(_ entity: EntitySchema) throws {
-        try session.query("DROP TABLE \(PostgresSQL.table(entity, schema: s))")
+        try run("DROP TABLE \(PostgresSQL.table(entity, schema: s))")
     }
 
     func renameEntity(_ entity: EntitySchema, to renamed: EntitySchema) throws {
         for index in entity.indexes {
-            try session.query("DROP INDEX \(s).\(PostgresSQL.quote("\(entity.name).\(index.name)"))")
+            try run("DROP INDEX \(s).\(PostgresSQL.quote("\(entity.name).\(index.name)"))")
         }
-        try session.query("ALTER TABLE \(PostgresSQL.table(entity, schema: s)) RENAME TO "
+        try run("ALTER TABLE \(PostgresSQL.table(entity, schema: s)) RENAME TO "
             + PostgresSQL.quote(renamed.name))
-        for index in renamed.indexes { try session.query(PostgresSQL.createIndex(index, of: renamed, schema: s)) }
+        for index in renamed.indexes { try run(PostgresSQL.createIndex(index, of: renamed, schema: s)) }
     }
 
     func changeEntity(_ change: EntityChange) throws {
         var staging = change.new
         staging.name = "_ds_migrating"
         staging.indexes = []
-        try session.query(PostgresSQL.createTable(staging, schema: s))
+        try run(PostgresSQL.createTable(staging, schema: s))
         // Pages into the empty staging table by COPY (a clean batch: keys are unique and it has no
         // index yet), one by one only if it were not.
         try forEachRewrittenPage(change) { page in
@@ -39,10 +39,10 @@ extension PostgresTransaction: SchemaEditingWriter {
             }
         }
         try dropEntity(change.old)
-        try session.query("ALTER TABLE \(PostgresSQL.table(staging, schema: s)) RENAME TO "
+        try run("ALTER TABLE \(PostgresSQL.table(staging, schema: s)) RENAME TO "
             + PostgresSQL.quote(change.new.name))
         for index in change.new.indexes {
-            try session.query(PostgresSQL.createIndex(index, of: change.new, schema: s))
+            try run(PostgresSQL.createIndex(index, of: change.new, schema: s))
         }
     }
 

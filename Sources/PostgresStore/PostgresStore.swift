@@ -1,7 +1,6 @@
 #if Postgres
 @_spi(Backend) import DataStoreAPI
 import Foundation
-import PostgresNIO
 
 /// A store in a PostgreSQL schema: `PostgresStore(url: "postgres://app@db.internal/app?schema=app", schema:)`.
 public final class PostgresStore: Store, @unchecked Sendable {
@@ -78,10 +77,10 @@ public final class PostgresStore: Store, @unchecked Sendable {
         try store.close()
         let session = try PostgresSession(location)
         defer { session.close() }
-        var name = PostgresBindings()
+        var name = PGParams()
         name.append(location.schema)
-        let tables = Set(try session.query("SELECT table_name FROM information_schema.tables WHERE table_schema = $1",
-                                           name).compactMap { try? $0.makeRandomAccess()[0].decode(String.self) })
+        let tables = Set(try session.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+                                           name).rows.compactMap { try? $0[0].string() })
         let expected = Set(schema.entities.map { PostgresSQL.identifier($0.name) })
         let found = tables.filter { !$0.hasPrefix("_ds_") && !expected.contains($0) }.sorted()
             .map { "the table \($0), which the stored schema does not name" }
@@ -119,11 +118,11 @@ public final class PostgresStore: Store, @unchecked Sendable {
             return 0
         }
         defer { session.close() }
-        var name = PostgresBindings()
+        var name = PGParams()
         name.append(location.schema)
         let row = try? session.query("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c "
             + "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", name).first
-        return (try? row?.makeRandomAccess()[0].decode(Int64.self)) ?? 0
+        return (try? row?[0].int64()) ?? 0
     }
 }
 #endif

@@ -1,7 +1,6 @@
 #if Postgres
 @_spi(Backend) import DataStoreAPI
 import Foundation
-import PostgresNIO
 
 /// A read or write transaction on one session.
 final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting {
@@ -29,16 +28,71 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         s = quotedSchema
     }
 
+    /// The write transaction's first statements' answer (the feed's state and bounds), read
+    /// when first needed: it comes with the answer of the block's first statement.
+    var beginTicket: PGConnection.Ticket?
+
+    /// Sends again what began the transaction, on a new connection (set by the engine).
+    var replayBegin: (() throws -> Void)?
+    /// Whether an answer came back: until then, nothing of the transaction ran, the block has
+    /// seen nothing, and a lost connection is replaced and the transaction begun again.
+    private var answered = false
+
+    /// Sends `sql` and waits for its answer. A connection found lost at the transaction's first
+    /// answer is replaced, the transaction begun again, and `sql` sent again, once.
+    @discardableResult
+    func run(_ sql: String, _ params: PGParams = PGParams()) throws -> PGResult {
+        do {
+            let result = try session.query(sql, params)
+            answered = true
+            return result
+        } catch {
+            guard try startsAgain(after: error) else { throw error }
+            let result = try session.query(sql, params)
+            answered = true
+            return result
+        }
+    }
+
+    /// Whether `error` lost the connection before any answer came, in which case the
+    /// connection is replaced and the transaction begun again on it.
+    private func startsAgain(after error: StoreError) throws -> Bool {
+        guard !answered, let replayBegin, error.code == .unavailable, session.isClosed else { return false }
+        answered = true
+        try session.reconnect()
+        try replayBegin()
+        return true
+    }
+
+    /// Reads the answer to the statements that began the write transaction.
+    func resolveBegin() throws {
+        guard let ticket = beginTicket else { return }
+        beginTicket = nil
+        let row: PGResult
+        do {
+            row = try session.wait(ticket, sql: "the write transaction's first statements")
+        } catch {
+            guard try startsAgain(after: error) else { throw error }
+            try resolveBegin()
+            return
+        }
+        answered = true
+        if let cells = row.first {
+            if feedState == nil { feedState = .some(cells[0].isNull ? nil : cells[0].bytes()) }
+            if feedBounds == nil { feedBounds = .some(try PostgresTransaction.bounds(cells, at: 1)) }
+        }
+    }
+
     /// Sends what this transaction holds back and waits for it.
     func flush() throws {
-        if let sent = sendPending() { try session.wait(sent, sql: "the change feed's entry") }
+        if let sent = try sendPending() { try session.wait(sent, sql: "the change feed's entry") }
     }
 
     /// Queues what this transaction holds back without waiting: before COMMIT, whose answer
     /// comes after this statement's (a failed statement turns the COMMIT into a rollback, so the
     /// caller checks this outcome after the COMMIT's).
-    func sendPending() -> EventLoopFuture<PostgresQueryResult>? {
-        var binds = PostgresBindings()
+    func sendPending() throws -> PGConnection.Ticket? {
+        var binds = PGParams()
         let sql: String
         switch (pendingEntry, pendingRemoval) {
         case (nil, nil):
@@ -48,7 +102,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             sql = "DELETE FROM \(s)._ds_feed WHERE seq < $1"
         case let ((sequence, entry)?, before):
             binds.append(Int64(sequence))
-            binds.append(ByteBuffer(bytes: entry))
+            binds.append(bytes: entry)
             if let before {
                 binds.append(Int64(before))
                 sql = "WITH gone AS (DELETE FROM \(s)._ds_feed WHERE seq < $3) INSERT INTO \(s)._ds_feed (seq, entry) "
@@ -59,7 +113,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         }
         pendingEntry = nil
         pendingRemoval = nil
-        return session.send(sql, binds)
+        return try session.send(sql, binds)
     }
 
     private func table(_ entity: EntitySchema) -> String { PostgresSQL.table(entity, schema: s) }
@@ -69,13 +123,13 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     private func pk(_ entity: EntitySchema) -> String { PostgresSQL.quote(entity.primaryKey) }
 
     /// The rows as records, their values in one arena's shared storage.
-    private func records(_ rows: [PostgresRow], _ entity: EntitySchema) throws -> [Record] {
+    private func records(_ rows: PGResult, _ entity: EntitySchema) throws -> [Record] {
         var arena = RecordArena()
         var records: [Record] = []
         records.reserveCapacity(rows.count)
         let (attributes, layout) = (entity.attributes, entity.layout)
-        for row in rows {
-            let cells = row.makeRandomAccess()
+        for row in rows.rows {
+            let cells = row
             var failure: (any Error)?
             let record = arena.record(layout: layout) { sink in
                 do {
@@ -101,8 +155,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         return records
     }
 
-    private func binds(_ values: [Value]) -> PostgresBindings {
-        var binds = PostgresBindings()
+    private func binds(_ values: [Value]) -> PGParams {
+        var binds = PGParams()
         for value in values { PostgresSQL.bind(value, into: &binds) }
         return binds
     }
@@ -114,12 +168,12 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
-        try records(session.query("SELECT \(columns(entity)) FROM \(table(entity)) WHERE \(pk(entity)) = $1",
+        try records(run("SELECT \(columns(entity)) FROM \(table(entity)) WHERE \(pk(entity)) = $1",
                                   binds([key.value])), entity).first
     }
 
     func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool {
-        try !session.query("SELECT 1 FROM \(table(entity)) WHERE \(pk(entity)) = $1", binds([key.value])).isEmpty
+        try !run("SELECT 1 FROM \(table(entity)) WHERE \(pk(entity)) = $1", binds([key.value])).isEmpty
     }
 
     /// Every item in key order, a page at a time, until `body` says stop.
@@ -138,7 +192,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         if let select = PostgresRequestSQL.select(request, entity, columns: columns(entity), table: table(entity),
                                                    schema: s) {
-            return try records(session.query(select.sql, select.binds), entity)
+            return try records(run(select.sql, select.binds), entity)
         }
         var stages = RequestStages(request)
         try forEach(entity) { key, record in stages.offer(key: key, record: record) }
@@ -147,13 +201,13 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
 
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         if case .all = filter {
-            guard let row = try session.query("SELECT count(*) FROM \(table(entity))").first else { return 0 }
-            return Int(try row.makeRandomAccess()[0].decode(Int64.self))
+            guard let row = try run("SELECT count(*) FROM \(table(entity))").first else { return 0 }
+            return Int(try row[0].int64())
         }
         if let query = PostgresRequestSQL.count(filter, entity, table: table(entity), schema: s),
-            let row = try session.query(query.sql, query.binds).first
+            let row = try run(query.sql, query.binds).first
         {
-            return Int(try row.makeRandomAccess()[0].decode(Int64.self))
+            return Int(try row[0].int64())
         }
         var count = 0
         try forEach(entity) { _, record in
@@ -166,21 +220,24 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         let select = "SELECT \(columns(entity)) FROM \(table(entity))"
         if let key {
-            return try records(session.query(select + " WHERE \(pk(entity)) > $1 ORDER BY \(pk(entity)) LIMIT $2",
+            return try records(run(select + " WHERE \(pk(entity)) > $1 ORDER BY \(pk(entity)) LIMIT $2",
                                              binds([key.value, .int(Int64(limit))])), entity)
         }
-        return try records(session.query(select + " ORDER BY \(pk(entity)) LIMIT $1", binds([.int(Int64(limit))])),
+        return try records(run(select + " ORDER BY \(pk(entity)) LIMIT $1", binds([.int(Int64(limit))])),
                            entity)
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {
-        if key == Self.feedStateKey, let known = feedState { return known }
-        var binds = PostgresBindings()
+        if key == Self.feedStateKey {
+            try resolveBegin()
+            if let known = feedState { return known }
+        }
+        var binds = PGParams()
         binds.append(PostgresSQL.escape(key))
-        guard let row = try session.query("SELECT value FROM \(s)._ds_meta WHERE key = $1", binds).first else {
+        guard let row = try run("SELECT value FROM \(s)._ds_meta WHERE key = $1", binds).first else {
             return nil
         }
-        return Array(try row.makeRandomAccess()[0].decode(ByteBuffer.self).readableBytesView)
+        return row[0].bytes()
     }
 
     // MARK: Writing
@@ -195,7 +252,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
                 return PostgresSQL.indexTerm(attribute, schema: s) + " = "
                     + PostgresSQL.indexTerm(attribute, schema: s, operand: "$\(i + 1)::\(type)")
             }
-            return try records(session.query("SELECT \(columns(entity)) FROM \(table(entity)) WHERE "
+            return try records(run("SELECT \(columns(entity)) FROM \(table(entity)) WHERE "
                                               + conditions.joined(separator: " AND "), binds(values)), entity)
         }
     }
@@ -209,7 +266,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             if try contains(entity, key: key) { throw StoreError.keyExists(entity, record) }
             try checkUnique(record, key: key, in: entity)
         }
-        let inserted = try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES "
+        let inserted = try run("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES "
             + "(\(placeholders(entity))) ON CONFLICT (\(pk(entity))) DO NOTHING RETURNING 1",
             binds(entity.attributes.map { record[$0.name] }))
         if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
@@ -223,10 +280,10 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         guard try bulkIsClean(records, entity) else { return false }
         // Large batches go by COPY, small ones as one multi-row INSERT.
         if records.count >= 64 {
-            try session.copy(records, into: entity)
+            try session.copy(records, into: entity, quotedSchema: s)
             return true
         }
-        var binds = PostgresBindings()
+        var binds = PGParams()
         var rows: [String] = []
         var n = 0
         for (record, _) in records {
@@ -238,46 +295,51 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             }
             rows.append("(" + marks.joined(separator: ", ") + ")")
         }
-        try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES " + rows.joined(separator: ", "), binds)
+        try run("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES " + rows.joined(separator: ", "), binds)
         return true
     }
 
     /// Whether a batch can go in one statement: no key taken or repeated, and no unique value
     /// held already or shared within the batch (single-attribute unique indexes are checked in
-    /// one query each; an entity with a unique index over several attributes goes one by one).
+    /// one query per 10,000 values, several attributes' as tuples).
     private func bulkIsClean(_ records: [(record: Record, key: PrimaryKey)], _ entity: EntitySchema) throws -> Bool {
         guard Set(records.map(\.key)).count == records.count else { return false }
         for chunk in stride(from: 0, to: records.count, by: 10_000).map({ records[$0..<min(records.count, $0 + 10_000)] }) {
-            var binds = PostgresBindings()
+            var binds = PGParams()
             let marks = chunk.enumerated().map { i, item -> String in
                 PostgresSQL.bind(item.key.value, into: &binds)
                 return "$\(i + 1)"
             }
-            if try !session.query("SELECT 1 FROM \(table(entity)) WHERE \(pk(entity)) IN (\(marks.joined(separator: ", "))) "
+            if try !run("SELECT 1 FROM \(table(entity)) WHERE \(pk(entity)) IN (\(marks.joined(separator: ", "))) "
                 + "LIMIT 1", binds).isEmpty { return false }
         }
         for index in entity.indexes where index.isUnique {
-            guard index.attributes.count == 1, let attribute = entity.attribute(named: index.attributes[0]) else {
-                return false
-            }
+            let attributes = index.attributes.compactMap { entity.attribute(named: $0) }
+            guard attributes.count == index.attributes.count else { return false }
             var seen = Set<[Value]>()
-            var values: [Value] = []
+            var tuples: [[Value]] = []
             for (record, _) in records {
                 guard let tuple = UniqueIndexRule.tuple(record, index) else { continue }
                 guard seen.insert(tuple).inserted else { return false }
-                values.append(tuple[0])
+                tuples.append(tuple)
             }
-            let type = PostgresSQL.castType(attribute.type)
+            // One query per chunk: `(terms) IN ((values), …)`, each term as the index has it.
+            let columns = "(" + attributes.map { PostgresSQL.indexTerm($0, schema: s) }.joined(separator: ", ") + ")"
+            let perChunk = max(1, 10_000 / attributes.count)
             var start = 0
-            while start < values.count {
-                let chunk = values[start..<min(values.count, start + 10_000)]
-                var binds = PostgresBindings()
-                let terms = chunk.enumerated().map { i, value -> String in
-                    PostgresSQL.bind(value, into: &binds)
-                    return PostgresSQL.indexTerm(attribute, schema: s, operand: "$\(i + 1)::\(type)")
+            while start < tuples.count {
+                let chunk = tuples[start..<min(tuples.count, start + perChunk)]
+                var binds = PGParams()
+                let rows = chunk.map { tuple -> String in
+                    let terms = zip(attributes, tuple).map { attribute, value -> String in
+                        PostgresSQL.bind(value, into: &binds)
+                        let cast = "$\(binds.count)::\(PostgresSQL.castType(attribute.type))"
+                        return PostgresSQL.indexTerm(attribute, schema: s, operand: cast)
+                    }
+                    return "(" + terms.joined(separator: ", ") + ")"
                 }
-                if try !session.query("SELECT 1 FROM \(table(entity)) WHERE \(PostgresSQL.indexTerm(attribute, schema: s)) "
-                    + "IN (\(terms.joined(separator: ", "))) LIMIT 1", binds).isEmpty { return false }
+                if try !run("SELECT 1 FROM \(table(entity)) WHERE \(columns) IN (\(rows.joined(separator: ", "))) "
+                    + "LIMIT 1", binds).isEmpty { return false }
                 start += chunk.count
             }
         }
@@ -288,64 +350,69 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         if entity.indexes.contains(where: \.isUnique) { try checkUnique(record, key: key, in: entity) }
         let updates = entity.attributes.filter { $0.name != entity.primaryKey }
             .map { "\(PostgresSQL.quote($0.name)) = EXCLUDED.\(PostgresSQL.quote($0.name))" }
-        try session.query("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES (\(placeholders(entity))) "
+        try run("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES (\(placeholders(entity))) "
             + "ON CONFLICT (\(pk(entity))) DO " + (updates.isEmpty ? "NOTHING" : "UPDATE SET " + updates.joined(separator: ", ")),
             binds(entity.attributes.map { record[$0.name] }))
     }
 
     func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
-        try !session.query("DELETE FROM \(table(entity)) WHERE \(pk(entity)) = $1 RETURNING 1", binds([key.value]))
+        try !run("DELETE FROM \(table(entity)) WHERE \(pk(entity)) = $1 RETURNING 1", binds([key.value]))
             .isEmpty
     }
 
     func deleteAll(in entity: EntitySchema) throws -> Int {
-        guard let row = try session.query("WITH gone AS (DELETE FROM \(table(entity)) RETURNING 1) "
+        guard let row = try run("WITH gone AS (DELETE FROM \(table(entity)) RETURNING 1) "
             + "SELECT count(*) FROM gone").first else { return 0 }
-        return Int(try row.makeRandomAccess()[0].decode(Int64.self))
+        return Int(try row[0].int64())
     }
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
-        if key == Self.feedStateKey { feedState = nil }
+        if key == Self.feedStateKey {
+            try resolveBegin()
+            feedState = nil
+        }
         // Keys are text: NUL and the escape's own byte are escaped as in values.
-        var binds = PostgresBindings()
+        var binds = PGParams()
         binds.append(PostgresSQL.escape(key))
         guard let value else {
-            try session.query("DELETE FROM \(s)._ds_meta WHERE key = $1", binds)
+            try run("DELETE FROM \(s)._ds_meta WHERE key = $1", binds)
             return
         }
-        binds.append(ByteBuffer(bytes: value))
-        try session.query("INSERT INTO \(s)._ds_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE "
+        binds.append(bytes: value)
+        try run("INSERT INTO \(s)._ds_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE "
             + "SET value = EXCLUDED.value", binds)
     }
 
     // MARK: The change feed's entries
 
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
+        try resolveBegin()
         if let known = feedBounds { return known }
         try flush()
-        guard let row = try session.query("SELECT min(seq), max(seq) FROM \(s)._ds_feed").first else { return nil }
-        let bounds = try Self.bounds(row.makeRandomAccess(), at: 0)
+        guard let row = try run("SELECT min(seq), max(seq) FROM \(s)._ds_feed").first else { return nil }
+        let bounds = try Self.bounds(row, at: 0)
         feedBounds = .some(bounds)
         return bounds
     }
 
     /// Bounds from two cells (min, max) starting at `index`.
-    static func bounds(_ cells: PostgresRandomAccessRow, at index: Int) throws -> (first: UInt64, last: UInt64)? {
-        guard cells[index].bytes != nil else { return nil }
-        return (UInt64(try cells[index].decode(Int64.self)), UInt64(try cells[index + 1].decode(Int64.self)))
+    static func bounds(_ cells: PGRow, at index: Int) throws -> (first: UInt64, last: UInt64)? {
+        guard !cells[index].isNull else { return nil }
+        return (UInt64(try cells[index].int64()), UInt64(try cells[index + 1].int64()))
     }
 
     func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]? {
         try flush()
-        var binds = PostgresBindings()
+        var binds = PGParams()
         binds.append(Int64(sequence))
-        guard let row = try session.query("SELECT entry FROM \(s)._ds_feed WHERE seq = $1", binds).first else {
+        guard let row = try run("SELECT entry FROM \(s)._ds_feed WHERE seq = $1", binds).first else {
             return nil
         }
-        return Array(try row.makeRandomAccess()[0].decode(ByteBuffer.self).readableBytesView)
+        return row[0].bytes()
     }
 
     func appendChangeLog(_ sequence: UInt64, _ entry: [UInt8]) throws {
+        try resolveBegin()
         if pendingEntry != nil { try flush() }
         pendingEntry = (sequence, entry)
         if let known = feedBounds {
@@ -354,6 +421,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
     func removeChangeLog(before sequence: UInt64) throws {
+        try resolveBegin()
         // A removal that would reach the entry held back goes after it.
         if let pending = pendingEntry, pending.sequence < sequence { try flush() }
         pendingRemoval = max(pendingRemoval ?? 0, sequence)

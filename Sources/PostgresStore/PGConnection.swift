@@ -1,0 +1,460 @@
+#if Postgres
+import CLibPQ
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// A failure of the server or the connection, in the server's words.
+struct PGError: Error {
+    /// The SQLSTATE, when the server sent one.
+    var sqlState: String?
+    /// One line: the server's message and detail, or libpq's.
+    var message: String
+    /// Whether the connection is gone (what ran of the transaction is rolled back by the server).
+    var connectionLost: Bool
+
+    /// The error of a failed result.
+    init(result: OpaquePointer, connection: OpaquePointer?) {
+        func field(_ code: Character) -> String? {
+            guard let text = PQresultErrorField(result, Int32(code.asciiValue ?? 0)) else { return nil }
+            return String(cString: text)
+        }
+        sqlState = field("C")
+        let primary = field("M") ?? PGConnection.oneLine(String(cString: PQresultErrorMessage(result)))
+        message = [primary, field("D")].compactMap { $0 }.joined(separator: ": ")
+        connectionLost = connection.map { PQstatus($0) == CONNECTION_BAD } ?? false
+            || sqlState?.hasPrefix("08") == true || ["57P01", "57P02", "57P03"].contains(sqlState ?? "")
+    }
+
+    init(message: String, connectionLost: Bool, sqlState: String? = nil) {
+        self.message = message
+        self.connectionLost = connectionLost
+        self.sqlState = sqlState
+    }
+}
+
+/// Parameters sent in binary with their types, so that the server never guesses: `bigint`,
+/// `float8`, `boolean`, `text`, `bytea` and `uuid`, in one contiguous buffer.
+struct PGParams {
+    private(set) var types: [UInt32] = []
+    private(set) var lengths: [Int32] = []
+    private(set) var offsets: [Int] = []
+    private(set) var data: [UInt8] = []
+
+    init() {}
+
+    var count: Int { types.count }
+
+    private mutating func add(_ type: UInt32, _ body: (inout [UInt8]) -> Void) {
+        let start = data.count
+        body(&data)
+        types.append(type)
+        offsets.append(start)
+        lengths.append(Int32(data.count - start))
+    }
+
+    mutating func appendNull() {
+        types.append(0)
+        offsets.append(data.count)
+        lengths.append(-1)
+    }
+
+    mutating func append(_ value: Int64) {
+        add(20) { data in withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) } }
+    }
+
+    mutating func append(_ value: Int) { append(Int64(value)) }
+
+    mutating func append(_ value: Double) {
+        add(701) { data in withUnsafeBytes(of: value.bitPattern.bigEndian) { data.append(contentsOf: $0) } }
+    }
+
+    mutating func append(_ value: Bool) { add(16) { $0.append(value ? 1 : 0) } }
+
+    mutating func append(_ value: String) { add(25) { $0.append(contentsOf: value.utf8) } }
+
+    mutating func append(bytes: some Sequence<UInt8>) { add(17) { $0.append(contentsOf: bytes) } }
+
+    mutating func append(_ value: UUID) {
+        add(2950) { data in withUnsafeBytes(of: value.uuid) { data.append(contentsOf: $0) } }
+    }
+}
+
+/// A result's rows, read in binary; freed with the value.
+final class PGResult: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { PQclear(pointer) }
+
+    var count: Int { Int(PQntuples(pointer)) }
+    var isEmpty: Bool { count == 0 }
+    var first: PGRow? { isEmpty ? nil : PGRow(result: self, index: 0) }
+    var rows: [PGRow] { (0..<count).map { PGRow(result: self, index: $0) } }
+    /// The rows a command changed or returned (`INSERT`, `DELETE`).
+    var affectedRows: Int { Int(String(cString: PQcmdTuples(pointer))) ?? 0 }
+}
+
+/// One row of a result.
+struct PGRow {
+    let result: PGResult
+    let index: Int
+    subscript(column: Int) -> PGCell { PGCell(result: result, row: Int32(index), column: Int32(column)) }
+}
+
+/// One value of a row, in PostgreSQL's binary format.
+struct PGCell {
+    let result: PGResult
+    let row: Int32
+    let column: Int32
+
+    var isNull: Bool { PQgetisnull(result.pointer, row, column) != 0 }
+
+    /// The value's bytes (valid while the result lives).
+    var raw: UnsafeRawBufferPointer {
+        let length = Int(PQgetlength(result.pointer, row, column))
+        guard let base = PQgetvalue(result.pointer, row, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: base, count: length)
+    }
+
+    private func wrong(_ type: String) -> StoreError {
+        StoreError(.corrupt, "a PostgreSQL value of \(raw.count) bytes cannot be read as \(type)")
+    }
+
+    func int64() throws(StoreError) -> Int64 {
+        let bytes = raw
+        switch bytes.count {
+        case 8: return Int64(bigEndian: bytes.loadUnaligned(as: Int64.self))
+        case 4: return Int64(Int32(bigEndian: bytes.loadUnaligned(as: Int32.self)))
+        case 2: return Int64(Int16(bigEndian: bytes.loadUnaligned(as: Int16.self)))
+        default: throw wrong("an integer")
+        }
+    }
+
+    func double() throws(StoreError) -> Double {
+        let bytes = raw
+        switch bytes.count {
+        case 8: return Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)))
+        case 4: return Double(Float(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self))))
+        default: throw wrong("a double")
+        }
+    }
+
+    func bool() throws(StoreError) -> Bool {
+        guard raw.count == 1 else { throw wrong("a boolean") }
+        return raw[0] != 0
+    }
+
+    func string() throws(StoreError) -> String {
+        guard let text = String(validating: raw.bindMemory(to: UInt8.self), as: UTF8.self) else {
+            throw StoreError(.corrupt, "a PostgreSQL text value is not UTF-8")
+        }
+        return text
+    }
+
+    func bytes() -> [UInt8] { Array(raw) }
+
+    func uuid() throws(StoreError) -> UUID {
+        let bytes = raw
+        guard bytes.count == 16 else { throw wrong("a uuid") }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: bytes) }
+        return UUID(uuid: value)
+    }
+}
+
+/// One libpq connection in pipeline mode, used from one thread at a time: statements are
+/// queued with ``send(_:_:)`` and go to the server together at the next wait, whose answers
+/// come back in one round trip; ``result(_:)`` waits for one statement's answer (and reads
+/// those of the statements before it). A statement that fails makes the ones after it up to
+/// the next wait fail with the same error, as the server skips them.
+final class PGConnection {
+    private let connection: OpaquePointer
+    private enum Entry {
+        case statement(id: Int, wanted: Bool)
+        case sync
+    }
+    /// What was sent and not yet read, in order.
+    private var entries: [Entry] = []
+    private var head = 0
+    /// Whether the last entry sent is a sync point (everything sent is on its way).
+    private var synced = true
+    private var nextID = 0
+    private var outcomes: [Int: Result<PGResult, PGError>] = [:]
+    /// The first failure since the last sync point: the cause of the statements skipped after it.
+    private var segmentFailure: PGError?
+
+    /// A statement sent; ``result(_:)`` gives its answer.
+    struct Ticket { fileprivate let id: Int }
+
+    /// Connects with libpq's keywords and values (`host`, `port`, `dbname`, `sslmode`, …);
+    /// everything not given comes from the `PG…` environment variables, `~/.pgpass` and
+    /// service files, as in every libpq client.
+    init(_ parameters: [(String, String)], pipelined: Bool = true) throws(PGError) {
+        var keywords = parameters.map { strdup($0.0) }
+        var values = parameters.map { strdup($0.1) }
+        keywords.append(nil)
+        values.append(nil)
+        defer {
+            for pointer in keywords { free(pointer) }
+            for pointer in values { free(pointer) }
+        }
+        let made: OpaquePointer? = keywords.withUnsafeBufferPointer { k in
+            values.withUnsafeBufferPointer { v in
+                k.withMemoryRebound(to: UnsafePointer<CChar>?.self) { k in
+                    v.withMemoryRebound(to: UnsafePointer<CChar>?.self) { v in
+                        PQconnectdbParams(k.baseAddress, v.baseAddress, 0)
+                    }
+                }
+            }
+        }
+        guard let made else { throw PGError(message: "out of memory", connectionLost: true) }
+        guard PQstatus(made) == CONNECTION_OK else {
+            let message = Self.oneLine(String(cString: PQerrorMessage(made)))
+            PQfinish(made)
+            throw PGError(message: message, connectionLost: true)
+        }
+        connection = made
+        // libpq prints the server's notices (NOTICE: drop cascades to …) on standard error
+        // unless told otherwise: a library's caller did not ask for them.
+        PQsetNoticeProcessor(made, { _, _ in }, nil)
+        if pipelined, PQenterPipelineMode(made) != 1 {
+            PQfinish(made)
+            throw PGError(message: "libpq cannot enter pipeline mode", connectionLost: true)
+        }
+        isPipelined = pipelined
+    }
+
+    deinit { PQfinish(connection) }
+
+    private var isPipelined: Bool
+
+    /// libpq's multi-line messages as one line.
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: "; ")
+    }
+
+    /// The host this connection reached (of several a location names), and its port.
+    var server: String {
+        let host = PQhost(connection).map { String(cString: $0) } ?? ""
+        let port = PQport(connection).map { String(cString: $0) } ?? ""
+        return host.hasPrefix("/") ? "\(host) (port \(port))" : "\(host):\(port)"
+    }
+
+    /// Whether the connection is still usable: checked without waiting, by reading what the
+    /// server may have sent (a terminated backend's last words, or the end of the stream).
+    var isAlive: Bool {
+        guard PQstatus(connection) == CONNECTION_OK else { return false }
+        guard head == entries.count else { return true }
+        // Idle, nothing is due: what the socket holds is a notice, a notification, or a
+        // terminated backend's last message followed by the end of the stream.
+        for _ in 0..<3 {
+            var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 0) > 0 else { return true }
+            if descriptor.revents & Int16(POLLERR | POLLNVAL) != 0 { return false }
+            guard PQconsumeInput(connection) == 1 else { return false }
+            _ = PQisBusy(connection)
+            guard PQstatus(connection) == CONNECTION_OK else { return false }
+        }
+        return PQstatus(connection) == CONNECTION_OK
+    }
+
+    /// The connection's socket, for waiting on notifications.
+    var socket: Int32 { PQsocket(connection) }
+
+    private var lostError: PGError {
+        let text = Self.oneLine(String(cString: PQerrorMessage(connection)))
+        return PGError(message: text.isEmpty ? "the connection was closed" : text, connectionLost: true)
+    }
+
+    /// Queues `sql` with its parameters; it goes to the server at the next wait.
+    @discardableResult
+    func send(_ sql: String, _ params: PGParams = PGParams(), wanted: Bool = true) throws(PGError) -> Ticket {
+        guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
+        let sent: Int32 = params.data.withUnsafeBufferPointer { data in
+            let base = data.baseAddress.map { UnsafeRawPointer($0) }
+            let values: [UnsafePointer<CChar>?] = params.lengths.indices.map { i in
+                guard params.lengths[i] >= 0 else { return nil }
+                // A zero-length value needs a pointer all the same (not null, which means NULL).
+                guard let base else { return UnsafePointer<CChar>(bitPattern: 1) }
+                return (base + params.offsets[i]).assumingMemoryBound(to: CChar.self)
+            }
+            let formats = [Int32](repeating: 1, count: params.count)
+            return PQsendQueryParams(connection, sql, Int32(params.count), params.types, values, params.lengths,
+                                     formats, 1)
+        }
+        guard sent == 1 else { throw lostError }
+        nextID += 1
+        entries.append(.statement(id: nextID, wanted: wanted))
+        synced = false
+        if !isPipelined {
+            // One statement at a time: its answer is read before the next goes.
+            entries.append(.sync)
+            synced = true
+        }
+        return Ticket(id: nextID)
+    }
+
+    /// Sends what is queued, with a sync point after it.
+    func flush() throws(PGError) {
+        guard !synced else { return }
+        guard PQpipelineSync(connection) == 1 else { throw lostError }
+        entries.append(.sync)
+        synced = true
+    }
+
+    /// The answer to `ticket`, waited for: what was queued goes first.
+    func result(_ ticket: Ticket) throws(PGError) -> PGResult {
+        while outcomes[ticket.id] == nil {
+            if head == entries.count { throw PGError(message: "a statement's answer was read twice", connectionLost: false) }
+            if !synced { try flush() }
+            readNext()
+        }
+        return try outcomes.removeValue(forKey: ticket.id)!.get()
+    }
+
+    /// Sends `sql` and waits for its answer.
+    @discardableResult
+    func query(_ sql: String, _ params: PGParams = PGParams()) throws(PGError) -> PGResult {
+        try result(send(sql, params))
+    }
+
+    /// Reads every answer still on its way (those waited for stay for ``result(_:)``); throws
+    /// only when the connection is lost.
+    func settle() throws(PGError) {
+        if !synced { try flush() }
+        while head < entries.count { readNext() }
+        guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
+    }
+
+    /// Forgets the answers nobody asked for (at the end of a transaction).
+    func forgetAnswers() { outcomes.removeAll(keepingCapacity: true) }
+
+    /// Reads the answer of the next entry sent.
+    private func readNext() {
+        let entry = entries[head]
+        head += 1
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        switch entry {
+        case .sync:
+            guard isPipelined else {
+                segmentFailure = nil
+                return
+            }
+            if let result = PQgetResult(connection) {
+                PQclear(result)
+            } else {
+                fail(remaining: lostError)
+            }
+            segmentFailure = nil
+        case .statement(let id, let wanted):
+            var first: OpaquePointer?
+            while let result = PQgetResult(connection) {
+                if first == nil { first = result } else { PQclear(result) }
+            }
+            let outcome: Result<PGResult, PGError>
+            if let first {
+                switch PQresultStatus(first) {
+                case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+                    outcome = .success(PGResult(first))
+                case PGRES_PIPELINE_ABORTED:
+                    PQclear(first)
+                    outcome = .failure(segmentFailure ?? PGError(message: "an earlier statement failed",
+                                                                 connectionLost: false))
+                default:
+                    let error = PGError(result: first, connection: connection)
+                    PQclear(first)
+                    segmentFailure = segmentFailure ?? error
+                    outcome = .failure(error)
+                }
+            } else {
+                outcome = .failure(lostError)
+            }
+            if wanted { outcomes[id] = outcome }
+            if case .failure(let error) = outcome, error.connectionLost { fail(remaining: error) }
+        }
+    }
+
+    /// The connection is gone: every statement still on its way fails with `error`.
+    private func fail(remaining error: PGError) {
+        for entry in entries[head...] {
+            if case .statement(let id, _) = entry { outcomes[id] = .failure(error) }
+        }
+        entries.removeAll()
+        head = 0
+        synced = true
+    }
+
+    /// Runs `body` outside pipeline mode (COPY needs it), after every answer on its way.
+    func outsidePipeline<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        try settle()
+        guard isPipelined else { return try body(connection) }
+        guard PQexitPipelineMode(connection) == 1 else { throw lostError }
+        defer { if PQenterPipelineMode(connection) != 1 { PQreset(connection) } }
+        return try body(connection)
+    }
+
+    /// The notifications received so far, by channel name.
+    func notifications() -> [String] {
+        _ = PQconsumeInput(connection)
+        var channels: [String] = []
+        while let notify = PQnotifies(connection) {
+            channels.append(String(cString: notify.pointee.relname))
+            PQfreemem(notify)
+        }
+        return channels
+    }
+
+    /// Writes `rows` (COPY's text format, built by `fill` a chunk at a time) into the COPY
+    /// `sql` starts; returns the rows the server counted.
+    func copyIn(_ sql: String, _ fill: (inout [UInt8]) throws -> Bool) throws -> Int {
+        try outsidePipeline { connection in
+            guard let started = PQexec(connection, sql) else { throw lostError }
+            guard PQresultStatus(started) == PGRES_COPY_IN else {
+                let error = PGError(result: started, connection: connection)
+                PQclear(started)
+                throw error
+            }
+            PQclear(started)
+            var buffer: [UInt8] = []
+            buffer.reserveCapacity(1 << 17)
+            var more = true
+            var failure: (any Error)?
+            while more {
+                buffer.removeAll(keepingCapacity: true)
+                do {
+                    more = try fill(&buffer)
+                } catch {
+                    failure = error
+                    break
+                }
+                if !buffer.isEmpty {
+                    let put = buffer.withUnsafeBufferPointer { pointer in
+                        pointer.withMemoryRebound(to: CChar.self) {
+                            PQputCopyData(connection, $0.baseAddress, Int32($0.count))
+                        }
+                    }
+                    guard put == 1 else { throw lostError }
+                }
+            }
+            guard PQputCopyEnd(connection, failure == nil ? nil : "the client stopped the copy") == 1 else {
+                throw lostError
+            }
+            var outcome: Result<Int, PGError> = .success(0)
+            while let result = PQgetResult(connection) {
+                if PQresultStatus(result) == PGRES_COMMAND_OK {
+                    outcome = .success(Int(String(cString: PQcmdTuples(result))) ?? 0)
+                } else if case .success = outcome {
+                    outcome = .failure(PGError(result: result, connection: connection))
+                }
+                PQclear(result)
+            }
+            if let failure { throw failure }
+            if PQstatus(connection) == CONNECTION_BAD { throw lostError }
+            return try outcome.get()
+        }
+    }
+}
+#endif
