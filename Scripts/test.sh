@@ -22,7 +22,10 @@
 # build enables the package trait `Postgres` (into .build-pg, so that it never invalidates the
 # plain build in .build), and the run adds the PostgreSQL tests: they start a throwaway server
 # (initdb as the postgres user in a temporary directory, Unix socket only) and stop it at the
-# end. Where it cannot be installed, the command says so and runs everything else.
+# end. The conformance suite also runs through pgbouncer in transaction pooling mode
+# (Scripts/pgbouncer.sh, Debian's pgbouncer, installed when missing), and the failover test
+# starts a primary and a streaming standby of its own. Where PostgreSQL cannot be installed,
+# the command says so and runs everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -36,14 +39,14 @@ started=$(date +%s)
 Scripts/install-deps.sh
 Scripts/check-markdown.py
 Scripts/check-code-blocks.sh
-if Scripts/postgres-server.sh install; then
+if Scripts/postgres-server.sh install && Scripts/pgbouncer.sh install; then
     swift build --build-tests --traits Postgres,ExampleServer --scratch-path .build-pg
     swift test --skip-build --traits Postgres,ExampleServer --scratch-path .build-pg "$@"
     [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build --traits Postgres,ExampleServer \
         --scratch-path .build-pg \
         --no-parallel --filter KeepTheCooperativePoolResponsive
 else
-    echo "test.sh: PostgreSQL 15 is neither installed nor installable here; the PostgreSQL tests do not run" >&2
+    echo "test.sh: PostgreSQL 15 or pgbouncer is neither installed nor installable here; the PostgreSQL tests do not run" >&2
     swift build --build-tests --traits ExampleServer
     swift test --skip-build --traits ExampleServer "$@"
     [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build --traits ExampleServer --no-parallel \

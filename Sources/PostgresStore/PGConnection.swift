@@ -294,10 +294,14 @@ final class PGConnection {
         return Ticket(id: nextID)
     }
 
+    /// How many sync points were sent: each is one round trip when its answers are waited for.
+    private(set) var syncCount = 0
+
     /// Sends what is queued, with a sync point after it.
     func flush() throws(PGError) {
         guard !synced else { return }
         guard PQpipelineSync(connection) == 1 else { throw lostError }
+        syncCount += 1
         entries.append(.sync)
         synced = true
     }

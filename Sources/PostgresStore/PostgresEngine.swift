@@ -198,6 +198,9 @@ import Synchronization
 
     public var concurrentReads: Int { readConnections }
 
+    /// The sync points the writer's connection sent (one round trip each).
+    var writerRoundTrips: Int { writer.connection.syncCount }
+
     /// The store's logger, when the app configured one.
     private let logger = Mutex<Logger?>(nil)
 

@@ -37,6 +37,10 @@ public final class PostgresStore: Store, @unchecked Sendable {
 
     public var location: PostgresLocation { postgres.location }
 
+    /// The round trips the writer's connection made so far (its sync points), for tests and
+    /// the benchmark harness.
+    @_spi(Backend) public var writerRoundTrips: Int { postgres.writerRoundTrips }
+
     /// Drops the store's schema with everything in it.
     public static func destroy(_ location: PostgresLocation) throws { try PostgresEngine.destroy(location) }
 }

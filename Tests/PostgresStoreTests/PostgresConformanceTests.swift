@@ -15,4 +15,16 @@ let postgresBackend = ConformanceBackend(name: "PostgreSQL") { location, schema,
 func postgresConformance(_ testCase: ConformanceCase) async throws {
     try await testCase.run(on: postgresBackend)
 }
+
+/// The same suite through pgbouncer in transaction pooling mode: each transaction may run on
+/// another server connection, so nothing may rest on session state.
+let pooledPostgresBackend = ConformanceBackend(name: "PostgreSQL through pgbouncer") { location, schema, migrations in
+    try PostgresStore(location: PostgresTestServer.pooledLocation(location.path), schema: schema,
+                      migrations: migrations, durability: .normal)
+}
+
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"), arguments: ConformanceSuite.cases)
+func postgresThroughPgBouncerConformance(_ testCase: ConformanceCase) async throws {
+    try await testCase.run(on: pooledPostgresBackend)
+}
 #endif

@@ -18,5 +18,14 @@ enum PostgresTestServer {
         // swiftlint:disable:next force_try
         return try! PostgresLocation(parsing: "postgres://postgres@/datastore?schema=t\(String(hash, radix: 16))&host=\(host)")
     }
+
+    /// The same through the test pgbouncer (transaction pooling): observers `LISTEN` on the
+    /// server directly, since notifications cannot pass a pooler in transaction mode.
+    static func pooledLocation(_ key: String) -> PostgresLocation {
+        let direct = location(key)
+        // swiftlint:disable:next force_try
+        return try! PostgresLocation(parsing: "postgres://postgres@/datastore?schema=\(direct.schema)"
+            + "&host=\(TestPgBouncer.host)&port=6432&listen_host=\(host)&listen_port=5432")
+    }
 }
 #endif

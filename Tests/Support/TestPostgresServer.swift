@@ -27,3 +27,27 @@ public enum TestPostgresServer {
             .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-server.sh").path
     }
 }
+
+/// A pgbouncer in transaction pooling mode in front of the test server, started by
+/// `Scripts/pgbouncer.sh` at first use (installing Debian's pgbouncer when missing) and
+/// stopped when the test process exits; its Unix socket directory (port 6432).
+public enum TestPgBouncer {
+    public static let host: String = {
+        let server = TestPostgresServer.host
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("datastore-pgbouncer-\(getpid())").path
+        let status = system("/bin/bash '\(script)' start '\(dir)' '\(server)' >/dev/null")
+        precondition(status == 0, "the test pgbouncer did not start (\(script) start \(dir) \(server))")
+        stopDirectory = dir
+        atexit {
+            guard let dir = TestPgBouncer.stopDirectory else { return }
+            _ = system("/bin/bash '\(TestPgBouncer.script)' stop '\(dir)'")
+        }
+        return dir
+    }()
+
+    nonisolated(unsafe) static var stopDirectory: String?
+
+    public static var script: String {
+        URL(fileURLWithPath: TestPostgresServer.script).deletingLastPathComponent().appendingPathComponent("pgbouncer.sh").path
+    }
+}
