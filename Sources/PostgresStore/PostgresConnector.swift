@@ -291,7 +291,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             return try PGConnection(connectionParameters(overriding: overriding), pipelined: pipelined)
         } catch {
             let described = PostgresSession.describe(error)
-            let code: StoreError.Code = described.contains("read-write") || described.contains("refused")
+            let code: StoreError.Code = described.contains("read-only") || described.contains("refused")
                 || described.contains("No such file") || described.contains("timeout") ? .unavailable : .io
             throw StoreError(code, "cannot connect to the PostgreSQL server at \(overriding.map { "\($0.host):\($0.port)" } ?? server) "
                 + "(database \(database), user \(user)): \(described)")

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# A primary and a streaming standby on loopback for the failover test, with synchronous
+# replication (synchronous_standby_names = '*': a commit is acknowledged once the standby has
+# it on disk):
+#   start DIR PRIMARY_PORT STANDBY_PORT   initdb the primary, pg_basebackup -R the standby, start both
+#   kill-primary DIR                      SIGKILL every process of the primary at once
+#   promote DIR                           pg_ctl promote the standby, waiting until it accepts writes
+#   stop DIR                              stop what still runs and remove DIR
+# Each server also listens on a Unix socket in its own directory. Runs them as the postgres
+# user (initdb refuses root).
+set -euo pipefail
+command=${1:?usage: postgres-replicas.sh start DIR PORT1 PORT2 | kill-primary DIR | promote DIR | stop DIR}
+dir=${2:?DIR}
+bin=/usr/lib/postgresql/15/bin
+as_postgres() {
+    if [ "$(id -un)" = postgres ]; then "$@"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@";
+    else sudo -u postgres "$@"; fi
+}
+case "$command" in
+start)
+    primary_port=${3:?PRIMARY_PORT}
+    standby_port=${4:?STANDBY_PORT}
+    mkdir -p "$dir"
+    chown postgres "$dir" 2>/dev/null || true
+    as_postgres mkdir -p "$dir/primary-socket" "$dir/standby-socket"
+    as_postgres "$bin/initdb" -D "$dir/primary" -U postgres --auth=trust --encoding=UTF8 --locale=C >/dev/null
+    cat >> "$dir/primary/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $primary_port
+unix_socket_directories = '$dir/primary-socket'
+wal_level = replica
+max_wal_senders = 5
+synchronous_commit = on
+fsync = on
+CONF
+    as_postgres "$bin/pg_ctl" -D "$dir/primary" -l "$dir/primary.log" -w start >/dev/null
+    as_postgres "$bin/createdb" -h "$dir/primary-socket" -p "$primary_port" -U postgres datastore
+    as_postgres "$bin/pg_basebackup" -h "$dir/primary-socket" -p "$primary_port" -U postgres -D "$dir/standby" -R -X stream -c fast
+    cat >> "$dir/standby/postgresql.conf" <<CONF
+port = $standby_port
+unix_socket_directories = '$dir/standby-socket'
+CONF
+    as_postgres "$bin/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w start >/dev/null
+    # Synchronous from now on (createdb and the base backup would have waited for a standby).
+    as_postgres psql -q -h "$dir/primary-socket" -p "$primary_port" -U postgres -d datastore \
+        -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+    # Until the standby streams, a synchronous commit would wait.
+    for _ in $(seq 100); do
+        state=$(as_postgres psql -h "$dir/primary-socket" -p "$primary_port" -U postgres -d datastore -Atc \
+            "SELECT sync_state FROM pg_stat_replication" 2>/dev/null || true)
+        [ "$state" = sync ] && break
+        sleep 0.1
+    done
+    [ "$state" = sync ] || { echo "postgres-replicas.sh: the standby did not become synchronous" >&2; exit 1; }
+    ;;
+kill-primary)
+    pid=$(head -1 "$dir/primary/postmaster.pid")
+    children=$(pgrep -P "$pid" || true)
+    kill -9 "$pid" $children 2>/dev/null || true
+    ;;
+promote)
+    as_postgres "$bin/pg_ctl" -D "$dir/standby" -w promote >/dev/null
+    ;;
+stop)
+    for server in primary standby; do
+        if [ -f "$dir/$server/postmaster.pid" ]; then
+            as_postgres "$bin/pg_ctl" -D "$dir/$server" -m immediate -w stop >/dev/null 2>&1 || true
+        fi
+    done
+    rm -rf "$dir"
+    ;;
+*) echo "usage: postgres-replicas.sh start DIR PORT1 PORT2 | kill-primary DIR | promote DIR | stop DIR" >&2; exit 64 ;;
+esac
