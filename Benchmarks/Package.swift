@@ -2,7 +2,7 @@
 // The performance harness: every backend and the migration next to the raw C APIs doing the same
 // work in the same run, and the typed layer next to GRDB (SQLite) and Fluent (SQLite and PostgreSQL). Its own package, so that
 // users of the library never build GRDB. It builds the root package with its `Postgres` trait, so
-// that PostgresStore runs next to postgres-nio.
+// that PostgresStore runs next to libpq called from C.
 import Foundation
 import PackageDescription
 
@@ -15,7 +15,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: "..", traits: ["Postgres"]),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -27,6 +26,9 @@ let package = Package(
     targets: [
         .systemLibrary(name: "RawSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "RawLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        // The raw side of the PostgreSQL rows: libpq called from C.
+        .target(name: "RawLibpq", cSettings: [.unsafeFlags(["-I/usr/include/postgresql"])],
+                linkerSettings: [.linkedLibrary("pq")]),
         // The workload, and the same work through the API and through the raw C APIs, shared by
         // the harness and `profile-store`.
         .target(
@@ -37,7 +39,7 @@ let package = Package(
         .executableTarget(
             name: "datastore-bench",
             dependencies: [
-                "BenchSupport", "RawSQLite", "RawLMDB",
+                "BenchSupport", "RawSQLite", "RawLMDB", "RawLibpq",
                 .product(name: "DataStoreAPI", package: root),
                 .product(name: "SQLiteStore", package: root),
                 .product(name: "LMDBStore", package: root),
@@ -45,7 +47,6 @@ let package = Package(
                 .product(name: "JSONLStore", package: root),
                 .product(name: "StoreMigration", package: root),
                 .product(name: "PostgresStore", package: root),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

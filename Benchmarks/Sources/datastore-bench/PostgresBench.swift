@@ -3,6 +3,7 @@ import DataStoreAPI
 import Foundation
 import PostgresStore
 import StoreMigration
+import Synchronization
 
 /// The PostgreSQL server the benchmarks use: `PGHOST` (a socket directory) when set, else a
 /// throwaway server that `Scripts/postgres-server.sh` starts now and stops at exit.
@@ -29,9 +30,10 @@ nonisolated(unsafe) var postgresStop: String?
     "postgres://postgres@/datastore?schema=\(schema)&host=\(postgresHost)"
 }
 
-/// PostgresStore next to postgres-nio doing the same work: bulk loads by COPY, point gets,
-/// scans and queries in one snapshot, small transactions; asynchronous commit on both sides
-/// (`Durability.normal` is `synchronous_commit = off`), as SQLite runs with synchronous=NORMAL.
+/// PostgresStore next to libpq called from C doing the same work: bulk loads by COPY, point gets,
+/// scans and queries in one snapshot, small transactions (three round trips, and pipelined);
+/// asynchronous commit on both sides (`Durability.normal` is `synchronous_commit = off`), as
+/// SQLite runs with synchronous=NORMAL.
 @MainActor func benchmarkPostgres(n: Int) throws {
     let workload = Workload(count: n)
     let name = "PostgreSQL"
@@ -81,9 +83,12 @@ nonisolated(unsafe) var postgresStop: String?
     record(name, "10,000 small writeSync", n, operations: Workload.smallTransactions,
            api: try time { try api.smallTransactions(from: n) },
            raw: try time { try rawBulk.smallTransactions(from: n) })
+    record(name, "10,000 small writeSync vs a pipelined loop", n, operations: Workload.smallTransactions,
+           api: try time { try api.smallTransactions(from: n + Workload.smallTransactions) },
+           raw: try time { try rawBulk.smallTransactions(from: n + Workload.smallTransactions, pipelined: true) })
     record(name, "10,000 writeAsync", n, operations: Workload.smallTransactions,
-           api: try time { try api.asyncWrites(from: n + Workload.smallTransactions) },
-           raw: try time { try rawBulk.smallTransactions(from: n + Workload.smallTransactions) })
+           api: try time { try api.asyncWrites(from: n + 2 * Workload.smallTransactions) },
+           raw: try time { try rawBulk.smallTransactions(from: n + 2 * Workload.smallTransactions) })
     try store.close()
     try PostgresStore.destroy(store.location)
     rawBulk.close()
@@ -116,14 +121,13 @@ nonisolated(unsafe) var postgresStop: String?
                                      options: MigrationOptions(verify: false, checkSource: false))
            },
            raw: time(psqlCopy))
-    let copied = try rawTable.query("SELECT count(*) FROM bench_psql.\"Item\"")[0].decode(Int64.self)
-    check(Int(copied), n, "rows psql copied")
+    check(try rawTable.count(), n, "rows psql copied")
     let store = try destination.open(schema: nil)
     check(try store.read { try $0.count(FetchRequest("Item")) }, n, "items Migrator copied")
     try store.close()
     try PostgresStore.destroy(PostgresLocation(parsing: url))
     // The same with batches (and checkpoints) of 10,000 items: `--batch-size 10000`.
-    _ = try rawTable.query("TRUNCATE bench_psql.\"Item\"")
+    try rawTable.query("TRUNCATE bench_psql.\"Item\"")
     record("migration", "SQLite -> PostgreSQL, --batch-size 10000, vs sqlite3 piped to psql \\copy", n, operations: n,
            api: try time {
                _ = try Migrator.copy(from: sqlite, to: destination,
@@ -133,3 +137,42 @@ nonisolated(unsafe) var postgresStop: String?
     try PostgresStore.destroy(PostgresLocation(parsing: url))
     rawTable.close()
 }
+
+/// Writes per second into one store from 1, 4 and 16 writer connections (one `PostgresStore`
+/// each, as app servers would have, each on a thread of its own making one-insert
+/// `writeSync`s for 3 s), next to the same number of raw libpq connections each running
+/// pipelined `BEGIN; INSERT; COMMIT` into one table. Every store write updates the one commit
+/// counter row, which serializes them; the raw inserts take no common lock.
+@MainActor func benchmarkPostgresWriters() throws {
+    let workload = Workload(count: 0)
+    let url = postgresURL("bench_writers")
+    try? PostgresStore.destroy(PostgresLocation(parsing: url))
+    let first = try PostgresStore(url: url, schema: Workload.schema, durability: .normal)
+    defer { try? PostgresStore.destroy(first.location) }
+    for writers in [1, 4, 16] {
+        let stores = try [first] + (1..<writers).map { _ in try PostgresStore(url: url, schema: nil, durability: .normal) }
+        let counts = Mutex([Int](repeating: 0, count: writers))
+        let base = writers * 10_000_000
+        let seconds = 3.0
+        let threads = stores.enumerated().map { index, store in
+            Thread {
+                let end = Date().addingTimeInterval(seconds)
+                var i = base + index * 1_000_000
+                while Date() < end {
+                    try? store.writeSync { try $0.insert(workload.record(i), into: "Item") }
+                    i += 1
+                    counts.withLock { $0[index] += 1 }
+                }
+            }
+        }
+        for thread in threads { thread.start() }
+        while threads.contains(where: { !$0.isFinished }) { usleep(20_000) }
+        let total = counts.withLock { $0.reduce(0, +) }
+        for store in stores.dropFirst() { try store.close() }
+        FileHandle.standardError.write(Data("PostgreSQL writers \(writers): \(Int(Double(total) / seconds)) one-insert writeSync/s\n".utf8))
+        writerRows.append((writers, Double(total) / seconds))
+    }
+    try first.close()
+}
+
+nonisolated(unsafe) var writerRows: [(writers: Int, perSecond: Double)] = []

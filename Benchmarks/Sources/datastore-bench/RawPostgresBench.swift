@@ -1,27 +1,22 @@
 import BenchSupport
 import Foundation
-import Logging
-import NIOCore
-import PostgresNIO
+import RawLibpq
 
-/// The same work through postgres-nio directly, used synchronously as PostgresStore uses it
-/// (each query's future waited on from the caller's thread): the same table and index as the
-/// store creates, `COPY … FROM STDIN` for bulk loads, prepared statements with binds, one
-/// REPEATABLE READ READ ONLY transaction per read, rows decoded into the same Swift values.
-final class RawPostgresBench: @unchecked Sendable {
-    static let logger = Logger(label: "bench.raw-postgres")
-    let connection: PostgresConnection
+/// The same work through libpq called from C (`Sources/RawLibpq`): the same table and index as
+/// the store creates, binary parameters and results, `COPY … FROM STDIN` for bulk loads, one
+/// REPEATABLE READ READ ONLY transaction per read, small transactions as `BEGIN; INSERT;
+/// COMMIT` with each statement waited for (three round trips) or pipelined (one).
+final class RawPostgresBench {
+    let connection: OpaquePointer
     let schema: String
     let workload: Workload
     var table: String { "\"\(schema)\".\"Item\"" }
 
     init(host: String, schema: String, workload: Workload) throws {
-        let configuration = PostgresConnection.Configuration(unixSocketPath: host + "/.s.PGSQL.5432",
-                                                             username: "postgres", password: nil,
-                                                             database: "datastore")
-        connection = try PostgresConnection.connect(on: PostgresConnection.defaultEventLoopGroup.any(),
-                                                    configuration: configuration, id: 1,
-                                                    logger: Self.logger).wait()
+        guard let made = raw_pg_connect("host=\(host) user=postgres dbname=datastore") else {
+            throw BenchError("raw libpq cannot connect to \(host)")
+        }
+        connection = made
         self.schema = schema
         self.workload = workload
         try query("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
@@ -38,134 +33,101 @@ final class RawPostgresBench: @unchecked Sendable {
 
     func close() {
         _ = try? query("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
-        try? connection.close().wait()
+        raw_pg_close(connection)
     }
 
-    @discardableResult
-    func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> [PostgresRow] {
-        try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger).wait().rows
+    func query(_ sql: String) throws {
+        guard raw_pg_exec(connection, sql) == 0 else { throw BenchError("raw libpq: \(sql) failed") }
     }
 
     /// Rows `start..<start+count` in COPY's text format.
-    func copyText(_ start: Int, _ count: Int, into buffer: inout ByteBuffer) {
+    func copyText(_ start: Int, _ count: Int, into buffer: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         for i in start..<(start + count) {
-            buffer.writeString("\(i)\t\(workload.name(i))\t\(workload.score(i))\t\(workload.ratio(i))\t\\\\x")
+            buffer += "\(i)\t\(workload.name(i))\t\(workload.score(i))\t\(workload.ratio(i))\t\\\\x".utf8
             for byte in workload.payload(i) {
-                buffer.writeInteger(hex[Int(byte >> 4)])
-                buffer.writeInteger(hex[Int(byte & 15)])
+                buffer.append(hex[Int(byte >> 4)])
+                buffer.append(hex[Int(byte & 15)])
             }
-            buffer.writeInteger(UInt8(0x0A))
+            buffer.append(0x0A)
         }
     }
 
     /// `COPY FROM STDIN` of `count` rows, `batch` rows per transaction.
     func copyAll(from start: Int, count: Int, batch: Int) throws {
         var i = start
+        var text: [UInt8] = []
         while i < start + count {
             let end = min(start + count, i + batch)
-            try query("BEGIN")
-            try query("SET LOCAL search_path TO \"\(schema)\"")
-            let connection = self.connection
-            let (first, n) = (i, end - i)
-            try blocking {
-                try await connection.copyFrom(table: "Item", columns: ["id", "name", "score", "ratio", "payload"],
-                                              logger: Self.logger) { writer in
-                    var buffer = ByteBuffer()
-                    var row = first
-                    while row < first + n {
-                        let chunk = min(first + n - row, 1_000)
-                        self.copyText(row, chunk, into: &buffer)
-                        row += chunk
-                        try await writer.write(buffer)
-                        buffer.clear()
-                    }
-                }
-            }
-            try query("COMMIT")
+            text.removeAll(keepingCapacity: true)
+            copyText(i, end - i, into: &text)
+            let sql = "COPY \(table) (\"id\", \"name\", \"score\", \"ratio\", \"payload\") FROM STDIN"
+            guard raw_pg_copy(connection, sql, text, text.count) == 0 else { throw BenchError("raw COPY failed") }
             i = end
         }
     }
 
-    func binds(_ i: Int) -> PostgresBindings {
-        var binds = PostgresBindings()
-        binds.append(Int64(i))
-        binds.append(workload.name(i))
-        binds.append(workload.score(i))
-        binds.append(workload.ratio(i))
-        binds.append(ByteBuffer(bytes: workload.payload(i)))
-        return binds
-    }
-
-    /// One INSERT per transaction.
-    func smallTransactions(from start: Int) throws {
-        for i in start..<(start + Workload.smallTransactions) {
-            try query("BEGIN")
-            try query("INSERT INTO \(table) (\"id\", \"name\", \"score\", \"ratio\", \"payload\") VALUES ($1, $2, $3, $4, $5)",
-                      binds(i))
-            try query("COMMIT")
+    /// One INSERT per transaction: `BEGIN`, `INSERT`, `COMMIT`, each waited for, or pipelined.
+    func smallTransactions(from start: Int, pipelined: Bool = false) throws {
+        let count = Workload.smallTransactions
+        let names = (start..<(start + count)).map { Array(workload.name($0).utf8) }
+        let payloads = (start..<(start + count)).map { workload.payload($0) }
+        let scores = (start..<(start + count)).map { workload.score($0) }
+        let ratios = (start..<(start + count)).map { workload.ratio($0) }
+        let sql = "INSERT INTO \(table) (\"id\", \"name\", \"score\", \"ratio\", \"payload\") VALUES ($1, $2, $3, $4, $5)"
+        let status = withPointers(names) { namePointers in
+            withPointers(payloads) { payloadPointers in
+                raw_pg_small_transactions(connection, sql, Int64(start), Int64(count), pipelined ? 1 : 0,
+                                          namePointers, names.map(\.count), scores, ratios,
+                                          payloadPointers, payloads.map(\.count))
+            }
         }
-    }
-
-    func row(_ row: PostgresRow) throws -> RawRow {
-        let cells = row.makeRandomAccess()
-        return RawRow(id: try cells[0].decode(Int64.self), name: try cells[1].decode(String.self),
-                      score: try cells[2].decode(Int64.self), ratio: try cells[3].decode(Double.self),
-                      payload: Array(try cells[4].decode(ByteBuffer.self).readableBytesView))
+        guard status == 0 else { throw BenchError("raw small transactions failed") }
     }
 
     var columns: String { "SELECT \"id\", \"name\", \"score\", \"ratio\", \"payload\" FROM \(table)" }
 
-    func snapshot<T>(_ body: () throws -> T) throws -> T {
-        try query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        defer { _ = try? query("COMMIT") }
-        return try body()
-    }
-
     func pointGets(_ keys: [Int]) throws -> Int {
-        try snapshot {
-            try keys.reduce(0) { total, key in
-                var binds = PostgresBindings()
-                binds.append(Int64(key))
-                return total + (try query(columns + " WHERE \"id\" = $1", binds).map(row).count)
-            }
-        }
+        let rows = raw_pg_point_gets(connection, columns + " WHERE \"id\" = $1", keys.map(Int64.init), Int64(keys.count))
+        guard rows >= 0 else { throw BenchError("raw point gets failed") }
+        return Int(rows)
     }
 
-    func scan() throws -> Int {
-        try snapshot { try query(columns + " ORDER BY \"id\"").map(row).count }
+    private func select(_ sql: String, kind: Int32 = 0, first: Int64 = 0, value: Double = 0, repeat: Int64 = 1) throws
+        -> Int
+    {
+        let rows = raw_pg_select(connection, sql, kind, first, value, `repeat`)
+        guard rows >= 0 else { throw BenchError("raw select failed: \(sql)") }
+        return Int(rows)
     }
+
+    func scan() throws -> Int { try select(columns + " ORDER BY \"id\"") }
 
     func indexedQueries() throws -> Int {
-        try snapshot {
-            try (0..<Workload.queriedScores).reduce(0) { total, score in
-                var binds = PostgresBindings()
-                binds.append(Int64(score))
-                return total + (try query(columns + " WHERE \"score\" = $1 ORDER BY \"id\"", binds).map(row).count)
-            }
-        }
+        try select(columns + " WHERE \"score\" = $1 ORDER BY \"id\"", kind: 1, first: 0,
+                   repeat: Int64(Workload.queriedScores))
     }
 
     func unindexedQuery() throws -> Int {
-        var binds = PostgresBindings()
-        binds.append(Workload.ratioBound)
-        return try snapshot { try query(columns + " WHERE \"ratio\" < $1 ORDER BY \"id\"", binds).map(row).count }
+        try select(columns + " WHERE \"ratio\" < $1 ORDER BY \"id\"", kind: 2, value: Workload.ratioBound)
     }
+
+    /// The rows of the table.
+    func count() throws -> Int { try select("SELECT 1 FROM \(table)") }
 }
 
-/// Runs an async call to its end from synchronous code.
-func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let box = BlockingResult<T>()
-    let done = DispatchSemaphore(value: 0)
-    Task.detached {
-        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-        done.signal()
+/// Stable pointers to each array's bytes for the length of `body`.
+private func withPointers<R>(_ arrays: [[UInt8]], _ body: ([UnsafePointer<UInt8>?]) -> R) -> R {
+    let buffers = arrays.map { array -> UnsafeMutableBufferPointer<UInt8> in
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, array.count))
+        _ = buffer.initialize(from: array)
+        return buffer
     }
-    done.wait()
-    return try box.result!.get()
+    defer { for buffer in buffers { buffer.deallocate() } }
+    return body(buffers.map { UnsafePointer($0.baseAddress) })
 }
 
-/// What a blocked-on task returned: written by the task before it signals, read after.
-final class BlockingResult<T>: @unchecked Sendable {
-    var result: Result<T, any Error>?
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

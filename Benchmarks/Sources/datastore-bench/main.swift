@@ -219,6 +219,7 @@ for n in sizes where onlyPostgres {
     try benchmarkPostgres(n: n)
     try benchmarkPostgresMigration(n: n)
 }
+if onlyPostgres { try benchmarkPostgresWriters() }
 for n in sizes where onlyJSONL {
     try benchmarkJSONLines(n: n)
 }
