@@ -119,3 +119,38 @@ func aStoredSchemaThatHidesTablesIsDamageOnPostgreSQL() throws {
     }
 }
 #endif
+
+#if Postgres
+/// libpq's two forms of connection string, several hosts, and libpq's own parameters; an
+/// unknown parameter and a password are refused when the location is parsed.
+@Test func postgresLocationsTakeLibpqConnectionStrings() throws {
+    let environment: [String: String] = [:]
+    let url = try PostgresLocation(parsing: "postgres://app@db1:5433,db2/app?schema=s&target_session_attrs=read-write"
+        + "&connect_timeout=2", environment: environment)
+    #expect(url.hosts == ["db1", "db2"] && url.ports == [5433, 5432] && url.user == "app" && url.database == "app")
+    #expect(url.parameters == ["target_session_attrs": "read-write", "connect_timeout": "2"])
+    #expect(url.description == "postgres://app@db1:5433,db2/app?schema=s&connect_timeout=2&target_session_attrs=read-write")
+    #expect(try PostgresLocation(parsing: url.description, environment: environment) == url)
+    let pairs = try PostgresLocation(parsing: "host=/run/postgresql dbname='my app' user=app schema=s listen=poll",
+                                     environment: environment)
+    #expect(pairs.hosts == ["/run/postgresql"] && pairs.database == "my app" && pairs.listener == .poll)
+    let pooled = try PostgresLocation(parsing: "postgres://app@pool:6432/app?schema=s&listen_host=db&listen_port=5433",
+                                      environment: environment)
+    #expect(pooled.listener == .direct(host: "db", port: 5433))
+    let refusals: [(String, String)] = [
+        ("postgres://app@db/app?schema=s&colour=blue", "invalid connection option \"colour\""),
+        ("host=db dbname=app schema=s password=hunter2", "must not hold a password"),
+        ("postgres://app@db1,db2/app?schema=s&port=1,2,3", "names 2 hosts and 3 ports"),
+        ("postgres://app@db/app?schema=s&listen=sometimes", "listen='sometimes'"),
+    ]
+    for (text, naming) in refusals {
+        do {
+            _ = try PostgresLocation(parsing: text, environment: environment)
+            Issue.record("\(text) was taken")
+        } catch {
+            #expect(error.code == .invalidArgument && error.message.contains(naming) && !error.message.contains("hunter2"),
+                    "\(text): \(error)")
+        }
+    }
+}
+#endif
