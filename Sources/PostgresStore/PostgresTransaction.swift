@@ -277,12 +277,23 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     /// stores nothing and returns `false`.
     func insertAllOrNone(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws -> Bool {
         guard !records.isEmpty else { return true }
-        guard try bulkIsClean(records, entity) else { return false }
-        // Large batches go by COPY, small ones as one multi-row INSERT.
+        // Large batches go by COPY, under a savepoint: the table's primary key and unique
+        // indexes refuse a clash, which rolls the COPY back to the savepoint, and the batch then
+        // goes one by one, for the exact error. (A check by query first cost a look-up per key.)
         if records.count >= 64 {
-            try session.copy(records, into: entity, quotedSchema: s)
+            guard Set(records.map(\.key)).count == records.count else { return false }
+            try resolveBegin()
+            try session.send("SAVEPOINT ds_bulk", wanted: false)
+            do {
+                try session.copy(records, into: entity, quotedSchema: s)
+            } catch let error as StoreError where error.code == .uniqueViolation {
+                try run("ROLLBACK TO SAVEPOINT ds_bulk")
+                return false
+            }
+            try session.send("RELEASE SAVEPOINT ds_bulk", wanted: false)
             return true
         }
+        guard try bulkIsClean(records, entity) else { return false }
         var binds = PGParams()
         var rows: [String] = []
         var n = 0

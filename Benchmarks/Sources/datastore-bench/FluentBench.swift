@@ -189,3 +189,20 @@ func printFluentTable(_ rows: [FluentRow], count: Int) {
                      Double(row.operations) / row.fluent, Double(row.operations) / row.store, row.fluent / row.store))
     }
 }
+
+/// Runs an async call to its end from synchronous code.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = BlockingResult<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+/// What a blocked-on task returned: written by the task before it signals, read after.
+final class BlockingResult<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}
