@@ -170,6 +170,8 @@ final class PGConnection {
     private let connection: OpaquePointer
     private enum Entry {
         case statement(id: Int, wanted: Bool)
+        /// The preparation of a named statement (its answer is only looked at when it failed).
+        case preparation(key: String)
         case sync
     }
     /// What was sent and not yet read, in order.
@@ -268,8 +270,11 @@ final class PGConnection {
 
     /// Queues `sql` with its parameters; it goes to the server at the next wait.
     @discardableResult
-    func send(_ sql: String, _ params: PGParams = PGParams(), wanted: Bool = true) throws(PGError) -> Ticket {
+    func send(_ sql: String, _ params: PGParams = PGParams(), wanted: Bool = true, prepared: Bool = true)
+        throws(PGError) -> Ticket
+    {
         guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
+        let name = prepared ? try statementName(sql, params) : nil
         let sent: Int32 = params.data.withUnsafeBufferPointer { data in
             let base = data.baseAddress.map { UnsafeRawPointer($0) }
             let values: [UnsafePointer<CChar>?] = params.lengths.indices.map { i in
@@ -279,6 +284,9 @@ final class PGConnection {
                 return (base + params.offsets[i]).assumingMemoryBound(to: CChar.self)
             }
             let formats = [Int32](repeating: 1, count: params.count)
+            if let name {
+                return PQsendQueryPrepared(connection, name, Int32(params.count), values, params.lengths, formats, 1)
+            }
             return PQsendQueryParams(connection, sql, Int32(params.count), params.types, values, params.lengths,
                                      formats, 1)
         }
@@ -296,6 +304,40 @@ final class PGConnection {
 
     /// How many sync points were sent: each is one round trip when its answers are waited for.
     private(set) var syncCount = 0
+
+    /// Whether statements are prepared by name and kept for the connection's life (parsed and
+    /// planned once); off behind a pooler in transaction mode, where the next transaction may
+    /// run on another server connection.
+    var preparesStatements = true
+    /// The names of the statements prepared on this connection, by text and parameter types.
+    private var statementNames: [String: String] = [:]
+    private static let maxPreparedStatements = 256
+    /// Statements prepared so far: names are never used twice on a connection.
+    private var preparedCount = 0
+    private static let maxPreparedParameters = 32
+
+    /// The name of `sql`'s prepared statement, prepared now (queued) when it is new; `nil` when
+    /// it goes unnamed (too many parameters, the cache full, or preparation off).
+    private func statementName(_ sql: String, _ params: PGParams) throws(PGError) -> String? {
+        guard preparesStatements, isPipelined, params.count <= Self.maxPreparedParameters else { return nil }
+        let key = params.types.map(String.init).joined(separator: ",") + ":" + sql
+        if let name = statementNames[key] { return name }
+        guard statementNames.count < Self.maxPreparedStatements else { return nil }
+        preparedCount += 1
+        let name = "ds\(preparedCount)"
+        guard PQsendPrepare(connection, name, sql, Int32(params.count), params.types) == 1 else { throw lostError }
+        statementNames[key] = name
+        entries.append(.preparation(key: key))
+        synced = false
+        return name
+    }
+
+    /// Drops every prepared statement (after the tables they name changed).
+    func forgetStatements() throws(PGError) {
+        guard !statementNames.isEmpty else { return }
+        statementNames.removeAll()
+        try send("DEALLOCATE ALL", wanted: false, prepared: false)
+    }
 
     /// Sends what is queued, with a sync point after it.
     func flush() throws(PGError) {
@@ -353,6 +395,25 @@ final class PGConnection {
                 fail(remaining: lostError)
             }
             segmentFailure = nil
+        case .preparation(let key):
+            var failure: PGError?
+            var sawResult = false
+            while let result = PQgetResult(connection) {
+                sawResult = true
+                if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil {
+                    failure = PQresultStatus(result) == PGRES_PIPELINE_ABORTED
+                        ? (segmentFailure ?? PGError(message: "an earlier statement failed", connectionLost: false))
+                        : PGError(result: result, connection: connection)
+                }
+                PQclear(result)
+            }
+            if !sawResult { failure = lostError }
+            if let failure {
+                // Not prepared: the next use prepares it again.
+                statementNames[key] = nil
+                segmentFailure = segmentFailure ?? failure
+                if failure.connectionLost { fail(remaining: failure) }
+            }
         case .statement(let id, let wanted):
             var first: OpaquePointer?
             while let result = PQgetResult(connection) {

@@ -55,7 +55,13 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var port: Int { ports.first ?? 5432 }
 
     /// The parameters that are the store's, not libpq's.
-    private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port"]
+    private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port", "pooler"]
+
+    /// Whether the location goes through a pooler in transaction mode (`pooler=transaction`,
+    /// pgbouncer's `pool_mode = transaction`): statements are not prepared by name (the next
+    /// transaction may run on another server connection), and observers poll unless
+    /// `listen_host` names a server to `LISTEN` on.
+    public var transactionPooler: Bool
 
     /// Parses a URL (`postgres://…`), a `key=value` connection string, or the part after
     /// `postgres:` of a store location.
@@ -140,7 +146,15 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         self.user = values["user"] ?? (user.isEmpty ? environment["PGUSER"] ?? NSUserName() : user)
         self.database = values["dbname"] ?? (database.isEmpty ? environment["PGDATABASE"] ?? self.user : database)
         tls = try PostgresTLS(query: values, environment: environment)
+        switch values["pooler"] {
+        case nil, "none", "session": transactionPooler = false
+        case "transaction": transactionPooler = true
+        case let other?:
+            throw StoreError(.invalidArgument, "pooler='\(other)' is not one of none, session, transaction")
+        }
         switch values["listen"] {
+        case nil where transactionPooler && values["listen_host"] == nil:
+            listener = .poll
         case nil, "on":
             if let host = values["listen_host"] {
                 guard let port = Int(values["listen_port"] ?? "5432") else {
@@ -245,8 +259,10 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             query.append("host=\(hosts.joined(separator: ","))")
             if ports != [5432] { query.append("port=\(ports.map(String.init).joined(separator: ","))") }
         }
+        if transactionPooler { query.append("pooler=transaction") }
         switch listener {
         case .sameServer: break
+        case .poll where transactionPooler: break
         case .poll: query.append("listen=poll")
         case let .direct(host, port): query.append("listen_host=\(host)&listen_port=\(port)")
         }
@@ -309,12 +325,14 @@ final class PostgresSession: @unchecked Sendable {
          overriding: (host: String, port: Int)? = nil) throws(StoreError) {
         self.location = location
         connection = try location.connect(pipelined: pipelined, overriding: overriding)
+        connection.preparesStatements = !location.transactionPooler
     }
 
     /// A new connection in place of a lost one: libpq tries the location's hosts in order (with
     /// `target_session_attrs=read-write`, until one accepts writes).
     func reconnect() throws(StoreError) {
         connection = try location.connect()
+        connection.preparesStatements = !location.transactionPooler
     }
 
     /// Whether the connection is gone (checked without waiting).

@@ -13,10 +13,12 @@ extension PostgresTransaction: SchemaEditingWriter {
     }
 
     func dropEntity(_ entity: EntitySchema) throws {
+        try forgetStatements()
         try run("DROP TABLE \(PostgresSQL.table(entity, schema: s))")
     }
 
     func renameEntity(_ entity: EntitySchema, to renamed: EntitySchema) throws {
+        try forgetStatements()
         for index in entity.indexes {
             try run("DROP INDEX \(s).\(PostgresSQL.quote("\(entity.name).\(index.name)"))")
         }
@@ -39,6 +41,7 @@ extension PostgresTransaction: SchemaEditingWriter {
             }
         }
         try dropEntity(change.old)
+        try forgetStatements()
         try run("ALTER TABLE \(PostgresSQL.table(staging, schema: s)) RENAME TO "
             + PostgresSQL.quote(change.new.name))
         for index in change.new.indexes {
@@ -46,7 +49,18 @@ extension PostgresTransaction: SchemaEditingWriter {
         }
     }
 
+    /// The tables changed: statements prepared before would be planned against the old ones
+    /// (and fail when a column's type changed).
+    private func forgetStatements() throws {
+        do {
+            try session.connection.forgetStatements()
+        } catch {
+            throw PostgresSession.storeError(error, sql: "DEALLOCATE ALL", location: session.location)
+        }
+    }
+
     func writeSchema(_ schema: Schema) throws {
+        try forgetStatements()
         try StoreHeader.write(schema, format: PostgresEngine.formatVersion) { try setMetadata($1, forKey: $0) }
     }
 }

@@ -56,10 +56,27 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
 
     /// Whether `error` lost the connection before any answer came, in which case the
     /// connection is replaced and the transaction begun again on it.
+    /// Also when a statement prepared on this connection was planned against a table that
+    /// another connection changed since (a schema migration): the prepared statements are
+    /// dropped and the transaction begun again.
     private func startsAgain(after error: StoreError) throws -> Bool {
-        guard !answered, let replayBegin, error.code == .unavailable, session.isClosed else { return false }
+        guard !answered, let replayBegin else { return false }
+        // The connection lost (or reaching a server that no longer takes writes, after a
+        // failover): a new one.
+        if error.code == .unavailable {
+            answered = true
+            try session.reconnect()
+            try replayBegin()
+            return true
+        }
+        guard error.message.contains("cached plan must not change result type") else { return false }
         answered = true
-        try session.reconnect()
+        try session.send("ROLLBACK", wanted: false)
+        do {
+            try session.connection.forgetStatements()
+        } catch {
+            throw PostgresSession.storeError(error, sql: "DEALLOCATE ALL", location: session.location)
+        }
         try replayBegin()
         return true
     }

@@ -25,7 +25,7 @@ enum PostgresTestServer {
         let direct = location(key)
         // swiftlint:disable:next force_try
         return try! PostgresLocation(parsing: "postgres://postgres@/datastore?schema=\(direct.schema)"
-            + "&host=\(TestPgBouncer.host)&port=6432&listen_host=\(host)&listen_port=5432")
+            + "&host=\(TestPgBouncer.host)&port=6432&pooler=transaction&listen_host=\(host)&listen_port=5432")
     }
 }
 #endif
