@@ -198,6 +198,21 @@ import Synchronization
 
     public var concurrentReads: Int { readConnections }
 
+    private let entityStatements = Mutex<[String: EntityStatements]>([:])
+
+    /// The SQL of `entity`'s single-item statements, made at first use (again when the entity's
+    /// attributes changed).
+    func statements(_ entity: EntitySchema) -> EntityStatements {
+        entityStatements.withLock { cache in
+            if let known = cache[entity.name], known.attributes.elementsEqual(entity.attributes.lazy.map(\.name)) {
+                return known
+            }
+            let made = EntityStatements(entity, schema: quotedSchema)
+            cache[entity.name] = made
+            return made
+        }
+    }
+
     /// The sync points the writer's connection sent (one round trip each).
     var writerRoundTrips: Int { writer.connection.syncCount }
 
@@ -267,15 +282,15 @@ import Synchronization
         do {
             let result = try body(transaction)
             try transaction.resolveBegin()
-            let feed = try transaction.sendPending()
-            // Delivered to the store's listeners when the transaction commits (see
-            // `subscribeToCommits`).
-            let notify = try writer.send("NOTIFY \(PostgresSQL.quote(commitChannel))")
+            // The notification is delivered to the store's listeners when the transaction commits
+            // (see `subscribeToCommits`); it goes in the feed entry's statement when there is one.
+            let feed = try transaction.sendPending(notifying: commitChannel)
+            let notify = feed == nil ? try writer.send("NOTIFY \(PostgresSQL.quote(commitChannel))") : nil
             committing = true
             let commit = try writer.send("COMMIT")
             try writer.wait(commit, sql: "COMMIT")
             if let feed { try writer.wait(feed, sql: "the change feed's entry (the transaction was rolled back)") }
-            try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)")
+            if let notify { try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)") }
             return result
         } catch {
             let lost = writer.isClosed || (error as? StoreError)?.code == .unavailable

@@ -108,25 +108,28 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     /// Queues what this transaction holds back without waiting: before COMMIT, whose answer
     /// comes after this statement's (a failed statement turns the COMMIT into a rollback, so the
     /// caller checks this outcome after the COMMIT's).
-    func sendPending() throws -> PGConnection.Ticket? {
+    func sendPending(notifying channel: String? = nil) throws -> PGConnection.Ticket? {
+        guard pendingEntry != nil || pendingRemoval != nil else { return nil }
         var binds = PGParams()
-        let sql: String
-        switch (pendingEntry, pendingRemoval) {
-        case (nil, nil):
-            return nil
-        case let (nil, before?):
+        // The statements as data-modifying CTEs of one statement (at its top level, as
+        // PostgreSQL requires), with the commit's notification when asked.
+        var parts: [String] = []
+        if let before = pendingRemoval {
             binds.append(Int64(before))
-            sql = "DELETE FROM \(s)._ds_feed WHERE seq < $1"
-        case let ((sequence, entry)?, before):
+            parts.append("gone AS (DELETE FROM \(s)._ds_feed WHERE seq < $\(binds.count) RETURNING 1)")
+        }
+        if let (sequence, entry) = pendingEntry {
             binds.append(Int64(sequence))
             binds.append(bytes: entry)
-            if let before {
-                binds.append(Int64(before))
-                sql = "WITH gone AS (DELETE FROM \(s)._ds_feed WHERE seq < $3) INSERT INTO \(s)._ds_feed (seq, entry) "
-                    + "VALUES ($1, $2)"
-            } else {
-                sql = "INSERT INTO \(s)._ds_feed (seq, entry) VALUES ($1, $2)"
-            }
+            parts.append("added AS (INSERT INTO \(s)._ds_feed (seq, entry) VALUES ($\(binds.count - 1), $\(binds.count)) "
+                + "RETURNING 1)")
+        }
+        var sql = "WITH " + parts.joined(separator: ", ")
+        if let channel {
+            binds.append(channel)
+            sql += " SELECT pg_notify($\(binds.count), '')"
+        } else {
+            sql += " SELECT 1"
         }
         pendingEntry = nil
         pendingRemoval = nil
@@ -184,13 +187,17 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         return try fetch(FetchRequest(entity.name, filter: .among(entity.primaryKey, keyValues)), in: entity)
     }
 
+    /// The statements of one entity, made once per store and entity.
+    private func statements(_ entity: EntitySchema) -> EntityStatements {
+        engine?.statements(entity) ?? EntityStatements(entity, schema: s)
+    }
+
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
-        try records(run("SELECT \(columns(entity)) FROM \(table(entity)) WHERE \(pk(entity)) = $1",
-                                  binds([key.value])), entity).first
+        try records(run(statements(entity).get, binds([key.value])), entity).first
     }
 
     func contains(_ entity: EntitySchema, key: PrimaryKey) throws -> Bool {
-        try !run("SELECT 1 FROM \(table(entity)) WHERE \(pk(entity)) = $1", binds([key.value])).isEmpty
+        try !run(statements(entity).contains, binds([key.value])).isEmpty
     }
 
     /// Every item in key order, a page at a time, until `body` says stop.
@@ -274,18 +281,13 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         }
     }
 
-    private func placeholders(_ entity: EntitySchema) -> String {
-        (1...entity.attributes.count).map { "$\($0)" }.joined(separator: ", ")
-    }
 
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         if entity.indexes.contains(where: \.isUnique) {
             if try contains(entity, key: key) { throw StoreError.keyExists(entity, record) }
             try checkUnique(record, key: key, in: entity)
         }
-        let inserted = try run("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES "
-            + "(\(placeholders(entity))) ON CONFLICT (\(pk(entity))) DO NOTHING RETURNING 1",
-            binds(entity.attributes.map { record[$0.name] }))
+        let inserted = try run(statements(entity).insert, binds(entity.attributes.map { record[$0.name] }))
         if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
     }
 
@@ -376,16 +378,11 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         if entity.indexes.contains(where: \.isUnique) { try checkUnique(record, key: key, in: entity) }
-        let updates = entity.attributes.filter { $0.name != entity.primaryKey }
-            .map { "\(PostgresSQL.quote($0.name)) = EXCLUDED.\(PostgresSQL.quote($0.name))" }
-        try run("INSERT INTO \(table(entity)) (\(columns(entity))) VALUES (\(placeholders(entity))) "
-            + "ON CONFLICT (\(pk(entity))) DO " + (updates.isEmpty ? "NOTHING" : "UPDATE SET " + updates.joined(separator: ", ")),
-            binds(entity.attributes.map { record[$0.name] }))
+        try run(statements(entity).put, binds(entity.attributes.map { record[$0.name] }))
     }
 
     func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
-        try !run("DELETE FROM \(table(entity)) WHERE \(pk(entity)) = $1 RETURNING 1", binds([key.value]))
-            .isEmpty
+        try !run(statements(entity).delete, binds([key.value])).isEmpty
     }
 
     func deleteAll(in entity: EntitySchema) throws -> Int {
@@ -454,6 +451,27 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         if let pending = pendingEntry, pending.sequence < sequence { try flush() }
         pendingRemoval = max(pendingRemoval ?? 0, sequence)
         feedBounds = nil
+    }
+}
+/// The SQL of one entity's single-item statements.
+struct EntityStatements {
+    let attributes: [String]
+    let get, contains, insert, put, delete: String
+
+    init(_ entity: EntitySchema, schema s: String) {
+        attributes = entity.attributes.map(\.name)
+        let table = PostgresSQL.table(entity, schema: s)
+        let columns = entity.attributes.map { PostgresSQL.quote($0.name) }.joined(separator: ", ")
+        let pk = PostgresSQL.quote(entity.primaryKey)
+        let placeholders = (1...entity.attributes.count).map { "$\($0)" }.joined(separator: ", ")
+        get = "SELECT \(columns) FROM \(table) WHERE \(pk) = $1"
+        contains = "SELECT 1 FROM \(table) WHERE \(pk) = $1"
+        insert = "INSERT INTO \(table) (\(columns)) VALUES (\(placeholders)) ON CONFLICT (\(pk)) DO NOTHING RETURNING 1"
+        let updates = entity.attributes.filter { $0.name != entity.primaryKey }
+            .map { "\(PostgresSQL.quote($0.name)) = EXCLUDED.\(PostgresSQL.quote($0.name))" }
+        put = "INSERT INTO \(table) (\(columns)) VALUES (\(placeholders)) ON CONFLICT (\(pk)) DO "
+            + (updates.isEmpty ? "NOTHING" : "UPDATE SET " + updates.joined(separator: ", "))
+        delete = "DELETE FROM \(table) WHERE \(pk) = $1 RETURNING 1"
     }
 }
 #endif
