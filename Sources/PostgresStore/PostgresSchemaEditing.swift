@@ -52,6 +52,7 @@ extension PostgresTransaction: SchemaEditingWriter {
     /// The tables changed: statements prepared before would be planned against the old ones
     /// (and fail when a column's type changed).
     private func forgetStatements() throws {
+        forgetKeyBounds()
         do {
             try session.connection.forgetStatements()
         } catch {

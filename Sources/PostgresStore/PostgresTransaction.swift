@@ -282,13 +282,55 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
 
+    /// For entities with integer keys and no unique index: a bound no key in the table passes
+    /// (`nil` inside: the table is empty), learned at the transaction's second insert into the
+    /// entity and kept by its own writes. Nobody else inserts while the transaction holds the
+    /// store's write lock, so an insert of a key past the bound cannot clash, and it is sent
+    /// without waiting for its answer (the next statement's answer, at the latest `COMMIT`'s,
+    /// comes after it, and carries its error if it had one): a loop of inserts in one
+    /// transaction is not one round trip per insert.
+    private var keyBounds: [String: Int64?] = [:]
+    private var insertsSeen: Set<String> = []
+
+    /// Forgets the bounds (after the tables changed other than by single-item writes).
+    func forgetKeyBounds() { keyBounds.removeAll() }
+
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         if entity.indexes.contains(where: \.isUnique) {
             if try contains(entity, key: key) { throw StoreError.keyExists(entity, record) }
             try checkUnique(record, key: key, in: entity)
+        } else if engine != nil, case .int(let k) = key.value {
+            if let bound = keyBounds[entity.name] {
+                if bound.map({ k > $0 }) ?? true {
+                    try session.send(statements(entity).insertPlain, binds(entity.attributes.map { record[$0.name] }),
+                                     wanted: false)
+                    keyBounds[entity.name] = .some(k)
+                    return
+                }
+            } else if insertsSeen.contains(entity.name) {
+                // The second insert: the bound is read with it, in the same round trip.
+                let max = try session.send(statements(entity).maxKey)
+                let inserted = try run(statements(entity).insert, binds(entity.attributes.map { record[$0.name] }))
+                let row = try session.wait(max, sql: statements(entity).maxKey)
+                let stored: Int64? = try row.first.flatMap { $0[0].isNull ? nil : try $0[0].int64() }
+                keyBounds[entity.name] = .some([stored, k].compactMap { $0 }.max())
+                if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
+                return
+            }
+            insertsSeen.insert(entity.name)
         }
         let inserted = try run(statements(entity).insert, binds(entity.attributes.map { record[$0.name] }))
         if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
+    }
+
+    /// A write of `key` into `entity` other than an insert: the bound includes it.
+    private func wrote(_ key: PrimaryKey, in entity: EntitySchema) {
+        guard let bound = keyBounds[entity.name] else { return }
+        if case .int(let k) = key.value {
+            keyBounds[entity.name] = .some(max(bound ?? k, k))
+        } else {
+            keyBounds[entity.name] = nil
+        }
     }
 
     /// Inserts by COPY (or one multi-row statement) when no item of the batch clashes (keys taken or given
@@ -296,12 +338,12 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     /// stores nothing and returns `false`.
     func insertAllOrNone(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws -> Bool {
         guard !records.isEmpty else { return true }
+        keyBounds[entity.name] = nil
         // Large batches go by COPY, under a savepoint: the table's primary key and unique
         // indexes refuse a clash, which rolls the COPY back to the savepoint, and the batch then
         // goes one by one, for the exact error. (A check by query first cost a look-up per key.)
         if records.count >= 64 {
             guard Set(records.map(\.key)).count == records.count else { return false }
-            try resolveBegin()
             try session.send("SAVEPOINT ds_bulk", wanted: false)
             do {
                 try session.copy(records, into: entity, quotedSchema: s)
@@ -379,6 +421,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         if entity.indexes.contains(where: \.isUnique) { try checkUnique(record, key: key, in: entity) }
         try run(statements(entity).put, binds(entity.attributes.map { record[$0.name] }))
+        wrote(key, in: entity)
     }
 
     func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
@@ -457,6 +500,10 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
 struct EntityStatements {
     let attributes: [String]
     let get, contains, insert, put, delete: String
+    /// An insert that fails on a taken key (sent without waiting, where none can be taken).
+    let insertPlain: String
+    /// The largest key.
+    let maxKey: String
 
     init(_ entity: EntitySchema, schema s: String) {
         attributes = entity.attributes.map(\.name)
@@ -467,6 +514,8 @@ struct EntityStatements {
         get = "SELECT \(columns) FROM \(table) WHERE \(pk) = $1"
         contains = "SELECT 1 FROM \(table) WHERE \(pk) = $1"
         insert = "INSERT INTO \(table) (\(columns)) VALUES (\(placeholders)) ON CONFLICT (\(pk)) DO NOTHING RETURNING 1"
+        insertPlain = "INSERT INTO \(table) (\(columns)) VALUES (\(placeholders))"
+        maxKey = "SELECT max(\(pk)) FROM \(table)"
         let updates = entity.attributes.filter { $0.name != entity.primaryKey }
             .map { "\(PostgresSQL.quote($0.name)) = EXCLUDED.\(PostgresSQL.quote($0.name))" }
         put = "INSERT INTO \(table) (\(columns)) VALUES (\(placeholders)) ON CONFLICT (\(pk)) DO "

@@ -38,5 +38,23 @@ import Testing
     #expect(thrownByInsert)
     #expect(store.writerRoundTrips - before == 3, "two inserts and the commit")
     #expect(try store.read { try $0.fetch(FetchRequest("Note")).count } == 22)
+
+    // A loop of inserts in one transaction: from the third, a key past every stored one goes
+    // without waiting; a taken key still throws from its own call, and the loop goes on.
+    let loopStart = store.writerRoundTrips
+    let refused = try store.writeSync { writer -> [Int64] in
+        var refused: [Int64] = []
+        for id in Array(200..<300) + [5, 250, 300] {
+            do {
+                try writer.insert(["id": .int(Int64(id)), "text": "loop \(id)"], into: "Note")
+            } catch let error as StoreError where error.code == .keyExists {
+                refused.append(Int64(id))
+            }
+        }
+        return refused
+    }
+    #expect(refused == [5, 250], "\(refused)")
+    #expect(store.writerRoundTrips - loopStart <= 5, "round trips of 103 inserts: \(store.writerRoundTrips - loopStart)")
+    #expect(try store.read { try $0.count(FetchRequest("Note")) } == 22 + 101)
 }
 #endif
