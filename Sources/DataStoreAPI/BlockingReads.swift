@@ -46,6 +46,13 @@ final class BlockingReads: Sendable {
     }
 
     private static func work(_ jobs: Jobs) {
+        #if os(Linux)
+        // A lower priority than the cooperative pool's threads (nice 5): when the reads keep
+        // every core busy (decoding large results on as many threads as the store has read
+        // connections), the app's tasks still get the CPU first and wake on time.
+        // (On Linux the nice value is per thread, and 0 names the calling one.)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 5)
+        #endif
         while true {
             jobs.condition.lock()
             while jobs.head == jobs.waiting.count && !jobs.closed { jobs.condition.wait() }

@@ -196,7 +196,12 @@ import Synchronization
         try StoreHeader.write(schema, format: formatVersion) { try transaction.setMetadata($1, forKey: $0) }
     }
 
-    public var concurrentReads: Int { readConnections }
+    /// Async reads at once, on threads of the store's own: no more than twice the cores (and
+    /// the pool), since with libpq each also decodes its rows on its thread, and more would
+    /// take the CPU from the app's tasks; synchronous reads use the whole pool.
+    public var concurrentReads: Int {
+        min(readConnections, max(2, 2 * ProcessInfo.processInfo.activeProcessorCount))
+    }
 
     private let entityStatements = Mutex<[String: EntityStatements]>([:])
 
