@@ -355,7 +355,10 @@ final class PGConnection {
             if !synced { try flush() }
             readNext()
         }
-        return try outcomes.removeValue(forKey: ticket.id)!.get()
+        guard let outcome = outcomes.removeValue(forKey: ticket.id) else {
+            throw PGError(message: "a statement's answer was read twice", connectionLost: false)
+        }
+        return try outcome.get()
     }
 
     /// Sends `sql` and waits for its answer.

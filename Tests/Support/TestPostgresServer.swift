@@ -7,20 +7,8 @@ import Foundation
 public enum TestPostgresServer {
     public static let host: String = {
         if let host = ProcessInfo.processInfo.environment["DATASTORE_TEST_PGHOST"] { return host }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("datastore-pg-\(getpid())").path
-        // system(3), not Process: Foundation's waitUntilExit can miss the end of a script whose
-        // child (the server) lives on.
-        let status = system("/bin/bash '\(script)' start '\(dir)' >/dev/null")
-        precondition(status == 0, "the test PostgreSQL server did not start (\(script) start \(dir))")
-        stopDirectory = dir
-        atexit {
-            guard let dir = TestPostgresServer.stopDirectory else { return }
-            _ = system("/bin/bash '\(TestPostgresServer.script)' stop '\(dir)'")
-        }
-        return dir
+        return startForTheProcess(script: script, name: "datastore-pg", arguments: "")
     }()
-
-    nonisolated(unsafe) static var stopDirectory: String?
 
     public static var script: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -33,21 +21,29 @@ public enum TestPostgresServer {
 /// stopped when the test process exits; its Unix socket directory (port 6432).
 public enum TestPgBouncer {
     public static let host: String = {
-        let server = TestPostgresServer.host
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("datastore-pgbouncer-\(getpid())").path
-        let status = system("/bin/bash '\(script)' start '\(dir)' '\(server)' >/dev/null")
-        precondition(status == 0, "the test pgbouncer did not start (\(script) start \(dir) \(server))")
-        stopDirectory = dir
-        atexit {
-            guard let dir = TestPgBouncer.stopDirectory else { return }
-            _ = system("/bin/bash '\(TestPgBouncer.script)' stop '\(dir)'")
-        }
-        return dir
+        startForTheProcess(script: script, name: "datastore-pgbouncer", arguments: "'\(TestPostgresServer.host)'")
     }()
-
-    nonisolated(unsafe) static var stopDirectory: String?
 
     public static var script: String {
         URL(fileURLWithPath: TestPostgresServer.script).deletingLastPathComponent().appendingPathComponent("pgbouncer.sh").path
     }
+}
+
+/// The scripts' directories to stop when the test process exits, in the order they started.
+nonisolated(unsafe) private var startedDirectories: [(script: String, dir: String)] = []
+
+/// Runs `script start DIR ARGUMENTS` for a directory of this process's own, and `script stop
+/// DIR` when the process exits (the last started first); returns DIR. system(3), not Process:
+/// Foundation's waitUntilExit can miss the end of a script whose child (a server) lives on.
+private func startForTheProcess(script: String, name: String, arguments: String) -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid())").path
+    let status = system("/bin/bash '\(script)' start '\(dir)' \(arguments) >/dev/null")
+    precondition(status == 0, "\(script) start \(dir) \(arguments) failed")
+    if startedDirectories.isEmpty {
+        atexit {
+            for (script, dir) in startedDirectories.reversed() { _ = system("/bin/bash '\(script)' stop '\(dir)'") }
+        }
+    }
+    startedDirectories.append((script, dir))
+    return dir
 }
