@@ -151,7 +151,7 @@ struct ImportRun {
             // Objects an interrupted run of the same input wrote are not written again.
             guard acceptedCount > mark.done else { return }
             batch.append(Accepted(position: position, object: object, json: json))
-            if batch.count >= max(1, options.batchSize) { try flush() }
+            if batch.count >= options.batchSize.value { try flush() }
         }
         try flush()
 
@@ -201,7 +201,7 @@ struct ImportRun {
             }
             var index = 0
             while index < doomed.count {
-                let slice = doomed[index..<min(doomed.count, index + max(1, options.batchSize))]
+                let slice = doomed[index..<min(doomed.count, index + options.batchSize.value)]
                 switch try delete(slice) {
                 case .success(let deleted):
                     mark.entities[entity.name, default: .init()].deleted += deleted

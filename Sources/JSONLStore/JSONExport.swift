@@ -36,10 +36,10 @@ public enum JSONExport {
         /// Which items to write (all by default).
         public var filter: Filter
         /// Items read per query.
-        public var pageSize: Int
+        public var pageSize: PositiveInt
 
         public init(relationships: Relationships = .nested, snakeCase: Bool = false, filter: Filter = .all,
-                    pageSize: Int = 500) {
+                    pageSize: PositiveInt = 500) {
             self.relationships = relationships
             self.snakeCase = snakeCase
             self.filter = filter
@@ -81,7 +81,7 @@ public enum JSONExport {
                 var out: [UInt8] = [0x5B]
                 var count = 0
                 var last: Value?
-                let pageSize = max(1, options.pageSize)
+                let pageSize = options.pageSize.value
                 // Pages in key order by the ordered key scan, which every engine answers from
                 // where the last page ended; the filter, if any, applies to each page.
                 let check = options.filter == .all ? nil : try PageFilter(options.filter, reader, entity)

@@ -36,7 +36,7 @@ public enum JSONImport {
         /// How numbers given for dates are read.
         public var epochUnit: EpochUnit
         /// Objects per write transaction.
-        public var batchSize: Int
+        public var batchSize: PositiveInt
         /// Do everything in one transaction that is rolled back at the end: the report says what
         /// the import would insert, update, delete, unlink and reject, and the store is left as it was.
         public var dryRun: Bool
@@ -54,7 +54,7 @@ public enum JSONImport {
         /// and numbers for dates are seconds or milliseconds by their size.
         public init(mapping: [String: String] = [:], snakeCaseToCamelCase: Bool = true,
                     operations: Set<Operation> = Set(Operation.allCases), epochUnit: EpochUnit = .automatic,
-                    batchSize: Int = 1_000, dryRun: Bool = false, scope: Filter? = nil) {
+                    batchSize: PositiveInt = 1_000, dryRun: Bool = false, scope: Filter? = nil) {
             self.dryRun = dryRun
             self.mapping = mapping
             self.snakeCaseToCamelCase = snakeCaseToCamelCase

@@ -16,7 +16,7 @@ public enum JSONLines {
     /// Writes every item of `store`, read in one snapshot, to `path` (gzip-compressed when it
     /// ends in `.gz`); returns the number of items. The file appears only when complete.
     @discardableResult
-    public static func export(_ store: any DataStore, to path: String, pageSize: Int = 1_000,
+    public static func export(_ store: any DataStore, to path: String, pageSize: PositiveInt = 1_000,
                               progress: (Progress) -> Void = { _ in }) throws -> Int {
         try store.read { snapshot -> Int in
             let writer = try JSONLStreamWriter.begin(at: path, schema: snapshot.schema, source: "export")
@@ -61,7 +61,7 @@ public enum JSONLines {
     /// (on PostgreSQL one `COPY` each), and `progress` is called after each batch, inside the
     /// transaction (it must not use the store).
     @discardableResult
-    public static func load(_ path: String, into store: any DataStore, batchSize: Int = 1_000,
+    public static func load(_ path: String, into store: any DataStore, batchSize: PositiveInt = 1_000,
                             progress: (Progress) -> Void = { _ in }) throws -> Int {
         let fileSchema = try schema(of: path)
         for entity in fileSchema.entities where store.schema.entity(named: entity.name) != entity {
@@ -85,7 +85,7 @@ public enum JSONLines {
                     entityName = entity.name
                 }
                 batch.append(record)
-                if batch.count >= max(1, batchSize) { try flush() }
+                if batch.count >= batchSize.value { try flush() }
             }
             try flush()
             return total
@@ -134,13 +134,13 @@ public enum JSONLines {
     }
 
     /// Calls `body` with each page of the entity's items, in key order.
-    static func forEachPage(of entity: EntitySchema, in reader: ReadAccessor, pageSize: Int,
+    static func forEachPage(of entity: EntitySchema, in reader: ReadAccessor, pageSize: PositiveInt,
                             _ body: ([Record]) throws -> Void) throws {
         var after: Value?
         while true {
-            let page = try reader.scan(entity.name, after: after, limit: max(1, pageSize))
+            let page = try reader.scan(entity.name, after: after, limit: pageSize.value)
             try body(page)
-            guard page.count == max(1, pageSize), let last = page.last else { return }
+            guard page.count == pageSize.value, let last = page.last else { return }
             after = last[entity.primaryKey]
         }
     }

@@ -19,7 +19,7 @@ public struct LMDBOptions: Sendable, Hashable {
     /// transaction (in memory up to 16 MiB, then in a temporary file).
     public var mapCoversDisk: Bool
     /// Reader slots: how many read transactions may be open at once across processes.
-    public var maxReaders: Int
+    public var maxReaders: PositiveInt
     /// Open with `MDB_RDONLY`: nothing is written to the environment, not even on open, and
     /// writes throw `readOnly`. A store on read-only media opens this way too.
     public var readOnly: Bool
@@ -28,12 +28,12 @@ public struct LMDBOptions: Sendable, Hashable {
     /// process. Costs one read of the file; `migrate-store` does it for every source.
     public var checkPages: Bool
 
-    public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maxReaders: Int = 1024,
+    public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maxReaders: PositiveInt = 1024,
                 readOnly: Bool = false, checkPages: Bool = false, mapCoversDisk: Bool = true) {
         self.durability = durability
         self.mapCoversDisk = mapCoversDisk
         self.initialMapSize = max(initialMapSize, 64 << 10)
-        self.maxReaders = max(1, maxReaders)
+        self.maxReaders = maxReaders
         self.readOnly = readOnly
         self.checkPages = checkPages
     }
@@ -70,7 +70,7 @@ public struct LMDBOptions: Sendable, Hashable {
             _ = try check.checkMeta()
         }
         environment = try LMDBEnvironment(path: path, mapSize: options.initialMapSize,
-                                          maxReaders: UInt32(options.maxReaders), durability: options.durability,
+                                          maxReaders: UInt32(options.maxReaders.value), durability: options.durability,
                                           readOnly: readOnly, mapCoversDisk: options.mapCoversDisk)
         pagesChecked = options.checkPages ? try Self.walk(environment) : nil
         let txn = try LMDBTxn(environment: environment, write: !readOnly)

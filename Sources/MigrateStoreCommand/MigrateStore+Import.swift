@@ -62,8 +62,8 @@ extension MigrateStore {
         @Option(help: ArgumentHelp("Write the rejected objects, with their reasons, as JSON Lines.", valueName: "rejects.jsonl"))
         var rejects: String?
 
-        @Option(help: "Objects per write transaction.")
-        var batchSize: Int = 1_000
+        @Option(help: "Objects per write transaction.", transform: { try positiveCount($0, "--batch-size") })
+        var batchSize: PositiveInt = 1_000
 
         @Flag(help: ArgumentHelp("Print what the import would delete, unlink, insert, update, link and reject, "
             + "per entity, and write nothing."))
@@ -73,7 +73,6 @@ extension MigrateStore {
             guard JSONImport.EpochUnit(rawValue: epoch) != nil else {
                 throw ValidationError("--epoch must be seconds, milliseconds or automatic")
             }
-            guard batchSize > 0 else { throw ValidationError("--batch-size must be at least 1") }
         }
 
         func run() throws {

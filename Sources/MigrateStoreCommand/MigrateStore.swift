@@ -122,18 +122,14 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Only these entities, comma-separated (default: all).")
     var entities: String?
 
-    @Option(help: "Items per write transaction and checkpoint.")
-    var batchSize: Int = 1_000
+    @Option(help: "Items per write transaction and checkpoint.", transform: { try positiveCount($0, "--batch-size") })
+    var batchSize: PositiveInt = 1_000
 
     @Option(help: "Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain or none.")
     var progress: ProgressStyle = .auto
 
     @Option(help: "Write the summary as JSON to this file.")
     var report: String?
-
-    func validate() throws {
-        guard batchSize > 0 else { throw ValidationError("--batch-size must be at least 1") }
-    }
 
     var entityList: [String]? {
         entities.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
@@ -142,5 +138,16 @@ struct TransferOptions: ParsableArguments {
     func locations() throws -> (StoreLocation, StoreLocation) {
         let resolved = try StoreLocation.resolve([from, to], store: store)
         return (resolved[0], resolved[1])
+    }
+}
+
+/// A count read from the command line: a whole number of at least 1, or a one-line refusal
+/// naming the option.
+func positiveCount(_ text: String, _ option: String) throws -> PositiveInt {
+    guard let number = Int(text) else { throw ValidationError("\(option) must be a whole number (it is '\(text)')") }
+    do {
+        return try PositiveInt(number, naming: option)
+    } catch {
+        throw ValidationError(error.message)
     }
 }

@@ -9,13 +9,13 @@ final class SQLiteReaderPool: @unchecked Sendable {
     private let path: String
     private let durability: Durability
     private let capacity: Int
-    private let timeout: Double
+    private let timeout: Duration
     private let readOnly: Bool
     private let condition = NSCondition()
     private var idle: [SQLiteConnection] = []
     private var open = 0
 
-    init(path: String, durability: Durability, capacity: Int, timeout: Double, readOnly: Bool) {
+    init(path: String, durability: Durability, capacity: Int, timeout: Duration, readOnly: Bool) {
         self.path = path
         self.durability = durability
         self.capacity = capacity
@@ -24,17 +24,18 @@ final class SQLiteReaderPool: @unchecked Sendable {
     }
 
     /// A free connection, opening one when fewer than `capacity` are open.
-    /// - Throws: `busy` when none is free within `timeout` seconds.
+    /// - Throws: `busy` when none is free within `timeout`.
     func acquire() throws -> SQLiteConnection {
         condition.lock()
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let (whole, fraction) = timeout.components
+        let deadline = Date(timeIntervalSinceNow: Double(whole) + Double(fraction) / 1e18)
         while idle.isEmpty && open >= capacity {
             if !condition.wait(until: deadline) && idle.isEmpty && open >= capacity {
                 condition.unlock()
                 throw StoreError(
                     .busy,
                     "\(path): all \(capacity) reader connections stayed in use for "
-                        + "\(timeout) s; raise SQLiteOptions.maxReaders or finish reads sooner")
+                        + "\(timeout); raise SQLiteOptions.maxReaders or finish reads sooner")
             }
         }
         if let connection = idle.popLast() {

@@ -4,7 +4,7 @@ public struct MigrationOptions: Sendable {
     /// The entities to copy (all when `nil`).
     public var entities: [String]?
     /// Items per write transaction (and per checkpoint).
-    public var batchSize: Int
+    public var batchSize: PositiveInt
     /// Finish an interrupted migration into the destination.
     public var resume: Bool
     /// Replace a destination that exists.
@@ -25,7 +25,7 @@ public struct MigrationOptions: Sendable {
     /// Where the engine logs its phases and counts the items it copies (nothing by default).
     public var instrumentation: Instrumentation
 
-    public init(entities: [String]? = nil, batchSize: Int = 1_000, resume: Bool = false, overwrite: Bool = false,
+    public init(entities: [String]? = nil, batchSize: PositiveInt = 1_000, resume: Bool = false, overwrite: Bool = false,
                 verify: Bool = true, dryRun: Bool = false, checkSource: Bool = true, checksum: Bool = false,
                 instrumentation: Instrumentation = .none) {
         self.instrumentation = instrumentation

@@ -30,8 +30,20 @@ public struct EntityReport: Sendable, Codable, Hashable {
 
 /// The summary of a copy, sync or verify, as printed and written by `--report`.
 public struct MigrationReport: Sendable, Codable, Hashable {
-    /// `copy`, `sync` or `verify`.
-    public var operation: String
+    /// What a transfer does: the word `migrate-store` prints and a `--report` file stores.
+    public enum Operation: String, Sendable, Codable, Hashable, CustomStringConvertible {
+        /// A copy into a new (or unfinished) destination.
+        case copy
+        /// Applying only the differences to an existing destination.
+        case sync
+        /// Comparing every item.
+        case verify
+
+        public var description: String { rawValue }
+    }
+
+    /// What the transfer did: copy, sync or verify.
+    public var operation: Operation
     /// The source, as its location reads.
     public var source: String
     /// The destination, as its location reads.
@@ -53,7 +65,7 @@ public struct MigrationReport: Sendable, Codable, Hashable {
     public var seconds = 0.0
 
     /// An empty report.
-    public init(operation: String, source: String, destination: String) {
+    public init(operation: Operation, source: String, destination: String) {
         self.operation = operation
         self.source = source
         self.destination = destination

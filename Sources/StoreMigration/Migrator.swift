@@ -60,7 +60,7 @@ public enum Migrator {
         }
         let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
         defer { try? sourceStore.close() }
-        let run = MigrationRun(operation: "copy", source, destination, options, shouldStop, progress)
+        let run = MigrationRun(operation: .copy, source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
         run.report.resumed = options.resume
 
@@ -123,7 +123,7 @@ public enum Migrator {
                             options: MigrationOptions = MigrationOptions(),
                             shouldStop: @escaping () -> Bool = { false },
                             progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
-        try compareStores(operation: "sync", source, destination, options, shouldStop, progress)
+        try compareStores(operation: .sync, source, destination, options, shouldStop, progress)
     }
 
     /// Compares every item of every entity; the report counts the differences. With
@@ -134,19 +134,19 @@ public enum Migrator {
                               options: MigrationOptions = MigrationOptions(),
                               shouldStop: @escaping () -> Bool = { false },
                               progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
-        try compareStores(operation: "verify", source, destination, options, shouldStop, progress)
+        try compareStores(operation: .verify, source, destination, options, shouldStop, progress)
     }
 
-    private static func compareStores(operation: String, _ source: StoreLocation, _ destination: StoreLocation,
+    private static func compareStores(operation: MigrationReport.Operation, _ source: StoreLocation, _ destination: StoreLocation,
                                       _ options: MigrationOptions, _ shouldStop: @escaping () -> Bool,
                                       _ progress: @escaping (MigrationProgress) -> Void) throws -> MigrationReport {
-        if operation == "sync", let streamed = try destination.backend as? any StreamedStoreBackend {
+        if operation == .sync, let streamed = try destination.backend as? any StreamedStoreBackend {
             return try syncStreamed(streamed, from: source, to: destination, options, shouldStop, progress)
         }
         let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
         defer { try? sourceStore.close() }
         let destinationStore = try withResumeCommand(destination) {
-            operation == "verify" ? try destination.openSource()
+            operation == .verify ? try destination.openSource()
                 : try MigrationGate.$defersReferenceChecks.withValue(true) { try destination.open(schema: nil) }
         }
         defer { try? destinationStore.close() }
@@ -156,9 +156,9 @@ public enum Migrator {
         run.report.sourceCheck = sourceCheck
         try run.interruptible {
             try sourceStore.read { snapshot in
-                if operation == "verify" && options.checksum {
+                if operation == .verify && options.checksum {
                     try run.verifyByChecksum(schema, snapshot, destinationStore)
-                } else if operation == "verify" {
+                } else if operation == .verify {
                     try run.verify(schema, snapshot, destinationStore)
                 } else {
                     let token = try snapshot.changeToken()
@@ -406,7 +406,7 @@ final class MigrationRun {
     private let started = Date()
     private var finishedEntities: [String] = []
 
-    init(operation: String, _ source: StoreLocation, _ destination: StoreLocation, _ options: MigrationOptions,
+    init(operation: MigrationReport.Operation, _ source: StoreLocation, _ destination: StoreLocation, _ options: MigrationOptions,
          _ shouldStop: @escaping () -> Bool, _ progress: @escaping (MigrationProgress) -> Void) {
         report = MigrationReport(operation: operation, source: source.description, destination: destination.description)
         self.options = options
@@ -457,50 +457,17 @@ final class MigrationRun {
         finishedEntities.append(entity.name)
     }
 
-    /// Copies an entity, or its items after `start`, into a destination that holds none of them:
-    /// pages of the snapshot in key order, one write transaction per batch, with the checkpoint
-    /// in the same transaction. This thread reads the next page while a worker writes the one
-    /// before (``PageWorker``): the two stores work at once, the batches still commit one after
-    /// the other in key order, and a stop or an error waits for the write in flight, so that the
-    /// last checkpoint names what is committed.
+    /// Copies an entity, or its items after `start`, into a destination that holds none of them,
+    /// by the paged copy (``PagedCopy``), each page with its checkpoint.
     func copyEntity(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, after start: Value?,
                     _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter, _ tick: (Int) -> Void) throws {
-        let limit = max(1, options.batchSize)
-        let name = entity.name
-        var after = start
-        // Two page buffers, their records refilled in place once the destination let go of them:
-        // this thread reads into one while the worker writes the other.
-        var page: [Record] = []
-        let writes = PageWorker()
-        defer { writes.drain() }
-        while true {
-            try snapshot.scan(name, after: after, limit: limit, into: &page)
-            guard let last = page.last?[entity.primaryKey] else { break }
-            let count = page.count
-            // Once the write in flight returns, every page before this one is committed: progress
-            // counts committed items only, so that a process killed right after a progress line
-            // loses none of the items it reported.
-            let spare = try writes.take()
-            if entry.itemsRead > 0 { tick(entry.itemsRead) }
-            writes.start(page) { page in
-                try destination.writeSync { writer in
-                    try writer.insert(contentsOf: page, into: name)
-                    try checkpoint(writer, last, true)
-                }
-            }
-            page = spare
-            entry.itemsRead += count
-            entry.itemsWritten += count
-            after = last
-            if shouldStop() {
-                _ = try writes.take()
-                tick(entry.itemsRead)
-                throw StopRequested()
-            }
-            if count < limit { break }
-        }
-        _ = try writes.take()
-        if entry.itemsRead > 0 { tick(entry.itemsRead) }
+        let pages = PagedCopy(destination: destination, batchSize: options.batchSize, shouldStop: shouldStop)
+        let done = entry.itemsRead
+        let copied = try pages.copy(entity, after: start, reading: { try $0(snapshot) },
+                                    checkpoint: { writer, last in try checkpoint(writer, last, true) },
+                                    committed: { tick(done + $0) })
+        entry.itemsRead += copied
+        entry.itemsWritten += copied
     }
 
     func diff(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, _ mode: StoreDiff.Mode,

@@ -62,7 +62,7 @@ enum SwitchFixture {
                     }
                 }
             case "pace":
-                pace = .itemsPerSecond(Int(value) ?? 1_000)
+                pace = .itemsPerSecond((try? PositiveInt(Int(value) ?? 1_000)) ?? 1_000)
             case "then":
                 then = value
             case "finish":

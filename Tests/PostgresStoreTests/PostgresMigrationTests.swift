@@ -132,7 +132,7 @@ func aFollowFromAStoredPositionFindsWritesMadeWithPsql() throws {
     let destination = StoreLocation(kind: .lmdb, path: dir.url.appendingPathComponent("destination.lmdb").path)
     try DemoData.seed(source, items: 300, seed: 6)
     _ = try Migrator.copy(from: source, to: destination)
-    _ = try Migrator.follow(from: source, to: destination, options: FollowOptions(untilIdle: 0.2, compareFirst: false))
+    _ = try Migrator.follow(from: source, to: destination, options: FollowOptions(untilIdle: .milliseconds(200), compareFirst: false))
 
     // The last order goes with its pairs of products (foreign keys hold in psql too).
     let pairs = Int(try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
@@ -148,7 +148,7 @@ func aFollowFromAStoredPositionFindsWritesMadeWithPsql() throws {
         DELETE FROM "\(location.schema)"."Order_products" WHERE "source" = (SELECT max("id") FROM "\(location.schema)"."Order");
         DELETE FROM "\(location.schema)"."Order" WHERE "id" = (SELECT max("id") FROM "\(location.schema)"."Order");
         """])
-    let report = try Migrator.follow(from: source, to: destination, options: FollowOptions(untilIdle: 0.2))
+    let report = try Migrator.follow(from: source, to: destination, options: FollowOptions(untilIdle: .milliseconds(200)))
     #expect(report.catchUps.first?.hasPrefix("a follow starts by comparing") == true, "\(report.catchUps)")
     #expect(report.itemsWritten == 1 && report.itemsDeleted == 1 + pairs, "\(report)")
     let verify = try Migrator.verify(from: source, to: destination)

@@ -10,7 +10,7 @@ import Testing
     let dir = try TemporaryDirectory()
     let store = try SQLiteStore(
         path: dir.path("pool.sqlite"), schema: itemSchema,
-        options: SQLiteOptions(maxReaders: 2, readerTimeout: 0.2))
+        options: SQLiteOptions(maxReaders: 2, readerTimeout: .milliseconds(200)))
     try seed(store, 5)
     let release = DispatchSemaphore(value: 0)
     let holding = DispatchSemaphore(value: 0)

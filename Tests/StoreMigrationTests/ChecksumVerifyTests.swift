@@ -160,7 +160,7 @@ func anItemVerifyReadingAheadReportsExactlyTheDifferingKeysForEveryPageSize(_ fr
         if case .int(let id) = key { differing.insert(id) }
     }
     #expect(!differing.isEmpty)
-    for batchSize in [1, 3, 7, 1_000] {
+    for batchSize: PositiveInt in [1, 3, 7, 1_000] {
         let report = try Migrator.verify(from: source, to: destination, options: MigrationOptions(batchSize: batchSize))
         let checksum = try Migrator.verify(from: source, to: destination,
                                            options: MigrationOptions(batchSize: batchSize, checksum: true))

@@ -83,7 +83,7 @@ func copyFollowKeepsTheDestinationInStepWithAWritingSourceAndResumesAfterSIGKILL
     _ = try runCommand(CrashRecovery.tool.path, ["sqlite", source, "feed-write", "200"])
     let caughtUp = try Migrator.follow(from: StoreLocation(parsing: "sqlite:" + source),
                                        to: StoreLocation(parsing: destination),
-                                       options: FollowOptions(untilIdle: 0.5, compareFirst: false))
+                                       options: FollowOptions(untilIdle: .milliseconds(500), compareFirst: false))
     #expect(caughtUp.catchUps.count == 1 && caughtUp.catchUps[0].hasPrefix("the source's feed no longer reaches"),
             "\(caughtUp.catchUps)")
     verify = try runCLI(["verify", "--from", "sqlite:" + source, "--to", destination, "--progress", "none"])

@@ -31,14 +31,14 @@ package enum ChangeLog {
         /// The oldest transaction a reader may still follow: the retention's bound, exact after
         /// every commit whatever entries older than it are still stored.
         var first: UInt64 {
-            let keep = UInt64(max(1, settings.retainedTransactions))
+            let keep = UInt64(settings.retainedTransactions)
             return max(held, next > keep ? next - keep : 0)
         }
 
         /// How many entries past the retention may wait for their removal: an eighth of the
         /// retention, at most 256. A commit then writes its own entry and, once in that many
         /// commits, removes the batch, instead of touching the oldest entry's page every time.
-        var trimSlack: UInt64 { UInt64(min(max(1, settings.retainedTransactions) / 8, 256)) }
+        var trimSlack: UInt64 { UInt64(min(settings.retainedTransactions / 8, 256)) }
     }
 
     static func entryKey(_ sequence: UInt64) -> String {
@@ -212,7 +212,7 @@ package enum ChangeLog {
     /// Removes the entries past the retention once more than ``State/trimSlack`` of them wait
     /// (readers never see them: ``State/first`` already excludes them).
     private static func trim(_ writer: any StorageWriter, _ state: inout State) throws {
-        let keep = UInt64(max(1, state.settings.retainedTransactions))
+        let keep = UInt64(state.settings.retainedTransactions)
         guard state.next - state.held > keep + state.trimSlack else { return }
         try remove(writer, state, before: state.next - keep)
         state.held = state.next - keep

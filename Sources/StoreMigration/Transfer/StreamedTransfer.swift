@@ -11,7 +11,7 @@ extension Migrator {
                              _ progress: @escaping (MigrationProgress) -> Void) throws -> MigrationReport {
         let (sourceStore, schema, sourceCheck) = try openSource(source, distinctFrom: destination, options)
         defer { try? sourceStore.close() }
-        let run = MigrationRun(operation: "copy", source, destination, options, shouldStop, progress)
+        let run = MigrationRun(operation: .copy, source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
         run.report.resumed = options.resume
         var written: (any DataStore)?
@@ -55,7 +55,7 @@ extension Migrator {
                     try run.entity(entity, phase: .copy, snapshot) { entry, _, tick in
                         if position.finishedEntities.contains(entity.name) { return }
                         var after = position.entity == entity.name ? position.lastKey : nil
-                        let limit = max(1, options.batchSize)
+                        let limit = options.batchSize.value
                         while true {
                             let page = try snapshot.scan(entity.name, after: after, limit: limit)
                             for record in page { try writer.append(record, of: entity) }
@@ -104,7 +104,7 @@ extension Migrator {
         let old = try destination.openSource()
         defer { try? old.close() }
         try requireEntities(of: schema, in: old.schema, destination)
-        let run = MigrationRun(operation: "sync", source, destination, options, shouldStop, progress)
+        let run = MigrationRun(operation: .sync, source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
         let writer = try backend.beginStream(at: destination.path, schema: old.schema, source: source.description)
         do {
@@ -133,10 +133,10 @@ extension Migrator {
     /// Appends every item of `entity` from `reader` to `writer`, counting against `previous`
     /// (the destination before) the items written new or changed and those dropped.
     private static func streamEntity(_ entity: EntitySchema, from reader: ReadAccessor, comparedWith previous: ReadAccessor,
-                                     into writer: any StreamedStoreWriter, _ batchSize: Int,
+                                     into writer: any StreamedStoreWriter, _ batchSize: PositiveInt,
                                      _ entry: inout EntityReport, _ tick: (Int) -> Void,
                                      _ shouldStop: () -> Bool) throws {
-        let limit = max(1, batchSize)
+        let limit = batchSize.value
         var theirs = PageCursor(reader: previous, entity: entity, limit: limit)
         var after: Value?
         while true {

@@ -3,15 +3,15 @@ import Foundation
 
 /// Options of ``Migrator/follow(from:to:options:shouldStop:progress:)``.
 public struct FollowOptions: Sendable {
-    /// Stop once the source has committed nothing for this many seconds (`nil`: follow until
+    /// Stop once the source has committed nothing for this long (`nil`: follow until
     /// `shouldStop` says so, as on Ctrl-C).
-    public var untilIdle: Double?
+    public var untilIdle: Duration?
     /// Most source transactions applied in one destination transaction.
-    public var batchTransactions: Int
+    public var batchTransactions: PositiveInt
     /// How often to look for new source transactions while idle.
-    public var pollInterval: Double
+    public var pollInterval: Duration
     /// Items per write transaction of a merge-join catch-up.
-    public var batchSize: Int
+    public var batchSize: PositiveInt
     /// Whether a follow that starts from a position stored in the destination first compares
     /// the two stores by a merge join (on by default). A write made to the source outside the
     /// package (the `sqlite3` shell, `psql`, another program) commits no feed entry, so only a
@@ -19,14 +19,24 @@ public struct FollowOptions: Sendable {
     /// the source's current snapshot may turn it off.
     public var compareFirst: Bool
 
-    /// Options; by default a follow runs until stopped, compares the stores first and applies up to 500 transactions at a time.
-    public init(untilIdle: Double? = nil, batchTransactions: Int = 500, pollInterval: Double = 0.005,
-                batchSize: Int = 1_000, compareFirst: Bool = true) {
+    /// Options; by default a follow runs until stopped, compares the stores first and applies up
+    /// to 500 transactions at a time.
+    public init(untilIdle: Duration? = nil, batchTransactions: PositiveInt = 500,
+                pollInterval: Duration = .milliseconds(5), batchSize: PositiveInt = 1_000,
+                compareFirst: Bool = true) {
         self.untilIdle = untilIdle
         self.batchTransactions = batchTransactions
         self.pollInterval = pollInterval
         self.batchSize = batchSize
         self.compareFirst = compareFirst
+    }
+
+    /// Options with times in seconds.
+    @available(*, deprecated, message: "pass the times as Duration: FollowOptions(untilIdle: .seconds(2))")
+    public init(untilIdle seconds: Double?, batchTransactions: PositiveInt = 500, pollInterval: Double = 0.005,
+                batchSize: PositiveInt = 1_000, compareFirst: Bool = true) {
+        self.init(untilIdle: seconds.map { .seconds($0) }, batchTransactions: batchTransactions,
+                  pollInterval: .seconds(pollInterval), batchSize: batchSize, compareFirst: compareFirst)
     }
 }
 
@@ -135,7 +145,7 @@ extension Migrator {
                               shouldStop: @escaping () -> Bool = { false },
                               progress: @escaping (FollowProgress) -> Void = { _ in }) throws -> FollowReport {
         try checkFollow(from: source, to: destination)
-        let started = Date()
+        let started = ContinuousClock.now
         let sourceStore = try source.openSource()
         defer { try? sourceStore.close() }
         let destinationStore = try withResumeCommand(destination) {
@@ -147,81 +157,62 @@ extension Migrator {
         var lags: [Double] = []
         var follower = Follower(source: sourceStore, destination: destinationStore, sourceLocation: source,
                                 options: options, shouldStop: shouldStop)
-        var token = try followState(of: destinationStore).map(\.token)
-        report.startToken = token
-        if token == nil {
-            report.catchUps.append("the destination holds no follow position")
-        } else if options.compareFirst {
-            report.catchUps.append("a follow starts by comparing the stores: writes made to the source outside "
-                + "the package are not in its feed")
-            token = nil
+        follower.token = try followState(of: destinationStore).map(\.token)
+        report.startToken = follower.token
+        if follower.token != nil && options.compareFirst {
+            follower.compareNext(because: "a follow starts by comparing the stores: writes made to the source "
+                + "outside the package are not in its feed")
         }
-        var lastActivity = Date()
-        var lastReport = Date.distantPast
+        var lastActivity = ContinuousClock.now
+        var lastReport = ContinuousClock.now - .seconds(3_600)
         var head = try sourceStore.currentChangeToken()
-        while true {
-            if let current = token {
-                do {
-                    if let batch = try follower.nextBatch(after: current) {
-                        if batch.overflowed.isEmpty {
-                            let (written, deleted) = try follower.apply(batch)
-                            let now = (try? Timestamp(Date()))?.microsecondsSinceEpoch ?? 0
-                            for commit in batch.commits { lags.append(Double(now - commit.microsecondsSinceEpoch) / 1e6) }
-                            report.transactionsApplied += batch.commits.count
-                            report.itemsWritten += written
-                            report.itemsDeleted += deleted
-                            token = batch.token
-                            head = batch.head
-                            lastActivity = Date()
-                            lastReport = Date()
-                            progress(FollowProgress(applied: batch.token, sourceHead: batch.head,
-                                                    lagSeconds: lags.last ?? 0,
-                                                    transactionsApplied: report.transactionsApplied,
-                                                    itemsWritten: report.itemsWritten, itemsDeleted: report.itemsDeleted))
-                            if shouldStop() { report.endedBy = "stopped"; break }
-                            continue
-                        }
-                        report.catchUps.append("source transaction \(batch.overflowedAt) changed more items of "
-                            + batch.overflowed.sorted().joined(separator: ", ") + " than its feed lists")
-                        token = nil
-                    }
-                } catch let error as StoreError where error.code == .changesExpired || error.code == .invalidArgument {
-                    report.catchUps.append("the source's feed no longer reaches the destination's position "
-                        + "\(current): \(error.message)")
-                    token = nil
-                }
-            }
-            if token == nil {
-                do {
-                    let caughtUp = try follower.catchUp(&report)
-                    token = caughtUp
-                    head = caughtUp
-                } catch is StopRequested {
-                    report.endedBy = "stopped"
-                    break
-                }
-                lastActivity = Date()
-                continue
-            }
-            // Idle: nothing after the token.
-            if shouldStop() { report.endedBy = "stopped"; break }
-            if let idle = options.untilIdle, Date().timeIntervalSince(lastActivity) >= idle {
-                report.endedBy = "idle"
+        func progressed(_ token: ChangeToken, lag: Double) {
+            lastReport = .now
+            progress(FollowProgress(applied: token, sourceHead: head, lagSeconds: lag,
+                                    transactionsApplied: report.transactionsApplied,
+                                    itemsWritten: report.itemsWritten, itemsDeleted: report.itemsDeleted))
+        }
+        loop: while true {
+            let step: FollowStep
+            do {
+                step = try follower.step()
+            } catch is StopRequested {
+                report.endedBy = "stopped"
                 break
             }
-            if let token, Date().timeIntervalSince(lastReport) >= 1 {
-                lastReport = Date()
-                progress(FollowProgress(applied: token, sourceHead: head, lagSeconds: 0,
-                                        transactionsApplied: report.transactionsApplied,
-                                        itemsWritten: report.itemsWritten, itemsDeleted: report.itemsDeleted))
+            switch step {
+            case .applied(let batch, let written, let deleted):
+                let now = (try? Timestamp(Date()))?.microsecondsSinceEpoch ?? 0
+                for commit in batch.commits { lags.append(Double(now - commit.microsecondsSinceEpoch) / 1e6) }
+                report.transactionsApplied += batch.commits.count
+                report.itemsWritten += written
+                report.itemsDeleted += deleted
+                head = batch.head
+                lastActivity = .now
+                progressed(batch.token, lag: lags.last ?? 0)
+                if shouldStop() { report.endedBy = "stopped"; break loop }
+            case .caughtUp(let reason, let token, let written, let deleted):
+                report.catchUps.append(reason)
+                report.itemsWritten += written
+                report.itemsDeleted += deleted
+                head = token
+                lastActivity = .now
+            case .idle(let token):
+                if shouldStop() { report.endedBy = "stopped"; break loop }
+                if let idle = options.untilIdle, ContinuousClock.now - lastActivity >= idle {
+                    report.endedBy = "idle"
+                    break loop
+                }
+                if ContinuousClock.now - lastReport >= .seconds(1) { progressed(token, lag: 0) }
+                follower.waitForSourceCommit()
             }
-            follower.waitForSourceCommit()
         }
+        let token = follower.token
         report.endToken = token
         let sorted = lags.sorted()
         report.lagMedianSeconds = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
         report.lagWorstSeconds = sorted.last ?? 0
-        report.seconds = Date().timeIntervalSince(started)
+        report.seconds = (ContinuousClock.now - started).seconds
         return report
     }
 }
@@ -238,7 +229,27 @@ struct FollowBatch {
     var commits: [Timestamp] = []
 }
 
-/// The mechanics of following: reading a batch from the source, applying it, catching up.
+/// What one step of a ``Follower`` did.
+enum FollowStep {
+    /// It applied a batch of the source's transactions: the items written and deleted.
+    case applied(FollowBatch, written: Int, deleted: Int)
+    /// It brought the destination to a source snapshot by a merge join, for `reason` (no
+    /// position yet, an expired position, a transaction that overflowed its feed entry).
+    case caughtUp(reason: String, token: ChangeToken, written: Int, deleted: Int)
+    /// Nothing after the position: the destination equals the source as of `token`.
+    case idle(ChangeToken)
+}
+
+/// The follow loop, written once: keeps a destination in step with a source's change feed, one
+/// ``step()`` at a time. `migrate-store copy --follow` and `sync --follow`
+/// (``Migrator/follow(from:to:options:shouldStop:progress:)``) and ``SwitchingStore``'s follow
+/// and cutover all drive it; each decides when to wait, stop or cut over.
+///
+/// A step applies the source's next batch of transactions in one destination transaction that
+/// also stores the position it reached. When the follower has no position, when the feed no
+/// longer reaches it (retention, a schema step), or when a transaction changed more items than
+/// its feed entry lists, the step instead compares the two stores by a merge join against one
+/// source snapshot (``catchUp()``) and goes on from that snapshot's position.
 struct Follower {
     let source: any DataStore
     let destination: any DataStore
@@ -246,14 +257,58 @@ struct Follower {
     let options: FollowOptions
     let shouldStop: () -> Bool
     var lastCounter: UInt64?
+    /// The last source transaction the destination holds (`nil`: unknown, the next step
+    /// compares the stores).
+    var token: ChangeToken?
+    /// Why the next step compares the stores, when a caller asked for it.
+    private var compareReason: String?
 
     init(source: any DataStore, destination: any DataStore, sourceLocation: StoreLocation, options: FollowOptions,
-         shouldStop: @escaping () -> Bool) {
+         shouldStop: @escaping () -> Bool, token: ChangeToken? = nil) {
         self.source = source
         self.destination = destination
         self.sourceLocation = sourceLocation
         self.options = options
         self.shouldStop = shouldStop
+        self.token = token
+    }
+
+    /// Makes the next step compare the stores, for `reason`.
+    mutating func compareNext(because reason: String) {
+        token = nil
+        compareReason = reason
+    }
+
+    /// Applies the next batch, or catches up by a merge join when the feed cannot say what
+    /// changed, or reports that nothing is left.
+    mutating func step() throws -> FollowStep {
+        var reason = compareReason ?? "the destination holds no follow position"
+        if let current = token {
+            do {
+                guard let batch = try nextBatch(after: current) else { return .idle(current) }
+                if batch.overflowed.isEmpty {
+                    let (written, deleted) = try apply(batch)
+                    token = batch.token
+                    return .applied(batch, written: written, deleted: deleted)
+                }
+                reason = "source transaction \(batch.overflowedAt) changed more items of "
+                    + batch.overflowed.sorted().joined(separator: ", ") + " than its feed lists"
+            } catch let error as StoreError where error.code == .changesExpired || error.code == .invalidArgument {
+                reason = "the source's feed no longer reaches the destination's position \(current): \(error.message)"
+            }
+        }
+        compareReason = nil
+        token = nil
+        let (reached, written, deleted) = try catchUp()
+        token = reached
+        return .caughtUp(reason: reason, token: reached, written: written, deleted: deleted)
+    }
+
+    /// Steps until nothing is left to apply; returns the position reached.
+    mutating func drain() throws -> ChangeToken {
+        while true {
+            if case .idle(let reached) = try step() { return reached }
+        }
     }
 
     /// The transactions after `token` and the values they left, read in one source snapshot, so
@@ -264,7 +319,7 @@ struct Follower {
 
     /// The transactions after `token` that `snapshot` holds, and the values it holds for them.
     func nextBatch(after token: ChangeToken, in snapshot: ReadAccessor) throws -> FollowBatch? {
-        let sets = try snapshot.changes(since: token, limit: max(1, options.batchTransactions))
+        let sets = try snapshot.changes(since: token, limit: options.batchTransactions.value)
         guard let last = sets.last else { return nil }
         var batch = FollowBatch(token: last.token, head: try snapshot.changeToken())
         var order: [String] = []
@@ -319,30 +374,31 @@ struct Follower {
     }
 
     /// Brings the destination to a source snapshot by a merge-join sync and returns the
-    /// snapshot's token (stored with the sync's last batch).
-    func catchUp(_ report: inout FollowReport) throws -> ChangeToken {
-        var entry = EntityReport(entity: "")
+    /// snapshot's token (stored with the sync's last batch), and the items written and deleted.
+    func catchUp() throws -> (token: ChangeToken, written: Int, deleted: Int) {
         var samples: [String] = []
+        var written = 0
+        var deleted = 0
         return try source.read { snapshot in
             let token = try snapshot.changeToken()
             for entity in source.schema.entities {
-                entry = EntityReport(entity: entity.name)
+                var entry = EntityReport(entity: entity.name)
                 try StoreDiff(entity: entity, source: snapshot, destination: destination, batchSize: options.batchSize,
                               mode: .apply, checkpoint: { _, _ in }, progress: { _ in }, shouldStop: shouldStop)
                     .run(&entry, samples: &samples)
-                report.itemsWritten += entry.itemsWritten
-                report.itemsDeleted += entry.itemsDeleted
+                written += entry.itemsWritten
+                deleted += entry.itemsDeleted
             }
             try destination.writeSync { try Migrator.writeFollowState($0, source: sourceLocation, token: token) }
-            return token
+            return (token, written, deleted)
         }
     }
 
     /// Sleeps until the source's commit counter moves, or one poll interval.
     mutating func waitForSourceCommit() {
-        let deadline = Date(timeIntervalSinceNow: 1)
-        while Date() < deadline && !shouldStop() {
-            usleep(UInt32(max(100, options.pollInterval * 1_000_000)))
+        let deadline = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < deadline && !shouldStop() {
+            Thread.sleep(forTimeInterval: options.pollInterval.seconds)
             let counter = (source as? Store)?.commitCounterNow()
             if counter == nil || counter != lastCounter {
                 lastCounter = counter

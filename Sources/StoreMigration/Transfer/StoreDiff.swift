@@ -10,7 +10,7 @@ struct StoreDiff {
     let entity: EntitySchema
     let source: ReadAccessor
     let destination: any DataStore
-    let batchSize: Int
+    let batchSize: PositiveInt
     let mode: Mode
     /// The key the pass starts after; `nil`: from the first key.
     var after: Value? = nil
@@ -31,7 +31,7 @@ struct StoreDiff {
 
     func run(_ report: inout EntityReport, samples: inout [String]) throws {
         let name = entity.name
-        let limit = max(1, batchSize)
+        let limit = batchSize.value
         var src = PageCursor(reader: source, entity: entity, limit: limit, after: after)
         // Each destination page in a read transaction of its own: the pass writes between them.
         // A compare writes nothing, so its destination pages are read ahead on another thread

@@ -52,8 +52,8 @@ extension Migrator {
                         var counts = DiffReport.Counts(entity: entity.name)
                         let total = try ours.count(FetchRequest(entity.name))
                         var read = 0
-                        var a = PageCursor(reader: ours, entity: entity, limit: max(1, options.batchSize))
-                        var b = PageCursor(reader: theirs, entity: entity, limit: max(1, options.batchSize))
+                        var a = PageCursor(reader: ours, entity: entity, limit: options.batchSize.value)
+                        var b = PageCursor(reader: theirs, entity: entity, limit: options.batchSize.value)
                         while true {
                             let s = try a.peek()
                             let d = try b.peek()

@@ -173,7 +173,7 @@ extension MigrationRun {
                 throw StoreError(.schemaMismatch, "the destination has no entity '\(entity.name)'")
             }
             let checksum = RangeChecksum(entity: entity, destinationEntity: destinationEntity,
-                                         batchSize: max(1, options.batchSize))
+                                         batchSize: options.batchSize.value)
             let (ranges, digests) = try checksum.ranges(snapshot, destination, progress: tick, shouldStop: shouldStop)
             let differing = RangeChecksum.differing(ranges, digests)
             // Items of equal ranges are verified; in the others, those the item compare pairs.

@@ -1,0 +1,90 @@
+@_spi(Backend) import DataStoreAPI
+
+/// The paged, checkpointed copy of one entity: the one place where items move from a source into
+/// a destination that holds none of them. ``Migrator/copy(from:to:options:shouldStop:progress:)``
+/// and ``SwitchingStore``'s background copy both run it.
+///
+/// Pages of the source are read in key order; each is written in one write transaction of the
+/// destination together with the checkpoint that names its last key, so that a copy stopped or
+/// killed anywhere resumes after the last committed page. The calling thread reads the next page
+/// while a worker writes the one before (``PageWorker``): the two stores work at once, the pages
+/// still commit one after the other in key order, and a stop or an error waits for the write in
+/// flight, so that the last checkpoint names what is committed.
+struct PagedCopy {
+    /// The store the pages are written into.
+    let destination: any DataStore
+    /// Items per page, and so per write transaction and checkpoint.
+    let batchSize: PositiveInt
+    /// Asked once after each page's write has started; when it returns true the copy waits for
+    /// that write and throws ``StopRequested``.
+    let shouldStop: () -> Bool
+    /// Runs before each page is read (the switch's pacing).
+    var beforePage: () -> Void = {}
+
+    /// Copies the items of `entity` after `start` (all when `nil`), up to and including `bound`
+    /// when one is given.
+    ///
+    /// - Parameters:
+    ///   - reading: runs its argument with a reader of the source: the same snapshot for every
+    ///     page, or a read transaction of its own per page.
+    ///   - checkpoint: writes the checkpoint that names a page's last key, in that page's
+    ///     transaction.
+    ///   - committed: called with the items committed so far, once a page's transaction has
+    ///     committed (a process killed after it loses none of them).
+    /// - Returns: the items copied.
+    func copy(_ entity: EntitySchema, after start: Value?, through bound: Value? = nil,
+              reading: ((ReadAccessor) throws -> Void) throws -> Void,
+              checkpoint: @escaping (WriteAccessor, Value) throws -> Void,
+              committed: (Int) -> Void) throws -> Int {
+        let limit = batchSize.value
+        let name = entity.name
+        let destination = self.destination
+        var after = start
+        var copied = 0
+        var inFlight = 0
+        // Two page buffers, their records refilled in place once the destination let go of them:
+        // this thread reads into one while the worker writes the other.
+        var page: [Record] = []
+        let writes = PageWorker()
+        defer { writes.drain() }
+        func settle() throws -> [Record] {
+            let spare = try writes.take()
+            if inFlight > 0 {
+                copied += inFlight
+                inFlight = 0
+                committed(copied)
+            }
+            return spare
+        }
+        while true {
+            if let bound, let after, try KeyEncoding.compareKeys(after, bound) >= 0 { break }
+            beforePage()
+            try reading { try $0.scan(name, after: after, limit: limit, into: &page) }
+            let full = page.count == limit
+            if let bound {
+                while let key = page.last?[entity.primaryKey], try KeyEncoding.compareKeys(key, bound) > 0 {
+                    page.removeLast()
+                }
+            }
+            guard let last = page.last?[entity.primaryKey] else { break }
+            let count = page.count
+            let spare = try settle()
+            writes.start(page) { page in
+                try destination.writeSync { writer in
+                    try writer.insert(contentsOf: page, into: name)
+                    try checkpoint(writer, last)
+                }
+            }
+            inFlight = count
+            page = spare
+            after = last
+            if shouldStop() {
+                _ = try settle()
+                throw StopRequested()
+            }
+            if !full || count < limit { break }
+        }
+        _ = try settle()
+        return copied
+    }
+}
