@@ -666,9 +666,9 @@ enum ChangeFeedCases {
         var entities = Fixtures.schema.entities
         entities[1].attributes.append(Attribute("extra", .int, optional: true))
         let v2 = Schema(version: 2, entities: entities)
-        var migrations = SchemaMigrations()
-        migrations.version(2, [.step(.addAttribute(entity: "Keyed", attribute: Attribute("extra", .int, optional: true)))])
-        store = try c.open(v2, migrations: migrations)
+        var upgrades = SchemaUpgrades()
+        upgrades.version(2, [.step(.addAttribute(entity: "Keyed", attribute: Attribute("extra", .int, optional: true)))])
+        store = try c.open(v2, upgrades: upgrades)
         c.expectError(.changesExpired) { _ = try store.changes(since: token, limit: 1) }
         let fresh = try store.currentChangeToken()
         try store.writeSync { try $0.save(["key": "a", "extra": 1], into: "Keyed") }

@@ -76,8 +76,8 @@ public final class ConformanceContext: Sendable {
 
     /// Opens the store named `name` in the case's directory.
     public func open(_ schema: Schema? = Fixtures.schema, name: String = "store",
-                     migrations: SchemaMigrations = SchemaMigrations()) throws -> any DataStore {
-        let store = try backend.open(directory.appendingPathComponent(name), schema, migrations)
+                     upgrades: SchemaUpgrades = SchemaUpgrades()) throws -> any DataStore {
+        let store = try backend.open(directory.appendingPathComponent(name), schema, upgrades)
         opened.withLock { $0.append(store) }
         return store
     }

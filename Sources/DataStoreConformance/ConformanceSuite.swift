@@ -16,7 +16,7 @@ public enum ConformanceSuite {
         CRUDCases.all + ValidationCases.all + ValueCases.all + LimitCases.all + QueryCases.all
             + TransactionCases.all + AsyncWriteCases.all + ChildStoreCases.all + PersistenceCases.all
             + ConcurrencyCases.all + RandomOperationCases.all + TypedModelCases.all + EdgeQueryCases.all
-            + EdgeStoreCases.all + SchemaEvolutionCases.all + ChangeFeedCases.all + RelationshipCases.all
+            + EdgeStoreCases.all + SchemaUpgradeCases.all + ChangeFeedCases.all + RelationshipCases.all
             + AppModelCases.all
 
     /// The case of that name, if any (for tests that run one case on purpose).

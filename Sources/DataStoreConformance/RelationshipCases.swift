@@ -494,31 +494,31 @@ enum RelationshipCases {
         v2.entities[1].relationships = [.toOne("author", to: "User", inverse: "notes", optional: false),
                                         .toMany("tags", to: "Tag", inverse: "notes")]
         v2.entities[2].relationships = [.toMany("notes", to: "Note", inverse: "tags")]
-        func steps(defaultTarget: Value) -> SchemaMigrations {
-            var migrations = SchemaMigrations()
-            migrations.version(2,
+        func steps(defaultTarget: Value) -> SchemaUpgrades {
+            var upgrades = SchemaUpgrades()
+            upgrades.version(2,
                 .addRelationship(entity: "Note", relationship: .toOne("author", to: "User", inverse: "notes", optional: false),
                                  inverse: .toMany("notes", to: "Note", inverse: "author", deleteRule: .cascade),
                                  defaultTarget: defaultTarget),
                 .addRelationship(entity: "Note", relationship: .toMany("tags", to: "Tag", inverse: "notes"),
                                  inverse: .toMany("notes", to: "Note", inverse: "tags")))
-            return migrations
+            return upgrades
         }
         c.expectError(.referenceViolation, naming: "'Note' 10 refers through 'author' to 'User' 9") {
-            _ = try c.open(v2, migrations: steps(defaultTarget: 9))
+            _ = try c.open(v2, upgrades: steps(defaultTarget: 9))
         }
         let unchanged = try c.open(nil)
         c.expectEqual(unchanged.schema.version, 1, "the refused migration changed nothing")
         try unchanged.close()
         c.expectError(.invalidArgument, naming: "default target") {
-            var migrations = SchemaMigrations()
-            migrations.version(2, .addRelationship(entity: "Note", relationship: .toOne("author", to: "User",
+            var upgrades = SchemaUpgrades()
+            upgrades.version(2, .addRelationship(entity: "Note", relationship: .toOne("author", to: "User",
                 inverse: "notes", optional: false), inverse: .toMany("notes", to: "Note", inverse: "author",
                 deleteRule: .cascade)), .addRelationship(entity: "Note", relationship: .toMany("tags", to: "Tag",
                 inverse: "notes"), inverse: .toMany("notes", to: "Note", inverse: "tags")))
-            _ = try c.open(v2, migrations: migrations)
+            _ = try c.open(v2, upgrades: upgrades)
         }
-        let upgraded = try c.open(v2, migrations: steps(defaultTarget: 2))
+        let upgraded = try c.open(v2, upgrades: steps(defaultTarget: 2))
         try upgraded.writeSync { w in
             try w.link("Note", key: 10, "tags", to: "a")
             try w.update("Note", key: 11, set: ["author": 3])
@@ -536,10 +536,10 @@ enum RelationshipCases {
         v3.entities[0].relationships[0].deleteRule = .deny
         v3.entities[1].relationships.removeAll { $0.name == "tags" }
         v3.entities[2].relationships = []
-        var migrations = steps(defaultTarget: 2)
-        migrations.version(3, .changeDeleteRule(entity: "User", relationship: "notes", to: .deny),
+        var upgrades = steps(defaultTarget: 2)
+        upgrades.version(3, .changeDeleteRule(entity: "User", relationship: "notes", to: .deny),
                            .removeRelationship(entity: "Note", name: "tags"))
-        let third = try c.open(v3, migrations: migrations)
+        let third = try c.open(v3, upgrades: upgrades)
         c.expectEqual(third.schema.entity(named: "Note_tags"), nil, "the join entity went with the relationship")
         c.expectError(.referenceViolation, naming: "'User' 2 cannot be deleted") {
             try third.writeSync { _ = try $0.delete("User", key: 2) }

@@ -25,10 +25,10 @@ import Synchronization
         }
     }
 
-    public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
-        try InMemoryStore(database: database(path, create: schema != nil), schema: schema, migrations: migrations)
+        try InMemoryStore(database: database(path, create: schema != nil), schema: schema, upgrades: upgrades)
     }
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {

@@ -50,27 +50,3 @@
 
     public func close() throws {}
 }
-
-/// An in-memory store: the reference backend. Copy-on-write snapshots give every read its own
-/// consistent view.
-public final class InMemoryStore: Store, @unchecked Sendable {
-    /// Opens a new, empty in-memory store.
-    public convenience init(schema: Schema, instrumentation: Instrumentation = .none) throws {
-        try self.init(database: InMemoryDatabase(), schema: schema, instrumentation: instrumentation)
-    }
-
-    /// Opens a store on an existing in-memory database (with `schema: nil`, the one it holds).
-    /// - Parameter migrations: the steps that bring a database holding an older schema version
-    ///   to `schema` (see ``SchemaMigrations``).
-    /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
-    ///   default).
-    public init(database: InMemoryDatabase, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
-                instrumentation: Instrumentation = .none) throws {
-        let engine = try SchemaMigrator.open(requested: schema, migrations: migrations,
-                                             location: "in-memory database") {
-            try InMemoryEngine(database: database, schema: $0)
-        }
-        try super.init(engine: engine, instrumentation: instrumentation)
-        logOpened("in-memory database")
-    }
-}

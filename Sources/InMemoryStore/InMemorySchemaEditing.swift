@@ -1,6 +1,6 @@
 @_spi(Backend) import DataStoreAPI
 
-/// Schema migrations on the in-memory backend: tables are keyed by entity name and hold
+/// Schema upgrades on the in-memory backend: tables are keyed by entity name and hold
 /// complete records, so a change rewrites the entity's records into a new table (its unique
 /// maps rebuilt as they go), and a rename moves the table.
 extension InMemoryTransaction: SchemaEditingWriter {

@@ -17,10 +17,10 @@ import Foundation
             && isDirectory.boolValue
     }
 
-    public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
-        try LMDBStore(path: path, schema: schema, migrations: migrations, options: LMDBOptions(durability: durability))
+        try LMDBStore(path: path, schema: schema, upgrades: upgrades, options: LMDBOptions(durability: durability))
     }
 
     /// Read-only, and unless just checked, with every page walked before liblmdb reads one.

@@ -15,7 +15,7 @@ struct LMDBDatabases: Sendable {
     static func indexName(_ entity: String, _ index: String) -> String { "i.\(entity).\(index)" }
 
     /// Opens (or with `create`, creates) every database of `schema` inside `txn`.
-    static func open(_ schema: Schema, _ environment: LMDBEnvironment, _ txn: LMDBTxn, meta: MDB_dbi,
+    static func open(_ schema: Schema, _ environment: LMDBEnvironment, _ txn: LMDBRawTransaction, meta: MDB_dbi,
                      create: Bool) throws -> LMDBDatabases {
         var entities: [String: MDB_dbi] = [:]
         var indexes: [String: [String: MDB_dbi]] = [:]

@@ -3,42 +3,6 @@ internal import CLMDB
 import Foundation
 import Logging
 
-/// Options of an LMDB store.
-public struct LMDBOptions: Sendable, Hashable {
-    /// How durable a commit is when `writeSync` returns.
-    public var durability: Durability
-    /// The map size to start with; the map grows by itself whenever a write needs more.
-    public var initialMapSize: Int
-    /// Let a large write transaction size the map to cover the disk, then write without a
-    /// journal. A write keeps a journal of its changes so that, when the map fills, it can grow
-    /// the map and replay them; once its changes pass 64 KiB, it grows the map at once to the
-    /// size of `data.mdb` plus twice the disk's free space (address space, not disk: the file
-    /// grows only with the pages written), where the map cannot fill before the disk does, and
-    /// stops journaling. A process that cannot map that much (`ulimit -v`) keeps the journal.
-    /// Off, the map doubles each time it fills and the journal is kept to the end of the
-    /// transaction (in memory up to 16 MiB, then in a temporary file).
-    public var mapCoversDisk: Bool
-    /// Reader slots: how many read transactions may be open at once across processes.
-    public var maxReaders: PositiveInt
-    /// Open with `MDB_RDONLY`: nothing is written to the environment, not even on open, and
-    /// writes throw `readOnly`. A store on read-only media opens this way too.
-    public var readOnly: Bool
-    /// Walk every page of the environment with bounds checks before liblmdb reads any (see
-    /// ``LMDBEngine/check(path:)``): a damaged file fails with `corrupt` instead of crashing the
-    /// process. Costs one read of the file; `migrate-store` does it for every source.
-    public var checkPages: Bool
-
-    public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maxReaders: PositiveInt = 1024,
-                readOnly: Bool = false, checkPages: Bool = false, mapCoversDisk: Bool = true) {
-        self.durability = durability
-        self.mapCoversDisk = mapCoversDisk
-        self.initialMapSize = max(initialMapSize, 64 << 10)
-        self.maxReaders = maxReaders
-        self.readOnly = readOnly
-        self.checkPages = checkPages
-    }
-}
-
 /// The LMDB backend: a named database per entity (order-preserving key → compact, versioned
 /// record), one per index, and `_ds_meta` for the format version and schema.
 @_spi(Backend) public final class LMDBEngine: StorageEngine, CommitCounting, CommitNotifying {
@@ -73,7 +37,7 @@ public struct LMDBOptions: Sendable, Hashable {
                                           maxReaders: UInt32(options.maxReaders.value), durability: options.durability,
                                           readOnly: readOnly, mapCoversDisk: options.mapCoversDisk)
         pagesChecked = options.checkPages ? try Self.walk(environment) : nil
-        let txn = try LMDBTxn(environment: environment, write: !readOnly)
+        let txn = try LMDBRawTransaction(environment: environment, write: !readOnly)
         defer { txn.finish() }
         let existingMeta = try txn.openDatabase("_ds_meta", create: false)
         var stored: Schema?
@@ -118,7 +82,7 @@ public struct LMDBOptions: Sendable, Hashable {
 
     /// Walks every page of the snapshot that a read transaction pins for the walk's duration.
     private static func walk(_ environment: LMDBEnvironment) throws -> LMDBCheckReport {
-        let txn = try LMDBTxn(environment: environment, write: false)
+        let txn = try LMDBRawTransaction(environment: environment, write: false)
         defer { txn.finish() }
         let check = try LMDBPageCheck(path: environment.path)
         defer { check.close() }
@@ -137,7 +101,7 @@ public struct LMDBOptions: Sendable, Hashable {
         let engine = try LMDBEngine(path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: true))
         defer { try? engine.close() }
         var report = try engine.pagesChecked ?? walk(engine.environment)
-        let txn = try LMDBTxn(environment: engine.environment, write: false)
+        let txn = try LMDBRawTransaction(environment: engine.environment, write: false)
         defer { txn.finish() }
         try engine.checkDatabasesAgainstSchema(txn)
         let storage = LMDBTransaction(txn: txn, databases: engine.databases)
@@ -149,7 +113,7 @@ public struct LMDBOptions: Sendable, Hashable {
     /// does not explain: a schema damaged into listing fewer entities would otherwise hide
     /// databases full of items from every read and copy. (A database the schema names and the
     /// environment lacks fails the open already.)
-    private func checkDatabasesAgainstSchema(_ txn: LMDBTxn) throws {
+    private func checkDatabasesAgainstSchema(_ txn: LMDBRawTransaction) throws {
         var expected: Set<String> = []
         for entity in schema.entities {
             expected.insert(LMDBDatabases.entityName(entity.name))
@@ -172,7 +136,7 @@ public struct LMDBOptions: Sendable, Hashable {
     /// Rewrites every index in the current format, in one write transaction, reading each
     /// entity in pages (a cursor would not survive the restart that growing the map needs).
     private func rebuildIndexes() throws {
-        let txn = try LMDBTxn(environment: environment, write: true)
+        let txn = try LMDBRawTransaction(environment: environment, write: true)
         defer { txn.finish() }
         let storage = LMDBTransaction(txn: txn, databases: databases)
         for entity in schema.entities {
@@ -227,7 +191,7 @@ public struct LMDBOptions: Sendable, Hashable {
     }
 
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
-        let txn = try LMDBTxn(environment: environment, write: false)
+        let txn = try LMDBRawTransaction(environment: environment, write: false)
         defer { txn.finish() }
         return try body(LMDBTransaction(txn: txn, databases: databases))
     }
@@ -249,7 +213,7 @@ public struct LMDBOptions: Sendable, Hashable {
         guard !environment.isReadOnly else {
             throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
         }
-        let txn = try LMDBTxn(environment: environment, write: true)
+        let txn = try LMDBRawTransaction(environment: environment, write: true)
         defer { txn.finish() }
         let result = try body(LMDBTransaction(txn: txn, databases: databases))
         try txn.commit()
@@ -262,7 +226,7 @@ public struct LMDBOptions: Sendable, Hashable {
 
     /// Opens every database of the schema again, inside `txn`: a restartable write may have
     /// dropped some in an attempt that then rolled back, and liblmdb closes a dropped handle at once.
-    private func reopenDatabases(_ txn: LMDBTxn) throws -> LMDBDatabases {
+    private func reopenDatabases(_ txn: LMDBRawTransaction) throws -> LMDBDatabases {
         guard let meta = try txn.openDatabase("_ds_meta", create: false) else {
             throw StoreError(.corrupt, "\(path): _ds_meta is missing")
         }
@@ -273,20 +237,20 @@ public struct LMDBOptions: Sendable, Hashable {
 extension LMDBEngine: RestartableWriting {
     /// A write transaction without a journal: when the map fills, it rolls back, the map
     /// doubles and `body` runs again from the start, so memory does not grow with the
-    /// transaction (schema migrations of any size use it).
+    /// transaction (schema upgrades of any size use it).
     public func restartableWrite<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         guard !environment.isReadOnly else {
             throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
         }
         var growths = 0
         while true {
-            let txn = try LMDBTxn(environment: environment, write: true, journaled: false)
+            let txn = try LMDBRawTransaction(environment: environment, write: true, journaled: false)
             defer { txn.finish() }
             do {
                 let result = try body(LMDBTransaction(txn: txn, databases: reopenDatabases(txn)))
                 try txn.commit()
                 return result
-            } catch where LMDBTxn.isMapFull(error) && growths < 40 {
+            } catch where LMDBRawTransaction.isMapFull(error) && growths < 40 {
                 growths += 1
                 txn.finish()
                 try environment.grow()
@@ -301,66 +265,4 @@ extension LMDBEngine: RestartableWriting {
     func plannedIndex(_ request: FetchRequest) -> String? {
         schema.entity(named: request.entity).flatMap { LMDBQueryPlan.plan(request.filter, $0)?.0.name }
     }
-}
-
-/// A store in one LMDB environment directory: a named database per entity and per index.
-public final class LMDBStore: Store, @unchecked Sendable {
-    let lmdb: LMDBEngine
-
-    /// Opens (or creates) the LMDB store in the directory `path`.
-    /// - Parameter schema: the schema the store must hold; `nil` opens an existing store.
-    /// - Throws: `notFound` (no store there and no schema), `notAStore`, `incompatibleFormat`,
-    ///   `schemaMismatch`, `readOnly`, `corrupt`, `incompleteMigration`.
-    /// - Parameter migrations: the steps that bring a store holding an older schema version to
-    ///   `schema` (see ``SchemaMigrations``); they run, in one transaction, when the store opens.
-    ///   Throws `newerSchemaVersion` for a store of a newer version, `schemaMismatch` listing
-    ///   each difference no step accounts for.
-    /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
-    ///   default).
-    public init(path: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
-                options: LMDBOptions = LMDBOptions(), instrumentation: Instrumentation = .none) throws {
-        lmdb = try SchemaMigrator.open(requested: schema, migrations: migrations, location: path) {
-            try LMDBEngine(path: path, schema: $0, options: options)
-        }
-        try super.init(engine: lmdb, instrumentation: instrumentation)
-        logOpened(path)
-    }
-
-    /// The environment directory.
-    public var path: String { lmdb.path }
-
-    /// The current map size in bytes (it grows by itself).
-    public var mapSize: Int { lmdb.mapSize }
-
-    /// Checks the environment at `path` for damage without writing to it (see
-    /// ``LMDBOptions/checkPages``): every page walked with bounds checks, then every record.
-    public static func check(path: String) throws -> LMDBCheckReport {
-        try LMDBEngine.check(path: path)
-    }
-
-    /// Deletes the environment's files and its directory. Close every store opened on it first.
-    public static func destroy(at path: String) throws {
-        for file in ["data.mdb", "lock.mdb"] where FileManager.default.fileExists(atPath: path + "/" + file) {
-            do {
-                try FileManager.default.removeItem(atPath: path + "/" + file)
-            } catch {
-                throw StoreError(.io, "cannot delete \(path)/\(file): \(error.localizedDescription)")
-            }
-        }
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}
-
-/// What ``LMDBStore/check(path:)`` found in an environment without damage.
-public struct LMDBCheckReport: Sendable, Hashable {
-    /// The environment's page size in bytes.
-    public var pageSize: Int
-    /// Pages walked (tree and overflow pages of every database).
-    public var pages: Int
-    /// Entries in every database, indexes and metadata included.
-    public var entries: Int
-    /// Databases walked: the free list, the main database and each named one.
-    public var databases: Int
-    /// Items of the store decoded and checked against its schema.
-    public var items = 0
 }

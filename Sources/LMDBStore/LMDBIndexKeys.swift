@@ -53,7 +53,7 @@ enum LMDBIndexKeys {
     }
 
     /// Visits the primary keys of the index entries in `range`.
-    static func primaryKeys(in range: LMDBQueryPlan.Range, of dbi: MDB_dbi, _ txn: LMDBTxn,
+    static func primaryKeys(in range: LMDBQueryPlan.Range, of dbi: MDB_dbi, _ txn: LMDBRawTransaction,
                             _ visit: ([UInt8]) -> Void) throws {
         switch range {
         case .prefix(let prefix):

@@ -1,7 +1,7 @@
 internal import CLMDB
 @_spi(Backend) import DataStoreAPI
 
-/// Schema migrations on LMDB, inside one write transaction without a journal
+/// Schema upgrades on LMDB, inside one write transaction without a journal
 /// (``LMDBEngine/restartableWrite(_:)``).
 ///
 /// LMDB records are positional (``LMDBRecordCoding``), so a change of attributes rewrites each

@@ -6,8 +6,8 @@ import Foundation
 /// `0x00 + encoded key` (LMDB refuses empty keys, and a string key may be empty), index entries
 /// in `i.<Entity>.<index>`.
 final class LMDBTransaction: StorageWriter {
-    let txn: LMDBTxn
-    /// The databases of the schema; a schema migration changes them as it creates and drops.
+    let txn: LMDBRawTransaction
+    /// The databases of the schema; a schema upgrade changes them as it creates and drops.
     var databases: LMDBDatabases {
         didSet { lastDBI = nil }
     }
@@ -19,12 +19,12 @@ final class LMDBTransaction: StorageWriter {
     /// The storage of the index keys a write builds, kept from one write to the next.
     @exclusivity(unchecked) private var indexKeys: (new: [UInt8], old: [UInt8]) = ([], [])
 
-    init(txn: LMDBTxn, databases: LMDBDatabases) {
+    init(txn: LMDBRawTransaction, databases: LMDBDatabases) {
         self.txn = txn
         self.databases = databases
     }
 
-    /// LMDB's transaction ids (``LMDBTxn/commitVersion(afterWrites:)``): a commit of any process
+    /// LMDB's transaction ids (``LMDBRawTransaction/commitVersion(afterWrites:)``): a commit of any process
     /// takes the next id, so a write transaction that finds the id the last one left knows that
     /// nothing was committed in between.
     func commitVersion(afterWrites: Bool) throws -> CommitVersion? {
@@ -51,7 +51,7 @@ final class LMDBTransaction: StorageWriter {
 
     /// ``recordKey(_:)`` on the stack, for a write.
     private func withRecordKey<R>(_ key: PrimaryKey, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try key.bytes.withUnsafeBytes { try LMDBTxn.withPrefixed(0x00, $0, body) }
+        try key.bytes.withUnsafeBytes { try LMDBRawTransaction.withPrefixed(0x00, $0, body) }
     }
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {

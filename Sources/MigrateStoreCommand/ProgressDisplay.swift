@@ -5,7 +5,7 @@ import StoreMigration
 ///
 /// `@unchecked Sendable`: the engines call progress on the thread that runs the command, one
 /// call at a time (an upgrade's progress closure must be `@Sendable` because a store's
-/// migrations may be kept by the store).
+/// upgrades may be kept by the store).
 final class ProgressDisplay: @unchecked Sendable {
     private let bar: Bool
     private let silent: Bool

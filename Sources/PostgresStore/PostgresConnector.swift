@@ -238,7 +238,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             PQconninfoFree(options)
             return
         }
-        let reason = message.map { PGConnection.oneLine(String(cString: $0)) } ?? "libpq cannot read it"
+        let reason = message.map { LibpqConnection.oneLine(String(cString: $0)) } ?? "libpq cannot read it"
         if let message { PQfreemem(message) }
         throw StoreError(.invalidArgument, "the PostgreSQL location's parameters are not valid: \(reason)")
     }
@@ -301,10 +301,10 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A new connection, waited for.
-    func connect(pipelined: Bool = true, overriding: (host: String, port: Int)? = nil) throws(StoreError) -> PGConnection {
+    func connect(pipelined: Bool = true, overriding: (host: String, port: Int)? = nil) throws(StoreError) -> LibpqConnection {
         try tls.checkFiles(server: server)
         do {
-            return try PGConnection(connectionParameters(overriding: overriding), pipelined: pipelined)
+            return try LibpqConnection(connectionParameters(overriding: overriding), pipelined: pipelined)
         } catch {
             let described = PostgresSession.describe(error)
             let code: StoreError.Code = described.contains("read-only") || described.contains("refused")
@@ -318,7 +318,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 /// One connection used synchronously, with the location it serves for its errors.
 final class PostgresSession: @unchecked Sendable {
     /// The connection; replaced by ``reconnect()`` (by the one thread that uses the session).
-    private(set) var connection: PGConnection
+    private(set) var connection: LibpqConnection
     let location: PostgresLocation
 
     init(_ location: PostgresLocation, pipelined: Bool = true,
@@ -340,7 +340,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// Runs `sql` with its parameters and waits for its rows (after everything queued before).
     @discardableResult
-    func query(_ sql: String, _ params: PGParams = PGParams()) throws(StoreError) -> PGResult {
+    func query(_ sql: String, _ params: LibpqParameters = LibpqParameters()) throws(StoreError) -> LibpqResult {
         do {
             return try connection.query(sql, params)
         } catch {
@@ -350,8 +350,8 @@ final class PostgresSession: @unchecked Sendable {
 
     /// Queues `sql`; it goes to the server with the next statement waited for, or at ``flush()``.
     @discardableResult
-    func send(_ sql: String, _ params: PGParams = PGParams(), wanted: Bool = true) throws(StoreError)
-        -> PGConnection.Ticket
+    func send(_ sql: String, _ params: LibpqParameters = LibpqParameters(), wanted: Bool = true) throws(StoreError)
+        -> LibpqConnection.Ticket
     {
         do {
             return try connection.send(sql, params, wanted: wanted)
@@ -362,7 +362,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// The answer to a statement queued with ``send(_:_:wanted:)``.
     @discardableResult
-    func wait(_ ticket: PGConnection.Ticket, sql: String) throws(StoreError) -> PGResult {
+    func wait(_ ticket: LibpqConnection.Ticket, sql: String) throws(StoreError) -> LibpqResult {
         do {
             return try connection.result(ticket)
         } catch {
@@ -397,7 +397,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// What went wrong, in the server's or libpq's words, on one line, with TLS failures and a
     /// missing password said plainly.
-    static func describe(_ error: PGError) -> String {
+    static func describe(_ error: LibpqError) -> String {
         let text = error.message
         if text.contains("does not match host name") {
             return "the server's TLS certificate does not name this host (sslmode=verify-full)"
@@ -417,7 +417,7 @@ final class PostgresSession: @unchecked Sendable {
         return text
     }
 
-    static func storeError(_ error: PGError, sql: String, location: PostgresLocation) -> StoreError {
+    static func storeError(_ error: LibpqError, sql: String, location: PostgresLocation) -> StoreError {
         let state = error.sqlState ?? ""
         let code: StoreError.Code
         switch state {

@@ -24,7 +24,7 @@ extension PostgresSession {
                 if next == records.endIndex { PostgresCopyBinary.trailer(to: &buffer) }
                 return next < records.endIndex
             }
-        } catch let error as PGError {
+        } catch let error as LibpqError {
             throw PostgresSession.storeError(error, sql: "COPY \(entity.name) FROM STDIN", location: location)
         }
     }

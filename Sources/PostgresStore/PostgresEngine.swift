@@ -87,12 +87,12 @@ import Synchronization
     private static func prepare(_ db: PostgresSession, requested: Schema?, location: PostgresLocation,
                                 lockKey: Int64) throws -> Schema {
         let s = PostgresSQL.quote(location.schema)
-        var binds = PGParams()
+        var binds = LibpqParameters()
         binds.append(lockKey)
         try db.query("BEGIN")
         do {
             try db.query("SELECT pg_advisory_xact_lock($1)", binds)
-            var name = PGParams()
+            var name = LibpqParameters()
             name.append(location.schema)
             let tables = try db.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
                                       name).rows.compactMap { try? $0[0].string() }
@@ -142,7 +142,7 @@ import Synchronization
         // has yet to copy: its constraints wait for the copy to finish.
         let unfinished = try PostgresTransaction(session: db, engine: nil, quotedSchema: s)
             .metadata(forKey: MetadataKeys.incompleteMigration) != nil
-        var name = PGParams()
+        var name = LibpqParameters()
         name.append(location.schema)
         let existing = Set(try db.query("SELECT c.conname::text FROM pg_constraint c JOIN pg_namespace n ON "
             + "n.oid = c.connamespace WHERE n.nspname = $1 AND c.contype = 'f'", name).rows
@@ -169,7 +169,7 @@ import Synchronization
     }
 
     /// The error `body` throws, if any.
-    private static func failure(of body: () throws(StoreError) -> PGResult) -> StoreError? {
+    private static func failure(of body: () throws(StoreError) -> LibpqResult) -> StoreError? {
         do {
             _ = try body()
             return nil
@@ -342,7 +342,7 @@ import Synchronization
         try writer.send("UPDATE \(quotedSchema)._ds_commits SET n = n + 1 WHERE id = 1", wanted: false)
         // A statement of its own, after the lock's: READ COMMITTED takes its snapshot then,
         // so it sees what the writer before committed.
-        var key = PGParams()
+        var key = LibpqParameters()
         key.append(PostgresSQL.escape(PostgresTransaction.feedStateKey))
         transaction.beginTicket = try writer.send("SELECT (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = $1), "
             + "min(seq), max(seq) FROM \(quotedSchema)._ds_feed", key)
@@ -400,7 +400,7 @@ import Synchronization
     public static func exists(_ location: PostgresLocation) throws -> Bool {
         let session = try PostgresSession(location)
         defer { session.close() }
-        var name = PGParams()
+        var name = LibpqParameters()
         name.append(location.schema)
         return try !session.query("SELECT 1 FROM information_schema.schemata WHERE schema_name = $1", name).isEmpty
     }
@@ -513,7 +513,7 @@ enum PostgresSQL {
         return escaped ? nil : String(decoding: bytes, as: UTF8.self)
     }
 
-    static func bind(_ value: Value, into binds: inout PGParams) {
+    static func bind(_ value: Value, into binds: inout LibpqParameters) {
         switch value {
         case .null: binds.appendNull()
         case .bool(let b): binds.append(b)
@@ -526,7 +526,7 @@ enum PostgresSQL {
         }
     }
 
-    static func value(_ cell: PGCell, _ attribute: Attribute, entity: EntitySchema) throws -> Value {
+    static func value(_ cell: LibpqCell, _ attribute: Attribute, entity: EntitySchema) throws -> Value {
         guard !cell.isNull else { return .null }
         do {
             switch attribute.type {

@@ -12,7 +12,7 @@
 /// 0 to 2, which the escape could match inside an escaped character. Nulls sort first, as in
 /// the canonical order; a case-insensitive sort folds ASCII letters only, as the canonical one.
 struct PostgresRequestSQL {
-    private(set) var binds = PGParams()
+    private(set) var binds = LibpqParameters()
     private var count = 0
     /// The store's quoted schema, which holds the hash function of string indexes.
     var schema: String?
@@ -123,7 +123,7 @@ struct PostgresRequestSQL {
 
     /// The SELECT of a request, or `nil` when its filter has no exact translation.
     static func select(_ request: FetchRequest, _ entity: EntitySchema, columns: String, table: String,
-                       schema: String) -> (sql: String, binds: PGParams)?
+                       schema: String) -> (sql: String, binds: LibpqParameters)?
     {
         var builder = PostgresRequestSQL(schema: schema)
         guard let condition = builder.condition(request.filter, entity) else { return nil }
@@ -135,7 +135,7 @@ struct PostgresRequestSQL {
 
     /// The count of a filter, or `nil` when it has no exact translation.
     static func count(_ filter: Filter, _ entity: EntitySchema, table: String, schema: String)
-        -> (sql: String, binds: PGParams)?
+        -> (sql: String, binds: LibpqParameters)?
     {
         var builder = PostgresRequestSQL(schema: schema)
         guard let condition = builder.condition(filter, entity) else { return nil }

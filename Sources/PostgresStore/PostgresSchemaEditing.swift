@@ -2,7 +2,7 @@
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
-/// Schema migrations on PostgreSQL, inside the writer's transaction (PostgreSQL's DDL is
+/// Schema upgrades on PostgreSQL, inside the writer's transaction (PostgreSQL's DDL is
 /// transactional): entities are created, dropped and renamed as tables, and a changed entity is
 /// rebuilt: a new table filled with each item's new record, the old table dropped, the new one
 /// renamed, its indexes built last.

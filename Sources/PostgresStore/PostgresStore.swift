@@ -7,15 +7,15 @@ public final class PostgresStore: Store, @unchecked Sendable {
     let postgres: PostgresEngine
 
     /// Opens (or creates) the store that `url` names (`postgres://USER@HOST:PORT/DB?schema=NAME`).
-    public convenience init(url: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
+    public convenience init(url: String, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
                             durability: Durability = .full, readConnections: Int = 16,
                             instrumentation: Instrumentation = .none) throws {
-        try self.init(location: PostgresLocation(parsing: url), schema: schema, migrations: migrations,
+        try self.init(location: PostgresLocation(parsing: url), schema: schema, upgrades: upgrades,
                       durability: durability, readConnections: readConnections, instrumentation: instrumentation)
     }
 
     /// Opens (or creates) the store at `location`, migrating a store of an older schema version
-    /// with `migrations` (as the other backends do).
+    /// with `upgrades` (as the other backends do).
     ///
     /// - Parameter readConnections: the size of the read pool: how many reads run at once, each
     ///   on a connection of its own (made when first needed and kept); more reads wait for one,
@@ -23,10 +23,10 @@ public final class PostgresStore: Store, @unchecked Sendable {
     ///   Writes have one connection of their own, observers another.
     /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
     ///   default).
-    public init(location: PostgresLocation, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
+    public init(location: PostgresLocation, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
                 durability: Durability = .full, readConnections: Int = 16,
                 instrumentation: Instrumentation = .none) throws {
-        postgres = try SchemaMigrator.open(requested: schema, migrations: migrations,
+        postgres = try SchemaUpgrader.open(requested: schema, upgrades: upgrades,
                                            location: location.description) {
             try PostgresEngine(location: location, schema: $0, durability: durability,
                                readConnections: readConnections)
@@ -60,10 +60,10 @@ public final class PostgresStore: Store, @unchecked Sendable {
 
     public func recognizes(_ path: String) -> Bool { false }
 
-    public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
-        try PostgresStore(location: PostgresLocation(parsing: path), schema: schema, migrations: migrations,
+        try PostgresStore(location: PostgresLocation(parsing: path), schema: schema, upgrades: upgrades,
                           durability: durability)
     }
 
@@ -81,7 +81,7 @@ public final class PostgresStore: Store, @unchecked Sendable {
         try store.close()
         let session = try PostgresSession(location)
         defer { session.close() }
-        var name = PGParams()
+        var name = LibpqParameters()
         name.append(location.schema)
         let tables = Set(try session.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
                                            name).rows.compactMap { try? $0[0].string() })
@@ -122,11 +122,21 @@ public final class PostgresStore: Store, @unchecked Sendable {
             return 0
         }
         defer { session.close() }
-        var name = PGParams()
+        var name = LibpqParameters()
         name.append(location.schema)
         let row = try? session.query("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c "
             + "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", name).first
         return (try? row?[0].int64()) ?? 0
+    }
+}
+
+extension PostgresStore {
+    /// Opens the store with the steps of an older schema version under their old name.
+    @available(*, deprecated, renamed: "init(url:schema:upgrades:durability:readConnections:instrumentation:)")
+    public convenience init(url: String, schema: Schema?, migrations: SchemaUpgrades, durability: Durability = .full,
+                            readConnections: Int = 16, instrumentation: Instrumentation = .none) throws {
+        try self.init(url: url, schema: schema, upgrades: migrations, durability: durability,
+                      readConnections: readConnections, instrumentation: instrumentation)
     }
 }
 #endif

@@ -30,7 +30,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
 
     /// The write transaction's first statements' answer (the feed's state and bounds), read
     /// when first needed: it comes with the answer of the block's first statement.
-    var beginTicket: PGConnection.Ticket?
+    var beginTicket: LibpqConnection.Ticket?
 
     /// Sends again what began the transaction, on a new connection (set by the engine).
     var replayBegin: (() throws -> Void)?
@@ -41,7 +41,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     /// Sends `sql` and waits for its answer. A connection found lost at the transaction's first
     /// answer is replaced, the transaction begun again, and `sql` sent again, once.
     @discardableResult
-    func run(_ sql: String, _ params: PGParams = PGParams()) throws -> PGResult {
+    func run(_ sql: String, _ params: LibpqParameters = LibpqParameters()) throws -> LibpqResult {
         do {
             let result = try session.query(sql, params)
             answered = true
@@ -57,7 +57,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     /// Whether `error` lost the connection before any answer came, in which case the
     /// connection is replaced and the transaction begun again on it.
     /// Also when a statement prepared on this connection was planned against a table that
-    /// another connection changed since (a schema migration): the prepared statements are
+    /// another connection changed since (a schema upgrade): the prepared statements are
     /// dropped and the transaction begun again.
     private func startsAgain(after error: StoreError) throws -> Bool {
         guard !answered, let replayBegin else { return false }
@@ -85,7 +85,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     func resolveBegin() throws {
         guard let ticket = beginTicket else { return }
         beginTicket = nil
-        let row: PGResult
+        let row: LibpqResult
         do {
             row = try session.wait(ticket, sql: "the write transaction's first statements")
         } catch {
@@ -108,9 +108,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     /// Queues what this transaction holds back without waiting: before COMMIT, whose answer
     /// comes after this statement's (a failed statement turns the COMMIT into a rollback, so the
     /// caller checks this outcome after the COMMIT's).
-    func sendPending(notifying channel: String? = nil) throws -> PGConnection.Ticket? {
+    func sendPending(notifying channel: String? = nil) throws -> LibpqConnection.Ticket? {
         guard pendingEntry != nil || pendingRemoval != nil else { return nil }
-        var binds = PGParams()
+        var binds = LibpqParameters()
         // The statements as data-modifying CTEs of one statement (at its top level, as
         // PostgreSQL requires), with the commit's notification when asked.
         var parts: [String] = []
@@ -143,7 +143,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     private func pk(_ entity: EntitySchema) -> String { PostgresSQL.quote(entity.primaryKey) }
 
     /// The rows as records, their values in one arena's shared storage.
-    private func records(_ rows: PGResult, _ entity: EntitySchema) throws -> [Record] {
+    private func records(_ rows: LibpqResult, _ entity: EntitySchema) throws -> [Record] {
         var arena = RecordArena()
         var records: [Record] = []
         records.reserveCapacity(rows.count)
@@ -175,8 +175,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         return records
     }
 
-    private func binds(_ values: [Value]) -> PGParams {
-        var binds = PGParams()
+    private func binds(_ values: [Value]) -> LibpqParameters {
+        var binds = LibpqParameters()
         for value in values { PostgresSQL.bind(value, into: &binds) }
         return binds
     }
@@ -256,7 +256,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             try resolveBegin()
             if let known = feedState { return known }
         }
-        var binds = PGParams()
+        var binds = LibpqParameters()
         binds.append(PostgresSQL.escape(key))
         guard let row = try run("SELECT value FROM \(s)._ds_meta WHERE key = $1", binds).first else {
             return nil
@@ -355,7 +355,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             return true
         }
         guard try bulkIsClean(records, entity) else { return false }
-        var binds = PGParams()
+        var binds = LibpqParameters()
         var rows: [String] = []
         var n = 0
         for (record, _) in records {
@@ -377,7 +377,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     private func bulkIsClean(_ records: [(record: Record, key: PrimaryKey)], _ entity: EntitySchema) throws -> Bool {
         guard Set(records.map(\.key)).count == records.count else { return false }
         for chunk in stride(from: 0, to: records.count, by: 10_000).map({ records[$0..<min(records.count, $0 + 10_000)] }) {
-            var binds = PGParams()
+            var binds = LibpqParameters()
             let marks = chunk.enumerated().map { i, item -> String in
                 PostgresSQL.bind(item.key.value, into: &binds)
                 return "$\(i + 1)"
@@ -401,7 +401,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             var start = 0
             while start < tuples.count {
                 let chunk = tuples[start..<min(tuples.count, start + perChunk)]
-                var binds = PGParams()
+                var binds = LibpqParameters()
                 let rows = chunk.map { tuple -> String in
                     let terms = zip(attributes, tuple).map { attribute, value -> String in
                         PostgresSQL.bind(value, into: &binds)
@@ -440,7 +440,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             feedState = nil
         }
         // Keys are text: NUL and the escape's own byte are escaped as in values.
-        var binds = PGParams()
+        var binds = LibpqParameters()
         binds.append(PostgresSQL.escape(key))
         guard let value else {
             try run("DELETE FROM \(s)._ds_meta WHERE key = $1", binds)
@@ -464,14 +464,14 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     }
 
     /// Bounds from two cells (min, max) starting at `index`.
-    static func bounds(_ cells: PGRow, at index: Int) throws -> (first: UInt64, last: UInt64)? {
+    static func bounds(_ cells: LibpqRow, at index: Int) throws -> (first: UInt64, last: UInt64)? {
         guard !cells[index].isNull else { return nil }
         return (UInt64(try cells[index].int64()), UInt64(try cells[index + 1].int64()))
     }
 
     func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]? {
         try flush()
-        var binds = PGParams()
+        var binds = LibpqParameters()
         binds.append(Int64(sequence))
         guard let row = try run("SELECT entry FROM \(s)._ds_feed WHERE seq = $1", binds).first else {
             return nil

@@ -16,10 +16,10 @@ import Foundation
             && !isDirectory.boolValue
     }
 
-    public func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
-        try SQLiteStore(path: path, schema: schema, migrations: migrations, options: SQLiteOptions(durability: durability))
+        try SQLiteStore(path: path, schema: schema, upgrades: upgrades, options: SQLiteOptions(durability: durability))
     }
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {

@@ -3,37 +3,6 @@ internal import CSQLite
 import Foundation
 import Synchronization
 
-/// Options of a SQLite store.
-public struct SQLiteOptions: Sendable, Hashable {
-    /// How durable a commit is when `writeSync` returns.
-    public var durability: Durability
-    /// How many reader connections may run reads at once, opened on demand. A read beyond that
-    /// waits for one to be free, at most ``readerTimeout``, then fails with `busy`. Reads
-    /// nested in a block of the same store join its transaction and need no connection.
-    public var maxReaders: PositiveInt
-    /// How long a read waits for a free reader connection before it fails with `busy`.
-    public var readerTimeout: Duration
-
-    /// Open with `SQLITE_OPEN_READONLY`: nothing in the file changes, not even its journal mode
-    /// on open, and writes throw `readOnly`. A store on read-only media opens this way too.
-    public var readOnly: Bool
-
-    public init(durability: Durability = .full, maxReaders: PositiveInt = 64, readerTimeout: Duration = .seconds(5),
-                readOnly: Bool = false) {
-        self.durability = durability
-        self.maxReaders = maxReaders
-        self.readerTimeout = readerTimeout
-        self.readOnly = readOnly
-    }
-
-    /// Options with the reader timeout in seconds.
-    @available(*, deprecated, message: "pass the timeout as a Duration: readerTimeout: .seconds(5)")
-    public init(durability: Durability = .full, maxReaders: PositiveInt = 64, readerTimeout seconds: Double,
-                readOnly: Bool = false) {
-        self.init(durability: durability, maxReaders: maxReaders, readerTimeout: .seconds(seconds), readOnly: readOnly)
-    }
-}
-
 /// The SQLite backend: an ordinary database file with one table per entity (a column per
 /// attribute, real SQL indexes) and a `_ds_meta` table holding the format version and schema.
 ///
@@ -312,59 +281,12 @@ public struct SQLiteOptions: Sendable, Hashable {
 }
 
 extension SQLiteEngine: RestartableWriting {
-    /// A write transaction for a schema migration: SQLite never restarts one; it runs without the
+    /// A write transaction for a schema upgrade: SQLite never restarts one; it runs without the
     /// engine's prepared SQL, which describes the stored schema rather than the steps' schemas.
     public func restartableWrite<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         guard !writer.isReadOnly else {
             throw StoreError(.readOnly, "\(path) is open read-only; it cannot be written")
         }
         return try writer.transaction(write: true) { try body(SQLiteTransaction(connection: writer, statements: [:])) }
-    }
-}
-
-/// A store in one SQLite file: an ordinary database with one table per entity, a column per
-/// attribute and real SQL indexes, which the `sqlite3` shell reads.
-public final class SQLiteStore: Store, @unchecked Sendable {
-    let sqlite: SQLiteEngine
-
-    /// Opens (or creates) the SQLite store at `path`.
-    /// - Parameter schema: the schema the store must hold; `nil` opens an existing store.
-    /// - Throws: `notFound` (missing directory, or missing file with no schema), `notAStore`,
-    ///   `incompatibleFormat`, `schemaMismatch`, `readOnly`, `corrupt`, `incompleteMigration`.
-    /// - Parameter migrations: the steps that bring a store holding an older schema version to
-    ///   `schema` (see ``SchemaMigrations``); they run, in one transaction, when the store opens.
-    ///   Throws `newerSchemaVersion` for a store of a newer version, `schemaMismatch` listing
-    ///   each difference no step accounts for.
-    /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
-    ///   default).
-    public init(path: String, schema: Schema?, migrations: SchemaMigrations = SchemaMigrations(),
-                options: SQLiteOptions = SQLiteOptions(), instrumentation: Instrumentation = .none) throws {
-        sqlite = try SchemaMigrator.open(requested: schema, migrations: migrations, location: path) {
-            try SQLiteEngine(path: path, schema: $0, options: options)
-        }
-        try super.init(engine: sqlite, instrumentation: instrumentation)
-        logOpened(path)
-    }
-
-    /// The database file.
-    public var path: String { sqlite.path }
-
-    /// Runs `PRAGMA integrity_check` on the store at `path`, opened read-only.
-    /// - Returns: `ok`.
-    /// - Throws: `corrupt` with SQLite's first findings, or the error of opening the file.
-    public static func integrityCheck(path: String) throws -> String {
-        try SQLiteEngine.integrityCheck(path: path)
-    }
-
-    /// Deletes the store's files (the database, its WAL and shared-memory files).
-    /// Close every store opened on it first.
-    public static func destroy(at path: String) throws {
-        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
-            do {
-                try FileManager.default.removeItem(atPath: file)
-            } catch {
-                throw StoreError(.io, "cannot delete \(file): \(error.localizedDescription)")
-            }
-        }
     }
 }

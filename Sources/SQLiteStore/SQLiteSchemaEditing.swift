@@ -1,7 +1,7 @@
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
-/// Schema migrations on SQLite, inside the writer's transaction (SQLite's DDL is transactional).
+/// Schema upgrades on SQLite, inside the writer's transaction (SQLite's DDL is transactional).
 ///
 /// What SQLite changes in place, it does: a new attribute is `ALTER TABLE ADD COLUMN` (its
 /// default, when it has one, becomes the column's default, which SQLite returns for the rows

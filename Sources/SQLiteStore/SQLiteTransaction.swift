@@ -14,7 +14,7 @@ final class SQLiteTransaction: StorageWriter {
 
     // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
     // ChangeRecorder.swift).
-    /// SQL built for entities the engine's schema does not hold as given (a schema migration's
+    /// SQL built for entities the engine's schema does not hold as given (a schema upgrade's
     /// intermediate entities), kept for the transaction: building it per call cost more than
     /// the rows it writes.
     @exclusivity(unchecked) private var built: [String: (EntitySchema, SQLiteEntitySQL)] = [:]

@@ -40,7 +40,7 @@ public enum SchemaUpgrade {
     /// - Throws: `newerSchemaVersion`, a step's error naming it, `invalidValue` or
     ///   `uniqueViolation` from the data; the store is unchanged after any error.
     public static func upgrade(_ location: StoreLocation, plan: SchemaPlan, dryRun: Bool = false,
-                               progress: @escaping @Sendable (SchemaMigrationProgress) -> Void = { _ in })
+                               progress: @escaping @Sendable (SchemaUpgradeProgress) -> Void = { _ in })
         throws -> UpgradeReport
     {
         let started = Date()
@@ -67,7 +67,7 @@ public enum SchemaUpgrade {
                                    steps: steps, dryRun: dryRun, seconds: 0)
         if !dryRun && target.version != stored.version {
             let store = try location.backend.open(at: location.path, schema: target,
-                                                  migrations: SchemaMigrations(plan, progress: progress),
+                                                  upgrades: SchemaUpgrades(plan, progress: progress),
                                                   durability: .full)
             try store.close()
         }

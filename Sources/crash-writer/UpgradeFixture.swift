@@ -20,22 +20,22 @@ enum UpgradeFixture {
         ], indexes: [Index("byBatch", on: ["batch"]), Index("byBody", on: ["body"])]),
     ])
 
-    static func migrations(progress: (@Sendable (SchemaMigrationProgress) -> Void)?) -> SchemaMigrations {
-        var migrations = SchemaMigrations(progress: progress)
-        migrations.version(2,
+    static func upgrades(progress: (@Sendable (SchemaUpgradeProgress) -> Void)?) -> SchemaUpgrades {
+        var upgrades = SchemaUpgrades(progress: progress)
+        upgrades.version(2,
                            .addAttribute(entity: "Entry", attribute: Attribute("weight", .double, default: .double(1.5))),
                            .changeType(entity: "Entry", attribute: "batch", to: .string),
                            .renameAttribute(entity: "Entry", from: "text", to: "body"),
                            .addIndex(entity: "Entry", index: Index("byBody", on: ["body"])))
-        return migrations
+        return upgrades
     }
 
-    static func open(_ kind: String, _ path: String, _ schema: Schema, _ migrations: SchemaMigrations) throws
+    static func open(_ kind: String, _ path: String, _ schema: Schema, _ upgrades: SchemaUpgrades) throws
         -> any DataStore
     {
         kind == "sqlite"
-            ? try SQLiteStore(path: path, schema: schema, migrations: migrations)
-            : try LMDBStore(path: path, schema: schema, migrations: migrations,
+            ? try SQLiteStore(path: path, schema: schema, upgrades: upgrades)
+            : try LMDBStore(path: path, schema: schema, upgrades: upgrades,
                             options: LMDBOptions(initialMapSize: 1 << 20))
     }
 
@@ -44,7 +44,7 @@ enum UpgradeFixture {
         do {
             if mode == "seed-v1" {
                 let count = arguments.count > 4 ? Int(arguments[4]) ?? 0 : 0
-                let store = try open(kind, path, v1, SchemaMigrations())
+                let store = try open(kind, path, v1, SchemaUpgrades())
                 try store.writeSync { w in
                     for id in 0..<count {
                         try w.insert(["id": .int(Int64(id)), "batch": .int(Int64(id / 10)),
@@ -54,7 +54,7 @@ enum UpgradeFixture {
                 try store.close()
             } else {
                 let output = FileHandle.standardOutput
-                let store = try open(kind, path, v2, migrations { progress in
+                let store = try open(kind, path, v2, upgrades { progress in
                     output.write(Data("progress \(progress.items)\n".utf8))
                 })
                 try store.close()

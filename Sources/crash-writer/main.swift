@@ -12,7 +12,7 @@
 //     crash-writer sqlite|lmdb PATH read-loop    (reads until PATH.stop exists, checking in every snapshot that
 //                                                 the items equal the counter; prints "reads N failures F")
 //     crash-writer sqlite|lmdb PATH seed-v1 N    (creates a store of `UpgradeFixture.v1` with N entries)
-//     crash-writer sqlite|lmdb PATH upgrade      (opens it with `UpgradeFixture.v2` and its migrations, printing
+//     crash-writer sqlite|lmdb PATH upgrade      (opens it with `UpgradeFixture.v2` and its upgrades, printing
 //                                                 "progress ITEMS" as the migration goes and "done" at the end)
 //     crash-writer sqlite|lmdb PATH feed-write N [PAUSE_MS] / feed-observe N   (the cross-process feed tests;
 //                                                 see FeedFixture)

@@ -8,14 +8,14 @@ import Testing
 /// In-memory databases by location, so that "close and reopen" finds the data as a file would.
 let databases = Mutex<[URL: InMemoryDatabase]>([:])
 
-let inMemoryBackend = ConformanceBackend(name: "in-memory") { location, schema, migrations in
+let inMemoryBackend = ConformanceBackend(name: "in-memory") { location, schema, upgrades in
     let database = databases.withLock { all in
         if let existing = all[location] { return existing }
         let created = InMemoryDatabase()
         all[location] = created
         return created
     }
-    return try InMemoryStore(database: database, schema: schema, migrations: migrations)
+    return try InMemoryStore(database: database, schema: schema, upgrades: upgrades)
 }
 
 @Test(arguments: ConformanceSuite.cases)

@@ -4,8 +4,8 @@ import Foundation
 import LMDBStore
 import Testing
 
-let lmdbBackend = ConformanceBackend(name: "LMDB") { location, schema, migrations in
-    try LMDBStore(path: location.path + ".lmdb", schema: schema, migrations: migrations,
+let lmdbBackend = ConformanceBackend(name: "LMDB") { location, schema, upgrades in
+    try LMDBStore(path: location.path + ".lmdb", schema: schema, upgrades: upgrades,
                   options: LMDBOptions(durability: .normal, initialMapSize: 1 << 20))
 }
 

@@ -65,7 +65,7 @@ func aReaderProcessAdoptsAMapGrownByAnotherProcess() throws {
 }
 
 
-/// A schema migration of 200,000 items killed with SIGKILL at random points: every reopen is all
+/// A schema upgrade of 200,000 items killed with SIGKILL at random points: every reopen is all
 /// version 1 or all version 2, and the next open finishes the migration.
 @Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
 func aSchemaMigrationKilledAtRandomPointsIsAllOldOrAllNewAndTheNextOpenFinishesIt() throws {
@@ -75,7 +75,7 @@ func aSchemaMigrationKilledAtRandomPointsIsAllOldOrAllNewAndTheNextOpenFinishesI
     }
     #expect(outcome.old + outcome.new == 10)
     #expect(outcome.oldAfterProgress >= 2, "kills must land inside the migration: \(outcome)")
-    print("lmdb schema migration of 200,000 items: \(String(format: "%.2f", outcome.seconds)) s unkilled; kills: "
+    print("lmdb schema upgrade of 200,000 items: \(String(format: "%.2f", outcome.seconds)) s unkilled; kills: "
         + "\(outcome.oldAfterProgress) mid-migration (old), \(outcome.old - outcome.oldAfterProgress) before it began, "
         + "\(outcome.new) after its commit")
 }

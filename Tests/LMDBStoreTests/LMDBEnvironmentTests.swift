@@ -189,7 +189,7 @@ func expectNoJournalFile(in path: String) throws {
         let store = try LMDBStore(path: path, schema: schema)
         try store.writeSync { writer in for key in keys { try writer.insert(["id": .int(key), "name": "ab"], into: "Item") } }
         let engine = store.lmdb
-        let txn = try LMDBTxn(environment: engine.environment, write: true)
+        let txn = try LMDBRawTransaction(environment: engine.environment, write: true)
         let dbi = try #require(engine.databases.indexes["Item"]?["byName"])
         try txn.drop(dbi)
         for key in keys {
@@ -531,7 +531,7 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
         for id in 1...3 { try writer.insert(["id": .int(Int64(id)), "name": "n", "score": .int(Int64(id))], into: "Item") }
     }
     let engine = store.lmdb
-    let txn = try LMDBTxn(environment: engine.environment, write: true)
+    let txn = try LMDBRawTransaction(environment: engine.environment, write: true)
     try txn.put(try #require(engine.databases.entities["Item"]), [0x00] + (try KeyEncoding.encodeKey(.int(2))), bytes)
     try txn.commit()
     return store
@@ -589,10 +589,10 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
         for (number, step) in steps.enumerated() {
             let path = dir.path("store-\(index)-\(number).lmdb")
             try storeWithADamagedItem(path, bytes).close()
-            var migrations = SchemaMigrations()
-            migrations.version(2, step)
+            var upgrades = SchemaUpgrades()
+            upgrades.version(2, step)
             let next = try SchemaPlan([.init(2, [step])]).target(from: damagedItemSchema)
-            #expect(performing: { try LMDBStore(path: path, schema: next, migrations: migrations) }, throws: { error in
+            #expect(performing: { try LMDBStore(path: path, schema: next, upgrades: upgrades) }, throws: { error in
                 (error as? StoreError)?.code == .corrupt && "\(error)".contains(why) && "\(error)".contains("Item[2]")
             })
             let store = try LMDBStore(path: path, schema: damagedItemSchema)
@@ -611,11 +611,11 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
     let store = try LMDBStore(path: path, schema: damagedItemSchema)
     try store.writeSync { writer in try writer.insert(["id": 1, "name": "n", "score": 1], into: "Item") }
     try store.close()
-    var migrations = SchemaMigrations()
+    var upgrades = SchemaUpgrades()
     let step = SchemaStep.changeType(entity: "Item", attribute: "name", to: .int)
-    migrations.version(2, step)
+    upgrades.version(2, step)
     let next = try SchemaPlan([.init(2, [step])]).target(from: damagedItemSchema)
-    #expect(performing: { try LMDBStore(path: path, schema: next, migrations: migrations) }, throws: { error in
+    #expect(performing: { try LMDBStore(path: path, schema: next, upgrades: upgrades) }, throws: { error in
         (error as? StoreError)?.code == .invalidValue && "\(error)".contains("Item[1].name holds")
             && "\(error)".contains("does not convert to int")
     })

@@ -6,8 +6,8 @@ import Foundation
 import PostgresStore
 import Testing
 
-let postgresBackend = ConformanceBackend(name: "PostgreSQL") { location, schema, migrations in
-    try PostgresStore(location: PostgresTestServer.location(location.path), schema: schema, migrations: migrations,
+let postgresBackend = ConformanceBackend(name: "PostgreSQL") { location, schema, upgrades in
+    try PostgresStore(location: PostgresTestServer.location(location.path), schema: schema, upgrades: upgrades,
                       durability: .normal)
 }
 
@@ -18,9 +18,9 @@ func postgresConformance(_ testCase: ConformanceCase) async throws {
 
 /// The same suite through pgbouncer in transaction pooling mode: each transaction may run on
 /// another server connection, so nothing may rest on session state.
-let pooledPostgresBackend = ConformanceBackend(name: "PostgreSQL through pgbouncer") { location, schema, migrations in
+let pooledPostgresBackend = ConformanceBackend(name: "PostgreSQL through pgbouncer") { location, schema, upgrades in
     try PostgresStore(location: PostgresTestServer.pooledLocation(location.path), schema: schema,
-                      migrations: migrations, durability: .normal)
+                      upgrades: upgrades, durability: .normal)
 }
 
 @Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"), arguments: ConformanceSuite.cases)

@@ -4,8 +4,8 @@ import Foundation
 import SQLiteStore
 import Testing
 
-let sqliteBackend = ConformanceBackend(name: "SQLite") { location, schema, migrations in
-    try SQLiteStore(path: location.path + ".sqlite", schema: schema, migrations: migrations, options: SQLiteOptions(durability: .normal))
+let sqliteBackend = ConformanceBackend(name: "SQLite") { location, schema, upgrades in
+    try SQLiteStore(path: location.path + ".sqlite", schema: schema, upgrades: upgrades, options: SQLiteOptions(durability: .normal))
 }
 
 @Test(arguments: ConformanceSuite.cases)

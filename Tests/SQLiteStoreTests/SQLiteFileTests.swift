@@ -222,10 +222,10 @@ private let thingDamages: [(sql: String, named: String)] = [
         .addAttribute(entity: "Thing", attribute: Attribute("weight", .double, default: .double(-0.0))),
     ]
     func migrate(_ path: String, _ step: SchemaStep) throws -> SQLiteStore {
-        var migrations = SchemaMigrations()
-        migrations.version(2, step)
+        var upgrades = SchemaUpgrades()
+        upgrades.version(2, step)
         return try SQLiteStore(path: path, schema: try SchemaPlan([.init(2, [step])]).target(from: thingSchema),
-                               migrations: migrations)
+                               upgrades: upgrades)
     }
     for (n, damage) in thingDamages.enumerated() {
         for (m, step) in steps.enumerated() {

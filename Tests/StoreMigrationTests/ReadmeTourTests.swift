@@ -103,16 +103,16 @@ struct PancakeV2: DataObject {
     var topping: String?
 }
 
-/// The README's schema-evolution example, on every backend.
+/// The README's schema-upgrade example, on every backend.
 @Test(arguments: ["sqlite", "lmdb", "memory"])
-func theReadmeSchemaEvolutionRunsOnEveryBackend(_ kind: String) throws {
+func theReadmeSchemaUpgradeRunsOnEveryBackend(_ kind: String) throws {
     let dir = try TemporaryDirectory()
     let database = InMemoryDatabase()
-    func open(_ schema: Schema, _ migrations: SchemaMigrations = SchemaMigrations()) throws -> any DataStore {
+    func open(_ schema: Schema, _ upgrades: SchemaUpgrades = SchemaUpgrades()) throws -> any DataStore {
         switch kind {
-        case "sqlite": try SQLiteStore(path: dir.path("app.sqlite"), schema: schema, migrations: migrations)
-        case "lmdb": try LMDBStore(path: dir.path("app.lmdb"), schema: schema, migrations: migrations)
-        default: try InMemoryStore(database: database, schema: schema, migrations: migrations)
+        case "sqlite": try SQLiteStore(path: dir.path("app.sqlite"), schema: schema, upgrades: upgrades)
+        case "lmdb": try LMDBStore(path: dir.path("app.lmdb"), schema: schema, upgrades: upgrades)
+        default: try InMemoryStore(database: database, schema: schema, upgrades: upgrades)
         }
     }
     let v1 = try open(Schema(version: 1, entities: [try PancakeV1.entitySchema()]))
@@ -130,11 +130,11 @@ func theReadmeSchemaEvolutionRunsOnEveryBackend(_ kind: String) throws {
     let v2Schema = Schema(version: 2, entities: [try PancakeV2.entitySchema()])
     #expect(throws: StoreError.self) { try open(v2Schema) }
 
-    var migrations = SchemaMigrations()
-    migrations.version(2,
+    var upgrades = SchemaUpgrades()
+    upgrades.version(2,
                        .renameAttribute(entity: "Pancake", from: "rating", to: "stars"),
                        .addAttribute(entity: "Pancake", attribute: Attribute("topping", .string, optional: true)))
-    let store = try open(v2Schema, migrations)
+    let store = try open(v2Schema, upgrades)
     let pancake = try store.read { try $0.get(PancakeV2.self, key: .uuid(id)) }
     #expect(pancake?.stars == 4 && pancake?.topping == nil)
     #expect(try (store as? Store)?.schemaHistory().map(\.toVersion) == [2])

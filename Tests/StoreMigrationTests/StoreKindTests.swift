@@ -33,8 +33,8 @@ final class TapeEngine: StorageEngine {
 }
 
 final class TapeStore: Store, @unchecked Sendable {
-    init(database: InMemoryDatabase, schema: Schema?, migrations: SchemaMigrations) throws {
-        try super.init(engine: SchemaMigrator.open(requested: schema, migrations: migrations, location: "tape") {
+    init(database: InMemoryDatabase, schema: Schema?, upgrades: SchemaUpgrades) throws {
+        try super.init(engine: SchemaUpgrader.open(requested: schema, upgrades: upgrades, location: "tape") {
             try TapeEngine(InMemoryEngine(database: database, schema: $0))
         })
     }
@@ -48,7 +48,7 @@ final class TapeBackend: StoreBackend {
     func exists(at path: String) -> Bool { databases.withLock { $0[path] != nil } }
     func recognizes(_ path: String) -> Bool { false }
 
-    func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+    func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
         let database = try databases.withLock { all in
@@ -57,7 +57,7 @@ final class TapeBackend: StoreBackend {
             all[path] = InMemoryDatabase()
             return all[path] ?? InMemoryDatabase()
         }
-        return try TapeStore(database: database, schema: schema, migrations: migrations)
+        return try TapeStore(database: database, schema: schema, upgrades: upgrades)
     }
 
     func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {

@@ -2,7 +2,7 @@ import DataStoreAPI
 import Foundation
 import Testing
 
-/// Kills a schema migration (the `crash-writer` tool's `upgrade` of its `UpgradeFixture`) with
+/// Kills a schema upgrade (the `crash-writer` tool's `upgrade` of its `UpgradeFixture`) with
 /// SIGKILL at random points and checks each store it leaves: all version 1 with the old items,
 /// or all version 2 with every item rewritten; and that the next open finishes the job.
 public enum SchemaUpgradeCrash {

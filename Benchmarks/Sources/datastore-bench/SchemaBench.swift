@@ -46,14 +46,14 @@ import SQLiteStore
         let directory = scratch("schema-\(backend)")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + (backend == "SQLite" ? "/store.sqlite" : "/store.lmdb")
-        func open(_ schema: Schema, _ migrations: SchemaMigrations) throws -> any DataStore {
+        func open(_ schema: Schema, _ upgrades: SchemaUpgrades) throws -> any DataStore {
             backend == "SQLite"
-                ? try SQLiteStore(path: path, schema: schema, migrations: migrations,
+                ? try SQLiteStore(path: path, schema: schema, upgrades: upgrades,
                                   options: SQLiteOptions(durability: .normal))
-                : try LMDBStore(path: path, schema: schema, migrations: migrations,
+                : try LMDBStore(path: path, schema: schema, upgrades: upgrades,
                                 options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
         }
-        let seeded = try open(Workload.schema, SchemaMigrations())
+        let seeded = try open(Workload.schema, SchemaUpgrades())
         try APIBench(store: seeded, workload: workload).insertAll(from: 0, count: n, batch: n)
         try seeded.close()
         let rawSQLiteStore = backend == "SQLite" ? RawSQLiteBench(path: directory + "/raw.sqlite", workload: workload) : nil
@@ -62,10 +62,10 @@ import SQLiteStore
         rawLMDBStore?.insertAll(from: 0, count: n, batch: n)
         var schema = Workload.schema
         for (name, step, sql, lmdbWork) in steps {
-            var migrations = SchemaMigrations()
-            migrations.version(schema.version + 1, step)
+            var upgrades = SchemaUpgrades()
+            upgrades.version(schema.version + 1, step)
             let next = try SchemaPlan([.init(schema.version + 1, [step])]).target(from: schema)
-            let api = try time { try open(next, migrations).close() }
+            let api = try time { try open(next, upgrades).close() }
             let raw = time {
                 if let rawSQLiteStore {
                     rawSQLiteStore.exec("BEGIN IMMEDIATE")

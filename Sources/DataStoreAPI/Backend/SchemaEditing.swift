@@ -1,8 +1,8 @@
-/// The structural changes a backend makes for a schema migration, inside the one write
+/// The structural changes a backend makes for a schema upgrade, inside the one write
 /// transaction that migrates the store.
 ///
 /// Everything else about a migration (which versions, which steps, checking them, converting
-/// values, unique checks, the error words, the history, progress) is ``SchemaMigrator``'s, the
+/// values, unique checks, the error words, the history, progress) is ``SchemaUpgrader``'s, the
 /// same for every backend. A backend decides only how its storage changes: in place where its
 /// engine can (SQLite's `ALTER TABLE`), or by rewriting items with ``EntityChange/newRecord(from:)``.
 @_spi(Backend) public protocol SchemaEditingWriter: StorageWriter {

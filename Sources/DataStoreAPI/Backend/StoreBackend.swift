@@ -27,8 +27,8 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     func recognizes(_ path: String) -> Bool
     /// Opens the store at `path` for reading and writing, creating it with `schema` when there
     /// is none (`nil` opens an existing store), and migrating a store of an older schema
-    /// version with `migrations` (passed to the store's initializer).
-    func open(at path: String, schema: Schema?, migrations: SchemaMigrations, durability: Durability) throws
+    /// version with `upgrades` (passed to the store's initializer).
+    func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     /// Opens an existing store to read it as a source: nothing may be written to it, and no
     /// damage may crash the process (`alreadyChecked` when ``check(at:)`` has just run).
@@ -53,7 +53,7 @@ extension StoreBackend {
 
     /// Opens the store at `path` with no migration steps.
     public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
-        try open(at: path, schema: schema, migrations: SchemaMigrations(), durability: durability)
+        try open(at: path, schema: schema, upgrades: SchemaUpgrades(), durability: durability)
     }
 }
 

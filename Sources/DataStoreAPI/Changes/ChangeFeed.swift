@@ -128,7 +128,7 @@ extension ReadAccessor {
 
     /// Up to `limit` transactions after `token`, in commit order, as this snapshot holds them.
     /// - Throws: `changesExpired` when the feed no longer holds the transaction after `token`
-    ///   (retention, a feed turned off, a schema migration or a migration copy since);
+    ///   (retention, a feed turned off, a schema upgrade or a migration copy since);
     ///   `invalidArgument` for a token of another store, or one past this snapshot's last.
     public func changes(since token: ChangeToken, limit: Int = 1_000) throws -> [ChangeSet] {
         guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }

@@ -219,7 +219,7 @@ package enum ChangeLog {
     }
 
     /// Drops every entry, so that every token before now expires: what a transaction the feed
-    /// does not record (a schema migration, a migration copy) must do.
+    /// does not record (a schema upgrade, a migration copy) must do.
     package static func restart(_ writer: any StorageWriter) throws {
         let writer = base(writer)
         guard var state = try readState(writer) else { return }

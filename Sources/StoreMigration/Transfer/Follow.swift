@@ -135,7 +135,7 @@ extension Migrator {
     /// It starts by a merge-join sync of the two stores (listed in ``FollowReport/catchUps``),
     /// which finds what the source's feed cannot list: writes made outside the package, a
     /// destination without a follow position, or one whose position the feed no longer reaches
-    /// (retention, a schema migration). With ``FollowOptions/compareFirst`` off, it starts from
+    /// (retention, a schema upgrade). With ``FollowOptions/compareFirst`` off, it starts from
     /// the position that the last copy, sync or follow stored in the destination when the feed
     /// still reaches it. After it returns, the destination equals the source as of
     /// ``FollowReport/endToken``, except for writes made outside the package while it ran:

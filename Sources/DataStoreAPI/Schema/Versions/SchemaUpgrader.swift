@@ -2,13 +2,13 @@ import Foundation
 
 /// Brings a store from the schema version it holds to the app's, the same way on every backend.
 ///
-/// A backend's store type opens its engine through ``open(requested:migrations:location:_:)``.
+/// A backend's store type opens its engine through ``open(requested:upgrades:location:_:)``.
 /// The migrator checks the plan against the stored schema before it writes anything (every step
 /// must apply, and the result must be the app's schema, or the open fails listing each
 /// unexplained difference), then applies every step of every version in one restartable write
 /// transaction with the new header and a history entry, so a store is all-old or all-new
 /// whatever happens. The engine is then reopened with the new schema.
-@_spi(Backend) public enum SchemaMigrator {
+@_spi(Backend) public enum SchemaUpgrader {
     /// Opens an engine with `requested`, migrating the stored schema to it first when the store
     /// holds an older version.
     ///
@@ -17,7 +17,7 @@ import Foundation
     ///   `schemaMismatch` listing each difference no step accounts for; what a step throws
     ///   (`invalidValue` for a value that does not convert, `uniqueViolation` listing duplicates).
     public static func open<E: StorageEngine>(
-        requested: Schema?, migrations: SchemaMigrations, location: String,
+        requested: Schema?, upgrades: SchemaUpgrades, location: String,
         _ open: (Schema?) throws -> E
     ) throws -> E {
         guard let requested = try requested?.resolved() else { return try open(nil) }
@@ -31,7 +31,7 @@ import Foundation
         if stored == requested { return engine }
         let plan: Plan
         do {
-            plan = try self.plan(from: stored, to: requested, migrations: migrations, location: location)
+            plan = try self.plan(from: stored, to: requested, upgrades: upgrades, location: location)
         } catch {
             try? engine.close()
             throw error
@@ -41,7 +41,7 @@ import Foundation
         // (SQLite's foreign keys) do with enforcement off; the store checks references itself.
         let editing = try MigrationGate.$defersReferenceChecks.withValue(true) { try open(nil) }
         do {
-            try apply(plan, to: editing, migrations: migrations)
+            try apply(plan, to: editing, upgrades: upgrades)
         } catch {
             try? editing.close()
             throw error
@@ -51,7 +51,7 @@ import Foundation
     }
 
     /// The actions that bring `stored` to `requested`, checked without touching the store.
-    static func plan(from stored: Schema, to requested: Schema, migrations: SchemaMigrations,
+    static func plan(from stored: Schema, to requested: Schema, upgrades: SchemaUpgrades,
                      location: String) throws -> Plan {
         if stored.version > requested.version {
             throw StoreError(.newerSchemaVersion, "\(location) holds schema version \(stored.version), newer than this "
@@ -69,7 +69,7 @@ import Foundation
         var planner = Planner(schema: stored, location: location)
         for version in (stored.version + 1)...requested.version {
             planner.schema.version = version
-            for step in migrations.steps[version] ?? [] {
+            for step in upgrades.steps[version] ?? [] {
                 try planner.add(step, version: version)
             }
         }
@@ -83,13 +83,13 @@ import Foundation
     }
 
     /// Applies a plan in one write transaction.
-    static func apply(_ plan: Plan, to engine: any StorageEngine, migrations: SchemaMigrations) throws {
+    static func apply(_ plan: Plan, to engine: any StorageEngine, upgrades: SchemaUpgrades) throws {
         try engine.withRestartableWriter { writer in
             guard let editor = writer as? any SchemaEditingWriter else {
                 throw StoreError(.invalidArgument, "this backend cannot change a store's schema")
             }
             for action in plan.actions {
-                try action.run(editor, migrations.progress)
+                try action.run(editor, upgrades.progress)
             }
             // No step may leave a reference dangling (a default target that does not exist, a
             // custom step that deleted what others refer to): the whole migration is refused.
@@ -166,7 +166,7 @@ import Foundation
         }
 
         func run(_ editor: any SchemaEditingWriter,
-                 _ progress: (@Sendable (SchemaMigrationProgress) -> Void)?) throws {
+                 _ progress: (@Sendable (SchemaUpgradeProgress) -> Void)?) throws {
             switch kind {
             case .create(let entity):
                 try editor.createEntity(entity)
@@ -180,7 +180,7 @@ import Foundation
                 let report: (Int) -> Void = { n in
                     done += n
                     if done % 10_000 == 0 || done == total {
-                        progress?(SchemaMigrationProgress(version: version, step: description, items: done,
+                        progress?(SchemaUpgradeProgress(version: version, step: description, items: done,
                                                           totalItems: total))
                     }
                 }
@@ -192,7 +192,7 @@ import Foundation
                     try UniqueCheck.run(quiet, checkUnique, editor)
                 }
                 try editor.changeEntity(change)
-                progress?(SchemaMigrationProgress(version: version, step: description, items: total,
+                progress?(SchemaUpgradeProgress(version: version, step: description, items: total,
                                                   totalItems: total))
             case let .custom(schema, body):
                 let accessor = WriteAccessor(writer: editor, catalog: Catalog(schema))

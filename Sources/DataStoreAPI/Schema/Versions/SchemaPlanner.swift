@@ -3,7 +3,7 @@
 struct Planner {
     var schema: Schema
     let location: String
-    private(set) var actions: [SchemaMigrator.Action] = []
+    private(set) var actions: [SchemaUpgrader.Action] = []
 
     init(schema: Schema, location: String) {
         self.schema = schema
@@ -32,14 +32,14 @@ struct Planner {
         }
     }
 
-    private mutating func record(_ kind: SchemaMigrator.Action.Kind, _ step: any CustomStringConvertible, version: Int,
+    private mutating func record(_ kind: SchemaUpgrader.Action.Kind, _ step: any CustomStringConvertible, version: Int,
                                  inHistory: Bool = true) throws {
         do {
             try schema.validate()
         } catch let error {
             throw StoreError(error.code, "step '\(step)' of version \(version) leaves an invalid schema: \(error.message)")
         }
-        actions.append(SchemaMigrator.Action(version: version, description: step.description,
+        actions.append(SchemaUpgrader.Action(version: version, description: step.description,
                                              historyLines: inHistory ? [step.description] : [], kind: kind))
     }
 
@@ -175,7 +175,7 @@ struct Planner {
         }
     }
 
-    mutating func add(_ step: MigrationStep, version: Int) throws {
+    mutating func add(_ step: UpgradeStep, version: Int) throws {
         switch step {
         case .step(let step):
             try add(step, version: version)
@@ -353,7 +353,7 @@ struct Planner {
     mutating func finish(at requested: Schema) {
         for entity in requested.entities {
             guard let planned = schema.entity(named: entity.name), planned != entity else { continue }
-            actions.append(SchemaMigrator.Action(
+            actions.append(SchemaUpgrader.Action(
                 version: requested.version, description: "order the attributes and indexes of \(entity.name)",
                 historyLines: [],
                 kind: .change(old: planned, new: entity, renamed: [:], transform: nil, conversion: nil,
@@ -367,8 +367,8 @@ struct Planner {
     /// change whose items pass through each step in turn: one pass over the items (and one index
     /// build) instead of one per step. Changes that need no rewrite stay apart, so that an engine
     /// can still make them in place.
-    static func merged(_ actions: [SchemaMigrator.Action]) -> [SchemaMigrator.Action] {
-        var result: [SchemaMigrator.Action] = []
+    static func merged(_ actions: [SchemaUpgrader.Action]) -> [SchemaUpgrader.Action] {
+        var result: [SchemaUpgrader.Action] = []
         for action in actions {
             guard case let .change(old2, new2, renamed2, transform2, _, unique2) = action.kind,
                   let last = result.last,
@@ -389,7 +389,7 @@ struct Planner {
             // A unique index checked by the first change may be renamed or changed by the second:
             // check every unique index of the result that either change had to check.
             let checked = Set((unique1 + unique2).map(\.name))
-            result[result.count - 1] = SchemaMigrator.Action(
+            result[result.count - 1] = SchemaUpgrader.Action(
                 version: action.version, description: last.description + "; " + action.description,
                 historyLines: last.historyLines + action.historyLines,
                 kind: .change(old: old1, new: new2, renamed: [:], transform: composed, conversion: nil,

@@ -36,7 +36,7 @@ public protocol DataStore: AnyObject, Sendable {
     /// - Throws: `closed`, or what `body` throws.
     func readAsync<T: Sendable>(_ body: @escaping @Sendable (ReadAccessor) throws -> T) async throws -> T
 
-    /// The schema migrations the store went through, oldest first (each with its steps and
+    /// The schema upgrades the store went through, oldest first (each with its steps and
     /// date); empty for a store created at its current version.
     /// - Throws: `closed`, or `corrupt` when the stored history cannot be read.
     func schemaHistory() throws -> [SchemaHistoryEntry]
@@ -53,8 +53,8 @@ public protocol DataStore: AnyObject, Sendable {
 extension DataStore {
     /// The history as the store's metadata holds it, read in one snapshot.
     public func schemaHistory() throws -> [SchemaHistoryEntry] {
-        guard let bytes = try read({ try $0.metadata(forKey: SchemaMigrator.historyKey) }) else { return [] }
-        return try SchemaMigrator.decodeHistory(bytes)
+        guard let bytes = try read({ try $0.metadata(forKey: SchemaUpgrader.historyKey) }) else { return [] }
+        return try SchemaUpgrader.decodeHistory(bytes)
     }
 
     /// Enqueues `body` on the background writer and awaits its result.

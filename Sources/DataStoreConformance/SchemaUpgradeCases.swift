@@ -3,11 +3,11 @@ import Foundation
 
 /// Versioned schemas: every step kind, failures that leave the store unchanged, the history,
 /// and a seeded random sequence of schema changes and writes, each compared with
-/// ``EvolutionOracle``.
-enum SchemaEvolutionCases {
+/// ``UpgradeOracle``.
+enum SchemaUpgradeCases {
     /// A version-1 store with items in every entity, closed; and the oracle holding the same.
-    static func prepared(_ c: ConformanceContext, name: String = "store") throws -> EvolutionOracle {
-        var oracle = EvolutionOracle(schema: Fixtures.schema)
+    static func prepared(_ c: ConformanceContext, name: String = "store") throws -> UpgradeOracle {
+        var oracle = UpgradeOracle(schema: Fixtures.schema)
         let store = try c.open(name: name)
         let items = Fixtures.items(60)
         var keyed: [Record] = []
@@ -33,23 +33,23 @@ enum SchemaEvolutionCases {
     }
 
     /// Opens the store with the next version, whose steps are `steps`, and checks the result
-    /// against the oracle (then again after a reopen without migrations). When the oracle
+    /// against the oracle (then again after a reopen without upgrades). When the oracle
     /// expects the steps to fail, expects `failure` and checks that the store is unchanged.
-    static func migrate(_ c: ConformanceContext, _ oracle: inout EvolutionOracle, _ steps: [SchemaStep],
+    static func migrate(_ c: ConformanceContext, _ oracle: inout UpgradeOracle, _ steps: [SchemaStep],
                         failure: StoreError.Code? = nil, naming: String? = nil, name: String = "store") throws {
         var next = oracle
         let succeeds = steps.allSatisfy { next.apply($0) }
         next.schema.version = oracle.schema.version + 1
-        var migrations = SchemaMigrations()
-        migrations.version(next.schema.version, steps.map { .step($0) })
+        var upgrades = SchemaUpgrades()
+        upgrades.version(next.schema.version, steps.map { .step($0) })
         let what = steps.map(\.description).joined(separator: ", ")
         if let failure {
             c.expect(!succeeds, "the oracle agrees that '\(what)' fails")
             c.expectError(failure, naming: naming, "for \(what)") {
-                _ = try c.open(next.schema, name: name, migrations: migrations)
+                _ = try c.open(next.schema, name: name, upgrades: upgrades)
             }
             do {
-                _ = try c.open(next.schema, name: name, migrations: migrations)
+                _ = try c.open(next.schema, name: name, upgrades: upgrades)
             } catch let error as StoreError {
                 c.expect(!error.message.contains("\n"), "a one-line error: \(error.message)")
             }
@@ -59,7 +59,7 @@ enum SchemaEvolutionCases {
             return
         }
         c.expect(succeeds, "the oracle applies '\(what)'")
-        let store = try c.open(next.schema, name: name, migrations: migrations)
+        let store = try c.open(next.schema, name: name, upgrades: upgrades)
         try next.check(store, c, what)
         let history = try store.schemaHistory().last
         c.expectEqual(history?.toVersion, next.schema.version, "the history records version \(next.schema.version)")
@@ -117,13 +117,13 @@ enum SchemaEvolutionCases {
                       "the default applies to new writes")
         try store.close()
         c.expectError(.invalidArgument, naming: "default", "for a required attribute without a default") {
-            var migrations = SchemaMigrations()
+            var upgrades = SchemaUpgrades()
             let bad = Attribute("needed", .int)
-            migrations.version(oracle.schema.version + 1, .addAttribute(entity: "Item", attribute: bad))
+            upgrades.version(oracle.schema.version + 1, .addAttribute(entity: "Item", attribute: bad))
             var schema = oracle.schema
             schema.version += 1
             schema.entities[schema.entities.firstIndex { $0.name == "Item" }!].attributes.append(bad)
-            _ = try c.open(schema, migrations: migrations)
+            _ = try c.open(schema, upgrades: upgrades)
         }
     }
 
@@ -190,12 +190,12 @@ enum SchemaEvolutionCases {
         entities[0].attributes[5] = Attribute("flag", .string, optional: true)
         entities[0].attributes[7] = Attribute("when", .string, optional: true)
         entities[0].attributes[8] = Attribute("ref", .string, optional: true)
-        var migrations = SchemaMigrations()
-        migrations.version(2, [.step(.changeType(entity: "Item", attribute: "score", to: .double)),
+        var upgrades = SchemaUpgrades()
+        upgrades.version(2, [.step(.changeType(entity: "Item", attribute: "score", to: .double)),
                                .step(.changeType(entity: "Item", attribute: "flag", to: .string)),
                                .step(.changeType(entity: "Item", attribute: "when", to: .string)),
                                .step(.changeType(entity: "Item", attribute: "ref", to: .string))])
-        store = try c.open(Schema(version: 2, entities: entities), migrations: migrations)
+        store = try c.open(Schema(version: 2, entities: entities), upgrades: upgrades)
         let converted = try store.read { r in try r.fetch(FetchRequest("Item")) }
         try store.close()
         c.expectEqual(converted.map(\.["score"]), scores.map { .double(Double($0)) })
@@ -204,11 +204,11 @@ enum SchemaEvolutionCases {
                        "1969-12-31T23:59:59.000000Z", "1970-01-01T00:00:00.000000Z", "2023-11-14T22:13:20.000000Z",
                        "2023-11-14T22:13:20.123456Z"])
 
-        migrations.version(3, [.step(.changeType(entity: "Item", attribute: "score", to: .int)),
+        upgrades.version(3, [.step(.changeType(entity: "Item", attribute: "score", to: .int)),
                                .step(.changeType(entity: "Item", attribute: "flag", to: .bool)),
                                .step(.changeType(entity: "Item", attribute: "when", to: .date)),
                                .step(.changeType(entity: "Item", attribute: "ref", to: .uuid))])
-        store = try c.open(Schema(version: 3, entities: Fixtures.schema.entities), migrations: migrations)
+        store = try c.open(Schema(version: 3, entities: Fixtures.schema.entities), upgrades: upgrades)
         defer { try? store.close() }
         let back = try store.read { r in try r.fetch(FetchRequest("Item")) }
         c.expectEqual(back, originals, "every value back as it was")
@@ -251,10 +251,10 @@ enum SchemaEvolutionCases {
                     failure: .uniqueViolation, naming: "Keyed[")
         var schema = oracle.schema.withVersion(2)
         schema.entities[1].indexes.append(Index("uniqueValue", on: ["value"], unique: true))
-        var migrations = SchemaMigrations()
-        migrations.version(2, .addIndex(entity: "Keyed", index: Index("uniqueValue", on: ["value"], unique: true)))
+        var upgrades = SchemaUpgrades()
+        upgrades.version(2, .addIndex(entity: "Keyed", index: Index("uniqueValue", on: ["value"], unique: true)))
         do {
-            _ = try c.open(schema, migrations: migrations)
+            _ = try c.open(schema, upgrades: upgrades)
             c.expect(false, "duplicates under a new unique index must fail")
         } catch let error as StoreError {
             // value i % 5 over 20 items: 5 groups of 4.
@@ -282,8 +282,8 @@ enum SchemaEvolutionCases {
             next.items["Item"]![key] = updated
         }
         next.insert(["key": "made-by-step", "value": .int(99)], into: "Keyed")
-        var migrations = SchemaMigrations()
-        migrations.version(2, [
+        var upgrades = SchemaUpgrades()
+        upgrades.version(2, [
             .transformItems(entity: "Item", to: item, name: "drop negative ids, shout names") { record in
                 guard case .int(let id) = record["id"], id >= 0 else { return nil }
                 var updated = record.values
@@ -295,24 +295,24 @@ enum SchemaEvolutionCases {
                 try w.insert(["key": "made-by-step", "value": .int(count > 0 ? 99 : -1)], into: "Keyed")
             },
         ])
-        let store = try c.open(next.schema, migrations: migrations)
+        let store = try c.open(next.schema, upgrades: upgrades)
         try next.check(store, c, "custom steps")
         c.expectEqual(try store.schemaHistory().last?.steps,
                       ["transform items of Item: drop negative ids, shout names", "custom: count items into Keyed"])
         try store.close()
         oracle = next
-        var bad = SchemaMigrations()
+        var bad = SchemaUpgrades()
         bad.version(3, [.transformItems(entity: "Item", to: nil, name: "change keys") { record in
             var changed = record.values
             changed["id"] = .int(1_000_000)
             return Record(changed)
         }])
         c.expectError(.invalidArgument, naming: "may not change an item's key") {
-            _ = try c.open(oracle.schema.withVersion(3), migrations: bad)
+            _ = try c.open(oracle.schema.withVersion(3), upgrades: bad)
         }
-        var throwing = SchemaMigrations()
+        var throwing = SchemaUpgrades()
         throwing.version(3, [.custom("fails") { _ in throw StoreError(.conflict, "the app's step gave up") }])
-        c.expectError(.conflict, naming: "gave up") { _ = try c.open(oracle.schema.withVersion(3), migrations: throwing) }
+        c.expectError(.conflict, naming: "gave up") { _ = try c.open(oracle.schema.withVersion(3), upgrades: throwing) }
         let unchanged = try c.open(oracle.schema)
         try oracle.check(unchanged, c, "after failed custom steps")
     }
@@ -325,10 +325,10 @@ enum SchemaEvolutionCases {
                                 .renameAttribute(entity: "Keyed", from: "rank", to: "grade")]
         try migrate(c, &stepwise, v2, name: "stepwise")
         try migrate(c, &stepwise, v3, name: "stepwise")
-        var migrations = SchemaMigrations()
-        migrations.version(3, v3.map { .step($0) })
-        migrations.version(2, v2.map { .step($0) })
-        let store = try c.open(stepwise.schema, name: "direct", migrations: migrations)
+        var upgrades = SchemaUpgrades()
+        upgrades.version(3, v3.map { .step($0) })
+        upgrades.version(2, v2.map { .step($0) })
+        let store = try c.open(stepwise.schema, name: "direct", upgrades: upgrades)
         try stepwise.check(store, c, "v1 to v3 in one open")
         let history = try store.schemaHistory()
         c.expectEqual(history.map(\.fromVersion), [1])
@@ -339,11 +339,11 @@ enum SchemaEvolutionCases {
 
     static func aNewerStoreIsRefusedNamingBothVersions(_ c: ConformanceContext) throws {
         let oracle = try prepared(c)
-        var migrations = SchemaMigrations()
-        migrations.version(2, .addAttribute(entity: "Keyed", attribute: Attribute("x", .int, optional: true)))
+        var upgrades = SchemaUpgrades()
+        upgrades.version(2, .addAttribute(entity: "Keyed", attribute: Attribute("x", .int, optional: true)))
         var v2 = oracle.schema.withVersion(2)
         v2.entities[1].attributes.append(Attribute("x", .int, optional: true))
-        try c.open(v2, migrations: migrations).close()
+        try c.open(v2, upgrades: upgrades).close()
         c.expectError(.newerSchemaVersion, naming: "version 2") { _ = try c.open(oracle.schema) }
         c.expectError(.newerSchemaVersion, naming: "version 1") { _ = try c.open(oracle.schema) }
         let still = try c.open(v2)
@@ -456,26 +456,26 @@ enum SchemaEvolutionCases {
     }
 
     static let all: [ConformanceCase] = [
-        ConformanceCase("SchemaEvolution", "addAndRemoveEntities", addAndRemoveEntities),
-        ConformanceCase("SchemaEvolution", "conversionsAtTheEdgesOfTheDomainComeBack",
+        ConformanceCase("SchemaUpgrade", "addAndRemoveEntities", addAndRemoveEntities),
+        ConformanceCase("SchemaUpgrade", "conversionsAtTheEdgesOfTheDomainComeBack",
                         conversionsAtTheEdgesOfTheDomainComeBack),
-        ConformanceCase("SchemaEvolution", "renameEntityKeepsItemsAndIndexes", renameEntityKeepsItemsAndIndexes),
-        ConformanceCase("SchemaEvolution", "addAttributesOptionalAndWithDefaults", addAttributesOptionalAndWithDefaults),
-        ConformanceCase("SchemaEvolution", "removeAndRenameAttributes", removeAndRenameAttributes),
-        ConformanceCase("SchemaEvolution", "changeTypeConvertsEveryValue", changeTypeConvertsEveryValue),
-        ConformanceCase("SchemaEvolution", "aValueThatDoesNotConvertFailsNamingItAndChangesNothing",
+        ConformanceCase("SchemaUpgrade", "renameEntityKeepsItemsAndIndexes", renameEntityKeepsItemsAndIndexes),
+        ConformanceCase("SchemaUpgrade", "addAttributesOptionalAndWithDefaults", addAttributesOptionalAndWithDefaults),
+        ConformanceCase("SchemaUpgrade", "removeAndRenameAttributes", removeAndRenameAttributes),
+        ConformanceCase("SchemaUpgrade", "changeTypeConvertsEveryValue", changeTypeConvertsEveryValue),
+        ConformanceCase("SchemaUpgrade", "aValueThatDoesNotConvertFailsNamingItAndChangesNothing",
                         aValueThatDoesNotConvertFailsNamingItAndChangesNothing),
-        ConformanceCase("SchemaEvolution", "addAndRemoveIndexes", addAndRemoveIndexes),
-        ConformanceCase("SchemaEvolution", "aUniqueIndexOverDuplicatesListsThemAndChangesNothing",
+        ConformanceCase("SchemaUpgrade", "addAndRemoveIndexes", addAndRemoveIndexes),
+        ConformanceCase("SchemaUpgrade", "aUniqueIndexOverDuplicatesListsThemAndChangesNothing",
                         aUniqueIndexOverDuplicatesListsThemAndChangesNothing),
-        ConformanceCase("SchemaEvolution", "customStepsTransformItemsAndWriteTheStore",
+        ConformanceCase("SchemaUpgrade", "customStepsTransformItemsAndWriteTheStore",
                         customStepsTransformItemsAndWriteTheStore),
-        ConformanceCase("SchemaEvolution", "versionsApplyInOrderInOneOpenOrMany", versionsApplyInOrderInOneOpenOrMany),
-        ConformanceCase("SchemaEvolution", "aNewerStoreIsRefusedNamingBothVersions",
+        ConformanceCase("SchemaUpgrade", "versionsApplyInOrderInOneOpenOrMany", versionsApplyInOrderInOneOpenOrMany),
+        ConformanceCase("SchemaUpgrade", "aNewerStoreIsRefusedNamingBothVersions",
                         aNewerStoreIsRefusedNamingBothVersions),
-        ConformanceCase("SchemaEvolution", "unexplainedDifferencesAreListedAndChangeNothing",
+        ConformanceCase("SchemaUpgrade", "unexplainedDifferencesAreListedAndChangeNothing",
                         unexplainedDifferencesAreListedAndChangeNothing),
-        ConformanceCase("SchemaEvolution", "randomSchemaChangesAndWritesMatchTheOracle",
+        ConformanceCase("SchemaUpgrade", "randomSchemaChangesAndWritesMatchTheOracle",
                         randomSchemaChangesAndWritesMatchTheOracle),
     ]
 }

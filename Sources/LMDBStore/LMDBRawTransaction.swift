@@ -25,7 +25,7 @@ internal import CLMDB
 /// A transaction begun without a journal (``init(environment:write:journaled:)``) keeps
 /// nothing: on `MDB_MAP_FULL` it throws ``isMapFull(_:)`` and its caller starts over in a
 /// larger map, so a transaction of any size runs in bounded memory.
-final class LMDBTxn {
+final class LMDBRawTransaction {
     private typealias Change = LMDBJournal.Change
 
     let environment: LMDBEnvironment

@@ -8,7 +8,7 @@ extension Schema {
     /// - An existing store opened with a schema must hold exactly that schema.
     /// - Returns: the schema, and whether it must be written to the store.
     /// - Throws: `schemaMismatch` listing each difference, `newerSchemaVersion`; `notFound` when
-    ///   neither exists. (Stores migrate through ``SchemaMigrator``, which opens with `nil` first.)
+    ///   neither exists. (Stores migrate through ``SchemaUpgrader``, which opens with `nil` first.)
     @_spi(Backend) public static func resolve(stored: Schema?, requested: Schema?, location: String)
         throws(StoreError) -> (schema: Schema, isNew: Bool)
     {

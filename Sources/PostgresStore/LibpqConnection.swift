@@ -4,7 +4,7 @@ import CLibPQ
 import Foundation
 
 /// A failure of the server or the connection, in the server's words.
-struct PGError: Error {
+struct LibpqError: Error {
     /// The SQLSTATE, when the server sent one.
     var sqlState: String?
     /// One line: the server's message and detail, or libpq's.
@@ -19,7 +19,7 @@ struct PGError: Error {
             return String(cString: text)
         }
         sqlState = field("C")
-        let primary = field("M") ?? PGConnection.oneLine(String(cString: PQresultErrorMessage(result)))
+        let primary = field("M") ?? LibpqConnection.oneLine(String(cString: PQresultErrorMessage(result)))
         message = [primary, field("D")].compactMap { $0 }.joined(separator: ": ")
         connectionLost = connection.map { PQstatus($0) == CONNECTION_BAD } ?? false
             || sqlState?.hasPrefix("08") == true || ["57P01", "57P02", "57P03"].contains(sqlState ?? "")
@@ -34,7 +34,7 @@ struct PGError: Error {
 
 /// Parameters sent in binary with their types, so that the server never guesses: `bigint`,
 /// `float8`, `boolean`, `text`, `bytea` and `uuid`, in one contiguous buffer.
-struct PGParams {
+struct LibpqParameters {
     private(set) var types: [UInt32] = []
     private(set) var lengths: [Int32] = []
     private(set) var offsets: [Int] = []
@@ -80,29 +80,29 @@ struct PGParams {
 }
 
 /// A result's rows, read in binary; freed with the value.
-final class PGResult: @unchecked Sendable {
+final class LibpqResult: @unchecked Sendable {
     let pointer: OpaquePointer
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
     deinit { PQclear(pointer) }
 
     var count: Int { Int(PQntuples(pointer)) }
     var isEmpty: Bool { count == 0 }
-    var first: PGRow? { isEmpty ? nil : PGRow(result: self, index: 0) }
-    var rows: [PGRow] { (0..<count).map { PGRow(result: self, index: $0) } }
+    var first: LibpqRow? { isEmpty ? nil : LibpqRow(result: self, index: 0) }
+    var rows: [LibpqRow] { (0..<count).map { LibpqRow(result: self, index: $0) } }
     /// The rows a command changed or returned (`INSERT`, `DELETE`).
     var affectedRows: Int { Int(String(cString: PQcmdTuples(pointer))) ?? 0 }
 }
 
 /// One row of a result.
-struct PGRow {
-    let result: PGResult
+struct LibpqRow {
+    let result: LibpqResult
     let index: Int
-    subscript(column: Int) -> PGCell { PGCell(result: result, row: Int32(index), column: Int32(column)) }
+    subscript(column: Int) -> LibpqCell { LibpqCell(result: result, row: Int32(index), column: Int32(column)) }
 }
 
 /// One value of a row, in PostgreSQL's binary format.
-struct PGCell {
-    let result: PGResult
+struct LibpqCell {
+    let result: LibpqResult
     let row: Int32
     let column: Int32
 
@@ -166,7 +166,7 @@ struct PGCell {
 /// come back in one round trip; ``result(_:)`` waits for one statement's answer (and reads
 /// those of the statements before it). A statement that fails makes the ones after it up to
 /// the next wait fail with the same error, as the server skips them.
-final class PGConnection {
+final class LibpqConnection {
     private let connection: OpaquePointer
     private enum Entry {
         case statement(id: Int, wanted: Bool)
@@ -180,9 +180,9 @@ final class PGConnection {
     /// Whether the last entry sent is a sync point (everything sent is on its way).
     private var synced = true
     private var nextID = 0
-    private var outcomes: [Int: Result<PGResult, PGError>] = [:]
+    private var outcomes: [Int: Result<LibpqResult, LibpqError>] = [:]
     /// The first failure since the last sync point: the cause of the statements skipped after it.
-    private var segmentFailure: PGError?
+    private var segmentFailure: LibpqError?
 
     /// A statement sent; ``result(_:)`` gives its answer.
     struct Ticket { fileprivate let id: Int }
@@ -190,7 +190,7 @@ final class PGConnection {
     /// Connects with libpq's keywords and values (`host`, `port`, `dbname`, `sslmode`, …);
     /// everything not given comes from the `PG…` environment variables, `~/.pgpass` and
     /// service files, as in every libpq client.
-    init(_ parameters: [(String, String)], pipelined: Bool = true) throws(PGError) {
+    init(_ parameters: [(String, String)], pipelined: Bool = true) throws(LibpqError) {
         var keywords = parameters.map { strdup($0.0) }
         var values = parameters.map { strdup($0.1) }
         keywords.append(nil)
@@ -208,11 +208,11 @@ final class PGConnection {
                 }
             }
         }
-        guard let made else { throw PGError(message: "out of memory", connectionLost: true) }
+        guard let made else { throw LibpqError(message: "out of memory", connectionLost: true) }
         guard PQstatus(made) == CONNECTION_OK else {
             let message = Self.oneLine(String(cString: PQerrorMessage(made)))
             PQfinish(made)
-            throw PGError(message: message, connectionLost: true)
+            throw LibpqError(message: message, connectionLost: true)
         }
         connection = made
         // libpq prints the server's notices (NOTICE: drop cascades to …) on standard error
@@ -220,7 +220,7 @@ final class PGConnection {
         PQsetNoticeProcessor(made, { _, _ in }, nil)
         if pipelined, PQenterPipelineMode(made) != 1 {
             PQfinish(made)
-            throw PGError(message: "libpq cannot enter pipeline mode", connectionLost: true)
+            throw LibpqError(message: "libpq cannot enter pipeline mode", connectionLost: true)
         }
         isPipelined = pipelined
     }
@@ -263,15 +263,15 @@ final class PGConnection {
     /// The connection's socket, for waiting on notifications.
     var socket: Int32 { PQsocket(connection) }
 
-    private var lostError: PGError {
+    private var lostError: LibpqError {
         let text = Self.oneLine(String(cString: PQerrorMessage(connection)))
-        return PGError(message: text.isEmpty ? "the connection was closed" : text, connectionLost: true)
+        return LibpqError(message: text.isEmpty ? "the connection was closed" : text, connectionLost: true)
     }
 
     /// Queues `sql` with its parameters; it goes to the server at the next wait.
     @discardableResult
-    func send(_ sql: String, _ params: PGParams = PGParams(), wanted: Bool = true, prepared: Bool = true)
-        throws(PGError) -> Ticket
+    func send(_ sql: String, _ params: LibpqParameters = LibpqParameters(), wanted: Bool = true, prepared: Bool = true)
+        throws(LibpqError) -> Ticket
     {
         guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
         let name = prepared ? try statementName(sql, params) : nil
@@ -318,7 +318,7 @@ final class PGConnection {
 
     /// The name of `sql`'s prepared statement, prepared now (queued) when it is new; `nil` when
     /// it goes unnamed (too many parameters, the cache full, or preparation off).
-    private func statementName(_ sql: String, _ params: PGParams) throws(PGError) -> String? {
+    private func statementName(_ sql: String, _ params: LibpqParameters) throws(LibpqError) -> String? {
         guard preparesStatements, isPipelined, params.count <= Self.maxPreparedParameters else { return nil }
         let key = params.types.map(String.init).joined(separator: ",") + ":" + sql
         if let name = statementNames[key] { return name }
@@ -333,14 +333,14 @@ final class PGConnection {
     }
 
     /// Drops every prepared statement (after the tables they name changed).
-    func forgetStatements() throws(PGError) {
+    func forgetStatements() throws(LibpqError) {
         guard !statementNames.isEmpty else { return }
         statementNames.removeAll()
         try send("DEALLOCATE ALL", wanted: false, prepared: false)
     }
 
     /// Sends what is queued, with a sync point after it.
-    func flush() throws(PGError) {
+    func flush() throws(LibpqError) {
         guard !synced else { return }
         guard PQpipelineSync(connection) == 1 else { throw lostError }
         syncCount += 1
@@ -349,27 +349,27 @@ final class PGConnection {
     }
 
     /// The answer to `ticket`, waited for: what was queued goes first.
-    func result(_ ticket: Ticket) throws(PGError) -> PGResult {
+    func result(_ ticket: Ticket) throws(LibpqError) -> LibpqResult {
         while outcomes[ticket.id] == nil {
-            if head == entries.count { throw PGError(message: "a statement's answer was read twice", connectionLost: false) }
+            if head == entries.count { throw LibpqError(message: "a statement's answer was read twice", connectionLost: false) }
             if !synced { try flush() }
             readNext()
         }
         guard let outcome = outcomes.removeValue(forKey: ticket.id) else {
-            throw PGError(message: "a statement's answer was read twice", connectionLost: false)
+            throw LibpqError(message: "a statement's answer was read twice", connectionLost: false)
         }
         return try outcome.get()
     }
 
     /// Sends `sql` and waits for its answer.
     @discardableResult
-    func query(_ sql: String, _ params: PGParams = PGParams()) throws(PGError) -> PGResult {
+    func query(_ sql: String, _ params: LibpqParameters = LibpqParameters()) throws(LibpqError) -> LibpqResult {
         try result(send(sql, params))
     }
 
     /// Reads every answer still on its way (those waited for stay for ``result(_:)``); throws
     /// only when the connection is lost.
-    func settle() throws(PGError) {
+    func settle() throws(LibpqError) {
         if !synced { try flush() }
         while head < entries.count { readNext() }
         guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
@@ -399,14 +399,14 @@ final class PGConnection {
             }
             segmentFailure = nil
         case .preparation(let key):
-            var failure: PGError?
+            var failure: LibpqError?
             var sawResult = false
             while let result = PQgetResult(connection) {
                 sawResult = true
                 if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil {
                     failure = PQresultStatus(result) == PGRES_PIPELINE_ABORTED
-                        ? (segmentFailure ?? PGError(message: "an earlier statement failed", connectionLost: false))
-                        : PGError(result: result, connection: connection)
+                        ? (segmentFailure ?? LibpqError(message: "an earlier statement failed", connectionLost: false))
+                        : LibpqError(result: result, connection: connection)
                 }
                 PQclear(result)
             }
@@ -422,17 +422,17 @@ final class PGConnection {
             while let result = PQgetResult(connection) {
                 if first == nil { first = result } else { PQclear(result) }
             }
-            let outcome: Result<PGResult, PGError>
+            let outcome: Result<LibpqResult, LibpqError>
             if let first {
                 switch PQresultStatus(first) {
                 case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-                    outcome = .success(PGResult(first))
+                    outcome = .success(LibpqResult(first))
                 case PGRES_PIPELINE_ABORTED:
                     PQclear(first)
-                    outcome = .failure(segmentFailure ?? PGError(message: "an earlier statement failed",
+                    outcome = .failure(segmentFailure ?? LibpqError(message: "an earlier statement failed",
                                                                  connectionLost: false))
                 default:
-                    let error = PGError(result: first, connection: connection)
+                    let error = LibpqError(result: first, connection: connection)
                     PQclear(first)
                     segmentFailure = segmentFailure ?? error
                     outcome = .failure(error)
@@ -446,7 +446,7 @@ final class PGConnection {
     }
 
     /// The connection is gone: every statement still on its way fails with `error`.
-    private func fail(remaining error: PGError) {
+    private func fail(remaining error: LibpqError) {
         for entry in entries[head...] {
             if case .statement(let id, _) = entry { outcomes[id] = .failure(error) }
         }
@@ -481,7 +481,7 @@ final class PGConnection {
         try outsidePipeline { connection in
             guard let started = PQexec(connection, sql) else { throw lostError }
             guard PQresultStatus(started) == PGRES_COPY_IN else {
-                let error = PGError(result: started, connection: connection)
+                let error = LibpqError(result: started, connection: connection)
                 PQclear(started)
                 throw error
             }
@@ -510,12 +510,12 @@ final class PGConnection {
             guard PQputCopyEnd(connection, failure == nil ? nil : "the client stopped the copy") == 1 else {
                 throw lostError
             }
-            var outcome: Result<Int, PGError> = .success(0)
+            var outcome: Result<Int, LibpqError> = .success(0)
             while let result = PQgetResult(connection) {
                 if PQresultStatus(result) == PGRES_COMMAND_OK {
                     outcome = .success(Int(String(cString: PQcmdTuples(result))) ?? 0)
                 } else if case .success = outcome {
-                    outcome = .failure(PGError(result: result, connection: connection))
+                    outcome = .failure(LibpqError(result: result, connection: connection))
                 }
                 PQclear(result)
             }

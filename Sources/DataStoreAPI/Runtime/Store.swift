@@ -127,10 +127,10 @@ open class Store: DataStore, @unchecked Sendable {
 
     public final var isClosed: Bool { lifecycle.isClosed }
 
-    /// The schema migrations the store went through, oldest first.
+    /// The schema upgrades the store went through, oldest first.
     public final func schemaHistory() throws -> [SchemaHistoryEntry] {
         try read { _ in }
-        return try engine.withReader { try SchemaMigrator.readHistory($0) }
+        return try engine.withReader { try SchemaUpgrader.readHistory($0) }
     }
 
     private var identity: ObjectIdentifier { ObjectIdentifier(self) }

@@ -2,8 +2,8 @@ import DataStoreAPI
 import Foundation
 
 /// What a store must hold after schema steps, computed on plain dictionaries by code of its
-/// own: the oracle of the schema-evolution cases.
-struct EvolutionOracle {
+/// own: the oracle of the schema-upgrade cases.
+struct UpgradeOracle {
     var schema: Schema
     /// Items by entity, then by primary-key value.
     var items: [String: [Value: [String: Value]]] = [:]

@@ -1,0 +1,34 @@
+@_spi(Backend) import DataStoreAPI
+
+/// An in-memory store: the reference backend. Copy-on-write snapshots give every read its own
+/// consistent view.
+public final class InMemoryStore: Store, @unchecked Sendable {
+    /// Opens a new, empty in-memory store.
+    public convenience init(schema: Schema, instrumentation: Instrumentation = .none) throws {
+        try self.init(database: InMemoryDatabase(), schema: schema, instrumentation: instrumentation)
+    }
+
+    /// Opens a store on an existing in-memory database (with `schema: nil`, the one it holds).
+    /// - Parameter upgrades: the steps that bring a database holding an older schema version
+    ///   to `schema` (see ``SchemaUpgrades``).
+    /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
+    ///   default).
+    public init(database: InMemoryDatabase, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
+                instrumentation: Instrumentation = .none) throws {
+        let engine = try SchemaUpgrader.open(requested: schema, upgrades: upgrades,
+                                             location: "in-memory database") {
+            try InMemoryEngine(database: database, schema: $0)
+        }
+        try super.init(engine: engine, instrumentation: instrumentation)
+        logOpened("in-memory database")
+    }
+}
+
+extension InMemoryStore {
+    /// Opens the store with the steps of an older schema version under their old name.
+    @available(*, deprecated, renamed: "init(database:schema:upgrades:instrumentation:)")
+    public convenience init(database: InMemoryDatabase, schema: Schema?, migrations: SchemaUpgrades,
+                            instrumentation: Instrumentation = .none) throws {
+        try self.init(database: database, schema: schema, upgrades: migrations, instrumentation: instrumentation)
+    }
+}

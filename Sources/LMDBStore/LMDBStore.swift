@@ -1,0 +1,75 @@
+internal import CLMDB
+@_spi(Backend) import DataStoreAPI
+import Foundation
+import Logging
+
+/// A store in one LMDB environment directory: a named database per entity and per index.
+public final class LMDBStore: Store, @unchecked Sendable {
+    let lmdb: LMDBEngine
+
+    /// Opens (or creates) the LMDB store in the directory `path`.
+    /// - Parameter schema: the schema the store must hold; `nil` opens an existing store.
+    /// - Throws: `notFound` (no store there and no schema), `notAStore`, `incompatibleFormat`,
+    ///   `schemaMismatch`, `readOnly`, `corrupt`, `incompleteMigration`.
+    /// - Parameter upgrades: the steps that bring a store holding an older schema version to
+    ///   `schema` (see ``SchemaUpgrades``); they run, in one transaction, when the store opens.
+    ///   Throws `newerSchemaVersion` for a store of a newer version, `schemaMismatch` listing
+    ///   each difference no step accounts for.
+    /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
+    ///   default).
+    public init(path: String, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
+                options: LMDBOptions = LMDBOptions(), instrumentation: Instrumentation = .none) throws {
+        lmdb = try SchemaUpgrader.open(requested: schema, upgrades: upgrades, location: path) {
+            try LMDBEngine(path: path, schema: $0, options: options)
+        }
+        try super.init(engine: lmdb, instrumentation: instrumentation)
+        logOpened(path)
+    }
+
+    /// The environment directory.
+    public var path: String { lmdb.path }
+
+    /// The current map size in bytes (it grows by itself).
+    public var mapSize: Int { lmdb.mapSize }
+
+    /// Checks the environment at `path` for damage without writing to it (see
+    /// ``LMDBOptions/checkPages``): every page walked with bounds checks, then every record.
+    public static func check(path: String) throws -> LMDBCheckReport {
+        try LMDBEngine.check(path: path)
+    }
+
+    /// Deletes the environment's files and its directory. Close every store opened on it first.
+    public static func destroy(at path: String) throws {
+        for file in ["data.mdb", "lock.mdb"] where FileManager.default.fileExists(atPath: path + "/" + file) {
+            do {
+                try FileManager.default.removeItem(atPath: path + "/" + file)
+            } catch {
+                throw StoreError(.io, "cannot delete \(path)/\(file): \(error.localizedDescription)")
+            }
+        }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// What ``LMDBStore/check(path:)`` found in an environment without damage.
+public struct LMDBCheckReport: Sendable, Hashable {
+    /// The environment's page size in bytes.
+    public var pageSize: Int
+    /// Pages walked (tree and overflow pages of every database).
+    public var pages: Int
+    /// Entries in every database, indexes and metadata included.
+    public var entries: Int
+    /// Databases walked: the free list, the main database and each named one.
+    public var databases: Int
+    /// Items of the store decoded and checked against its schema.
+    public var items = 0
+}
+
+extension LMDBStore {
+    /// Opens the store with the steps of an older schema version under their old name.
+    @available(*, deprecated, renamed: "init(path:schema:upgrades:options:instrumentation:)")
+    public convenience init(path: String, schema: Schema?, migrations: SchemaUpgrades,
+                            options: LMDBOptions = LMDBOptions(), instrumentation: Instrumentation = .none) throws {
+        try self.init(path: path, schema: schema, upgrades: migrations, options: options, instrumentation: instrumentation)
+    }
+}
