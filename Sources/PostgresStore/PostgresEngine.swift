@@ -45,6 +45,8 @@ import Synchronization
         self.location = location
         self.durability = durability
         self.readConnections = readConnections
+        concurrentReads = try PositiveInt(min(readConnections, max(2, 2 * ProcessInfo.processInfo.activeProcessorCount)),
+                                          naming: "readConnections")
         readSlots = DispatchSemaphore(value: readConnections)
         lockKey = Self.lockKey(location.schema)
         let writer = try PostgresSession(location)
@@ -199,9 +201,7 @@ import Synchronization
     /// Async reads at once, on threads of the store's own: no more than twice the cores (and
     /// the pool), since with libpq each also decodes its rows on its thread, and more would
     /// take the CPU from the app's tasks; synchronous reads use the whole pool.
-    public var concurrentReads: Int {
-        min(readConnections, max(2, 2 * ProcessInfo.processInfo.activeProcessorCount))
-    }
+    public let concurrentReads: PositiveInt
 
     private let entityStatements = Mutex<[String: EntityStatements]>([:])
 
@@ -556,11 +556,9 @@ final class PostgresCommitSubscription: CommitSubscription, @unchecked Sendable 
     private let active = Mutex(true)
 
     init(_ session: PostgresSession, wake: @escaping @Sendable () -> Void) {
-        let thread = Thread { [self] in
+        StoreThreads(label: "DataStore.PostgresListener").submit { [self] in
             watch(session, wake: wake)
         }
-        thread.name = "DataStore.PostgresListener"
-        thread.start()
     }
 
     /// Waits for the socket to be readable (up to 200 ms, to see a cancel), then takes the

@@ -43,9 +43,7 @@ import Synchronization
         }
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let watch = FileCommitWatch(inotify: fd, stopPipe: (pipeEnds[0], pipeEnds[1]))
-        let thread = Thread { watch.run(wake) }
-        thread.name = "DataStore.commit-watch"
-        thread.start()
+        StoreThreads(label: "DataStore.commit-watch").submit { watch.run(wake) }
         return watch
         #else
         return nil

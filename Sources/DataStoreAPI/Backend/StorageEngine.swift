@@ -22,7 +22,7 @@ import Logging
     /// compute (SQLite, LMDB, memory): more threads would only take turns on the cores, and
     /// make the app's other threads wait longer for one. An engine whose reads wait on a
     /// server sizes it by its connections.
-    var concurrentReads: Int { get }
+    var concurrentReads: PositiveInt { get }
     /// Gives the engine the store's logger, for what only the engine sees (LMDB's map growing,
     /// a lost PostgreSQL connection replaced); called once, when the store opens, if the app
     /// configured logging (``Instrumentation``).
@@ -30,7 +30,9 @@ import Logging
 }
 
 extension StorageEngine {
-    public var concurrentReads: Int { max(2, ProcessInfo.processInfo.activeProcessorCount) }
+    public var concurrentReads: PositiveInt {
+        (try? PositiveInt(max(2, ProcessInfo.processInfo.activeProcessorCount))) ?? 2
+    }
     public func attach(_ logger: Logger) {}
 }
 

@@ -370,7 +370,7 @@ extension Store {
     static func offThePool<T: Sendable>(_ store: any DataStore, _ work: @escaping @Sendable () throws -> T) async throws
         -> T
     {
-        try await (serving(store)?.blockingReads ?? BlockingReads.shared).run(work)
+        try await (serving(store)?.blockingReads ?? StoreThreads.sharedReaders).run(work)
     }
 
     /// The ``Store`` that serves `store` now: itself, or the one a forwarding store (a

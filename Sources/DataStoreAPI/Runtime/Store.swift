@@ -20,9 +20,9 @@ open class Store: DataStore, @unchecked Sendable {
     let catalog: Catalog
     let lifecycle = StoreLifecycle()
     let writeLock = NSLock()
-    let writerQueue: DispatchQueue
+    let writerThread: StoreThreads
     /// The threads ``readAsync(_:)`` runs reads on.
-    private let readerThreads = Mutex<BlockingReads?>(nil)
+    private let readerThreads = Mutex<StoreThreads?>(nil)
     /// Whether write transactions go to the change feed (not in child stores, whose changes
     /// reach the parent's feed when merged).
     let recordsChanges: Bool
@@ -43,7 +43,7 @@ open class Store: DataStore, @unchecked Sendable {
     @_spi(Backend) public init(engine: any StorageEngine, instrumentation: Instrumentation = .none) throws {
         self.engine = engine
         catalog = Catalog(engine.schema)
-        writerQueue = DispatchQueue(label: "DataStore.writer")
+        writerThread = StoreThreads(label: "DataStore.writer")
         recordsChanges = true
         referencesKept = Atomic(!MigrationGate.defersReferenceChecks)
         instruments = StoreInstruments(instrumentation, backend: Self.backendName(engine))
@@ -71,7 +71,7 @@ open class Store: DataStore, @unchecked Sendable {
         instruments = nil
         self.engine = engine
         catalog = Catalog(engine.schema)
-        writerQueue = DispatchQueue(label: "DataStore.writer")
+        writerThread = StoreThreads(label: "DataStore.writer")
         recordsChanges = gated
         referencesKept = Atomic(!MigrationGate.defersReferenceChecks)
         if gated { try Self.gate(engine) }
@@ -292,7 +292,7 @@ open class Store: DataStore, @unchecked Sendable {
             completion(.failure(error))
             return
         }
-        writerQueue.async {
+        writerThread.submit {
             let result = Result { try self.performWrite(allowWhileClosing: true, body) }
             self.lifecycle.end()
             completion(result)
@@ -308,10 +308,11 @@ open class Store: DataStore, @unchecked Sendable {
     }
 
     /// The store's reader threads, made at first use.
-    var blockingReads: BlockingReads {
+    var blockingReads: StoreThreads {
         readerThreads.withLock { readers in
             if let readers { return readers }
-            let made = BlockingReads(label: "DataStore.reader", threads: max(1, engine.concurrentReads))
+            let made = StoreThreads(label: "DataStore.reader",
+                                    count: engine.concurrentReads, niceness: 5)
             readers = made
             return made
         }
@@ -319,13 +320,13 @@ open class Store: DataStore, @unchecked Sendable {
 
     public final func waitForPendingWrites() throws {
         try checkNotReentrant("waitForPendingWrites")
-        writerQueue.sync {}
+        writerThread.waitForSubmittedJobs()
     }
 
     public final func close() throws {
         try checkNotReentrant("close")
         guard lifecycle.beginClosing() else { return }
-        writerQueue.sync {}
+        writerThread.waitForSubmittedJobs()
         lifecycle.waitUntilIdle()
         hubStorage.withLock { $0 }?.close()
         writeLock.lock()

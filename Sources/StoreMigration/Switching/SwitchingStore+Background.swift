@@ -62,20 +62,16 @@ extension SwitchingStore {
         stopping = false
         workerDone = false
         state.failure = nil
-        let thread = Thread { [self] in
+        condition.unlock()
+        StoreThreads(label: "DataStore.switch").submit { [self] in
             self.runBackground()
             self.condition.withLock {
                 self.workerDone = true
-                self.worker = nil
                 self.switchLock?.release()
                 self.switchLock = nil
                 self.condition.broadcast()
             }
         }
-        thread.name = "DataStore.switch"
-        worker = thread
-        condition.unlock()
-        thread.start()
     }
 
     func stopBackground() {

@@ -47,7 +47,6 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
     var state: Progress
     var stopping = false
     var cutoverRequested = false
-    var worker: Thread?
     var workerDone = true
     var closed = false
     let logger: Logger?

@@ -119,7 +119,7 @@ struct RangeChecksum {
         let published = PublishedRanges()
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<[Accumulator], any Error> = .success([])
-        WorkerThread().async { [self] in
+        StoreThreads(label: "DataStore.checksum").submit { [self] in
             result = Result { try destinationDigests(destination, published) }
             done.signal()
         }

@@ -114,9 +114,9 @@ struct PageCursor {
 /// (``MigrationRun/copyEntity(_:_:_:after:_:_:_:)``) run on it. Only the caller's thread calls
 /// it; the worker sets the page and the failure before it signals, and the caller reads them
 /// after waiting for that signal. The jobs run on a thread of the worker's own
-/// (``WorkerThread``), which ends with the worker.
+/// (``StoreThreads``), which ends with the worker.
 final class PageWorker: @unchecked Sendable {
-    private let thread: WorkerThread
+    private let thread: StoreThreads
     private let done = DispatchSemaphore(value: 0)
     private var page: [Record] = []
     private var job: ((inout [Record]) throws -> Void)?
@@ -125,7 +125,7 @@ final class PageWorker: @unchecked Sendable {
     private(set) var isBusy = false
 
     init() {
-        thread = WorkerThread()
+        thread = StoreThreads(label: "DataStore.migration")
     }
 
     /// Runs `job` on `page` on the worker (its records refilled in place where no copy of them
@@ -135,7 +135,7 @@ final class PageWorker: @unchecked Sendable {
         self.job = job
         failure = nil
         isBusy = true
-        thread.async { [self] in
+        thread.submit { [self] in
             var page = self.page
             self.page = []
             do {

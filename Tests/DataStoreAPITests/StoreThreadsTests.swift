@@ -1,12 +1,12 @@
 import Foundation
-@testable import StoreMigration
+@_spi(Backend) import DataStoreAPI
 import Testing
 
-/// The migration's second threads run on ``WorkerThread``: one thread for all of a worker's jobs
+/// Blocking work runs on ``StoreThreads``: with one thread, all of an owner's jobs on it, in order
 /// (so that glibc attaches one malloc arena to it, not one per pool thread a job lands on), and
-/// a thread that ends once the worker is released (so that the next worker's thread takes its
-/// arena over instead of adding one).
-struct WorkerThreadTests {
+/// a thread that ends once its owner is released (so that the next one takes its arena over
+/// instead of adding one).
+struct StoreThreadsTests {
     /// What the jobs saw: the order they ran in and the thread each ran on.
     ///
     /// `@unchecked Sendable`: both arrays are read and written with `lock` held.
@@ -30,9 +30,9 @@ struct WorkerThreadTests {
         let seen = Seen()
         let allRan = DispatchSemaphore(value: 0)
         do {
-            let worker = WorkerThread()
+            let worker = StoreThreads(label: "test.worker")
             for job in 0..<200 {
-                worker.async {
+                worker.submit {
                     seen.note(job)
                     if job == 199 { allRan.signal() }
                 }
@@ -52,9 +52,9 @@ struct WorkerThreadTests {
 
     @Test func aWorkerAliveKeepsItsThreadWaitingForJobs() async throws {
         let seen = Seen()
-        let worker = WorkerThread()
+        let worker = StoreThreads(label: "test.worker")
         let ran = DispatchSemaphore(value: 0)
-        worker.async {
+        worker.submit {
             seen.note(0)
             ran.signal()
         }
@@ -63,7 +63,7 @@ struct WorkerThreadTests {
         let thread = try #require(seen.seenThreads.first)
         #expect(!thread.isFinished)
         // A job given after a pause runs on the same thread.
-        worker.async {
+        worker.submit {
             seen.note(0)
             ran.signal()
         }
@@ -71,5 +71,25 @@ struct WorkerThreadTests {
         let threads = seen.seenThreads
         #expect(threads.count == 2 && threads[1] === thread)
         withExtendedLifetime(worker) {}
+    }
+
+    @Test func waitingForSubmittedJobsWaitsForEachOfThemOnEveryThread() async throws {
+        let threads = StoreThreads(label: "test.pool", count: 3)
+        let seen = Seen()
+        for job in 0..<30 {
+            threads.submit {
+                Thread.sleep(forTimeInterval: 0.001)
+                seen.note(job)
+            }
+        }
+        threads.waitForSubmittedJobs()
+        // With several threads, the wait's own job may start before the last ones end; what it
+        // promises is that every job given before it has started. Each of them ends soon after.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while seen.jobs.count < 30 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(Set(seen.jobs) == Set(0..<30))
+        #expect(Set(seen.seenThreads.map(ObjectIdentifier.init)).count <= 3)
+        let answer = try await threads.run { 6 * 7 }
+        #expect(answer == 42)
     }
 }
