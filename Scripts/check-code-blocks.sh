@@ -2,7 +2,8 @@
 # Compiles and runs every Swift code block of the README and of the DocC articles as a program
 # of its own, with only the imports the block shows, in a package that depends on this one by
 # path: what a user who pastes a block into main.swift gets. Each program runs in an empty
-# directory of its own and must exit 0 within two minutes.
+# directory of its own and must exit 0 within two minutes. Then the Relationships article's example,
+# with one relationship misspelt, must fail to compile, naming the misspelt member.
 #
 #     Scripts/check-code-blocks.sh
 #
@@ -43,3 +44,23 @@ if [ "$failed" -ne 0 ]; then
     exit 1
 fi
 echo "check-code-blocks: $total blocks compiled and ran, each as a program of its own"
+# Typed relationships are checked by the compiler: the Relationships article's example with one
+# relationship misspelt must not compile, and the compiler must name the misspelt member.
+typo="$work/typo/main.swift"
+mkdir -p "$work/typo"
+python3 - "$root/Sources/DataStoreAPI/DataStoreAPI.docc/Relationships.md" "$typo" <<'PY'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+block = next(b for b in re.findall(r"```swift\n(.*?)```", text, re.S) if "including: Author.posts" in b)
+open(sys.argv[2], "w").write(block.replace("including: Author.posts", "including: Author.postz", 1))
+PY
+if swiftc -typecheck -I "$work/.build/debug/Modules" "$typo" >"$work/typo/log.txt" 2>&1; then
+    echo "check-code-blocks: the Relationships example compiles with 'Author.postz' (a misspelt relationship)" >&2
+    exit 1
+fi
+if ! grep -q "has no member 'postz'" "$work/typo/log.txt"; then
+    echo "check-code-blocks: the misspelt relationship failed to compile for another reason:" >&2
+    sed 's/^/    /' "$work/typo/log.txt" | head -20 >&2
+    exit 1
+fi
+echo "check-code-blocks: a misspelt relationship ('Author.postz') does not compile: $(grep -m1 -o "type 'Author' has no member 'postz'" "$work/typo/log.txt")"

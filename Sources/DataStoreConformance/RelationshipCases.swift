@@ -472,6 +472,95 @@ enum RelationshipCases {
         }
     }
 
+    struct Writer: DataObject, Equatable {
+        static let entityName = "Writer"
+        static let primaryKey = "id"
+        static let books = toMany("books", Book.self, inverse: "writer", deleteRule: .cascade)
+        static let relationships = [books.relationship]
+        var id: Int
+        var name: String
+    }
+
+    struct Book: DataObject, Equatable {
+        static let entityName = "Book"
+        static let primaryKey = "id"
+        static let defaultSort = [SortKey.ascending("title")]
+        static let writer = toOne("writer", Writer.self, inverse: "books", optional: false)
+        static let shelves = toMany("shelves", Shelf.self, inverse: "books")
+        static let relationships = [writer.relationship, shelves.relationship]
+        var id: Int
+        var title: String
+        var writer: Int
+    }
+
+    struct Shelf: DataObject, Equatable {
+        static let entityName = "Shelf"
+        static let primaryKey = "id"
+        static let books = toMany("books", Book.self, inverse: "shelves")
+        static let relationships = [books.relationship]
+        var id: Int
+        var label: String
+    }
+
+    /// Relationships declared as typed values (`Writer.books`, `Book.writer`): eager loading at
+    /// two levels, related objects of one object, filters and sorts across a to-one, filters
+    /// over a to-many, typed links, and a live query with its related objects, each answering
+    /// what the string form answers.
+    static func typedRelationshipsLoadFilterSortAndLink(_ c: ConformanceContext) async throws {
+        let store = try c.open(try Schema(models: [Writer.self, Book.self, Shelf.self]))
+        let ann = Writer(id: 1, name: "Ann")
+        let bob = Writer(id: 2, name: "Bob")
+        let fiction = Shelf(id: 1, label: "fiction")
+        let new = Shelf(id: 2, label: "new")
+        let books = [Book(id: 10, title: "b", writer: 1), Book(id: 11, title: "a", writer: 1),
+                     Book(id: 12, title: "c", writer: 2)]
+        try store.writeSync { w in
+            try w.insert(ann)
+            try w.insert(bob)
+            try w.insert(fiction)
+            try w.insert(new)
+            for book in books { try w.insert(book) }
+            try w.link(books[0], Book.shelves, to: fiction)
+            try w.link(books[0], Book.shelves, to: new)
+            try w.link(books[2], Book.shelves, to: new)
+        }
+        let writers = try store.read { try $0.fetch(Writer.self, including: Writer.books.including(Book.shelves)) }
+        c.expectEqual(writers.map(\.object.name), ["Ann", "Bob"])
+        c.expectEqual(try writers[0].related(Writer.books).map(\.id), [10, 11], "primary-key order")
+        c.expectEqual(try writers[0].relatedGraphs(Writer.books).map { try $0.related(Book.shelves).map(\.label) },
+                      [["fiction", "new"], []])
+        let untyped = try store.read { try $0.fetch(Writer.self, including: [Include("books", including: ["shelves"])]) }
+        c.expectEqual(untyped.map(\.graph), writers.map(\.graph), "the same graph as the string form")
+        c.expectEqual(try store.read { try $0.related(Writer.books, of: bob) }, [books[2]])
+        c.expectEqual(try store.read { try $0.related(Book.writer, of: books[2]) }, bob)
+        let withWriter = try store.read { try $0.fetch(Book.self, including: Book.writer) }
+        c.expectEqual(try withWriter.map { try $0.related(Book.writer)?.name }, ["Ann", "Ann", "Bob"])
+
+        let annsBooks = try store.read { try $0.fetch(Book.self, where: Book.writer[\.name] == "Ann") }
+        c.expectEqual(annsBooks.map(\.id), [11, 10], "the type's default sort")
+        let sorted = try store.read {
+            try $0.fetch(Book.self, where: Book.writer[\.name] >= "A",
+                         sortedBy: [.descending(Book.writer[\.name]), .ascending(\.title)])
+        }
+        c.expectEqual(sorted.map(\.id), [12, 11, 10])
+        let withA = try store.read { try $0.fetch(Writer.self, where: .any(Writer.books, \.title == "a")) }
+        c.expectEqual(withA.map(\.id), [1])
+        let prolific = try store.read { try $0.fetch(Writer.self, where: .relatedCount(Writer.books, .greaterOrEqual, 2)) }
+        c.expectEqual(prolific.map(\.id), [1])
+        let allShelved = try store.read { try $0.fetch(Writer.self, where: .every(Writer.books, \.title != "a")) }
+        c.expectEqual(allShelved.map(\.id), [2])
+
+        var live = try store.observe(Writer.self, where: \.id == 2, including: Writer.books).makeAsyncIterator()
+        c.expectEqual(try await ChangeFeedCases.next(&live, c)?.first?["books"].map { $0.record["id"] }, [12])
+        try store.writeSync { w in
+            try w.insert(Book(id: 13, title: "d", writer: 2))
+            _ = try w.unlink(books[2], Book.shelves, from: new)
+        }
+        c.expectEqual(try await ChangeFeedCases.next(&live, c)?.first?["books"].map { $0.record["id"] }, [12, 13])
+        c.expectEqual(try store.read { try $0.related(Shelf.books, of: new) }.map(\.id), [10])
+        try store.close()
+    }
+
     /// Version 1 has users and notes related by nothing but a plain `owner` value; version 2
     /// adds the relationships (a required to-one with a default target, a many-to-many), version
     /// 3 changes a delete rule and removes one. A step that would leave a reference dangling is
@@ -626,6 +715,8 @@ enum RelationshipCases {
                         invalidRelationshipsAreRefusedWithTheirNames),
         ConformanceCase("Relationships", "typedModelsDeclareLoadAndCascadeRelationships",
                         typedModelsDeclareLoadAndCascadeRelationships),
+        ConformanceCase("Relationships", "typedRelationshipsLoadFilterSortAndLink",
+                        typedRelationshipsLoadFilterSortAndLink),
         ConformanceCase("Relationships", "schemaStepsAddChangeAndRemoveRelationships",
                         schemaStepsAddChangeAndRemoveRelationships),
         ConformanceCase("Relationships", "sortsFollowToOneKeyPaths", sortsFollowToOneKeyPaths),

@@ -94,23 +94,33 @@ struct UncheckedKeyPath<T>: @unchecked Sendable {
 
 /// A sort key of a ``DataObject`` type by key path: `.ascending(\.flavor)`.
 public struct ObjectSort<T: DataObject>: Sendable {
-    private let path: UncheckedKeyPath<T>
+    private let name: @Sendable () throws -> String
     private let ascending: Bool
     private let caseInsensitive: Bool
 
+    init(name: @escaping @Sendable () throws -> String, ascending: Bool, caseInsensitive: Bool) {
+        self.name = name
+        self.ascending = ascending
+        self.caseInsensitive = caseInsensitive
+    }
+
     /// Ascending by the attribute (nulls first); ASCII case folded when `caseInsensitive`.
     public static func ascending(_ keyPath: PartialKeyPath<T>, caseInsensitive: Bool = false) -> ObjectSort {
-        ObjectSort(path: UncheckedKeyPath(keyPath), ascending: true, caseInsensitive: caseInsensitive)
+        let path = UncheckedKeyPath(keyPath)
+        return ObjectSort(name: { try KeyPathNames.name(of: path.keyPath) }, ascending: true,
+                          caseInsensitive: caseInsensitive)
     }
 
     /// Descending by the attribute (nulls last).
     public static func descending(_ keyPath: PartialKeyPath<T>, caseInsensitive: Bool = false) -> ObjectSort {
-        ObjectSort(path: UncheckedKeyPath(keyPath), ascending: false, caseInsensitive: caseInsensitive)
+        let path = UncheckedKeyPath(keyPath)
+        return ObjectSort(name: { try KeyPathNames.name(of: path.keyPath) }, ascending: false,
+                          caseInsensitive: caseInsensitive)
     }
 
     /// The sort key with the attribute's name.
     public func sortKey() throws -> SortKey {
-        let name = try KeyPathNames.name(of: path.keyPath)
+        let name = try self.name()
         return ascending ? .ascending(name, caseInsensitive: caseInsensitive)
             : .descending(name, caseInsensitive: caseInsensitive)
     }
