@@ -1,0 +1,118 @@
+
+
+/// Reads and writes a store inside a `writeSync` or `writeAsync` block; sees its own
+/// uncommitted writes. Not `Sendable`, and valid only until its block returns.
+public final class WriteAccessor: ReadAccessor {
+    let writer: any StorageWriter
+
+    init(writer: any StorageWriter, catalog: Catalog) {
+        self.writer = writer
+        super.init(reader: writer, catalog: catalog)
+    }
+
+    /// Stores a new item.
+    /// - Throws: `keyExists` when an item has the same primary key, `uniqueViolation`, and the
+    ///   validation errors (`unknownAttribute`, `typeMismatch`, `invalidValue`, `limitExceeded`).
+    public func insert(_ record: Record, into entityName: String) throws {
+        let entity = try entity(entityName)
+        let normalized = try entity.normalize(record)
+        try writer.insert(normalized, key: PrimaryKey(entity.primaryKeyValue(of: normalized)), in: entity)
+    }
+
+    /// Inserts new items, as ``insert(_:into:)`` does each in order, in as few round trips as
+    /// the backend allows: what a bulk load (a migration's batch) calls.
+    /// - Throws: as ``insert(_:into:)``, for the first item that cannot be stored.
+    public func insert(contentsOf records: [Record], into entityName: String) throws {
+        let entity = try entity(entityName)
+        let normalized = try records.map { record -> (record: Record, key: PrimaryKey) in
+            let normalized = try entity.normalize(record)
+            return (normalized, try PrimaryKey(entity.primaryKeyValue(of: normalized)))
+        }
+        try writer.insertAll(normalized, in: entity)
+    }
+
+    /// Stores an item, replacing any item with the same primary key (upsert).
+    public func save(_ record: Record, into entityName: String) throws {
+        let entity = try entity(entityName)
+        let normalized = try entity.normalize(record)
+        try writer.put(normalized, key: PrimaryKey(entity.primaryKeyValue(of: normalized)), in: entity)
+    }
+
+    /// Changes some attributes of an existing item and returns the updated item.
+    /// - Throws: `notFound` when no item has that key; `invalidArgument` when `changes` names
+    ///   the primary key with another value.
+    @discardableResult
+    public func update(_ entityName: String, key: Value, set changes: [String: Value]) throws -> Record {
+        let entity = try entity(entityName)
+        let encoded = try entity.primaryKey(key)
+        guard var record = try writer.get(entity, key: encoded) else {
+            throw StoreError(.notFound, "no '\(entityName)' with key \(key) to update")
+        }
+        for (name, value) in changes {
+            if name == entity.primaryKey, value != record[name] {
+                throw StoreError(.invalidArgument, "update of '\(entityName)' \(key) cannot change its primary key")
+            }
+            record[name] = value
+        }
+        let normalized = try entity.normalize(record)
+        try writer.put(normalized, key: encoded, in: entity)
+        return normalized
+    }
+
+    /// Deletes the item with that key; returns whether there was one.
+    @discardableResult
+    public func delete(_ entityName: String, key: Value) throws -> Bool {
+        let entity = try entity(entityName)
+        return try writer.delete(key: try entity.primaryKey(key), in: entity)
+    }
+
+    /// Deletes every item the request returns (filter, sort, offset and limit applied);
+    /// returns how many.
+    @discardableResult
+    public func delete(_ request: FetchRequest) throws -> Int {
+        if Self.sortsAcrossRelationships(request) {
+            let entity = try entity(request.entity)
+            let doomed = try fetchSortedAcrossRelationships(request)
+            for record in doomed { _ = try writer.delete(key: PrimaryKey(record[entity.primaryKey]), in: entity) }
+            return doomed.count
+        }
+        let (entity, checked) = try validate(request)
+        if checked.filter == .all, checked.offset == 0, checked.limit == nil {
+            return try writer.deleteAll(in: entity)
+        }
+        let doomed = checked.limit == 0 ? [] : try writer.fetch(checked, in: entity)
+        for record in doomed {
+            _ = try writer.delete(key: PrimaryKey(record[entity.primaryKey]), in: entity)
+        }
+        return doomed.count
+    }
+
+    /// Deletes every item of the entity; returns how many.
+    @discardableResult
+    public func deleteAll(_ entityName: String) throws -> Int {
+        try writer.deleteAll(in: entity(entityName))
+    }
+
+    /// Stores a metadata value (or removes it, with `nil`) in this transaction. Keys compare by
+    /// their UTF-8 bytes.
+    /// - Throws: `invalidArgument` for an empty key, a key over ``Limits/maxStringKeyBytes``, or a
+    ///   key starting with `datastore.`, which the package reserves for its own (the schema,
+    ///   the format version, migration state).
+    public func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
+        guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
+        guard !key.isEmpty, key.utf8.count <= Limits.maxStringKeyBytes else {
+            throw StoreError(.invalidArgument, "metadata key must be 1 to \(Limits.maxStringKeyBytes) UTF-8 bytes")
+        }
+        guard !key.utf8.starts(with: MetadataKeys.reservedPrefix.utf8) else {
+            throw StoreError(.invalidArgument, "metadata key '\(key)' is reserved: keys starting with "
+                + "'\(MetadataKeys.reservedPrefix)' belong to the package")
+        }
+        try writer.setMetadata(value, forKey: key)
+    }
+
+    /// Stores one of the package's own metadata values (migration state), which apps cannot write.
+    package func setReservedMetadata(_ value: [UInt8]?, forKey key: String) throws {
+        guard isValid else { throw StoreError(.accessorExpired, "accessor used after its block returned") }
+        try writer.setMetadata(value, forKey: key)
+    }
+}
