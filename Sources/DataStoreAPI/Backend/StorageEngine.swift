@@ -30,9 +30,7 @@ import Logging
 }
 
 extension StorageEngine {
-    public var concurrentReads: PositiveInt {
-        (try? PositiveInt(max(2, ProcessInfo.processInfo.activeProcessorCount))) ?? 2
-    }
+    public var concurrentReads: PositiveInt { StoreThreads.perCore }
     public func attach(_ logger: Logger) {}
 }
 

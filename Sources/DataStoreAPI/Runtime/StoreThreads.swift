@@ -51,9 +51,12 @@ package final class StoreThreads: Sendable {
     }
 
     /// For stores that do not bring their own reader threads: shared by the process.
-    package static let sharedReaders = StoreThreads(
-        label: "DataStore.async-read", count: (try? PositiveInt(max(2, ProcessInfo.processInfo.activeProcessorCount))) ?? 2,
-        niceness: 5)
+    package static let sharedReaders = StoreThreads(label: "DataStore.async-read", count: perCore, niceness: 5)
+
+    /// One thread per core, and at least two.
+    package static var perCore: PositiveInt {
+        (try? PositiveInt(max(2, ProcessInfo.processInfo.activeProcessorCount))) ?? 2
+    }
 
     /// Runs `job` on one of the threads after the jobs given before it.
     package func submit(_ job: @escaping @Sendable () -> Void) {

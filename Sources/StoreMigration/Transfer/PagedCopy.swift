@@ -60,7 +60,6 @@ struct PagedCopy {
             if let bound, let after, try KeyEncoding.compareKeys(after, bound) >= 0 { break }
             beforePage()
             try reading { try $0.scan(name, after: after, limit: limit, into: &page) }
-            let full = page.count == limit
             if let bound {
                 while let key = page.last?[entity.primaryKey], try KeyEncoding.compareKeys(key, bound) > 0 {
                     page.removeLast()
@@ -82,7 +81,8 @@ struct PagedCopy {
                 _ = try settle()
                 throw StopRequested()
             }
-            if !full || count < limit { break }
+            // A short page (or one cut at the bound) is the entity's last.
+            if count < limit { break }
         }
         _ = try settle()
         return copied
