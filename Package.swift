@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "LMDBStore", targets: ["LMDBStore"]),
         .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "JSONLStore", targets: ["JSONLStore"]),
+        .library(name: "ForeignStores", targets: ["ForeignStores"]),
         .library(name: "StoreMigration", targets: ["StoreMigration"]),
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
     ],
@@ -49,6 +50,7 @@ let package = Package(
         .target(name: "JSONLStore", dependencies: ["DataStoreAPI", "CZlib"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
+        .target(name: "ForeignStores", dependencies: ["DataStoreAPI", "CSQLite", "CZlib"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore",
                 dependencies: ["DataStoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")],
@@ -66,6 +68,7 @@ let package = Package(
         .target(
             name: "StoreMigration",
             dependencies: ["DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "JSONLStore", "PostgresStore",
+                           "ForeignStores",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings

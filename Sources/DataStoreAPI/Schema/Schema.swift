@@ -34,7 +34,7 @@ public struct Schema: Sendable, Hashable, Codable {
         }
     }
 
-    static func checkName(_ name: String, what: String) throws(StoreError) {
+    @_spi(Backend) public static func checkName(_ name: String, what: String) throws(StoreError) {
         let bytes = Array(name.utf8)
         guard !bytes.isEmpty, bytes.count <= Limits.maxNameLength else {
             throw StoreError(.limitExceeded, "\(what) name '\(name)' must be 1 to \(Limits.maxNameLength) "

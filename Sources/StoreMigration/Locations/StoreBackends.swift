@@ -1,4 +1,5 @@
 @_spi(Backend) import DataStoreAPI
+@_spi(Backend) import ForeignStores
 @_spi(Backend) import InMemoryStore
 @_spi(Backend) import JSONLStore
 @_spi(Backend) import LMDBStore
@@ -18,6 +19,10 @@ extension StoreKind {
     /// A JSON Lines file (`NAME.jsonl`, or `.jsonl.gz` compressed): read as a store, written
     /// whole by copy and sync.
     public static let jsonl: StoreKind = "jsonl"
+    /// A Core Data or SwiftData store, read as a source (``CoreDataStore``).
+    public static let coreData: StoreKind = "coredata"
+    /// A plain SQLite database of tables, read as a source (``PlainSQLiteStore``).
+    public static let plainSQLite: StoreKind = "plain-sqlite"
 }
 
 /// The kinds of store the migration engine and `migrate-store` know: the four built in, and
@@ -27,7 +32,8 @@ public enum StoreBackends {
         Dictionary(uniqueKeysWithValues: builtIn.map { ($0.kind, $0) }))
 
     private static var builtIn: [any StoreBackend] {
-        var backends: [any StoreBackend] = [SQLiteBackend(), LMDBBackend(), InMemoryBackend(), JSONLBackend()]
+        var backends: [any StoreBackend] = [SQLiteBackend(), LMDBBackend(), InMemoryBackend(), JSONLBackend(),
+                                           CoreDataBackend(), PlainSQLiteBackend()]
         #if Postgres
         backends.append(PostgresBackend())
         #endif

@@ -1,0 +1,370 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// Maps a Core Data store (its model and its tables) onto entities of this toolkit.
+///
+/// - **Entities.** An inheritance hierarchy is one table in Core Data (`Z` + the root entity's
+///   name in capitals, rows told apart by `Z_ENT`), and becomes one entity here, named after the
+///   root: it holds the attributes of every entity of the hierarchy (those of subentities
+///   optional) and, when there are subentities, a string attribute `entity` naming each item's
+///   Core Data entity (from `Z_PRIMARYKEY`).
+/// - **Keys.** An item's key is its `Z_PK` (unique within its hierarchy's table) in an int
+///   attribute `pk`, unless the user names an attribute (`key=Entity.attribute`): a required,
+///   unique int, string or uuid attribute of the hierarchy's root. References carry the key.
+/// - **Attributes.** Column `Z` + the name in capitals. Integers → int; Double, Float and
+///   Decimal → double; String and URI → string; Boolean → bool; Date (seconds since 2001) →
+///   date; Binary and Transformable → bytes (external storage read from
+///   `.NAME_SUPPORT/_EXTERNAL_DATA`); UUID → uuid. Transient properties and fetched properties
+///   hold no data and are left out. ObjectID and composite attributes are refused.
+/// - **Relationships.** A to-one is its `Z`+NAME column; a to-many is the inverse of a to-one
+///   or, with a to-many inverse, the pairs of the join table `Z_<n>NAME`. An ordered one-to-many
+///   keeps its order in an int attribute `<inverse>Order` on the destination (Core Data's
+///   `Z_FOK_<INVERSE>` column); an ordered many-to-many, and a to-many without inverse, are
+///   refused. Delete rules carry over; No Action becomes Nullify (Deny where the other side is
+///   required), since a store here never keeps a reference to a deleted item.
+enum CoreDataMapping {
+    static func map(_ database: ForeignDatabase, model: CoreDataModel, keys: [String: String]) throws -> ForeignMapping {
+        let tables = Set(try database.tableNames())
+        guard tables.contains("Z_PRIMARYKEY") else {
+            throw StoreError(.notAStore, "\(database.path) is not a Core Data store: it has no Z_PRIMARYKEY table")
+        }
+        var numbers: [String: Int64] = [:]
+        for row in try database.rows("SELECT Z_ENT, Z_NAME FROM Z_PRIMARYKEY") {
+            if let number = row[0].intValue, let name = row[1].stringValue { numbers[name] = number }
+        }
+        for entity in model.entities where numbers[entity.name] == nil {
+            throw StoreError(.schemaMismatch, "entity '\(entity.name)' of the model is not in the store's "
+                + "Z_PRIMARYKEY: the model is not the store's (pass the model of the store's version with --model)")
+        }
+        for (entity, attribute) in keys where model.entity(entity) == nil {
+            throw StoreError(.unknownEntity, "key=\(entity).\(attribute): the model has no entity '\(entity)'")
+        }
+        let supportDirectory: String = {
+            let directory = (database.path as NSString).deletingLastPathComponent
+            let name = ((database.path as NSString).lastPathComponent as NSString).deletingPathExtension
+            return ((directory.isEmpty ? "." : directory) as NSString)
+                .appendingPathComponent(".\(name)_SUPPORT/_EXTERNAL_DATA")
+        }()
+        let roots = model.entities.filter { $0.parent == nil }.map(\.name)
+
+        // Each hierarchy's key: its name, type and the column that holds it.
+        var keyOf: [String: (attribute: String, type: ValueType, column: String)] = [:]
+        for root in roots {
+            let hierarchy = model.hierarchy(of: root)
+            let named = keys.first { key, _ in hierarchy.contains { $0.name == key } }?.value
+            if let named {
+                guard let attribute = model.entity(root)?.attributes.first(where: { $0.name == named }) else {
+                    throw StoreError(.invalidArgument, "key=…\(named): '\(named)' is not an attribute of '\(root)', the "
+                        + "root of its entity's hierarchy")
+                }
+                let type = try attributeConversion(attribute, entity: root, supportDirectory: supportDirectory).type
+                guard [.int, .string, .uuid].contains(type), !attribute.isOptional else {
+                    throw StoreError(.invalidArgument, "key=\(root).\(named): a key is a required int, string or uuid "
+                        + "attribute; '\(named)' is \(attribute.isOptional ? "optional " : "")\(type)")
+                }
+                keyOf[root] = (named, type, "Z" + named.uppercased())
+            } else {
+                keyOf[root] = ("pk", .int, "Z_PK")
+            }
+        }
+        func table(of root: String) -> String { "Z" + root.uppercased() }
+        func keyExpression(of root: String, pkExpression: String) -> String {
+            guard let key = keyOf[root], key.column != "Z_PK" else { return pkExpression }
+            return "(SELECT d.\(key.column) FROM \(ForeignDatabase.quoted(table(of: root))) AS d WHERE d.Z_PK = "
+                + "\(pkExpression))"
+        }
+
+        var schemas: [EntitySchema] = []
+        var foreign: [String: ForeignEntity] = [:]
+        var orderColumns: [String: [(attribute: String, column: String)]] = [:]
+        var manyToMany: [(root: String, relationship: CoreDataModel.Relationship, destinationRoot: String)] = []
+        for root in roots {
+            let tableName = table(of: root)
+            guard tables.contains(tableName) else {
+                throw StoreError(.schemaMismatch, "entity '\(root)' has no table \(tableName) in the store: the model "
+                    + "is not the store's (pass the model of the store's version with --model)")
+            }
+            let columns = Set(try database.rows("SELECT name FROM pragma_table_info(?)", [.string(tableName)])
+                .compactMap { $0[0].stringValue })
+            let hierarchy = model.hierarchy(of: root)
+            guard let key = keyOf[root] else { continue }
+            var attributes: [Attribute] = []
+            var foreignColumns: [ForeignColumn] = []
+            var relationships: [Relationship] = []
+            var names: [String: String] = [:]
+            func claim(_ name: String, by entity: String) throws {
+                if let other = names[name], other != entity {
+                    throw StoreError(.invalidArgument, "'\(other).\(name)' and '\(entity).\(name)' share a hierarchy "
+                        + "and a name: the store keeps them in two columns this reader cannot tell apart")
+                }
+                names[name] = entity
+            }
+            if key.column == "Z_PK" {
+                if hierarchy.contains(where: { entity in entity.attributes.contains { $0.name == "pk" } }) {
+                    throw StoreError(.invalidArgument, "'\(root)' has an attribute 'pk', the name of the key this "
+                        + "reader adds: name the key attribute instead with key=\(root).ATTRIBUTE")
+                }
+                attributes.append(Attribute("pk", .int))
+                names["pk"] = root
+            }
+            if hierarchy.count > 1 {
+                if hierarchy.contains(where: { entity in entity.attributes.contains { $0.name == "entity" } }) {
+                    throw StoreError(.invalidArgument, "'\(root)' has subentities and an attribute 'entity', the name "
+                        + "of the attribute this reader adds to name each item's entity")
+                }
+                attributes.append(Attribute("entity", .string))
+                foreignColumns.append(ForeignColumn(
+                    attribute: "entity", expression: "(SELECT Z_NAME FROM Z_PRIMARYKEY WHERE Z_ENT = t.Z_ENT)",
+                    conversion: .string, origin: "\(tableName).Z_ENT"))
+                names["entity"] = root
+            }
+            for entity in hierarchy {
+                let inherited = entity.name != root
+                for attribute in entity.attributes where !attribute.isTransient {
+                    try claim(attribute.name, by: entity.name)
+                    let column = "Z" + attribute.name.uppercased()
+                    guard columns.contains(column) else {
+                        throw StoreError(.schemaMismatch, "attribute '\(entity.name).\(attribute.name)' has no column "
+                            + "\(column) in \(tableName): the model is not the store's")
+                    }
+                    let conversion = try attributeConversion(attribute, entity: entity.name,
+                                                             supportDirectory: supportDirectory)
+                    let isKey = attribute.name == key.attribute && !inherited
+                    attributes.append(Attribute(attribute.name, conversion.type,
+                                                optional: !isKey && (attribute.isOptional || inherited)))
+                    if !isKey {
+                        foreignColumns.append(ForeignColumn(attribute: attribute.name, expression: "t." + column,
+                                                            conversion: conversion,
+                                                            origin: "\(tableName).\(column) (\(entity.name).\(attribute.name))"))
+                    }
+                }
+                for relationship in entity.relationships where !relationship.isTransient {
+                    try claim(relationship.name, by: entity.name)
+                    guard model.entity(relationship.destination) != nil else {
+                        throw StoreError(.schemaMismatch, "relationship '\(entity.name).\(relationship.name)' leads to "
+                            + "'\(relationship.destination)', which is not in the model")
+                    }
+                    let destinationRoot = model.root(of: relationship.destination)
+                    let inverse = relationship.inverse.flatMap { name in
+                        model.hierarchy(of: model.root(of: relationship.destination)).lazy
+                            .compactMap { $0.relationships.first { $0.name == name } }.first
+                    }
+                    let label = "relationship '\(entity.name).\(relationship.name)'"
+                    let rule = deleteRule(relationship.deleteRule, otherSideRequired: inverse.map {
+                        !$0.isToMany && !$0.isOptional } ?? false)
+                    if !relationship.isToMany {
+                        let column = "Z" + relationship.name.uppercased()
+                        guard columns.contains(column) else {
+                            throw StoreError(.schemaMismatch, "\(label) has no column \(column) in \(tableName): "
+                                + "the model is not the store's")
+                        }
+                        let optional = relationship.isOptional || inherited
+                        let destinationKey = keyOf[destinationRoot]
+                        attributes.append(Attribute(relationship.name, destinationKey?.type ?? .int, optional: optional))
+                        foreignColumns.append(ForeignColumn(
+                            attribute: relationship.name,
+                            expression: keyExpression(of: destinationRoot, pkExpression: "t." + column),
+                            conversion: valueConversion(destinationKey?.type ?? .int),
+                            origin: "\(tableName).\(column) (\(entity.name).\(relationship.name))"))
+                        let keepsInverse = inverse?.isToMany == true
+                        relationships.append(.toOne(relationship.name, to: destinationRoot,
+                                                    inverse: keepsInverse ? relationship.inverse : nil,
+                                                    optional: optional, deleteRule: rule))
+                        continue
+                    }
+                    guard let inverse, let inverseName = relationship.inverse else {
+                        throw StoreError(.invalidArgument, "\(label) is to-many without an inverse; stores here find a "
+                            + "to-many's items through its inverse (give it one in the model)")
+                    }
+                    if inverse.isToMany {
+                        if relationship.isOrdered || inverse.isOrdered {
+                            throw StoreError(.invalidArgument, "\(label) is an ordered many-to-many; stores here keep "
+                                + "the pairs of a many-to-many without an order, so it cannot be carried")
+                        }
+                        if relationship.name == inverseName && destinationRoot == root {
+                            throw StoreError(.invalidArgument, "\(label) is its own inverse; stores here need two "
+                                + "named sides for a many-to-many")
+                        }
+                        manyToMany.append((root, relationship, destinationRoot))
+                    } else if relationship.isOrdered {
+                        orderColumns[destinationRoot, default: []].append(
+                            ("\(inverseName)Order", "Z_FOK_" + inverseName.uppercased()))
+                    }
+                    relationships.append(.toMany(relationship.name, to: destinationRoot, inverse: inverseName,
+                                                 deleteRule: rule))
+                }
+            }
+            let keyColumn = ForeignColumn(attribute: key.attribute, expression: "t." + key.column,
+                                          conversion: valueConversion(key.type), origin: "\(tableName).\(key.column)")
+            schemas.append(EntitySchema(root, primaryKey: key.attribute, attributes: attributes, indexes: [],
+                                        relationships: relationships))
+            foreign[root] = ForeignEntity(schema: schemas[schemas.count - 1],
+                                          from: ForeignDatabase.quoted(tableName) + " AS t", filter: nil,
+                                          key: .column(keyColumn), columns: foreignColumns,
+                                          origin: "table \(tableName)")
+        }
+        // The order of ordered one-to-many relationships, on their destinations.
+        for (root, orders) in orderColumns {
+            guard let position = schemas.firstIndex(where: { $0.name == root }) else { continue }
+            let tableName = table(of: root)
+            let columns = Set(try database.rows("SELECT name FROM pragma_table_info(?)", [.string(tableName)])
+                .compactMap { $0[0].stringValue })
+            for order in orders {
+                guard columns.contains(order.column) else {
+                    throw StoreError(.schemaMismatch, "\(tableName) has no column \(order.column), where Core Data keeps "
+                        + "the order of an ordered relationship to '\(root)'")
+                }
+                guard schemas[position].attribute(named: order.attribute) == nil else {
+                    throw StoreError(.invalidArgument, "'\(root)' already has an attribute '\(order.attribute)', the "
+                        + "name this reader gives the order of an ordered relationship")
+                }
+                schemas[position].attributes.append(Attribute(order.attribute, .int, optional: true))
+                foreign[root]?.columns.append(ForeignColumn(attribute: order.attribute, expression: "t." + order.column,
+                                                            conversion: .int, origin: "\(tableName).\(order.column)"))
+            }
+        }
+        let schema = try resolvedSchema(schemas)
+        for entity in schema.entities where foreign[entity.name] != nil { foreign[entity.name]?.schema = entity }
+        // Many-to-many: the join entities `resolved()` added, read from the join tables.
+        for (root, relationship, destinationRoot) in manyToMany {
+            guard let declared = schema.entity(named: root)?.relationships.first(where: { $0.name == relationship.name }),
+                  let inverseName = relationship.inverse else { continue }
+            let joinName = Schema.joinEntityName(root, declared)
+            guard foreign[joinName] == nil, let join = schema.entity(named: joinName) else { continue }
+            let sourceIsThis = joinName == "\(root)_\(relationship.name)"
+            let (thisColumn, otherColumn, table) = try joinTable(
+                database, tables: tables, model: model, numbers: numbers,
+                this: (root, relationship.name), other: (destinationRoot, inverseName))
+            let (sourceColumn, targetColumn) = sourceIsThis ? (thisColumn, otherColumn) : (otherColumn, thisColumn)
+            let (sourceRoot, targetRoot) = sourceIsThis ? (root, destinationRoot) : (destinationRoot, root)
+            let source = "j." + sourceColumn, target = "j." + targetColumn
+            foreign[joinName] = ForeignEntity(
+                schema: join, from: ForeignDatabase.quoted(table) + " AS j", filter: nil, key: .pair(source, target),
+                columns: [
+                    ForeignColumn(attribute: "source", expression: keyExpression(of: sourceRoot, pkExpression: source),
+                                  conversion: valueConversion(keyOf[sourceRoot]?.type ?? .int),
+                                  origin: "\(table).\(sourceColumn)"),
+                    ForeignColumn(attribute: "target", expression: keyExpression(of: targetRoot, pkExpression: target),
+                                  conversion: valueConversion(keyOf[targetRoot]?.type ?? .int),
+                                  origin: "\(table).\(targetColumn)"),
+                ], origin: "table \(table)")
+        }
+        for entity in schema.entities where foreign[entity.name] == nil {
+            throw StoreError(.invalidArgument, "entity '\(entity.name)' has no table this reader can read")
+        }
+        try checkValues(database, foreign.values.sorted { $0.schema.name < $1.schema.name })
+        let hierarchies = roots.count
+        return ForeignMapping(schema: schema, entities: foreign,
+                              summary: "Core Data: \(model.entities.count) entities in \(hierarchies) tables")
+    }
+
+    /// The schema of the mapped entities, resolved (join entities added), or the reason the
+    /// model cannot be carried.
+    static func resolvedSchema(_ entities: [EntitySchema]) throws -> Schema {
+        let result = Result { () throws(StoreError) -> Schema in try Schema(version: 1, entities: entities).resolved() }
+        switch result {
+        case .success(let schema): return schema
+        case .failure(let error):
+            throw StoreError(error.code, "the Core Data model cannot be carried: \(error.message)")
+        }
+    }
+
+    static func valueConversion(_ type: ValueType) -> ForeignConversion {
+        switch type {
+        case .string: .string
+        case .uuid: .uuid
+        default: .int
+        }
+    }
+
+    /// The conversion of a Core Data attribute, or a refusal naming it.
+    static func attributeConversion(_ attribute: CoreDataModel.Attribute, entity: String,
+                                    supportDirectory: String) throws -> ForeignConversion {
+        switch attribute.type {
+        case 100, 200, 300: return .int
+        case 400, 500, 600: return .double
+        case 700, 1200: return .string
+        case 800: return .bool
+        case 900: return .referenceDate
+        case 1000: return attribute.allowsExternalStorage ? .externalBinary(directory: supportDirectory) : .bytes
+        case 1100: return .uuid
+        case 1800: return .bytes
+        default:
+            let kind = [0: "undefined", 2000: "object ID", 2100: "composite"][attribute.type] ?? "type \(attribute.type)"
+            throw StoreError(.invalidArgument, "attribute '\(entity).\(attribute.name)' is of the \(kind) type, which "
+                + "stores here cannot hold")
+        }
+    }
+
+    /// Core Data's delete rule as a rule here.
+    static func deleteRule(_ rule: Int, otherSideRequired: Bool) -> Relationship.DeleteRule {
+        switch rule {
+        case 2: .cascade
+        case 3: .deny
+        case 1: .nullify
+        default: otherSideRequired ? .deny : .nullify
+        }
+    }
+
+    /// The join table of a many-to-many and its two columns: the one that holds `this` side's
+    /// items (`Z_<n><OTHER RELATIONSHIP>`, named after the relationship that leads to them) and
+    /// the other's. The table is `Z_<n><RELATIONSHIP>` after either side.
+    static func joinTable(_ database: ForeignDatabase, tables: Set<String>, model: CoreDataModel,
+                          numbers: [String: Int64], this: (root: String, relationship: String),
+                          other: (root: String, relationship: String)) throws -> (String, String, String) {
+        func entityNumbers(_ root: String) -> [Int64] { model.hierarchy(of: root).compactMap { numbers[$0.name] } }
+        let candidates = entityNumbers(this.root).map { "Z_\($0)\(this.relationship.uppercased())" }
+            + entityNumbers(other.root).map { "Z_\($0)\(other.relationship.uppercased())" }
+        let found = Set(candidates.filter { tables.contains($0) })
+        guard found.count == 1, let table = found.first else {
+            throw StoreError(.schemaMismatch, "the many-to-many '\(this.root).\(this.relationship)' ↔ "
+                + "'\(other.root).\(other.relationship)' has " + (found.isEmpty ? "no join table" : "several join tables")
+                + " (looked for \(candidates.joined(separator: ", ")))")
+        }
+        let columns = try database.rows("SELECT name FROM pragma_table_info(?)", [.string(table)])
+            .compactMap { $0[0].stringValue }.filter { !$0.hasPrefix("Z_FOK_") }
+        func column(holding root: String, ledBy relationship: String) -> String? {
+            let names = Set(entityNumbers(root).map { "Z_\($0)\(relationship.uppercased())" })
+            return columns.first { names.contains($0) }
+        }
+        guard columns.count == 2, let thisColumn = column(holding: this.root, ledBy: other.relationship),
+              let otherColumn = column(holding: other.root, ledBy: this.relationship), thisColumn != otherColumn else {
+            throw StoreError(.schemaMismatch, "the join table \(table) has columns \(columns.joined(separator: ", ")); "
+                + "this reader expects one for each side of '\(this.root).\(this.relationship)' ↔ "
+                + "'\(other.root).\(other.relationship)'")
+        }
+        return (thisColumn, otherColumn, table)
+    }
+
+    /// Refuses, up front and naming the row, a value that does not fit its attribute: a column
+    /// holding a storage class its conversion cannot take, or a null in a required attribute.
+    static func checkValues(_ database: ForeignDatabase, _ entities: [ForeignEntity]) throws {
+        for foreign in entities {
+            guard case .column(let key) = foreign.key else { continue }
+            var columns = foreign.columns
+            if key.expression.hasPrefix("t.") { columns.append(key) }
+            for column in columns where column.expression.hasPrefix("t.") {
+                let allowed: [String]
+                switch column.conversion {
+                case .int: allowed = ["integer"]
+                case .double, .referenceDate, .unixDate: allowed = ["integer", "real"]
+                case .string, .textDate: allowed = ["text"]
+                case .bytes: allowed = ["blob", "text"]
+                case .bool: allowed = ["integer"]
+                case .uuid: allowed = ["blob", "text"]
+                case .externalBinary: allowed = ["blob"]
+                }
+                let optional = foreign.schema.attribute(named: column.attribute)?.isOptional ?? true
+                let classes = (optional ? ["null"] : []) + allowed
+                let list = classes.map { "'\($0)'" }.joined(separator: ", ")
+                let sql = "SELECT \(key.expression), typeof(\(column.expression)) FROM \(foreign.from) WHERE "
+                    + "typeof(\(column.expression)) NOT IN (\(list)) LIMIT 1"
+                if let row = try database.rows(sql).first {
+                    throw StoreError(.invalidValue, "\(column.origin) holds \(row[1].stringValue ?? "?") in the row "
+                        + "with key \(row[0]), where '\(foreign.schema.name).\(column.attribute)' is "
+                        + "\(optional ? "an optional" : "a required") \(column.conversion.type)")
+                }
+            }
+        }
+    }
+}

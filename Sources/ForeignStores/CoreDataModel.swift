@@ -1,0 +1,262 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// A Core Data managed object model, as much of it as a copy needs: entities with their parent,
+/// attributes and relationships. Read from the store's own `Z_MODELCACHE` (the compiled model,
+/// an NSKeyedArchiver archive compressed with raw DEFLATE) or from the app's
+/// `.xcdatamodeld`/`.xcdatamodel` (XML `contents` files).
+struct CoreDataModel: Sendable {
+    struct Attribute: Sendable {
+        var name: String
+        /// `NSAttributeType`: 100 Int16, 200 Int32, 300 Int64, 400 Decimal, 500 Double, 600 Float,
+        /// 700 String, 800 Boolean, 900 Date, 1000 Binary, 1100 UUID, 1200 URI, 1800
+        /// Transformable, 2000 ObjectID, 2100 Composite.
+        var type: Int
+        var isOptional: Bool
+        var isTransient: Bool
+        var allowsExternalStorage: Bool
+    }
+
+    struct Relationship: Sendable {
+        var name: String
+        var destination: String
+        var inverse: String?
+        var isToMany: Bool
+        var isOrdered: Bool
+        var isOptional: Bool
+        var isTransient: Bool
+        /// `NSDeleteRule`: 0 no action, 1 nullify, 2 cascade, 3 deny.
+        var deleteRule: Int
+    }
+
+    struct Entity: Sendable {
+        var name: String
+        var parent: String?
+        var isAbstract: Bool
+        /// Declared on this entity (not inherited).
+        var attributes: [Attribute]
+        var relationships: [Relationship]
+    }
+
+    var entities: [Entity]
+
+    func entity(_ name: String) -> Entity? { entities.first { $0.name == name } }
+
+    /// The root of `name`'s hierarchy.
+    func root(of name: String) -> String {
+        var current = name
+        var seen: Set<String> = []
+        while let parent = entity(current)?.parent, seen.insert(current).inserted { current = parent }
+        return current
+    }
+
+    /// `name` and every entity below it.
+    func hierarchy(of name: String) -> [Entity] {
+        entities.filter { candidate in
+            var current: String? = candidate.name
+            var seen: Set<String> = []
+            while let this = current, seen.insert(this).inserted {
+                if this == name { return true }
+                current = entity(this)?.parent
+            }
+            return false
+        }
+    }
+
+    // MARK: The model cache
+
+    /// The model Core Data keeps in the store (`Z_MODELCACHE.Z_CONTENT`).
+    init(modelCache compressed: [UInt8], what: String) throws {
+        let data = try KeyedArchive.inflateRaw(compressed, what: what)
+        let archive = try KeyedArchive(propertyList: data, what: what)
+        var entities: [Entity] = []
+        var seenNames: Set<String> = []
+        for object in archive.objects {
+            guard let fields = object as? [String: Any], archive.className(fields) == "NSEntityDescription",
+                  let name = archive.string(fields, "NSEntityName"), seenNames.insert(name).inserted else { continue }
+            let parent = archive.fields(fields["NSSuperentity"]).flatMap { archive.string($0, "NSEntityName") }
+            var attributes: [Attribute] = []
+            var relationships: [Relationship] = []
+            for (propertyName, reference) in archive.dictionary(fields, "NSProperties") {
+                guard var property = archive.fields(reference) else { continue }
+                var className = archive.className(property) ?? ""
+                // An inherited property is a proxy of the superentity's.
+                if className == "_NSPropertyDescriptionProxy" {
+                    guard let underlying = archive.fields(property["NSUnderlyingProperty"]) else { continue }
+                    property = underlying
+                    className = archive.className(property) ?? ""
+                }
+                // Declared here: the property's entity is this one (an inherited one names its own).
+                if let owner = archive.fields(property["NSEntity"]).flatMap({ archive.string($0, "NSEntityName") }),
+                   owner != name { continue }
+                let flags = archive.int(property, "_P") ?? 0
+                let optional = archive.bool(property, "NSIsOptional") || flags & 0x2 != 0
+                let transient = archive.bool(property, "NSIsTransient") || flags & 0x8 != 0
+                let ordered = archive.bool(property, "NSIsOrdered") || flags & 0x400 != 0
+                let propertyName = archive.string(property, "NSPropertyName") ?? propertyName
+                switch className {
+                case "NSRelationshipDescription":
+                    let destination = archive.string(property, "_NSDestinationEntityName")
+                        ?? archive.fields(property["NSDestinationEntity"]).flatMap { archive.string($0, "NSEntityName") }
+                    let inverse = archive.string(property, "_NSInverseRelationshipName")
+                        ?? archive.fields(property["NSInverseRelationship"]).flatMap { archive.string($0, "NSPropertyName") }
+                    guard let destination else {
+                        throw StoreError(.corrupt, "\(what): relationship '\(name).\(propertyName)' names no destination")
+                    }
+                    relationships.append(Relationship(
+                        name: propertyName, destination: destination, inverse: inverse,
+                        isToMany: (archive.int(property, "NSMaxCount") ?? 0) != 1, isOrdered: ordered,
+                        isOptional: optional, isTransient: transient,
+                        deleteRule: archive.int(property, "NSDeleteRule") ?? 1))
+                case "NSFetchedPropertyDescription":
+                    continue
+                default:
+                    guard let type = archive.int(property, "NSAttributeType") else { continue }
+                    let attributeFlags = archive.int(property, "NSFlagsKey") ?? 0
+                    attributes.append(Attribute(name: propertyName, type: type, isOptional: optional,
+                                                isTransient: transient,
+                                                allowsExternalStorage: attributeFlags & 0x4 != 0))
+                }
+            }
+            entities.append(Entity(name: name, parent: parent, isAbstract: archive.bool(fields, "NSIsAbstract"),
+                                   attributes: attributes.sorted { $0.name < $1.name },
+                                   relationships: relationships.sorted { $0.name < $1.name }))
+        }
+        guard !entities.isEmpty else {
+            throw StoreError(.corrupt, "\(what) holds no entity descriptions")
+        }
+        self.entities = entities.sorted { $0.name < $1.name }
+    }
+
+    // MARK: The model file
+
+    /// The model of an `.xcdatamodeld` (its current version, named by `.xccurrentversion`, or its
+    /// only one), an `.xcdatamodel` directory, or a `contents` file.
+    init(modelFile path: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw StoreError(.notFound, "the model \(path) does not exist")
+        }
+        var contents = path
+        if isDirectory.boolValue {
+            if path.hasSuffix(".xcdatamodeld") || path.hasSuffix(".xcdatamodeld/") {
+                let versions = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+                    .filter { $0.hasSuffix(".xcdatamodel") }.sorted()
+                var chosen = versions.count == 1 ? versions.first : nil
+                let current = (path as NSString).appendingPathComponent(".xccurrentversion")
+                if let text = try? String(contentsOfFile: current, encoding: .utf8),
+                   let range = text.range(of: #"<string>([^<]+\.xcdatamodel)</string>"#, options: .regularExpression) {
+                    chosen = String(text[range]).replacingOccurrences(of: "<string>", with: "")
+                        .replacingOccurrences(of: "</string>", with: "")
+                }
+                guard let chosen else {
+                    throw StoreError(.invalidArgument, "the model \(path) holds \(versions.count) versions and no "
+                        + ".xccurrentversion naming one: pass the .xcdatamodel of the store's version")
+                }
+                contents = (path as NSString).appendingPathComponent(chosen + "/contents")
+            } else {
+                contents = (path as NSString).appendingPathComponent("contents")
+            }
+        }
+        guard let data = FileManager.default.contents(atPath: contents) else {
+            throw StoreError(.notFound, "the model file \(contents) cannot be read")
+        }
+        try self.init(modelXML: String(decoding: data, as: UTF8.self), what: contents)
+    }
+
+    /// The model of a `contents` XML file: `<entity name parentEntity isAbstract>` holding
+    /// `<attribute name attributeType optional transient allowsExternalBinaryDataStorage>` and
+    /// `<relationship name destinationEntity inverseName toMany ordered optional deletionRule
+    /// maxCount>` elements.
+    init(modelXML text: String, what: String) throws {
+        var entities: [Entity] = []
+        for element in XMLElements(text) {
+            switch element.name {
+            case "entity":
+                guard let name = element.attributes["name"] else {
+                    throw StoreError(.corrupt, "\(what): an <entity> has no name")
+                }
+                entities.append(Entity(name: name, parent: element.attributes["parentEntity"],
+                                       isAbstract: element.attributes["isAbstract"] == "YES", attributes: [],
+                                       relationships: []))
+            case "attribute":
+                guard !entities.isEmpty, let name = element.attributes["name"] else { continue }
+                let typeName = element.attributes["attributeType"] ?? "Undefined"
+                guard let type = Self.attributeTypes[typeName] else {
+                    throw StoreError(.invalidArgument, "\(what): attribute '\(entities[entities.count - 1].name)."
+                        + "\(name)' has type '\(typeName)', which this reader does not know")
+                }
+                entities[entities.count - 1].attributes.append(Attribute(
+                    name: name, type: type, isOptional: element.attributes["optional"] == "YES",
+                    isTransient: element.attributes["transient"] == "YES",
+                    allowsExternalStorage: element.attributes["allowsExternalBinaryDataStorage"] == "YES"))
+            case "relationship":
+                guard !entities.isEmpty, let name = element.attributes["name"],
+                      let destination = element.attributes["destinationEntity"] else { continue }
+                let rules = ["No Action": 0, "Nullify": 1, "Cascade": 2, "Deny": 3]
+                let toMany = element.attributes["toMany"] == "YES"
+                entities[entities.count - 1].relationships.append(Relationship(
+                    name: name, destination: destination, inverse: element.attributes["inverseName"],
+                    isToMany: toMany, isOrdered: element.attributes["ordered"] == "YES",
+                    isOptional: element.attributes["optional"] == "YES",
+                    isTransient: element.attributes["transient"] == "YES",
+                    deleteRule: rules[element.attributes["deletionRule"] ?? "Nullify"] ?? 1))
+            default:
+                continue
+            }
+        }
+        guard !entities.isEmpty else { throw StoreError(.corrupt, "\(what) holds no <entity> elements") }
+        self.entities = entities.sorted { $0.name < $1.name }
+    }
+
+    static let attributeTypes: [String: Int] = [
+        "Undefined": 0, "Integer 16": 100, "Integer 32": 200, "Integer 64": 300, "Decimal": 400, "Double": 500,
+        "Float": 600, "String": 700, "Boolean": 800, "Date": 900, "Binary": 1000, "UUID": 1100, "URI": 1200,
+        "Transformable": 1800, "ObjectID": 2000, "Composite": 2100,
+    ]
+}
+
+/// The start tags of an XML document, with their attributes (entities decoded): enough to read a
+/// Core Data model's `contents`, whose elements carry everything in attributes.
+struct XMLElements: Sequence {
+    struct Element {
+        var name: String
+        var attributes: [String: String]
+    }
+
+    let text: String
+    init(_ text: String) { self.text = text }
+
+    func makeIterator() -> IndexingIterator<[Element]> {
+        var elements: [Element] = []
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "<") {
+            rest = rest[rest.index(after: open)...]
+            guard let first = rest.first, first != "/", first != "?", first != "!" else { continue }
+            guard let close = rest.firstIndex(of: ">") else { break }
+            let tag = rest[..<close]
+            rest = rest[rest.index(after: close)...]
+            let name = String(tag.prefix { !$0.isWhitespace && $0 != "/" })
+            var attributes: [String: String] = [:]
+            var scanner = tag.dropFirst(name.count)
+            while let equals = scanner.firstIndex(of: "=") {
+                let key = scanner[..<equals].trimmingCharacters(in: .whitespaces)
+                var value = scanner[scanner.index(after: equals)...].drop { $0.isWhitespace }
+                guard let quote = value.first, quote == "\"" || quote == "'" else { break }
+                value = value.dropFirst()
+                guard let end = value.firstIndex(of: quote) else { break }
+                attributes[key] = Self.decoded(String(value[..<end]))
+                scanner = value[value.index(after: end)...]
+            }
+            elements.append(Element(name: name, attributes: attributes))
+        }
+        return elements.makeIterator()
+    }
+
+    static func decoded(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        return text.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
+            .replacingOccurrences(of: "&amp;", with: "&")
+    }
+}

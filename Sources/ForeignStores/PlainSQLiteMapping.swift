@@ -1,0 +1,327 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// Reads a plain SQLite database (GRDB's, SQLite.swift's, or one written by hand) as a store.
+///
+/// - Each table with a one-column primary key becomes an entity of the table's name; each
+///   column an attribute of its name. A table without a primary key is refused unless the user
+///   names a key (`key=TABLE.COLUMN`: a unique, non-null column, or `rowid`); a composite primary
+///   key is refused (stores here key an item by one value).
+/// - A column's type comes from its declared type and the values it holds (see
+///   ``columnConversion(table:column:declared:classes:)``); values that do not fit are refused up
+///   front, naming table, column and row.
+/// - Unique indexes become unique indexes, other plain indexes indexes; a partial or expression
+///   unique index is refused (its rule cannot be carried), a partial or expression plain index is
+///   left out (it holds no data and no rule).
+/// - A foreign key on one column to another table's primary key becomes a to-one relationship
+///   named after the column, with a to-many inverse on the other table named after this table;
+///   its `ON DELETE` action becomes the to-many's delete rule (`CASCADE` cascade, `SET NULL`
+///   nullify, `RESTRICT` and `NO ACTION` deny); `SET DEFAULT`, composite foreign keys and ones to
+///   a column that is not the primary key are refused. Rows that break a foreign key are refused
+///   (`PRAGMA foreign_key_check`), since every reference here leads to an item.
+enum PlainSQLiteMapping {
+    struct Column {
+        var name: String
+        var declared: String
+        var notNull: Bool
+        var primaryKeyPosition: Int
+    }
+
+    static func map(_ database: ForeignDatabase, keys: [String: String]) throws -> ForeignMapping {
+        let tables = try database.tableNames().filter { !$0.hasPrefix("sqlite_") }
+        if tables.contains("_ds_meta") || tables.contains("_ds_feed") {
+            throw StoreError(.invalidArgument, "\(database.path) is a store of this toolkit: read it as "
+                + "sqlite:\(database.path)")
+        }
+        if tables.contains("Z_PRIMARYKEY") && tables.contains("Z_METADATA") {
+            throw StoreError(.invalidArgument, "\(database.path) is a Core Data store: read it as "
+                + "coredata:\(database.path), which reads its model")
+        }
+        for table in keys.keys where !tables.contains(table) {
+            throw StoreError(.unknownEntity, "key=\(table).\(keys[table] ?? ""): \(database.path) has no table "
+                + "'\(table)' (it has \(tables.joined(separator: ", ")))")
+        }
+        var entities: [EntitySchema] = []
+        var foreign: [String: ForeignEntity] = [:]
+        var keyColumns: [String: (name: String, type: ValueType)] = [:]
+        var columnsOf: [String: [Column]] = [:]
+        // Keys first: a foreign key needs the type of the key it points at.
+        for table in tables {
+            try Schema.checkName(table, what: "table")
+            let columns = try database.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)",
+                                            [.string(table)]).map { row in
+                Column(name: row[0].stringValue ?? "", declared: row[1].stringValue ?? "",
+                       notNull: row[2] == .int(1), primaryKeyPosition: Int(row[3].intValue ?? 0))
+            }
+            columnsOf[table] = columns
+            let primary = columns.filter { $0.primaryKeyPosition > 0 }
+            if let named = keys[table] {
+                guard named == "rowid" || columns.contains(where: { $0.name == named }) else {
+                    throw StoreError(.invalidArgument, "key=\(table).\(named): table '\(table)' has no column '\(named)'")
+                }
+                keyColumns[table] = (named, .int)
+            } else if primary.count == 1 {
+                keyColumns[table] = (primary[0].name, .int)
+            } else if primary.isEmpty {
+                throw StoreError(.invalidArgument, "table '\(table)' has no primary key: name a unique, non-null column "
+                    + "(or rowid) to key its items with key=\(table).COLUMN")
+            } else {
+                throw StoreError(.invalidArgument, "table '\(table)' has a composite primary key ("
+                    + primary.sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
+                        .joined(separator: ", ")
+                    + "): stores here key an item by one value; name a unique, non-null column (or rowid) with "
+                    + "key=\(table).COLUMN")
+            }
+        }
+        // The types of every column, from the declared types and the values held.
+        var conversions: [String: [String: ForeignConversion]] = [:]
+        for table in tables {
+            let columns = columnsOf[table] ?? []
+            var byName: [String: ForeignConversion] = [:]
+            let classes = try storageClasses(database, table: table, columns: columns.map(\.name))
+            for column in columns {
+                byName[column.name] = try columnConversion(table: table, column: column.name, declared: column.declared,
+                                                           classes: classes[column.name] ?? [:])
+            }
+            if keyColumns[table]?.name == "rowid", !columns.contains(where: { $0.name == "rowid" }) {
+                byName["rowid"] = .int
+            }
+            conversions[table] = byName
+            if let key = keyColumns[table], let conversion = byName[key.name] {
+                guard [.int, .string, .uuid].contains(conversion) else {
+                    throw StoreError(.invalidArgument, "table '\(table)': its key column '\(key.name)' holds "
+                        + "\(conversion.type) values; a key is an int, a string or a uuid")
+                }
+                keyColumns[table] = (key.name, conversion.type)
+            }
+        }
+        try checkKeys(database, keyColumns: keyColumns, columnsOf: columnsOf)
+        try checkForeignKeys(database)
+        // Relationships from foreign keys.
+        var relationships: [String: [Relationship]] = [:]
+        for table in tables {
+            let foreignKeys = try database.rows(
+                "SELECT id, seq, \"table\", \"from\", \"to\", on_delete FROM pragma_foreign_key_list(?)",
+                [.string(table)])
+            let ids = Set(foreignKeys.map { $0[0] })
+            for id in ids {
+                let parts = foreignKeys.filter { $0[0] == id }
+                let from = parts.map { $0[3].stringValue ?? "" }
+                let parent = parts[0][2].stringValue ?? ""
+                guard parts.count == 1 else {
+                    throw StoreError(.invalidArgument, "table '\(table)': the foreign key (\(from.joined(separator: ", "))) "
+                        + "to '\(parent)' has several columns; a relationship here is one key")
+                }
+                let column = from[0]
+                guard let parentKey = keyColumns[parent] else {
+                    throw StoreError(.invalidArgument, "table '\(table)': column '\(column)' refers to table '\(parent)', "
+                        + "which is not in the database")
+                }
+                let to = parts[0][4].stringValue
+                guard to == nil || to == parentKey.name else {
+                    throw StoreError(.invalidArgument, "table '\(table)': column '\(column)' refers to "
+                        + "'\(parent).\(to ?? "")', which is not its key ('\(parentKey.name)'); a relationship here "
+                        + "leads to an item's key")
+                }
+                let action = (parts[0][5].stringValue ?? "NO ACTION").uppercased()
+                let rule: Relationship.DeleteRule
+                switch action {
+                case "CASCADE": rule = .cascade
+                case "SET NULL": rule = .nullify
+                case "RESTRICT", "NO ACTION": rule = .deny
+                default:
+                    throw StoreError(.invalidArgument, "table '\(table)': column '\(column)' refers to '\(parent)' "
+                        + "ON DELETE \(action), which stores here cannot carry (they cascade, set null or refuse)")
+                }
+                guard conversions[table]?[column]?.type == parentKey.type else {
+                    throw StoreError(.invalidArgument, "table '\(table)': column '\(column)' holds "
+                        + "\(conversions[table]?[column]?.type.rawValue ?? "?") values but refers to '\(parent)', "
+                        + "whose key is \(parentKey.type)")
+                }
+                let optional = !(columnsOf[table]?.first { $0.name == column }?.notNull ?? false)
+                let fromSameTable = ids.filter { other in
+                    foreignKeys.first { $0[0] == other }?[2].stringValue == parent
+                }.count
+                let inverse = fromSameTable > 1 ? "\(table)_\(column)" : table
+                if rule == .nullify && !optional {
+                    throw StoreError(.invalidArgument, "table '\(table)': column '\(column)' is NOT NULL but its foreign "
+                        + "key says ON DELETE SET NULL")
+                }
+                relationships[table, default: []].append(
+                    .toOne(column, to: parent, inverse: inverse, optional: optional, deleteRule: .nullify))
+                relationships[parent, default: []].append(.toMany(inverse, to: table, inverse: column, deleteRule: rule))
+            }
+        }
+        for table in tables {
+            guard let key = keyColumns[table], let byName = conversions[table] else { continue }
+            let columns = columnsOf[table] ?? []
+            var attributes: [Attribute] = []
+            var foreignColumns: [ForeignColumn] = []
+            if key.name == "rowid", !columns.contains(where: { $0.name == "rowid" }) {
+                attributes.append(Attribute("rowid", .int))
+            }
+            for column in columns {
+                let conversion = byName[column.name] ?? .bytes
+                try Schema.checkName(column.name, what: "column")
+                let isKey = column.name == key.name
+                attributes.append(Attribute(column.name, conversion.type, optional: !isKey && !column.notNull
+                    && column.primaryKeyPosition == 0))
+                if !isKey {
+                    foreignColumns.append(ForeignColumn(attribute: column.name,
+                                                        expression: "t." + ForeignDatabase.quoted(column.name),
+                                                        conversion: conversion, origin: "\(table).\(column.name)"))
+                }
+            }
+            let keyColumn = ForeignColumn(attribute: key.name, expression: "t." + ForeignDatabase.quoted(key.name),
+                                          conversion: byName[key.name] ?? .int, origin: "\(table).\(key.name)")
+            let indexes = try self.indexes(database, table: table)
+            entities.append(EntitySchema(table, primaryKey: key.name, attributes: attributes, indexes: indexes,
+                                         relationships: relationships[table] ?? []))
+            foreign[table] = ForeignEntity(schema: entities[entities.count - 1],
+                                           from: ForeignDatabase.quoted(table) + " AS t", filter: nil,
+                                           key: .column(keyColumn), columns: foreignColumns, origin: "table \(table)")
+        }
+        let schema = try Schema(version: 1, entities: entities).resolved()
+        for entity in schema.entities { foreign[entity.name]?.schema = entity }
+        return ForeignMapping(schema: schema, entities: foreign,
+                              summary: "plain SQLite: \(tables.count) tables read as entities")
+    }
+
+    /// How many values of each storage class each column holds: one pass over the table.
+    static func storageClasses(_ database: ForeignDatabase, table: String, columns: [String]) throws
+        -> [String: [String: Int]]
+    {
+        guard !columns.isEmpty else { return [:] }
+        let classes = ["integer", "real", "text", "blob", "null"]
+        let sums = columns.flatMap { column in
+            classes.map { "sum(typeof(\(ForeignDatabase.quoted(column))) = '\($0)')" }
+        }
+        let row = try database.rows("SELECT \(sums.joined(separator: ", ")) FROM \(ForeignDatabase.quoted(table))")
+        var result: [String: [String: Int]] = [:]
+        for (c, column) in columns.enumerated() {
+            for (k, kind) in classes.enumerated() {
+                let count = Int(row.first?[c * classes.count + k].intValue ?? 0)
+                if count > 0 { result[column, default: [:]][kind] = count }
+            }
+        }
+        return result
+    }
+
+    /// The conversion of a column from its declared type and the storage classes of its values:
+    ///
+    /// | declared | held | attribute |
+    /// | --- | --- | --- |
+    /// | contains `UUID`/`GUID` | 16-byte blobs or 36-character text | uuid |
+    /// | `BOOL…` | 0 and 1 | bool |
+    /// | `DATE…`, `TIME…` | text / numbers | date (GRDB's and ISO text; seconds since 1970) |
+    /// | `INT…` | integers | int |
+    /// | `CHAR`/`CLOB`/`TEXT` | text | string |
+    /// | `BLOB` or none | blobs | bytes (uuid when every blob is 16 bytes and the column is named `uuid` or `…UUID`) |
+    /// | `REAL`/`FLOA`/`DOUB` | numbers | double |
+    /// | `NUMERIC`, `DECIMAL` or none | integers only: int; any real: double; text only: string |
+    ///
+    /// Anything else (text in an int column, a mixture a type cannot hold) is refused, naming the
+    /// table, the column and what it holds.
+    static func columnConversion(table: String, column: String, declared: String, classes: [String: Int]) throws
+        -> ForeignConversion
+    {
+        let type = declared.uppercased()
+        let held = Set(classes.keys).subtracting(["null"])
+        func refuse(_ wanted: String) -> StoreError {
+            let holds = held.sorted().map { "\(classes[$0] ?? 0) \($0)" }.joined(separator: ", ")
+            return StoreError(.invalidValue, "\(table).\(column) is declared '\(declared)' (\(wanted)) but holds "
+                + "\(holds) values; find them with: SELECT rowid, \(column) FROM \(table) WHERE typeof(\(column)) "
+                + "NOT IN ('null', …)")
+        }
+        func only(_ allowed: Set<String>, _ conversion: ForeignConversion, _ wanted: String) throws -> ForeignConversion {
+            guard held.isSubset(of: allowed) else { throw refuse(wanted) }
+            return conversion
+        }
+        if type.contains("UUID") || type.contains("GUID") {
+            return try only(["blob", "text"], .uuid, "a uuid")
+        }
+        if type.hasPrefix("BOOL") { return try only(["integer"], .bool, "a bool") }
+        if type.hasPrefix("DATE") || type.hasPrefix("TIME") {
+            if held.isSubset(of: ["text"]) { return .textDate }
+            return try only(["integer", "real"], .unixDate, "a date: text, or seconds since 1970")
+        }
+        if type.contains("INT") { return try only(["integer"], .int, "an int") }
+        if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") {
+            return try only(["text"], .string, "a string")
+        }
+        if type.contains("BLOB") || type.isEmpty {
+            if held.isSubset(of: ["blob"]) {
+                let lower = column.lowercased()
+                return lower == "uuid" || lower.hasSuffix("uuid") ? .uuid : .bytes
+            }
+            if !type.isEmpty { throw refuse("bytes") }
+        }
+        if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") {
+            return try only(["integer", "real"], .double, "a double")
+        }
+        // NUMERIC affinity (or none): the values decide.
+        if held.isSubset(of: ["integer"]) { return .int }
+        if held.isSubset(of: ["integer", "real"]) { return .double }
+        if held.isSubset(of: ["text"]) { return .string }
+        throw refuse("one type")
+    }
+
+    /// Refuses key columns with nulls or duplicates (a `key=` column, or a primary key that a
+    /// rowid table lets hold nulls), naming the first.
+    static func checkKeys(_ database: ForeignDatabase, keyColumns: [String: (name: String, type: ValueType)],
+                          columnsOf: [String: [Column]]) throws {
+        for (table, key) in keyColumns.sorted(by: { $0.key < $1.key }) where key.name != "rowid" {
+            let quotedTable = ForeignDatabase.quoted(table), column = ForeignDatabase.quoted(key.name)
+            if let row = try database.rows("SELECT rowid FROM \(quotedTable) WHERE \(column) IS NULL LIMIT 1").first {
+                throw StoreError(.invalidValue, "\(table).\(key.name) keys the table's items but is null in the row "
+                    + "with rowid \(row[0])")
+            }
+            if let row = try database.rows("SELECT \(column) FROM \(quotedTable) GROUP BY \(column) "
+                + "HAVING count(*) > 1 LIMIT 1").first {
+                throw StoreError(.invalidValue, "\(table).\(key.name) keys the table's items but holds "
+                    + "\(row[0]) more than once")
+            }
+        }
+    }
+
+    /// Refuses a database whose rows break a foreign key, naming the first.
+    static func checkForeignKeys(_ database: ForeignDatabase) throws {
+        guard let broken = try database.rows("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check").first
+        else { return }
+        throw StoreError(.referenceViolation, "table '\(broken[0].stringValue ?? "")', row with rowid \(broken[1]), "
+            + "refers to an item of '\(broken[2].stringValue ?? "")' that does not exist; every reference here "
+            + "leads to an item (find them all with PRAGMA foreign_key_check)")
+    }
+
+    /// The table's indexes that can be carried.
+    static func indexes(_ database: ForeignDatabase, table: String) throws -> [Index] {
+        var indexes: [Index] = []
+        for row in try database.rows("SELECT name, \"unique\", origin, partial FROM pragma_index_list(?)",
+                                     [.string(table)]) {
+            let name = row[0].stringValue ?? ""
+            let unique = row[1] == .int(1)
+            let origin = row[2].stringValue ?? ""
+            guard origin != "pk" else { continue }
+            let columns = try database.rows("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [.string(name)])
+                .map { $0[0].stringValue }
+            let isPartial = row[3] == .int(1)
+            if isPartial || columns.contains(where: { $0 == nil }) {
+                if unique {
+                    throw StoreError(.invalidArgument, "table '\(table)': unique index '\(name)' is "
+                        + (isPartial ? "partial" : "on an expression")
+                        + ", a rule stores here cannot carry")
+                }
+                continue
+            }
+            let indexName = origin == "u" || (try? Schema.checkName(name, what: "index")) == nil
+                ? "\(table)_" + columns.compactMap { $0 }.joined(separator: "_") : name
+            indexes.append(Index(indexName, on: columns.compactMap { $0 }, unique: unique))
+        }
+        return indexes
+    }
+}
+
+extension Value {
+    var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    var intValue: Int64? { if case .int(let i) = self { i } else { nil } }
+}
