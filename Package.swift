@@ -103,7 +103,7 @@ let package = Package(
         ),
         .target(
             name: "DataStoreTestSupport",
-            dependencies: ["DataStoreAPI", "JSONLStore", "DataStoreConformance", "StoreMigration"],
+            dependencies: ["DataStoreAPI", "JSONLStore", "DataStoreConformance", "StoreMigration", "CSQLite", "CZlib"],
             path: "Tests/Support",
             swiftSettings: swiftSettings
         ),
@@ -154,7 +154,7 @@ let package = Package(
         .testTarget(
             name: "StoreMigrationTests",
             dependencies: ["StoreMigration", "DataStoreConformance", "DataStoreTestSupport", "migrate-store", "crash-writer",
-                           "MigrateStoreCommand", "JSONLStore", "LMDBStore", "SQLiteStore",
+                           "MigrateStoreCommand", "JSONLStore", "ForeignStores", "LMDBStore", "SQLiteStore",
                            "InMemoryStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "MetricsTestKit", package: "swift-metrics")],
