@@ -80,8 +80,13 @@ enum PlainSQLiteMapping {
             var byName: [String: ForeignConversion] = [:]
             let classes = try storageClasses(database, table: table, columns: columns.map(\.name))
             for column in columns {
-                byName[column.name] = try columnConversion(table: table, column: column.name, declared: column.declared,
-                                                           classes: classes[column.name] ?? [:])
+                var conversion = try columnConversion(table: table, column: column.name, declared: column.declared,
+                                                      classes: classes[column.name] ?? [:])
+                if conversion == .string, column.primaryKeyPosition == 0,
+                   try holdsOnlyDateTimes(database, table: table, column: column.name) {
+                    conversion = .textDate
+                }
+                byName[column.name] = conversion
             }
             if keyColumns[table]?.name == "rowid", !columns.contains(where: { $0.name == "rowid" }) {
                 byName["rowid"] = .int
@@ -215,7 +220,7 @@ enum PlainSQLiteMapping {
     /// | `BOOL…` | 0 and 1 | bool |
     /// | `DATE…`, `TIME…` | text / numbers | date (GRDB's and ISO text; seconds since 1970) |
     /// | `INT…` | integers | int |
-    /// | `CHAR`/`CLOB`/`TEXT` | text | string |
+    /// | `CHAR`/`CLOB`/`TEXT` | text | string (date when every value is a date and time: see ``holdsOnlyDateTimes(_:table:column:)``) |
     /// | `BLOB` or none | blobs | bytes (uuid when every blob is 16 bytes and the column is named `uuid` or `…UUID`) |
     /// | `REAL`/`FLOA`/`DOUB` | numbers | double |
     /// | `NUMERIC`, `DECIMAL` or none | integers only: int; any real: double; text only: string |
@@ -266,15 +271,27 @@ enum PlainSQLiteMapping {
         throw refuse("one type")
     }
 
+    /// Whether a text column holds at least one value and every value is a date and time as GRDB
+    /// (`2020-01-02 03:04:05.678`) and SQLite.swift (`2020-01-02T03:04:05.678`) write them: such a
+    /// column, declared `TEXT` by SQLite.swift, is read as dates.
+    static func holdsOnlyDateTimes(_ database: ForeignDatabase, table: String, column: String) throws -> Bool {
+        let name = ForeignDatabase.quoted(column)
+        let pattern = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9][ T][0-2][0-9]:[0-5][0-9]*'"
+        let row = try database.rows("SELECT count(\(name)), sum(\(name) NOT GLOB \(pattern)) FROM "
+            + ForeignDatabase.quoted(table)).first
+        return (row?[0].intValue ?? 0) > 0 && (row?[1].intValue ?? 1) == 0
+    }
+
     /// Refuses key columns with nulls or duplicates (a `key=` column, or a primary key that a
     /// rowid table lets hold nulls), naming the first.
     static func checkKeys(_ database: ForeignDatabase, keyColumns: [String: (name: String, type: ValueType)],
                           columnsOf: [String: [Column]]) throws {
         for (table, key) in keyColumns.sorted(by: { $0.key < $1.key }) where key.name != "rowid" {
             let quotedTable = ForeignDatabase.quoted(table), column = ForeignDatabase.quoted(key.name)
-            if let row = try database.rows("SELECT rowid FROM \(quotedTable) WHERE \(column) IS NULL LIMIT 1").first {
-                throw StoreError(.invalidValue, "\(table).\(key.name) keys the table's items but is null in the row "
-                    + "with rowid \(row[0])")
+            if let row = try database.rows("SELECT count(*) FROM \(quotedTable) WHERE \(column) IS NULL").first,
+               row[0] != .int(0) {
+                throw StoreError(.invalidValue, "\(table).\(key.name) keys the table's items but is null in \(row[0]) "
+                    + "rows")
             }
             if let row = try database.rows("SELECT \(column) FROM \(quotedTable) GROUP BY \(column) "
                 + "HAVING count(*) > 1 LIMIT 1").first {

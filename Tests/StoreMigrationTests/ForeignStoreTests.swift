@@ -23,11 +23,11 @@ func coreDataFiles(_ path: String) -> [String] { [path, path + "-wal", path + "-
 
 /// Copies `source` into a store of `kind` and back to SQLite; returns the contents of both,
 /// checking each copy verified without a difference.
-func copyThereAndBack(_ source: StoreLocation, via kind: StoreKind, in dir: TemporaryDirectory)
+func copyThereAndBack(_ source: StoreLocation, via kind: StoreKind, in dir: TemporaryDirectory, name: String = "")
     throws -> (middle: [String: [Record]], back: [String: [Record]])
 {
-    let middle = dir.location(kind, "middle-\(kind.rawValue)")
-    let back = dir.location(.sqlite, "back-\(kind.rawValue)")
+    let middle = dir.location(kind, "middle-\(name)\(kind.rawValue)")
+    let back = dir.location(.sqlite, "back-\(name)\(kind.rawValue)")
     defer { if middle.kind == .memory { try? middle.destroy() } }
     let there = try Migrator.copy(from: source, to: middle, options: MigrationOptions(batchSize: 2))
     #expect(there.verified && there.differences == 0)
@@ -160,5 +160,137 @@ func copyThereAndBack(_ source: StoreLocation, via kind: StoreKind, in dir: Temp
         #expect { try PlainSQLiteStore(ForeignSource(path: dir.path("Ordered.sqlite"))) } throws: {
             "\($0)".contains("is a Core Data store: read it as coredata:")
         }
+    }
+}
+
+/// Runs SQL in a new database at `path` with the sqlite3 shell, as a user's tool would make it.
+func sqliteShell(_ path: String, _ sql: String) throws {
+    _ = try runCommand("/usr/bin/sqlite3", [path, sql])
+}
+
+@Suite struct PlainSQLiteSourceTests {
+    static let grdb = """
+        CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+        INSERT INTO grdb_migrations VALUES ('v1');
+        CREATE TABLE author (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, country TEXT,
+          createdAt DATETIME NOT NULL, uuid BLOB);
+        CREATE TABLE book (id INTEGER PRIMARY KEY AUTOINCREMENT,
+          authorId INTEGER NOT NULL REFERENCES author(id) ON DELETE CASCADE, title TEXT NOT NULL, price DOUBLE,
+          isPublished BOOLEAN NOT NULL DEFAULT 0);
+        CREATE UNIQUE INDEX book_on_title ON book(title);
+        CREATE INDEX book_on_authorId ON book(authorId);
+        INSERT INTO author VALUES (1, 'Ann', 'FR', '2020-01-02 03:04:05.678', X'00112233445566778899AABBCCDDEEFF'),
+          (2, 'Bob', NULL, '2021-06-07 08:09:10.000', NULL);
+        INSERT INTO book VALUES (1, 1, 'A', 9.5, 1), (2, 1, 'B', NULL, 0), (3, 2, 'C', 3, 1);
+        """
+    static let sqliteSwift = """
+        CREATE TABLE "users" ("id" INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL, "email" TEXT NOT NULL UNIQUE,
+          "name" TEXT, "joined" TEXT);
+        CREATE TABLE "posts" ("id" INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+          "userId" INTEGER REFERENCES "users"("id") ON DELETE SET NULL, "body" TEXT NOT NULL, "stars" INTEGER);
+        INSERT INTO users VALUES (1, 'a@x', 'A', '2019-01-01T10:00:00.000'), (2, 'b@x', NULL, NULL);
+        INSERT INTO posts VALUES (1, 1, 'hello', 5), (2, NULL, 'orphan', NULL);
+        """
+    static let everyAffinity = """
+        CREATE TABLE item (id TEXT PRIMARY KEY, i INT, t VARCHAR(20), b BLOB, r FLOAT, n NUMERIC, nr DECIMAL(10,2),
+          untyped, ts TIMESTAMP, u UUID, flag BOOL) WITHOUT ROWID;
+        INSERT INTO item VALUES ('a', 1, 'x', X'01', 1.5, 3, 2.25, 'free', 1600000000, X'00112233445566778899AABBCCDDEEFF', 1),
+          ('b', NULL, NULL, NULL, NULL, NULL, 7, NULL, NULL, NULL, 0);
+        CREATE TABLE parent (id INTEGER PRIMARY KEY);
+        CREATE TABLE c_cascade (id INTEGER PRIMARY KEY, p INTEGER REFERENCES parent(id) ON DELETE CASCADE);
+        CREATE TABLE c_setnull (id INTEGER PRIMARY KEY, p INTEGER REFERENCES parent(id) ON DELETE SET NULL);
+        CREATE TABLE c_restrict (id INTEGER PRIMARY KEY, p INTEGER REFERENCES parent(id) ON DELETE RESTRICT);
+        CREATE TABLE c_noaction (id INTEGER PRIMARY KEY, p INTEGER REFERENCES parent(id));
+        INSERT INTO parent VALUES (1), (2);
+        INSERT INTO c_cascade VALUES (1, 1); INSERT INTO c_setnull VALUES (1, 1);
+        INSERT INTO c_restrict VALUES (1, 2); INSERT INTO c_noaction VALUES (1, 2);
+        """
+
+    @Test(arguments: [StoreKind.memory, .sqlite, .lmdb])
+    func typicalDatabasesCopyIntoEachBackendAndBack(_ kind: StoreKind) throws {
+        let dir = try TemporaryDirectory()
+        for (name, sql) in [("grdb", Self.grdb), ("sqliteswift", Self.sqliteSwift), ("affinities", Self.everyAffinity)] {
+            let path = dir.path("\(name).db")
+            try sqliteShell(path, sql)
+            let before = fileHashes(coreDataFiles(path))
+            let (middle, back) = try copyThereAndBack(StoreLocation(kind: .plainSQLite, path: path), via: kind, in: dir,
+                                                    name: name)
+            #expect(middle == back)
+            #expect(fileHashes(coreDataFiles(path)) == before)
+            switch name {
+            case "grdb":
+                let author = middle["author"]?.first
+                #expect(author?["createdAt"] == .date(Timestamp(microsecondsSinceEpoch: 1_577_934_245_678_000)))
+                #expect(author?["uuid"] == .uuid(UUID(uuidString: "00112233-4455-6677-8899-AABBCCDDEEFF")!))
+                #expect(middle["book"]?.map { $0["isPublished"] } == [.bool(true), .bool(false), .bool(true)])
+                #expect(middle["book"]?[1]["price"] == .null && middle["book"]?[2]["price"] == .double(3))
+                #expect(middle["grdb_migrations"]?.count == 1)
+            case "sqliteswift":
+                #expect(middle["users"]?.first?["joined"] == .date(Timestamp(microsecondsSinceEpoch: 1_546_336_800_000_000)))
+                #expect(middle["posts"]?[1]["userId"] == .null)
+            default:
+                let a = middle["item"]?.first
+                #expect(a?["i"] == .int(1) && a?["t"] == .string("x") && a?["b"] == .bytes([1]) && a?["r"] == .double(1.5))
+                #expect(a?["n"] == .int(3) && a?["nr"] == .double(2.25) && a?["untyped"] == .string("free"))
+                #expect(a?["ts"] == .date(Timestamp(microsecondsSinceEpoch: 1_600_000_000_000_000)))
+                #expect(a?["flag"] == .bool(true) && middle["item"]?[1]["nr"] == .double(7))
+            }
+        }
+    }
+
+    @Test func foreignKeysBecomeRelationshipsWithTheirDeleteRules() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("rules.db")
+        try sqliteShell(path, Self.everyAffinity)
+        let store = try PlainSQLiteStore(ForeignSource(path: path))
+        defer { try? store.close() }
+        let parent = store.schema.entity(named: "parent")
+        func rule(_ name: String) -> Relationship.DeleteRule? { parent?.relationships.first { $0.name == name }?.deleteRule }
+        #expect(rule("c_cascade") == .cascade && rule("c_setnull") == .nullify)
+        #expect(rule("c_restrict") == .deny && rule("c_noaction") == .deny)
+        let copy = dir.location(.sqlite, "copy")
+        _ = try Migrator.copy(from: StoreLocation(kind: .plainSQLite, path: path), to: copy)
+        let copied = try copy.open(schema: nil)
+        defer { try? copied.close() }
+        // Deleting parent 1 cascades and sets null; parent 2 is refused while restricted rows remain.
+        try copied.writeSync { try $0.delete("parent", key: .int(1)) }
+        #expect(try copied.read { try $0.count(FetchRequest("c_cascade")) } == 0)
+        #expect(try copied.read { try $0.get("c_setnull", key: .int(1)) }?["p"] == .null)
+        #expect(throws: StoreError.self) { try copied.writeSync { try $0.delete("parent", key: .int(2)) } }
+    }
+
+    @Test(arguments: [
+        ("CREATE TABLE pair (a INTEGER, b INTEGER, PRIMARY KEY (a, b));", "table 'pair' has a composite primary key (a, b)"),
+        ("CREATE TABLE log (msg TEXT);", "table 'log' has no primary key"),
+        ("CREATE TABLE p (id INTEGER PRIMARY KEY); CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER DEFAULT 1 "
+            + "REFERENCES p(id) ON DELETE SET DEFAULT);", "ON DELETE SET DEFAULT"),
+        ("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO t VALUES (1, 'many');",
+         "t.n is declared 'INTEGER' (an int) but holds 1 text values"),
+        ("CREATE TABLE p (id INTEGER PRIMARY KEY); CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id)); "
+            + "INSERT INTO c VALUES (1, 9);", "table 'c', row with rowid 1, refers to an item of 'p' that does not exist"),
+    ])
+    func whatCannotBeCarriedIsRefusedInOneLine(_ sql: String, _ message: String) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("bad.db")
+        try sqliteShell(path, sql)
+        #expect { try PlainSQLiteStore(ForeignSource(path: path)) } throws: { error in
+            "\(error)".contains(message) && !"\(error)".contains("\n")
+        }
+        let output = try runCommand(migrateStore.path, ["copy", "--from", "plain-sqlite:\(path)",
+                                                         "--to", "lmdb:\(dir.path("out.lmdb"))"], allowingFailure: true)
+        #expect(output.contains(message))
+        #expect(!FileManager.default.fileExists(atPath: dir.path("out.lmdb")))
+    }
+
+    @Test func aNamedKeyColumnOrRowidKeysATableWithout() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("log.db")
+        try sqliteShell(path, "CREATE TABLE log (msg TEXT, code TEXT NOT NULL UNIQUE); INSERT INTO log VALUES ('a', 'x'), ('b', 'y');")
+        let byRowid = try PlainSQLiteStore(ForeignSource(parsing: path + "?key=log.rowid"))
+        #expect(try byRowid.read { try $0.fetch(FetchRequest("log")) }.map { $0["rowid"] } == [.int(1), .int(2)])
+        try byRowid.close()
+        let copy = dir.location(.lmdb, "copy")
+        let report = try Migrator.copy(from: StoreLocation(kind: .plainSQLite, path: path + "?key=log.code"), to: copy)
+        #expect(report.verified && report.entities.first?.itemsWritten == 2)
     }
 }
