@@ -3,6 +3,8 @@ import ArgumentParser
 import Foundation
 @_spi(Backend) import StoreMigration
 
+extension SchemaDiagram.Format: ExpressibleByArgument {}
+
 extension MigrateStore {
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -16,6 +18,10 @@ extension MigrateStore {
 
         @Flag(help: ArgumentHelp("Print only the schema, as JSON: the schema file `create --schema` takes."))
         var schema = false
+
+        @Option(help: ArgumentHelp("Print only the entities and relationships as a diagram: mermaid (an erDiagram, "
+            + "which GitHub and Markdown viewers draw) or dot (Graphviz).", valueName: "format"))
+        var diagram: SchemaDiagram.Format?
 
         /// One line on a store's part in a switch between backends.
         static func describe(_ status: SwitchingStore.Status, _ location: StoreLocation) -> String {
@@ -60,6 +66,12 @@ extension MigrateStore {
                         print(finished.isEmpty ? "checkpoint: none yet"
                             : "checkpoint: every entity written (\(finished)); the copy had yet to verify it")
                     }
+                    return
+                }
+                if let diagram {
+                    let opened = try location.openSource(alreadyChecked: false)
+                    defer { try? opened.close() }
+                    print(SchemaDiagram.render(opened.schema, as: diagram))
                     return
                 }
                 if schema {

@@ -294,3 +294,17 @@ func sqliteShell(_ path: String, _ sql: String) throws {
         #expect(report.verified && report.entities.first?.itemsWritten == 2)
     }
 }
+
+@Test func theDiagramShowsWhatACopyWillHold() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("Notes.sqlite")
+    try CoreDataFixture.write(at: path)
+    let output = try runCommand(migrateStore.path, ["inspect", "--diagram", "mermaid", "coredata:\(path)"])
+    #expect(output.hasPrefix("erDiagram\n    Person {\n        int pk PK\n        string entity\n"))
+    #expect(output.contains("    Person |o--o{ Post : posts\n"))
+    #expect(output.contains("    Post }o--o{ Tag : tags"))
+    #expect(output.contains("        int author FK \"optional\"\n"))
+    #expect(!output.contains("Post_tags {"), "the join entity is drawn as its many-to-many")
+    let dot = try runCommand(migrateStore.path, ["inspect", "--diagram", "dot", "coredata:\(path)"])
+    #expect(dot.hasPrefix("digraph schema {") && dot.contains("Post -> Tag [label=\"tags\", dir=both"))
+}
