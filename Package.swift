@@ -75,7 +75,7 @@ let package = Package(
         ),
         .target(
             name: "MigrateStoreCommand",
-            dependencies: ["StoreMigration", "DataStoreAPI", "JSONLStore",
+            dependencies: ["StoreMigration", "DataStoreAPI", "JSONLStore", "ForeignStores",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),

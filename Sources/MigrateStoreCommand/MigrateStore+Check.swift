@@ -13,11 +13,13 @@ extension MigrateStore {
                 schema (types, required values, valid UTF-8).
                 """)
 
+        @OptionGroup var foreign: ForeignSourceOptions
+
         @Argument(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
         var store: String
 
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
+            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil)[0]) }
             let report = try CommandFailure.catching { try location.check() }
             print("\(location): no damage found in \(String(format: "%.2f", report.seconds)) s: "
                 + "\(report.engineCheck); \(report.items) items\(report.references.map { ", \($0) references" } ?? "")")

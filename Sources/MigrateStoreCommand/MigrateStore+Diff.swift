@@ -15,6 +15,8 @@ extension MigrateStore {
                 transaction, only if the destination still holds what the diff saw.
                 """)
 
+        @OptionGroup var foreign: ForeignSourceOptions
+
         @Option(help: "The source store: KIND:PATH, or a bare KIND.")
         var from: String
 
@@ -39,7 +41,7 @@ extension MigrateStore {
         var report: String?
 
         func run() throws {
-            let locations = try CommandFailure.catching { try StoreLocation.resolve([from, to], store: store) }
+            let locations = try CommandFailure.catching { try StoreLocation.resolve([from, to], store: store).enumerated().map { $0 == 0 ? try foreign.apply(to: $1) : $1 } }
             let list = entities.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
             try checkReportPath(report)
             // With the diff on standard output, the summary goes to standard error.

@@ -16,6 +16,8 @@ extension MigrateStore {
                 `migrate-store import` reads the file back into the same items.
                 """)
 
+        @OptionGroup var foreign: ForeignSourceOptions
+
         @Option(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
         var from: String
 
@@ -43,7 +45,7 @@ extension MigrateStore {
         }
 
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation.resolve([from], store: nil)[0] }
+            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([from], store: nil)[0]) }
             var options = JSONExport.Options(relationships: JSONExport.Relationships(rawValue: relationships) ?? .nested,
                                              snakeCase: snakeCase)
             let count: Int

@@ -10,6 +10,8 @@ extension MigrateStore {
         static let configuration = CommandConfiguration(
             abstract: "Show a store's schema, item counts per entity, size on disk and migration state.")
 
+        @OptionGroup var foreign: ForeignSourceOptions
+
         @Argument(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
         var store: String
 
@@ -49,7 +51,7 @@ extension MigrateStore {
         }
 
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
+            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil)[0]) }
             try CommandFailure.catching {
                 // A store written whole (JSON Lines) is not in place until its copy finishes:
                 // what there is to say of an unfinished one is its checkpoint, as for the others.

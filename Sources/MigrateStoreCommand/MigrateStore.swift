@@ -1,6 +1,7 @@
 import ArgumentParser
 import DataStoreAPI
 import Foundation
+import ForeignStores
 import StoreMigration
 
 /// The `migrate-store` command, as a library so that a program (or a test) can run it with
@@ -131,13 +132,49 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Write the summary as JSON to this file.")
     var report: String?
 
+    @OptionGroup var foreign: ForeignSourceOptions
+
     var entityList: [String]? {
         entities.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
     }
 
     func locations() throws -> (StoreLocation, StoreLocation) {
         let resolved = try StoreLocation.resolve([from, to], store: store)
-        return (resolved[0], resolved[1])
+        return (try foreign.apply(to: resolved[0]), resolved[1])
+    }
+}
+
+/// How to read a Core Data or plain SQLite source: its model and the attributes that key its
+/// entities (``ForeignSource``'s `model=` and `key=`, as options).
+struct ForeignSourceOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("For a coredata: source, the app's model (.xcdatamodeld, .xcdatamodel or its contents "
+        + "file) instead of the one the store keeps.", valueName: "model"))
+    var model: String?
+
+    @Option(help: ArgumentHelp("For a coredata: or plain-sqlite: source, the attribute (column) that keys an entity's "
+        + "(table's) items instead of Z_PK or the primary key; repeat it for more entities.",
+        valueName: "entity=attribute"))
+    var key: [String] = []
+
+    /// `location` with the options in its path.
+    /// - Throws: a usage error when an option is given for a source of another kind or `--key`
+    ///   is not ENTITY=ATTRIBUTE.
+    func apply(to location: StoreLocation) throws -> StoreLocation {
+        guard model != nil || !key.isEmpty else { return location }
+        guard location.kind == .coreData || location.kind == .plainSQLite else {
+            throw StoreError(.invalidArgument, "--model and --key read coredata: and plain-sqlite: sources; "
+                + "\(location) is a \(location.kind) store")
+        }
+        var source = try ForeignSource(parsing: location.path)
+        if let model { source.model = model }
+        for pair in key {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw StoreError(.invalidArgument, "--key must be ENTITY=ATTRIBUTE (it is '\(pair)')")
+            }
+            source.keys[parts[0]] = parts[1]
+        }
+        return StoreLocation(kind: location.kind, path: source.description)
     }
 }
 

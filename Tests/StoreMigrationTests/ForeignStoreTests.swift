@@ -308,3 +308,28 @@ func sqliteShell(_ path: String, _ sql: String) throws {
     let dot = try runCommand(migrateStore.path, ["inspect", "--diagram", "dot", "coredata:\(path)"])
     #expect(dot.hasPrefix("digraph schema {") && dot.contains("Post -> Tag [label=\"tags\", dir=both"))
 }
+
+@Test func theCommandLineTakesTheModelAndKeysAndRefusesToFollow() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("Notes.sqlite")
+    try CoreDataFixture.write(at: path)
+    let model = dir.path("Notes.xcdatamodel")
+    try FileManager.default.createDirectory(atPath: model, withIntermediateDirectories: true)
+    try CoreDataFixture.modelXML.write(toFile: model + "/contents", atomically: true, encoding: .utf8)
+    let copied = try runCommand(migrateStore.path, [
+        "copy", "--from", "coredata:\(path)", "--model", model, "--key", "Tag=name", "--to", dir.path("out.lmdb"),
+        "--progress", "none"])
+    #expect(copied.contains("verified: every item equals the source snapshot"))
+    let inspected = try runCommand(migrateStore.path, ["inspect", dir.path("out.lmdb")])
+    #expect(inspected.contains("Tag: 3 items, primary key name"))
+    // The resume record names the source with its options: verify reads it the same way.
+    let verified = try runCommand(migrateStore.path, ["verify", "--from", "coredata:\(path)", "--key", "Tag=name",
+                                                      "--to", dir.path("out.lmdb"), "--progress", "none"])
+    #expect(verified.contains("verified: every item equals the source snapshot"))
+    let followed = try runCommand(migrateStore.path, ["copy", "--from", "coredata:\(path)", "--to",
+                                                      dir.path("other.lmdb"), "--follow"], allowingFailure: true)
+    #expect(followed.contains("cannot be followed: a coredata source is read from a snapshot"))
+    let wrongKind = try runCommand(migrateStore.path, ["copy", "--from", dir.path("out.lmdb"), "--key", "Tag=name",
+                                                       "--to", dir.path("x.sqlite")], allowingFailure: true)
+    #expect(wrongKind.contains("--model and --key read coredata: and plain-sqlite: sources"))
+}

@@ -21,12 +21,18 @@ extension Migrator {
         try writer.setReservedMetadata(Array(try JSONEncoder().encode(state)), forKey: followKey)
     }
 
-    /// Throws `invalidArgument` when `destination` cannot follow `source`: the same store, or a
+    /// Throws `invalidArgument` when `destination` cannot follow `source`: the same store, a
+    /// foreign source (Core Data, plain SQLite: read from a snapshot, without a feed), or a
     /// destination written whole rather than by transactions (a JSON Lines file). A command that
     /// copies and then follows calls it before it reads or writes anything.
     public static func checkFollow(from source: StoreLocation, to destination: StoreLocation) throws {
         guard source != destination else {
             throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
+        }
+        if source.kind == .coreData || source.kind == .plainSQLite {
+            throw StoreError(.invalidArgument, "\(source) cannot be followed: a \(source.kind) source is read from a "
+                + "snapshot and keeps no change feed; run `migrate-store sync --from \(source) --to \(destination)` "
+                + "again to bring the copy up to date")
         }
         try requireTransactions(destination, toDo: "follow a source")
     }
