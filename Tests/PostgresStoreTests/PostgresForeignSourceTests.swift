@@ -1,0 +1,46 @@
+#if Postgres
+import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+import StoreMigration
+import Testing
+
+/// A Core Data store and plain SQLite databases copied into PostgreSQL and back to SQLite, item
+/// for item and reference for reference, the sources' bytes unchanged.
+@Test func foreignSourcesCopyIntoPostgreSQLAndBack() throws {
+    let dir = try TemporaryDirectory()
+    let coreData = dir.path("Notes.sqlite")
+    var options = CoreDataFixture.Options()
+    options.walWithUnflushedPages = true
+    try CoreDataFixture.write(at: coreData, options)
+    let plain = dir.path("app.db")
+    _ = try runCommand("/usr/bin/sqlite3", [plain, """
+        CREATE TABLE author (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, createdAt DATETIME NOT NULL);
+        CREATE TABLE book (id INTEGER PRIMARY KEY, authorId INTEGER REFERENCES author(id) ON DELETE SET NULL,
+          title TEXT NOT NULL UNIQUE, price REAL);
+        INSERT INTO author VALUES (1, 'Ann', '2020-01-02 03:04:05.678'), (2, 'Bob', '2021-01-01 00:00:00.000');
+        INSERT INTO book VALUES (1, 1, 'A', 9.5), (2, NULL, 'B', NULL), (3, 2, 'C', 3);
+        """])
+    for source in [StoreLocation(kind: "coredata", path: coreData), StoreLocation(kind: "plain-sqlite", path: plain)] {
+        let files = [source.path, source.path + "-wal", source.path + "-shm"]
+        let before = files.map { FileManager.default.contents(atPath: $0) }
+        let postgres = StoreLocation(kind: "postgres",
+                                     path: String(PostgresTestServer.location(dir.url.path).description.dropFirst(9)))
+        let there = try Migrator.copy(from: source, to: postgres, options: MigrationOptions(batchSize: 2))
+        #expect(there.verified && there.differences == 0)
+        let back = StoreLocation(kind: .sqlite, path: dir.path("back-\(source.kind.rawValue).sqlite"))
+        let returned = try Migrator.copy(from: postgres, to: back)
+        #expect(returned.verified && returned.differences == 0)
+        #expect(try Migrator.verify(from: source, to: back).differences == 0)
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == before)
+        if source.kind.rawValue == "coredata" {
+            let pg = try postgres.open(schema: nil)
+            defer { try? pg.close() }
+            let tags = try pg.read { try $0.related("Post", key: .int(1), "tags") }
+            #expect(tags.count == 2)
+            #expect(try pg.read { try $0.get("Person", key: .int(1)) }?["photo"] == .bytes(CoreDataFixture.externalBytes))
+        }
+        try postgres.destroy()
+    }
+}
+#endif
