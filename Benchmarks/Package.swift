@@ -46,6 +46,7 @@ let package = Package(
                 .product(name: "InMemoryStore", package: root),
                 .product(name: "JSONLStore", package: root),
                 .product(name: "StoreMigration", package: root),
+                .product(name: "ForeignStores", package: root),
                 .product(name: "PostgresStore", package: root),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -116,7 +116,7 @@ struct ForeignReader: StorageReader {
 
     /// Runs `sql` and hands each row, as (key, record), to `body` until it returns false.
     private func rows(_ foreign: ForeignEntity, _ entity: EntitySchema, sql: String, values: [Value],
-                      _ body: (PrimaryKey, Record) throws -> Bool) throws {
+                      _ body: (Value, Record) throws -> Bool) throws {
         let statement = try engine.database.prepare(sql)
         try statement.bind(values)
         let layout = RecordLayout(entity.attributes.map(\.name))
@@ -137,14 +137,13 @@ struct ForeignReader: StorageReader {
             case .pair:
                 key = Self.pairKey(statement.int64(at: 0), statement.int64(at: 1))
             }
-            let rowName = "the row with key \(key)"
             for (offset, column) in foreign.columns.enumerated() {
                 let value = try ForeignValues.convert(statement.rawValue(at: keyColumns + Int32(offset)), column,
-                                                      row: rowName)
+                                                      row: "the row with key \(key)")
                 if let slot = slots[offset] { values[slot] = value }
             }
             if let keySlot { values[keySlot] = key }
-            guard try body(try PrimaryKey(key), Record(layout: layout, values: values)) else { return }
+            guard try body(key, Record(layout: layout, values: values)) else { return }
         }
     }
 
@@ -163,9 +162,23 @@ struct ForeignReader: StorageReader {
         let foreign = try engine.foreignEntity(entity)
         var stages = RequestStages(request)
         try rows(foreign, entity, sql: sql(foreign, condition: nil, limit: nil), values: []) { key, record in
-            stages.offer(key: key.bytes, record: record)
+            stages.offer(key: (try? KeyEncoding.encodeKey(key)) ?? [], record: record)
         }
         return stages.finish()
+    }
+
+    /// Streams the items (no sort: in key order, as read) without keeping them; with a sort,
+    /// through ``fetch(_:in:)``.
+    func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
+        guard request.sort.isEmpty, request.offset == 0, request.limit == nil else {
+            for record in try fetch(request, in: entity) where !(try body(record)) { return }
+            return
+        }
+        let foreign = try engine.foreignEntity(entity)
+        try rows(foreign, entity, sql: sql(foreign, condition: nil, limit: nil), values: []) { _, record in
+            guard request.filter.matches(record) else { return true }
+            return try body(record)
+        }
     }
 
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {

@@ -30,6 +30,8 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: "Only Sync's JSON: import of users with 10 nested notes each, and export (100,000 users; 1,000 with --quick).")
     var syncJSON = false
     @Flag(help: "Only the async API next to the synchronous one.") var async = false
+    @Flag(help: ArgumentHelp("Only the Core Data and plain SQLite sources: read, copied into LMDB and PostgreSQL, next "
+        + "to a raw C loop reading the same table (and pgloader).")) var foreign = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
     @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
@@ -208,11 +210,14 @@ if onlySyncJSON { try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPer
 /// Only the async rows.
 let onlyAsync = options.async
 if onlyAsync { for n in sizes { try benchmarkAsync(n: n) } }
+if options.foreign {
+    for n in sizes { try benchmarkForeignSources(n: n) }
+}
 // The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
 // must not make a small write slower.
 let scalingSizes = options.sizes != nil ? sizes : [2_000, 200_000]
 for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends
-                                             || onlyMigration || onlyRelationships || onlySyncJSON || onlyAsync) {
+                                             || onlyMigration || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign) {
     try benchmarkScaling(n: n)
 }
 for n in sizes where onlyPostgres {
@@ -234,12 +239,12 @@ for n in sizes where onlyMigration {
     try benchmarkMigration(n: n)
 }
 if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || onlyMigration || onlyBackends
-      || onlyRelationships || onlySyncJSON || onlyAsync) {
+      || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign) {
     try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10)
     try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10)
 }
 for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration
-    && !onlyRelationships && !onlySyncJSON && !onlyAsync {
+    && !onlyRelationships && !onlySyncJSON && !onlyAsync && !options.foreign {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -299,7 +304,7 @@ if !latencyRows.isEmpty {
     }
 }
 
-let grdbCount = options.noGrdb || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling
+let grdbCount = options.noGrdb || options.foreign || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling
     || onlyRelationships ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
@@ -313,6 +318,6 @@ print(String(format: "| fetch all | %.0f | %.0f | %.2f |", Double(grdbCount) / g
 }
 
 let fluentCount = options.noFluent || options.noPostgres || onlySchemaSteps || onlyFeed || onlyJSONL || onlyScaling
-    || onlyRelationships || onlyMigration || onlyBackends || onlySyncJSON || onlyAsync || onlyPostgres ? 0
+    || onlyRelationships || onlyMigration || onlyBackends || onlySyncJSON || onlyAsync || options.foreign || onlyPostgres ? 0
     : (quick ? 20_000 : 100_000)
 if fluentCount > 0 { printFluentTable(try fluentComparison(count: fluentCount), count: fluentCount) }
