@@ -13,6 +13,9 @@ import Foundation
 /// - Unique indexes become unique indexes, other plain indexes indexes; a partial or expression
 ///   unique index is refused (its rule cannot be carried), a partial or expression plain index is
 ///   left out (it holds no data and no rule).
+/// - A table of two columns that are together its primary key and each a foreign key to
+///   another table (a join table, as GRDB's `hasMany(through:)` uses) becomes a many-to-many
+///   between the two, a to-many named after the join table on each side.
 /// - A foreign key on one column to another table's primary key becomes a to-one relationship
 ///   named after the column, with a to-many inverse on the other table named after this table;
 ///   its `ON DELETE` action becomes the to-many's delete rule (`CASCADE` cascade, `SET NULL`
@@ -28,23 +31,25 @@ enum PlainSQLiteMapping {
     }
 
     static func map(_ database: ForeignDatabase, keys: [String: String]) throws -> ForeignMapping {
-        let tables = try database.tableNames().filter { !$0.hasPrefix("sqlite_") }
-        if tables.contains("_ds_meta") || tables.contains("_ds_feed") {
+        let allTables = try database.tableNames().filter { !$0.hasPrefix("sqlite_") }
+        if allTables.contains("_ds_meta") || allTables.contains("_ds_feed") {
             throw StoreError(.invalidArgument, "\(database.path) is a store of this toolkit: read it as "
                 + "sqlite:\(database.path)")
         }
-        if tables.contains("Z_PRIMARYKEY") && tables.contains("Z_METADATA") {
+        if allTables.contains("Z_PRIMARYKEY") && allTables.contains("Z_METADATA") {
             throw StoreError(.invalidArgument, "\(database.path) is a Core Data store: read it as "
                 + "coredata:\(database.path), which reads its model")
         }
-        for table in keys.keys where !tables.contains(table) {
+        for table in keys.keys where !allTables.contains(table) {
             throw StoreError(.unknownEntity, "key=\(table).\(keys[table] ?? ""): \(database.path) has no table "
-                + "'\(table)' (it has \(tables.joined(separator: ", ")))")
+                + "'\(table)' (it has \(allTables.joined(separator: ", ")))")
         }
         var entities: [EntitySchema] = []
         var foreign: [String: ForeignEntity] = [:]
         var keyColumns: [String: (name: String, type: ValueType)] = [:]
         var columnsOf: [String: [Column]] = [:]
+        let joins = try joinTables(database, tables: allTables.filter { keys[$0] == nil })
+        let tables: [String] = allTables.filter { joins[$0] == nil }
         // Keys first: a foreign key needs the type of the key it points at.
         for table in tables {
             try Schema.checkName(table, what: "table")
@@ -157,6 +162,26 @@ enum PlainSQLiteMapping {
                 relationships[parent, default: []].append(.toMany(inverse, to: table, inverse: column, deleteRule: rule))
             }
         }
+        // Many-to-many: a join table's two foreign keys, as a to-many on each side named after it.
+        for (table, join) in joins.sorted(by: { $0.key < $1.key }) {
+            for side in join.sides {
+                guard let parentKey = keyColumns[side.parent] else {
+                    throw StoreError(.invalidArgument, "join table '\(table)': column '\(side.column)' refers to table "
+                        + "'\(side.parent)', which is not in the database")
+                }
+                guard parentKey.type == .int else {
+                    throw StoreError(.invalidArgument, "join table '\(table)' pairs items of '\(side.parent)', whose key "
+                        + "is \(parentKey.type); this reader pairs int keys")
+                }
+                guard columnsOf[side.parent]?.contains(where: { $0.name == table }) != true else {
+                    throw StoreError(.invalidArgument, "join table '\(table)': table '\(side.parent)' has a column of "
+                        + "the same name, the name of the relationship this reader gives it")
+                }
+            }
+            let (a, b) = (join.sides[0], join.sides[1])
+            relationships[a.parent, default: []].append(.toMany(table, to: b.parent, inverse: table, deleteRule: a.rule))
+            relationships[b.parent, default: []].append(.toMany(table, to: a.parent, inverse: table, deleteRule: b.rule))
+        }
         for table in tables {
             guard let key = keyColumns[table], let byName = conversions[table] else { continue }
             let columns = columnsOf[table] ?? []
@@ -188,8 +213,81 @@ enum PlainSQLiteMapping {
         }
         let schema = try Schema(version: 1, entities: entities).resolved()
         for entity in schema.entities { foreign[entity.name]?.schema = entity }
+        for (table, join) in joins {
+            let (a, b) = (join.sides[0], join.sides[1])
+            guard let declared = schema.entity(named: a.parent)?.relationships.first(where: { $0.name == table }) else {
+                continue
+            }
+            let name = Schema.joinEntityName(a.parent, declared)
+            guard let entity = schema.entity(named: name) else { continue }
+            let (source, target) = name == "\(a.parent)_\(table)" ? (a, b) : (b, a)
+            let sourceExpression = "j." + ForeignDatabase.quoted(source.column)
+            let targetExpression = "j." + ForeignDatabase.quoted(target.column)
+            foreign[name] = ForeignEntity(
+                schema: entity, from: ForeignDatabase.quoted(table) + " AS j", filter: nil,
+                key: .pair(sourceExpression, targetExpression),
+                columns: [ForeignColumn(attribute: "source", expression: sourceExpression, conversion: .int,
+                                        origin: "\(table).\(source.column)"),
+                          ForeignColumn(attribute: "target", expression: targetExpression, conversion: .int,
+                                        origin: "\(table).\(target.column)")],
+                origin: "table \(table)")
+        }
         return ForeignMapping(schema: schema, entities: foreign,
                               summary: "plain SQLite: \(tables.count) tables read as entities")
+    }
+
+    /// A join table: its two columns, each a foreign key to another table's key, with the rule
+    /// its `ON DELETE` gives the to-many on that side.
+    struct JoinTable {
+        struct Side {
+            var column: String
+            var parent: String
+            var rule: Relationship.DeleteRule
+        }
+        var sides: [Side]
+    }
+
+    /// The tables that are only the pairs of a many-to-many: two columns, together the primary
+    /// key, each a foreign key to the key of a different table, holding integers and no null.
+    /// (`ON DELETE CASCADE` or `SET NULL` removes a pair with its item: the to-many's nullify;
+    /// `RESTRICT` and `NO ACTION` refuse the delete: deny.)
+    static func joinTables(_ database: ForeignDatabase, tables: [String]) throws -> [String: JoinTable] {
+        var joins: [String: JoinTable] = [:]
+        for table in tables {
+            let columns = try database.rows("SELECT name, pk FROM pragma_table_info(?)", [.string(table)])
+            guard columns.count == 2, columns.allSatisfy({ ($0[1].intValue ?? 0) > 0 }) else { continue }
+            let foreignKeys = try database.rows(
+                "SELECT id, \"table\", \"from\", on_delete FROM pragma_foreign_key_list(?)", [.string(table)])
+            guard foreignKeys.count == 2, Set(foreignKeys.map { $0[0] }).count == 2,
+                  Set(foreignKeys.map { $0[2] }).count == 2 else { continue }
+            var sides: [JoinTable.Side] = []
+            for key in foreignKeys.sorted(by: { ($0[2].stringValue ?? "") < ($1[2].stringValue ?? "") }) {
+                let column = key[2].stringValue ?? "", parent = key[1].stringValue ?? ""
+                let action = (key[3].stringValue ?? "NO ACTION").uppercased()
+                let rule: Relationship.DeleteRule
+                switch action {
+                case "CASCADE", "SET NULL": rule = .nullify
+                case "RESTRICT", "NO ACTION": rule = .deny
+                default:
+                    throw StoreError(.invalidArgument, "join table '\(table)': column '\(column)' refers to '\(parent)' "
+                        + "ON DELETE \(action), which stores here cannot carry")
+                }
+                sides.append(JoinTable.Side(column: column, parent: parent, rule: rule))
+            }
+            guard sides[0].parent != sides[1].parent else {
+                throw StoreError(.invalidArgument, "join table '\(table)' pairs items of '\(sides[0].parent)' with each "
+                    + "other; this reader carries many-to-many between two tables")
+            }
+            let quoted = ForeignDatabase.quoted(table)
+            let (a, b) = (ForeignDatabase.quoted(sides[0].column), ForeignDatabase.quoted(sides[1].column))
+            if let row = try database.rows("SELECT \(a), \(b) FROM \(quoted) WHERE typeof(\(a)) != 'integer' "
+                + "OR typeof(\(b)) != 'integer' LIMIT 1").first {
+                throw StoreError(.invalidValue, "join table '\(table)' holds the pair (\(row[0]), \(row[1])); a pair "
+                    + "is two integer keys")
+            }
+            joins[table] = JoinTable(sides: sides)
+        }
+        return joins
     }
 
     /// How many values of each storage class each column holds: one pass over the table.
@@ -275,11 +373,13 @@ enum PlainSQLiteMapping {
     /// (`2020-01-02 03:04:05.678`) and SQLite.swift (`2020-01-02T03:04:05.678`) write them: such a
     /// column, declared `TEXT` by SQLite.swift, is read as dates.
     static func holdsOnlyDateTimes(_ database: ForeignDatabase, table: String, column: String) throws -> Bool {
-        let name = ForeignDatabase.quoted(column)
+        let name = ForeignDatabase.quoted(column), quotedTable = ForeignDatabase.quoted(table)
         let pattern = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9][ T][0-2][0-9]:[0-5][0-9]*'"
-        let row = try database.rows("SELECT count(\(name)), sum(\(name) NOT GLOB \(pattern)) FROM "
-            + ForeignDatabase.quoted(table)).first
-        return (row?[0].intValue ?? 0) > 0 && (row?[1].intValue ?? 1) == 0
+        // Each query stops at its first row: a column of other text is told at its first value.
+        guard try !database.rows("SELECT 1 FROM \(quotedTable) WHERE \(name) IS NOT NULL LIMIT 1").isEmpty else {
+            return false
+        }
+        return try database.rows("SELECT 1 FROM \(quotedTable) WHERE \(name) NOT GLOB \(pattern) LIMIT 1").isEmpty
     }
 
     /// Refuses key columns with nulls or duplicates (a `key=` column, or a primary key that a
@@ -288,6 +388,13 @@ enum PlainSQLiteMapping {
                           columnsOf: [String: [Column]]) throws {
         for (table, key) in keyColumns.sorted(by: { $0.key < $1.key }) where key.name != "rowid" {
             let quotedTable = ForeignDatabase.quoted(table), column = ForeignDatabase.quoted(key.name)
+            let primary = columnsOf[table]?.filter { $0.primaryKeyPosition > 0 } ?? []
+            if primary.count == 1, primary[0].name == key.name {
+                // SQLite keeps a primary key unique; only a rowid table's non-integer one may hold nulls.
+                if primary[0].declared.uppercased() == "INTEGER" { continue }
+                if try database.rows("SELECT 1 FROM sqlite_master WHERE name = ? AND sql LIKE '%WITHOUT ROWID%'",
+                                     [.string(table)]).first != nil { continue }
+            }
             if let row = try database.rows("SELECT count(*) FROM \(quotedTable) WHERE \(column) IS NULL").first,
                row[0] != .int(0) {
                 throw StoreError(.invalidValue, "\(table).\(key.name) keys the table's items but is null in \(row[0]) "

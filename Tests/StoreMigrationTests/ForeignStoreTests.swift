@@ -182,6 +182,11 @@ func sqliteShell(_ path: String, _ sql: String) throws {
         INSERT INTO author VALUES (1, 'Ann', 'FR', '2020-01-02 03:04:05.678', X'00112233445566778899AABBCCDDEEFF'),
           (2, 'Bob', NULL, '2021-06-07 08:09:10.000', NULL);
         INSERT INTO book VALUES (1, 1, 'A', 9.5, 1), (2, 1, 'B', NULL, 0), (3, 2, 'C', 3, 1);
+        CREATE TABLE tag (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);
+        CREATE TABLE bookTag (bookId INTEGER NOT NULL REFERENCES book(id) ON DELETE CASCADE,
+          tagId INTEGER NOT NULL REFERENCES tag(id) ON DELETE CASCADE, PRIMARY KEY (bookId, tagId));
+        INSERT INTO tag VALUES (1, 'novel'), (2, 'short');
+        INSERT INTO bookTag VALUES (1, 1), (1, 2), (3, 2);
         """
     static let sqliteSwift = """
         CREATE TABLE "users" ("id" INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL, "email" TEXT NOT NULL UNIQUE,
@@ -225,6 +230,9 @@ func sqliteShell(_ path: String, _ sql: String) throws {
                 #expect(middle["book"]?.map { $0["isPublished"] } == [.bool(true), .bool(false), .bool(true)])
                 #expect(middle["book"]?[1]["price"] == .null && middle["book"]?[2]["price"] == .double(3))
                 #expect(middle["grdb_migrations"]?.count == 1)
+                #expect(middle["bookTag"] == nil, "a join table is a many-to-many, not an entity")
+                #expect(Set((middle["book_bookTag"] ?? []).map { "\($0["source"]):\($0["target"])" })
+                    == ["1:1", "1:2", "3:2"])
             case "sqliteswift":
                 #expect(middle["users"]?.first?["joined"] == .date(Timestamp(microsecondsSinceEpoch: 1_546_336_800_000_000)))
                 #expect(middle["posts"]?[1]["userId"] == .null)
@@ -236,6 +244,24 @@ func sqliteShell(_ path: String, _ sql: String) throws {
                 #expect(a?["flag"] == .bool(true) && middle["item"]?[1]["nr"] == .double(7))
             }
         }
+    }
+
+    @Test func aJoinTableBecomesAManyToMany() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("grdb.db")
+        try sqliteShell(path, Self.grdb)
+        let copy = dir.location(.lmdb, "copy")
+        _ = try Migrator.copy(from: StoreLocation(kind: .plainSQLite, path: path), to: copy)
+        let store = try copy.open(schema: nil)
+        defer { try? store.close() }
+        let tags = try store.read { try $0.related("book", key: .int(1), "bookTag") }
+        #expect(tags.map { $0["name"] } == [.string("novel"), .string("short")])
+        #expect(try store.read { try $0.related("tag", key: .int(2), "bookTag") }.map { $0["title"] }
+            == [.string("A"), .string("C")])
+        // ON DELETE CASCADE in the join table: deleting a book removes its pairs, not the tags.
+        try store.writeSync { try $0.delete("book", key: .int(1)) }
+        #expect(try store.read { try $0.count(FetchRequest("tag")) } == 2)
+        #expect(try store.read { try $0.related("tag", key: .int(2), "bookTag") }.count == 1)
     }
 
     @Test func foreignKeysBecomeRelationshipsWithTheirDeleteRules() throws {
