@@ -100,7 +100,7 @@ public enum CoreDataFixture {
         let support = ((path as NSString).deletingLastPathComponent as NSString)
             .appendingPathComponent(".\(((path as NSString).lastPathComponent as NSString).deletingPathExtension)_SUPPORT/_EXTERNAL_DATA")
         try FileManager.default.createDirectory(atPath: support, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: support + "/" + externalName, contents: Data(externalBytes))
+        _ = FileManager.default.createFile(atPath: support + "/" + externalName, contents: Data(externalBytes))
         let uid: [UInt8] = [0x12, 0x34, 0x56, 0x78, 0x9A, 0xBC, 0x4D, 0xEF, 0x81, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF]
         try insert("INSERT INTO ZPERSON VALUES (1, 1, 1, 1, 41, 9000000000, 12.5, ?, 1.75, 'https://ann.example', 'Ann', 'A. N.', ?, ?, ?)",
                    [700_000_000.25, [2] + Array(externalName.utf8) + [0], [0x62, 0x70, 0x6C, 0x69, 0x73, 0x74] as [UInt8], uid])
