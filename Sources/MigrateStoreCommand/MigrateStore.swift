@@ -59,6 +59,13 @@ extension MigrateStore {
         var rest = arguments[...]
         if let first = rest.first, !first.hasPrefix("-") {
             if first == "help" { return nil }
+            if first == "adopt" {
+                let store = rest.dropFirst().first { !$0.hasPrefix("-") } ?? "plain-sqlite:app.db"
+                let path = store.split(separator: ":", maxSplits: 1).last.map(String.init) ?? store
+                return "'adopt' is not a command of migrate-store: a database is not adopted in place (that would "
+                    + "rewrite the user's file beyond undoing); copy it into a store instead, which leaves it as it "
+                    + "was: migrate-store copy --from plain-sqlite:\(path) --to sqlite:\((path as NSString).deletingPathExtension).sqlite"
+            }
             guard let named = configuration.subcommands.first(where: { $0._commandName == first }) else {
                 let near = closest(first, among: commands).map { "did you mean '\($0)'? " } ?? ""
                 return "'\(first)' is not a command of migrate-store; \(near)the commands are "

@@ -358,4 +358,15 @@ func sqliteShell(_ path: String, _ sql: String) throws {
     let wrongKind = try runCommand(migrateStore.path, ["copy", "--from", dir.path("out.lmdb"), "--key", "Tag=name",
                                                        "--to", dir.path("x.sqlite")], allowingFailure: true)
     #expect(wrongKind.contains("--model and --key read coredata: and plain-sqlite: sources"))
+    // export and diff read a foreign source as any other.
+    let exported = try runCommand(migrateStore.path, ["export", "--from", "coredata:\(path)", "--entity", "Tag",
+                                                      "--relationships", "ids"])
+    // Tag 1 is paired with the posts p where p + 1 is even.
+    #expect(exported.contains(#"{"pk":1,"name":"tag1","posts":[1,3,5]}"#), "\(exported)")
+    let diff = try runCommand(migrateStore.path, ["diff", "--from", "coredata:\(path)", "--key", "Tag=name",
+                                                  "--to", dir.path("out.lmdb")])
+    #expect(diff.contains("0 differences"), "\(diff)")
+    let adopt = try runCommand(migrateStore.path, ["adopt", "sqlite:\(dir.path("app.db"))"], allowingFailure: true)
+    #expect(adopt.contains("a database is not adopted in place")
+        && adopt.contains("migrate-store copy --from plain-sqlite:\(dir.path("app.db")) --to sqlite:\(dir.path("app")).sqlite"))
 }
