@@ -72,7 +72,7 @@ struct CoreDataModel: Sendable {
         var entities: [Entity] = []
         var seenNames: Set<String> = []
         for object in archive.objects {
-            guard let fields = object as? [String: Any], archive.className(fields) == "NSEntityDescription",
+            guard case .dictionary(let fields) = object, archive.className(fields) == "NSEntityDescription",
                   let name = archive.string(fields, "NSEntityName"), seenNames.insert(name).inserted else { continue }
             let parent = archive.fields(fields["NSSuperentity"]).flatMap { archive.string($0, "NSEntityName") }
             var attributes: [Attribute] = []

@@ -4,21 +4,15 @@ import Foundation
 
 /// An `NSKeyedArchiver` archive read as its object graph, without the classes that wrote it
 /// (Core Data's do not exist on Linux): `$objects` holds every object, and an object's fields
-/// refer to others by `CF$UID` references. Foundation's `PropertyListSerialization` reads the
-/// binary property list; a reference is the one thing it hands over in a type of its own
-/// (`_NSKeyedArchiverUID`), whose number is read through `Mirror`.
+/// refer to others by `CF$UID` references. The binary property list is read by
+/// ``BinaryPropertyListReader``.
 struct KeyedArchive {
-    let objects: [Any]
+    typealias Fields = [String: PropertyListValue]
+    let objects: [PropertyListValue]
 
     init(propertyList data: Data, what: String) throws {
-        let root: Any
-        do {
-            root = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-        } catch {
-            throw StoreError(.corrupt, "\(what) is not a property list: \(error.localizedDescription)")
-        }
-        guard let top = root as? [String: Any], let objects = top["$objects"] as? [Any],
-              (top["$archiver"] as? String) == "NSKeyedArchiver" else {
+        guard case .dictionary(let top) = try BinaryPropertyListReader.read(Array(data), what: what),
+              case .array(let objects)? = top["$objects"], case .string("NSKeyedArchiver")? = top["$archiver"] else {
             throw StoreError(.corrupt, "\(what) is not an NSKeyedArchiver archive")
         }
         self.objects = objects
@@ -58,70 +52,67 @@ struct KeyedArchive {
         return output
     }
 
-    /// The number of a `CF$UID` reference, or nil when `value` is not one.
-    static func uid(_ value: Any?) -> Int? {
-        guard let value else { return nil }
-        if let dictionary = value as? [String: Any], let number = dictionary["CF$UID"] as? Int { return number }
-        let typeName = String(describing: type(of: value))
-        guard typeName.contains("UID") else { return nil }
-        for child in Mirror(reflecting: value).children where child.label == "value" {
-            if let number = child.value as? UInt32 { return Int(number) }
-            if let number = child.value as? UInt64 { return Int(number) }
-            if let number = child.value as? Int { return number }
+    /// The object a reference leads to (nil for `$null`, a value that is no reference, or a
+    /// reference out of range).
+    func object(_ reference: PropertyListValue?) -> PropertyListValue? {
+        let number: Int
+        switch reference {
+        case .uid(let uid)?: number = uid
+        case .dictionary(let fields)?:
+            guard case .int(let uid)? = fields["CF$UID"] else { return nil }
+            number = Int(truncatingIfNeeded: uid)
+        default: return nil
         }
-        return nil
-    }
-
-    /// The object a reference leads to (nil for `$null` or a reference out of range).
-    func object(_ reference: Any?) -> Any? {
-        guard let number = Self.uid(reference), number > 0, number < objects.count else { return nil }
+        guard number > 0, number < objects.count else { return nil }
         return objects[number]
     }
 
     /// An archived object's fields, or nil when it is not an object with fields.
-    func fields(_ reference: Any?) -> [String: Any]? { object(reference) as? [String: Any] }
+    func fields(_ reference: PropertyListValue?) -> Fields? {
+        if case .dictionary(let fields)? = object(reference) { return fields }
+        return nil
+    }
 
     /// The class name of an object (`$class` → `$classname`).
-    func className(_ fields: [String: Any]) -> String? {
-        (self.fields(fields["$class"])?["$classname"]) as? String
+    func className(_ fields: Fields) -> String? {
+        if case .string(let name)? = self.fields(fields["$class"])?["$classname"] { return name }
+        return nil
     }
 
     /// A string field: a plain string, or an `NSString`/`NSMutableString` object (`NS.string`).
-    func string(_ fields: [String: Any], _ key: String) -> String? {
-        let value = object(fields[key])
-        if let string = value as? String { return string == "$null" ? nil : string }
-        if let object = value as? [String: Any] {
-            if let string = object["NS.string"] as? String { return string }
-            if let bytes = object["NS.bytes"] as? Data { return String(decoding: bytes, as: UTF8.self) }
+    func string(_ fields: Fields, _ key: String) -> String? { text(object(fields[key])) }
+
+    private func text(_ value: PropertyListValue?) -> String? {
+        switch value {
+        case .string(let string)?: return string == "$null" ? nil : string
+        case .dictionary(let object)?:
+            if case .string(let string)? = object["NS.string"] { return string }
+            if case .data(let bytes)? = object["NS.bytes"] { return String(decoding: bytes, as: UTF8.self) }
+            return nil
+        default: return nil
         }
-        return nil
     }
 
-    func int(_ fields: [String: Any], _ key: String) -> Int? {
-        if let number = fields[key] as? Int { return number }
-        if let number = fields[key] as? NSNumber { return number.intValue }
-        return nil
+    func int(_ fields: Fields, _ key: String) -> Int? {
+        switch fields[key] {
+        case .int(let number)?: return Int(truncatingIfNeeded: number)
+        case .bool(let flag)?: return flag ? 1 : 0
+        default: return nil
+        }
     }
 
-    func bool(_ fields: [String: Any], _ key: String) -> Bool {
-        if let flag = fields[key] as? Bool { return flag }
-        return (int(fields, key) ?? 0) != 0
-    }
+    func bool(_ fields: Fields, _ key: String) -> Bool { (int(fields, key) ?? 0) != 0 }
 
     /// A dictionary field (`NS.keys`/`NS.objects`), as key strings to references.
-    func dictionary(_ fields: [String: Any], _ key: String) -> [(String, Any)] {
-        guard let object = self.fields(fields[key]), let keys = object["NS.keys"] as? [Any],
-              let values = object["NS.objects"] as? [Any], keys.count == values.count else { return [] }
-        return zip(keys, values).compactMap { key, value in
-            let name = self.object(key)
-            if let name = name as? String { return (name, value) }
-            if let name = name as? [String: Any], let string = name["NS.string"] as? String { return (string, value) }
-            return nil
-        }
+    func dictionary(_ fields: Fields, _ key: String) -> [(String, PropertyListValue)] {
+        guard let object = self.fields(fields[key]), case .array(let keys)? = object["NS.keys"],
+              case .array(let values)? = object["NS.objects"], keys.count == values.count else { return [] }
+        return zip(keys, values).compactMap { key, value in text(self.object(key)).map { ($0, value) } }
     }
 
     /// An array or set field (`NS.objects`), as references.
-    func array(_ fields: [String: Any], _ key: String) -> [Any] {
-        (self.fields(fields[key])?["NS.objects"] as? [Any]) ?? []
+    func array(_ fields: Fields, _ key: String) -> [PropertyListValue] {
+        if case .array(let items)? = self.fields(fields[key])?["NS.objects"] { return items }
+        return []
     }
 }

@@ -1,6 +1,6 @@
 import DataStoreAPI
 import DataStoreTestSupport
-import ForeignStores
+@testable import ForeignStores
 import Foundation
 import StoreMigration
 import Testing
@@ -369,4 +369,105 @@ func sqliteShell(_ path: String, _ sql: String) throws {
     let adopt = try runCommand(migrateStore.path, ["adopt", "sqlite:\(dir.path("app.db"))"], allowingFailure: true)
     #expect(adopt.contains("a database is not adopted in place")
         && adopt.contains("migrate-store copy --from plain-sqlite:\(dir.path("app.db")) --to sqlite:\(dir.path("app")).sqlite"))
+}
+
+/// Damaged Core Data stores: every byte of the model cache changed in turn (a sample), the file
+/// cut short, another file in its place. Each is refused with an error or read; none crashes.
+@Test func damagedCoreDataStoresAreRefusedNeverCrash() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("Notes.sqlite")
+    try CoreDataFixture.write(at: path)
+    let pristine = try Data(contentsOf: URL(fileURLWithPath: path))
+    let blob = try sqliteBlob(path, "SELECT Z_CONTENT FROM Z_MODELCACHE")
+    var refused = 0, read = 0
+    for position in stride(from: 0, to: blob.count, by: max(1, blob.count / 150)) {
+        for flip: UInt8 in [0x01, 0x80, 0xFF] {
+            var damaged = blob
+            damaged[position] ^= flip
+            try pristine.write(to: URL(fileURLWithPath: path))
+            try sqliteShell(path, "UPDATE Z_MODELCACHE SET Z_CONTENT = X'\(damaged.map { String(format: "%02X", $0) }.joined())'")
+            do {
+                let store = try CoreDataStore(ForeignSource(path: path))
+                _ = try store.read { r in try store.schema.entities.map { try r.fetch(FetchRequest($0.name)).count } }
+                try store.close()
+                read += 1
+            } catch {
+                #expect(!"\(error)".isEmpty)
+                refused += 1
+            }
+        }
+    }
+    // The archive itself damaged (then compressed as Core Data does): PropertyListSerialization
+    // and the object graph reader see every kind of wrong byte.
+    let archive = try CoreDataFixture.modelArchive()
+    for position in stride(from: 0, to: archive.count, by: max(1, archive.count / 200)) {
+        for flip: UInt8 in [0x01, 0x10, 0xFF] {
+            var damaged = archive
+            damaged[position] ^= flip
+            let compressed = try CoreDataFixture.deflateRaw(damaged)
+            try pristine.write(to: URL(fileURLWithPath: path))
+            try sqliteShell(path, "UPDATE Z_MODELCACHE SET Z_CONTENT = X'\(compressed.map { String(format: "%02X", $0) }.joined())'")
+            do {
+                let store = try CoreDataStore(ForeignSource(path: path))
+                _ = try store.read { r in try store.schema.entities.map { try r.fetch(FetchRequest($0.name)).count } }
+                try store.close()
+                read += 1
+            } catch {
+                refused += 1
+            }
+        }
+    }
+    #expect(refused > 0 && read > 0)
+    // The file cut short, and files that are not Core Data stores.
+    try pristine.prefix(pristine.count / 2).write(to: URL(fileURLWithPath: path))
+    #expect(throws: (any Error).self) { try CoreDataStore(ForeignSource(path: path)) }
+    try Data("not a database".utf8).write(to: URL(fileURLWithPath: path))
+    #expect { try CoreDataStore(ForeignSource(path: path)) } throws: { "\($0)".contains("not a readable SQLite database") }
+    #expect { try CoreDataStore(ForeignSource(path: dir.url.path)) } throws: { !"\($0)".isEmpty }
+    try sqliteShell(dir.path("plain.db"), "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    #expect { try CoreDataStore(ForeignSource(path: dir.path("plain.db"))) } throws: {
+        "\($0)".contains("is not a Core Data store: it has no Z_PRIMARYKEY table")
+    }
+}
+
+/// The bytes of the first value of `sql` in the database at `path`.
+func sqliteBlob(_ path: String, _ sql: String) throws -> [UInt8] {
+    let hex = try runCommand("/usr/bin/sqlite3", [path, "SELECT hex((\(sql)))"]).trimmingCharacters(in: .whitespacesAndNewlines)
+    var bytes: [UInt8] = []
+    var index = hex.startIndex
+    while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
+        bytes.append(UInt8(hex[index..<next], radix: 16) ?? 0)
+        index = next
+    }
+    return bytes
+}
+
+/// The archive reader and the fixture's writer each agree with Foundation: the reader reads what
+/// Foundation's NSKeyedArchiver writes, and Foundation reads the fixture's model cache archive.
+@Test func archivesAgreeWithFoundation() throws {
+    let archiver = NSKeyedArchiver(requiringSecureCoding: false)
+    archiver.encode(NSDictionary(dictionary: ["Post": NSArray(array: ["title", "body ✓"])]), forKey: "root")
+    archiver.finishEncoding()
+    let archive = try KeyedArchive(propertyList: archiver.encodedData, what: "Foundation's archive")
+    let strings = archive.objects.compactMap { value -> String? in
+        if case .string(let text) = value { return text } else { return nil }
+    }
+    #expect(Set(strings).isSuperset(of: ["$null", "Post", "title", "body ✓"]))
+    let dictionaries = archive.objects.compactMap { value -> KeyedArchive.Fields? in
+        if case .dictionary(let fields) = value { return fields } else { return nil }
+    }
+    #expect(dictionaries.contains { archive.className($0) == "NSDictionary" })
+    let array = dictionaries.first { archive.className($0) == "NSArray" }
+    #expect(array.map { fields in
+        if case .array(let items)? = fields["NS.objects"] { return items.compactMap { archive.object($0) }.count }
+        return 0
+    } == 2)
+
+    let fixture = Data(try CoreDataFixture.modelArchive())
+    let parsed = try PropertyListSerialization.propertyList(from: fixture, format: nil) as? [String: Any]
+    #expect(parsed?["$archiver"] as? String == "NSKeyedArchiver")
+    let objects = parsed?["$objects"] as? [Any] ?? []
+    #expect(objects.count == (try KeyedArchive(propertyList: fixture, what: "the fixture")).objects.count)
+    #expect(objects.contains { ($0 as? String) == "NSEntityDescription" } == false)
+    #expect(objects.contains { ($0 as? [String: Any])?["$classname"] as? String == "NSEntityDescription" })
 }

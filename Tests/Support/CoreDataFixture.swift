@@ -154,7 +154,7 @@ public enum CoreDataFixture {
 
     // MARK: The model cache
 
-    static func modelArchive(_ options: Options) throws -> [UInt8] {
+    public static func modelArchive(_ options: Options = Options()) throws -> [UInt8] {
         var archive = KeyedArchiveWriter()
         let model = archive.reserve()
         struct Property { var name: String; var fields: [String: KeyedArchiveWriter.Item] }
@@ -236,7 +236,7 @@ public enum CoreDataFixture {
     }
 
     /// Raw DEFLATE (no header), as Core Data compresses the model cache.
-    static func deflateRaw(_ bytes: [UInt8]) throws -> [UInt8] {
+    public static func deflateRaw(_ bytes: [UInt8]) throws -> [UInt8] {
         var stream = z_stream()
         guard deflateInit2_(&stream, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                             Int32(MemoryLayout<z_stream>.size)) == Z_OK else { throw FixtureError("deflateInit2") }
