@@ -71,8 +71,11 @@ import Synchronization
             if hasMeta != 1 {
                 let tables = try db.scalar("SELECT count(*) FROM sqlite_master") ?? 0
                 if tables > 0 {
+                    let coreData = try db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
+                        + "IN ('Z_PRIMARYKEY', 'Z_METADATA')") == 2
                     throw StoreError(.notAStore, "\(path) is a SQLite database but not a DataStore store (no _ds_meta "
-                        + "table)")
+                        + "table); to copy its data, read it as "
+                        + (coreData ? "a Core Data store, coredata:\(path)" : "a plain SQLite database, plain-sqlite:\(path)"))
                 }
             }
             var stored: Schema?

@@ -114,7 +114,7 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         Mistake(what: "a verify of stores whose schemas differ",
                 arguments: ["verify"] + from + ["--to", other.description], naming: "'Customer'"),
         Mistake(what: "a check of a database that is not a store", arguments: ["check", path("plain.sqlite")],
-                naming: "not a DataStore store"),
+                naming: "not a DataStore store (no _ds_meta table); to copy its data, read it as a plain SQLite database, plain-sqlite:"),
         Mistake(what: "an inspect of nothing", arguments: ["inspect", "sqlite:" + path("nothing.sqlite")],
                 naming: "nothing.sqlite"),
         Mistake(what: "a batch size of 0", arguments: from + ["--to", "lmdb:" + path("e.lmdb"), "--batch-size", "0"],

@@ -1,0 +1,60 @@
+@_spi(Backend) import DataStoreAPI
+import Foundation
+
+/// Where a foreign store is and how to read it: `PATH`, then optionally `?model=MODEL` (a Core
+/// Data `.xcdatamodeld`, `.xcdatamodel` or `contents` file) and `&key=ENTITY.ATTRIBUTE` (the
+/// attribute that keys an entity's items; for a plain SQLite table, a unique non-null column or
+/// `rowid`), any number of times.
+///
+/// `coredata:App.sqlite?model=App.xcdatamodeld&key=Note.id` reads a Core Data store with the
+/// app's model, keying notes by their `id`. The options are part of the location, so that a
+/// copy interrupted and resumed reads the source the same way.
+public struct ForeignSource: Sendable, Hashable {
+    public var path: String
+    public var model: String?
+    /// Entity (or table) name → the attribute (or column) that keys it.
+    public var keys: [String: String]
+
+    public init(path: String, model: String? = nil, keys: [String: String] = [:]) {
+        self.path = path
+        self.model = model
+        self.keys = keys
+    }
+
+    /// Parses `PATH[?model=M][&key=E.a…]`.
+    /// - Throws: `invalidArgument` naming an option it does not know or a key without an entity.
+    public init(parsing text: String) throws(StoreError) {
+        guard let mark = text.lastIndex(of: "?"), text[text.index(after: mark)...].contains("=") else {
+            self.init(path: text)
+            return
+        }
+        var source = ForeignSource(path: String(text[..<mark]))
+        for item in text[text.index(after: mark)...].split(separator: "&") {
+            guard let equals = item.firstIndex(of: "=") else {
+                throw StoreError(.invalidArgument, "'\(item)' in '\(text)' is not OPTION=VALUE (model=… or key=…)")
+            }
+            let name = item[..<equals], value = String(item[item.index(after: equals)...])
+            switch name {
+            case "model": source.model = value
+            case "key":
+                let parts = value.split(separator: ".", maxSplits: 1).map(String.init)
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                    throw StoreError(.invalidArgument, "key=\(value) in '\(text)' must be key=ENTITY.ATTRIBUTE")
+                }
+                source.keys[parts[0]] = parts[1]
+            default:
+                throw StoreError(.invalidArgument, "'\(name)' in '\(text)' is not an option of a foreign store; they "
+                    + "are model=PATH and key=ENTITY.ATTRIBUTE")
+            }
+        }
+        self = source
+    }
+
+    /// The text `init(parsing:)` reads.
+    public var description: String {
+        var options: [String] = []
+        if let model { options.append("model=\(model)") }
+        options += keys.sorted { $0.key < $1.key }.map { "key=\($0.key).\($0.value)" }
+        return options.isEmpty ? path : path + "?" + options.joined(separator: "&")
+    }
+}
