@@ -13,7 +13,8 @@ import Foundation
 /// the original. A database in rollback-journal mode with no journal is read in place,
 /// `mode=ro`: readers there take shared locks and write nothing. The copy is checked to be
 /// stable (size and modification time of each file the same before and after); a store that
-/// changes while it is copied is copied again, up to five times.
+/// changes while it is copied is copied again, up to five times. The snapshot is removed when the
+/// database is closed; one left by a killed process is removed by the next snapshot taken.
 final class ForeignDatabase: @unchecked Sendable {
     let path: String
     let handle: OpaquePointer
@@ -107,8 +108,21 @@ final class ForeignDatabase: @unchecked Sendable {
         }
     }
 
+    /// Removes the snapshots of processes that are gone (killed before they could remove their own).
+    private static func removeAbandonedSnapshots() {
+        let temporary = NSTemporaryDirectory()
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []
+        where entry.hasPrefix("datastore-snapshot-") {
+            let parts = entry.split(separator: "-")
+            guard parts.count > 2, let pid = Int32(parts[2]), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH
+            else { continue }
+            try? FileManager.default.removeItem(atPath: (temporary as NSString).appendingPathComponent(entry))
+        }
+    }
+
     /// Copies the database and its logs into a new private directory; returns it and the copy.
     private static func snapshot(_ path: String) throws(StoreError) -> (directory: String, copy: String) {
+        removeAbandonedSnapshots()
         let directory = NSTemporaryDirectory() + "datastore-snapshot-\(getpid())-\(UUID().uuidString)"
         let copy = directory + "/" + (path as NSString).lastPathComponent
         do {

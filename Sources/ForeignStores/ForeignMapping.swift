@@ -232,3 +232,38 @@ enum ForeignValues {
         return Timestamp(microsecondsSinceEpoch: seconds * 1_000_000 + micros)
     }
 }
+
+/// An order for a table keyed by a column of the user's choosing (`key=`), built once per
+/// connection in SQLite's `temp` database (writable on a read-only connection; nothing touches
+/// the user's file): `(k PRIMARY KEY, pk)` without rowid, so that each page of a key-order scan
+/// is a range of an index instead of a sort of the whole table, and so that a key held twice or
+/// null is refused, naming it, before anything is copied.
+enum ForeignKeyOrder {
+    /// Builds the order of `table`'s rows by `column` (`rowid` names each row: `pk`); returns the
+    /// `FROM` clause that joins it (`o`) to the table (`t`) and the key's expression.
+    static func make(_ database: ForeignDatabase, table: String, column: String, rowid: String,
+                     allowed: [String], label: String) throws -> (from: String, key: String) {
+        let name = ForeignDatabase.quoted("_ds_key_" + table)
+        let quotedTable = ForeignDatabase.quoted(table), quotedColumn = ForeignDatabase.quoted(column)
+        let classes = allowed.map { "'\($0)'" }.joined(separator: ", ")
+        if let row = try database.rows("SELECT \(rowid), typeof(\(quotedColumn)) FROM \(quotedTable) WHERE "
+            + "typeof(\(quotedColumn)) NOT IN (\(classes)) LIMIT 1").first {
+            throw StoreError(.invalidValue, "\(label) keys the items but holds \(row[1].stringValue ?? "?") in the row "
+                + "\(rowid) = \(row[0]); a key is never null and always of one type")
+        }
+        let statement = try database.prepare("CREATE TEMP TABLE IF NOT EXISTS \(name) (k, pk INTEGER, PRIMARY KEY (k)) "
+            + "WITHOUT ROWID")
+        _ = try statement.step()
+        let fill = "INSERT INTO temp.\(name) SELECT \(quotedColumn), \(rowid) FROM \(quotedTable)"
+        do {
+            _ = try database.prepare("DELETE FROM temp.\(name)").step()
+            _ = try database.prepare(fill).step()
+        } catch {
+            let twice = try database.rows("SELECT \(quotedColumn) FROM \(quotedTable) GROUP BY \(quotedColumn) "
+                + "HAVING count(*) > 1 LIMIT 1").first?.first
+            throw StoreError(.invalidValue, "\(label) keys the items but holds "
+                + (twice.map { "\($0) more than once" } ?? "a value it cannot order") + "; a key is unique")
+        }
+        return ("temp.\(name) AS o JOIN \(quotedTable) AS t ON t.\(rowid) = o.pk", "o.k")
+    }
+}

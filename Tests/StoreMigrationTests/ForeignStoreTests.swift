@@ -308,6 +308,32 @@ func sqliteShell(_ path: String, _ sql: String) throws {
         #expect(!FileManager.default.fileExists(atPath: dir.path("out.lmdb")))
     }
 
+    @Test func aNamedKeyHeldTwiceOrNullIsRefusedAndUuidTextKeysAreStrings() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("log.db")
+        try sqliteShell(path, """
+            CREATE TABLE log (msg TEXT, code TEXT); INSERT INTO log VALUES ('a', 'x'), ('b', 'x');
+            CREATE TABLE device (id UUID PRIMARY KEY, name TEXT);
+            INSERT INTO device VALUES ('5c1a0000-0000-4000-8000-000000000002', 'b'), ('0a1a0000-0000-4000-8000-000000000001', 'a');
+            """)
+        #expect { try PlainSQLiteStore(ForeignSource(parsing: path + "?key=log.code")) } throws: {
+            "\($0)".contains("log.code keys the items but holds \"x\" more than once")
+        }
+        try sqliteShell(path, "UPDATE log SET code = NULL WHERE msg = 'b'")
+        #expect { try PlainSQLiteStore(ForeignSource(parsing: path + "?key=log.code")) } throws: {
+            "\($0)".contains("log.code keys the items but holds null in the row rowid = 2")
+        }
+        try sqliteShell(path, "UPDATE log SET code = 'y' WHERE msg = 'b'")
+        let store = try PlainSQLiteStore(ForeignSource(parsing: path + "?key=log.code"))
+        #expect(store.schema.entity(named: "device")?.attribute(named: "id")?.type == .string)
+        #expect(try store.read { try $0.fetch(FetchRequest("device")) }.map { $0["name"] } == [.string("a"), .string("b")])
+        try store.close()
+        let copy = dir.location(.lmdb, "copy")
+        let report = try Migrator.copy(from: StoreLocation(kind: .plainSQLite, path: path + "?key=log.code"), to: copy,
+                                       options: MigrationOptions(batchSize: 1))
+        #expect(report.verified && report.differences == 0)
+    }
+
     @Test func aNamedKeyColumnOrRowidKeysATableWithout() throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("log.db")

@@ -194,12 +194,18 @@ enum CoreDataMapping {
                                                  deleteRule: rule))
                 }
             }
-            let keyColumn = ForeignColumn(attribute: key.attribute, expression: "t." + key.column,
+            var from = ForeignDatabase.quoted(tableName) + " AS t", keyExpression = "t." + key.column
+            if key.column != "Z_PK" {
+                let allowed = key.type == .int ? ["integer"] : key.type == .string ? ["text"] : ["blob"]
+                (from, keyExpression) = try ForeignKeyOrder.make(
+                    database, table: tableName, column: key.column, rowid: "Z_PK", allowed: allowed,
+                    label: "'\(root).\(key.attribute)' (\(tableName).\(key.column))")
+            }
+            let keyColumn = ForeignColumn(attribute: key.attribute, expression: keyExpression,
                                           conversion: valueConversion(key.type), origin: "\(tableName).\(key.column)")
             schemas.append(EntitySchema(root, primaryKey: key.attribute, attributes: attributes, indexes: [],
                                         relationships: relationships))
-            foreign[root] = ForeignEntity(schema: schemas[schemas.count - 1],
-                                          from: ForeignDatabase.quoted(tableName) + " AS t", filter: nil,
+            foreign[root] = ForeignEntity(schema: schemas[schemas.count - 1], from: from, filter: nil,
                                           key: .column(keyColumn), columns: foreignColumns,
                                           origin: "table \(tableName)")
         }

@@ -97,7 +97,17 @@ enum PlainSQLiteMapping {
                 byName["rowid"] = .int
             }
             conversions[table] = byName
-            if let key = keyColumns[table], let conversion = byName[key.name] {
+            if let key = keyColumns[table], var conversion = byName[key.name] {
+                if conversion == .uuid, classes[key.name]?["text"] != nil {
+                    // Uuids kept as text order as text, not as their bytes: such a key is a string.
+                    guard classes[key.name]?["blob"] == nil else {
+                        throw StoreError(.invalidValue, "table '\(table)': its key column '\(key.name)' holds uuids "
+                            + "both as text and as blobs; a key is of one type")
+                    }
+                    conversion = .string
+                    byName[key.name] = .string
+                    conversions[table] = byName
+                }
                 guard [.int, .string, .uuid].contains(conversion) else {
                     throw StoreError(.invalidArgument, "table '\(table)': its key column '\(key.name)' holds "
                         + "\(conversion.type) values; a key is an int, a string or a uuid")
@@ -105,7 +115,17 @@ enum PlainSQLiteMapping {
                 keyColumns[table] = (key.name, conversion.type)
             }
         }
-        try checkKeys(database, keyColumns: keyColumns, columnsOf: columnsOf)
+        // A named key column of a rowid table is ordered (and checked) in the temp database.
+        var ordered: [String: (from: String, key: String)] = [:]
+        for (table, named) in keys.sorted(by: { $0.key < $1.key }) where named != "rowid" {
+            guard let key = keyColumns[table], try !isWithoutRowid(database, table) else { continue }
+            let primary = columnsOf[table]?.filter { $0.primaryKeyPosition > 0 } ?? []
+            guard primary.count != 1 || primary[0].name != named else { continue }
+            let allowed = key.type == .int ? ["integer"] : key.type == .string ? ["text"] : ["blob"]
+            ordered[table] = try ForeignKeyOrder.make(database, table: table, column: named, rowid: "rowid",
+                                                      allowed: allowed, label: "\(table).\(named)")
+        }
+        try checkKeys(database, keyColumns: keyColumns.filter { ordered[$0.key] == nil }, columnsOf: columnsOf)
         try checkForeignKeys(database)
         // Relationships from foreign keys.
         var relationships: [String: [Relationship]] = [:]
@@ -202,13 +222,15 @@ enum PlainSQLiteMapping {
                                                         conversion: conversion, origin: "\(table).\(column.name)"))
                 }
             }
-            let keyColumn = ForeignColumn(attribute: key.name, expression: "t." + ForeignDatabase.quoted(key.name),
+            let keyColumn = ForeignColumn(attribute: key.name,
+                                          expression: ordered[table]?.key ?? "t." + ForeignDatabase.quoted(key.name),
                                           conversion: byName[key.name] ?? .int, origin: "\(table).\(key.name)")
             let indexes = try self.indexes(database, table: table)
             entities.append(EntitySchema(table, primaryKey: key.name, attributes: attributes, indexes: indexes,
                                          relationships: relationships[table] ?? []))
             foreign[table] = ForeignEntity(schema: entities[entities.count - 1],
-                                           from: ForeignDatabase.quoted(table) + " AS t", filter: nil,
+                                           from: ordered[table]?.from ?? ForeignDatabase.quoted(table) + " AS t",
+                                           filter: nil,
                                            key: .column(keyColumn), columns: foreignColumns, origin: "table \(table)")
         }
         let schema = try Schema(version: 1, entities: entities).resolved()
@@ -314,7 +336,7 @@ enum PlainSQLiteMapping {
     ///
     /// | declared | held | attribute |
     /// | --- | --- | --- |
-    /// | contains `UUID`/`GUID` | 16-byte blobs or 36-character text | uuid |
+    /// | contains `UUID`/`GUID` | 16-byte blobs or 36-character text | uuid (a key held as text: string, which orders as the text does) |
     /// | `BOOL…` | 0 and 1 | bool |
     /// | `DATE…`, `TIME…` | text / numbers | date (GRDB's and ISO text; seconds since 1970) |
     /// | `INT…` | integers | int |
@@ -392,8 +414,7 @@ enum PlainSQLiteMapping {
             if primary.count == 1, primary[0].name == key.name {
                 // SQLite keeps a primary key unique; only a rowid table's non-integer one may hold nulls.
                 if primary[0].declared.uppercased() == "INTEGER" { continue }
-                if try database.rows("SELECT 1 FROM sqlite_master WHERE name = ? AND sql LIKE '%WITHOUT ROWID%'",
-                                     [.string(table)]).first != nil { continue }
+                if try isWithoutRowid(database, table) { continue }
             }
             if let row = try database.rows("SELECT count(*) FROM \(quotedTable) WHERE \(column) IS NULL").first,
                row[0] != .int(0) {
@@ -406,6 +427,12 @@ enum PlainSQLiteMapping {
                     + "\(row[0]) more than once")
             }
         }
+    }
+
+    /// Whether `table` was made `WITHOUT ROWID`.
+    static func isWithoutRowid(_ database: ForeignDatabase, _ table: String) throws -> Bool {
+        try database.rows("SELECT 1 FROM sqlite_master WHERE name = ? AND sql LIKE '%WITHOUT ROWID%'",
+                          [.string(table)]).first != nil
     }
 
     /// Refuses a database whose rows break a foreign key, naming the first.
