@@ -12,8 +12,7 @@ func peekTables(_ path: String) -> Set<String>? {
     try? handle.close()
     guard magic == Data("SQLite format 3\0".utf8) else { return nil }
     var db: OpaquePointer?
-    let uri = "file:" + path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f")
-        .replacingOccurrences(of: "#", with: "%23") + "?immutable=1"
+    let uri = "file:" + ForeignDatabase.uriEscaped(path) + "?immutable=1"
     defer { sqlite3_close_v2(db) }
     guard sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nil) == SQLITE_OK else { return nil }
     var statement: OpaquePointer?
@@ -52,12 +51,16 @@ extension ForeignBackend {
     public func check(at path: String) throws -> EngineCheck {
         let store = try openSource(at: path, alreadyChecked: false)
         defer { try? store.close() }
-        let source = try ForeignSource(parsing: path)
-        let integrity = try ForeignDatabase(path: source.path)
-        defer { integrity.close() }
-        let result = try integrity.rows("PRAGMA integrity_check").compactMap { $0.first?.stringValue }
+        // The integrity check reads the database the store opened (one snapshot, not two).
+        guard let engine = (store as? Store)?.engine as? ForeignEngine else {
+            throw StoreError(.invalidArgument, "\(kind):\(path) did not open as a foreign store")
+        }
+        let database = engine.database
+        let result = try database.withConnection {
+            try database.rows("PRAGMA integrity_check").compactMap { $0.first?.stringValue }
+        }
         guard result == ["ok"] else {
-            throw StoreError(.corrupt, "\(source.path) is damaged: " + result.prefix(3).joined(separator: "; "))
+            throw StoreError(.corrupt, "\(database.path) is damaged: " + result.prefix(3).joined(separator: "; "))
         }
         return EngineCheck("PRAGMA integrity_check: ok; every table and value read against the mapping")
     }

@@ -151,7 +151,8 @@ final class ForeignDatabase: @unchecked Sendable {
             + "read it while the app that writes it is stopped")
     }
 
-    private static func uriEscaped(_ path: String) -> String {
+    /// The path as a URI's path: `%`, `?` and `#` escaped.
+    static func uriEscaped(_ path: String) -> String {
         var escaped = ""
         for character in path {
             switch character {

@@ -406,41 +406,35 @@ func sqliteShell(_ path: String, _ sql: String) throws {
     let pristine = try Data(contentsOf: URL(fileURLWithPath: path))
     let blob = try sqliteBlob(path, "SELECT Z_CONTENT FROM Z_MODELCACHE")
     var refused = 0, read = 0
+    /// Puts `cache` in the pristine store's Z_MODELCACHE and reads every entity: read or refused.
+    func readWithModelCache(_ cache: [UInt8]) throws {
+        try pristine.write(to: URL(fileURLWithPath: path))
+        try sqliteShell(path, "UPDATE Z_MODELCACHE SET Z_CONTENT = X'\(cache.map { String(format: "%02X", $0) }.joined())'")
+        do {
+            let store = try CoreDataStore(ForeignSource(path: path))
+            _ = try store.read { r in try store.schema.entities.map { try r.fetch(FetchRequest($0.name)).count } }
+            try store.close()
+            read += 1
+        } catch {
+            #expect(!"\(error)".isEmpty)
+            refused += 1
+        }
+    }
     for position in stride(from: 0, to: blob.count, by: max(1, blob.count / 150)) {
         for flip: UInt8 in [0x01, 0x80, 0xFF] {
             var damaged = blob
             damaged[position] ^= flip
-            try pristine.write(to: URL(fileURLWithPath: path))
-            try sqliteShell(path, "UPDATE Z_MODELCACHE SET Z_CONTENT = X'\(damaged.map { String(format: "%02X", $0) }.joined())'")
-            do {
-                let store = try CoreDataStore(ForeignSource(path: path))
-                _ = try store.read { r in try store.schema.entities.map { try r.fetch(FetchRequest($0.name)).count } }
-                try store.close()
-                read += 1
-            } catch {
-                #expect(!"\(error)".isEmpty)
-                refused += 1
-            }
+            try readWithModelCache(damaged)
         }
     }
-    // The archive itself damaged (then compressed as Core Data does): PropertyListSerialization
+    // The archive itself damaged (then compressed as Core Data does): the property list reader
     // and the object graph reader see every kind of wrong byte.
     let archive = try CoreDataFixture.modelArchive()
     for position in stride(from: 0, to: archive.count, by: max(1, archive.count / 200)) {
         for flip: UInt8 in [0x01, 0x10, 0xFF] {
             var damaged = archive
             damaged[position] ^= flip
-            let compressed = try CoreDataFixture.deflateRaw(damaged)
-            try pristine.write(to: URL(fileURLWithPath: path))
-            try sqliteShell(path, "UPDATE Z_MODELCACHE SET Z_CONTENT = X'\(compressed.map { String(format: "%02X", $0) }.joined())'")
-            do {
-                let store = try CoreDataStore(ForeignSource(path: path))
-                _ = try store.read { r in try store.schema.entities.map { try r.fetch(FetchRequest($0.name)).count } }
-                try store.close()
-                read += 1
-            } catch {
-                refused += 1
-            }
+            try readWithModelCache(try CoreDataFixture.deflateRaw(damaged))
         }
     }
     #expect(refused > 0 && read > 0)
