@@ -62,7 +62,69 @@ enum QueryCases {
                     "forEach ids \(visited.map(\.["id"])) expected \(expected.map(\.["id"])): \(request.filter) "
                         + "sort \(request.sort) offset \(request.offset) limit \(request.limit.map(String.init) ?? "none") on \(c.backend.name)")
                 if visited != expected { return }
+                // A visit hands over the same items as rows read in place; copied out, they equal
+                // the records.
+                var rows: [Record] = []
+                try reader.visit(request) { row in rows.append(row.record()) }
+                c.expect(
+                    rows == expected,
+                    "visit ids \(rows.map(\.["id"])) expected \(expected.map(\.["id"])): \(request.filter) "
+                        + "sort \(request.sort) offset \(request.offset) limit \(request.limit.map(String.init) ?? "none") on \(c.backend.name)")
+                if rows != expected { return }
             }
+        }
+    }
+
+    /// A visit's row answers each typed accessor with the value a fetch returns, reads strings
+    /// and bytes in place, and refuses a wrong name or type in a line naming it, on every
+    /// backend; a visit inside a write block sees the block's writes.
+    static func visitedRowsAnswerEveryAccessorAsAFetch(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try Fixtures.load(Fixtures.items(60, seed: 5), into: store)
+        let stored = try store.read { try $0.fetch(FetchRequest("Item")) }
+        try store.read { reader in
+            var index = 0
+            try reader.visit(FetchRequest("Item")) { row in
+                let record = stored[index]
+                index += 1
+                for name in row.attributeNames {
+                    let value = record[name]
+                    let read = try row.value(name)
+                    c.expect(read == value, "visit: \(name) is \(read), not \(value) on \(c.backend.name)")
+                    c.expect(try row.isNull(name) == value.isNull, "visit: \(name) null on \(c.backend.name)")
+                    switch value {
+                    case .int(let i): c.expect(try row.int(name) == i, "visit: int \(name) on \(c.backend.name)")
+                    case .double(let d):
+                        c.expect(try row.double(name).bitPattern == d.bitPattern, "visit: double \(name) on \(c.backend.name)")
+                    case .bool(let b): c.expect(try row.bool(name) == b, "visit: bool \(name) on \(c.backend.name)")
+                    case .date(let t): c.expect(try row.date(name) == t, "visit: date \(name) on \(c.backend.name)")
+                    case .uuid(let u): c.expect(try row.uuid(name) == u, "visit: uuid \(name) on \(c.backend.name)")
+                    case .bytes(let b):
+                        c.expect(try row.bytes(name) == b, "visit: bytes \(name) on \(c.backend.name)")
+                        c.expect(try row.withBytes(name) { Array($0) } == b, "visit: withBytes \(name) on \(c.backend.name)")
+                    case .string(let s):
+                        // Byte for byte: "é" precomposed and decomposed stay two strings.
+                        c.expect(Array(try row.string(name).utf8) == Array(s.utf8), "visit: string \(name) on \(c.backend.name)")
+                        c.expect(try row.withUTF8(name) { Array($0) } == Array(s.utf8),
+                                 "visit: withUTF8 \(name) on \(c.backend.name)")
+                    case .null:
+                        c.expectError(.typeMismatch, "visit: a typed read of null \(name) on \(c.backend.name)") {
+                            _ = try row.int(name)
+                        }
+                    }
+                }
+                c.expectError(.unknownAttribute, naming: "nope", "visit: an unknown name on \(c.backend.name)") { _ = try row.value("nope") }
+                c.expectError(.typeMismatch, naming: "name", "visit: a string read as an int on \(c.backend.name)") { _ = try row.int("name") }
+                c.expectError(.typeMismatch, "visit: an int read as a string on \(c.backend.name)") { _ = try row.string("id") }
+            }
+            c.expect(index == stored.count, "visit handed over \(index) of \(stored.count) items on \(c.backend.name)")
+        }
+        // Inside a write block, the rows are the block's own view.
+        try store.writeSync { writer in
+            try writer.insert(["id": 10_000, "name": "written"], into: "Item")
+            var names: [String] = []
+            try writer.visit(FetchRequest("Item", filter: Field("id") == 10_000)) { names.append(try $0.string("name")) }
+            c.expect(names == ["written"], "visit in a write block sees \(names) on \(c.backend.name)")
         }
     }
 
@@ -316,6 +378,7 @@ enum QueryCases {
             "Queries", "predicatesSortsOffsetsAndLimitsCombinedMatchTheOracle",
             predicatesSortsOffsetsAndLimitsCombinedMatchTheOracle),
         ConformanceCase("Queries", "countsMatchTheOracle", countsMatchTheOracle),
+        ConformanceCase("Queries", "visitedRowsAnswerEveryAccessorAsAFetch", visitedRowsAnswerEveryAccessorAsAFetch),
         ConformanceCase(
             "Queries", "pagesOverManyEqualSortKeysAreStableAndComplete",
             pagesOverManyEqualSortKeysAreStableAndComplete),

@@ -269,6 +269,30 @@ final class LMDBTransaction: StorageWriter {
         try candidates(request.filter, entity) { _, record in try stages.pass(record, to: body) }
     }
 
+    /// Every item of an entity in key order, read in the map: each record's fields are found and
+    /// checked (as a decode checks them), and nothing is built. Filtered or sorted requests visit
+    /// records (``StorageReader/visitRecords(_:in:_:)``).
+    func visit(_ request: FetchRequest, in entity: EntitySchema, _ body: (any RowCursor) throws -> Bool) throws {
+        guard request.sort.isEmpty, case .all = request.filter else { return try visitRecords(request, in: entity, body) }
+        let (offset, limit) = (request.offset, request.limit ?? .max)
+        guard limit > 0 else { return }
+        let cursor = LMDBRowCursor(entity)
+        let attributes = entity.attributes
+        var (skipped, taken) = (0, 0)
+        try txn.forEach(dbi(entity), from: nil) { key, value in
+            if let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &cursor.ranges) {
+                throw damaged(damage, entity, key: key.dropFirst())
+            }
+            if skipped < offset {
+                skipped += 1
+                return true
+            }
+            cursor.bytes = value
+            taken += 1
+            return try body(cursor) && taken < limit
+        }
+    }
+
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         if filter == .all { return try txn.count(dbi(entity)) }
         var count = 0

@@ -158,6 +158,21 @@ final class SQLiteTransaction: StorageWriter {
         }
     }
 
+    /// Steps the request's statement, handing each row to `body` as it is in the statement: the
+    /// columns are checked (as a read checks them) and nothing is built.
+    func visit(_ request: FetchRequest, in entity: EntitySchema, _ body: (any RowCursor) throws -> Bool) throws {
+        let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
+        if evaluatesInSwift(select) { return try visitRecords(request, in: entity, body) }
+        let statement = try prepared(select)
+        defer { sqlite3_reset(statement.handle) }
+        let plan = sql(entity).row
+        let cursor = SQLiteRowCursor(entity, statement.handle)
+        while try statement.step() {
+            guard statement.holdsRow(plan.kinds) else { throw rowFailure(statement, entity) }
+            if !(try body(cursor)) { return }
+        }
+    }
+
     /// Whether a request's SQL is beyond what SQLite takes: nested too deep for its parser, or
     /// with more bound values than a statement may have (a filter across a relationship becomes
     /// an `IN` of the related keys, 10,000 per term over 10,000 related items). Such a request is

@@ -86,6 +86,40 @@ public class ReadAccessor {
         }
     }
 
+    /// Hands each item the request returns to `body` as a ``Row``, in the request's order: as
+    /// ``forEach(_:_:)``, but nothing is built for an item unless `body` asks for a value. On
+    /// LMDB the row is read in the map, on SQLite in the statement, so that a visit of a whole
+    /// entity allocates nothing per item (a string or bytes value read with ``Row/value(_:)`` or
+    /// ``Row/string(_:)`` is built; ``Row/withUTF8(_:_:)`` reads it in place). Each row is
+    /// checked before it is handed over, as a fetch checks it: a damaged one throws `corrupt`.
+    ///
+    /// The row is valid inside `body` only (the type sees to it). To stop early, give the
+    /// request a limit, or throw.
+    /// - Throws: as ``fetch(_:)``, and what `body` throws.
+    public func visit(_ request: FetchRequest, _ body: (borrowing Row) throws -> Void) throws {
+        if Self.sortsAcrossRelationships(request) || self is WriteAccessor {
+            // Read first (see ``forEach(_:_:)``), then visited as records.
+            let records = Self.sortsAcrossRelationships(request) ? try fetchSortedAcrossRelationships(request)
+                : try fetch(request)
+            return try visitRecords(records, request.entity, body)
+        }
+        let (entity, checked) = try validate(request)
+        if checked.limit == 0 { return }
+        try reader.visit(checked, in: entity) { cursor in
+            try body(Row(cursor))
+            return true
+        }
+    }
+
+    private func visitRecords(_ records: [Record], _ entityName: String, _ body: (borrowing Row) throws -> Void) throws {
+        guard !records.isEmpty else { return }
+        let cursor = RecordRowCursor(try entity(entityName))
+        for record in records {
+            cursor.load(record)
+            try body(Row(cursor))
+        }
+    }
+
     /// The first item the request returns, if any.
     public func first(_ request: FetchRequest) throws -> Record? {
         var one = request

@@ -52,6 +52,12 @@ extension StorageEngine {
     /// true. The default fetches them first; a backend may stream them from its cursor, reusing
     /// one record's storage (``Record/refill(layout:_:)``).
     func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws
+    /// Hands the items ``fetch(_:in:)`` returns to `body` as rows of one cursor, in the same
+    /// order, while it returns true: the cursor's current row is each item in turn, checked
+    /// before it is handed over (``RowCursor``). The default visits the records ``forEach(_:in:_:)``
+    /// hands over; a backend may read its rows in place (LMDB's map, SQLite's statement), building
+    /// nothing per row.
+    func visit(_ request: FetchRequest, in entity: EntitySchema, _ body: (any RowCursor) throws -> Bool) throws
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int
     /// Returns up to `limit` items with keys greater than `key`, in key order.
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record]
@@ -83,6 +89,24 @@ extension StorageReader {
 
     public func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
         page = try scan(entity, after: key, limit: limit)
+    }
+
+    public func visit(_ request: FetchRequest, in entity: EntitySchema, _ body: (any RowCursor) throws -> Bool) throws {
+        try visitRecords(request, in: entity, body)
+    }
+
+    /// The default ``visit(_:in:_:)``: the records ``forEach(_:in:_:)`` hands over, one at a time
+    /// the cursor's row; what a backend with a cursor of its own does for requests it cannot
+    /// read in place.
+    public func visitRecords(_ request: FetchRequest, in entity: EntitySchema,
+                             _ body: (any RowCursor) throws -> Bool) throws {
+        let cursor = RecordRowCursor(entity)
+        try forEach(request, in: entity) { record in
+            cursor.load(record)
+            // Let go at once: a backend refills its record in place only when nothing else holds it.
+            defer { cursor.unload() }
+            return try body(cursor)
+        }
     }
 
     /// Fetches the items first, then hands them to `body` while it returns true: the default

@@ -61,8 +61,9 @@ extension ReadAccessor {
         let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
                                    limit: limit)
         var objects: [T] = []
-        let rows = RecordRowDecoder<T>()
-        try forEach(request) { objects.append(try rows.decode($0)) }
+        // Each object decoded from the backend's row (no record built in between).
+        let rows = RowModelDecoder<T>()
+        try visit(request) { row in objects.append(try rows.decode(row)) }
         return objects
     }
 
@@ -73,8 +74,8 @@ extension ReadAccessor {
                                        offset: Int = 0, limit: Int? = nil, _ body: (T) throws -> Void) throws {
         let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
                                    limit: limit)
-        let rows = RecordRowDecoder<T>()
-        try forEach(request) { try body(try rows.decode($0)) }
+        let rows = RowModelDecoder<T>()
+        try visit(request) { row in try body(try rows.decode(row)) }
     }
 
     /// The first object matching `filter` in the type's default sort, if any.
