@@ -91,6 +91,12 @@ let package = Package(
             path: "Examples/NotesServer/Sources",
             swiftSettings: swiftSettings
         ),
+        // One hot operation of a store, for callgrind's instruction counts (Scripts/instruction-counts.sh).
+        .executableTarget(
+            name: "hot-paths",
+            dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "crash-writer",
             dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore", "PostgresStore", "StoreMigration"],

@@ -59,6 +59,16 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),
+        // Counts every heap allocation of the process (count-allocations links it).
+        .target(name: "AllocationCounter"),
+        // Heap allocations per visited record on each backend and on the raw side (see its header).
+        .executableTarget(
+            name: "count-allocations",
+            dependencies: ["AllocationCounter", "BenchSupport", .product(name: "DataStoreAPI", package: root),
+                           .product(name: "LMDBStore", package: root), .product(name: "SQLiteStore", package: root),
+                           .product(name: "InMemoryStore", package: root)],
+            swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
+        ),
         // One operation on one backend, for callgrind (see its header).
         .executableTarget(
             name: "profile-store",

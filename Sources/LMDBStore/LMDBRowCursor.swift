@@ -7,10 +7,12 @@ final class LMDBRowCursor: RowCursor {
     let layout: RecordLayout
     let types: [ValueType]
     let entityName: String
+    // `@exclusivity(unchecked)`: the cursor is used by one visit, on one thread, and no access
+    // to these overlaps another (the visit sets them between rows, the accessors read them).
     /// The current record's bytes, in the map (valid until the cursor moves).
-    var bytes = UnsafeRawBufferPointer(start: nil, count: 0)
+    @exclusivity(unchecked) var bytes = UnsafeRawBufferPointer(start: nil, count: 0)
     /// Each field's range in `bytes`: its tag, then its payload.
-    var ranges: [Range<Int>] = []
+    @exclusivity(unchecked) var ranges: [Range<Int>] = []
 
     init(_ entity: EntitySchema) {
         layout = entity.layout
@@ -21,6 +23,10 @@ final class LMDBRowCursor: RowCursor {
 
     // The tags of LMDBRecordCoding: 0 null, 1 false, 2 true, then int, double, string, bytes,
     // date (8-byte payloads for the numbers) and uuid (16 bytes).
+
+    func slot(of name: String) -> Int? { layout.slot(of: name) }
+
+    func type(at slot: Int) -> ValueType { types[slot] }
 
     func isNull(at slot: Int) -> Bool { bytes[ranges[slot].lowerBound] == 0 }
 
@@ -38,7 +44,7 @@ final class LMDBRowCursor: RowCursor {
                                                                    as: UInt64.self)))
     }
 
-    func withBytes(at slot: Int, _ body: (UnsafeRawBufferPointer) -> Void) {
+    func withBytes<R>(at slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let range = ranges[slot]
         var start = range.lowerBound + 1
         // A string's or bytes' payload starts after its LEB128 length; a uuid's has none.
@@ -46,6 +52,6 @@ final class LMDBRowCursor: RowCursor {
             while bytes[start] & 0x80 != 0 { start += 1 }
             start += 1
         }
-        body(UnsafeRawBufferPointer(rebasing: bytes[start..<range.upperBound]))
+        return try body(UnsafeRawBufferPointer(rebasing: bytes[start..<range.upperBound]))
     }
 }

@@ -212,15 +212,6 @@ final class SQLiteStatement {
         }
     }
 
-    /// Whether every column of the row reads as `kinds` says (``holdsValue(_:_:)``), checked
-    /// without building a value: what a visit checks before it hands the row over.
-    func holdsRow(_ kinds: [SQLiteColumnKind]) -> Bool {
-        kinds.withUnsafeBufferPointer { kinds in
-            for i in kinds.indices where !Self.holdsValue(sqlite3_column_value(handle, Int32(i)), kinds[i]) { return false }
-            return true
-        }
-    }
-
     /// Appends the row's columns to `sink`, column `i` read as `kinds[i]`: `false` at the first
     /// column that does not read, as ``readRow(_:replacing:)``.
     func readRow(_ kinds: [SQLiteColumnKind], into sink: inout ValueSink) -> Bool {

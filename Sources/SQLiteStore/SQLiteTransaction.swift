@@ -166,9 +166,9 @@ final class SQLiteTransaction: StorageWriter {
         let statement = try prepared(select)
         defer { sqlite3_reset(statement.handle) }
         let plan = sql(entity).row
-        let cursor = SQLiteRowCursor(entity, statement.handle)
+        let cursor = SQLiteRowCursor(entity, statement.handle, kinds: plan.kinds)
         while try statement.step() {
-            guard statement.holdsRow(plan.kinds) else { throw rowFailure(statement, entity) }
+            guard cursor.check() else { throw rowFailure(statement, entity) }
             if !(try body(cursor)) { return }
         }
     }

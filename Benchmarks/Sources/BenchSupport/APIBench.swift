@@ -41,6 +41,33 @@ package struct APIBench {
         }
     }
 
+    /// Every item as a ``Row`` read in place, each decoded into the same struct the raw side
+    /// builds and handed on, none kept.
+    package func visitRows() throws -> Int {
+        try store.read { r in
+            var count = 0
+            try r.visit(FetchRequest("Item")) { row in
+                consume(RawRow(id: try row.int("id"), name: try row.string("name"), score: try row.int("score"),
+                               ratio: try row.double("ratio"), payload: try row.bytes("payload")))
+                count += 1
+            }
+            return count
+        }
+    }
+
+    /// Every item as a ``Row``, its fields read where the store keeps them and nothing built: the
+    /// sum ``RawRow/inPlaceSum(id:score:ratio:name:payload:)`` of each.
+    package func visitInPlace() throws -> Int64 {
+        try store.read { r in
+            var total: Int64 = 0
+            try r.visit(FetchRequest("Item")) { row in
+                total &+= RawRow.inPlaceSum(id: try row.int("id"), score: try row.int("score"), ratio: try row.double("ratio"),
+                                            name: try row.withUTF8("name") { $0 }, payload: try row.withBytes("payload") { $0 })
+            }
+            return total
+        }
+    }
+
     package func indexedQueries() throws -> Int {
         try store.read { r in
             try (0..<Workload.queriedScores).reduce(0) { total, score in

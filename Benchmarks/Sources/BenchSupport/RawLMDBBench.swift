@@ -176,6 +176,30 @@ package final class RawLMDBBench {
         }
     }
 
+    /// Every row in key order, its fields read in the map and nothing built.
+    package func visitInPlace() -> Int64 {
+        read { txn in
+            var total: Int64 = 0
+            cursor(txn, items, from: nil) { _, bytes in
+                // The layout `encode` writes: tag and 8 bytes, tag, length and text, two tags with
+                // 8 bytes each, tag, length and bytes.
+                let id = Int64(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2, as: UInt64.self)))
+                let nameLength = Int(bytes[11])
+                let name = UnsafeRawBufferPointer(rebasing: bytes[12..<12 + nameLength])
+                var offset = 12 + nameLength + 1
+                let score = Int64(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+                offset += 9
+                let ratio = Double(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+                offset += 9
+                let payloadLength = Int(bytes[offset])
+                let payload = UnsafeRawBufferPointer(rebasing: bytes[offset + 1..<offset + 1 + payloadLength])
+                total &+= RawRow.inPlaceSum(id: id, score: score, ratio: ratio, name: name, payload: payload)
+                return true
+            }
+            return total
+        }
+    }
+
     package func indexedQueries() -> Int {
         read { txn in
             var found = 0

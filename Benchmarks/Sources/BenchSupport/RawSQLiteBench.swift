@@ -118,6 +118,25 @@ package final class RawSQLiteBench {
         }
     }
 
+    /// Every row in key order, its columns read in the statement and nothing built.
+    package func visitInPlace() -> Int64 {
+        let statement = prepare(Self.columns + " ORDER BY \"id\"")
+        defer { sqlite3_finalize(statement) }
+        return read {
+            var total: Int64 = 0
+            while sqlite3_step(statement) == SQLITE_ROW {
+                let name = UnsafeRawBufferPointer(start: sqlite3_column_text(statement, 1),
+                                                  count: Int(sqlite3_column_bytes(statement, 1)))
+                let payload = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 4),
+                                                     count: Int(sqlite3_column_bytes(statement, 4)))
+                total &+= RawRow.inPlaceSum(id: sqlite3_column_int64(statement, 0), score: sqlite3_column_int64(statement, 2),
+                                            ratio: sqlite3_column_double(statement, 3), name: name, payload: payload)
+            }
+            sqlite3_reset(statement)
+            return total
+        }
+    }
+
     package func indexedQueries() -> Int {
         rowsFound(Self.columns + " WHERE \"score\" = ? ORDER BY \"id\"", for: (0..<Workload.queriedScores).lazy.map(Int64.init))
     }

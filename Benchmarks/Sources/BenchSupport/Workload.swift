@@ -62,6 +62,17 @@ package struct RawRow: Equatable {
     }
 }
 
+extension RawRow {
+    /// What an in-place visit computes of a row without building anything: its numbers, the
+    /// lengths and first bytes of its text and bytes (both sides read the same fields).
+    @inline(__always)
+    package static func inPlaceSum(id: Int64, score: Int64, ratio: Double, name: UnsafeRawBufferPointer,
+                                   payload: UnsafeRawBufferPointer) -> Int64 {
+        id &+ score &+ Int64(ratio * 1_000) &+ Int64(name.count) &+ Int64(name.first ?? 0) &+ Int64(payload.count)
+            &+ Int64(payload.first ?? 0)
+    }
+}
+
 /// Hands a value to code the optimizer cannot see into, so that what a visit decodes is not
 /// optimized away; both sides of a row call it alike.
 @inline(never) package func consume<T>(_ value: T) {

@@ -2,6 +2,7 @@ import BenchSupport
 import DataStoreAPI
 import Foundation
 import GRDB
+import RawSQLite
 import SQLiteStore
 
 /// The record both sides store through their Codable layers.
@@ -21,9 +22,69 @@ struct Track: Codable, FetchableRecord, PersistableRecord, DataObject {
     }
 }
 
-/// Inserts and fetches `count` tracks through GRDB (DatabasePool, WAL, synchronous=NORMAL)
-/// and through SQLiteStore's typed layer; returns the seconds of each.
-func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Double, grdbFetch: Double, storeFetch: Double) {
+/// The typed work written by hand against SQLite's C API, in the same run: each track's fields
+/// bound from the struct, and each fetched track filled field by field from the statement.
+struct HandWrittenTracks {
+    let db: OpaquePointer
+
+    init(path: String) {
+        var handle: OpaquePointer?
+        sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        db = handle!
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE IF NOT EXISTS \"Track\" "
+            + "(\"id\" INTEGER PRIMARY KEY NOT NULL, \"title\" TEXT NOT NULL, \"plays\" INTEGER NOT NULL, "
+            + "\"rating\" REAL NOT NULL, \"artwork\" BLOB NOT NULL)", nil, nil, nil)
+    }
+
+    func close() { sqlite3_close_v2(db) }
+
+    private func prepare(_ sql: String) -> OpaquePointer {
+        var statement: OpaquePointer?
+        sqlite3_prepare_v3(db, sql, -1, 0, &statement, nil)
+        return statement!
+    }
+
+    func insert(_ tracks: [Track]) {
+        let statement = prepare("INSERT INTO \"Track\" VALUES (?, ?, ?, ?, ?)")
+        defer { sqlite3_finalize(statement) }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
+        for track in tracks {
+            sqlite3_bind_int64(statement, 1, track.id)
+            var title = track.title
+            title.withUTF8 { sqlite3_bind_text(statement, 2, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self),
+                                               Int32($0.count), transient) }
+            sqlite3_bind_int64(statement, 3, track.plays)
+            sqlite3_bind_double(statement, 4, track.rating)
+            track.artwork.withUnsafeBytes { sqlite3_bind_blob(statement, 5, $0.baseAddress, Int32($0.count), transient) }
+            sqlite3_step(statement)
+            sqlite3_reset(statement)
+        }
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+    }
+
+    func fetchAll() -> [Track] {
+        let statement = prepare("SELECT \"id\", \"title\", \"plays\", \"rating\", \"artwork\" FROM \"Track\" ORDER BY \"id\"")
+        defer { sqlite3_finalize(statement) }
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        defer { sqlite3_exec(db, "COMMIT", nil, nil, nil) }
+        var tracks: [Track] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            let title = String(decoding: UnsafeRawBufferPointer(start: sqlite3_column_text(statement, 1),
+                                                                count: Int(sqlite3_column_bytes(statement, 1))), as: UTF8.self)
+            let artwork = Data(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 4),
+                                                      count: Int(sqlite3_column_bytes(statement, 4))))
+            tracks.append(Track(id: sqlite3_column_int64(statement, 0), title: title, plays: sqlite3_column_int64(statement, 2),
+                                rating: sqlite3_column_double(statement, 3), artwork: artwork))
+        }
+        return tracks
+    }
+}
+
+/// Inserts and fetches `count` tracks through GRDB (DatabasePool, WAL, synchronous=NORMAL),
+/// through SQLiteStore's typed layer and by hand through SQLite's C API; returns the seconds of each.
+func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Double, grdbFetch: Double, storeFetch: Double,
+                                           handInsert: Double, handFetch: Double) {
     let tracks = (0..<count).map(Track.make)
     let grdbDirectory = scratch("grdb")
     defer { try? FileManager.default.removeItem(atPath: grdbDirectory) }
@@ -53,5 +114,11 @@ func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Doub
     let storeFetch = try bestOf(5) { fetched = try store.read { try $0.fetch(Track.self) }.count }
     precondition(fetched == count)
     try store.close()
-    return (grdbInsert, storeInsert, grdbFetch, storeFetch)
+
+    let hand = HandWrittenTracks(path: storeDirectory + "/hand.sqlite")
+    defer { hand.close() }
+    let handInsert = time { hand.insert(tracks) }
+    let handFetch = bestOf(5) { fetched = hand.fetchAll().count }
+    precondition(fetched == count)
+    return (grdbInsert, storeInsert, grdbFetch, storeFetch, handInsert, handFetch)
 }

@@ -97,7 +97,8 @@ func check(_ a: Int, _ b: Int, _ what: String) {
 
 @MainActor func benchmarkBackend(_ name: String, n: Int, open: (String) throws -> any DataStore,
                       raw: (String) -> (insert: (Int, Int, Int) -> Void, gets: ([Int]) -> Int, scan: () -> Int,
-                                        visit: () -> Int, indexed: () -> Int, unindexed: () -> Int)) throws {
+                                        visit: () -> Int, visitInPlace: () -> Int64, indexed: () -> Int,
+                                        unindexed: () -> Int)) throws {
     let workload = Workload(count: n)
     let directory = scratch(name)
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -123,6 +124,13 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     record(name, "full ordered visit (forEach, none kept)", n, operations: n, api: try bestOf(5) { a = try api.visit() },
            raw: bestOf(5) { b = rawBulk.visit() })
     check(a, b, "visit")
+    record(name, "full ordered visit (Row, each decoded, none kept)", n, operations: n,
+           api: try bestOf(5) { a = try api.visitRows() }, raw: bestOf(5) { b = rawBulk.visit() })
+    check(a, b, "visit of rows")
+    var (sumAPI, sumRaw): (Int64, Int64) = (0, 0)
+    record(name, "full ordered visit (Row, fields read in place)", n, operations: n,
+           api: try bestOf(5) { sumAPI = try api.visitInPlace() }, raw: bestOf(5) { sumRaw = rawBulk.visitInPlace() })
+    precondition(sumAPI == sumRaw, "visit in place: API summed \(sumAPI), raw C \(sumRaw)")
     record(name, "query on indexed attribute (100 x ==)", n, operations: Workload.queriedScores,
            api: try bestOf(5) { a = try api.indexedQueries() }, raw: bestOf(5) { b = rawBulk.indexed() })
     check(a, b, "indexed query")
@@ -251,7 +259,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                          raw: { path in
                              let b = rawSQLite(path, Workload(count: n))
                              return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
-                                     b.visit, b.indexedQueries, b.unindexedQuery)
+                                     b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
                          })
     try benchmarkBackend("LMDB", n: n,
                          open: { try LMDBStore(path: $0 + ".lmdb", schema: Workload.schema,
@@ -259,7 +267,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                          raw: { path in
                              let b = rawLMDB(path + ".lmdb", Workload(count: n))
                              return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
-                                     b.visit, b.indexedQueries, b.unindexedQuery)
+                                     b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
                          })
     if onlyBackends { continue }
     try benchmarkMigration(n: n)
@@ -309,12 +317,14 @@ let grdbCount = options.noGrdb || options.foreign || onlySchemaSteps || onlyFeed
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
 print("")
-print("| Codable records (\(grdbCount)) | GRDB 7 records/s | SQLiteStore typed layer records/s | SQLiteStore / GRDB |")
-print("| --- | ---: | ---: | ---: |")
-print(String(format: "| insert in one transaction | %.0f | %.0f | %.2f |", Double(grdbCount) / grdb.grdbInsert,
-             Double(grdbCount) / grdb.storeInsert, grdb.grdbInsert / grdb.storeInsert))
-print(String(format: "| fetch all | %.0f | %.0f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
-             Double(grdbCount) / grdb.storeFetch, grdb.grdbFetch / grdb.storeFetch))
+print("| Codable records (\(grdbCount)) | GRDB 7 records/s | SQLiteStore typed layer records/s | hand-written C-API loop records/s | SQLiteStore / GRDB | SQLiteStore / hand-written |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+print(String(format: "| insert in one transaction | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbInsert,
+             Double(grdbCount) / grdb.storeInsert, Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.storeInsert,
+             grdb.handInsert / grdb.storeInsert))
+print(String(format: "| fetch all | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
+             Double(grdbCount) / grdb.storeFetch, Double(grdbCount) / grdb.handFetch, grdb.grdbFetch / grdb.storeFetch,
+             grdb.handFetch / grdb.storeFetch))
 }
 
 let fluentCount = options.noFluent || options.noPostgres || onlySchemaSteps || onlyFeed || onlyJSONL || onlyScaling

@@ -105,8 +105,12 @@ public class ReadAccessor {
         }
         let (entity, checked) = try validate(request)
         if checked.limit == 0 { return }
+        var access: RowAccess?
         try reader.visit(checked, in: entity) { cursor in
-            try body(Row(cursor))
+            if access?.cursor !== cursor { access = RowAccess(cursor) }
+            let rows = access.unsafelyUnwrapped
+            rows.startRow()
+            try body(Row(rows))
             return true
         }
     }
@@ -114,9 +118,11 @@ public class ReadAccessor {
     private func visitRecords(_ records: [Record], _ entityName: String, _ body: (borrowing Row) throws -> Void) throws {
         guard !records.isEmpty else { return }
         let cursor = RecordRowCursor(try entity(entityName))
+        let access = RowAccess(cursor)
         for record in records {
             cursor.load(record)
-            try body(Row(cursor))
+            access.startRow()
+            try body(Row(access))
         }
     }
 

@@ -26,7 +26,8 @@ final class RowModelDecoder<T: Decodable> {
 
 /// The decoder of the current row of a cursor.
 final class RowValueDecoder: Decoder {
-    private(set) unowned(unsafe) var cursor: (any RowCursor)?
+    /// Strong: read from an `unowned(unsafe)` reference, each use retained and released it.
+    private(set) var cursor: (any RowCursor)?
     private var names: [String] = []
     /// The slot after the last one found: a synthesized `init(from:)` asks for its keys in
     /// declaration order, the schema's order when the schema was derived from the type.
@@ -76,7 +77,7 @@ final class RowValueDecoder: Decoder {
             return next
         }
         if next > 0, next - 1 < names.count, names[next - 1] == name { return next - 1 }
-        guard let slot = cursor?.layout.slot(of: name) else { return nil }
+        guard let slot = cursor?.slot(of: name) else { return nil }
         self.next = slot + 1
         return slot
     }
@@ -122,9 +123,8 @@ struct KeyedRowDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     /// The slot of a non-null attribute of `type`, or nil.
     private func fastSlot(_ key: Key, _ type: ValueType) -> Int? {
-        guard let slot = decoder.slot(key.stringValue) else { return nil }
-        let cursor = self.cursor
-        return cursor.types[slot] == type && !cursor.isNull(at: slot) ? slot : nil
+        guard let slot = decoder.slot(key.stringValue), let cursor = decoder.cursor else { return nil }
+        return cursor.type(at: slot) == type && !cursor.isNull(at: slot) ? slot : nil
     }
 
     private func integer<I: FixedWidthInteger>(_ type: I.Type, _ key: Key) throws -> I {

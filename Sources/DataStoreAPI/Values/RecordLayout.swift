@@ -4,17 +4,25 @@
     /// The attribute names, in schema order.
     public let names: [String]
     let slots: [String: Int]
+    /// Each name's two words as Swift holds it: equal words are the same string (a short name is
+    /// held in the words themselves; a literal's words point at its text in the binary).
+    private let words: [Words]
+    private typealias Words = (UInt64, UInt64)
 
     /// A layout of `names`, in order.
     public init(_ names: [String]) {
         self.names = names
         slots = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        words = names.map { unsafeBitCast($0, to: Words.self) }
     }
 
-    /// The position of an attribute, if the layout has it: a short layout compares names (by
-    /// Swift's equality, as the dictionary does; cheaper than hashing the name), a longer one
-    /// hashes.
+    /// The position of an attribute, if the layout has it: first by the name's two words (the
+    /// same words are the same string, as when a name written in the code is asked for again and
+    /// again), then a short layout compares names (by Swift's equality, as the dictionary does),
+    /// a longer one hashes.
     public func slot(of name: String) -> Int? {
+        let asked = unsafeBitCast(name, to: Words.self)
+        for index in words.indices where words[index] == asked { return index }
         guard names.count <= 8 else { return slots[name] }
         return names.firstIndex(of: name)
     }

@@ -14,10 +14,14 @@ import Foundation
 /// `typeMismatch` naming the attribute (check ``isNull(_:)`` first for optional attributes, or
 /// read ``value(_:)``).
 public struct Row: ~Copyable {
-    unowned(unsafe) let cursor: any RowCursor
+    // No generic type is built in an accessor (the generic ones hand `body` straight to the
+    // cursor), so that an accessor called unspecialized looks up no metadata per row. A strong
+    // reference: read from an `unowned(unsafe)` one, each use retained and released it.
+    let access: RowAccess
+    var cursor: any RowCursor { access.cursor }
 
-    @_spi(Backend) public init(_ cursor: any RowCursor) {
-        self.cursor = cursor
+    init(_ access: RowAccess) {
+        self.access = access
     }
 
     /// The entity's attribute names, in schema order.
@@ -25,16 +29,14 @@ public struct Row: ~Copyable {
 
     /// The slot of an attribute, or `unknownAttribute`.
     func slot(_ name: String) throws(StoreError) -> Int {
-        guard let slot = cursor.layout.slot(of: name) else {
-            throw StoreError(.unknownAttribute, "entity '\(cursor.entityName)' has no attribute '\(name)'")
-        }
+        guard let slot = access.slot(name) else { throw cursor.unknown(name) }
         return slot
     }
 
     /// The slot of a non-null attribute of `type`, or the error naming what it holds.
     func slot(_ name: String, _ type: ValueType) throws(StoreError) -> Int {
         let slot = try slot(name)
-        guard cursor.types[slot] == type, !cursor.isNull(at: slot) else { throw cursor.mismatch(slot, type) }
+        guard access.types[slot] == type, !access.cursor.isNull(at: slot) else { throw cursor.mismatch(slot, type) }
         return slot
     }
 
@@ -67,6 +69,7 @@ public struct Row: ~Copyable {
     /// A `uuid` attribute's value.
     public func uuid(_ name: String) throws(StoreError) -> UUID {
         let slot = try slot(name, .uuid)
+        // 16 bytes: the cursor checked the row before handing it over.
         return cursor.withBytes(at: slot) { UUID(bytes: $0) } ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
     }
 
@@ -79,21 +82,13 @@ public struct Row: ~Copyable {
     /// Calls `body` with a `string` attribute's UTF-8 bytes where the store keeps them (valid
     /// inside `body` only): nothing is copied.
     public func withUTF8<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try withStored(try slot(name, .string), body)
+        try cursor.withBytes(at: try slot(name, .string), body)
     }
 
     /// Calls `body` with a `bytes` attribute's bytes where the store keeps them (valid inside
     /// `body` only): nothing is copied.
     public func withBytes<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try withStored(try slot(name, .bytes), body)
-    }
-
-    private func withStored<R>(_ slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        // The cursor's closure neither throws nor is generic (it is a class's method, called
-        // through its table): the result and the error travel around it.
-        var outcome: Result<R, any Error>?
-        cursor.withBytes(at: slot) { bytes in outcome = Result { try body(bytes) } }
-        return try outcome.unsafelyUnwrapped.get()
+        try cursor.withBytes(at: try slot(name, .bytes), body)
     }
 
     /// The row as a ``Record`` of its own, to keep.
@@ -106,6 +101,52 @@ public struct Row: ~Copyable {
     }
 }
 
+/// What the rows of one visit share: the backend's cursor, and the slots the visitor asked for in
+/// the order it asked for them. A visitor reads the same names in the same order in every row:
+/// each name is then found by one comparison of its two words (``RecordLayout/slot(of:)`` for
+/// the first row, or when the order changes).
+final class RowAccess {
+    let cursor: any RowCursor
+    let types: [ValueType]
+    private let layout: RecordLayout
+    private typealias Words = (UInt64, UInt64)
+    private let words: [Words]
+    // `@exclusivity(unchecked)`: one visit, on one thread; no access to these overlaps another
+    // (each accessor's lookup is over before the next begins).
+    /// The slots asked for in the rows so far, in order; where this row is in them.
+    @exclusivity(unchecked) private var order: [Int] = []
+    @exclusivity(unchecked) private var position = 0
+
+    init(_ cursor: any RowCursor) {
+        self.cursor = cursor
+        layout = cursor.layout
+        types = layout.names.indices.map { cursor.type(at: $0) }
+        words = layout.names.map { unsafeBitCast($0, to: Words.self) }
+    }
+
+    /// The next row begins: the lookups start again from the first name asked for.
+    func startRow() { position = 0 }
+
+    func slot(_ name: String) -> Int? {
+        let position = self.position
+        if position < order.count {
+            let slot = order[position]
+            if words[slot] == unsafeBitCast(name, to: Words.self) {
+                self.position = position + 1
+                return slot
+            }
+        }
+        guard let slot = layout.slot(of: name) else { return nil }
+        if position < order.count {
+            order[position] = slot
+        } else if order.count < 4 * words.count {
+            order.append(slot)
+        }
+        self.position = position + 1
+        return slot
+    }
+}
+
 /// What a backend implements to hand rows to a visit without building records: the current
 /// row's fields by slot (the entity's attribute order), read where the backend keeps them.
 /// The backend checks each row as a decode would (types, nulls of required attributes, UTF-8)
@@ -114,10 +155,12 @@ public struct Row: ~Copyable {
 @_spi(Backend) public protocol RowCursor: AnyObject {
     /// The entity's attribute names, in slot order.
     var layout: RecordLayout { get }
-    /// Each slot's attribute type.
-    var types: [ValueType] { get }
     /// The entity's name, for errors.
     var entityName: String { get }
+    /// The slot of the attribute named `name`, if the entity has one.
+    func slot(of name: String) -> Int?
+    /// The slot's attribute type.
+    func type(at slot: Int) -> ValueType
     /// Whether the slot is null in this row.
     func isNull(at slot: Int) -> Bool
     /// A non-null `int`, `date` (microseconds) or `bool` (0 or 1) slot's value.
@@ -126,7 +169,7 @@ public struct Row: ~Copyable {
     func double(at slot: Int) -> Double
     /// Calls `body` with a non-null `string` (UTF-8), `bytes` or `uuid` (16 bytes) slot's bytes,
     /// valid inside `body` only.
-    func withBytes(at slot: Int, _ body: (UnsafeRawBufferPointer) -> Void)
+    func withBytes<R>(at slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
     /// The slot's value, built.
     func value(at slot: Int) -> Value
 }
@@ -134,7 +177,7 @@ public struct Row: ~Copyable {
 extension RowCursor {
     public func value(at slot: Int) -> Value {
         if isNull(at: slot) { return .null }
-        switch types[slot] {
+        switch type(at: slot) {
         case .int: return .int(int64(at: slot))
         case .bool: return .bool(int64(at: slot) != 0)
         case .date: return .date(Timestamp(microsecondsSinceEpoch: int64(at: slot)))
@@ -145,18 +188,15 @@ extension RowCursor {
         }
     }
 
-    /// The result of a closure that takes bytes, around ``withBytes(at:_:)``'s.
-    @inlinable
-    public func withBytes<R>(at slot: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        var result: R?
-        withBytes(at: slot) { result = body($0) }
-        return result.unsafelyUnwrapped
-    }
-
     /// `typeMismatch` for a slot asked for as `type`.
     public func mismatch(_ slot: Int, _ type: ValueType) -> StoreError {
-        let what = isNull(at: slot) ? "is null" : "holds \(types[slot])"
+        let what = isNull(at: slot) ? "is null" : "holds \(self.type(at: slot))"
         return StoreError(.typeMismatch, "attribute '\(layout.names[slot])' of '\(entityName)' \(what), not \(type)")
+    }
+
+    /// `unknownAttribute` for a name the entity does not have.
+    public func unknown(_ name: String) -> StoreError {
+        StoreError(.unknownAttribute, "entity '\(entityName)' has no attribute '\(name)'")
     }
 }
 
@@ -183,6 +223,8 @@ extension RowCursor {
     /// holds its values).
     public func unload() { values = RecordValues() }
 
+    public func slot(of name: String) -> Int? { layout.slot(of: name) }
+    public func type(at slot: Int) -> ValueType { types[slot] }
     public func isNull(at slot: Int) -> Bool { values[slot].isNull }
 
     public func int64(at slot: Int) -> Int64 {
@@ -199,12 +241,12 @@ extension RowCursor {
         return 0
     }
 
-    public func withBytes(at slot: Int, _ body: (UnsafeRawBufferPointer) -> Void) {
+    public func withBytes<R>(at slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch values[slot] {
-        case .string(var s): s.withUTF8 { body(UnsafeRawBufferPointer($0)) }
-        case .bytes(let b): b.withUnsafeBytes(body)
-        case .uuid(let u): withUnsafeBytes(of: u.uuid, body)
-        default: body(UnsafeRawBufferPointer(start: nil, count: 0))
+        case .string(var s): return try s.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+        case .bytes(let b): return try b.withUnsafeBytes(body)
+        case .uuid(let u): return try withUnsafeBytes(of: u.uuid, body)
+        default: return try body(UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
 

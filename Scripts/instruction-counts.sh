@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The instruction counts of the stores' hot paths against the committed thresholds: each operation
+# of Sources/hot-paths runs under callgrind, which counts the instructions of the operation alone
+# (--toggle-collect), and the count per item must stay within 5 % of the one committed in
+# Scripts/instruction-counts.txt. Counts, not times: the same on a busy machine as on an idle one.
+#
+#     Scripts/instruction-counts.sh            check (exit 1 when an operation costs 5 % more)
+#     Scripts/instruction-counts.sh --update   write the counts of this build as the thresholds
+#
+# Builds hot-paths in release into .build-ci with the ExampleServer trait, the last build
+# Scripts/check-builds.sh makes there, so that in CI it is already built. Installs valgrind when
+# it is missing (Debian's package).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+update=0
+[ "${1:-}" = "--update" ] && update=1
+if ! command -v valgrind >/dev/null; then
+    echo "instruction-counts: installing valgrind" >&2
+    if [ "$(id -u)" -eq 0 ]; then apt-get install -y -q valgrind >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q valgrind >/dev/null; }
+    else sudo apt-get install -y -q valgrind >/dev/null; fi
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+swift build -c release --scratch-path .build-ci --traits ExampleServer --product hot-paths >"$work/build.log" 2>&1 \
+    || { grep -E "error:" "$work/build.log" >&2; echo "instruction-counts: hot-paths does not build" >&2; exit 1; }
+# valgrind cannot read the debug information Swift 6.3 writes; a copy without it keeps the symbols.
+objcopy --strip-debug .build-ci/release/hot-paths "$work/hot-paths"
+thresholds=Scripts/instruction-counts.txt
+count=10000
+measured="$work/measured.txt"
+for backend in sqlite lmdb memory; do
+    for operation in insert get fetch forEach visit typed-fetch typed-insert; do
+        SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind --toggle-collect='*runHotPath*' \
+            --callgrind-out-file="$work/out" "$work/hot-paths" "$backend" "$operation" "$count" >/dev/null 2>"$work/log" \
+            || { cat "$work/log" >&2; echo "instruction-counts: $backend $operation failed" >&2; exit 1; }
+        total=$(sed -n 's/^totals: \([0-9]*\).*/\1/p' "$work/out")
+        echo "$backend $operation $(( total / count ))" >>"$measured"
+    done
+done
+if [ "$update" -eq 1 ]; then
+    { echo "# Instructions per item of each hot path (Scripts/instruction-counts.sh; $count items, callgrind)."
+      echo "# A check fails when an operation costs more than 5 % above its line."
+      cat "$measured"; } >"$thresholds"
+    cat "$thresholds"
+    exit 0
+fi
+python3 - "$thresholds" "$measured" <<'PY'
+import sys
+committed = {}
+for line in open(sys.argv[1]):
+    if line.strip() and not line.startswith("#"):
+        backend, operation, count = line.split()
+        committed[(backend, operation)] = int(count)
+failed = []
+print(f"{'backend':8} {'operation':13} {'threshold':>10} {'measured':>10} {'change':>8}")
+for line in open(sys.argv[2]):
+    backend, operation, count = line.split()
+    count = int(count)
+    limit = committed.get((backend, operation))
+    if limit is None:
+        failed.append(f"{backend} {operation}: no threshold committed")
+        continue
+    change = (count - limit) / limit * 100
+    print(f"{backend:8} {operation:13} {limit:>10} {count:>10} {change:>+7.1f}%")
+    if count > limit * 1.05:
+        failed.append(f"{backend} {operation}: {count} instructions per item, {change:+.1f}% over the threshold {limit}")
+if failed:
+    sys.exit("instruction-counts: a hot path regressed by more than 5 %:\n  " + "\n  ".join(failed))
+print("instruction-counts: every hot path within 5 % of its threshold")
+PY

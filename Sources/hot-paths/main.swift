@@ -1,0 +1,128 @@
+// hot-paths: one hot operation of a store, for callgrind to count its instructions
+// (Scripts/instruction-counts.sh runs each under `valgrind --tool=callgrind
+// --toggle-collect='*runHotPath*'` and compares the count per item with the committed thresholds).
+//
+//     hot-paths sqlite|lmdb|memory insert|get|fetch|forEach|visit|typed-fetch|typed-insert COUNT
+//
+// The store is seeded with COUNT items first (for the reads), outside the collected function. The
+// items are the benchmark harness's: an int key, a short string, an indexed int, a double and 16
+// bytes. Run with SWIFT_DETERMINISTIC_HASHING=1, so that hashing, and with it the count, is the
+// same from run to run.
+import DataStoreAPI
+import Foundation
+import InMemoryStore
+import LMDBStore
+import SQLiteStore
+
+struct Item: DataObject {
+    static let entityName = "Item"
+    static let primaryKey = "id"
+    var id: Int64
+    var name: String
+    var score: Int64
+    var ratio: Double
+    var payload: [UInt8]
+
+    init(_ i: Int) {
+        id = Int64(i)
+        name = "name-\(i % 1_000)"
+        score = Int64(i % 1_000)
+        ratio = Double(i % 997) / 997
+        payload = (0..<16).map { UInt8(truncatingIfNeeded: i &+ $0) }
+    }
+
+    init(id: Int64, name: String, score: Int64, ratio: Double, payload: [UInt8]) {
+        (self.id, self.name, self.score, self.ratio, self.payload) = (id, name, score, ratio, payload)
+    }
+
+    var record: Record {
+        ["id": .int(id), "name": .string(name), "score": .int(score), "ratio": .double(ratio), "payload": .bytes(payload)]
+    }
+}
+
+let schema = Schema(entities: [
+    EntitySchema("Item", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
+        Attribute("ratio", .double), Attribute("payload", .bytes),
+    ], indexes: [Index("byScore", on: ["score"])]),
+])
+
+let backends = ["sqlite", "lmdb", "memory"]
+let operations = ["insert", "get", "fetch", "forEach", "visit", "typed-fetch", "typed-insert"]
+let arguments = CommandLine.arguments
+guard arguments.count == 4, backends.contains(arguments[1]), operations.contains(arguments[2]),
+      let count = Int(arguments[3]), count > 0 else {
+    FileHandle.standardError.write(Data(("usage: hot-paths \(backends.joined(separator: "|")) "
+        + "\(operations.joined(separator: "|")) COUNT\n").utf8))
+    exit(2)
+}
+let (backend, operation) = (arguments[1], arguments[2])
+
+/// Hands a value to code the optimizer cannot see into.
+@inline(never) func consume<T>(_ value: T) { withExtendedLifetime(value) {} }
+
+/// The operation callgrind counts: callgrind's --toggle-collect switches counting on when a
+/// function whose name matches is entered and off when it returns, and again for every nested
+/// function that matches (the closures of a function carry its name), so the operation's closures
+/// are in ``operate(_:_:_:_:)``, whose name does not match.
+@inline(never)
+func runHotPath(_ store: any DataStore, _ operation: String, _ items: [Item], _ records: [Record]) throws -> Int {
+    try operate(store, operation, items, records)
+}
+
+@inline(never)
+func operate(_ store: any DataStore, _ operation: String, _ items: [Item], _ records: [Record]) throws -> Int {
+    switch operation {
+    case "insert":
+        try store.writeSync { w in for record in records { try w.insert(record, into: "Item") } }
+        return records.count
+    case "typed-insert":
+        try store.writeSync { w in for item in items { try w.insert(item) } }
+        return items.count
+    case "get":
+        return try store.read { r in
+            try items.reduce(0) { $0 + (try r.get("Item", key: .int($1.id)) == nil ? 0 : 1) }
+        }
+    case "fetch":
+        return try store.read { try $0.fetch(FetchRequest("Item")).count }
+    case "forEach":
+        return try store.read { r in
+            var visited = 0
+            try r.forEach(FetchRequest("Item")) { record in
+                consume(record)
+                visited += 1
+            }
+            return visited
+        }
+    case "visit":
+        return try store.read { r in
+            var total: Int64 = 0
+            try r.visit(FetchRequest("Item")) { row in
+                total &+= try row.int("id") &+ row.int("score") &+ Int64(row.double("ratio"))
+                    &+ Int64(row.withUTF8("name") { $0.count }) &+ Int64(row.withBytes("payload") { $0.count })
+            }
+            return Int(truncatingIfNeeded: total)
+        }
+    default:
+        return try store.read { try $0.fetch(Item.self) }.count
+    }
+}
+
+let directory = NSTemporaryDirectory() + "hot-paths-\(getpid())"
+try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: directory) }
+let store: any DataStore
+switch backend {
+case "sqlite": store = try SQLiteStore(path: directory + "/store.sqlite", schema: schema, options: SQLiteOptions(durability: .normal))
+case "lmdb": store = try LMDBStore(path: directory + "/store.lmdb", schema: schema,
+                                   options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
+default: store = try InMemoryStore(schema: schema)
+}
+let items = (0..<count).map(Item.init)
+let records = items.map(\.record)
+if !operation.hasSuffix("insert") {
+    try store.writeSync { w in for record in records { try w.insert(record, into: "Item") } }
+}
+let result = try runHotPath(store, operation, items, records)
+try store.close()
+print("\(backend) \(operation) \(count): \(result)")
