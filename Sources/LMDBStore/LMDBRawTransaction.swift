@@ -30,11 +30,9 @@ final class LMDBRawTransaction {
 
     let environment: LMDBEnvironment
     let isWrite: Bool
-    // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
-    // ChangeRecorder.swift).
-    @exclusivity(unchecked) private(set) var txn: OpaquePointer
+    private(set) var txn: OpaquePointer
     /// Bounded in memory: past 16 MiB it goes to a temporary file (``LMDBJournal``).
-    @exclusivity(unchecked) private var journal: LMDBJournal
+    private var journal: LMDBJournal
     private let journaled: Bool
     /// Set when the map covers the disk and the journal was given up.
     private var journalGivenUp = false
@@ -42,7 +40,7 @@ final class LMDBRawTransaction {
     private var diskCompared = false
     /// The disk's free bytes when the journal was given up, for the error should the map fill.
     private var givenUpWithFree = 0
-    @exclusivity(unchecked) private var isFinished = false
+    private var isFinished = false
     private var holdsWritersLock = false
     /// The id LMDB gave the write transaction; a replay must get the same one.
     private var writeID = 0

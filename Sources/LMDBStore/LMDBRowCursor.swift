@@ -24,34 +24,24 @@ final class LMDBRowCursor: RowCursor {
     // The tags of LMDBRecordCoding: 0 null, 1 false, 2 true, then int, double, string, bytes,
     // date (8-byte payloads for the numbers) and uuid (16 bytes).
 
-    func slot(of name: String) -> Int? { layout.slot(of: name) }
-
     func type(at slot: Int) -> ValueType { types[slot] }
 
-    func isNull(at slot: Int) -> Bool { bytes[ranges[slot].lowerBound] == 0 }
-
-    func int64(at slot: Int) -> Int64 {
-        let start = ranges[slot].lowerBound
-        switch bytes[start] {
-        case 1: return 0
-        case 2: return 1
-        default: return Int64(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: start + 1, as: UInt64.self)))
-        }
-    }
-
-    func double(at slot: Int) -> Double {
-        Double(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: ranges[slot].lowerBound + 1,
-                                                                   as: UInt64.self)))
-    }
-
-    func withBytes<R>(at slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func field(at slot: Int) -> RowField {
         let range = ranges[slot]
-        var start = range.lowerBound + 1
-        // A string's or bytes' payload starts after its LEB128 length; a uuid's has none.
-        if bytes[range.lowerBound] != 8 {
-            while bytes[start] & 0x80 != 0 { start += 1 }
-            start += 1
+        let start = range.lowerBound
+        switch bytes[start] {
+        case 0: return .null
+        case 1: return RowField(types[slot], bits: 0)
+        case 2: return RowField(types[slot], bits: 1)
+        case 5, 6:
+            // A string's or bytes' payload starts after its LEB128 length.
+            var payload = start + 1
+            while bytes[payload] & 0x80 != 0 { payload += 1 }
+            return RowField(types[slot], bytes: UnsafeRawBufferPointer(rebasing: bytes[(payload + 1)..<range.upperBound]))
+        case 8: return RowField(.uuid, bytes: UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<range.upperBound]))
+        default:
+            // int, double, date: 8 little-endian bytes.
+            return RowField(types[slot], bits: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: start + 1, as: UInt64.self)))
         }
-        return try body(UnsafeRawBufferPointer(rebasing: bytes[start..<range.upperBound]))
     }
 }

@@ -11,13 +11,11 @@ final class LMDBTransaction: StorageWriter {
     var databases: LMDBDatabases {
         didSet { lastDBI = nil }
     }
-    // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
-    // ChangeRecorder.swift).
     /// The database of the entity asked for last (a loop of requests asks for one entity again
     /// and again; a dictionary lookup per request cost more than LMDB's own descent).
-    @exclusivity(unchecked) private var lastDBI: (name: String, dbi: MDB_dbi)?
+    private var lastDBI: (name: String, dbi: MDB_dbi)?
     /// The storage of the index keys a write builds, kept from one write to the next.
-    @exclusivity(unchecked) private var indexKeys: (new: [UInt8], old: [UInt8]) = ([], [])
+    private var indexKeys: (new: [UInt8], old: [UInt8]) = ([], [])
 
     init(txn: LMDBRawTransaction, databases: LMDBDatabases) {
         self.txn = txn
@@ -272,6 +270,11 @@ final class LMDBTransaction: StorageWriter {
     /// Every item of an entity in key order, read in the map: each record's fields are found and
     /// checked (as a decode checks them), and nothing is built. Filtered or sorted requests visit
     /// records (``StorageReader/visitRecords(_:in:_:)``).
+    func visitsInPlace(_ request: FetchRequest) -> Bool {
+        guard request.sort.isEmpty, case .all = request.filter else { return false }
+        return true
+    }
+
     func visit(_ request: FetchRequest, in entity: EntitySchema, _ body: (any RowCursor) throws -> Bool) throws {
         guard request.sort.isEmpty, case .all = request.filter else { return try visitRecords(request, in: entity, body) }
         let (offset, limit) = (request.offset, request.limit ?? .max)

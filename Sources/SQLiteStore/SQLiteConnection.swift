@@ -7,13 +7,11 @@ import Foundation
 final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
-    // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
-    // ChangeRecorder.swift).
-    @exclusivity(unchecked) private var statements: [String: SQLiteStatement] = [:]
+    private var statements: [String: SQLiteStatement] = [:]
     /// Statements of SQL built per request, least recently used first, at most
     /// ``requestStatementLimit``: a request repeated in a loop is prepared once, and distinct
     /// shapes (every `in` length, every prefix length) cannot grow the cache without bound.
-    @exclusivity(unchecked) private var requestStatements: [(sql: String, statement: SQLiteStatement)] = []
+    private var requestStatements: [(sql: String, statement: SQLiteStatement)] = []
     static let requestStatementLimit = 16
 
     /// The most parameters one statement may bind (`SQLITE_LIMIT_VARIABLE_NUMBER`, 32,766 by
@@ -25,7 +23,7 @@ final class SQLiteConnection {
     private var isClosed = false
     /// Whether `_ds_feed` was seen in this connection (it is never dropped once created, but a
     /// rolled-back transaction may have created it, so a rollback forgets).
-    @exclusivity(unchecked) private var feedTableSeen = false
+    private var feedTableSeen = false
 
     /// Opens a connection and reads the schema table once (so a file that is not a database
     /// fails here with SQLITE_NOTADB), changing nothing in the file; closes the handle again when
@@ -243,7 +241,7 @@ final class SQLiteConnection {
     }
 
     /// The fixed statements found last, newest last; at most four.
-    @exclusivity(unchecked) private var recentStatements: [(sql: String, statement: SQLiteStatement)] = []
+    private var recentStatements: [(sql: String, statement: SQLiteStatement)] = []
 
     private func remember(_ sql: String, _ statement: SQLiteStatement) {
         if recentStatements.count == 4 { recentStatements.removeFirst() }
@@ -265,7 +263,7 @@ final class SQLiteConnection {
         }
     }
 
-    @exclusivity(unchecked) private var own = [SQLiteStatement?](repeating: nil, count: OwnStatement.allCases.count)
+    private var own = [SQLiteStatement?](repeating: nil, count: OwnStatement.allCases.count)
 
     /// One of the connection's own statements, prepared at its first use.
     func statement(_ which: OwnStatement) throws(StoreError) -> SQLiteStatement {

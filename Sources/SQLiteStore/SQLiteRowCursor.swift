@@ -2,7 +2,7 @@ internal import CSQLite
 @_spi(Backend) import DataStoreAPI
 
 /// A visit's row read in the statement: each column where SQLite keeps it (its page cache or
-/// the statement's buffer), checked by ``SQLiteStatement/holdsRow(_:)`` before the row is
+/// the statement's buffer), checked by ``check()`` before the row is
 /// handed over. Nothing is built per row.
 final class SQLiteRowCursor: RowCursor {
     let layout: RecordLayout
@@ -10,9 +10,9 @@ final class SQLiteRowCursor: RowCursor {
     let entityName: String
     private let handle: OpaquePointer
     private let kinds: [SQLiteColumnKind]
-    // `@exclusivity(unchecked)`: one visit, on one thread; `check()` sets it between rows.
-    /// Bit `i` set: column `i` is null in this row (the first 64 columns; the others are asked).
-    @exclusivity(unchecked) private var nulls: UInt64 = 0
+    /// The current row's fields (``check()``), one per column; their bytes are SQLite's, valid
+    /// until the statement steps.
+    private let fields: UnsafeMutableBufferPointer<RowField>
 
     init(_ entity: EntitySchema, _ handle: OpaquePointer, kinds: [SQLiteColumnKind]) {
         layout = entity.layout
@@ -20,43 +20,42 @@ final class SQLiteRowCursor: RowCursor {
         entityName = entity.name
         self.handle = handle
         self.kinds = kinds
+        fields = .allocate(capacity: kinds.count)
+        fields.initialize(repeating: .null)
     }
 
+    deinit { fields.deallocate() }
+
     /// Whether every column of the statement's row reads as its kind says
-    /// (``SQLiteStatement/holdsValue(_:_:)``), checked without building a value, noting which
-    /// are null: what the visit checks before it hands the row over.
+    /// (``SQLiteStatement/holdsValue(_:_:)``), checked without building a value; the row's fields
+    /// are noted as it goes (`sqlite3_value_*` on each column's value, as a read of a record
+    /// does): what the visit checks before it hands the row over.
     func check() -> Bool {
-        var nulls: UInt64 = 0
-        let complete = kinds.withUnsafeBufferPointer { kinds in
+        kinds.withUnsafeBufferPointer { kinds in
             for i in kinds.indices {
                 let cell = sqlite3_column_value(handle, Int32(i))
                 guard SQLiteStatement.holdsValue(cell, kinds[i]) else { return false }
-                if i < 64, cell.map(sqlite3_value_type) ?? SQLITE_NULL == SQLITE_NULL { nulls |= 1 << UInt64(i) }
+                guard let cell, sqlite3_value_type(cell) != SQLITE_NULL else {
+                    fields[i] = .null
+                    continue
+                }
+                let type = kinds[i].type
+                switch type {
+                case .int, .date, .bool: fields[i] = RowField(type, bits: UInt64(bitPattern: sqlite3_value_int64(cell)))
+                case .double: fields[i] = RowField(.double, bits: sqlite3_value_double(cell).bitPattern)
+                case .string, .bytes, .uuid:
+                    // The pointer first, then its length (SQLite's documented order).
+                    let pointer = type == .string ? UnsafeRawPointer(sqlite3_value_text(cell)) : sqlite3_value_blob(cell)
+                    let count = Int(sqlite3_value_bytes(cell))
+                    fields[i] = RowField(type, bytes: UnsafeRawBufferPointer(start: count > 0 ? pointer : nil,
+                                                                            count: pointer == nil ? 0 : count))
+                }
             }
             return true
         }
-        self.nulls = nulls
-        return complete
     }
-
-    func slot(of name: String) -> Int? { layout.slot(of: name) }
 
     func type(at slot: Int) -> ValueType { types[slot] }
 
-    func isNull(at slot: Int) -> Bool {
-        slot < 64 ? nulls & (1 << UInt64(slot)) != 0 : sqlite3_column_type(handle, Int32(slot)) == SQLITE_NULL
-    }
-
-    func int64(at slot: Int) -> Int64 { sqlite3_column_int64(handle, Int32(slot)) }
-
-    func double(at slot: Int) -> Double { sqlite3_column_double(handle, Int32(slot)) }
-
-    func withBytes<R>(at slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let column = Int32(slot)
-        // The pointer first, then its length (SQLite's documented order).
-        let pointer = types[slot] == .string ? UnsafeRawPointer(sqlite3_column_text(handle, column))
-            : sqlite3_column_blob(handle, column)
-        let count = Int(sqlite3_column_bytes(handle, column))
-        return try body(UnsafeRawBufferPointer(start: count > 0 ? pointer : nil, count: pointer == nil ? 0 : count))
-    }
+    func field(at slot: Int) -> RowField { fields[slot] }
 }

@@ -12,12 +12,10 @@ final class SQLiteTransaction: StorageWriter {
         self.statements = statements
     }
 
-    // `@exclusivity(unchecked)`: one thread at a time, no overlapping access (the note in
-    // ChangeRecorder.swift).
     /// SQL built for entities the engine's schema does not hold as given (a schema upgrade's
     /// intermediate entities), kept for the transaction: building it per call cost more than
     /// the rows it writes.
-    @exclusivity(unchecked) private var built: [String: (EntitySchema, SQLiteEntitySQL)] = [:]
+    private var built: [String: (EntitySchema, SQLiteEntitySQL)] = [:]
 
     private func sql(_ entity: EntitySchema) -> SQLiteEntitySQL {
         if let fixed = statements[entity.name] { return fixed }
@@ -113,7 +111,7 @@ final class SQLiteTransaction: StorageWriter {
     /// The point-get statement of the entity asked for last, when its SQL is the engine's fixed
     /// SQL for that name: a loop of gets names one entity again and again, and finding the
     /// statement by its SQL text cost more than SQLite's own lookup.
-    @exclusivity(unchecked) private var lastGet: (name: String, statement: SQLiteStatement, row: SQLiteRowPlan)?
+    private var lastGet: (name: String, statement: SQLiteStatement, row: SQLiteRowPlan)?
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         try get(entity, keyValue: key.value)
@@ -160,6 +158,8 @@ final class SQLiteTransaction: StorageWriter {
 
     /// Steps the request's statement, handing each row to `body` as it is in the statement: the
     /// columns are checked (as a read checks them) and nothing is built.
+    func visitsInPlace(_ request: FetchRequest) -> Bool { true }
+
     func visit(_ request: FetchRequest, in entity: EntitySchema, _ body: (any RowCursor) throws -> Bool) throws {
         let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
         if evaluatesInSwift(select) { return try visitRecords(request, in: entity, body) }
@@ -254,7 +254,7 @@ final class SQLiteTransaction: StorageWriter {
 
     /// The insert or upsert statement of the entity written last (a loop of writes writes one
     /// entity again and again; finding the statement by its SQL hashed the whole text).
-    @exclusivity(unchecked) private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
+    private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
 
     private func write(_ sql: @autoclosure () -> String, _ record: Record, key: PrimaryKey, in entity: EntitySchema,
                        inserting: Bool) throws {

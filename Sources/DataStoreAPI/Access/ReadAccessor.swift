@@ -115,6 +115,13 @@ public class ReadAccessor {
         }
     }
 
+    /// Whether ``visit(_:_:)`` reads rows in place here (LMDB's and SQLite's read blocks), so that
+    /// a typed fetch decodes from the rows; elsewhere the rows are records already, and it decodes
+    /// the records (fewer instructions than copying their fields out).
+    @usableFromInline func readsRowsInPlace(_ request: FetchRequest) -> Bool {
+        !(self is WriteAccessor) && !Self.sortsAcrossRelationships(request) && reader.visitsInPlace(request)
+    }
+
     private func visitRecords(_ records: [Record], _ entityName: String, _ body: (borrowing Row) throws -> Void) throws {
         guard !records.isEmpty else { return }
         let cursor = RecordRowCursor(try entity(entityName))

@@ -58,6 +58,10 @@ extension StorageEngine {
     /// hands over; a backend may read its rows in place (LMDB's map, SQLite's statement), building
     /// nothing per row.
     func visit(_ request: FetchRequest, in entity: EntitySchema, _ body: (any RowCursor) throws -> Bool) throws
+    /// Whether ``visit(_:in:_:)`` reads the request's rows in place rather than visiting records
+    /// (the default, false): a typed fetch then decodes each model from the row, else from the
+    /// record.
+    func visitsInPlace(_ request: FetchRequest) -> Bool
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int
     /// Returns up to `limit` items with keys greater than `key`, in key order.
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record]
@@ -94,6 +98,8 @@ extension StorageReader {
     public func visit(_ request: FetchRequest, in entity: EntitySchema, _ body: (any RowCursor) throws -> Bool) throws {
         try visitRecords(request, in: entity, body)
     }
+
+    public func visitsInPlace(_ request: FetchRequest) -> Bool { false }
 
     /// The default ``visit(_:in:_:)``: the records ``forEach(_:in:_:)`` hands over, one at a time
     /// the cursor's row; what a backend with a cursor of its own does for requests it cannot

@@ -61,9 +61,14 @@ extension ReadAccessor {
         let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
                                    limit: limit)
         var objects: [T] = []
-        // Each object decoded from the backend's row (no record built in between).
-        let rows = RowModelDecoder<T>()
-        try visit(request) { row in objects.append(try rows.decode(row)) }
+        if readsRowsInPlace(request) {
+            // Each object decoded from the backend's row (no record built in between).
+            let rows = RowModelDecoder<T>()
+            try visit(request) { row in objects.append(try rows.decode(row)) }
+        } else {
+            let records = RecordRowDecoder<T>()
+            try forEach(request) { objects.append(try records.decode($0)) }
+        }
         return objects
     }
 
@@ -74,8 +79,13 @@ extension ReadAccessor {
                                        offset: Int = 0, limit: Int? = nil, _ body: (T) throws -> Void) throws {
         let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
                                    limit: limit)
-        let rows = RowModelDecoder<T>()
-        try visit(request) { row in try body(try rows.decode(row)) }
+        if readsRowsInPlace(request) {
+            let rows = RowModelDecoder<T>()
+            try visit(request) { row in try body(try rows.decode(row)) }
+        } else {
+            let records = RecordRowDecoder<T>()
+            try forEach(request) { try body(try records.decode($0)) }
+        }
     }
 
     /// The first object matching `filter` in the type's default sort, if any.

@@ -7,6 +7,11 @@ import Foundation
 ///
 /// Each row's model must be complete when ``decode(_:)`` returns, as it is for any model whose
 /// `init(from:)` does not keep its decoder or containers: they read the row that is current.
+///
+/// Used where the backend reads rows in place (``ReadAccessor/readsRowsInPlace``); where rows are
+/// records already (the in-memory store's, a child store's, a write block's), a typed fetch
+/// decodes the records (``RecordRowDecoder``): copying their fields out to read them in place
+/// cost more instructions than reading the record.
 @usableFromInline
 final class RowModelDecoder<T: Decodable> {
     private let decoder = RowValueDecoder()
@@ -29,12 +34,15 @@ final class RowValueDecoder: Decoder {
     /// Strong: read from an `unowned(unsafe)` reference, each use retained and released it.
     private(set) var cursor: (any RowCursor)?
     private var names: [String] = []
+    // `@exclusivity(unchecked)`: one decode at a time, on one thread; no access overlaps another.
     /// The slot after the last one found: a synthesized `init(from:)` asks for its keys in
     /// declaration order, the schema's order when the schema was derived from the type.
-    private var next = 0
-    /// The keyed container made for the rows before, and its key type's identity.
+    @exclusivity(unchecked) private var next = 0
+    /// The keyed container made for the rows before, its key type's identity and its cursor's
+    /// (the container holds the cursor, so that a field read loads no reference).
     private var reused: AnyObject?
     private var containerKey: ObjectIdentifier?
+    private var containerCursor: ObjectIdentifier?
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -53,11 +61,12 @@ final class RowValueDecoder: Decoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        if containerKey == ObjectIdentifier(type), let reused {
+        guard let cursor else { throw StoreError(.typeMismatch, "no row to decode") }
+        if containerKey == ObjectIdentifier(type), containerCursor == ObjectIdentifier(cursor), let reused {
             return unsafeDowncast(reused, to: ReusedContainer<Key>.self).container
         }
-        let container = KeyedDecodingContainer(KeyedRowDecoder<Key>(decoder: self))
-        (reused, containerKey) = (ReusedContainer(container), ObjectIdentifier(type))
+        let container = KeyedDecodingContainer(KeyedRowDecoder<Key>(decoder: self, cursor: cursor))
+        (reused, containerKey, containerCursor) = (ReusedContainer(container), ObjectIdentifier(type), ObjectIdentifier(cursor))
         return container
     }
 
@@ -77,7 +86,7 @@ final class RowValueDecoder: Decoder {
             return next
         }
         if next > 0, next - 1 < names.count, names[next - 1] == name { return next - 1 }
-        guard let slot = cursor?.slot(of: name) else { return nil }
+        guard let slot = cursor?.layout.slot(of: name) else { return nil }
         self.next = slot + 1
         return slot
     }
@@ -85,7 +94,7 @@ final class RowValueDecoder: Decoder {
     /// The row as a record (for a property's own `init(from:)`, and for errors).
     func record() -> Record {
         guard let cursor else { return Record() }
-        return Record(layout: cursor.layout, values: RecordValues(names.indices.lazy.map { cursor.value(at: $0) }))
+        return Record(layout: cursor.layout, values: RecordValues(names.indices.lazy.map { cursor.field(at: $0).value }))
     }
 }
 
@@ -97,39 +106,37 @@ private final class ReusedContainer<Key: CodingKey> {
 
 struct KeyedRowDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private let decoder: RowValueDecoder
+    private let cursor: any RowCursor
     var codingPath: [any CodingKey] { [] }
-    var allKeys: [Key] { (decoder.cursor?.layout.names ?? []).compactMap { Key(stringValue: $0) } }
+    var allKeys: [Key] { cursor.layout.names.compactMap { Key(stringValue: $0) } }
 
-    init(decoder: RowValueDecoder) {
+    init(decoder: RowValueDecoder, cursor: any RowCursor) {
         self.decoder = decoder
+        self.cursor = cursor
     }
 
-    private var cursor: any RowCursor { decoder.cursor.unsafelyUnwrapped }
+    /// The key's field in the current row (null when the entity has no such attribute).
+    private func field(_ key: Key) -> RowField {
+        guard let slot = decoder.slot(key.stringValue) else { return .null }
+        return cursor.field(at: slot)
+    }
 
     func contains(_ key: Key) -> Bool { decoder.slot(key.stringValue) != nil }
 
-    func decodeNil(forKey key: Key) throws -> Bool {
-        guard let slot = decoder.slot(key.stringValue) else { return true }
-        return cursor.isNull(at: slot)
-    }
+    func decodeNil(forKey key: Key) throws -> Bool { field(key).type == nil }
 
-    /// The slot of a non-null attribute of `type`, or the error naming what the attribute holds
-    /// (the record decoder's words).
-    private func slot(_ key: Key, _ type: ValueType, for swiftType: Any.Type) throws -> Int {
-        if let slot = fastSlot(key, type) { return slot }
-        let held = decoder.slot(key.stringValue).map { cursor.value(at: $0) } ?? .null
-        throw StoreError(.typeMismatch, "attribute '\(key.stringValue)' holds \(held), not \(swiftType)")
-    }
-
-    /// The slot of a non-null attribute of `type`, or nil.
-    private func fastSlot(_ key: Key, _ type: ValueType) -> Int? {
-        guard let slot = decoder.slot(key.stringValue), let cursor = decoder.cursor else { return nil }
-        return cursor.type(at: slot) == type && !cursor.isNull(at: slot) ? slot : nil
+    /// The key's field when it holds a `type`, or the error naming what it holds (the record
+    /// decoder's words).
+    private func field(_ key: Key, _ type: ValueType, for swiftType: Any.Type) throws -> RowField {
+        let field = field(key)
+        guard field.type == type else {
+            throw StoreError(.typeMismatch, "attribute '\(key.stringValue)' holds \(field.value), not \(swiftType)")
+        }
+        return field
     }
 
     private func integer<I: FixedWidthInteger>(_ type: I.Type, _ key: Key) throws -> I {
-        let slot = try slot(key, .int, for: type)
-        let stored = cursor.int64(at: slot)
+        let stored = Int64(bitPattern: try field(key, .int, for: type).bits)
         guard let exact = I(exactly: stored) else {
             throw StoreError(.typeMismatch, "attribute '\(key.stringValue)' holds \(stored), not \(type)")
         }
@@ -137,18 +144,19 @@ struct KeyedRowDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        let slot = try slot(key, .string, for: type)
-        return cursor.withBytes(at: slot) { String(decoding: $0, as: UTF8.self) }
+        String(decoding: try field(key, .string, for: type).bytes, as: UTF8.self)
     }
 
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { cursor.int64(at: try slot(key, .bool, for: type)) != 0 }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { cursor.double(at: try slot(key, .double, for: type)) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try field(key, .bool, for: type).bits != 0 }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        Double(bitPattern: try field(key, .double, for: type).bits)
+    }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try decode(Double.self, forKey: key)) }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, key) }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, key) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(type, key) }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(type, key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { cursor.int64(at: try slot(key, .int, for: type)) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { Int64(bitPattern: try field(key, .int, for: type).bits) }
     func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(type, key) }
     func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(type, key) }
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(type, key) }
@@ -158,20 +166,17 @@ struct KeyedRowDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         // The common non-primitive types read from the field (T is exactly the type tested, so
         // the bit casts are identities); anything else through the value.
-        if T.self == Date.self, let slot = fastSlot(key, .date) {
-            return unsafeBitCast(Timestamp(microsecondsSinceEpoch: cursor.int64(at: slot)).date, to: T.self)
+        let field = field(key)
+        switch field.type {
+        case .date? where T.self == Date.self:
+            return unsafeBitCast(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: field.bits)).date, to: T.self)
+        case .uuid? where T.self == UUID.self:
+            if let uuid = UUID(bytes: field.bytes) { return unsafeBitCast(uuid, to: T.self) }
+        case .bytes? where T.self == [UInt8].self: return unsafeBitCast(Array(field.bytes), to: T.self)
+        case .bytes? where T.self == Data.self: return unsafeBitCast(Data(field.bytes), to: T.self)
+        default: break
         }
-        if T.self == UUID.self, let slot = fastSlot(key, .uuid), let uuid = cursor.withBytes(at: slot, { UUID(bytes: $0) }) {
-            return unsafeBitCast(uuid, to: T.self)
-        }
-        if T.self == [UInt8].self, let slot = fastSlot(key, .bytes) {
-            return unsafeBitCast(cursor.withBytes(at: slot) { Array($0) }, to: T.self)
-        }
-        if T.self == Data.self, let slot = fastSlot(key, .bytes) {
-            return unsafeBitCast(cursor.withBytes(at: slot) { Data($0) }, to: T.self)
-        }
-        let value = decoder.slot(key.stringValue).map { cursor.value(at: $0) } ?? .null
-        return try RecordDecoder.convert(value, to: type, key: key.stringValue)
+        return try RecordDecoder.convert(field.value, to: type, key: key.stringValue)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
@@ -186,7 +191,6 @@ struct KeyedRowDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func superDecoder() throws -> any Decoder { RecordValueDecoder(record: decoder.record(), single: nil, key: nil) }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        let value = decoder.slot(key.stringValue).map { cursor.value(at: $0) } ?? .null
-        return RecordValueDecoder(record: decoder.record(), single: value, key: key.stringValue)
+        RecordValueDecoder(record: decoder.record(), single: field(key).value, key: key.stringValue)
     }
 }

@@ -14,9 +14,10 @@ import Foundation
 /// `typeMismatch` naming the attribute (check ``isNull(_:)`` first for optional attributes, or
 /// read ``value(_:)``).
 public struct Row: ~Copyable {
-    // No generic type is built in an accessor (the generic ones hand `body` straight to the
-    // cursor), so that an accessor called unspecialized looks up no metadata per row. A strong
-    // reference: read from an `unowned(unsafe)` one, each use retained and released it.
+    // One call into the backend's cursor per field read (``RowCursor/field(at:)``), and no generic
+    // type built in an accessor, so that an accessor called unspecialized looks up no metadata
+    // per row. A strong reference: read from an `unowned(unsafe)` one, each use retained and
+    // released it.
     let access: RowAccess
     var cursor: any RowCursor { access.cursor }
 
@@ -28,67 +29,63 @@ public struct Row: ~Copyable {
     public var attributeNames: [String] { cursor.layout.names }
 
     /// The slot of an attribute, or `unknownAttribute`.
-    func slot(_ name: String) throws(StoreError) -> Int {
+    private func slot(_ name: String) throws(StoreError) -> Int {
         guard let slot = access.slot(name) else { throw cursor.unknown(name) }
         return slot
     }
 
-    /// The slot of a non-null attribute of `type`, or the error naming what it holds.
-    func slot(_ name: String, _ type: ValueType) throws(StoreError) -> Int {
+    /// The field of a non-null attribute of `type`, or the error naming what it holds.
+    private func field(_ name: String, _ type: ValueType) throws(StoreError) -> RowField {
         let slot = try slot(name)
-        guard access.types[slot] == type, !access.cursor.isNull(at: slot) else { throw cursor.mismatch(slot, type) }
-        return slot
+        let field = access.cursor.field(at: slot)
+        guard field.type == type else { throw cursor.mismatch(slot, type) }
+        return field
     }
 
     /// The attribute's value (built: a string or bytes is copied out).
-    public func value(_ name: String) throws(StoreError) -> Value { cursor.value(at: try slot(name)) }
+    public func value(_ name: String) throws(StoreError) -> Value { cursor.field(at: try slot(name)).value }
 
     /// Whether the attribute is null.
-    public func isNull(_ name: String) throws(StoreError) -> Bool { cursor.isNull(at: try slot(name)) }
+    public func isNull(_ name: String) throws(StoreError) -> Bool { cursor.field(at: try slot(name)).type == nil }
 
     /// An `int` attribute's value.
-    public func int(_ name: String) throws(StoreError) -> Int64 { cursor.int64(at: try slot(name, .int)) }
+    public func int(_ name: String) throws(StoreError) -> Int64 { Int64(bitPattern: try field(name, .int).bits) }
 
     /// A `double` attribute's value.
-    public func double(_ name: String) throws(StoreError) -> Double { cursor.double(at: try slot(name, .double)) }
+    public func double(_ name: String) throws(StoreError) -> Double { Double(bitPattern: try field(name, .double).bits) }
 
     /// A `bool` attribute's value.
-    public func bool(_ name: String) throws(StoreError) -> Bool { cursor.int64(at: try slot(name, .bool)) != 0 }
+    public func bool(_ name: String) throws(StoreError) -> Bool { try field(name, .bool).bits != 0 }
 
     /// A `date` attribute's value.
     public func date(_ name: String) throws(StoreError) -> Timestamp {
-        Timestamp(microsecondsSinceEpoch: cursor.int64(at: try slot(name, .date)))
+        Timestamp(microsecondsSinceEpoch: Int64(bitPattern: try field(name, .date).bits))
     }
 
     /// A `string` attribute's value, as a new `String`.
     public func string(_ name: String) throws(StoreError) -> String {
-        let slot = try slot(name, .string)
-        return cursor.withBytes(at: slot) { String(decoding: $0, as: UTF8.self) }
+        String(decoding: try field(name, .string).bytes, as: UTF8.self)
     }
 
     /// A `uuid` attribute's value.
     public func uuid(_ name: String) throws(StoreError) -> UUID {
-        let slot = try slot(name, .uuid)
         // 16 bytes: the cursor checked the row before handing it over.
-        return cursor.withBytes(at: slot) { UUID(bytes: $0) } ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        UUID(bytes: try field(name, .uuid).bytes) ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
     }
 
     /// A `bytes` attribute's value, copied out.
-    public func bytes(_ name: String) throws(StoreError) -> [UInt8] {
-        let slot = try slot(name, .bytes)
-        return cursor.withBytes(at: slot) { Array($0) }
-    }
+    public func bytes(_ name: String) throws(StoreError) -> [UInt8] { Array(try field(name, .bytes).bytes) }
 
     /// Calls `body` with a `string` attribute's UTF-8 bytes where the store keeps them (valid
     /// inside `body` only): nothing is copied.
     public func withUTF8<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try cursor.withBytes(at: try slot(name, .string), body)
+        try body(try field(name, .string).bytes)
     }
 
     /// Calls `body` with a `bytes` attribute's bytes where the store keeps them (valid inside
     /// `body` only): nothing is copied.
     public func withBytes<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try cursor.withBytes(at: try slot(name, .bytes), body)
+        try body(try field(name, .bytes).bytes)
     }
 
     /// The row as a ``Record`` of its own, to keep.
@@ -96,8 +93,50 @@ public struct Row: ~Copyable {
         let cursor = self.cursor
         var values: [Value] = []
         values.reserveCapacity(cursor.layout.names.count)
-        for slot in cursor.layout.names.indices { values.append(cursor.value(at: slot)) }
+        for slot in cursor.layout.names.indices { values.append(cursor.field(at: slot).value) }
         return Record(layout: cursor.layout, values: values)
+    }
+}
+
+/// One field of a cursor's current row, as the backend keeps it: its type (`nil` for null), its
+/// number (an int's, date's or bool's bits as `Int64`, a double's bit pattern), or its bytes (a
+/// string's UTF-8, bytes, a uuid's 16), which point into the backend's storage and are valid
+/// until the cursor moves.
+@_spi(Backend) public struct RowField {
+    public var type: ValueType?
+    public var bits: UInt64
+    public var bytes: UnsafeRawBufferPointer
+
+    @inlinable public static var null: RowField { RowField(type: nil, bits: 0, bytes: UnsafeRawBufferPointer(start: nil, count: 0)) }
+
+    @inlinable public init(type: ValueType?, bits: UInt64, bytes: UnsafeRawBufferPointer) {
+        self.type = type
+        self.bits = bits
+        self.bytes = bytes
+    }
+
+    /// A number field.
+    @inlinable public init(_ type: ValueType, bits: UInt64) {
+        self.init(type: type, bits: bits, bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// A string, bytes or uuid field.
+    @inlinable public init(_ type: ValueType, bytes: UnsafeRawBufferPointer) {
+        self.init(type: type, bits: 0, bytes: bytes)
+    }
+
+    /// The field's value, built.
+    public var value: Value {
+        switch type {
+        case nil: return .null
+        case .int: return .int(Int64(bitPattern: bits))
+        case .bool: return .bool(bits != 0)
+        case .date: return .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
+        case .double: return .double(Double(bitPattern: bits))
+        case .string: return .string(String(decoding: bytes, as: UTF8.self))
+        case .bytes: return .bytes(Array(bytes))
+        case .uuid: return UUID(bytes: bytes).map(Value.uuid) ?? .null
+        }
     }
 }
 
@@ -107,12 +146,12 @@ public struct Row: ~Copyable {
 /// the first row, or when the order changes).
 final class RowAccess {
     let cursor: any RowCursor
-    let types: [ValueType]
     private let layout: RecordLayout
     private typealias Words = (UInt64, UInt64)
     private let words: [Words]
     // `@exclusivity(unchecked)`: one visit, on one thread; no access to these overlaps another
-    // (each accessor's lookup is over before the next begins).
+    // (each accessor's lookup is over before the next begins). Defended by the `visit` lines of
+    // Scripts/instruction-counts.txt.
     /// The slots asked for in the rows so far, in order; where this row is in them.
     @exclusivity(unchecked) private var order: [Int] = []
     @exclusivity(unchecked) private var position = 0
@@ -120,7 +159,6 @@ final class RowAccess {
     init(_ cursor: any RowCursor) {
         self.cursor = cursor
         layout = cursor.layout
-        types = layout.names.indices.map { cursor.type(at: $0) }
         words = layout.names.map { unsafeBitCast($0, to: Words.self) }
     }
 
@@ -150,47 +188,23 @@ final class RowAccess {
 /// What a backend implements to hand rows to a visit without building records: the current
 /// row's fields by slot (the entity's attribute order), read where the backend keeps them.
 /// The backend checks each row as a decode would (types, nulls of required attributes, UTF-8)
-/// before handing it over, so that the accessors need not: a slot's value, when not null, is
-/// of the attribute's type.
+/// before handing it over, so that the accessors need not: a field, when not null, is of the
+/// attribute's type.
 @_spi(Backend) public protocol RowCursor: AnyObject {
     /// The entity's attribute names, in slot order.
     var layout: RecordLayout { get }
     /// The entity's name, for errors.
     var entityName: String { get }
-    /// The slot of the attribute named `name`, if the entity has one.
-    func slot(of name: String) -> Int?
     /// The slot's attribute type.
     func type(at slot: Int) -> ValueType
-    /// Whether the slot is null in this row.
-    func isNull(at slot: Int) -> Bool
-    /// A non-null `int`, `date` (microseconds) or `bool` (0 or 1) slot's value.
-    func int64(at slot: Int) -> Int64
-    /// A non-null `double` slot's value.
-    func double(at slot: Int) -> Double
-    /// Calls `body` with a non-null `string` (UTF-8), `bytes` or `uuid` (16 bytes) slot's bytes,
-    /// valid inside `body` only.
-    func withBytes<R>(at slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
-    /// The slot's value, built.
-    func value(at slot: Int) -> Value
+    /// The slot's field in the current row.
+    func field(at slot: Int) -> RowField
 }
 
 extension RowCursor {
-    public func value(at slot: Int) -> Value {
-        if isNull(at: slot) { return .null }
-        switch type(at: slot) {
-        case .int: return .int(int64(at: slot))
-        case .bool: return .bool(int64(at: slot) != 0)
-        case .date: return .date(Timestamp(microsecondsSinceEpoch: int64(at: slot)))
-        case .double: return .double(double(at: slot))
-        case .string: return .string(withBytes(at: slot) { String(decoding: $0, as: UTF8.self) })
-        case .bytes: return .bytes(withBytes(at: slot) { Array($0) })
-        case .uuid: return withBytes(at: slot) { UUID(bytes: $0) }.map(Value.uuid) ?? .null
-        }
-    }
-
     /// `typeMismatch` for a slot asked for as `type`.
     public func mismatch(_ slot: Int, _ type: ValueType) -> StoreError {
-        let what = isNull(at: slot) ? "is null" : "holds \(self.type(at: slot))"
+        let what = field(at: slot).type.map { "holds \($0)" } ?? "is null"
         return StoreError(.typeMismatch, "attribute '\(layout.names[slot])' of '\(entityName)' \(what), not \(type)")
     }
 
@@ -201,54 +215,79 @@ extension RowCursor {
 }
 
 /// A cursor over records: what a backend without a cursor of its own visits (the default
-/// ``StorageReader/visit(_:in:_:)``), and what a visit of records already read hands over.
+/// ``StorageReader/visit(_:in:_:)``), and what a visit of records already read hands over. A
+/// string's, bytes' or uuid's bytes are copied into a buffer of the slot's own (kept from row to
+/// row: nothing is allocated per row once it is large enough), where they stay for the row.
 @_spi(Backend) public final class RecordRowCursor: RowCursor {
     public let layout: RecordLayout
-    public let types: [ValueType]
     public let entityName: String
+    private let types: [ValueType]
     private var values = RecordValues()
+    /// The current row as the record it is.
+    private var current = Record()
+    /// Per slot: a buffer for its bytes, and its capacity.
+    private var buffers: [(UnsafeMutableRawPointer?, Int)]
 
     public init(_ entity: EntitySchema) {
         layout = entity.layout
         types = entity.attributes.map(\.type)
         entityName = entity.name
+        buffers = Array(repeating: (nil, 0), count: types.count)
+    }
+
+    deinit {
+        for (buffer, _) in buffers { buffer?.deallocate() }
     }
 
     /// Makes `record` (of the cursor's entity) the current row.
     public func load(_ record: Record) {
-        values = record.values(inOrderOf: layout) ?? record.values(in: layout)
+        current = record
+        loaded = false
     }
+
+    /// The current record's values in slot order, taken at the first field read of the row (a
+    /// typed decode of the record reads none).
+    private var loaded = false
 
     /// Lets go of the current row (a backend refills a record in place only when nothing else
     /// holds its values).
-    public func unload() { values = RecordValues() }
+    public func unload() {
+        values = RecordValues()
+        current = Record()
+        loaded = false
+    }
 
-    public func slot(of name: String) -> Int? { layout.slot(of: name) }
     public func type(at slot: Int) -> ValueType { types[slot] }
-    public func isNull(at slot: Int) -> Bool { values[slot].isNull }
 
-    public func int64(at slot: Int) -> Int64 {
+    /// `bytes` copied into the slot's buffer.
+    private func kept(_ slot: Int, _ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        var (buffer, capacity) = buffers[slot]
+        if buffer == nil || capacity < bytes.count {
+            buffer?.deallocate()
+            capacity = max(bytes.count, 32)
+            buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+            buffers[slot] = (buffer, capacity)
+        }
+        let target = buffer.unsafelyUnwrapped
+        target.copyMemory(from: source, byteCount: bytes.count)
+        return UnsafeRawBufferPointer(start: target, count: bytes.count)
+    }
+
+    public func field(at slot: Int) -> RowField {
+        if !loaded {
+            values = current.values(inOrderOf: layout) ?? current.values(in: layout)
+            loaded = true
+        }
         switch values[slot] {
-        case .int(let i): return i
-        case .bool(let b): return b ? 1 : 0
-        case .date(let t): return t.microsecondsSinceEpoch
-        default: return 0
+        case .null: return .null
+        case .int(let i): return RowField(.int, bits: UInt64(bitPattern: i))
+        case .bool(let b): return RowField(.bool, bits: b ? 1 : 0)
+        case .date(let t): return RowField(.date, bits: UInt64(bitPattern: t.microsecondsSinceEpoch))
+        case .double(let d): return RowField(.double, bits: d.bitPattern)
+        case .string(var s): return RowField(.string, bytes: s.withUTF8 { kept(slot, UnsafeRawBufferPointer($0)) })
+        case .bytes(let b): return RowField(.bytes, bytes: b.withUnsafeBytes { kept(slot, $0) })
+        case .uuid(let u): return RowField(.uuid, bytes: withUnsafeBytes(of: u.uuid) { kept(slot, $0) })
         }
     }
-
-    public func double(at slot: Int) -> Double {
-        if case .double(let d) = values[slot] { return d }
-        return 0
-    }
-
-    public func withBytes<R>(at slot: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        switch values[slot] {
-        case .string(var s): return try s.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
-        case .bytes(let b): return try b.withUnsafeBytes(body)
-        case .uuid(let u): return try withUnsafeBytes(of: u.uuid, body)
-        default: return try body(UnsafeRawBufferPointer(start: nil, count: 0))
-        }
-    }
-
-    public func value(at slot: Int) -> Value { values[slot] }
 }
