@@ -34,10 +34,9 @@ final class RowValueDecoder: Decoder {
     /// Strong: read from an `unowned(unsafe)` reference, each use retained and released it.
     private(set) var cursor: (any RowCursor)?
     private var names: [String] = []
-    // `@exclusivity(unchecked)`: one decode at a time, on one thread; no access overlaps another.
     /// The slot after the last one found: a synthesized `init(from:)` asks for its keys in
     /// declaration order, the schema's order when the schema was derived from the type.
-    @exclusivity(unchecked) private var next = 0
+    private var next = 0
     /// The keyed container made for the rows before, its key type's identity and its cursor's
     /// (the container holds the cursor, so that a field read loads no reference).
     private var reused: AnyObject?
