@@ -29,7 +29,7 @@ thresholds=Scripts/instruction-counts.txt
 count=10000
 measured="$work/measured.txt"
 for backend in sqlite lmdb memory; do
-    for operation in insert get fetch forEach visit typed-fetch typed-insert; do
+    for operation in insert get fetch forEach visit query unindexed typed-fetch typed-insert; do
         SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind --toggle-collect='*runHotPath*' \
             --callgrind-out-file="$work/out" "$work/hot-paths" "$backend" "$operation" "$count" >/dev/null 2>"$work/log" \
             || { cat "$work/log" >&2; echo "instruction-counts: $backend $operation failed" >&2; exit 1; }

@@ -2,7 +2,10 @@
 // (Scripts/instruction-counts.sh runs each under `valgrind --tool=callgrind
 // --toggle-collect='*runHotPath*'` and compares the count per item with the committed thresholds).
 //
-//     hot-paths sqlite|lmdb|memory insert|get|fetch|forEach|visit|typed-fetch|typed-insert COUNT
+//     hot-paths sqlite|lmdb|memory insert|get|fetch|forEach|visit|query|unindexed|typed-fetch|typed-insert COUNT
+//
+// query: 100 fetches of one value of the indexed attribute (`score == n`); unindexed: one fetch
+// filtered on the double, which no index covers (`ratio < 0.01`).
 //
 // The store is seeded with COUNT items first (for the reads), outside the collected function. The
 // items are the benchmark harness's: an int key, a short string, an indexed int, a double and 16
@@ -48,7 +51,7 @@ let schema = Schema(entities: [
 ])
 
 let backends = ["sqlite", "lmdb", "memory"]
-let operations = ["insert", "get", "fetch", "forEach", "visit", "typed-fetch", "typed-insert"]
+let operations = ["insert", "get", "fetch", "forEach", "visit", "query", "unindexed", "typed-fetch", "typed-insert"]
 let arguments = CommandLine.arguments
 guard arguments.count == 4, backends.contains(arguments[1]), operations.contains(arguments[2]),
       let count = Int(arguments[3]), count > 0 else {
@@ -94,6 +97,12 @@ func operate(_ store: any DataStore, _ operation: String, _ items: [Item], _ rec
             }
             return visited
         }
+    case "query":
+        return try store.read { r in
+            try (0..<100).reduce(0) { $0 + (try r.fetch(FetchRequest("Item", filter: Field("score") == .int(Int64($1))))).count }
+        }
+    case "unindexed":
+        return try store.read { try $0.fetch(FetchRequest("Item", filter: Field("ratio") < 0.01)).count }
     case "visit":
         return try store.read { r in
             var total: Int64 = 0
