@@ -49,6 +49,18 @@ package struct Workload {
     package static let ratioBound = 0.01
 }
 
+/// An item of the workload as a typed model, for the typed rows of `profile-store` and
+/// `count-allocations`.
+package struct WorkloadItem: DataObject {
+    package static let entityName = "Item"
+    package static let primaryKey = "id"
+    package var id: Int64
+    package var name: String
+    package var score: Int64
+    package var ratio: Double
+    package var payload: [UInt8]
+}
+
 /// A row as the raw benchmarks decode it, so both sides build the same Swift values.
 package struct RawRow: Equatable {
     package var id: Int64

@@ -15,15 +15,6 @@ import SQLiteStore
 let count = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
 let workload = Workload(count: count)
 
-struct Item: DataObject {
-    static let entityName = "Item"
-    static let primaryKey = "id"
-    var id: Int64
-    var name: String
-    var score: Int64
-    var ratio: Double
-    var payload: [UInt8]
-}
 
 /// Allocations per item of `body`, which visits `count` items.
 func perItem(_ body: () throws -> Void) rethrows -> Double {
@@ -58,7 +49,7 @@ for (backend, store) in stores {
     note(backend, "visit, fields read in place", try perItem { total = try api.visitInPlace() })
     note(backend, "visit, each row decoded into a struct", try perItem { _ = try api.visitRows() })
     note(backend, "typed forEach (Codable model)", try perItem {
-        try store.read { r in try r.forEach(Item.self) { consume($0) } }
+        try store.read { r in try r.forEach(WorkloadItem.self) { consume($0) } }
     })
     note(backend, "forEach (Record)", try perItem { _ = try api.visit() })
     precondition(total != 0)

@@ -40,15 +40,6 @@ let operation = arguments[2]
 let count = arguments.count > 3 ? Int(arguments[3]) ?? 20_000 : 20_000
 let workload = Workload(count: count)
 
-struct Item: DataObject {
-    static let entityName = "Item"
-    static let primaryKey = "id"
-    var id: Int64
-    var name: String
-    var score: Int64
-    var ratio: Double
-    var payload: [UInt8]
-}
 
 /// The harness's own code for each side (`APIBench`, `RawLMDBBench`, `RawSQLiteBench`), so that
 /// the counts of the API and of raw C are of the same work.
@@ -64,7 +55,7 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     case "foreach": return try api.visit()
     case "query": return try api.indexedQueries()
     case "unindexed": return try api.unindexedQuery()
-    case "typed": return try store.read { try $0.fetch(Item.self).count }
+    case "typed": return try store.read { try $0.fetch(WorkloadItem.self).count }
     case "small":
         try api.smallTransactions(from: count)
         return Workload.smallTransactions
