@@ -47,6 +47,23 @@ final class ForeignDatabase: @unchecked Sendable {
 
     deinit { close() }
 
+    /// What the file is, for `inspect`: its journal and what lives only in its `-wal` or
+    /// `-journal`, read from the file's header and its companions as found (never written).
+    func journalFacts() -> [String] {
+        var facts = [Self.headerSaysWAL(path) ? "journal: WAL" : "journal: rollback (DELETE)"]
+        let wal = Self.size(path + "-wal") ?? 0, journal = Self.size(path + "-journal") ?? 0
+        if wal > 0 {
+            facts.append("-wal: \(wal) bytes of changes not yet checkpointed into the file, read with it from a "
+                + "private snapshot")
+        } else if journal > 0 {
+            facts.append("-journal: \(journal) bytes of an interrupted transaction, rolled back in a private "
+                + "snapshot")
+        } else {
+            facts.append("everything is in the file (no -wal or -journal holds changes)")
+        }
+        return facts
+    }
+
     func close() {
         lock.lock()
         defer { lock.unlock() }
@@ -225,7 +242,17 @@ final class ForeignStatement {
             let rc: Int32
             switch value {
             case .int(let i): rc = sqlite3_bind_int64(handle, index, i)
-            case .string(let s): rc = sqlite3_bind_text(handle, index, s, -1, transientDestructor)
+            case .string(let s):
+                // With its length: a key may hold a NUL, where a C string would end.
+                var text = s
+                rc = text.withUTF8 { utf8 in
+                    utf8.withMemoryRebound(to: CChar.self) { chars in
+                        guard let base = chars.baseAddress else {
+                            return sqlite3_bind_text(handle, index, "", 0, transientDestructor)
+                        }
+                        return sqlite3_bind_text(handle, index, base, Int32(chars.count), transientDestructor)
+                    }
+                }
             case .double(let d): rc = sqlite3_bind_double(handle, index, d)
             case .bytes(let b): rc = b.withUnsafeBytes {
                     sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transientDestructor)

@@ -58,3 +58,13 @@ public struct ForeignSource: Sendable, Hashable {
         return options.isEmpty ? path : path + "?" + options.joined(separator: "&")
     }
 }
+
+/// A file this toolkit reads as a source and never writes (a Core Data store, a plain SQLite
+/// database): what it is, for `inspect`, where a store of this toolkit shows its schema version,
+/// state and history.
+public protocol ForeignStore: DataStore {
+    /// What the mapping did, in one line.
+    var summary: String { get }
+    /// What the file is, one fact per line.
+    var facts: [String] { get }
+}

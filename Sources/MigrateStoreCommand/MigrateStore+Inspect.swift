@@ -1,6 +1,7 @@
 import ArgumentParser
 @_spi(Backend) import DataStoreAPI
 import Foundation
+import ForeignStores
 @_spi(Backend) import StoreMigration
 
 extension SchemaDiagram.Format: ExpressibleByArgument {}
@@ -91,6 +92,13 @@ extension MigrateStore {
                 }
                 let opened = try Migrator.acceptingUnfinished { try location.openSource(alreadyChecked: check) }
                 defer { try? opened.close() }
+                if let foreign = opened as? any ForeignStore {
+                    print("\(location)  \(location.sizeOnDisk) bytes on disk")
+                    for fact in foreign.facts { print(fact) }
+                    print("read as: \(foreign.summary)")
+                    try MigrateStore.printEntities(opened)
+                    return
+                }
                 print("\(location)  \(location.sizeOnDisk) bytes on disk  schema version \(opened.schema.version)")
                 let marker = try opened.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
                 let checkpoint = try Migrator.checkpoint(of: opened)
@@ -120,26 +128,33 @@ extension MigrateStore {
                                 + "\(entry.toVersion): " + (entry.steps.isEmpty ? "no steps" : entry.steps.joined(separator: "; ")))
                         }
                     }
-                    for entity in opened.schema.entities {
-                        let count = try reader.count(FetchRequest(entity.name))
-                        print("\n\(entity.name): \(count) items, primary key \(entity.primaryKey)")
-                        for attribute in entity.attributes {
-                            let optional = attribute.isOptional ? "?" : ""
-                            let fallback = attribute.defaultValue.map { " = \($0)" } ?? ""
-                            print("  \(attribute.name): \(attribute.type.rawValue)\(optional)\(fallback)")
-                        }
-                        for index in entity.indexes {
-                            print("  index \(index.name)\(index.isUnique ? " (unique)" : ""): "
-                                + index.attributes.joined(separator: ", "))
-                        }
-                        for relationship in entity.relationships {
-                            let kind = relationship.cardinality == .toOne
-                                ? (relationship.isOptional ? "to-one" : "required to-one") : "to-many"
-                            print("  relationship \(relationship.name): \(kind) \(relationship.destination)"
-                                + (relationship.inverse.map { ", inverse \($0)" } ?? "")
-                                + ", delete rule \(relationship.deleteRule.rawValue)")
-                        }
-                    }
+                }
+                try MigrateStore.printEntities(opened)
+            }
+        }
+    }
+
+    /// Each entity of the store with its item count, attributes, indexes and relationships.
+    static func printEntities(_ opened: any DataStore) throws {
+        try opened.read { reader in
+            for entity in opened.schema.entities {
+                let count = try reader.count(FetchRequest(entity.name))
+                print("\n\(entity.name): \(count) items, primary key \(entity.primaryKey)")
+                for attribute in entity.attributes {
+                    let optional = attribute.isOptional ? "?" : ""
+                    let fallback = attribute.defaultValue.map { " = \($0)" } ?? ""
+                    print("  \(attribute.name): \(attribute.type.rawValue)\(optional)\(fallback)")
+                }
+                for index in entity.indexes {
+                    print("  index \(index.name)\(index.isUnique ? " (unique)" : ""): "
+                        + index.attributes.joined(separator: ", "))
+                }
+                for relationship in entity.relationships {
+                    let kind = relationship.cardinality == .toOne
+                        ? (relationship.isOptional ? "to-one" : "required to-one") : "to-many"
+                    print("  relationship \(relationship.name): \(kind) \(relationship.destination)"
+                        + (relationship.inverse.map { ", inverse \($0)" } ?? "")
+                        + ", delete rule \(relationship.deleteRule.rawValue)")
                 }
             }
         }

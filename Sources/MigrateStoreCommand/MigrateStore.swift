@@ -159,13 +159,14 @@ struct ForeignSourceOptions: ParsableArguments {
     var model: String?
 
     @Option(help: ArgumentHelp("For a coredata: or plain-sqlite: source, the attribute (column) that keys an entity's "
-        + "(table's) items instead of Z_PK or the primary key; repeat it for more entities.",
+        + "(table's) items instead of Z_PK or the primary key (ENTITY=ATTRIBUTE or ENTITY.ATTRIBUTE); repeat it for "
+        + "more entities.",
         valueName: "entity=attribute"))
     var key: [String] = []
 
     /// `location` with the options in its path.
     /// - Throws: a usage error when an option is given for a source of another kind or `--key`
-    ///   is not ENTITY=ATTRIBUTE.
+    ///   is neither ENTITY=ATTRIBUTE nor ENTITY.ATTRIBUTE.
     func apply(to location: StoreLocation) throws -> StoreLocation {
         guard model != nil || !key.isEmpty else { return location }
         guard location.kind == .coreData || location.kind == .plainSQLite else {
@@ -175,9 +176,12 @@ struct ForeignSourceOptions: ParsableArguments {
         var source = try ForeignSource(parsing: location.path)
         if let model { source.model = model }
         for pair in key {
-            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            // ENTITY=ATTRIBUTE, or ENTITY.ATTRIBUTE as the location's key= and the messages spell it.
+            let separator: Character = pair.contains("=") ? "=" : "."
+            let parts = pair.split(separator: separator, maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                throw StoreError(.invalidArgument, "--key must be ENTITY=ATTRIBUTE (it is '\(pair)')")
+                throw StoreError(.invalidArgument, "--key must be ENTITY=ATTRIBUTE or ENTITY.ATTRIBUTE (it is "
+                    + "'\(pair)')")
             }
             source.keys[parts[0]] = parts[1]
         }

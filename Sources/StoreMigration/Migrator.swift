@@ -529,9 +529,29 @@ extension Migrator {
             let differences = SchemaDifference.between(stored: Schema(version: 1, entities: [theirs]),
                                                        requested: Schema(version: 1, entities: [entity]))
             throw StoreError(.schemaMismatch, "the entity '\(entity.name)' of \(destination) differs from the "
-                + "source's: " + (differences.isEmpty ? "its attributes or indexes are in another order"
+                + "source's: " + (differences.isEmpty ? orderDifference(theirs, entity)
                     : "from it to the source's, " + differences.map(\.summary).joined(separator: "; ")))
         }
+    }
+}
+
+extension Migrator {
+    /// What differs between two entities that hold the same attributes, indexes and
+    /// relationships in another order, as "its relationships are in the order a, b; the
+    /// source's b, a". The order is part of a schema (it fixes the record layout and the indexes
+    /// a store builds), so two such entities are not the same.
+    static func orderDifference(_ theirs: EntitySchema, _ ours: EntitySchema) -> String {
+        var parts: [String] = []
+        func compare(_ what: String, _ a: [String], _ b: [String]) {
+            guard a != b else { return }
+            parts.append("its \(what) are in the order \(a.joined(separator: ", ")); the source's "
+                + b.joined(separator: ", "))
+        }
+        compare("attributes", theirs.attributes.map(\.name), ours.attributes.map(\.name))
+        compare("indexes", theirs.indexes.map(\.name), ours.indexes.map(\.name))
+        compare("relationships", theirs.relationships.map(\.name), ours.relationships.map(\.name))
+        return parts.isEmpty ? "they differ in a detail the schema difference does not name"
+            : parts.joined(separator: "; ")
     }
 }
 

@@ -43,4 +43,41 @@ import Testing
         try postgres.destroy()
     }
 }
+
+/// Core Data stores as Apple's framework writes them (inherited properties as full copies, three
+/// levels of inheritance, numbered join columns, a one-to-one, a uniqueness constraint; and a
+/// SwiftData store whose rows are only in its WAL) copied into PostgreSQL and back.
+@Test func appleShapedStoresCopyIntoPostgreSQLAndBack() throws {
+    for swiftData in [false, true] {
+        let dir = try TemporaryDirectory()
+        let path = dir.path(swiftData ? "default.store" : "Garage.sqlite")
+        var options = GarageFixture.Options()
+        options.swiftData = swiftData
+        try GarageFixture.write(at: path, options)
+        let files = [path, path + "-wal", path + "-shm"]
+        let before = files.map { FileManager.default.contents(atPath: $0) }
+        let source = StoreLocation(kind: "coredata", path: path)
+        let postgres = StoreLocation(kind: "postgres",
+                                     path: String(PostgresTestServer.location(dir.url.path).description.dropFirst(9)))
+        let there = try Migrator.copy(from: source, to: postgres, options: MigrationOptions(batchSize: 2))
+        #expect(there.verified && there.differences == 0)
+        let back = StoreLocation(kind: .sqlite, path: dir.path("back.sqlite"))
+        let returned = try Migrator.copy(from: postgres, to: back)
+        #expect(returned.verified && returned.differences == 0)
+        #expect(try Migrator.verify(from: source, to: back).differences == 0)
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == before)
+        let pg = try postgres.open(schema: nil)
+        let vehicles = try pg.read { try $0.fetch(FetchRequest("Vehicle")) }
+        let fans = try pg.read { try $0.related("Vehicle", key: .int(3), "fans") }
+        try pg.close()
+        for vehicle in vehicles {
+            guard case .int(let pk) = vehicle["pk"] else { continue }
+            for (name, value) in GarageFixture.expectedVehicles()[pk] ?? [:] {
+                #expect(vehicle[name] == value, "Vehicle \(vehicle["pk"]).\(name)")
+            }
+        }
+        #expect(vehicles.count == 4 && fans.map { $0["name"] } == [.string("Ada")])
+        try postgres.destroy()
+    }
+}
 #endif

@@ -37,12 +37,18 @@ func copyThereAndBack(_ source: StoreLocation, via kind: StoreKind, in dir: Temp
 }
 
 @Suite struct CoreDataSourceTests {
-    @Test(arguments: [StoreKind.memory, .sqlite, .lmdb], [false, true])
-    func everyItemAndRelationshipCopiesIntoEachBackendAndBack(_ kind: StoreKind, wal: Bool) throws {
+    @Test(arguments: [StoreKind.memory, .sqlite, .lmdb], [
+        (false, CoreDataModelWriter.InheritedProperties.proxies), (true, .proxies), (false, .fullCopies),
+        (true, .fullCopies),
+    ])
+    func everyItemAndRelationshipCopiesIntoEachBackendAndBack(
+        _ kind: StoreKind, _ shape: (wal: Bool, inherited: CoreDataModelWriter.InheritedProperties)) throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("Notes.sqlite")
+        let wal = shape.wal
         var options = CoreDataFixture.Options()
         options.walWithUnflushedPages = wal
+        options.inheritedProperties = shape.inherited
         try CoreDataFixture.write(at: path, options)
         if wal {
             let walSize = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
@@ -399,10 +405,13 @@ func sqliteShell(_ path: String, _ sql: String) throws {
 
 /// Damaged Core Data stores: every byte of the model cache changed in turn (a sample), the file
 /// cut short, another file in its place. Each is refused with an error or read; none crashes.
-@Test func damagedCoreDataStoresAreRefusedNeverCrash() throws {
+@Test(arguments: CoreDataModelWriter.InheritedProperties.allCases)
+func damagedCoreDataStoresAreRefusedNeverCrash(_ inherited: CoreDataModelWriter.InheritedProperties) throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("Notes.sqlite")
-    try CoreDataFixture.write(at: path)
+    var options = CoreDataFixture.Options()
+    options.inheritedProperties = inherited
+    try CoreDataFixture.write(at: path, options)
     let pristine = try Data(contentsOf: URL(fileURLWithPath: path))
     let blob = try sqliteBlob(path, "SELECT Z_CONTENT FROM Z_MODELCACHE")
     var refused = 0, read = 0
@@ -429,7 +438,7 @@ func sqliteShell(_ path: String, _ sql: String) throws {
     }
     // The archive itself damaged (then compressed as Core Data does): the property list reader
     // and the object graph reader see every kind of wrong byte.
-    let archive = try CoreDataFixture.modelArchive()
+    let archive = try CoreDataFixture.modelArchive(options)
     for position in stride(from: 0, to: archive.count, by: max(1, archive.count / 200)) {
         for flip: UInt8 in [0x01, 0x10, 0xFF] {
             var damaged = archive

@@ -7,7 +7,8 @@ import Foundation
 /// table (`Z_PRIMARYKEY`, `Z_METADATA`, `Z_MODELCACHE`, one `Z`-table per inheritance hierarchy,
 /// `Z_<n><NAME>` join tables), the model cache as a raw-DEFLATE NSKeyedArchiver binary property
 /// list of `NSEntityDescription`/`NSAttributeDescription`/`NSRelationshipDescription` objects
-/// (inherited properties as `_NSPropertyDescriptionProxy`), dates as seconds since 2001, external
+/// (inherited properties as `_NSPropertyDescriptionProxy` or as full copies, as Apple's framework
+/// writes them), dates as seconds since 2001, external
 /// binary data in `.NAME_SUPPORT/_EXTERNAL_DATA`, and optionally a WAL whose pages were never
 /// checkpointed.
 ///
@@ -24,6 +25,8 @@ public enum CoreDataFixture {
         /// Adds a composite attribute `Tag.size` (a store the reader must refuse).
         public var compositeAttribute = false
         public var posts = 6
+        /// How the model cache carries Author's inherited properties.
+        public var inheritedProperties = CoreDataModelWriter.InheritedProperties.proxies
         public init() {}
     }
 
@@ -36,41 +39,8 @@ public enum CoreDataFixture {
     /// Writes the store at `path` (and its support directory beside it).
     public static func write(at path: String, _ options: Options = Options()) throws {
         let staging = options.walWithUnflushedPages ? path + ".building" : path
-        var db: OpaquePointer?
-        guard sqlite3_open(staging, &db) == SQLITE_OK, let db else { throw FixtureError("cannot open \(staging)") }
-        var closed = false
-        defer { if !closed { sqlite3_close(db) } }
-        func exec(_ sql: String) throws {
-            var message: UnsafeMutablePointer<CChar>?
-            guard sqlite3_exec(db, sql, nil, nil, &message) == SQLITE_OK else {
-                let text = message.map { String(cString: $0) } ?? "?"
-                sqlite3_free(message)
-                throw FixtureError("\(text): \(sql)")
-            }
-        }
-        func insert(_ sql: String, _ values: [Any?]) throws {
-            var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else {
-                throw FixtureError(String(cString: sqlite3_errmsg(db)) + ": " + sql)
-            }
-            defer { sqlite3_finalize(statement) }
-            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-            for (offset, value) in values.enumerated() {
-                let index = Int32(offset + 1)
-                switch value {
-                case let v as Int: sqlite3_bind_int64(statement, index, Int64(v))
-                case let v as Double: sqlite3_bind_double(statement, index, v)
-                case let v as String: sqlite3_bind_text(statement, index, v, -1, transient)
-                case let v as [UInt8]: _ = v.withUnsafeBytes {
-                        sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient)
-                    }
-                default: sqlite3_bind_null(statement, index)
-                }
-            }
-            guard sqlite3_step(statement) == SQLITE_DONE else {
-                throw FixtureError(String(cString: sqlite3_errmsg(db)) + ": " + sql)
-            }
-        }
+        let database = try FixtureDatabase(staging)
+        let exec = database.exec, insert = database.insert
         if options.walWithUnflushedPages {
             try exec("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0")
         }
@@ -131,8 +101,7 @@ public enum CoreDataFixture {
                 try? FileManager.default.removeItem(atPath: path + suffix)
                 try FileManager.default.copyItem(atPath: staging + suffix, toPath: path + suffix)
             }
-            sqlite3_close(db)
-            closed = true
+            database.close()
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: staging + suffix) }
         }
     }
@@ -155,84 +124,30 @@ public enum CoreDataFixture {
     // MARK: The model cache
 
     public static func modelArchive(_ options: Options = Options()) throws -> [UInt8] {
-        var archive = KeyedArchiveWriter()
-        let model = archive.reserve()
-        struct Property { var name: String; var fields: [String: KeyedArchiveWriter.Item] }
-        // Entities first (reserved), so properties can refer to them.
-        let entityNames = ["Author", "Person", "Post", "Tag"]
-        var entityRefs: [String: Int] = [:]
-        for name in entityNames { entityRefs[name] = archive.reserve() }
-        func attribute(_ entity: String, _ name: String, _ type: Int, optional: Bool = true, external: Bool = false)
-            -> (String, Int)
-        {
-            var fields: [String: KeyedArchiveWriter.Item] = [
-                "NSPropertyName": .string(name), "NSEntity": .reference(entityRefs[entity]!),
-                "NSAttributeType": .int(type), "_P": .int(optional ? 3 : 1),
-                "NSFlagsKey": .int(external ? 4 : 0),
-            ]
-            if optional { fields["NSIsOptional"] = .bool(true) }
-            return (name, archive.add(className: "NSAttributeDescription", fields))
-        }
-        func relationship(_ entity: String, _ name: String, to destination: String, inverse: String, toMany: Bool,
-                          ordered: Bool = false, rule: Int = 1, optional: Bool = true) -> (String, Int) {
-            var fields: [String: KeyedArchiveWriter.Item] = [
-                "NSPropertyName": .string(name), "NSEntity": .reference(entityRefs[entity]!),
-                "NSMaxCount": .int(toMany ? 0 : 1), "NSMinCount": .int(0), "NSDeleteRule": .int(rule),
-                "NSDestinationEntity": .reference(entityRefs[destination]!),
-                "_NSDestinationEntityName": .string(destination), "_NSInverseRelationshipName": .string(inverse),
-                "_P": .int((optional ? 3 : 1) | (ordered ? 0x400 : 0)),
-            ]
-            if optional { fields["NSIsOptional"] = .bool(true) }
-            if ordered { fields["NSIsOrdered"] = .bool(true) }
-            return (name, archive.add(className: "NSRelationshipDescription", fields))
-        }
-        var person = [
-            attribute("Person", "name", 700, optional: false), attribute("Person", "age", 100),
-            attribute("Person", "followers", 300), attribute("Person", "height", 600), attribute("Person", "balance", 400),
-            attribute("Person", "active", 800), attribute("Person", "born", 900), attribute("Person", "uid", 1100),
-            attribute("Person", "homepage", 1200), attribute("Person", "photo", 1000, external: true),
-            attribute("Person", "settings", 1800), attribute("Person", "nickname", 700),
-        ]
-        // A transient attribute holds no data (no column).
-        person[person.count - 1] = {
-            let (name, ref) = person[person.count - 1]
-            archive.set(ref, field: "NSIsTransient", .bool(true))
-            return (name, ref)
-        }()
-        let author = [attribute("Author", "penName", 700),
-                      relationship("Author", "posts", to: "Post", inverse: "author", toMany: true, ordered: true, rule: 2)]
-        let post = [attribute("Post", "title", 700, optional: false), attribute("Post", "body", 700),
-                    attribute("Post", "createdAt", 900, optional: false),
-                    relationship("Post", "author", to: "Author", inverse: "posts", toMany: false),
-                    relationship("Post", "tags", to: "Tag", inverse: "posts", toMany: true,
-                                 ordered: options.orderedManyToMany)]
-        var tag = [attribute("Tag", "name", 700, optional: false),
-                   relationship("Tag", "posts", to: "Post", inverse: "tags", toMany: true)]
-        if options.compositeAttribute { tag.append(attribute("Tag", "size", 2100)) }
-        // Author inherits Person's properties: proxies of them.
-        let proxies = person.map { name, ref in
-            (name, archive.add(className: "_NSPropertyDescriptionProxy",
-                               ["NSUnderlyingProperty": .reference(ref), "NSEntity": .reference(entityRefs["Author"]!),
-                                "NSReferenceID": .int(0)]))
-        }
-        func dictionary(_ pairs: [(String, Int)]) -> KeyedArchiveWriter.Item {
-            .reference(archive.add(className: "NSDictionary", [
-                "NS.keys": .array(pairs.map { .string($0.0) }), "NS.objects": .array(pairs.map { .reference($0.1) }),
-            ], classes: ["NSDictionary", "NSObject"]))
-        }
-        let properties: [String: [(String, Int)]] = ["Person": person, "Author": proxies + author, "Post": post, "Tag": tag]
-        for name in entityNames {
-            var fields: [String: KeyedArchiveWriter.Item] = [
-                "NSEntityName": .string(name), "NSClassNameForEntity": .string("NSManagedObject"),
-                "NSProperties": dictionary(properties[name]!), "NSManagedObjectModel": .reference(model),
-                "NSSubentities": dictionary(name == "Person" ? [("Author", entityRefs["Author"]!)] : []),
-            ]
-            if name == "Author" { fields["NSSuperentity"] = .reference(entityRefs["Person"]!) }
-            archive.fill(entityRefs[name]!, className: "NSEntityDescription", fields)
-        }
-        archive.fill(model, className: "NSManagedObjectModel",
-                     ["NSEntities": dictionary(entityNames.map { ($0, entityRefs[$0]!) })])
-        return archive.encoded(root: model)
+        CoreDataModelWriter([
+            .init("Person", [
+                .attribute("name", type: 700, optional: false), .attribute("age", type: 100),
+                .attribute("followers", type: 300), .attribute("height", type: 600), .attribute("balance", type: 400),
+                .attribute("active", type: 800), .attribute("born", type: 900), .attribute("uid", type: 1100),
+                .attribute("homepage", type: 1200), .attribute("photo", type: 1000, external: true),
+                .attribute("settings", type: 1800),
+                // A transient attribute holds no data (no column).
+                .attribute("nickname", type: 700, transient: true),
+            ]),
+            .init("Author", parent: "Person", [
+                .attribute("penName", type: 700),
+                .relationship("posts", to: "Post", inverse: "author", toMany: true, ordered: true, rule: 2),
+            ]),
+            .init("Post", [
+                .attribute("title", type: 700, optional: false), .attribute("body", type: 700),
+                .attribute("createdAt", type: 900, optional: false),
+                .relationship("author", to: "Author", inverse: "posts", toMany: false),
+                .relationship("tags", to: "Tag", inverse: "posts", toMany: true, ordered: options.orderedManyToMany),
+            ]),
+            .init("Tag", [.attribute("name", type: 700, optional: false),
+                          .relationship("posts", to: "Post", inverse: "tags", toMany: true)]
+                    + (options.compositeAttribute ? [.attribute("size", type: 2100)] : [])),
+        ], inherited: options.inheritedProperties).archive()
     }
 
     /// Raw DEFLATE (no header), as Core Data compresses the model cache.

@@ -7,7 +7,7 @@ import Foundation
 ///   name in capitals, rows told apart by `Z_ENT`), and becomes one entity here, named after the
 ///   root: it holds the attributes of every entity of the hierarchy (those of subentities
 ///   optional) and, when there are subentities, a string attribute `entity` naming each item's
-///   Core Data entity (from `Z_PRIMARYKEY`).
+///   Core Data entity (the model's name of the entity whose number `Z_ENT` holds).
 /// - **Keys.** An item's key is its `Z_PK` (unique within its hierarchy's table) in an int
 ///   attribute `pk`, unless the user names an attribute (`key=Entity.attribute`): a required,
 ///   unique int, string or uuid attribute of the hierarchy's root. References carry the key.
@@ -28,13 +28,20 @@ enum CoreDataMapping {
         guard tables.contains("Z_PRIMARYKEY") else {
             throw StoreError(.notAStore, "\(database.path) is not a Core Data store: it has no Z_PRIMARYKEY table")
         }
-        var numbers: [String: Int64] = [:]
+        var stored: [String: Int64] = [:]
         for row in try database.rows("SELECT Z_ENT, Z_NAME FROM Z_PRIMARYKEY") {
-            if let number = row[0].intValue, let name = row[1].stringValue { numbers[name] = number }
+            if let number = row[0].intValue, let name = row[1].stringValue { stored[name] = number }
         }
-        for entity in model.entities where numbers[entity.name] == nil {
-            throw StoreError(.schemaMismatch, "entity '\(entity.name)' of the model is not in the store's "
-                + "Z_PRIMARYKEY: the model is not the store's (pass the model of the store's version with --model)")
+        // Each entity's number: by its name, or by the name it had when the store was made (a renamed
+        // entity keeps its old name in Z_PRIMARYKEY).
+        var numbers: [String: Int64] = [:]
+        for entity in model.entities {
+            guard let number = stored[entity.name] ?? entity.renamingIdentifier.flatMap({ stored[$0] }) else {
+                throw StoreError(.schemaMismatch, "entity '\(entity.name)' of the model is not in the store's "
+                    + "Z_PRIMARYKEY: the model is not the store's (pass the model of the store's version with "
+                    + "--model)")
+            }
+            numbers[entity.name] = number
         }
         for (entity, attribute) in keys where model.entity(entity) == nil {
             throw StoreError(.unknownEntity, "key=\(entity).\(attribute): the model has no entity '\(entity)'")
@@ -92,6 +99,9 @@ enum CoreDataMapping {
             var foreignColumns: [ForeignColumn] = []
             var relationships: [Relationship] = []
             var names: [String: String] = [:]
+            var indexes: [Index] = []
+            /// The attribute each column of the table holds, for the uniqueness constraints.
+            var columnAttributes: [String: String] = [key.column: key.attribute]
             func claim(_ name: String, by entity: String) throws {
                 if let other = names[name], other != entity {
                     throw StoreError(.invalidArgument, "'\(other).\(name)' and '\(entity).\(name)' share a hierarchy "
@@ -113,8 +123,11 @@ enum CoreDataMapping {
                         + "of the attribute this reader adds to name each item's entity")
                 }
                 attributes.append(Attribute("entity", .string))
+                let cases = hierarchy.compactMap { entity in
+                    numbers[entity.name].map { "WHEN \($0) THEN '\(entity.name.replacingOccurrences(of: "'", with: "''"))'" }
+                }
                 foreignColumns.append(ForeignColumn(
-                    attribute: "entity", expression: "(SELECT Z_NAME FROM Z_PRIMARYKEY WHERE Z_ENT = t.Z_ENT)",
+                    attribute: "entity", expression: "CASE t.Z_ENT \(cases.joined(separator: " ")) END",
                     conversion: .string, origin: "\(tableName).Z_ENT"))
                 names["entity"] = root
             }
@@ -129,6 +142,7 @@ enum CoreDataMapping {
                     }
                     let conversion = try attributeConversion(attribute, entity: entity.name,
                                                              supportDirectory: supportDirectory)
+                    columnAttributes[column] = attribute.name
                     let isKey = attribute.name == key.attribute && !inherited
                     attributes.append(Attribute(attribute.name, conversion.type,
                                                 optional: !isKey && (attribute.isOptional || inherited)))
@@ -152,6 +166,15 @@ enum CoreDataMapping {
                     let label = "relationship '\(entity.name).\(relationship.name)'"
                     let rule = deleteRule(relationship.deleteRule, otherSideRequired: inverse.map {
                         !$0.isToMany && !$0.isOptional } ?? false)
+                    // A one-to-one (both sides to-one, each with a column): one side holds the reference,
+                    // with a unique index, and the other is its to-many inverse, which the index keeps to
+                    // one item. The side whose (root, name) sorts first holds it.
+                    if !relationship.isToMany, let inverse, !inverse.isToMany, let inverseName = relationship.inverse,
+                       (destinationRoot, inverseName) < (root, relationship.name) {
+                        relationships.append(.toMany(relationship.name, to: destinationRoot, inverse: inverseName,
+                                                     deleteRule: rule))
+                        continue
+                    }
                     if !relationship.isToMany {
                         let column = "Z" + relationship.name.uppercased()
                         guard columns.contains(column) else {
@@ -166,10 +189,14 @@ enum CoreDataMapping {
                             expression: keyExpression(of: destinationRoot, pkExpression: "t." + column),
                             conversion: valueConversion(destinationKey?.type ?? .int),
                             origin: "\(tableName).\(column) (\(entity.name).\(relationship.name))"))
-                        let keepsInverse = inverse?.isToMany == true
+                        let keepsInverse = inverse != nil
                         relationships.append(.toOne(relationship.name, to: destinationRoot,
                                                     inverse: keepsInverse ? relationship.inverse : nil,
                                                     optional: optional, deleteRule: rule))
+                        if inverse?.isToMany == false {
+                            indexes.append(Index(relationship.name, on: [relationship.name], unique: true))
+                        }
+                        columnAttributes[column] = relationship.name
                         continue
                     }
                     guard let inverse, let inverseName = relationship.inverse else {
@@ -203,7 +230,9 @@ enum CoreDataMapping {
             }
             let keyColumn = ForeignColumn(attribute: key.attribute, expression: keyExpression,
                                           conversion: valueConversion(key.type), origin: "\(tableName).\(key.column)")
-            schemas.append(EntitySchema(root, primaryKey: key.attribute, attributes: attributes, indexes: [],
+            indexes += try uniquenessConstraints(database, table: tableName, columnAttributes: columnAttributes,
+                                                 taken: Set(indexes.map(\.name)))
+            schemas.append(EntitySchema(root, primaryKey: key.attribute, attributes: attributes, indexes: indexes,
                                         relationships: relationships))
             foreign[root] = ForeignEntity(schema: schemas[schemas.count - 1], from: from, filter: nil,
                                           key: .column(keyColumn), columns: foreignColumns,
@@ -329,17 +358,61 @@ enum CoreDataMapping {
         }
         let columns = try database.rows("SELECT name FROM pragma_table_info(?)", [.string(table)])
             .compactMap { $0[0].stringValue }.filter { !$0.hasPrefix("Z_FOK_") }
-        func column(holding root: String, ledBy relationship: String) -> String? {
-            let names = Set(entityNumbers(root).map { "Z_\($0)\(relationship.uppercased())" })
-            return columns.first { names.contains($0) }
+        // A side's column is `Z_<n><NAME>`, where <n> is the number of an entity of its hierarchy and
+        // NAME the relationship that leads to its items; when one entity has relationships of one name
+        // towards several entities, Core Data numbers the columns after the first (`Z_13TAGS1`, …).
+        func sideColumns(holding root: String, ledBy relationship: String) -> [String] {
+            let prefixes = entityNumbers(root).map { "Z_\($0)\(relationship.uppercased())" }
+            return columns.filter { column in
+                prefixes.contains { prefix in
+                    guard column.hasPrefix(prefix) else { return false }
+                    let suffix = column.dropFirst(prefix.count)
+                    return suffix.allSatisfy { $0.isASCII && $0.isNumber }
+                }
+            }
         }
-        guard columns.count == 2, let thisColumn = column(holding: this.root, ledBy: other.relationship),
-              let otherColumn = column(holding: other.root, ledBy: this.relationship), thisColumn != otherColumn else {
+        var thisCandidates = sideColumns(holding: this.root, ledBy: other.relationship)
+        var otherCandidates = sideColumns(holding: other.root, ledBy: this.relationship)
+        if thisCandidates.count == 1 { otherCandidates.removeAll { $0 == thisCandidates[0] } }
+        if otherCandidates.count == 1 { thisCandidates.removeAll { $0 == otherCandidates[0] } }
+        let pair = "'\(this.root).\(this.relationship)' ↔ '\(other.root).\(other.relationship)'"
+        for (side, found) in [(this.root, thisCandidates), (other.root, otherCandidates)] where found.count > 1 {
+            throw StoreError(.schemaMismatch, "the join table \(table) of \(pair) has columns "
+                + found.joined(separator: " and ") + ", either of which may hold the items of '\(side)'; this "
+                + "reader cannot tell which")
+        }
+        guard columns.count == 2, let thisColumn = thisCandidates.first, let otherColumn = otherCandidates.first,
+              thisColumn != otherColumn else {
             throw StoreError(.schemaMismatch, "the join table \(table) has columns \(columns.joined(separator: ", ")); "
-                + "this reader expects one for each side of '\(this.root).\(this.relationship)' ↔ "
-                + "'\(other.root).\(other.relationship)'")
+                + "this reader expects one for each side of \(pair)")
         }
         return (thisColumn, otherColumn, table)
+    }
+
+    /// The uniqueness constraints of a hierarchy's table as unique indexes: Core Data keeps each
+    /// (the model's uniqueness constraints, archived as `NSUniqueTuples`) as a unique index
+    /// `Z_<Entity>_UNIQUE_<a>_<b>` on the attributes' columns. One that includes `Z_ENT` (a constraint of a subentity, unique among
+    /// that entity's items only) has no equal here and is left out, as are indexes on columns no
+    /// attribute holds.
+    static func uniquenessConstraints(_ database: ForeignDatabase, table: String,
+                                      columnAttributes: [String: String], taken: Set<String>) throws -> [Index] {
+        var indexes: [Index] = []
+        var names = taken
+        for row in try database.rows("SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND partial = 0 "
+            + "AND origin = 'c' ORDER BY name", [.string(table)]) {
+            guard let name = row[0].stringValue, name.hasPrefix("Z_"), name.contains("_UNIQUE_") else { continue }
+            let columns = try database.rows("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [.string(name)])
+                .map { $0[0].stringValue }
+            let attributes = columns.compactMap { $0.flatMap { columnAttributes[$0] } }
+            guard !attributes.isEmpty, attributes.count == columns.count else { continue }
+            var indexName = "unique_" + attributes.joined(separator: "_")
+            if indexName.utf8.count > Limits.maxNameLength || names.contains(indexName) {
+                indexName = "unique_\(indexes.count + 1)"
+            }
+            names.insert(indexName)
+            indexes.append(Index(indexName, on: attributes, unique: true))
+        }
+        return indexes
     }
 
     /// Refuses, up front and naming the row, a value that does not fit its attribute: a column

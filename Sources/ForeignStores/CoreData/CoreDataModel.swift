@@ -31,6 +31,9 @@ struct CoreDataModel: Sendable {
 
     struct Entity: Sendable {
         var name: String
+        /// The entity's name in the store's `Z_PRIMARYKEY` when the model renamed it
+        /// (`NSRenamingIdentifier`: a lightweight migration keeps the old name there).
+        var renamingIdentifier: String? = nil
         var parent: String?
         var isAbstract: Bool
         /// Declared on this entity (not inherited).
@@ -118,14 +121,41 @@ struct CoreDataModel: Sendable {
                                                 allowsExternalStorage: attributeFlags & 0x4 != 0))
                 }
             }
-            entities.append(Entity(name: name, parent: parent, isAbstract: archive.bool(fields, "NSIsAbstract"),
+            let renamed = archive.string(fields, "NSRenamingIdentifier").flatMap { $0 == name ? nil : $0 }
+            entities.append(Entity(name: name, renamingIdentifier: renamed, parent: parent,
+                                   isAbstract: archive.bool(fields, "NSIsAbstract"),
                                    attributes: attributes.sorted { $0.name < $1.name },
                                    relationships: relationships.sorted { $0.name < $1.name }))
         }
         guard !entities.isEmpty else {
             throw StoreError(.corrupt, "\(what) holds no entity descriptions")
         }
-        self.entities = entities.sorted { $0.name < $1.name }
+        self.entities = Self.ownProperties(entities).sorted { $0.name < $1.name }
+    }
+
+    /// The entities with only the properties each declares itself. Apple's model caches carry an
+    /// inherited property in one of two forms: a `_NSPropertyDescriptionProxy` of the ancestor's
+    /// (dropped while reading, since it names the ancestor), or a full copy of it whose
+    /// `NSEntity` is the subentity. A subentity's property is inherited when an ancestor declares
+    /// one of the same name, so those copies are dropped here; a property that no ancestor
+    /// declares is the subentity's own.
+    static func ownProperties(_ entities: [Entity]) -> [Entity] {
+        let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        return entities.map { entity in
+            var inherited: Set<String> = []
+            var seen: Set<String> = [entity.name]
+            var ancestor = entity.parent
+            while let name = ancestor, seen.insert(name).inserted, let parent = byName[name] {
+                inherited.formUnion(parent.attributes.map(\.name))
+                inherited.formUnion(parent.relationships.map(\.name))
+                ancestor = parent.parent
+            }
+            guard !inherited.isEmpty else { return entity }
+            var own = entity
+            own.attributes.removeAll { inherited.contains($0.name) }
+            own.relationships.removeAll { inherited.contains($0.name) }
+            return own
+        }
     }
 
     // MARK: The model file
@@ -176,7 +206,8 @@ struct CoreDataModel: Sendable {
                 guard let name = element.attributes["name"] else {
                     throw StoreError(.corrupt, "\(what): an <entity> has no name")
                 }
-                entities.append(Entity(name: name, parent: element.attributes["parentEntity"],
+                let renamed = element.attributes["elementID"].flatMap { $0 == name ? nil : $0 }
+                entities.append(Entity(name: name, renamingIdentifier: renamed, parent: element.attributes["parentEntity"],
                                        isAbstract: element.attributes["isAbstract"] == "YES", attributes: [],
                                        relationships: []))
             case "attribute":
@@ -206,7 +237,7 @@ struct CoreDataModel: Sendable {
             }
         }
         guard !entities.isEmpty else { throw StoreError(.corrupt, "\(what) holds no <entity> elements") }
-        self.entities = entities.sorted { $0.name < $1.name }
+        self.entities = Self.ownProperties(entities).sorted { $0.name < $1.name }
     }
 
     static let attributeTypes: [String: Int] = [

@@ -6,7 +6,8 @@ import Foundation
 /// - Each table with a one-column primary key becomes an entity of the table's name; each
 ///   column an attribute of its name. A table without a primary key is refused unless the user
 ///   names a key (`key=TABLE.COLUMN`: a unique, non-null column, or `rowid`); a composite primary
-///   key is refused (stores here key an item by one value).
+///   key is refused (stores here key an item by one value) unless the table is a join table
+///   (below).
 /// - A column's type comes from its declared type and the values it holds (see
 ///   ``columnConversion(table:column:declared:classes:)``); values that do not fit are refused up
 ///   front, naming table, column and row.
@@ -91,6 +92,18 @@ enum PlainSQLiteMapping {
                    try holdsOnlyDateTimes(database, table: table, column: column.name) {
                     conversion = .textDate
                 }
+                if conversion == .uuid, classes[column.name]?["text"] == nil,
+                   try !holdsOnlyUUIDBlobs(database, table: table, column: column.name) {
+                    // A blob column named like a uuid whose values are not all 16 bytes holds bytes;
+                    // one declared a uuid must hold uuids.
+                    let declared = column.declared.uppercased()
+                    guard !declared.contains("UUID") && !declared.contains("GUID") else {
+                        throw StoreError(.invalidValue, "\(table).\(column.name) is declared '\(column.declared)' (a "
+                            + "uuid) but holds blobs that are not 16 bytes; find them with: SELECT rowid, "
+                            + "\(column.name) FROM \(table) WHERE length(\(column.name)) != 16")
+                    }
+                    conversion = .bytes
+                }
                 byName[column.name] = conversion
             }
             if keyColumns[table]?.name == "rowid", !columns.contains(where: { $0.name == "rowid" }) {
@@ -133,9 +146,11 @@ enum PlainSQLiteMapping {
             let foreignKeys = try database.rows(
                 "SELECT id, seq, \"table\", \"from\", \"to\", on_delete FROM pragma_foreign_key_list(?)",
                 [.string(table)])
-            let ids = Set(foreignKeys.map { $0[0] })
+            // In the order of the foreign keys' ids, which the file fixes (a set's order changes from
+            // process to process, and the schema of a file must not).
+            let ids = Set(foreignKeys.compactMap { $0[0].intValue }).sorted()
             for id in ids {
-                let parts = foreignKeys.filter { $0[0] == id }
+                let parts = foreignKeys.filter { $0[0] == .int(id) }
                 let from = parts.map { $0[3].stringValue ?? "" }
                 let parent = parts[0][2].stringValue ?? ""
                 guard parts.count == 1 else {
@@ -170,7 +185,7 @@ enum PlainSQLiteMapping {
                 }
                 let optional = !(columnsOf[table]?.first { $0.name == column }?.notNull ?? false)
                 let fromSameTable = ids.filter { other in
-                    foreignKeys.first { $0[0] == other }?[2].stringValue == parent
+                    foreignKeys.first { $0[0] == .int(other) }?[2].stringValue == parent
                 }.count
                 let inverse = fromSameTable > 1 ? "\(table)_\(column)" : table
                 if rule == .nullify && !optional {
@@ -392,16 +407,32 @@ enum PlainSQLiteMapping {
     }
 
     /// Whether a text column holds at least one value and every value is a date and time as GRDB
-    /// (`2020-01-02 03:04:05.678`) and SQLite.swift (`2020-01-02T03:04:05.678`) write them: such a
-    /// column, declared `TEXT` by SQLite.swift, is read as dates.
+    /// (`2020-01-02 03:04:05.678`) and SQLite.swift (`2020-01-02T03:04:05.678`) write them, as the
+    /// copy parses it (``ForeignValues/parseDate(_:)``): such a column, declared `TEXT` by
+    /// SQLite.swift, is read as dates. A pattern rejects most other columns at their first value;
+    /// a column whose values all begin like dates is then read to its end, since text that only
+    /// begins with a date (`2024-01-02 03:04:05 started`) is text.
     static func holdsOnlyDateTimes(_ database: ForeignDatabase, table: String, column: String) throws -> Bool {
         let name = ForeignDatabase.quoted(column), quotedTable = ForeignDatabase.quoted(table)
         let pattern = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9][ T][0-2][0-9]:[0-5][0-9]*'"
-        // Each query stops at its first row: a column of other text is told at its first value.
         guard try !database.rows("SELECT 1 FROM \(quotedTable) WHERE \(name) IS NOT NULL LIMIT 1").isEmpty else {
             return false
         }
-        return try database.rows("SELECT 1 FROM \(quotedTable) WHERE \(name) NOT GLOB \(pattern) LIMIT 1").isEmpty
+        guard try database.rows("SELECT 1 FROM \(quotedTable) WHERE \(name) NOT GLOB \(pattern) LIMIT 1").isEmpty
+        else { return false }
+        let statement = try database.prepare("SELECT DISTINCT \(name) FROM \(quotedTable) WHERE \(name) IS NOT NULL")
+        while try statement.step() {
+            guard ForeignValues.parseDate(statement.text(at: 0)) != nil else { return false }
+        }
+        return true
+    }
+
+    /// Whether every value of a blob column named like a uuid (`uuid`, `…UUID`) is 16 bytes, so
+    /// that it can be read as uuids; otherwise it is bytes.
+    static func holdsOnlyUUIDBlobs(_ database: ForeignDatabase, table: String, column: String) throws -> Bool {
+        let name = ForeignDatabase.quoted(column), quotedTable = ForeignDatabase.quoted(table)
+        return try database.rows("SELECT 1 FROM \(quotedTable) WHERE \(name) IS NOT NULL AND length(\(name)) != 16 "
+            + "LIMIT 1").isEmpty
     }
 
     /// Refuses key columns with nulls or duplicates (a `key=` column, or a primary key that a
