@@ -376,6 +376,57 @@ enum RelationshipCases {
         }
     }
 
+    /// A child clears, moves or leaves alone an item's to-one and then deletes the item: the
+    /// merge gives the parent what the child shows, under each delete rule of the to-one and in
+    /// either order of entity names. (The merge once ran the to-one's rule on the parent's older
+    /// copy of the item: a cascade deleted the item the child had let go, a deny refused a valid
+    /// child.)
+    static func aMergeRunsNoRuleOfAToOneTheChildLetGo(_ c: ConformanceContext) throws {
+        for rule in [Relationship.DeleteRule.cascade, .nullify, .deny] {
+            for before in ["cleared", "moved", "left alone"] {
+                for (target, holder) in [("C", "D"), ("Zc", "Ad")] {
+                    let label = "\(holder).target \(rule), \(before)"
+                    let schema = Schema(version: 1, entities: [
+                        EntitySchema(target, primaryKey: "id", attributes: [Attribute("id", .int)]),
+                        EntitySchema(holder, primaryKey: "id", attributes: [Attribute("id", .int)],
+                                     relationships: [.toOne("target", to: target, deleteRule: rule)]),
+                    ])
+                    let store = try c.open(schema, name: "\(holder)-\(rule)-\(before.prefix(4))")
+                    try store.writeSync { w in
+                        try w.insert(["id": 10], into: target)
+                        try w.insert(["id": 11], into: target)
+                        try w.insert(["id": 1, "target": 10], into: holder)
+                    }
+                    let child = try store.makeChild()
+                    var childRefused = false
+                    do {
+                        try child.writeSync { w in
+                            if before == "cleared" { _ = try w.update(holder, key: 1, set: ["target": .null]) }
+                            if before == "moved" { _ = try w.update(holder, key: 1, set: ["target": 11]) }
+                            _ = try w.delete(holder, key: 1)
+                        }
+                    } catch let error as StoreError {
+                        childRefused = true
+                        c.expectEqual(error.code, .referenceViolation, "\(label): the child's refusal")
+                    }
+                    func state(_ s: any DataStore) throws -> [[Value]] {
+                        try s.read { r in [try ids(r.fetch(FetchRequest(target))), try ids(r.fetch(FetchRequest(holder)))] }
+                    }
+                    let childState = try state(child)
+                    c.expect(childRefused == (rule == .deny && before != "cleared"),
+                             "\(label): only a deny with a target still set refuses the delete")
+                    let expected: [[Value]] = rule == .cascade
+                        ? [before == "cleared" ? [10, 11] : before == "moved" ? [10] : [11], []]
+                        : childRefused ? [[10, 11], [1]] : [[10, 11], []]
+                    c.expectEqual(childState, expected, "\(label): the child's own state")
+                    try store.merge(child)
+                    c.expectEqual(try state(store), childState, "\(label): the merge gives the child's state")
+                    try store.close()
+                }
+            }
+        }
+    }
+
     /// 26 terms across a to-one relationship over 10,000 related items, within every documented
     /// limit: each term stands for up to 10,000 related keys, more values than SQLite binds in
     /// one statement (it answered "too many SQL variables"); every backend returns the items.
@@ -709,6 +760,8 @@ enum RelationshipCases {
                         childStoresMergeRelationshipChangesCheckedOnTheFinalState),
         ConformanceCase("Relationships", "aMergeGivesTheChildsStateWhateverTheEntitiesAreCalled",
                         aMergeGivesTheChildsStateWhateverTheEntitiesAreCalled),
+        ConformanceCase("Relationships", "aMergeRunsNoRuleOfAToOneTheChildLetGo",
+                        aMergeRunsNoRuleOfAToOneTheChildLetGo),
         ConformanceCase("Relationships", "aFilterAcrossARelationshipOverManyRelatedItemsIsAnswered",
                         aFilterAcrossARelationshipOverManyRelatedItemsIsAnswered),
         ConformanceCase("Relationships", "invalidRelationshipsAreRefusedWithTheirNames",

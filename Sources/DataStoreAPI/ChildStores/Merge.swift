@@ -79,13 +79,15 @@ extension DataStore {
         // item moved away from a deleted parent stays, as it did in the child (run before the
         // writes, in entity-name order, a cascade took it and what hung off it), while a note
         // the parent related to a user the child deleted meanwhile goes with it, as the user's
-        // cascade says.
-        var removed: [(existed: Bool, record: Record?)] = []
+        // cascade says. The rules of a deleted item's own to-ones are not run again: they ran in
+        // the child, on the item as the child last held it (a to-one cleared or moved before the
+        // delete leads nowhere), and what they deleted is among the child's changes. Run on the
+        // parent's older copy, they would delete (or deny) what the child kept.
+        var removed: [Bool] = []
         for (entity, change) in writes {
-            let record = change.current == nil ? try writer.get(entity, key: change.key.value) : nil
-            removed.append((try writer.deleteKeepingRelated(entity, key: change.key.value), record))
+            removed.append(try writer.deleteKeepingRelated(entity, key: change.key.value))
         }
-        for ((entity, change), (wasThere, _)) in zip(writes, removed) {
+        for ((entity, change), wasThere) in zip(writes, removed) {
             if let current = change.current {
                 try writer.insert(current, into: entity)
                 if wasThere { report.updated += 1 } else { report.inserted += 1 }
@@ -93,8 +95,8 @@ extension DataStore {
                 report.deleted += 1
             }
         }
-        for ((entity, change), (wasThere, record)) in zip(writes, removed) where change.current == nil && wasThere {
-            try writer.runDeleteRules(ofRemoved: entity, key: change.key.value, record: record)
+        for ((entity, change), wasThere) in zip(writes, removed) where change.current == nil && wasThere {
+            try writer.runDeleteRulesOfReferrers(ofRemoved: entity, key: change.key.value)
         }
         for (key, value) in overlay.metadata.sorted(by: { Value.compareBytes($0.key, $1.key) < 0 }) {
             try writer.setMetadata(value, forKey: String(decoding: key, as: UTF8.self))

@@ -65,12 +65,13 @@ extension WriteAccessor {
         return try writer.delete(key: key, in: entity)
     }
 
-    /// Runs the delete rules of an item that ``deleteKeepingRelated(_:key:)`` removed, on the
-    /// transaction's state now; `record` is the item as it was before.
-    func runDeleteRules(ofRemoved entityName: String, key: Value, record: Record?) throws {
+    /// Runs the delete rules of the items that refer to an item ``deleteKeepingRelated(_:key:)``
+    /// removed (its to-many and many-to-many sides), on the transaction's state now; the rules
+    /// of its own to-ones are left out (a merge's child already ran them).
+    func runDeleteRulesOfReferrers(ofRemoved entityName: String, key: Value) throws {
         guard let references = writer as? RelationshipWriter else { return }
         let entity = try entity(entityName)
-        try references.runDeleteRules(ofRemoved: try entity.primaryKey(key), record: record, in: entity)
+        try references.runDeleteRules(ofRemoved: try entity.primaryKey(key), in: entity)
     }
 
     private func resolve(_ entityName: String, _ name: String) throws

@@ -76,12 +76,14 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
         return true
     }
 
-    /// Runs the delete rules of an item already removed without them (a merge removes every
-    /// changed item first, writes the final versions, then runs the rules of the items the child
-    /// deleted, on that state); `record` is the item as it was, for the rules that need it.
-    func runDeleteRules(ofRemoved key: PrimaryKey, record: Record?, in entity: EntitySchema) throws {
+    /// Runs the delete rules of the items that refer to an item already removed without its
+    /// rules (a merge removes every changed item first, writes the final versions, then runs the
+    /// rules of the items the child deleted, on that state). Without the item's record, the rules
+    /// of its own to-ones find no target: they ran in the child. The items a rule deletes run
+    /// all of theirs.
+    func runDeleteRules(ofRemoved key: PrimaryKey, in entity: EntitySchema) throws {
         guard let effects = graph.effects[entity.name], !effects.isEmpty else { return }
-        try applyRules(from: Deleted(entity: entity, key: key, record: record))
+        try applyRules(from: Deleted(entity: entity, key: key, record: nil))
     }
 
     func deleteAll(in entity: EntitySchema) throws -> Int {
