@@ -29,6 +29,35 @@ enum ValidationCases {
         }
     }
 
+    /// Names are compared by their bytes: a Unicode look-alike of a name (KELVIN SIGN for `K`,
+    /// which Swift's `String ==` takes for `K`) is an unknown name everywhere, never the name.
+    static func aLookAlikeNameIsUnknown(_ c: ConformanceContext) throws {
+        let kelvin = "\u{212A}"
+        let schema = Schema(version: 1, entities: [
+            EntitySchema("Kx", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("K", .int)]),
+        ])
+        let store = try c.open(schema, name: "lookalike")
+        try store.writeSync { try $0.insert(["id": 1, "K": 7], into: "Kx") }
+        c.expectEqual(try store.read { try $0.fetch(FetchRequest("Kx", filter: Field("K") == 7)) }.count, 1,
+                      "the name itself")
+        c.expectError(.unknownAttribute, naming: kelvin, "in a filter") {
+            _ = try store.read { try $0.fetch(FetchRequest("Kx", filter: Field(kelvin) == 7)) }
+        }
+        c.expectError(.unknownAttribute, naming: kelvin, "in a sort") {
+            _ = try store.read { try $0.fetch(FetchRequest("Kx", sort: [.ascending(kelvin)])) }
+        }
+        c.expectError(.unknownAttribute, naming: kelvin, "in a row") {
+            try store.read { try $0.visit(FetchRequest("Kx")) { row in _ = try row.int(kelvin) } }
+        }
+        c.expectError(.unknownAttribute, naming: kelvin, "in a record") {
+            try store.writeSync { try $0.insert(["id": 2, kelvin: 8], into: "Kx") }
+        }
+        c.expectError(.unknownEntity, naming: kelvin + "x", "as an entity") {
+            _ = try store.read { try $0.get(kelvin + "x", key: 1) }
+        }
+        try store.close()
+    }
+
     static func wrongTypeInRecordIsTypeMismatch(_ c: ConformanceContext) throws {
         let store = try c.open()
         c.expectError(.typeMismatch, naming: "value") {
@@ -119,6 +148,7 @@ enum ValidationCases {
         ConformanceCase("Validation", "unknownAttributeInRecordIsNamed", unknownAttributeInRecordIsNamed),
         ConformanceCase(
             "Validation", "unknownAttributeInFilterOrSortIsNamed", unknownAttributeInFilterOrSortIsNamed),
+        ConformanceCase("Validation", "aLookAlikeNameIsUnknown", aLookAlikeNameIsUnknown),
         ConformanceCase("Validation", "wrongTypeInRecordIsTypeMismatch", wrongTypeInRecordIsTypeMismatch),
         ConformanceCase(
             "Validation", "wrongTypeInFilterIsTypeMismatchNotEmptyResult",

@@ -19,8 +19,8 @@ public class ReadAccessor {
         guard isValid else {
             throw StoreError(.accessorExpired, "accessor used after its block returned")
         }
-        if let lastEntity, lastEntity.name == name { return lastEntity }
-        guard let entity = catalog.entities[name] else {
+        if let lastEntity, lastEntity.name.utf8.elementsEqual(name.utf8) { return lastEntity }
+        guard let entity = catalog.entity(named: name) else {
             throw StoreError(.unknownEntity, "no entity '\(name)' in the schema")
         }
         lastEntity = entity
@@ -211,5 +211,12 @@ final class Catalog: Sendable {
         self.schema = schema
         graph = RelationshipGraph(schema)
         entities = Dictionary(schema.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The entity of that name, byte for byte: the dictionary, as Swift's `String`, takes
+    /// canonically equivalent names (`K` and KELVIN SIGN) for one.
+    func entity(named name: String) -> EntitySchema? {
+        guard let entity = entities[name], entity.name.utf8.elementsEqual(name.utf8) else { return nil }
+        return entity
     }
 }

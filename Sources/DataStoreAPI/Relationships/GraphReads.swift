@@ -309,7 +309,7 @@ extension ReadAccessor {
     /// and those its filter, sort and includes reach through relationships (join entities too).
     func entitiesRead(by request: FetchRequest, including: [Include]) -> Set<String> {
         var entities: Set<String> = [request.entity]
-        guard let entity = catalog.entities[request.entity] else { return entities }
+        guard let entity = catalog.entity(named: request.entity) else { return entities }
         collect(request.filter, from: entity, into: &entities)
         for key in request.sort { collectPath(key.attribute, from: entity, into: &entities) }
         collect(including, from: entity, into: &entities)
@@ -327,7 +327,7 @@ extension ReadAccessor {
     private func reach(_ relationship: String, from entity: EntitySchema,
                        into entities: inout Set<String>) -> EntitySchema? {
         guard let found = entity.relationship(named: relationship),
-              let destination = catalog.entities[found.destination] else { return nil }
+              let destination = catalog.entity(named: found.destination) else { return nil }
         entities.insert(destination.name)
         if case let .pairs(join, _, _, _)? = catalog.graph.toMany[entity.name]?[relationship] { entities.insert(join) }
         return destination

@@ -26,7 +26,7 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
     }
 
     private func entity(_ name: String) throws -> EntitySchema {
-        guard let entity = catalog.entities[name] else {
+        guard let entity = catalog.entity(named: name) else {
             throw StoreError(.corrupt, "the schema's relationships name entity '\(name)', which it does not hold")
         }
         return entity

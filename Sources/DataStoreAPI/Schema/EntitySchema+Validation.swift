@@ -71,18 +71,27 @@ extension EntitySchema {
         var result: [Value] = []
         result.reserveCapacity(attributes.count)
         var matched = 0
+        // A missing value is reported after an unknown name: a name the entity does not have is
+        // most often the missing one misspelt.
+        var missing: StoreError?
         for position in attributes.indices {
             if let given = record.value(ifPresent: attributes[position].name, at: position) {
                 matched += 1
                 result.append(fits(given, at: position) ? given : try checkSlot(given, for: attributes[position]))
             } else {
-                result.append(try checkSlot(attributes[position].defaultValue ?? .null, for: attributes[position]))
+                do {
+                    result.append(try checkSlot(attributes[position].defaultValue ?? .null, for: attributes[position]))
+                } catch {
+                    missing = missing ?? error
+                    result.append(.null)
+                }
             }
         }
         if matched != record.count {
             let unknown = record.attributeNames.filter { attribute(named: $0) == nil }.sorted()
             throw StoreError(.unknownAttribute, "entity '\(name)' has no attribute '\(unknown.first ?? "?")'")
         }
+        if let missing { throw missing }
         return Record(layout: layout, values: result)
     }
 

@@ -13,9 +13,9 @@ public struct Schema: Sendable, Hashable, Codable {
         self.entities = entities
     }
 
-    /// The entity of that name, if any.
+    /// The entity of that name (byte for byte), if any.
     public func entity(named name: String) -> EntitySchema? {
-        entities.first { $0.name == name }
+        entities.first { $0.name.utf8.elementsEqual(name.utf8) }
     }
 
     /// Checks names, types, primary keys, defaults and indexes against the ``Limits``.

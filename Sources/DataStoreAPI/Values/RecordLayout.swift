@@ -18,13 +18,14 @@
 
     /// The position of an attribute, if the layout has it: first by the name's two words (the
     /// same words are the same string, as when a name written in the code is asked for again and
-    /// again), then a short layout compares names (by Swift's equality, as the dictionary does),
-    /// a longer one hashes.
+    /// again), then a short layout compares names, a longer one hashes. Names are equal when
+    /// their bytes are: Swift's `==` and hashing treat canonically equivalent strings as one
+    /// (`K` and KELVIN SIGN `\u{212A}`), so a match by either is checked by bytes.
     public func slot(of name: String) -> Int? {
         let asked = unsafeBitCast(name, to: Words.self)
         for index in words.indices where words[index] == asked { return index }
-        guard names.count <= 8 else { return slots[name] }
-        return names.firstIndex(of: name)
+        if names.count > 8, let index = slots[name], names[index].utf8.elementsEqual(name.utf8) { return index }
+        return names.firstIndex { $0.utf8.elementsEqual(name.utf8) }
     }
 
     public static func == (lhs: RecordLayout, rhs: RecordLayout) -> Bool {
