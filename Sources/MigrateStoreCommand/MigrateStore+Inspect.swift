@@ -60,7 +60,7 @@ extension MigrateStore {
                    let position = streamed.unfinishedStreamPosition(at: location.path) {
                     print("\(location)  not in place yet (the copy writes it whole)")
                     print("state: UNFINISHED migration from \(position.source); finish it with: "
-                        + "migrate-store copy --from \(position.source) --to \(location) --resume")
+                        + ShellCommand.resume(from: position.source, to: location.description))
                     let finished = position.finishedEntities.joined(separator: ", ")
                     if let entity = position.entity {
                         print("checkpoint: \(entity) up to key \(position.lastKey ?? .null)"
@@ -109,7 +109,7 @@ extension MigrateStore {
                     } else if let marker {
                         let source = String(decoding: marker, as: UTF8.self)
                         print("state: UNFINISHED migration from \(source); finish it with: "
-                            + "migrate-store copy --from \(source) --to \(location) --resume")
+                            + ShellCommand.resume(from: source, to: location.description))
                         if let checkpoint {
                             print("checkpoint: \(checkpoint.entity) up to key \(checkpoint.lastKey ?? .null)"
                                 + (checkpoint.finishedEntities.isEmpty ? ""

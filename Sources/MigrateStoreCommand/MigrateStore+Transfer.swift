@@ -1,5 +1,5 @@
 import ArgumentParser
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 import StoreMigration
 
@@ -156,13 +156,13 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
     let interrupt = InterruptHandler.shared
     // A copy stopped before its destination appeared (while it checked the source) starts again;
     // one stopped while it verified a complete destination is checked by verify.
-    let again = "migrate-store \(name) --from \(source) --to \(destination)"
+    let again = ShellCommand.migrateStore(name, "--from", source.description, "--to", destination.description)
     let hint = { @Sendable () -> String in
         guard resumeHint else { return again }
         switch Migrator.copyState(of: destination) {
         case .missing: return again
         case .unfinished: return again + " --resume"
-        case .complete: return "migrate-store verify --from \(source) --to \(destination)"
+        case .complete: return ShellCommand.migrateStore("verify", "--from", source.description, "--to", destination.description)
         }
     }
     interrupt.setMessage { "migrate-store: interrupted; to finish, run: \(hint())" }

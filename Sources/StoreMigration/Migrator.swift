@@ -211,14 +211,21 @@ public enum Migrator {
         do {
             return try body()
         } catch let error as StoreError where error.code == .incompleteMigration {
-            let store = try? acceptingUnfinished { try destination.openSource() }
-            defer { try? store?.close() }
-            let marker = try? store?.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
-            let source = marker.flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) } ?? "SOURCE"
-            throw StoreError(.incompleteMigration, "\(destination) is the destination of an unfinished migration "
-                + "from \(source); finish it with: migrate-store copy --from \(source) --to \(destination) --resume",
-                cause: error.cause)
+            throw unfinished(destination, cause: error.cause)
         }
+    }
+
+    /// The refusal of the destination of an unfinished migration, naming its source (from the
+    /// marker the copy keeps in it) and the command, quoted for pasting, that finishes it.
+    static func unfinished(_ destination: StoreLocation, detail: String = "",
+                           cause: StoreError.Cause? = nil) -> StoreError {
+        let store = try? acceptingUnfinished { try destination.openSource() }
+        defer { try? store?.close() }
+        let marker = try? store?.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
+        let source = marker.flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) } ?? "SOURCE"
+        return StoreError(.incompleteMigration, "\(destination) is the destination of an unfinished migration "
+            + "from \(source)\(detail); finish it with: " + ShellCommand.resume(from: source, to: destination.description),
+            cause: cause)
     }
 
     /// Checks the source (unless the options say not to) and opens it read-only; returns the

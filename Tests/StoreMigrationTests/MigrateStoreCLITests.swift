@@ -126,9 +126,16 @@ func aCopyKilledWithSIGKILLFinishesWithResume(_ delay: Double) throws {
     try DemoData.seed(source, items: 60_000, seed: 2)
     let (process, _, err) = try startCLI(["--from", source.description, "--to", destination.description,
                                           "--batch-size", "200", "--progress", "plain"])
-    Thread.sleep(forTimeInterval: 0.5)
+    // The signal goes once the first batch is written (its progress line says so), not after a
+    // time: on a loaded machine the copy may not have begun.
+    var seen = Data()
+    while !String(decoding: seen, as: UTF8.self).contains("copy ") {
+        let chunk = err.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        seen.append(chunk)
+    }
     kill(process.processIdentifier, SIGINT)
-    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let errors = String(decoding: seen + err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     #expect(process.terminationStatus == 130, "\(errors)")
     #expect(errors.contains("--resume"))

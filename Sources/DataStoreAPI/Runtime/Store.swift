@@ -118,7 +118,8 @@ open class Store: DataStore, @unchecked Sendable {
                 try? engine.close()
                 let source = String(decoding: marker, as: UTF8.self)
                 throw StoreError(.incompleteMigration, "store is the destination of an unfinished migration "
-                    + "from \(source); finish it with: migrate-store copy --from \(source) --to DESTINATION --resume")
+                    + "from \(source); finish it with: "
+                    + ShellCommand.resume(from: source, to: "DESTINATION"))
             }
         }
     }

@@ -33,7 +33,7 @@ internal import CZlib
         guard exists(at: path) else {
             if let source = JSONLStreamWriter.unfinishedPosition(path)?.source {
                 throw StoreError(.incompleteMigration, "jsonl:\(path) is the destination of an unfinished copy from "
-                    + "\(source); finish it with: migrate-store copy --from \(source) --to jsonl:\(path) --resume")
+                    + "\(source); finish it with: " + ShellCommand.resume(from: source, to: "jsonl:\(path)"))
             }
             throw StoreError(.notFound, "jsonl:\(path) does not exist; a JSON Lines store is made by "
                 + "migrate-store copy --to jsonl:\(path)")

@@ -38,12 +38,23 @@ extension StoreLocation {
     ///   them), or the error opening it.
     public func check() throws -> StoreCheckReport {
         let started = Date()
-        let engineCheck = try backend.check(at: path)
+        let engineCheck = try Migrator.withResumeCommand(self) { try backend.check(at: path) }
         let items = try engineCheck.itemsChecked ?? countCheckedItems()
+        try refuseUnfinishedCopy()
         let references = try checkReferences()
         return StoreCheckReport(
             store: description, engineCheck: engineCheck.description, items: items, references: references,
             seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Refuses the destination of an unfinished copy (its references may lead to items the copy
+    /// has not written yet, which is no damage), with the command that finishes it.
+    /// - Throws: `incompleteMigration`.
+    private func refuseUnfinishedCopy() throws {
+        if case .unfinished = Migrator.copyState(of: self) {
+            throw Migrator.unfinished(self, detail: " (its engine check passed; references to items not copied yet "
+                + "are expected)")
+        }
     }
 
     /// Checks every to-one reference; returns how many were checked (`nil` without relationships).
