@@ -203,9 +203,68 @@ enum AppModelCases {
         try store.close()
     }
 
+    struct Sample: DataObject, Equatable {
+        static let entityName = "Sample"
+        static let primaryKey = "id"
+        static let defaultSort = [SortKey.ascending("id")]
+        var id: Int
+        var readings: [Double]
+        var floats: [Float]
+        var labels: [String?]
+        var flags: [Bool]
+        var counts: [Int]
+    }
+
+    /// `contains` compares decoded elements, as `Array.contains` does: `-0.0` and `0.0` find each
+    /// other, a `Float` element such as 0.1 is found, and a string element that holds `,null,`,
+    /// `,1,` or `,true,` is not a null, a 1 or a true; text that is not a JSON array of scalars
+    /// holds no element. The same on every backend.
+    static func containsComparesDecodedElements(_ c: ConformanceContext) throws {
+        let samples = [
+            Sample(id: 1, readings: [-0.0, 2.5], floats: [0.1, 1.5], labels: ["a,null,b"], flags: [false],
+                   counts: [7]),
+            Sample(id: 2, readings: [0.0], floats: [0.2], labels: ["x,1,y", "z,true,w"], flags: [],
+                   counts: []),
+            Sample(id: 3, readings: [1e300, -1], floats: [], labels: [nil, "b"], flags: [true], counts: [1, -3]),
+            Sample(id: 4, readings: [], floats: [-0.0], labels: ["[null]", #"q"u\o"#], flags: [], counts: [0]),
+        ]
+        let store = try c.open(Schema(version: 1, entities: [try Sample.entitySchema()]), name: "samples")
+        try store.writeSync { w in for sample in samples { try w.insert(sample) } }
+        func ids(_ filter: ObjectFilter<Sample>) throws -> [Int] {
+            try store.read { try $0.fetch(Sample.self, where: filter) }.map(\.id)
+        }
+        func untyped(_ filter: Filter) throws -> [Value] {
+            try store.read { try $0.fetch(FetchRequest("Sample", filter: filter)) }.map(\.["id"])
+        }
+        c.expectEqual(try ids(.contains(\.readings, 0.0)), [1, 2], "0.0 finds -0.0")
+        c.expectEqual(try ids(.contains(\.readings, -0.0)), [1, 2], "-0.0 finds 0.0")
+        c.expectEqual(try ids(.contains(\.floats, 0.0)), [4], "a Float -0.0")
+        c.expectEqual(try ids(.contains(\.floats, Float(0.1))), [1], "a Float 0.1")
+        c.expectEqual(try ids(.contains(\.floats, Float(0.2))), [2])
+        c.expectEqual(try ids(.contains(\.readings, 1e300)), [3])
+        c.expectEqual(try untyped(Field("floats").hasElement(0.1)), [1], "a double 0.1 finds a Float 0.1")
+        c.expectEqual(try untyped(Field("labels").hasElement(.null)), [3], "only a null element is null")
+        c.expectEqual(try untyped(Field("labels").hasElement(1)), [], "no string element is the number 1")
+        c.expectEqual(try untyped(Field("labels").hasElement(true)), [], "no string element is true")
+        c.expectEqual(try untyped(Field("labels").hasElement("a,null,b")), [1])
+        c.expectEqual(try untyped(Field("labels").hasElement(#"q"u\o"#)), [4], "escapes decoded")
+        c.expectEqual(try untyped(Field("labels").hasElement("[null]")), [4])
+        c.expectEqual(try ids(.contains(\.flags, true)), [3])
+        c.expectEqual(try ids(.contains(\.flags, false)), [1])
+        c.expectEqual(try ids(.contains(\.counts, 1)), [3])
+        c.expectEqual(try ids(.contains(\.counts, 0)), [4])
+        c.expectEqual(try untyped(Field("counts").hasElement(1.0)), [3], "numbers by value")
+        c.expectEqual(try untyped(!Field("counts").hasElement(7)), [2, 3, 4])
+        c.expectError(.typeMismatch, naming: "id", "an element in an int attribute") {
+            _ = try untyped(Field("id").hasElement(1))
+        }
+        try store.close()
+    }
+
     static let all: [ConformanceCase] = [
         ConformanceCase("Typed models", "containsOnAnArrayPropertyMatchesWholeElements",
                         containsOnAnArrayPropertyMatchesWholeElements),
+        ConformanceCase("Typed models", "containsComparesDecodedElements", containsComparesDecodedElements),
         ConformanceCase("Typed models", "keyPathsNameAttributesInFetchesSortsAndLiveQueries",
                         keyPathsNameAttributesInFetchesSortsAndLiveQueries),
         ConformanceCase("Typed models", "enumsCollectionsAndNestedStructsDeriveASchemaAndRoundTrip",

@@ -190,7 +190,10 @@ final class LibpqConnection {
     /// Connects with libpq's keywords and values (`host`, `port`, `dbname`, `sslmode`, …);
     /// everything not given comes from the `PG…` environment variables, `~/.pgpass` and
     /// service files, as in every libpq client.
-    init(_ parameters: [(String, String)], pipelined: Bool = true) throws(LibpqError) {
+    init(_ parameters: [(String, String)], pipelined: Bool = true, answerTimeout: Duration? = nil)
+        throws(LibpqError)
+    {
+        self.answerTimeout = answerTimeout
         var keywords = parameters.map { strdup($0.0) }
         var values = parameters.map { strdup($0.1) }
         keywords.append(nil)
@@ -227,6 +230,41 @@ final class LibpqConnection {
 
     deinit { PQfinish(connection) }
 
+    /// How long the connection waits for the server's next answer before it gives the server up
+    /// (nil: for as long as it takes). A server whose processes are stopped (SIGSTOP, a frozen
+    /// VM) keeps its TCP connections open and acknowledged by the kernel, so neither
+    /// `connect_timeout` nor TCP keepalives notice it; this bound does.
+    private let answerTimeout: Duration?
+    /// Set once the bound passed: the connection was shut down, and its errors say why.
+    private var timedOut = false
+
+    /// The next result, waited for at most ``answerTimeout`` while the server sends nothing
+    /// (`PQisBusy` says whether `PQgetResult` would block; `poll` waits on the socket). On
+    /// timeout the socket is shut down, so that libpq sees the connection end: every answer
+    /// still due fails as lost, and the server rolls back the transaction once it runs again.
+    private func nextResult() -> OpaquePointer? {
+        guard !timedOut else { return nil }
+        if let answerTimeout {
+            let deadline = ContinuousClock.now + answerTimeout
+            while PQisBusy(connection) == 1 {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else {
+                    timedOut = true
+                    shutdown(PQsocket(connection), Int32(SHUT_RDWR))
+                    _ = PQconsumeInput(connection)
+                    return nil
+                }
+                let milliseconds = Int32(clamping: left.components.seconds * 1_000
+                    + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+                let ready = poll(&descriptor, 1, milliseconds)
+                if ready < 0 && errno == EINTR { continue }
+                if ready != 0 && PQconsumeInput(connection) != 1 { break }
+            }
+        }
+        return PQgetResult(connection)
+    }
+
     private var isPipelined: Bool
 
     /// libpq's multi-line messages as one line.
@@ -245,7 +283,7 @@ final class LibpqConnection {
     /// Whether the connection is still usable: checked without waiting, by reading what the
     /// server may have sent (a terminated backend's last words, or the end of the stream).
     var isAlive: Bool {
-        guard PQstatus(connection) == CONNECTION_OK else { return false }
+        guard !timedOut, PQstatus(connection) == CONNECTION_OK else { return false }
         guard head == entries.count else { return true }
         // Idle, nothing is due: what the socket holds is a notice, a notification, or a
         // terminated backend's last message followed by the end of the stream.
@@ -264,6 +302,10 @@ final class LibpqConnection {
     var socket: Int32 { PQsocket(connection) }
 
     private var lostError: LibpqError {
+        if timedOut, let answerTimeout {
+            return LibpqError(message: "the server sent no answer for \(answerTimeout) (answer_timeout), so the "
+                + "connection was given up", connectionLost: true)
+        }
         let text = Self.oneLine(String(cString: PQerrorMessage(connection)))
         return LibpqError(message: text.isEmpty ? "the connection was closed" : text, connectionLost: true)
     }
@@ -392,7 +434,7 @@ final class LibpqConnection {
                 segmentFailure = nil
                 return
             }
-            if let result = PQgetResult(connection) {
+            if let result = nextResult() {
                 PQclear(result)
             } else {
                 fail(remaining: lostError)
@@ -401,7 +443,7 @@ final class LibpqConnection {
         case .preparation(let key):
             var failure: LibpqError?
             var sawResult = false
-            while let result = PQgetResult(connection) {
+            while let result = nextResult() {
                 sawResult = true
                 if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil {
                     failure = PQresultStatus(result) == PGRES_PIPELINE_ABORTED
@@ -419,7 +461,7 @@ final class LibpqConnection {
             }
         case .statement(let id, let wanted):
             var first: OpaquePointer?
-            while let result = PQgetResult(connection) {
+            while let result = nextResult() {
                 if first == nil { first = result } else { PQclear(result) }
             }
             let outcome: Result<LibpqResult, LibpqError>
@@ -511,7 +553,7 @@ final class LibpqConnection {
                 throw lostError
             }
             var outcome: Result<Int, LibpqError> = .success(0)
-            while let result = PQgetResult(connection) {
+            while let result = nextResult() {
                 if PQresultStatus(result) == PGRES_COMMAND_OK {
                     outcome = .success(Int(String(cString: PQcmdTuples(result))) ?? 0)
                 } else if case .success = outcome {

@@ -11,8 +11,9 @@ import Synchronization
 /// Everything libpq takes is taken: several hosts (`postgres://h1,h2:5433/app?schema=app&
 /// target_session_attrs=read-write`), `sslmode` and its files, `connect_timeout`, `service`,
 /// the `PG…` environment variables, `~/.pgpass` and service files. Two rules are the store's own:
-/// a password is never part of a location (it would show in logs and reports: use `PGPASSWORD`,
-/// `~/.pgpass` or `PGPASSFILE`), and a TCP host other than loopback is never sent clear text
+/// a secret is never part of a location (a `password`, `user:password@`, or the client key's
+/// `sslpassword`: it would show in logs and reports; use `PGPASSWORD`, `~/.pgpass`, `PGPASSFILE`
+/// or a service file), and a TCP host other than loopback is never sent clear text
 /// unless the location says `sslmode=disable` or `allow` (see ``PostgresTLS``).
 ///
 /// Two parameters say how the store hears of other processes' commits: `listen=poll` makes
@@ -55,7 +56,16 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var port: Int { ports.first ?? 5432 }
 
     /// The parameters that are the store's, not libpq's.
-    private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port", "pooler"]
+    private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port", "pooler",
+                                               "answer_timeout"]
+
+    /// How long a connection waits for the server's next answer before it gives the server up
+    /// (`answer_timeout=SECONDS`, 30 by default; 0 waits for as long as it takes). A server
+    /// whose processes hang (stopped, a frozen VM) keeps its connections open, so neither
+    /// `connect_timeout` nor TCP keepalives end a wait for it: the write fails with
+    /// `unavailable` (or `io` when it was committing) within this bound, and the next one
+    /// connects again. Give more to a store whose single statements run longer.
+    public var answerTimeout: Duration? = .seconds(30)
 
     /// Whether the location goes through a pooler in transaction mode (`pooler=transaction`,
     /// pgbouncer's `pool_mode = transaction`): statements are not prepared by name (the next
@@ -116,7 +126,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         var values: [String: String] = [:]
         for (key, value) in pairs { values[key] = value }
-        if values["password"] != nil { throw Self.passwordRefusal }
+        for secret in Self.secretKeys where values[secret] != nil { throw Self.secretRefusal(secret) }
         guard let schema = values["schema"], !schema.isEmpty else {
             throw StoreError(.invalidArgument, "postgres:\(text) names no schema; add ?schema=NAME (each store lives "
                 + "in a PostgreSQL schema of its own)")
@@ -168,6 +178,12 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         case let other?:
             throw StoreError(.invalidArgument, "listen='\(other)' is not one of on, poll (or give listen_host)")
         }
+        if let text = values["answer_timeout"] {
+            guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
+                throw StoreError(.invalidArgument, "answer_timeout='\(text)' is not a number of seconds (0 for none)")
+            }
+            answerTimeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1_000))
+        }
         let passed: Set<String> = ["host", "port", "user", "dbname", "sslmode", "sslrootcert", "sslcert", "sslkey"]
         parameters = values.filter { !Self.ownKeys.contains($0.key) && !passed.contains($0.key) }
         try Self.validate(parameters)
@@ -179,8 +195,23 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         return text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
     }
 
-    private static var passwordRefusal: StoreError {
-        StoreError(.invalidArgument, "a postgres:// location must not hold a password; set PGPASSWORD or use ~/.pgpass")
+    private static var passwordRefusal: StoreError { secretRefusal("password") }
+
+    /// libpq's parameters that hold a secret: never part of a location, which every command
+    /// prints, reports write and a follow record keeps.
+    static let secretKeys = ["password", "sslpassword"]
+
+    /// The refusal of a location that holds the secret `key` (its value is not repeated).
+    private static func secretRefusal(_ key: String) -> StoreError {
+        switch key {
+        case "sslpassword":
+            return StoreError(.invalidArgument, "a postgres:// location must not hold sslpassword (the passphrase of "
+                + "the client key: it would show wherever the location does); give it in a service file "
+                + "(service=NAME, with sslpassword in PGSERVICEFILE), or use a key without a passphrase")
+        default:
+            return StoreError(.invalidArgument, "a postgres:// location must not hold a password (it would show wherever "
+                + "the location does); set PGPASSWORD or use ~/.pgpass")
+        }
     }
 
     /// The text after `postgres://`, `postgresql://` or `//`, or `nil` for a `key=value` string.
@@ -260,6 +291,10 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             if ports != [5432] { query.append("port=\(ports.map(String.init).joined(separator: ","))") }
         }
         if transactionPooler { query.append("pooler=transaction") }
+        if answerTimeout != .seconds(30) {
+            let seconds = answerTimeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+            query.append("answer_timeout=\(seconds.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "0")")
+        }
         switch listener {
         case .sameServer: break
         case .poll where transactionPooler: break
@@ -304,11 +339,16 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     func connect(pipelined: Bool = true, overriding: (host: String, port: Int)? = nil) throws(StoreError) -> LibpqConnection {
         try tls.checkFiles(server: server)
         do {
-            return try LibpqConnection(connectionParameters(overriding: overriding), pipelined: pipelined)
+            return try LibpqConnection(connectionParameters(overriding: overriding), pipelined: pipelined,
+                                       answerTimeout: answerTimeout)
         } catch {
             let described = PostgresSession.describe(error)
+            // A failed connection carries no SQLSTATE (libpq gives its text only): a server that is
+            // down, starting, stopping or refusing writes may take connections again later.
             let code: StoreError.Code = described.contains("read-only") || described.contains("refused")
-                || described.contains("No such file") || described.contains("timeout") ? .unavailable : .io
+                || described.contains("No such file") || described.contains("timeout")
+                || described.contains("shutting down") || described.contains("starting up")
+                || described.contains("in recovery") ? .unavailable : .io
             throw StoreError(code, "cannot connect to the PostgreSQL server at \(overriding.map { "\($0.host):\($0.port)" } ?? server) "
                 + "(database \(database), user \(user)): \(described)")
         }
@@ -431,7 +471,8 @@ final class PostgresSession: @unchecked Sendable {
         }
         let what = state == "25006" ? "the server no longer accepts writes (a standby, or a primary being demoted): "
             : ""
-        return StoreError(code, "\(location): \(what)\(describe(error)) (in \(sql.prefix(120)))")
+        return StoreError(code, "\(location): \(what)\(describe(error)) (in \(sql.prefix(120)))",
+                          cause: StoreError.Cause.postgres(sqlState: state, message: error.message))
     }
 }
 #endif

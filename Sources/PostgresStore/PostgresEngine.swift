@@ -298,19 +298,37 @@ import Synchronization
             if let notify { try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)") }
             return result
         } catch {
-            let lost = writer.isClosed || (error as? StoreError)?.code == .unavailable
-            guard !lost else {
-                if committing {
-                    throw StoreError(.io, "\(location): the connection to the server was lost while the transaction "
-                        + "committed: whether it did is unknown (\(error))")
-                }
-                throw StoreError(.unavailable, "\(location): the connection to the server was lost during the "
-                    + "transaction, which the server rolled back; nothing of it was stored (\(error))")
+            // Only a connection that is gone (or going: the server said so, 57P01) leaves the
+            // transaction's outcome to the server. A refusal on a live connection (a write
+            // refused as read-only, 25006, is `unavailable` too) is rolled back here, so that the
+            // connection's next transaction is not refused as part of an aborted one.
+            let failure = error as? StoreError
+            let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != "25006")
+            guard lost else {
+                _ = try? writer.settle()
+                _ = try? writer.query("ROLLBACK")
+                throw error
             }
-            _ = try? writer.settle()
-            _ = try? writer.query("ROLLBACK")
-            throw error
+            let reason = Self.reason(of: error, at: location)
+            if committing {
+                throw StoreError(.io, "\(location): the connection to the server was lost while the transaction "
+                    + "committed: whether it did is unknown (\(reason))")
+            }
+            if let failure, failure.message.hasPrefix("cannot connect") {
+                throw StoreError(.unavailable, "\(location): no server that accepts writes could be reached; nothing "
+                    + "of the transaction was stored (\(reason))")
+            }
+            throw StoreError(.unavailable, "\(location): the connection to the server was lost during the "
+                + "transaction, which the server rolled back; nothing of it was stored (\(reason))")
         }
+    }
+
+    /// What went wrong, without the location the message of a store error already begins with
+    /// (a message names the location once).
+    static func reason(of error: any Error, at location: PostgresLocation) -> String {
+        guard let failure = error as? StoreError else { return "\(error)" }
+        let prefix = "\(location): "
+        return failure.message.hasPrefix(prefix) ? String(failure.message.dropFirst(prefix.count)) : failure.message
     }
 
     /// Begins a write transaction on the writer's connection, sent without waiting. A

@@ -70,6 +70,10 @@ struct PostgresRequestSQL {
             let column = PostgresSQL.quote(name)
             if needle.isEmpty { return "(\(column) IS NOT NULL)" }
             return "(\(column) IS NOT NULL AND strpos(\(column), \(bind(.string(needle)))) > 0)"
+        case .hasElement:
+            // Evaluated after the scan, by the same reader of JSON as every backend's (jsonb would
+            // refuse text that is not JSON instead of holding no element).
+            return nil
         case .and(let filters):
             return join(filters, "AND", empty: "true", entity)
         case .or(let filters):

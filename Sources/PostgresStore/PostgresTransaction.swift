@@ -69,7 +69,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
             try replayBegin()
             return true
         }
-        guard error.message.contains("cached plan must not change result type") else { return false }
+        // "cached plan must not change result type" is SQLSTATE 0A000 (feature_not_supported), which
+        // no statement of the store meets otherwise; decided on the code, not the server's words.
+        guard error.cause?.sqlState == "0A000" else { return false }
         answered = true
         try session.send("ROLLBACK", wanted: false)
         do {

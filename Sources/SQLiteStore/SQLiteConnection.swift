@@ -60,6 +60,10 @@ final class SQLiteConnection {
         guard rc == SQLITE_OK else { throw fail(rc, "cannot turn off double-quoted string literals") }
         rc = sqlite3_create_collation_v2(db, foldingCollation, SQLITE_UTF8, nil, foldASCIICompare, nil)
         guard rc == SQLITE_OK else { throw fail(rc, "cannot register collation \(foldingCollation)") }
+        rc = sqlite3_create_function_v2(db, hasElementFunction, 2,
+                                        SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, nil,
+                                        hasElement, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw fail(rc, "cannot register the SQL function \(hasElementFunction)") }
         rc = sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
         if rc == SQLITE_ERROR || sqlite3_extended_errcode(db) == Self.ioErrorShortRead {
             // The header or the schema table cannot be read ("unsupported file format", a file
@@ -331,4 +335,30 @@ private func foldASCIICompare(_: UnsafeMutableRawPointer?, _ count1: Int32, _ by
     let a = UnsafeRawBufferPointer(start: bytes1, count: Int(count1))
     let b = UnsafeRawBufferPointer(start: bytes2, count: Int(count2))
     return Int32(Value.compareBytes(a, b, foldingASCIICase: true))
+}
+
+extension SQLiteConnection {
+    /// The SQL function `Filter.hasElement` runs: `_ds_has_element(text, element)`, where
+    /// `element` is the JSON text of the scalar looked for; 1 when the text is a JSON array of
+    /// scalars that holds it (read by ``JSONScalarArray``, as every backend reads it), else 0.
+    static let hasElementFunction = "_ds_has_element"
+}
+
+private func hasElement(_ context: OpaquePointer?, _ count: Int32,
+                        _ arguments: UnsafeMutablePointer<OpaquePointer?>?) {
+    guard count == 2, let arguments, sqlite3_value_type(arguments[0]) == SQLITE_TEXT,
+          let text = sqlite3_value_text(arguments[0]), let needle = sqlite3_value_text(arguments[1]) else {
+        sqlite3_result_int(context, 0)
+        return
+    }
+    let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(arguments[0])))
+    let needleBytes = UnsafeBufferPointer(start: needle, count: Int(sqlite3_value_bytes(arguments[1])))
+    // The element looked for, read back from its JSON text as a one-element array.
+    let wrapped = [0x5B] + Array(needleBytes) + [0x5D]
+    let element = wrapped.withUnsafeBufferPointer { JSONScalarArray.elements($0) }?.first
+    guard let element else {
+        sqlite3_result_int(context, 0)
+        return
+    }
+    sqlite3_result_int(context, JSONScalarArray.holds(bytes, element) ? 1 : 0)
 }

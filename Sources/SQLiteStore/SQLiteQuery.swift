@@ -73,6 +73,11 @@ enum SQLiteQuery {
             let column = quote(name)
             return SQLFragment("(\(column) IS NOT NULL AND instr(CAST(\(column) AS BLOB), ?) > 0)",
                                [.value(.bytes(Array(needle.utf8)))])
+        case let .hasElement(name, element):
+            // The package's reader of JSON arrays, registered on every connection
+            // (`SQLiteConnection`), so that SQLite answers as every backend does.
+            return SQLFragment("\(SQLiteConnection.hasElementFunction)(\(quote(name)), ?)",
+                               [.value(.string(JSONScalarArray.text(of: element)))])
         case .and(let filters):
             return join(filters, with: "AND", empty: "1")
         case .or(let filters):

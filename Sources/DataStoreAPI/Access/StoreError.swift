@@ -79,9 +79,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// The underlying error of a C library or the OS.
     public struct Cause: Sendable, Hashable, CustomStringConvertible {
-        /// `sqlite`, `lmdb` or `posix`.
+        /// `sqlite`, `lmdb`, `postgresql` or `posix`.
         public let library: String
-        /// The library's own code (an extended SQLite result code, an LMDB or errno value).
+        /// The library's own code (an extended SQLite result code, an LMDB or errno value, a
+        /// PostgreSQL SQLSTATE in base 36: see ``sqlState``).
         public let code: Int32
         /// The library's own message.
         public let message: String
@@ -93,7 +94,42 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             self.message = message
         }
 
-        public var description: String { "\(library) error \(code): \(message)" }
+        public var description: String {
+            if let sqlState { return "\(library) error \(sqlState): \(message)" }
+            return "\(library) error \(code): \(message)"
+        }
+
+        /// A PostgreSQL error's SQLSTATE (`25006`, `40001`): five digits or capital letters,
+        /// the same whatever language the server and libpq speak. `code` holds it in base 36.
+        public var sqlState: String? {
+            guard library == "postgresql", code >= 0 else { return nil }
+            var digits: [Character] = []
+            var rest = Int(code)
+            for _ in 0..<5 {
+                let digit = rest % 36
+                digits.append(Character(Unicode.Scalar(UInt8(digit < 10 ? 48 + digit : 55 + digit))))
+                rest /= 36
+            }
+            return String(digits.reversed())
+        }
+
+        /// The cause of a PostgreSQL error with its SQLSTATE (nil for one that is not five digits
+        /// or capital letters).
+        public static func postgres(sqlState: String, message: String) -> Cause? {
+            let bytes = Array(sqlState.utf8)
+            guard bytes.count == 5 else { return nil }
+            var code: Int32 = 0
+            for byte in bytes {
+                let digit: Int32
+                switch byte {
+                case 0x30...0x39: digit = Int32(byte) - 48
+                case 0x41...0x5A: digit = Int32(byte) - 55
+                default: return nil
+                }
+                code = code * 36 + digit
+            }
+            return Cause(library: "postgresql", code: code, message: message)
+        }
     }
 
     /// An item named by an error (for example each item of a merge conflict).

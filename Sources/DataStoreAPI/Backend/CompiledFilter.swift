@@ -10,6 +10,7 @@
         case isNull(Int)
         case hasPrefix(Int, [UInt8])
         case contains(Int, [UInt8])
+        case hasElement(Int, Value)
         case and([Node])
         case or([Node])
         case not(Node)
@@ -61,6 +62,9 @@
         case let .contains(attribute, needle):
             guard let at = slot(attribute) else { return .constant(false) }
             return .contains(at, Array(needle.utf8))
+        case let .hasElement(attribute, element):
+            guard let at = slot(attribute) else { return .constant(false) }
+            return .hasElement(at, element)
         case .and(let filters):
             return .and(filters.map { compile($0, layout, &reads) })
         case .or(let filters):
@@ -88,6 +92,7 @@
         case .isNull(let slot): return values[slot].isNull
         case let .hasPrefix(slot, prefix): return Filter.hasPrefix(values[slot], prefix)
         case let .contains(slot, needle): return Filter.contains(values[slot], needle)
+        case let .hasElement(slot, element): return StructuredValue.arrayHolds(values[slot], element)
         case .and(let nodes): return nodes.allSatisfy { evaluate($0, values) }
         case .or(let nodes): return nodes.contains { evaluate($0, values) }
         case .not(let inner): return !evaluate(inner, values)

@@ -174,6 +174,8 @@ extension ReadAccessor {
             return try across(name, entity) { .hasPrefix($0, prefix) }
         case let .contains(name, needle):
             return try across(name, entity) { .contains($0, needle) }
+        case let .hasElement(name, element):
+            return try across(name, entity) { .hasElement($0, element) }
         case .and(let filters):
             return .and(try filters.map { try resolveRelationships($0, of: entity) })
         case .or(let filters):
@@ -197,7 +199,7 @@ extension ReadAccessor {
         switch filter {
         case .all: return false
         case .compare(let name, _, _), .among(let name, _), .isNull(let name), .hasPrefix(let name, _),
-             .contains(let name, _):
+             .contains(let name, _), .hasElement(let name, _):
             return name.utf8.contains(UInt8(ascii: "."))
         case .and(let filters), .or(let filters): return filters.contains(where: hasRelationshipTerms)
         case .not(let inner): return hasRelationshipTerms(inner)
@@ -346,7 +348,7 @@ extension ReadAccessor {
         switch filter {
         case .all: return
         case .compare(let name, _, _), .among(let name, _), .isNull(let name), .hasPrefix(let name, _),
-             .contains(let name, _):
+             .contains(let name, _), .hasElement(let name, _):
             collectPath(name, from: entity, into: &entities)
         case .and(let filters), .or(let filters): for inner in filters { collect(inner, from: entity, into: &entities) }
         case .not(let inner): collect(inner, from: entity, into: &entities)

@@ -35,6 +35,14 @@ public indirect enum Filter: Sendable, Hashable {
     case hasPrefix(String, String)
     /// The string attribute contains the given string (byte-wise, case-sensitive).
     case contains(String, String)
+    /// The string attribute holds a JSON array of scalars (as a ``DataObject`` stores an array
+    /// or set property) one of whose elements, decoded, equals the value, as `Array.contains`
+    /// says: numbers by value (`-0.0` equals `0.0`), strings byte for byte, `true`/`false`,
+    /// null. The value is a JSON scalar: null, bool, int, double or string (``Field/hasElement(_:)``
+    /// makes one of any value). Text that is not such an array (an object, an element that is an
+    /// array or object, text that is not JSON, or a `\u0000` escape, which PostgreSQL's `jsonb`
+    /// cannot hold) holds no element, on every backend alike.
+    case hasElement(String, Value)
 /// Every filter matches (all of them when the list is empty).
     case and([Filter])
 /// At least one filter matches (none when the list is empty).
@@ -99,15 +107,15 @@ public struct Field: Sendable, Hashable {
     /// `["a", "gift"]` match `hasElement("gift")`, `["giftwrap"]` does not. The same on every
     /// backend; no index serves it (it reads each item's text).
     public func hasElement(_ element: Value) -> Filter {
+        // As the element's JSON: a date as its ISO 8601 text, a UUID as text, bytes as base64, a
+        // double that is not finite as the string the encoder writes for it.
         switch element {
-        case .null: StructuredValue.hasElement(name, String?.none)
-        case .bool(let value): StructuredValue.hasElement(name, value)
-        case .int(let value): StructuredValue.hasElement(name, value)
-        case .double(let value): StructuredValue.hasElement(name, value)
-        case .string(let value): StructuredValue.hasElement(name, value)
-        case .bytes(let value): StructuredValue.hasElement(name, Data(value))
-        case .date(let value): StructuredValue.hasElement(name, value.date)
-        case .uuid(let value): StructuredValue.hasElement(name, value)
+        case .null: .hasElement(name, .null)
+        case .bool, .int, .string: .hasElement(name, element)
+        case .double(let value): .hasElement(name, StructuredValue.element(value))
+        case .bytes(let value): .hasElement(name, StructuredValue.element(Data(value)))
+        case .date(let value): .hasElement(name, StructuredValue.element(value.date))
+        case .uuid(let value): .hasElement(name, StructuredValue.element(value))
         }
     }
 }
@@ -168,6 +176,8 @@ extension Filter {
             return Filter.hasPrefix(record[attribute], prefix.utf8)
         case let .contains(attribute, needle):
             return Filter.contains(record[attribute], Array(needle.utf8))
+        case let .hasElement(attribute, element):
+            return StructuredValue.arrayHolds(record[attribute], element)
         case .and(let filters):
             return filters.allSatisfy { $0.matches(record) }
         case .or(let filters):

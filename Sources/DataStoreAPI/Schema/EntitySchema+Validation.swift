@@ -159,6 +159,18 @@ extension EntitySchema {
                     + "prefix and contains need a string attribute")
             }
             return filter
+        case let .hasElement(attributeName, element):
+            let attribute = try requireAttribute(attributeName)
+            guard attribute.type == .string else {
+                throw StoreError(.typeMismatch, "attribute '\(name).\(attributeName)' is \(attribute.type); "
+                    + "an element is looked for in a string attribute holding a JSON array")
+            }
+            switch element {
+            case .null, .bool, .int, .double, .string: return filter
+            default:
+                throw StoreError(.typeMismatch, "the element looked for in '\(name).\(attributeName)' is \(element), "
+                    + "not a JSON scalar (Field.hasElement makes one of any value)")
+            }
         case .and(let filters):
             var checked: [Filter] = []
             for f in filters { checked.append(try validate(f)) }

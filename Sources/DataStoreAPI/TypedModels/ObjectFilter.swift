@@ -63,24 +63,24 @@ public struct ObjectFilter<T: DataObject>: Sendable {
     public static func contains<E: StoreValueConvertible & Encodable>(_ keyPath: KeyPath<T, [E]>,
                                                                        _ element: E) -> ObjectFilter {
         let path = UncheckedKeyPath(keyPath)
-        let value = element.storeValue
-        return ObjectFilter { Field(try KeyPathNames.name(of: path.keyPath)).hasElement(value) }
+        let value = StructuredValue.element(element)
+        return ObjectFilter { .hasElement(try KeyPathNames.name(of: path.keyPath), value) }
     }
 
     /// The optional array property has `element` as one of its elements.
     public static func contains<E: StoreValueConvertible & Encodable>(_ keyPath: KeyPath<T, [E]?>,
                                                                        _ element: E) -> ObjectFilter {
         let path = UncheckedKeyPath(keyPath)
-        let value = element.storeValue
-        return ObjectFilter { Field(try KeyPathNames.name(of: path.keyPath)).hasElement(value) }
+        let value = StructuredValue.element(element)
+        return ObjectFilter { .hasElement(try KeyPathNames.name(of: path.keyPath), value) }
     }
 
     /// The set property has `element` as one of its elements.
     public static func contains<E: StoreValueConvertible & Encodable & Hashable>(_ keyPath: KeyPath<T, Set<E>>,
                                                                                   _ element: E) -> ObjectFilter {
         let path = UncheckedKeyPath(keyPath)
-        let value = element.storeValue
-        return ObjectFilter { Field(try KeyPathNames.name(of: path.keyPath)).hasElement(value) }
+        let value = StructuredValue.element(element)
+        return ObjectFilter { .hasElement(try KeyPathNames.name(of: path.keyPath), value) }
     }
 }
 

@@ -32,16 +32,23 @@ enum StructuredValue {
         return encoder
     }
 
-    /// Whether the JSON text of an array of scalars holds `element`: its JSON form, exactly as
-    /// ``encode(_:property:)`` writes it, between the array's brackets or commas. Exact for
-    /// arrays (and sets) of strings, numbers, booleans, dates, UUIDs and bytes: a string's
-    /// quotes inside another string are escaped, and a number ends at a comma or bracket, so no
-    /// part of one element reads as another. It is a text search, so on every backend the same.
-    static func hasElement(_ attribute: String, _ element: some Encodable) -> Filter {
-        guard let array = try? makeEncoder().encode([element]), array.count > 2 else { return .or([]) }
-        let token = String(decoding: array.dropFirst().dropLast(), as: UTF8.self)
-        return .or([.contains(attribute, "[" + token + "]"), .contains(attribute, "[" + token + ","),
-                    .contains(attribute, "," + token + ","), .contains(attribute, "," + token + "]")])
+    /// `element` as the JSON scalar this package's encoder writes for it (a date as its ISO 8601
+    /// text, a UUID as its text, bytes as base64, a `Float` as the shortest decimal that reads
+    /// back as it): the value ``Filter/hasElement(_:_:)`` compares elements with. A value whose
+    /// JSON is no scalar is a string that no element equals.
+    static func element(_ element: some Encodable) -> Value {
+        guard let array = try? makeEncoder().encode([element]),
+              let scalars = JSONScalarArray.elements(Array(array)), scalars.count == 1 else {
+            return .string("\u{0}not a JSON scalar")
+        }
+        return scalars[0]
+    }
+
+    /// Whether `value` is the JSON text of an array of scalars one of whose elements equals
+    /// `element` (see ``Filter/hasElement(_:_:)``).
+    static func arrayHolds(_ value: Value, _ element: Value) -> Bool {
+        guard case .string(var text) = value else { return false }
+        return text.withUTF8 { JSONScalarArray.holds($0, element) }
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from value: Value, property: String) throws -> T {

@@ -73,10 +73,47 @@ enum Oracle {
             let (x, n) = (bytes(r[name], fold: false), Array(needle.utf8))
             if n.isEmpty { return true }
             return x.count >= n.count && (0...(x.count - n.count)).contains { Array(x[$0..<$0 + n.count]) == n }
+        case let .hasElement(name, element):
+            guard case .string(let text) = r[name], !text.contains("\\u0000"),
+                  let elements = try? JSONDecoder().decode([OracleScalar].self, from: Data(text.utf8)) else { return false }
+            return elements.contains { $0.equals(element) }
         case .and(let fs): return fs.allSatisfy { matches($0, r) }
         case .or(let fs): return fs.contains { matches($0, r) }
         case .not(let f): return !matches(f, r)
         case .any, .relatedCount: return false
+        }
+    }
+}
+
+/// A JSON scalar as Foundation's decoder reads it, for the oracle's `hasElement`: independent of
+/// the package's own reader.
+struct OracleScalar: Decodable {
+    let value: Value
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            value = .null
+        } else if let bool = try? container.decode(Bool.self) {
+            value = .bool(bool)
+        } else if let int = try? container.decode(Int64.self) {
+            value = .int(int)
+        } else if let double = try? container.decode(Double.self) {
+            value = .double(double)
+        } else {
+            value = .string(try container.decode(String.self))
+        }
+    }
+
+    func equals(_ other: Value) -> Bool {
+        switch (value, other) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.int(a), .int(b)): return a == b
+        case let (.int(a), .double(b)), let (.double(b), .int(a)): return Double(a) == b
+        case let (.double(a), .double(b)): return a == b
+        case let (.string(a), .string(b)): return Array(a.utf8) == Array(b.utf8)
+        default: return false
         }
     }
 }
