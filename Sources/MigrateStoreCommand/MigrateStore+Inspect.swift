@@ -101,8 +101,8 @@ extension MigrateStore {
                 }
                 print("\(location)  \(location.sizeOnDisk) bytes on disk  schema version \(opened.schema.version)")
                 let marker = try opened.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
-                let checkpoint = try Migrator.checkpoint(of: opened)
-                let switching = try SwitchingStore.status(in: opened)
+                let checkpoint = try Migrator.checkpoint(of: opened, named: location.description)
+                let switching = try SwitchingStore.status(in: opened, named: location.description)
                 try opened.read { reader in
                     if let switching {
                         print("state: " + Self.describe(switching, location))

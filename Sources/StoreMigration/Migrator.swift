@@ -18,6 +18,8 @@ import Foundation
 /// a marker that makes opening it fail with `incompleteMigration`.
 public enum Migrator {
     static let checkpointKey = "datastore.migration.checkpoint"
+    /// The checkpoint of an unfinished migration, in its destination.
+    static let checkpointRecord = ReservedRecord<Checkpoint>(key: checkpointKey, what: "migration checkpoint")
 
     /// Where an unfinished migration stopped: stored in the destination in the same transaction
     /// as each batch.
@@ -35,13 +37,14 @@ public enum Migrator {
     }
 
     /// The checkpoint of an unfinished migration into `store`, if it has one.
+    /// - Throws: `corrupt` when the checkpoint is damaged.
     public static func checkpoint(of store: any DataStore) throws -> Checkpoint? {
-        guard let bytes = try store.read({ try $0.metadata(forKey: checkpointKey) }) else { return nil }
-        do {
-            return try JSONDecoder().decode(Checkpoint.self, from: Data(bytes))
-        } catch {
-            throw StoreError(.corrupt, "the migration checkpoint cannot be read: \(error)")
-        }
+        try checkpoint(of: store, named: "the store")
+    }
+
+    /// The checkpoint of an unfinished migration into `store` (named `name` in messages).
+    package static func checkpoint(of store: any DataStore, named name: String) throws -> Checkpoint? {
+        try checkpointRecord.read(from: store, named: name)
     }
 
     /// Copies `source` into `destination`: a new store, or with `options.resume` an unfinished
@@ -80,7 +83,7 @@ public enum Migrator {
         try run.interruptible {
             try sourceStore.read { snapshot in
                 snapshotToken = try snapshot.changeToken()
-                let mark = options.resume ? try checkpoint(of: destinationStore) : nil
+                let mark = options.resume ? try checkpoint(of: destinationStore, named: destination.description) : nil
                 for (position, entity) in schema.entities.enumerated() {
                     let plan = ResumePlan(entity: entity, position: position, schema: schema, resume: options.resume,
                                           checkpoint: mark)
@@ -452,7 +455,7 @@ final class MigrationRun {
         let finished = finishedEntities
         let checkpoint: CheckpointWriter = { writer, key, copied in
             let mark = Migrator.Checkpoint(entity: entity.name, lastKey: key, finishedEntities: finished, copied: copied)
-            try writer.setReservedMetadata(Array(try JSONEncoder().encode(mark)), forKey: Migrator.checkpointKey)
+            try Migrator.checkpointRecord.write(mark, into: writer)
         }
         let tick = { [progress] (done: Int) in
             progress(MigrationProgress(phase: phase, entity: entity.name, done: done, total: total,

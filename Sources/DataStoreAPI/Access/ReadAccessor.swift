@@ -19,7 +19,7 @@ public class ReadAccessor {
         guard isValid else {
             throw StoreError(.accessorExpired, "accessor used after its block returned")
         }
-        if let lastEntity, lastEntity.name.utf8.elementsEqual(name.utf8) { return lastEntity }
+        if let lastEntity, Schema.isName(lastEntity.name, name) { return lastEntity }
         guard let entity = catalog.entity(named: name) else {
             throw StoreError(.unknownEntity, "no entity '\(name)' in the schema")
         }
@@ -216,7 +216,7 @@ final class Catalog: Sendable {
     /// The entity of that name, byte for byte: the dictionary, as Swift's `String`, takes
     /// canonically equivalent names (`K` and KELVIN SIGN) for one.
     func entity(named name: String) -> EntitySchema? {
-        guard let entity = entities[name], entity.name.utf8.elementsEqual(name.utf8) else { return nil }
+        guard let entity = entities[name], Schema.isName(entity.name, name) else { return nil }
         return entity
     }
 }

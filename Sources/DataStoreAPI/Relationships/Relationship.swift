@@ -80,7 +80,7 @@ public struct Relationship: Sendable, Hashable, Codable {
 extension EntitySchema {
     /// The relationship of that name (byte for byte), if any.
     public func relationship(named name: String) -> Relationship? {
-        relationships.first { $0.name.utf8.elementsEqual(name.utf8) }
+        relationships.first { Schema.isName($0.name, name) }
     }
 }
 

@@ -25,17 +25,15 @@ struct SwitchRecord: Codable, Equatable, Sendable {
     /// The feed position at the cutover: the old store equals the new one as of it.
     var cutover: ChangeToken?
 
-    static func read(from store: any DataStore) throws -> SwitchRecord? {
-        guard let bytes = try store.read({ try $0.metadata(forKey: key) }) else { return nil }
-        do {
-            return try JSONDecoder().decode(SwitchRecord.self, from: Data(bytes))
-        } catch {
-            throw StoreError(.corrupt, "the switch record cannot be read: \(error)")
-        }
+    /// Where the record is kept in each store of a switch.
+    static let reserved = ReservedRecord<SwitchRecord>(key: key, what: "switch record")
+
+    static func read(from store: any DataStore, named name: String) throws -> SwitchRecord? {
+        try reserved.read(from: store, named: name)
     }
 
     func write(into writer: WriteAccessor) throws {
-        try writer.setReservedMetadata(Array(try JSONEncoder().encode(self)), forKey: Self.key)
+        try Self.reserved.write(self, into: writer)
     }
 }
 
@@ -60,8 +58,8 @@ struct SwitchOpening {
             newStore = newLocation.exists
                 ? try Migrator.fillingDestination { try newLocation.open(schema: nil, durability: policy.durability) }
                 : nil
-            let oldRecord = try oldStore.flatMap { try SwitchRecord.read(from: $0) }
-            let newRecord = try newStore.flatMap { try SwitchRecord.read(from: $0) }
+            let oldRecord = try oldStore.flatMap { try SwitchRecord.read(from: $0, named: oldLocation.description) }
+            let newRecord = try newStore.flatMap { try SwitchRecord.read(from: $0, named: newLocation.description) }
             if let newStore, let newRecord, newRecord.serving,
                 oldRecord.map({ !$0.serving || $0.epoch < newRecord.epoch }) ?? true
             {

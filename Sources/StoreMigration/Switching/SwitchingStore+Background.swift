@@ -18,7 +18,7 @@ extension SwitchingStore {
             throw StoreError(.invalidArgument, phase == .switched ? "the old store \(oldLocation) was dropped"
                 : "the switch is \(phase.rawValue): the old store is compared with the new one after the cutover")
         }
-        guard var token = try Migrator.followState(of: old).flatMap({
+        guard var token = try Migrator.followState(of: old, named: oldLocation.description).flatMap({
             $0.source == newLocation.description ? $0.token : nil
         }) else {
             throw StoreError(.corrupt, "\(oldLocation) does not record the cutover's position")
@@ -106,6 +106,8 @@ extension SwitchingStore {
     /// The old store's feed position when the copy began, kept in the new store: the follow
     /// starts there.
     static let copyStartKey = "datastore.switch.copy-start"
+    /// The copy's start, in the new store.
+    static let copyStartRecord = ReservedRecord<CopyStart>(key: copyStartKey, what: "switch copy's start")
 
     /// Copies the old store into the new one, entity by entity in key order, one page per short
     /// read of the old store and one write transaction of the new one with its checkpoint,
@@ -124,9 +126,7 @@ extension SwitchingStore {
         // then: items added after it are the follow's to copy (an app that keeps adding items
         // faster than the paced copy goes would otherwise keep the copy from ending).
         let start: CopyStart
-        if let bytes = try new.read({ try $0.metadata(forKey: Self.copyStartKey) }),
-            let known = try? JSONDecoder().decode(CopyStart.self, from: Data(bytes))
-        {
+        if let known = try Self.copyStartRecord.read(from: new, named: newLocation.description) {
             start = known
         } else {
             start = try old.read { reader in
@@ -135,11 +135,9 @@ extension SwitchingStore {
                         .first?[entity.primaryKey]
                 })
             }
-            try new.writeSync {
-                try $0.setReservedMetadata(Array(try JSONEncoder().encode(start)), forKey: Self.copyStartKey)
-            }
+            try new.writeSync { try Self.copyStartRecord.write(start, into: $0) }
         }
-        let mark = try Migrator.checkpoint(of: new)
+        let mark = try Migrator.checkpoint(of: new, named: newLocation.description)
         let counts = try old.read { reader in
             try schema.entities.map { try reader.count(FetchRequest($0.name)) }
         }
@@ -169,8 +167,7 @@ extension SwitchingStore {
                                        checkpoint: { writer, last in
                                            let checkpoint = Migrator.Checkpoint(entity: entity.name, lastKey: last,
                                                                                 finishedEntities: done, copied: true)
-                                           try writer.setReservedMetadata(Array(try JSONEncoder().encode(checkpoint)),
-                                                                          forKey: Migrator.checkpointKey)
+                                           try Migrator.checkpointRecord.write(checkpoint, into: writer)
                                        },
                                        committed: { total in
                                            copied = before + total
@@ -228,7 +225,10 @@ extension SwitchingStore {
         var follower = Follower(source: source, destination: destination, sourceLocation: sourceLocation,
                                 options: FollowOptions(batchSize: policy.batchSize),
                                 shouldStop: { [self] in self.shouldStop },
-                                token: try Migrator.followState(of: destination).flatMap {
+                                token: try Migrator.followState(
+                                    of: destination,
+                                    named: (sourceLocation == oldLocation ? newLocation : oldLocation).description
+                                ).flatMap {
                                     $0.source == sourceLocation.description ? $0.token : nil
                                 })
         // A launch that finds the switch under way compares the stores once: writes made to the

@@ -84,12 +84,12 @@ extension SwitchingStore {
     public static func status(of location: StoreLocation) throws -> Status? {
         let store = try Migrator.acceptingUnfinished { try location.openSource() }
         defer { try? store.close() }
-        return try status(in: store)
+        return try status(in: store, named: location.description)
     }
 
     /// The switch that the open `store` takes part in, as its record says.
-    package static func status(in store: any DataStore) throws -> Status? {
-        guard let record = try SwitchRecord.read(from: store) else { return nil }
+    package static func status(in store: any DataStore, named name: String = "the store") throws -> Status? {
+        guard let record = try SwitchRecord.read(from: store, named: name) else { return nil }
         return Status(old: record.old, new: record.new, phase: record.phase, serving: record.serving,
                       switchedAt: record.switchedAt, rollingBack: record.rollingBack ?? false)
     }

@@ -4,6 +4,8 @@ import Foundation
 extension Migrator {
     /// The reserved metadata key of a follow's position in the destination.
     static let followKey = "datastore.follow"
+    /// A follow's position, in its destination.
+    static let followRecord = ReservedRecord<FollowState>(key: followKey, what: "follow position")
 
     /// A follow's position, stored in the destination in the same transaction as what it applied.
     struct FollowState: Codable {
@@ -11,14 +13,13 @@ extension Migrator {
         var token: ChangeToken
     }
 
-    static func followState(of store: any DataStore) throws -> FollowState? {
-        guard let bytes = try store.read({ try $0.metadata(forKey: followKey) }) else { return nil }
-        return try? JSONDecoder().decode(FollowState.self, from: Data(bytes))
+    static func followState(of store: any DataStore, named name: String) throws -> FollowState? {
+        try followRecord.read(from: store, named: name)
     }
 
     static func writeFollowState(_ writer: WriteAccessor, source: StoreLocation, token: ChangeToken) throws {
         let state = FollowState(source: source.description, token: token)
-        try writer.setReservedMetadata(Array(try JSONEncoder().encode(state)), forKey: followKey)
+        try followRecord.write(state, into: writer)
     }
 
     /// Throws `invalidArgument` when `destination` cannot follow `source`: the same store, a
@@ -75,7 +76,7 @@ extension Migrator {
         var lags: [Double] = []
         var follower = Follower(source: sourceStore, destination: destinationStore, sourceLocation: source,
                                 options: options, shouldStop: shouldStop)
-        follower.token = try followState(of: destinationStore).map(\.token)
+        follower.token = try followState(of: destinationStore, named: destination.description).map(\.token)
         report.startToken = follower.token
         if follower.token != nil && options.compareFirst {
             follower.compareNext(because: "a follow starts by comparing the stores: writes made to the source "

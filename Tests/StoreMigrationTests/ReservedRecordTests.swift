@@ -1,0 +1,71 @@
+@_spi(Backend) import DataStoreAPI
+import DataStoreConformance
+import DataStoreTestSupport
+import Foundation
+@testable import StoreMigration
+import Testing
+
+/// The four records the package keeps in a store's reserved metadata (a migration's checkpoint,
+/// a follow's position, a switch's record, the start of a switch's copy) share one damage rule:
+/// a damaged one is refused as damage naming the store and the record, never read as absent
+/// nor computed again.
+@Suite struct ReservedRecordTests {
+    static let damaged: [UInt8] = Array("{\"entity\": 7, ".utf8)
+
+    /// Each record, damaged in turn in a store, read by the reader its operation uses.
+    @Test(arguments: [Migrator.checkpointKey, Migrator.followKey, SwitchRecord.key, SwitchingStore.copyStartKey])
+    func eachDamagedRecordGivesTheSameRefusal(_ key: String) throws {
+        let dir = try TemporaryDirectory()
+        let location = dir.location(.sqlite, "store")
+        let store = try location.open(schema: Fixtures.schema)
+        defer { try? store.close() }
+        try store.writeSync { try $0.setReservedMetadata(Self.damaged, forKey: key) }
+        let name = location.description
+        let readers: [String: () throws -> Void] = [
+            Migrator.checkpointKey: { _ = try Migrator.checkpoint(of: store, named: name) },
+            Migrator.followKey: { _ = try Migrator.followState(of: store, named: name) },
+            SwitchRecord.key: { _ = try SwitchRecord.read(from: store, named: name) },
+            SwitchingStore.copyStartKey: { _ = try SwitchingStore.copyStartRecord.read(from: store, named: name) },
+        ]
+        let read = try #require(readers[key])
+        #expect { try read() } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .corrupt && error.message.hasPrefix("\(name): its ")
+                && error.message.contains("(reserved record '\(key)') is damaged, so where the operation stands is "
+                    + "unknown; nothing was done")
+        }
+    }
+
+    /// End to end: a resume with a damaged checkpoint and a follow with a damaged position are
+    /// refused, and the destination keeps what it held.
+    @Test func aResumeAndAFollowRefuseADamagedRecord() throws {
+        let dir = try TemporaryDirectory()
+        let source = dir.location(.sqlite, "source")
+        let seeded = try source.open(schema: Fixtures.schema)
+        try Fixtures.load(Fixtures.items(300, seed: 5), into: seeded)
+        try seeded.close()
+        let stopped = dir.location(.lmdb, "stopped")
+        var batches = 0
+        #expect(throws: MigrationInterrupted.self) {
+            try Migrator.copy(from: source, to: stopped, options: MigrationOptions(batchSize: 20),
+                              shouldStop: { batches += 1; return batches == 3 })
+        }
+        let opened = try Migrator.acceptingUnfinished { try stopped.open(schema: nil) }
+        try opened.writeSync { try $0.setReservedMetadata(Self.damaged, forKey: Migrator.checkpointKey) }
+        try opened.close()
+        #expect { try Migrator.copy(from: source, to: stopped, options: MigrationOptions(resume: true)) } throws: {
+            ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("migration checkpoint")
+        }
+        let copied = dir.location(.sqlite, "copied")
+        _ = try Migrator.copy(from: source, to: copied)
+        let destination = try copied.open(schema: nil)
+        try destination.writeSync { try $0.setReservedMetadata(Self.damaged, forKey: Migrator.followKey) }
+        try destination.close()
+        #expect {
+            try Migrator.follow(from: source, to: copied, options: FollowOptions(untilIdle: .milliseconds(100)))
+        } throws: {
+            ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("follow position")
+        }
+        #expect(try contents(copied) == contents(source))
+    }
+}
