@@ -23,12 +23,3 @@ public final class InMemoryStore: Store, @unchecked Sendable {
         logOpened("in-memory database")
     }
 }
-
-extension InMemoryStore {
-    /// Opens the store with the steps of an older schema version under their old name.
-    @available(*, deprecated, renamed: "init(database:schema:upgrades:instrumentation:)")
-    public convenience init(database: InMemoryDatabase, schema: Schema?, migrations: SchemaUpgrades,
-                            instrumentation: Instrumentation = .none) throws {
-        try self.init(database: database, schema: schema, upgrades: migrations, instrumentation: instrumentation)
-    }
-}

@@ -64,12 +64,3 @@ public struct LMDBCheckReport: Sendable, Hashable {
     /// Items of the store decoded and checked against its schema.
     public var items = 0
 }
-
-extension LMDBStore {
-    /// Opens the store with the steps of an older schema version under their old name.
-    @available(*, deprecated, renamed: "init(path:schema:upgrades:options:instrumentation:)")
-    public convenience init(path: String, schema: Schema?, migrations: SchemaUpgrades,
-                            options: LMDBOptions = LMDBOptions(), instrumentation: Instrumentation = .none) throws {
-        try self.init(path: path, schema: schema, upgrades: migrations, options: options, instrumentation: instrumentation)
-    }
-}

@@ -129,14 +129,4 @@ public final class PostgresStore: Store, @unchecked Sendable {
         return (try? row?[0].int64()) ?? 0
     }
 }
-
-extension PostgresStore {
-    /// Opens the store with the steps of an older schema version under their old name.
-    @available(*, deprecated, renamed: "init(url:schema:upgrades:durability:readConnections:instrumentation:)")
-    public convenience init(url: String, schema: Schema?, migrations: SchemaUpgrades, durability: Durability = .full,
-                            readConnections: Int = 16, instrumentation: Instrumentation = .none) throws {
-        try self.init(url: url, schema: schema, upgrades: migrations, durability: durability,
-                      readConnections: readConnections, instrumentation: instrumentation)
-    }
-}
 #endif

@@ -25,11 +25,4 @@ public struct SQLiteOptions: Sendable, Hashable {
         self.readerTimeout = readerTimeout
         self.readOnly = readOnly
     }
-
-    /// Options with the reader timeout in seconds.
-    @available(*, deprecated, message: "pass the timeout as a Duration: readerTimeout: .seconds(5)")
-    public init(durability: Durability = .full, maxReaders: PositiveInt = 64, readerTimeout seconds: Double,
-                readOnly: Bool = false) {
-        self.init(durability: durability, maxReaders: maxReaders, readerTimeout: .seconds(seconds), readOnly: readOnly)
-    }
 }

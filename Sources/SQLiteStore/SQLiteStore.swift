@@ -49,12 +49,3 @@ public final class SQLiteStore: Store, @unchecked Sendable {
         }
     }
 }
-
-extension SQLiteStore {
-    /// Opens the store with the steps of an older schema version under their old name.
-    @available(*, deprecated, renamed: "init(path:schema:upgrades:options:instrumentation:)")
-    public convenience init(path: String, schema: Schema?, migrations: SchemaUpgrades,
-                            options: SQLiteOptions = SQLiteOptions(), instrumentation: Instrumentation = .none) throws {
-        try self.init(path: path, schema: schema, upgrades: migrations, options: options, instrumentation: instrumentation)
-    }
-}

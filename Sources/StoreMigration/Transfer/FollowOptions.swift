@@ -31,11 +31,4 @@ public struct FollowOptions: Sendable {
         self.compareFirst = compareFirst
     }
 
-    /// Options with times in seconds.
-    @available(*, deprecated, message: "pass the times as Duration: FollowOptions(untilIdle: .seconds(2))")
-    public init(untilIdle seconds: Double, batchTransactions: PositiveInt = 500, pollInterval: Double = 0.005,
-                batchSize: PositiveInt = 1_000, compareFirst: Bool = true) {
-        self.init(untilIdle: .seconds(seconds), batchTransactions: batchTransactions,
-                  pollInterval: .seconds(pollInterval), batchSize: batchSize, compareFirst: compareFirst)
-    }
 }
