@@ -15,9 +15,13 @@ if ! git cat-file -e "$baseline^{commit}" 2>/dev/null; then
 fi
 git cat-file -e "$baseline^{commit}" || { echo "check-api: the baseline commit $baseline is not in this clone" >&2; exit 1; }
 failed=0
-for product in DataStoreAPI InMemoryStore SQLiteStore LMDBStore JSONLStore StoreMigration; do
+# Every library product; PostgresStore with its trait (without it, the module is empty).
+for product in DataStoreAPI InMemoryStore SQLiteStore LMDBStore JSONLStore StoreMigration ForeignStores \
+    DataStoreConformance PostgresStore; do
     log=".build-api-$product.log"
-    if swift package diagnose-api-breaking-changes "$baseline" --products "$product" >"$log" 2>&1 \
+    traits=()
+    [ "$product" = PostgresStore ] && traits=(--traits Postgres)
+    if swift package "${traits[@]}" diagnose-api-breaking-changes "$baseline" --products "$product" >"$log" 2>&1 \
         && grep -q "No breaking changes detected in $product" "$log"; then
         echo "check-api: $product: no breaking change since ${baseline:0:7}"
         rm -f "$log"
