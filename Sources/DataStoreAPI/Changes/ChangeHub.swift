@@ -1,4 +1,4 @@
-import Dispatch
+import Foundation
 import Synchronization
 
 /// Wakes the store's feed readers and live observers when a write may have committed: at once
@@ -14,6 +14,8 @@ final class ChangeHub: Sendable {
     private struct State {
         var generation: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Threads blocked in ``wait(after:timeout:)`` (a migration's follower).
+        var blockedWaiters = 0
         var nextWaiter: UInt64 = 0
         var lastCounter: UInt64?
         var polling = false
@@ -27,7 +29,11 @@ final class ChangeHub: Sendable {
     private let state = Mutex(State())
     private let counter: @Sendable () -> UInt64?
     private let subscribe: (@Sendable (@escaping @Sendable () -> Void) -> (any CommitSubscription)?)?
-    private let queue = DispatchQueue(label: "DataStore.changes.poll")
+    /// The thread that polls (and starts the notifications, which opens a connection): one of
+    /// the hub's own, never the caller's or a pool's.
+    private let poller = StoreThreads(label: "DataStore.changes.poll")
+    /// Signalled at every wake-up, for the poller's pause and the blocked waiters.
+    private let changed = NSCondition()
 
     /// - Parameters:
     ///   - counter: the engine's commit counter, or `nil` when it cannot be read now.
@@ -94,6 +100,33 @@ final class ChangeHub: Sendable {
             return Array(state.waiters.values)
         }
         for waiter in woken { waiter.resume() }
+        changed.lock()
+        changed.broadcast()
+        changed.unlock()
+    }
+
+    /// Blocks the calling thread (one of its own, as a migration's follower runs on) until the
+    /// generation moves past `generation`, the store closes, or `timeout` passes; the hub polls
+    /// or listens for other processes' commits meanwhile. Returns whether the generation moved.
+    func wait(after generation: UInt64, timeout: Duration) -> Bool {
+        let (ready, startPolling) = state.withLock { state -> (Bool, Bool) in
+            if state.generation != generation || state.closed { return (true, false) }
+            state.blockedWaiters += 1
+            defer { state.polling = true }
+            return (false, !state.polling)
+        }
+        if ready { return true }
+        defer { state.withLock { $0.blockedWaiters -= 1 } }
+        if startPolling { schedulePoll() }
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds)
+            + Double(timeout.components.attoseconds) / 1e18)
+        changed.lock()
+        defer { changed.unlock() }
+        while true {
+            let moved = state.withLock { $0.generation != generation || $0.closed }
+            if moved { return true }
+            if !changed.wait(until: deadline) { return state.withLock { $0.generation != generation } }
+        }
     }
 
     /// Waits until the generation moves past `generation`, the store closes, or the task is
@@ -121,36 +154,45 @@ final class ChangeHub: Sendable {
     }
 
     /// Polls the commit counter while anyone waits, unless notifications arrive instead; then
-    /// it looks only every second whether they still do.
+    /// it looks only every second whether they still do. On the hub's own thread: starting the
+    /// notifications opens a connection, which must not block the caller's thread (a waiter's,
+    /// on the cooperative pool), and the pauses between polls are waits on a condition that a
+    /// wake-up or the store's close ends.
     private func schedulePoll() {
-        // On the hub's queue: starting the notifications opens a connection, which must not
-        // block the caller's thread (a waiter's, on the cooperative pool).
-        queue.async { [self] in schedulePoll(notified: notificationsActive()) }
+        poller.submit { [self] in pollWhileWaited() }
     }
 
-    private func schedulePoll(notified: Bool) {
-        let interval = notified ? Duration.seconds(1) : state.withLock { $0.interval }
-        let nanoseconds = max(100_000, Int(interval.components.seconds) * 1_000_000_000
-            + Int(interval.components.attoseconds / 1_000_000_000))
-        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+    private func pollWhileWaited() {
+        while true {
+            let notified = notificationsActive()
+            let interval = notified ? Duration.seconds(1) : state.withLock { $0.interval }
+            let pause = max(0.000_1, Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
+            changed.lock()
+            if !state.withLock({ $0.closed }) { _ = changed.wait(until: Date().addingTimeInterval(pause)) }
+            changed.unlock()
             if notified, isNotified {
                 let keepWaiting = state.withLock { state -> Bool in
-                    state.polling = !state.waiters.isEmpty && !state.closed
+                    state.polling = Self.isWaitedFor(state)
                     return state.polling
                 }
-                if keepWaiting { schedulePoll() }
+                if keepWaiting { continue }
                 return
             }
             let value = counter()
-            let (changed, keepPolling) = state.withLock { state -> (Bool, Bool) in
-                let changed = value != nil && value != state.lastCounter
-                if changed { state.lastCounter = value }
-                state.polling = !state.waiters.isEmpty && !state.closed
-                return (changed, state.polling)
+            let (isChanged, keepPolling) = state.withLock { state -> (Bool, Bool) in
+                let isChanged = value != nil && value != state.lastCounter
+                if isChanged { state.lastCounter = value }
+                state.polling = Self.isWaitedFor(state)
+                return (isChanged, state.polling)
             }
-            if changed { signal() }
-            if keepPolling { schedulePoll() }
+            if isChanged { signal() }
+            if !keepPolling { return }
         }
+    }
+
+    /// Whether anyone waits for a change of an open store.
+    private static func isWaitedFor(_ state: State) -> Bool {
+        (!state.waiters.isEmpty || state.blockedWaiters > 0) && !state.closed
     }
 
     /// The store is closing: wake everyone for good.
@@ -164,5 +206,8 @@ final class ChangeHub: Sendable {
             return Array(state.waiters.values)
         }
         for waiter in woken { waiter.resume() }
+        changed.lock()
+        changed.broadcast()
+        changed.unlock()
     }
 }

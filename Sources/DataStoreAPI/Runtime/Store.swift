@@ -263,6 +263,18 @@ open class Store: DataStore, @unchecked Sendable {
     /// engine has none; `nil` once the store closes.
     package func commitCounterNow() -> UInt64? { changeHub.currentCounter() }
 
+    /// Where the store's wake-ups stand: pass it to ``waitForCommit(after:timeout:)``, read
+    /// before looking at the store, so that no commit between the look and the wait is missed.
+    package var commitGeneration: UInt64 { changeHub.generation }
+
+    /// Blocks the calling thread until a commit may have happened since `generation` (this
+    /// process's, or another's, by the store's notifications or polling), the store closes, or
+    /// `timeout` passes. For callers on threads of their own (a migration's follower).
+    @discardableResult
+    package func waitForCommit(after generation: UInt64, timeout: Duration) -> Bool {
+        changeHub.wait(after: generation, timeout: timeout)
+    }
+
     /// How often observers and feed readers look for commits of other processes while they
     /// wait (5 ms by default); this process's own commits wake them at once.
     public final var changePollInterval: Duration {

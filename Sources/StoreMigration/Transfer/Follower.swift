@@ -313,16 +313,25 @@ struct Follower {
         }
     }
 
-    /// Sleeps until the source's commit counter moves, or one poll interval.
+    /// Waits until the source's commit counter moves (woken by the source store's hub: its
+    /// notifications, or its polling every ``FollowOptions/pollInterval``), at most a second,
+    /// looking at `shouldStop` every tenth of one.
     mutating func waitForSourceCommit() {
+        guard let store = source as? Store else {
+            Thread.sleep(forTimeInterval: options.pollInterval.seconds)
+            return
+        }
+        store.changePollInterval = options.pollInterval
         let deadline = ContinuousClock.now + .seconds(1)
         while ContinuousClock.now < deadline && !shouldStop() {
-            Thread.sleep(forTimeInterval: options.pollInterval.seconds)
-            let counter = (source as? Store)?.commitCounterNow()
+            // The generation first: a commit after the look below still ends the wait.
+            let generation = store.commitGeneration
+            let counter = store.commitCounterNow()
             if counter == nil || counter != lastCounter {
                 lastCounter = counter
                 return
             }
+            store.waitForCommit(after: generation, timeout: .milliseconds(100))
         }
     }
 }
