@@ -5,6 +5,24 @@ import Foundation
 import StoreMigration
 import Testing
 
+/// Copies `source` into a PostgreSQL store of the test server and from there into SQLite, checking
+/// each copy verified, the SQLite copy equal to the source, and the source's files unchanged;
+/// returns the PostgreSQL store's location.
+private func copyIntoPostgreSQLAndBack(_ source: StoreLocation, in dir: TemporaryDirectory) throws -> StoreLocation {
+    let files = [source.path, source.path + "-wal", source.path + "-shm"]
+    let before = files.map { FileManager.default.contents(atPath: $0) }
+    let postgres = StoreLocation(kind: "postgres",
+                                 path: String(PostgresTestServer.location(dir.url.path).description.dropFirst(9)))
+    let there = try Migrator.copy(from: source, to: postgres, options: MigrationOptions(batchSize: 2))
+    #expect(there.verified && there.differences == 0)
+    let back = StoreLocation(kind: .sqlite, path: dir.path("back-\(source.kind.rawValue).sqlite"))
+    let returned = try Migrator.copy(from: postgres, to: back)
+    #expect(returned.verified && returned.differences == 0)
+    #expect(try Migrator.verify(from: source, to: back).differences == 0)
+    #expect(files.map { FileManager.default.contents(atPath: $0) } == before, "the source's files are never written")
+    return postgres
+}
+
 /// A Core Data store and plain SQLite databases copied into PostgreSQL and back to SQLite, item
 /// for item and reference for reference, the sources' bytes unchanged.
 @Test func foreignSourcesCopyIntoPostgreSQLAndBack() throws {
@@ -22,17 +40,7 @@ import Testing
         INSERT INTO book VALUES (1, 1, 'A', 9.5), (2, NULL, 'B', NULL), (3, 2, 'C', 3);
         """])
     for source in [StoreLocation(kind: "coredata", path: coreData), StoreLocation(kind: "plain-sqlite", path: plain)] {
-        let files = [source.path, source.path + "-wal", source.path + "-shm"]
-        let before = files.map { FileManager.default.contents(atPath: $0) }
-        let postgres = StoreLocation(kind: "postgres",
-                                     path: String(PostgresTestServer.location(dir.url.path).description.dropFirst(9)))
-        let there = try Migrator.copy(from: source, to: postgres, options: MigrationOptions(batchSize: 2))
-        #expect(there.verified && there.differences == 0)
-        let back = StoreLocation(kind: .sqlite, path: dir.path("back-\(source.kind.rawValue).sqlite"))
-        let returned = try Migrator.copy(from: postgres, to: back)
-        #expect(returned.verified && returned.differences == 0)
-        #expect(try Migrator.verify(from: source, to: back).differences == 0)
-        #expect(files.map { FileManager.default.contents(atPath: $0) } == before)
+        let postgres = try copyIntoPostgreSQLAndBack(source, in: dir)
         if source.kind.rawValue == "coredata" {
             let pg = try postgres.open(schema: nil)
             defer { try? pg.close() }
@@ -54,18 +62,7 @@ import Testing
         var options = GarageFixture.Options()
         options.swiftData = swiftData
         try GarageFixture.write(at: path, options)
-        let files = [path, path + "-wal", path + "-shm"]
-        let before = files.map { FileManager.default.contents(atPath: $0) }
-        let source = StoreLocation(kind: "coredata", path: path)
-        let postgres = StoreLocation(kind: "postgres",
-                                     path: String(PostgresTestServer.location(dir.url.path).description.dropFirst(9)))
-        let there = try Migrator.copy(from: source, to: postgres, options: MigrationOptions(batchSize: 2))
-        #expect(there.verified && there.differences == 0)
-        let back = StoreLocation(kind: .sqlite, path: dir.path("back.sqlite"))
-        let returned = try Migrator.copy(from: postgres, to: back)
-        #expect(returned.verified && returned.differences == 0)
-        #expect(try Migrator.verify(from: source, to: back).differences == 0)
-        #expect(files.map { FileManager.default.contents(atPath: $0) } == before)
+        let postgres = try copyIntoPostgreSQLAndBack(StoreLocation(kind: "coredata", path: path), in: dir)
         let pg = try postgres.open(schema: nil)
         let vehicles = try pg.read { try $0.fetch(FetchRequest("Vehicle")) }
         let fans = try pg.read { try $0.related("Vehicle", key: .int(3), "fans") }
