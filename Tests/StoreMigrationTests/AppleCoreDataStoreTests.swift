@@ -110,3 +110,36 @@ import Testing
         }
     }
 }
+
+/// Stores Apple's framework wrote (CoreDataPlus's fixtures, Tests/Fixtures/CoreDataPlus): three
+/// levels of inheritance with inherited properties as full copies, a compound uniqueness
+/// constraint, and an entity renamed by a lightweight migration, copied into every backend and
+/// back, every value compared, the committed files unchanged.
+@Suite struct AppleWrittenStoreTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/CoreDataPlus")
+
+    @Test(arguments: [StoreKind.memory, .sqlite, .lmdb], ["SampleModel_V1", "SampleModel_V2"])
+    func aStoreCoreDataWroteCopiesIntoEachBackendAndBack(_ kind: StoreKind, _ name: String) throws {
+        let dir = try TemporaryDirectory()
+        let committed = Self.fixtures.appendingPathComponent(name + ".sqlite").path
+        let path = dir.path(name + ".sqlite")
+        try FileManager.default.copyItem(atPath: committed, toPath: path)
+        let before = fileHashes(coreDataFiles(path))
+        let (middle, back) = try copyThereAndBack(StoreLocation(kind: .coreData, path: path), via: kind, in: dir)
+        #expect(fileHashes(coreDataFiles(path)) == before)
+        #expect(middle == back)
+        let cars = middle["Car"] ?? []
+        #expect(cars.count == 125 && (middle["Person"] ?? []).count == 20)
+        let subentity = name == "SampleModel_V1" ? "ExpensiveSportCar" : "LuxuryCar"
+        let kinds = Dictionary(grouping: cars, by: { "\($0["entity"])" }).mapValues(\.count)
+        #expect(kinds == ["\(Value.string("Car"))": 115, "\(Value.string("SportCar"))": 5,
+                          "\(Value.string(subentity))": 5], "\(kinds)")
+        let store = try CoreDataStore(ForeignSource(path: path))
+        defer { try? store.close() }
+        let person = try #require(store.schema.entity(named: "Person"))
+        #expect(person.indexes.contains { $0.isUnique && $0.attributes == ["firstName", "lastName"] })
+        let car = try #require(store.schema.entity(named: "Car"))
+        #expect(car.indexes.contains { $0.isUnique && $0.attributes == ["numberPlate"] })
+    }
+}
