@@ -50,8 +50,13 @@ extension StoreLocation {
     /// Refuses the destination of an unfinished copy (its references may lead to items the copy
     /// has not written yet, which is no damage), with the command that finishes it.
     /// - Throws: `incompleteMigration`.
+    /// The store is opened read-only, as every check opens it: a check never writes what it
+    /// checks (not even a journal mode).
     private func refuseUnfinishedCopy() throws {
-        if case .unfinished = Migrator.copyState(of: self) {
+        let store = try Migrator.acceptingUnfinished { try openSource(alreadyChecked: true) }
+        let marker = try store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
+        try store.close()
+        if marker != nil {
             throw Migrator.unfinished(self, detail: " (its engine check passed; references to items not copied yet "
                 + "are expected)")
         }
