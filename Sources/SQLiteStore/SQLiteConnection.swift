@@ -352,13 +352,29 @@ private func hasElement(_ context: OpaquePointer?, _ count: Int32,
         return
     }
     let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(arguments[0])))
-    let needleBytes = UnsafeBufferPointer(start: needle, count: Int(sqlite3_value_bytes(arguments[1])))
-    // The element looked for, read back from its JSON text as a one-element array.
-    let wrapped = [0x5B] + Array(needleBytes) + [0x5D]
-    let element = wrapped.withUnsafeBufferPointer { JSONScalarArray.elements($0) }?.first
+    // The element looked for, read back from its JSON text once per statement: SQLite keeps it
+    // with the constant argument (sqlite3_set_auxdata) for the statement's other rows.
+    let element: Value?
+    if let kept = sqlite3_get_auxdata(context, 1) {
+        element = Unmanaged<ElementLookedFor>.fromOpaque(kept).takeUnretainedValue().value
+    } else {
+        let needleBytes = UnsafeBufferPointer(start: needle, count: Int(sqlite3_value_bytes(arguments[1])))
+        let wrapped = [0x5B] + Array(needleBytes) + [0x5D]
+        element = wrapped.withUnsafeBufferPointer { JSONScalarArray.elements($0) }?.first
+        let kept = Unmanaged.passRetained(ElementLookedFor(element)).toOpaque()
+        sqlite3_set_auxdata(context, 1, kept) { pointer in
+            if let pointer { Unmanaged<ElementLookedFor>.fromOpaque(pointer).release() }
+        }
+    }
     guard let element else {
         sqlite3_result_int(context, 0)
         return
     }
     sqlite3_result_int(context, JSONScalarArray.holds(bytes, element) ? 1 : 0)
+}
+
+/// The element a `_ds_has_element` call looks for, kept by SQLite for the statement's rows.
+private final class ElementLookedFor {
+    let value: Value?
+    init(_ value: Value?) { self.value = value }
 }

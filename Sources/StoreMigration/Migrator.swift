@@ -107,7 +107,7 @@ public enum Migrator {
         if run.report.differences == 0 {
             try requireReferences(destinationStore, destination)
             try destinationStore.writeSync { writer in
-                try writer.setReservedMetadata(nil, forKey: checkpointKey)
+                try checkpointRecord.write(nil, into: writer)
                 try writer.setReservedMetadata(nil, forKey: MetadataKeys.incompleteMigration)
                 // The destination now equals the source as of the snapshot: `follow` goes on from
                 // its token. The destination's own feed starts here (the copy was not recorded).

@@ -190,8 +190,8 @@ extension SwitchingStore {
         next.serving = false
         // The follow goes on from the position before the first page.
         try new.writeSync { writer in
-            try writer.setReservedMetadata(nil, forKey: Migrator.checkpointKey)
-            try writer.setReservedMetadata(nil, forKey: Self.copyStartKey)
+            try Migrator.checkpointRecord.write(nil, into: writer)
+            try Self.copyStartRecord.write(nil, into: writer)
             try Migrator.writeFollowState(writer, source: oldLocation, token: start.token)
             try next.write(into: writer)
         }
