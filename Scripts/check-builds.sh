@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# Builds every product the way its users build it: without any trait, and with each trait on its
-# own (Postgres, ExampleServer), in debug and in release, with warnings treated as errors. One
-# scratch path (.build-ci) for all six, so that a trait change rebuilds only this package's
-# modules, not its dependencies.
+# Builds every product the way its users build it, with warnings treated as errors.
 #
-#     Scripts/check-builds.sh [debug|release]     (default: both)
+#     Scripts/check-builds.sh          what users build first: every product without any trait,
+#                                      debug (CI runs this one)
+#     Scripts/check-builds.sh all      without any trait and with each trait on its own
+#                                      (Postgres, ExampleServer), in debug and in release (before
+#                                      a release: Scripts/release-check.sh)
+#
+# One scratch path (.build-ci) for all of them, so that a trait change rebuilds only this
+# package's modules, not its dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-configurations=("${1:-debug}")
-[ -n "${1:-}" ] || configurations=(debug release)
+configurations=(debug)
+trait_sets=("")
+if [ "${1:-}" = all ]; then
+    configurations=(debug release)
+    trait_sets=("" Postgres ExampleServer)
+fi
 for configuration in "${configurations[@]}"; do
-    for traits in "" Postgres ExampleServer; do
+    for traits in "${trait_sets[@]}"; do
         label="${traits:-no trait}, $configuration"
         started=$(date +%s)
         log=".build-ci-$configuration-${traits:-none}.log"

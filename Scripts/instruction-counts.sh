@@ -7,9 +7,9 @@
 #     Scripts/instruction-counts.sh            check (exit 1 when an operation costs 5 % more)
 #     Scripts/instruction-counts.sh --update   write the counts of this build as the thresholds
 #
-# Builds hot-paths in release into .build-ci with the ExampleServer trait, the last build
-# Scripts/check-builds.sh makes there, so that in CI it is already built. Installs valgrind when
-# it is missing (Debian's package).
+# Builds hot-paths in release into .build without traits, where the demo (Scripts/demo.sh) then
+# builds migrate-store in release, so that CI builds their common modules once. Installs
+# valgrind when it is missing (Debian's package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 update=0
@@ -21,10 +21,10 @@ if ! command -v valgrind >/dev/null; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-swift build -c release --scratch-path .build-ci --traits ExampleServer --product hot-paths >"$work/build.log" 2>&1 \
+swift build -c release --product hot-paths >"$work/build.log" 2>&1 \
     || { grep -E "error:" "$work/build.log" >&2; echo "instruction-counts: hot-paths does not build" >&2; exit 1; }
 # valgrind cannot read the debug information Swift 6.3 writes; a copy without it keeps the symbols.
-objcopy --strip-debug .build-ci/release/hot-paths "$work/hot-paths"
+objcopy --strip-debug .build/release/hot-paths "$work/hot-paths"
 thresholds=Scripts/instruction-counts.txt
 count=10000
 measured="$work/measured.txt"
