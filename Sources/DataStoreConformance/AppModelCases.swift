@@ -227,6 +227,10 @@ enum AppModelCases {
                    counts: []),
             Sample(id: 3, readings: [1e300, -1], floats: [], labels: [nil, "b"], flags: [true], counts: [1, -3]),
             Sample(id: 4, readings: [], floats: [-0.0], labels: ["[null]", #"q"u\o"#], flags: [], counts: [0]),
+            // The six characters backslash, u, 0, 0, 0, 0 as one element, beside quotes.
+            Sample(id: 5, readings: [], floats: [], labels: [#"\u0000"#, #""a""#, #"""#], flags: [], counts: []),
+            // A real U+0000 element: every other element is still found, and so is it.
+            Sample(id: 6, readings: [], floats: [], labels: ["\u{0}", "b", "nul\u{0}end"], flags: [], counts: []),
         ]
         let store = try c.open(Schema(version: 1, entities: [try Sample.entitySchema()]), name: "samples")
         try store.writeSync { w in for sample in samples { try w.insert(sample) } }
@@ -254,7 +258,14 @@ enum AppModelCases {
         c.expectEqual(try ids(.contains(\.counts, 1)), [3])
         c.expectEqual(try ids(.contains(\.counts, 0)), [4])
         c.expectEqual(try untyped(Field("counts").hasElement(1.0)), [3], "numbers by value")
-        c.expectEqual(try untyped(!Field("counts").hasElement(7)), [2, 3, 4])
+        c.expectEqual(try untyped(!Field("counts").hasElement(7)), [2, 3, 4, 5, 6])
+        c.expectEqual(try ids(.contains(\.labels, #"""#)), [5], "a quote beside a backslash-u0000 element")
+        c.expectEqual(try ids(.contains(\.labels, #"\u0000"#)), [5], "backslash-u0000 is text, not a NUL")
+        c.expectEqual(try ids(.contains(\.labels, #""a""#)), [5])
+        c.expectEqual(try ids(.contains(\.labels, "b")), [3, 6], "an array with a NUL element still holds b")
+        c.expectEqual(try ids(.contains(\.labels, "\u{0}")), [6], "the NUL element itself")
+        c.expectEqual(try ids(.contains(\.labels, "nul\u{0}end")), [6])
+        c.expectEqual(try ids(.contains(\.labels, "nul")), [], "whole elements, not a prefix before the NUL")
         c.expectError(.typeMismatch, naming: "id", "an element in an int attribute") {
             _ = try untyped(Field("id").hasElement(1))
         }

@@ -36,6 +36,9 @@ extension ForeignBackend {
         FileManager.default.fileExists(atPath: (try? ForeignSource(parsing: path))?.path ?? path)
     }
 
+    /// The database file the location names (without its options).
+    public func fileSystemPath(of path: String) -> String? { (try? ForeignSource(parsing: path))?.path ?? path }
+
     public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {

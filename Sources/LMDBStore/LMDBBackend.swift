@@ -11,6 +11,12 @@ import Foundation
 
     public func exists(at path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
+    /// Every entry of the environment's directory but `data.mdb` and `lock.mdb`, sorted.
+    public func otherFiles(at path: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+            .filter { $0 != "data.mdb" && $0 != "lock.mdb" }.sorted()
+    }
+
     public func recognizes(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)

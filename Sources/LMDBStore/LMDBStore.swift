@@ -38,7 +38,9 @@ public final class LMDBStore: Store, @unchecked Sendable {
         try LMDBEngine.check(path: path)
     }
 
-    /// Deletes the environment's files and its directory. Close every store opened on it first.
+    /// Deletes the environment's files, `data.mdb` and `lock.mdb`, and its directory when
+    /// nothing else is left in it: a file that is not the store's is never deleted. Close every
+    /// store opened on it first.
     public static func destroy(at path: String) throws {
         for file in ["data.mdb", "lock.mdb"] where FileManager.default.fileExists(atPath: path + "/" + file) {
             do {
@@ -47,7 +49,8 @@ public final class LMDBStore: Store, @unchecked Sendable {
                 throw StoreError(.io, "cannot delete \(path)/\(file): \(error.localizedDescription)")
             }
         }
-        try? FileManager.default.removeItem(atPath: path)
+        // rmdir(2) removes only an empty directory.
+        _ = rmdir(path)
     }
 }
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 import StoreMigration
 import Synchronization
@@ -22,7 +22,8 @@ enum CommandFailure {
         let message = (error as? StoreError).map { error in
             error.message + (error.cause.map { " (\($0))" } ?? "")
         } ?? "\(error)"
-        let oneLine = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+        // What could be a secret (a location that did not parse) never reaches the terminal.
+        let oneLine = LocationSecrets.redacted(message.split(whereSeparator: \.isNewline).joined(separator: " "))
         FileHandle.standardError.write(Data("migrate-store: error: \(oneLine)\n".utf8))
         return ExitCode((error as? StoreError).map { exitCode(for: $0.code) } ?? 3)
     }

@@ -19,7 +19,7 @@ extension MigrateStore {
         var store: String
 
         func run() throws {
-            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil)[0]) }
+            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil, takesStoreOption: false)[0]) }
             let report = try CommandFailure.catching { try location.check() }
             print("\(location): no damage found in \(String(format: "%.2f", report.seconds)) s: "
                 + "\(report.engineCheck); \(report.items) items\(report.references.map { ", \($0) references" } ?? "")")

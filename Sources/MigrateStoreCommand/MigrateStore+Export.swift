@@ -45,7 +45,7 @@ extension MigrateStore {
         }
 
         func run() throws {
-            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([from], store: nil)[0]) }
+            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([from], store: nil, takesStoreOption: false)[0]) }
             var options = JSONExport.Options(relationships: JSONExport.Relationships(rawValue: relationships) ?? .nested,
                                              snakeCase: snakeCase)
             let count: Int

@@ -19,9 +19,10 @@ extension MigrateStore {
                 relationship's delete rule says: see what would be with --dry-run, keep them with \
                 --keep-missing. Dates may be ISO 8601 text (2014-01-02, 2014-02-14T04:30:10+00:00) or \
                 Unix timestamps. Objects that cannot be imported are counted, listed with their reason \
-                in --rejects, and skipped; input that is not JSON writes nothing. Objects are written in \
-                transactions of --batch-size, each storing a checkpoint: after Ctrl-C or a crash, the \
-                same command goes on from the last one.
+                in --rejects, and skipped; input that is not JSON, or holds no JSON value (an empty \
+                file), writes nothing: deleting every item takes an explicit empty array []. Objects \
+                are written in transactions of --batch-size, each storing a checkpoint: after Ctrl-C \
+                or a crash, the same command goes on from the last one.
                 """)
 
         @Option(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
@@ -62,12 +63,15 @@ extension MigrateStore {
         @Option(help: ArgumentHelp("Write the rejected objects, with their reasons, as JSON Lines.", valueName: "rejects.jsonl"))
         var rejects: String?
 
-        @Option(help: "Objects per write transaction.", transform: { try positiveCount($0, "--batch-size") })
+        @Option(help: "Objects per write transaction (default: 1000).", transform: { try positiveCount($0, "--batch-size") })
         var batchSize: PositiveInt = 1_000
 
         @Flag(help: ArgumentHelp("Print what the import would delete, unlink, insert, update, link and reject, "
             + "per entity, and write nothing."))
         var dryRun = false
+
+        @Option(help: "Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain or none.")
+        var progress: ProgressStyle = .auto
 
         func validate() throws {
             guard JSONImport.EpochUnit(rawValue: epoch) != nil else {
@@ -75,8 +79,14 @@ extension MigrateStore {
             }
         }
 
+        /// " (N of them again: …)" after an update count, when some updates rewrote an item an
+        /// earlier object of the input had written.
+        static func again(_ count: Int) -> String {
+            count == 0 ? "" : " (\(count) of them again: items that several objects of the input give)"
+        }
+
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation.resolve([to], store: nil)[0] }
+            let location = try CommandFailure.catching { try StoreLocation.resolve([to], store: nil, takesStoreOption: false)[0] }
             guard location.exists else {
                 throw CommandFailure.exit(for: StoreError(.notFound, "\(location) does not exist: an import writes into "
                     + "a store that has the schema; create it with: migrate-store create \(location) --schema "
@@ -88,6 +98,7 @@ extension MigrateStore {
             if skipInserts { options.operations.remove(.insert) }
             if skipUpdates { options.operations.remove(.update) }
             if keepMissing { options.operations.remove(.delete) }
+            options.storeName = location.description
             if let mapping {
                 options.mapping = try CommandFailure.catching {
                     guard let data = FileManager.default.contents(atPath: mapping) else {
@@ -111,8 +122,15 @@ extension MigrateStore {
                     }
                     options.scope = try Filter(parsing: scope, for: target, in: store.schema)
                 }
+                let display = ProgressDisplay(style: progress)
+                let start = Date()
+                defer { display.finish() }
                 report = try JSONImport.run(file, into: store, entity: entity, options: options,
-                                            rejects: dryRun ? nil : rejects, shouldStop: { interrupt.isSet })
+                                            rejects: dryRun ? nil : rejects, shouldStop: { interrupt.isSet },
+                                            reporting: { done, total in
+                    display.show(MigrationProgress(phase: .copy, entity: entity, done: done, total: total,
+                                                   itemsPerSecond: Double(done) / max(Date().timeIntervalSince(start), 1e-6)))
+                })
             } catch let stopped as JSONImport.Interrupted {
                 let done = stopped.report.inserted + stopped.report.updated + stopped.report.unchanged
                 FileHandle.standardError.write(Data(("migrate-store: interrupted after a finished batch (\(done) objects "
@@ -125,12 +143,14 @@ extension MigrateStore {
             let would = dryRun ? "would be " : ""
             print("import \(file) -> \(location) \(entity)" + (dryRun ? " (dry run: nothing written)" : "") + ": "
                 + "\(report.deleted) \(would)deleted, \(report.inserted) \(would)inserted, "
-                + "\(report.updated) \(would)updated, \(report.unchanged) unchanged, \(report.rejected.count) rejected, "
+                + "\(report.updated) \(would)updated\(Self.again(report.updatedAgain)), \(report.unchanged) unchanged, "
+                + "\(report.rejected.count) rejected, "
                 + "of \(report.objects) objects"
                 + (report.resumedAfter.map { " (went on after \($0) objects of an interrupted run)" } ?? ""))
             for (name, counts) in report.entities.sorted(by: { $0.key < $1.key }) where name != entity {
                 print("  \(name): \(counts.deleted) \(would)deleted, \(counts.unlinked) \(would)unlinked, "
-                    + "\(counts.inserted) \(would)inserted, \(counts.updated) \(would)updated, \(counts.linked) "
+                    + "\(counts.inserted) \(would)inserted, \(counts.updated) \(would)updated\(Self.again(counts.updatedAgain)), "
+                    + "\(counts.linked) "
                     + "\(would)linked, \(counts.unchanged) unchanged")
             }
             for reject in report.rejected.prefix(10) { print("  rejected object \(reject.position): \(reject.reason)") }

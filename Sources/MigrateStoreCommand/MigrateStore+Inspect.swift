@@ -52,7 +52,7 @@ extension MigrateStore {
         }
 
         func run() throws {
-            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil)[0]) }
+            let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil, takesStoreOption: false)[0]) }
             try CommandFailure.catching {
                 // A store written whole (JSON Lines) is not in place until its copy finishes:
                 // what there is to say of an unfinished one is its checkpoint, as for the others.
@@ -100,14 +100,13 @@ extension MigrateStore {
                     return
                 }
                 print("\(location)  \(location.sizeOnDisk) bytes on disk  schema version \(opened.schema.version)")
-                let marker = try opened.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
+                let marker = try Migrator.unfinishedMarker(in: opened, of: location)
                 let checkpoint = try Migrator.checkpoint(of: opened, named: location.description)
                 let switching = try SwitchingStore.status(in: opened, named: location.description)
                 try opened.read { reader in
                     if let switching {
                         print("state: " + Self.describe(switching, location))
-                    } else if let marker {
-                        let source = String(decoding: marker, as: UTF8.self)
+                    } else if let source = marker {
                         print("state: UNFINISHED migration from \(source); finish it with: "
                             + ShellCommand.resume(from: source, to: location.description))
                         if let checkpoint {

@@ -17,7 +17,7 @@ extension MigrateStore {
         @Option(help: "The random seed; the same seed gives the same store.")
         var seed: UInt64 = 1
 
-        @Flag(help: "Replace the store if it exists.")
+        @Flag(help: "Replace the store if it exists and is a store of its kind (or an empty file or directory).")
         var overwrite = false
 
         @Option(help: "Progress display: auto, bar, plain or none.")
@@ -36,6 +36,7 @@ extension MigrateStore {
                     guard overwrite else {
                         throw StoreError(.invalidArgument, "\(location) already exists; replace it with --overwrite")
                     }
+                    try location.requireReplaceable()
                     try location.destroy()
                 }
                 try DemoData.seed(location, items: items, seed: seed) { done in

@@ -18,7 +18,8 @@ extension MigrateStore {
         @Flag(help: "Finish an interrupted copy into the destination (reconciling what it holds with the source).")
         var resume = false
 
-        @Flag(help: "Replace the destination if it exists.")
+        @Flag(help: ArgumentHelp("Replace the destination if it exists and is a store of its kind (or an empty file or "
+            + "directory); anything else there (a user's files, another program's database) is refused, never deleted."))
         var overwrite = false
 
         @Flag(help: "Skip the item-by-item verification after the copy.")
@@ -57,7 +58,7 @@ extension MigrateStore {
                     try Migrator.requireTransactions(options.locations().1, toDo: "be upgraded with --plan")
                 }
             }
-            try runTransfer(options, name: "copy", resumeHint: true) { source, destination, stop, progress in
+            try runTransfer(options, name: "copy", resumeHint: true, dryRun: dryRun) { source, destination, stop, progress in
                 try Migrator.copy(from: source, to: destination,
                                   options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
                                                             resume: resume, overwrite: overwrite, verify: !noVerify,
@@ -147,7 +148,7 @@ func runComparison(
 }
 
 /// Runs a copy, sync or verify with progress, Ctrl-C handling, the summary and the exit code.
-func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
+func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool, dryRun: Bool = false,
                  _ body: (StoreLocation, StoreLocation, @escaping () -> Bool,
                           @escaping (MigrationProgress) -> Void) throws -> MigrationReport) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
@@ -159,7 +160,8 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
     let again = ShellCommand.migrateStore(name, "--from", source.description, "--to", destination.description)
     let hint = { @Sendable () -> String in
         guard resumeHint else { return again }
-        switch Migrator.copyState(of: destination) {
+        switch try? Migrator.copyState(of: destination) {
+        case nil: return ShellCommand.migrateStore("check", destination.description)
         case .missing: return again
         case .unfinished: return again + " --resume"
         case .complete: return ShellCommand.migrateStore("verify", "--from", source.description, "--to", destination.description)
@@ -171,7 +173,7 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
         report = try body(source, destination, { interrupt.isSet }, { display.show($0) })
     } catch let stopped as MigrationInterrupted {
         display.finish()
-        printSummary(stopped.report)
+        printSummary(stopped.report, dryRun: dryRun)
         FileHandle.standardError.write(Data("migrate-store: interrupted after a finished batch; to finish, run: \(hint())\n".utf8))
         throw ExitCode(130)
     } catch {
@@ -179,7 +181,7 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
         throw CommandFailure.exit(for: error)
     }
     display.finish()
-    printSummary(report)
+    printSummary(report, dryRun: dryRun)
     if let path = options.report { try writeReport(report, to: path) }
     if report.differences > 0 {
         let message = "migrate-store: \(report.differences) differences between \(source) and \(destination)\n"
@@ -188,7 +190,7 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool,
     }
 }
 
-func printSummary(_ report: MigrationReport) {
+func printSummary(_ report: MigrationReport, dryRun: Bool = false) {
     let header = ["entity", "read", "written", "deleted", "verified", "differences", "seconds"]
     var rows = report.entities.map {
         [$0.entity, "\($0.itemsRead)", "\($0.itemsWritten)", "\($0.itemsDeleted)", "\($0.itemsVerified)",
@@ -204,7 +206,8 @@ func printSummary(_ report: MigrationReport) {
                 : String(repeating: " ", count: widths[i] - cell.count) + cell
         }.joined(separator: "  ")
     }
-    print("\(report.operation) \(report.source) -> \(report.destination)\(report.resumed ? " (resumed)" : "")")
+    print("\(report.operation) \(report.source) -> \(report.destination)\(report.resumed ? " (resumed)" : "")"
+        + (dryRun ? " (dry run: nothing written)" : ""))
     if let check = report.sourceCheck {
         print("source checked in \(String(format: "%.2f", check.seconds)) s: \(check.engineCheck); \(check.items) items\(check.references.map { ", \($0) references" } ?? "")")
     }

@@ -27,7 +27,7 @@ extension MigrateStore {
         var progress: ProgressStyle = .auto
 
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil)[0] }
+            let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil, takesStoreOption: false)[0] }
             let schemaPlan = try CommandFailure.catching { try SchemaPlanFile.read(plan) }
             try runUpgrade(location, schemaPlan, dryRun: dryRun, progress: progress)
         }

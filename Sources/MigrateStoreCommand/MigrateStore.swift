@@ -1,5 +1,5 @@
 import ArgumentParser
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 import ForeignStores
 import StoreMigration
@@ -11,11 +11,16 @@ public struct MigrateStore: ParsableCommand {
 
     public static let configuration = CommandConfiguration(
         commandName: "migrate-store",
-        abstract: "Copy, sync and verify DataStore stores between SQLite, LMDB, in-memory and JSON Lines stores.",
+        abstract: "Copy, sync and verify DataStore stores between SQLite, LMDB, PostgreSQL, in-memory and JSON Lines "
+            + "stores; read Core Data, SwiftData and plain SQLite files as sources.",
         discussion: """
             A store is named KIND:PATH: sqlite:app.sqlite (a SQLite file), lmdb:app.lmdb (an LMDB \
             environment directory), jsonl:app.jsonl or jsonl:app.jsonl.gz (a JSON Lines file, read as \
-            a store and written whole by copy and sync). A bare PATH names what is there (a directory is LMDB, a file is \
+            a store and written whole by copy and sync), postgres:postgres://user@host/db?schema=app \
+            or postgres:schema=app with the PG* variables (a PostgreSQL schema; in builds with the \
+            Postgres trait), memory:NAME (an in-memory store of this process). Sources only: \
+            coredata:Model.sqlite (a Core Data or SwiftData store; model=PATH when it keeps no \
+            model) and plain-sqlite:file.db (any SQLite database, tables as entities). A bare PATH names what is there (a directory is LMDB, a file is \
             SQLite), or, for a store to be made, what its suffix says (out.lmdb). A bare KIND names the store by its \
             name: in a directory holding app.sqlite, \
             `migrate-store --from sqlite --to lmdb` copies app.sqlite into app.lmdb; --store \
@@ -31,19 +36,23 @@ public struct MigrateStore: ParsableCommand {
               130  interrupted (Ctrl-C): within a second, after a finished batch where there is one; the \
             message says how to go on (a copy: --resume)
             """,
+        version: MigrateStore.version,
         subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Create.self, Import.self, Export.self, Diff.self],
         defaultSubcommand: Copy.self
     )
 }
 
 extension MigrateStore {
+    /// The version `--version` prints: the last release, and that this build may be past it.
+    public static let version = "1.0.0+unreleased"
+
     /// Parses the command line and runs the command, with Ctrl-C caught from the start (see
     /// `InterruptHandler`): every command ends within a second of it, with exit 130.
     public static func main() {
         InterruptHandler.install()
         let arguments = Array(CommandLine.arguments.dropFirst())
         if let mistake = mistakenWord(in: arguments) ?? invalidValue(in: arguments) {
-            FileHandle.standardError.write(Data("migrate-store: error: \(mistake)\n".utf8))
+            FileHandle.standardError.write(Data("migrate-store: error: \(LocationSecrets.redacted(mistake))\n".utf8))
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
         main(arguments)
@@ -152,7 +161,7 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Only these entities, comma-separated (default: all).")
     var entities: String?
 
-    @Option(help: "Items per write transaction and checkpoint.", transform: { try positiveCount($0, "--batch-size") })
+    @Option(help: "Items per write transaction and checkpoint (default: 1000).", transform: { try positiveCount($0, "--batch-size") })
     var batchSize: PositiveInt = 1_000
 
     @Option(help: "Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain or none.")

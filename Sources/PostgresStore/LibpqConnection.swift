@@ -417,6 +417,15 @@ final class LibpqConnection {
         guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
     }
 
+    /// Gives the connection up: its socket is shut down, so that libpq sees it end (it is no
+    /// longer alive, and the server rolls back whatever transaction it held); a session then
+    /// connects again before its next use.
+    func abandon() {
+        shutdown(PQsocket(connection), Int32(SHUT_RDWR))
+        _ = PQconsumeInput(connection)
+        fail(remaining: lostError)
+    }
+
     /// Forgets the answers nobody asked for (at the end of a transaction).
     func forgetAnswers() { outcomes.removeAll(keepingCapacity: true) }
 

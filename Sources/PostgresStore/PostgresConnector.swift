@@ -121,14 +121,14 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         } else if text.contains("=") {
             pairs = try Self.keyValuePairs(text)
         } else {
-            throw StoreError(.invalidArgument, "'\(text)' is not a PostgreSQL location: give a URL "
+            throw StoreError(.invalidArgument, "'\(LocationSecrets.redacted(text))' is not a PostgreSQL location: give a URL "
                 + "(postgres://USER@HOST/DATABASE?schema=NAME) or key=value pairs (host=… dbname=… schema=…)")
         }
         var values: [String: String] = [:]
         for (key, value) in pairs { values[key] = value }
         for secret in Self.secretKeys where values[secret] != nil { throw Self.secretRefusal(secret) }
         guard let schema = values["schema"], !schema.isEmpty else {
-            throw StoreError(.invalidArgument, "postgres:\(text) names no schema; add ?schema=NAME (each store lives "
+            throw StoreError(.invalidArgument, "postgres:\(LocationSecrets.redacted(text)) names no schema; add ?schema=NAME (each store lives "
                 + "in a PostgreSQL schema of its own)")
         }
         guard schema.utf8.count <= 63, !schema.hasPrefix("pg_"), schema != "information_schema" else {
@@ -149,7 +149,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         if ports.isEmpty { ports = [5432] }
         guard ports.count == 1 || ports.count == max(1, hosts.count) else {
-            throw StoreError(.invalidArgument, "postgres:\(text) names \(hosts.count) hosts and \(ports.count) ports; "
+            throw StoreError(.invalidArgument, "postgres:\(LocationSecrets.redacted(text)) names \(hosts.count) hosts and \(ports.count) ports; "
                 + "give one port for all, or one per host")
         }
         self.ports = ports
@@ -427,6 +427,9 @@ final class PostgresSession: @unchecked Sendable {
             throw Self.storeError(error, sql: "a statement sent earlier", location: location)
         }
     }
+
+    /// Drops the connection (see ``LibpqConnection/abandon()``): the next use connects again.
+    func abandonConnection() { connection.abandon() }
 
     private let closed = Mutex(false)
 

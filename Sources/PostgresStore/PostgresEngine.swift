@@ -309,6 +309,11 @@ import Synchronization
                 _ = try? writer.query("ROLLBACK")
                 throw error
             }
+            // A connection taken for lost that is still open (an error that said `unavailable`
+            // without the server's 25006, a cause lost on the way up) may still be inside the
+            // aborted transaction: it is dropped, never handed to the next write, whose
+            // statements would all fail with 25P02. The next write connects again.
+            if !writer.isClosed { writer.abandonConnection() }
             let reason = Self.reason(of: error, at: location)
             if committing {
                 throw StoreError(.io, "\(location): the connection to the server was lost while the transaction "

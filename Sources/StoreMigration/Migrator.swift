@@ -37,9 +37,19 @@ public enum Migrator {
     }
 
     /// The checkpoint of an unfinished migration into `store`, if it has one.
-    /// - Throws: `corrupt` when the checkpoint is damaged.
+    /// - Throws: `corrupt` when the checkpoint is damaged, without a command to run (the store's
+    ///   location is not known here: ``checkpoint(of:at:)`` names it).
+    @available(*, deprecated, message: "use checkpoint(of:at:), whose errors name the store's location")
     public static func checkpoint(of store: any DataStore) throws -> Checkpoint? {
-        try checkpoint(of: store, named: "the store")
+        try checkpointRecord.read(from: store, named: nil)
+    }
+
+    /// The checkpoint of an unfinished migration into `store`, the store at `location`, if it
+    /// has one.
+    /// - Throws: `corrupt` naming `location` and the record when the checkpoint is damaged, with
+    ///   the `migrate-store check` command for that location.
+    public static func checkpoint(of store: any DataStore, at location: StoreLocation) throws -> Checkpoint? {
+        try checkpoint(of: store, named: location.description)
     }
 
     /// The checkpoint of an unfinished migration into `store` (named `name` in messages).
@@ -153,7 +163,7 @@ public enum Migrator {
                 : try MigrationGate.$defersReferenceChecks.withValue(true) { try destination.open(schema: nil) }
         }
         defer { try? destinationStore.close() }
-        try requireEntities(of: schema, in: destinationStore.schema, destination)
+        try requireEntities(of: schema, in: destinationStore.schema, destination, selected: options.entities)
         if options.entities == nil { try requireNoOtherEntities(in: destinationStore.schema, than: schema, source) }
         let run = MigrationRun(operation: operation, source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
@@ -224,8 +234,8 @@ public enum Migrator {
                            cause: StoreError.Cause? = nil) -> StoreError {
         let store = try? acceptingUnfinished { try destination.openSource() }
         defer { try? store?.close() }
-        let marker = try? store?.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
-        let source = marker.flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) } ?? "SOURCE"
+        // Only to name the source in the message: a marker that cannot be read says SOURCE.
+        let source = store.flatMap { try? unfinishedMarker(in: $0, of: destination) } ?? "SOURCE"
         return StoreError(.incompleteMigration, "\(destination) is the destination of an unfinished migration "
             + "from \(source)\(detail); finish it with: " + ShellCommand.resume(from: source, to: destination.description),
             cause: cause)
@@ -236,9 +246,7 @@ public enum Migrator {
     static func openSource(_ source: StoreLocation, distinctFrom destination: StoreLocation,
                                    _ options: MigrationOptions) throws
         -> (store: any DataStore, schema: Schema, check: StoreCheckReport?) {
-        guard source != destination else {
-            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
-        }
+        try source.requireDistinct(from: destination)
         let check = options.checkSource ? try source.check() : nil
         let store = try source.openSource(alreadyChecked: check != nil)
         do {
@@ -278,7 +286,10 @@ public enum Migrator {
 
     /// Where a copy into `destination` stands; a destination that cannot be opened counts as
     /// unfinished (a resume then says what is wrong with it).
-    public static func copyState(of destination: StoreLocation) -> CopyState {
+    /// - Throws: `corrupt` naming the store and the record when the store opens but its
+    ///   unfinished-copy marker cannot be read: whether the copy finished is then unknown, which
+    ///   is never "complete".
+    public static func copyState(of destination: StoreLocation) throws -> CopyState {
         if let streamed = (try? destination.backend) as? any StreamedStoreBackend,
            streamed.hasUnfinishedStream(at: destination.path) {
             return .unfinished
@@ -286,8 +297,23 @@ public enum Migrator {
         guard destination.exists else { return .missing }
         guard let store = try? acceptingUnfinished({ try destination.open(schema: nil) }) else { return .unfinished }
         defer { try? store.close() }
-        let marker = (try? store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) ?? nil
-        return marker == nil ? .complete : .unfinished
+        return try unfinishedMarker(in: store, of: destination) == nil ? .complete : .unfinished
+    }
+
+    /// The unfinished-copy marker of `store` (the source's location, as the copy that made it
+    /// wrote it), or `nil` for a store no copy left unfinished.
+    /// - Throws: `corrupt` naming `location` and the record when it cannot be read: the one
+    ///   record that says "not finished" is never taken as absent.
+    package static func unfinishedMarker(in store: any DataStore, of location: StoreLocation) throws -> String? {
+        do {
+            return try store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
+                .map { String(decoding: $0, as: UTF8.self) }
+        } catch {
+            throw StoreError(.corrupt, "\(location): its unfinished-copy marker (reserved record "
+                + "'\(MetadataKeys.incompleteMigration)') cannot be read, so whether the copy into it finished is "
+                + "unknown (\(error)); nothing was done (check the store with: "
+                + ShellCommand.migrateStore("check", location.description) + ")")
+        }
     }
 
     /// Refuses, before anything is read, a destination in a file system directory that does not
@@ -316,10 +342,11 @@ public enum Migrator {
     }
 
     private static func checkNew(_ destination: StoreLocation, overwrite: Bool) throws {
-        guard destination.exists, !overwrite else { return }
-        let unfinished = (try? acceptingUnfinished { try destination.open(schema: nil) }).map { store in
+        guard destination.exists else { return }
+        if overwrite { return try destination.requireReplaceable() }
+        let unfinished = try (try? acceptingUnfinished { try destination.open(schema: nil) }).map { store in
             defer { try? store.close() }
-            return ((try? store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) ?? nil) != nil
+            return try unfinishedMarker(in: store, of: destination) != nil
         } ?? false
         throw StoreError(.invalidArgument, "destination \(destination) already exists; "
             + (unfinished ? "it is an unfinished migration: finish it with --resume or replace it with --overwrite"
@@ -360,7 +387,7 @@ public enum Migrator {
         }
         let store = try fillingDestination { try destination.open(schema: nil, durability: .normal) }
         do {
-            guard try store.read({ try $0.metadata(forKey: MetadataKeys.incompleteMigration) }) != nil else {
+            guard try unfinishedMarker(in: store, of: destination) != nil else {
                 throw StoreError(.invalidArgument, "nothing to resume: \(destination) is a complete store")
             }
             guard store.schema == schema else {
@@ -461,7 +488,14 @@ final class MigrationRun {
             progress(MigrationProgress(phase: phase, entity: entity.name, done: done, total: total,
                                        itemsPerSecond: Double(done) / max(Date().timeIntervalSince(start), 1e-6)))
         }
-        try body(&entry, checkpoint, tick)
+        do {
+            try body(&entry, checkpoint, tick)
+        } catch let stop as StopRequested {
+            // A stopped run's summary counts what the entity in progress wrote before the stop.
+            entry.seconds = Date().timeIntervalSince(start)
+            report.entities.append(entry)
+            throw stop
+        }
         entry.seconds = Date().timeIntervalSince(start)
         report.entities.append(entry)
         finishedEntities.append(entity.name)
@@ -473,11 +507,15 @@ final class MigrationRun {
                     _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter, _ tick: (Int) -> Void) throws {
         let pages = PagedCopy(destination: destination, batchSize: options.batchSize, shouldStop: shouldStop)
         let done = entry.itemsRead
-        let copied = try pages.copy(entity, after: start, reading: { try $0(snapshot) },
-                                    checkpoint: { writer, last in try checkpoint(writer, last, true) },
-                                    committed: { tick(done + $0) })
-        entry.itemsRead += copied
-        entry.itemsWritten += copied
+        var committed = 0
+        defer {
+            // Every committed page counts, also when the copy stops after one.
+            entry.itemsRead += committed
+            entry.itemsWritten += committed
+        }
+        _ = try pages.copy(entity, after: start, reading: { try $0(snapshot) },
+                           checkpoint: { writer, last in try checkpoint(writer, last, true) },
+                           committed: { committed = $0; tick(done + $0) })
     }
 
     func diff(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, _ mode: StoreDiff.Mode,
@@ -529,8 +567,23 @@ extension Migrator {
                 : schema.entities.map(\.name).joined(separator: ", ") + "; compare some with --entities)"))
     }
 
+    ///
+    /// With `selected` (the `--entities` of a run), each chosen entity is compared with the
+    /// destination's as the run sees both: without the relationships to entities left out
+    /// (``selectedSchema(_:_:)`` on each side), so two equal stores compare equal.
     static func requireEntities(of schema: Schema, in destinationSchema: Schema,
-                                _ destination: StoreLocation) throws(StoreError) {
+                                _ destination: StoreLocation, selected: [String]? = nil) throws(StoreError) {
+        var destinationSchema = destinationSchema
+        if let selected {
+            let present = selected.filter { destinationSchema.entity(named: $0) != nil }
+            do {
+                destinationSchema = try selectedSchema(destinationSchema, present)
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.schemaMismatch, "\(destination)'s schema cannot be narrowed to \(selected): \(error)")
+            }
+        }
         for entity in schema.entities where destinationSchema.entity(named: entity.name) != entity {
             guard let theirs = destinationSchema.entity(named: entity.name) else {
                 throw StoreError(.schemaMismatch, "\(destination) has no entity '\(entity.name)' (it has "

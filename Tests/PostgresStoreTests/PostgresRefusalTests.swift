@@ -5,6 +5,7 @@ import DataStoreTestSupport
 import Foundation
 import PostgresStore
 import StoreMigration
+import Synchronization
 import Testing
 
 /// Runs `sql` on the test server as the superuser.
@@ -113,5 +114,99 @@ func aSecretInALocationIsRefusedWithoutShowingIt(_ parameter: String) throws {
                                      ["inspect", "postgres:" + text], allowingFailure: true)
         #expect(!inspect.contains("hunter2") && inspect.contains("must not hold"), "\(inspect)")
     }
+}
+
+/// A primary fenced while the store's connections are open (`default_transaction_read_only`
+/// turned on and reloaded, as a failover manager fences one), under two writer and two reader
+/// threads: every failed operation is `unavailable`, never `io` (which says a commit's outcome is
+/// unknown) and never 25P02 (a connection handed on inside an aborted transaction); once the
+/// fence is lifted, writes succeed again.
+@Test func aFenceThatBeginsUnderWritersAndReadersGivesOnlyUnavailable() throws {
+    let host = TestPostgresServer.startOwn("fence")
+    func admin(_ sql: String) throws {
+        _ = try runCommand("/usr/bin/psql", ["-h", host, "-U", "postgres", "-d", "datastore", "-At", "-c", sql])
+    }
+    // Two hosts (the same server twice, as a failover manager's primary and standby would be
+    // named) with target_session_attrs=read-write: a reconnection under the fence finds no
+    // server that takes writes.
+    let location = try PostgresLocation(parsing: "postgres://postgres@/datastore?schema=fence&host=\(host),\(host)"
+        + "&port=5432,5432&target_session_attrs=read-write&connect_timeout=2")
+    let store = try PostgresStore(location: location, schema: Fixtures.schema)
+    defer { try? store.close() }
+    let tally = FenceTally()
+    let finished = DispatchGroup()
+    func run(_ body: @escaping @Sendable () -> Void) {
+        finished.enter()
+        Thread.detachNewThread {
+            body()
+            finished.leave()
+        }
+    }
+    for writer in 0..<2 {
+        run {
+            var n = 0
+            while !tally.stop.load(ordering: .relaxed) {
+                n += 1
+                do {
+                    try store.writeSync { try $0.insert(["key": .string("w\(writer)-\(n)"), "value": .int(Int64(n))], into: "Keyed") }
+                    tally.counts.withLock { $0.written += 1 }
+                } catch let error as StoreError where error.code == .unavailable && !error.message.contains("25P02") {
+                    tally.counts.withLock { $0.unavailable += 1 }
+                } catch {
+                    tally.counts.withLock { $0.other.append("write: \(error)") }
+                }
+            }
+        }
+    }
+    for _ in 0..<2 {
+        run {
+            while !tally.stop.load(ordering: .relaxed) {
+                do {
+                    _ = try store.read { try $0.count(FetchRequest("Keyed")) }
+                    tally.counts.withLock { $0.read += 1 }
+                } catch let error as StoreError where error.code == .unavailable && !error.message.contains("25P02") {
+                    tally.counts.withLock { $0.unavailable += 1 }
+                } catch {
+                    tally.counts.withLock { $0.other.append("read: \(error)") }
+                }
+            }
+        }
+    }
+    /// Waits (up to a minute) until `condition` holds of the counts.
+    func wait(_ what: String, _ condition: @escaping ((written: Int, read: Int, unavailable: Int, other: [String])) -> Bool)
+        throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !tally.counts.withLock({ condition($0) }) {
+            guard ContinuousClock.now < deadline else {
+                throw StoreError(.busy, "never \(what): \(tally.counts.withLock { $0 })")
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+    defer {
+        tally.stop.store(true, ordering: .relaxed)
+        finished.wait()
+        try? admin("ALTER SYSTEM RESET default_transaction_read_only")
+        try? admin("SELECT pg_reload_conf()")
+    }
+    try wait("written before the fence") { $0.written >= 50 && $0.read >= 50 }
+    try admin("ALTER SYSTEM SET default_transaction_read_only = on")
+    try admin("SELECT pg_reload_conf()")
+    try wait("refused under the fence") { $0.unavailable >= 40 }
+    let fenced = tally.counts.withLock { $0 }
+    try admin("ALTER SYSTEM RESET default_transaction_read_only")
+    try admin("SELECT pg_reload_conf()")
+    try wait("written after the fence") { $0.written >= fenced.written + 50 }
+    tally.stop.store(true, ordering: .relaxed)
+    finished.wait()
+    let final = tally.counts.withLock { $0 }
+    #expect(final.other.count == 0, "\(final.other.count) operations failed otherwise, the first: \(final.other.first ?? "")")
+    #expect(final.unavailable >= 40)
+}
+
+/// What the threads of the fence test did.
+private final class FenceTally: Sendable {
+    let counts = Mutex((written: 0, read: 0, unavailable: 0, other: [String]()))
+    let stop = Atomic(false)
 }
 #endif

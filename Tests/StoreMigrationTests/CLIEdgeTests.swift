@@ -54,7 +54,7 @@ func aCopyIntoAReadOnlyDirectorySaysSoAndNamesTheDestination(_ kind: StoreKind) 
         try Migrator.copy(from: source, to: destination, options: MigrationOptions(batchSize: 500),
                           shouldStop: { batches += 1; return batches > 3 })
     }
-    #expect(Migrator.copyState(of: destination) == .unfinished)
+    #expect(try Migrator.copyState(of: destination) == .unfinished)
     let inspect = try runCLI(["inspect", destination.description])
     #expect(inspect.status == 0, "\(inspect.errors)")
     #expect(inspect.output.contains("state: UNFINISHED migration from \(source)")
@@ -62,7 +62,7 @@ func aCopyIntoAReadOnlyDirectorySaysSoAndNamesTheDestination(_ kind: StoreKind) 
     let resumed = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--resume",
                               "--progress", "none"])
     #expect(resumed.status == 0, "\(resumed.errors)")
-    #expect(Migrator.copyState(of: destination) == .complete)
+    #expect(try Migrator.copyState(of: destination) == .complete)
 }
 
 /// A CLI user makes the store an import needs from a schema file (`inspect --schema`, then

@@ -168,9 +168,10 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         Mistake(what: "a copy into JSON Lines, unchecked, of a source with dangling references",
                 arguments: ["copy", "--no-check", "--from", edited.description, "--to", "jsonl:" + path("d.jsonl.gz")],
                 naming: "dangling reference"),
-        Mistake(what: "a copy of a postgres: URL", arguments: ["--from", "postgresql://db.example/app", "--to",
-                                                               "lmdb:" + path("pg.lmdb")],
-                naming: "postgresql"),
+        // postgresql:// is libpq's other scheme, read as postgres://: this one lacks the schema.
+        Mistake(what: "a copy of a postgresql:// URL without a schema",
+                arguments: ["--from", "postgresql://db.example/app", "--to", "lmdb:" + path("pg.lmdb")],
+                naming: "names no schema"),
         Mistake(what: "an unknown epoch unit",
                 arguments: ["import", "--to", good.description, "--entity", "Product", path("users.json"),
                             "--epoch", "hours"], naming: "--epoch", status: 64),

@@ -14,6 +14,13 @@ public enum TestPostgresServer {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-server.sh").path
     }
+
+    /// A server of the caller's own (for a test that changes the server's settings, which would
+    /// reach every other test on the shared one), stopped when the process exits; its socket
+    /// directory.
+    public static func startOwn(_ name: String) -> String {
+        startForTheProcess(script: script, name: "datastore-pg-\(name)", arguments: "")
+    }
 }
 
 /// A pgbouncer in transaction pooling mode in front of the test server, started by

@@ -44,12 +44,26 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     func sizeOnDisk(at path: String) -> Int64
     /// Where a migration stages a new store before it moves it to `path`.
     func stagingPath(for path: String) -> String
+    /// The file or directory in the file system that holds the store at `path`, or `nil` for a
+    /// kind whose stores are not files (two locations naming one file are one store, whatever
+    /// their spelling: a symbolic link, a hard link, `./`).
+    func fileSystemPath(of path: String) -> String?
+    /// What the directory of the store at `path` holds that is not the store's own (a user's
+    /// files beside `data.mdb`): `--overwrite` must never delete it. Empty for a kind whose
+    /// store is one file.
+    func otherFiles(at path: String) -> [String]
 }
 
 extension StoreBackend {
     /// Where a migration stages a new store before it moves it to `path`: `PATH.migrating`,
     /// unless the backend's paths are not file names (a PostgreSQL URL names another schema).
     public func stagingPath(for path: String) -> String { path + ".migrating" }
+
+    /// `path` itself for a kind with a file extension, else `nil`.
+    public func fileSystemPath(of path: String) -> String? { fileExtension == nil ? nil : path }
+
+    /// Nothing: the store is one file.
+    public func otherFiles(at path: String) -> [String] { [] }
 
     /// Opens the store at `path` with no migration steps.
     public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {

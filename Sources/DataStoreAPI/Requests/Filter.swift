@@ -40,8 +40,8 @@ public indirect enum Filter: Sendable, Hashable {
     /// says: numbers by value (`-0.0` equals `0.0`), strings byte for byte, `true`/`false`,
     /// null. The value is a JSON scalar: null, bool, int, double or string (``Field/hasElement(_:)``
     /// makes one of any value). Text that is not such an array (an object, an element that is an
-    /// array or object, text that is not JSON, or a `\u0000` escape, which PostgreSQL's `jsonb`
-    /// cannot hold) holds no element, on every backend alike.
+    /// array or object, text that is not JSON) holds no element, on every backend alike; an
+    /// element holding U+0000 is found like any other.
     case hasElement(String, Value)
 /// Every filter matches (all of them when the list is empty).
     case and([Filter])

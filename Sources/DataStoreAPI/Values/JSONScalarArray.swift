@@ -5,8 +5,9 @@
 /// Strings are decoded (escapes, surrogate pairs), numbers read as `Int64` when they are an
 /// integer literal that fits and as `Double` otherwise, `true`/`false` as bools, `null` as null.
 /// Text that is not such an array (not JSON, an object, an element that is an array or object,
-/// text after the array) has no elements, and neither has text holding the escape `\u0000`
-/// (PostgreSQL's `jsonb`, which a backend may use to read it, cannot hold one).
+/// text after the array) has no elements. An element holding U+0000 (written `\u0000`) is an
+/// element like any other: what is decided is decided on the decoded elements, never on the text
+/// (`"\\u0000"` is the six characters backslash, u, 0, 0, 0, 0).
 @_spi(Backend) public enum JSONScalarArray {
     /// The elements, or nil when `bytes` is not the text of an array of scalars.
     public static func elements(_ bytes: UnsafeBufferPointer<UInt8>) -> [Value]? {
@@ -68,12 +69,6 @@
         var position = 0
 
         mutating func array() -> [Value]? {
-            // `\u0000` anywhere: no elements (see the type's comment).
-            if bytes.count >= 6 {
-                for index in 0...(bytes.count - 6) where bytes[index] == 0x5C && bytes[index + 1] == 0x75
-                    && bytes[index + 2] == 0x30 && bytes[index + 3] == 0x30 && bytes[index + 4] == 0x30
-                    && bytes[index + 5] == 0x30 { return nil }
-            }
             skipSpace()
             guard take(0x5B) else { return nil }
             var elements: [Value] = []

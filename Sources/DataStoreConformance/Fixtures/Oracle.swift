@@ -74,7 +74,7 @@ enum Oracle {
             if n.isEmpty { return true }
             return x.count >= n.count && (0...(x.count - n.count)).contains { Array(x[$0..<$0 + n.count]) == n }
         case let .hasElement(name, element):
-            guard case .string(let text) = r[name], !text.contains("\\u0000"),
+            guard case .string(let text) = r[name],
                   let elements = try? JSONDecoder().decode([OracleScalar].self, from: Data(text.utf8)) else { return false }
             return elements.contains { $0.equals(element) }
         case .and(let fs): return fs.allSatisfy { matches($0, r) }

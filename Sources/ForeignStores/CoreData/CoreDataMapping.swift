@@ -43,8 +43,12 @@ enum CoreDataMapping {
             }
             numbers[entity.name] = number
         }
-        for (entity, attribute) in keys where model.entity(entity) == nil {
-            throw StoreError(.unknownEntity, "key=\(entity).\(attribute): the model has no entity '\(entity)'")
+        // Every unknown name at once, in a fixed order (never a dictionary's).
+        let unknown = keys.sorted { $0.key < $1.key }.filter { model.entity($0.key) == nil }
+        if !unknown.isEmpty {
+            throw StoreError(.unknownEntity, unknown.map { "key=\($0.key).\($0.value)" }.joined(separator: ", ")
+                + ": the model has no entit\(unknown.count == 1 ? "y" : "ies") "
+                + unknown.map { "'\($0.key)'" }.joined(separator: ", "))
         }
         let supportDirectory: String = {
             let directory = (database.path as NSString).deletingLastPathComponent
@@ -58,8 +62,14 @@ enum CoreDataMapping {
         var keyOf: [String: (attribute: String, type: ValueType, column: String)] = [:]
         for root in roots {
             let hierarchy = model.hierarchy(of: root)
-            let named = keys.first { key, _ in hierarchy.contains { $0.name == key } }?.value
-            if let named {
+            // One key per hierarchy: two (key=Vehicle.vin and key=Car.plate) are refused, since which
+            // one a dictionary hands out first differs from process to process.
+            let given = keys.filter { key, _ in hierarchy.contains { $0.name == key } }.sorted { $0.key < $1.key }
+            if given.count > 1 {
+                throw StoreError(.invalidArgument, given.map { "key=\($0.key).\($0.value)" }.joined(separator: " and ")
+                    + " name keys of one hierarchy (rooted at '\(root)'), whose items share one key: give one")
+            }
+            if let named = given.first?.value {
                 guard let attribute = model.entity(root)?.attributes.first(where: { $0.name == named }) else {
                     throw StoreError(.invalidArgument, "key=…\(named): '\(named)' is not an attribute of '\(root)', the "
                         + "root of its entity's hierarchy")
@@ -77,7 +87,8 @@ enum CoreDataMapping {
         func table(of root: String) -> String { "Z" + root.uppercased() }
         func keyExpression(of root: String, pkExpression: String) -> String {
             guard let key = keyOf[root], key.column != "Z_PK" else { return pkExpression }
-            return "(SELECT d.\(key.column) FROM \(ForeignDatabase.quoted(table(of: root))) AS d WHERE d.Z_PK = "
+            return "(SELECT d.\(ForeignDatabase.quoted(key.column)) FROM \(ForeignDatabase.quoted(table(of: root))) AS d "
+                + "WHERE d.Z_PK = "
                 + "\(pkExpression))"
         }
 
@@ -147,7 +158,8 @@ enum CoreDataMapping {
                     attributes.append(Attribute(attribute.name, conversion.type,
                                                 optional: !isKey && (attribute.isOptional || inherited)))
                     if !isKey {
-                        foreignColumns.append(ForeignColumn(attribute: attribute.name, expression: "t." + column,
+                        foreignColumns.append(ForeignColumn(attribute: attribute.name,
+                                                            expression: "t." + ForeignDatabase.quoted(column),
                                                             conversion: conversion,
                                                             origin: "\(tableName).\(column) (\(entity.name).\(attribute.name))"))
                     }
@@ -186,7 +198,8 @@ enum CoreDataMapping {
                         attributes.append(Attribute(relationship.name, destinationKey?.type ?? .int, optional: optional))
                         foreignColumns.append(ForeignColumn(
                             attribute: relationship.name,
-                            expression: keyExpression(of: destinationRoot, pkExpression: "t." + column),
+                            expression: keyExpression(of: destinationRoot,
+                                                      pkExpression: "t." + ForeignDatabase.quoted(column)),
                             conversion: valueConversion(destinationKey?.type ?? .int),
                             origin: "\(tableName).\(column) (\(entity.name).\(relationship.name))"))
                         let keepsInverse = inverse != nil
@@ -221,7 +234,7 @@ enum CoreDataMapping {
                                                  deleteRule: rule))
                 }
             }
-            var from = ForeignDatabase.quoted(tableName) + " AS t", keyExpression = "t." + key.column
+            var from = ForeignDatabase.quoted(tableName) + " AS t", keyExpression = "t." + ForeignDatabase.quoted(key.column)
             if key.column != "Z_PK" {
                 let allowed = key.type == .int ? ["integer"] : key.type == .string ? ["text"] : ["blob"]
                 (from, keyExpression) = try ForeignKeyOrder.make(
@@ -254,7 +267,8 @@ enum CoreDataMapping {
                         + "name this reader gives the order of an ordered relationship")
                 }
                 schemas[position].attributes.append(Attribute(order.attribute, .int, optional: true))
-                foreign[root]?.columns.append(ForeignColumn(attribute: order.attribute, expression: "t." + order.column,
+                foreign[root]?.columns.append(ForeignColumn(attribute: order.attribute,
+                                                            expression: "t." + ForeignDatabase.quoted(order.column),
                                                             conversion: .int, origin: "\(tableName).\(order.column)"))
             }
         }
@@ -272,7 +286,7 @@ enum CoreDataMapping {
                 this: (root, relationship.name), other: (destinationRoot, inverseName))
             let (sourceColumn, targetColumn) = sourceIsThis ? (thisColumn, otherColumn) : (otherColumn, thisColumn)
             let (sourceRoot, targetRoot) = sourceIsThis ? (root, destinationRoot) : (destinationRoot, root)
-            let source = "j." + sourceColumn, target = "j." + targetColumn
+            let source = "j." + ForeignDatabase.quoted(sourceColumn), target = "j." + ForeignDatabase.quoted(targetColumn)
             foreign[joinName] = ForeignEntity(
                 schema: join, from: ForeignDatabase.quoted(table) + " AS j", filter: nil, key: .pair(source, target),
                 columns: [

@@ -1,5 +1,8 @@
 @_spi(Backend) import DataStoreAPI
 import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
 
 /// A Core Data managed object model, as much of it as a copy needs: entities with their parent,
 /// attributes and relationships. Read from the store's own `Z_MODELCACHE` (the compiled model,
@@ -191,16 +194,16 @@ struct CoreDataModel: Sendable {
         guard let data = FileManager.default.contents(atPath: contents) else {
             throw StoreError(.notFound, "the model file \(contents) cannot be read")
         }
-        try self.init(modelXML: String(decoding: data, as: UTF8.self), what: contents)
+        try self.init(modelXML: data, what: contents)
     }
 
     /// The model of a `contents` XML file: `<entity name parentEntity isAbstract>` holding
     /// `<attribute name attributeType optional transient allowsExternalBinaryDataStorage>` and
     /// `<relationship name destinationEntity inverseName toMany ordered optional deletionRule
     /// maxCount>` elements.
-    init(modelXML text: String, what: String) throws {
+    init(modelXML data: Data, what: String) throws {
         var entities: [Entity] = []
-        for element in XMLElements(text) {
+        for element in try XMLElements(data, what: what).elements {
             switch element.name {
             case "entity":
                 guard let name = element.attributes["name"] else {
@@ -247,47 +250,55 @@ struct CoreDataModel: Sendable {
     ]
 }
 
-/// The start tags of an XML document, with their attributes (entities decoded): enough to read a
-/// Core Data model's `contents`, whose elements carry everything in attributes.
-struct XMLElements: Sequence {
+/// The start tags of an XML document, in document order, with their attributes as an XML parser
+/// reads them (Foundation's `XMLParser`: quoted values that hold `>`, comments, CDATA, character
+/// and entity references, all as XML defines them): enough to read a Core Data model's
+/// `contents`, whose elements carry everything in attributes.
+struct XMLElements {
     struct Element {
         var name: String
         var attributes: [String: String]
     }
 
-    let text: String
-    init(_ text: String) { self.text = text }
+    let elements: [Element]
 
-    func makeIterator() -> IndexingIterator<[Element]> {
-        var elements: [Element] = []
-        var rest = Substring(text)
-        while let open = rest.firstIndex(of: "<") {
-            rest = rest[rest.index(after: open)...]
-            guard let first = rest.first, first != "/", first != "?", first != "!" else { continue }
-            guard let close = rest.firstIndex(of: ">") else { break }
-            let tag = rest[..<close]
-            rest = rest[rest.index(after: close)...]
-            let name = String(tag.prefix { !$0.isWhitespace && $0 != "/" })
-            var attributes: [String: String] = [:]
-            var scanner = tag.dropFirst(name.count)
-            while let equals = scanner.firstIndex(of: "=") {
-                let key = scanner[..<equals].trimmingCharacters(in: .whitespaces)
-                var value = scanner[scanner.index(after: equals)...].drop { $0.isWhitespace }
-                guard let quote = value.first, quote == "\"" || quote == "'" else { break }
-                value = value.dropFirst()
-                guard let end = value.firstIndex(of: quote) else { break }
-                attributes[key] = Self.decoded(String(value[..<end]))
-                scanner = value[value.index(after: end)...]
-            }
-            elements.append(Element(name: name, attributes: attributes))
+    /// The elements of `data`, named `what` in the error when it is not well-formed XML.
+    /// - Throws: `corrupt` naming the line and column where the parser stopped.
+    init(_ data: Data, what: String) throws {
+        let parser = XMLParser(data: data)
+        let collector = Collector()
+        parser.delegate = collector
+        parser.shouldResolveExternalEntities = false
+        // FoundationXML's parse() may return true with an error set (an element left open).
+        let parsed = parser.parse()
+        if !parsed || parser.parserError != nil {
+            throw StoreError(.corrupt, "\(what) is not well-formed XML at line \(parser.lineNumber), column "
+                + "\(parser.columnNumber): \(Self.reason(parser.parserError))")
         }
-        return elements.makeIterator()
+        elements = collector.elements
     }
 
-    static func decoded(_ text: String) -> String {
-        guard text.contains("&") else { return text }
-        return text.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
-            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
-            .replacingOccurrences(of: "&amp;", with: "&")
+    private static func reason(_ error: (any Error)?) -> String {
+        let code = (error as NSError?)?.code ?? 0
+        switch XMLParser.ErrorCode(rawValue: code) {
+        case .prematureDocumentEndError?: return "it ends with an element still open"
+        case .documentStartError?, .emptyDocumentError?: return "it does not begin as XML"
+        case .tagNameMismatchError?: return "an end tag does not match its start tag"
+        case .attributeNotStartedError?, .attributeNotFinishedError?:
+            return "an attribute is malformed"
+        case .entityRefAtEOFError?, .entityRefLoopError?, .undeclaredEntityError?, .unparsedEntityError?,
+             .entityReferenceWithoutNameError?, .entityReferenceMissingSemiError?:
+            return "an entity reference is malformed"
+        default: return "XML parser error \(code)"
+        }
+    }
+
+    private final class Collector: NSObject, XMLParserDelegate {
+        var elements: [Element] = []
+
+        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                    qualifiedName: String?, attributes: [String: String] = [:]) {
+            elements.append(Element(name: elementName, attributes: attributes))
+        }
     }
 }

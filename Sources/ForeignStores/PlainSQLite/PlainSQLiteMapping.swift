@@ -41,9 +41,12 @@ enum PlainSQLiteMapping {
             throw StoreError(.invalidArgument, "\(database.path) is a Core Data store: read it as "
                 + "coredata:\(database.path), which reads its model")
         }
-        for table in keys.keys where !allTables.contains(table) {
-            throw StoreError(.unknownEntity, "key=\(table).\(keys[table] ?? ""): \(database.path) has no table "
-                + "'\(table)' (it has \(allTables.joined(separator: ", ")))")
+        // Every unknown name at once, in a fixed order (never a dictionary's).
+        let unknown = keys.sorted { $0.key < $1.key }.filter { !allTables.contains($0.key) }
+        if !unknown.isEmpty {
+            throw StoreError(.unknownEntity, unknown.map { "key=\($0.key).\($0.value)" }.joined(separator: ", ")
+                + ": \(database.path) has no table" + (unknown.count == 1 ? " " : "s ")
+                + unknown.map { "'\($0.key)'" }.joined(separator: ", ") + " (it has \(allTables.joined(separator: ", ")))")
         }
         var entities: [EntitySchema] = []
         var foreign: [String: ForeignEntity] = [:]

@@ -30,6 +30,8 @@ struct ImportGraphWriter {
     let options: JSONImport.Options
     var counts: [String: JSONImport.EntityCounts] = [:]
     var pending: [PendingReference] = []
+    /// The keys of the items this run has written so far, by entity (for ``JSONImport/EntityCounts/updatedAgain``).
+    var written: [String: Set<Value>] = [:]
     /// The position of the root object being written.
     var position = 0
 
@@ -71,6 +73,9 @@ struct ImportGraphWriter {
                 } else {
                     try writer.save(normalized, into: entity.name)
                     counts[entity.name, default: .init()].updated += 1
+                    if !written[entity.name, default: []].insert(object.key).inserted {
+                        counts[entity.name, default: .init()].updatedAgain += 1
+                    }
                 }
             }
         } else {
@@ -80,6 +85,7 @@ struct ImportGraphWriter {
             for (name, value) in values { record[name] = value }
             try writer.insert(try entity.normalize(record), into: entity.name)
             counts[entity.name, default: .init()].inserted += 1
+            written[entity.name, default: []].insert(object.key)
             inserted = true
         }
         for (relationship, children) in object.toMany {

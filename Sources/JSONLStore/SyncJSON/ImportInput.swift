@@ -12,6 +12,10 @@ struct ImportInput {
     /// The file at `path`.
     /// - Throws: `notFound` when it does not exist or cannot be read.
     init(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw StoreError(.invalidArgument, "\(path) is a folder, not a JSON file; nothing was imported")
+        }
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw StoreError(.notFound, "\(path) does not exist or cannot be read")
         }
@@ -20,21 +24,28 @@ struct ImportInput {
         while first == nil, let chunk = try? handle.read(upToCount: 4096), !chunk.isEmpty {
             first = chunk.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
         }
+        // An empty body, a download cut short, a file still being written: no value is no
+        // input, never "the entity now holds nothing" (that takes an explicit []).
+        guard let first else {
+            throw StoreError(.invalidValue, "\(path) holds no JSON value (it is empty or only whitespace); nothing "
+                + "was imported. To delete every item of the entity, import an explicit empty array []")
+        }
         self.path = path
         self.isArray = first == UInt8(ascii: "[")
     }
 
     /// Reads the whole file once, checking that it is JSON of the expected shape; returns its
-    /// size and CRC-32, which tell two inputs apart.
+    /// size and CRC-32, which tell two inputs apart, and how many top-level objects it holds.
     /// - Throws: `invalidValue` naming the byte or line where the JSON is malformed.
-    func validate() throws -> String {
+    func validate() throws -> (digest: String, objects: Int) {
         var size = 0
+        var objects = 0
         var crc = CZlib.crc32(0, nil, 0)
         try forEachObject(validatingOnly: true, chunk: { chunk in
             size += chunk.count
             chunk.withUnsafeBufferPointer { crc = CZlib.crc32(crc, $0.baseAddress, UInt32($0.count)) }
-        }) { _, _ in }
-        return "\(size):\(crc)"
+        }) { _, _ in objects += 1 }
+        return ("\(size):\(crc)", objects)
     }
 
     /// Hands each top-level object with its position (from 1: the array index, or the line
@@ -64,6 +75,7 @@ struct ImportInput {
                 do {
                     if validatingOnly {
                         try parser.validateDocument()
+                        try body(position, .null)
                     } else {
                         try body(position, try parser.parseDocument())
                     }

@@ -39,20 +39,14 @@ struct ImportRun {
         var report = JSONImport.Report()
         // An interrupted run of the same input and options goes on from its checkpoint.
         var mark = JSONImport.Checkpoint(run: run, done: 0, entities: [:], refused: [:], pending: [])
-        if let bytes = try store.read({ try $0.metadata(forKey: JSONImport.checkpointKey) }),
-           let stored = try? JSONDecoder().decode(JSONImport.Checkpoint.self, from: Data(bytes)), stored.run == run {
+        // A damaged checkpoint is damage (the one rule of the reserved records), never "no
+        // checkpoint": starting over would redo batches whose deletes and links already ran.
+        if let stored = try JSONImport.checkpointRecord.read(from: store, named: options.storeName), stored.run == run {
             mark = stored
             report.resumedAfter = stored.done
         }
         func save(_ writer: WriteAccessor, _ mark: JSONImport.Checkpoint?) throws {
-            let bytes = try mark.map { mark -> [UInt8] in
-                do {
-                    return Array(try JSONEncoder().encode(mark))
-                } catch {
-                    throw StoreError(.invalidValue, "the import checkpoint cannot be encoded: \(error)")
-                }
-            }
-            try writer.setReservedMetadata(bytes, forKey: JSONImport.checkpointKey)
+            try JSONImport.checkpointRecord.write(mark, into: writer)
         }
 
         var rejected: [Rejected] = []
@@ -60,6 +54,8 @@ struct ImportRun {
         var acceptedCount = 0
         var batch: [Accepted] = []
         var wrote = false
+        /// The keys of the items written so far, kept from batch to batch.
+        var written: [String: Set<Value>] = [:]
         let names = ImportNames(mapping: options.mapping, snakeCase: options.snakeCaseToCamelCase,
                                 rootEntity: entity.name)
 
@@ -68,8 +64,10 @@ struct ImportRun {
         /// transaction each, so that the refused one is left out whole (nested objects included).
         func write(_ items: [Accepted], alone: Bool) throws {
             let outcome = try store.writeSync { writer -> ([String: JSONImport.EntityCounts],
-                                                           [ImportGraphWriter.PendingReference]) in
+                                                           [ImportGraphWriter.PendingReference],
+                                                           [String: Set<Value>]) in
                 var graph = ImportGraphWriter(writer, options)
+                graph.written = written
                 for item in items {
                     graph.position = item.position
                     if alone {
@@ -88,8 +86,9 @@ struct ImportRun {
                 for (name, counts) in graph.counts { next.entities[name, default: .init()].add(counts) }
                 next.pending += graph.pending
                 try save(writer, next)
-                return (graph.counts, graph.pending)
+                return (graph.counts, graph.pending, graph.written)
             }
+            written = outcome.2
             mark.done += items.count
             for (name, counts) in outcome.0 { mark.entities[name, default: .init()].add(counts) }
             mark.pending += outcome.1
@@ -252,6 +251,7 @@ struct ImportRun {
         let root = mark.entities[entity.name] ?? .init()
         report.inserted = root.inserted
         report.updated = root.updated
+        report.updatedAgain = root.updatedAgain
         report.unchanged = root.unchanged
         report.deleted = root.deleted
         return report

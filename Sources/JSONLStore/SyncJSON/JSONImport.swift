@@ -43,6 +43,10 @@ public enum JSONImport {
         /// The items of the imported entity the import is about (Sync's predicate): only those
         /// that match and that the JSON does not hold are deleted. `nil` for all of them.
         public var scope: Filter?
+        /// How messages name the store (its location, as `migrate-store` gives it), `nil` when
+        /// it is not known. Not part of the run: the same import into the same store goes on
+        /// from its checkpoint whatever name it is given.
+        public var storeName: String?
 
         /// What makes two runs the same import, besides the input and the entity.
         var fingerprint: String {
@@ -89,6 +93,11 @@ public enum JSONImport {
         public var unlinked = 0
         /// Items related to a parent that did not list them before (many-to-many pairs added).
         public var linked = 0
+        /// Of ``updated``, the updates of items that an earlier object of the same input had
+        /// already written (inserted or updated): an item that several objects give, such as a
+        /// company nested in each of its users, is counted once per object that changes it.
+        /// Counted within one run: a run that goes on from a checkpoint counts from there.
+        public var updatedAgain = 0
 
         /// Counts; all zero by default.
         public init(inserted: Int = 0, updated: Int = 0, unchanged: Int = 0, deleted: Int = 0, unlinked: Int = 0,
@@ -100,7 +109,21 @@ public enum JSONImport {
         /// Whether nothing was done.
         public var isEmpty: Bool { self == EntityCounts() }
 
+        private enum CodingKeys: String, CodingKey {
+            case inserted, updated, unchanged, deleted, unlinked, linked, updatedAgain
+        }
+
+        /// Decodes counts; one that is missing (a checkpoint written before it was counted) is 0.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            func count(_ key: CodingKeys) throws -> Int { try container.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+            (inserted, updated, unchanged) = (try count(.inserted), try count(.updated), try count(.unchanged))
+            (deleted, unlinked, linked) = (try count(.deleted), try count(.unlinked), try count(.linked))
+            updatedAgain = try count(.updatedAgain)
+        }
+
         mutating func add(_ other: EntityCounts) {
+            updatedAgain += other.updatedAgain
             inserted += other.inserted
             updated += other.updated
             unchanged += other.unchanged
@@ -118,6 +141,9 @@ public enum JSONImport {
         public var inserted = 0
         /// Items of the imported entity updated.
         public var updated = 0
+        /// Of ``updated``, updates of items an earlier object of the input had written
+        /// (``EntityCounts/updatedAgain``).
+        public var updatedAgain = 0
         /// Objects of the imported entity equal to their stored items, not written.
         public var unchanged = 0
         /// Items of the imported entity deleted because the input does not hold them.
@@ -164,6 +190,8 @@ public enum JSONImport {
     }
 
     static let checkpointKey = "datastore.import.checkpoint"
+    /// The checkpoint, read and written as every reserved record is (a damaged one is `corrupt`).
+    static let checkpointRecord = ReservedRecord<Checkpoint>(key: checkpointKey, what: "import checkpoint")
 
     /// Imports `path` into `entityName` of `store`.
     ///
@@ -179,6 +207,16 @@ public enum JSONImport {
                            options: Options = Options(), rejects rejectsPath: String? = nil,
                            shouldStop: () -> Bool = { false },
                            progress: (Int) -> Void = { _ in }) throws -> Report {
+        try run(path, into: store, entity: entityName, options: options, rejects: rejectsPath, shouldStop: shouldStop,
+                reporting: { done, _ in progress(done) })
+    }
+
+    /// ``run(_:into:entity:options:rejects:shouldStop:progress:)``, reporting after each batch
+    /// the objects done and the objects of the input (counted when it was checked).
+    public static func run(_ path: String, into store: any DataStore, entity entityName: String,
+                           options: Options = Options(), rejects rejectsPath: String? = nil,
+                           shouldStop: () -> Bool = { false },
+                           reporting progress: (_ done: Int, _ total: Int) -> Void) throws -> Report {
         guard let entity = store.schema.entity(named: entityName) else {
             throw StoreError(.unknownEntity, "the store has no entity '\(entityName)' (it has "
                 + store.schema.entities.map(\.name).joined(separator: ", ") + ")")
@@ -200,7 +238,8 @@ public enum JSONImport {
             _ = try store.read { try $0.count(FetchRequest(entity.name, filter: scope, limit: 1)) }
         }
         let input = try ImportInput(path)
-        let digest = try input.validate()
+        let (digest, objects) = try input.validate()
+        let progress = { (done: Int) in progress(done, objects) }
         let run = "\(digest) \(entity.name) \(options.fingerprint)"
         let sync = ImportRun(input: input, entity: entity, schema: store.schema, options: options, run: run)
         if options.dryRun {

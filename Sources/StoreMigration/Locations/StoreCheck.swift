@@ -54,8 +54,15 @@ extension StoreLocation {
     /// checks (not even a journal mode).
     private func refuseUnfinishedCopy() throws {
         let store = try Migrator.acceptingUnfinished { try openSource(alreadyChecked: true) }
-        let marker = try store.read { try $0.metadata(forKey: MetadataKeys.incompleteMigration) }
-        try store.close()
+        let marker: String?
+        do {
+            marker = try Migrator.unfinishedMarker(in: store, of: self)
+            try store.close()
+        } catch {
+            try? store.close()
+            throw error
+        }
+        // Closed before the refusal, which opens the store again to name the copy's source.
         if marker != nil {
             throw Migrator.unfinished(self, detail: " (its engine check passed; references to items not copied yet "
                 + "are expected)")

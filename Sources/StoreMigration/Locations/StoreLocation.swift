@@ -24,12 +24,18 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: `invalidArgument` naming the text for an unknown kind, a kind without a path,
     ///   or a bare path whose kind cannot be told.
     public init(parsing text: String) throws(StoreError) {
+        // libpq's other scheme, as hosting providers hand it out: the postgres kind.
+        if text.hasPrefix("postgresql://") {
+            try self.init(parsing: "postgres:" + text.dropFirst("postgresql:".count))
+            return
+        }
+        let shown = LocationSecrets.redacted(text)
         if let colon = text.firstIndex(of: ":") {
             let kind = StoreKind(rawValue: String(text[..<colon]))
             let path = String(text[text.index(after: colon)...])
             _ = try StoreBackends.backend(kind)
             guard !path.isEmpty else {
-                throw StoreError(.invalidArgument, "'\(text)' names no path; write \(kind):PATH")
+                throw StoreError(.invalidArgument, "'\(shown)' names no path; write \(kind):PATH")
             }
             self.init(kind: kind, path: path)
             return
@@ -50,7 +56,7 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
         else {
             throw StoreError(
                 .invalidArgument,
-                "'\(text)' has no kind and does not exist; write KIND:\(text) with "
+                "'\(shown)' has no kind and does not exist; write KIND:\(shown) with "
                     + "KIND one of " + StoreBackends.kinds.map(\.rawValue).joined(separator: ", "))
         }
         self.init(kind: backend.kind, path: text)
@@ -65,6 +71,15 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     public static func resolve(
         _ texts: [String], store: String?,
         directory: String = FileManager.default.currentDirectoryPath
+    ) throws -> [StoreLocation] {
+        try resolve(texts, store: store, directory: directory, takesStoreOption: true)
+    }
+
+    /// ``resolve(_:store:directory:)`` for a command that does (`takesStoreOption`) or does not
+    /// take `--store`: the advice of its errors names only what the command takes.
+    package static func resolve(
+        _ texts: [String], store: String?, directory: String = FileManager.default.currentDirectoryPath,
+        takesStoreOption: Bool
     ) throws -> [StoreLocation] {
         var name: String?
         func storeName() throws -> String {
@@ -86,10 +101,12 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
             guard names.count == 1, let only = names.first else {
                 throw StoreError(
                     .invalidArgument,
-                    names.isEmpty
-                        ? "no store in \(directory) to name; give one with --store PATH/NAME"
-                        : "\(directory) holds several stores (\(names.joined(separator: ", "))); "
-                            + "choose one with --store NAME"
+                    (names.isEmpty
+                        ? "no store in \(directory) to name; "
+                        : "\(directory) holds several stores (\(names.joined(separator: ", "))); ")
+                        + (takesStoreOption
+                            ? (names.isEmpty ? "give one with --store PATH/NAME" : "choose one with --store NAME")
+                            : "name one as KIND:PATH (for example sqlite:\(names.first ?? "app").sqlite)")
                 )
             }
             name = (directory as NSString).appendingPathComponent(only)
@@ -136,4 +153,90 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
 
     /// Bytes on disk (0 for memory).
     public var sizeOnDisk: Int64 { (try? backend.sizeOnDisk(at: path)) ?? 0 }
+}
+
+extension StoreLocation {
+    /// Whether `other` names this very store: the same location, or, for stores kept in files,
+    /// the same file or directory under another spelling (`./b.sqlite`, a symbolic or hard
+    /// link), told by its device and inode.
+    public func isSameStore(as other: StoreLocation) -> Bool {
+        if self == other { return true }
+        guard let mine = try? backend.fileSystemPath(of: path), let theirs = try? other.backend.fileSystemPath(of: other.path)
+        else { return false }
+        var a = stat()
+        var b = stat()
+        guard stat(mine, &a) == 0, stat(theirs, &b) == 0 else {
+            // Neither exists yet (or one does not): one spelling of one path is still one store.
+            return (mine as NSString).standardizingPath == (theirs as NSString).standardizingPath
+        }
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+
+    /// Throws `invalidArgument` when `destination` is this store (``isSameStore(as:)``).
+    public func requireDistinct(from destination: StoreLocation) throws {
+        guard isSameStore(as: destination) else { return }
+        throw StoreError(.invalidArgument, "source and destination are the same store: \(self)"
+            + (self == destination ? "" : " and \(destination) name one file"))
+    }
+
+    /// Throws, naming what is there, unless `--overwrite` may replace what is at this location:
+    /// nothing, an empty file or directory, or a store of this kind that opens (finished or
+    /// not) and holds nothing else. A user's text file named like a store, a directory of their
+    /// files, a database of another program, a damaged store: all are refused, never deleted.
+    /// - Throws: `invalidArgument`.
+    public func requireReplaceable() throws {
+        guard exists else { return }
+        let backend = try self.backend
+        if let file = backend.fileSystemPath(of: path) {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else { return }
+            if isDirectory.boolValue {
+                let entries = ((try? FileManager.default.contentsOfDirectory(atPath: file)) ?? []).sorted()
+                if entries.isEmpty { return }
+                if !backend.recognizes(file) {
+                    throw refusal("it is a directory holding " + Self.list(entries))
+                }
+                let others = backend.otherFiles(at: file)
+                if !others.isEmpty {
+                    throw refusal("its directory also holds " + Self.list(others) + ", which are not the store's")
+                }
+            } else {
+                let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int64) ?? nil
+                if size == 0 { return }
+                if !backend.recognizes(file) { throw refusal("it is a file, not a \(kind) store") }
+            }
+        }
+        do {
+            let store = try Migrator.acceptingUnfinished { try openSource() }
+            try? store.close()
+        } catch let error as StoreError {
+            throw refusal("it does not open as a \(kind) store of this toolkit (\(error.message))")
+        }
+    }
+
+    private func refusal(_ what: String) -> StoreError {
+        StoreError(.invalidArgument, "\(self) is not replaced: \(what); --overwrite replaces only a \(kind) store "
+            + "(or an empty file or directory). Move or delete what is there yourself if it is to go, or choose "
+            + "another destination")
+    }
+
+    private static func list(_ names: [String]) -> String {
+        names.prefix(3).joined(separator: ", ") + (names.count > 3 ? " and \(names.count - 3) more" : "")
+    }
+}
+
+extension Store {
+    /// `store` as the package's ``Store``, which what `what` needs (the reference checks a
+    /// switch suspends and restores, the change hub a follow waits on) belongs to; a conformer of
+    /// `DataStore` that is not one is refused in one line, never served by a silent fallback
+    /// that does less.
+    /// - Throws: `invalidArgument` naming `location` and the type.
+    package static func required(_ store: any DataStore, at location: StoreLocation, for what: String) throws -> Store {
+        guard let engineStore = store as? Store else {
+            throw StoreError(.invalidArgument, "\(location) opened as a \(type(of: store)), not a store of this "
+                + "toolkit's engine: \(what) needs its reference checks and change hub; a backend opens its stores "
+                + "as Store(engine:) (see WritingABackend)")
+        }
+        return engineStore
+    }
 }

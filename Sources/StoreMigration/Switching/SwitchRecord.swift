@@ -64,7 +64,7 @@ struct SwitchOpening {
                 oldRecord.map({ !$0.serving || $0.epoch < newRecord.epoch }) ?? true
             {
                 // The cutover happened: the new store serves.
-                try (newStore as? Store)?.enforceReferences()
+                try Store.required(newStore, at: newLocation, for: "a switched store").enforceReferences()
                 if let store = oldStore, oldRecord?.id != newRecord.id {
                     // Not the store this switch came from (an in-memory store of a later process,
                     // a replaced file): left alone.

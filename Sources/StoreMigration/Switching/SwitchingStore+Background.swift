@@ -23,9 +23,9 @@ extension SwitchingStore {
         }) else {
             throw StoreError(.corrupt, "\(oldLocation) does not record the cutover's position")
         }
-        let store = old as? Store
-        store?.keepReferences(false)
-        defer { store?.keepReferences(true) }
+        let store = try Store.required(old, at: oldLocation, for: "verifying the old store")
+        store.keepReferences(false)
+        defer { store.keepReferences(true) }
         let follower = Follower(source: new, destination: old, sourceLocation: newLocation,
                                 options: FollowOptions(batchSize: policy.batchSize), shouldStop: { false })
         let run = MigrationRun(operation: .verify, newLocation, oldLocation, MigrationOptions(batchSize: policy.batchSize),
@@ -212,7 +212,7 @@ extension SwitchingStore {
     /// Applies the new store's feed to the old one until it has caught up, then switches back.
     func followBackThenCutOver() throws {
         guard let old, let new else { return }
-        (old as? Store)?.keepReferences(false)
+        try Store.required(old, at: oldLocation, for: "a switch back").keepReferences(false)
         try follow(from: new, newLocation, to: old) { follower, token in
             try self.cutBack(follower: &follower, token: token, old: old, new: new)
         }
@@ -265,7 +265,7 @@ extension SwitchingStore {
             {
                 return
             }
-            if case .idle = step { follower.waitForSourceCommit() }
+            if case .idle = step { try follower.waitForSourceCommit() }
         }
     }
 
@@ -287,7 +287,8 @@ extension SwitchingStore {
     func cutOver(follower: inout Follower, token: ChangeToken, old: any DataStore, new: any DataStore) throws
         -> Bool
     {
-        let (switched, head, pause) = try hand(from: old, to: new, follower: &follower, token: token,
+        let (switched, head, pause) = try hand(from: old, oldLocation, to: new, newLocation, follower: &follower,
+                                               token: token,
                                                clearing: [MetadataKeys.incompleteMigration, Migrator.followKey],
                                                steps: ("applied", "recorded")) { record in
             record.phase = .switched
@@ -314,7 +315,7 @@ extension SwitchingStore {
     func cutBack(follower: inout Follower, token: ChangeToken, old: any DataStore, new: any DataStore) throws
         -> Bool
     {
-        let (_, _, pause) = try hand(from: new, to: old, follower: &follower, token: token,
+        let (_, _, pause) = try hand(from: new, newLocation, to: old, oldLocation, follower: &follower, token: token,
                                      clearing: [MetadataKeys.switchedAway, Migrator.followKey],
                                      steps: (nil, "rollback-recorded")) { record in
             record.phase = .rolledBack
@@ -335,9 +336,13 @@ extension SwitchingStore {
     /// `source`'s change feed and record that `target` serves (with the next epoch, and what
     /// `change` sets); then send every read and write to `target`. Returns the record, the feed
     /// position at the cutover and how long writes were held.
-    func hand(from source: any DataStore, to target: any DataStore, follower: inout Follower,
-                      token: ChangeToken, clearing: [String], steps: (applied: String?, recorded: String),
-                      change: (inout SwitchRecord) -> Void) throws -> (SwitchRecord, ChangeToken, Duration) {
+    func hand(from source: any DataStore, _ sourceLocation: StoreLocation, to target: any DataStore,
+              _ targetLocation: StoreLocation, follower: inout Follower,
+              token: ChangeToken, clearing: [String], steps: (applied: String?, recorded: String),
+              change: (inout SwitchRecord) -> Void) throws -> (SwitchRecord, ChangeToken, Duration) {
+        // Before writes are held: a store without the engine's reference checks and hub is refused.
+        let sourceStore = try Store.required(source, at: sourceLocation, for: "a cutover")
+        let targetStore = try Store.required(target, at: targetLocation, for: "a cutover")
         let started = ContinuousClock.now
         gate.hold()
         var released = false
@@ -357,7 +362,7 @@ extension SwitchingStore {
             try serving.write(into: writer)
         }
         Self.step(steps.recorded)
-        (target as? Store)?.keepReferences(true)
+        targetStore.keepReferences(true)
         condition.withLock {
             record = serving
             // Cut over: other processes may open the switched store (the lock is the work's).
@@ -369,13 +374,13 @@ extension SwitchingStore {
         // The constraints the copy went without (PostgreSQL's foreign keys), once the app's
         // writes flow again: adding one checks every row, which the pause need not wait for.
         do {
-            try (target as? Store)?.enforceReferences()
+            try targetStore.enforceReferences()
         } catch {
             logger?.warning("the reference constraints of the new store could not be added; the next launch tries again",
                             metadata: ["store": "\(newLocation)", "error": "\(error)"])
         }
         let pause = ContinuousClock.now - started
-        (source as? Store)?.wakeObservers()
+        sourceStore.wakeObservers()
         return (serving, head, pause)
     }
 

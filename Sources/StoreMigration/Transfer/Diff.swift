@@ -41,7 +41,7 @@ extension Migrator {
         defer { try? sourceStore.close() }
         let destinationStore = try withResumeCommand(destination) { try destination.openSource() }
         defer { try? destinationStore.close() }
-        try requireEntities(of: schema, in: destinationStore.schema, destination)
+        try requireEntities(of: schema, in: destinationStore.schema, destination, selected: options.entities)
         var report = DiffReport(source: source.description, destination: destination.description)
         let writer = try StoreChanges.Writer(path: output, schema: schema, from: source.description,
                                              to: destination.description)

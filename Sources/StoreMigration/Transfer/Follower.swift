@@ -27,9 +27,7 @@ extension Migrator {
     /// destination written whole rather than by transactions (a JSON Lines file). A command that
     /// copies and then follows calls it before it reads or writes anything.
     public static func checkFollow(from source: StoreLocation, to destination: StoreLocation) throws {
-        guard source != destination else {
-            throw StoreError(.invalidArgument, "source and destination are the same store \(source)")
-        }
+        try source.requireDistinct(from: destination)
         if source.kind == .coreData || source.kind == .plainSQLite {
             throw StoreError(.invalidArgument, "\(source) cannot be followed: a \(source.kind) source is read from a "
                 + "snapshot and keeps no change feed; run `migrate-store sync --from \(source) --to \(destination)` "
@@ -123,7 +121,7 @@ extension Migrator {
                     break loop
                 }
                 if ContinuousClock.now - lastReport >= .seconds(1) { progressed(token, lag: 0) }
-                follower.waitForSourceCommit()
+                try follower.waitForSourceCommit()
             }
         }
         let token = follower.token
@@ -316,11 +314,9 @@ struct Follower {
     /// Waits until the source's commit counter moves (woken by the source store's hub: its
     /// notifications, or its polling every ``FollowOptions/pollInterval``), at most a second,
     /// looking at `shouldStop` every tenth of one.
-    mutating func waitForSourceCommit() {
-        guard let store = source as? Store else {
-            Thread.sleep(forTimeInterval: options.pollInterval.seconds)
-            return
-        }
+    /// - Throws: `invalidArgument` when the source is not a ``Store`` (it has no hub to wait on).
+    mutating func waitForSourceCommit() throws {
+        let store = try Store.required(source, at: sourceLocation, for: "a follow")
         store.changePollInterval = options.pollInterval
         let deadline = ContinuousClock.now + .seconds(1)
         while ContinuousClock.now < deadline && !shouldStop() {

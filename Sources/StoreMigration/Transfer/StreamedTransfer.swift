@@ -21,7 +21,9 @@ extension Migrator {
             writer = resumed.writer
             written = resumed.written
         } else {
-            if !options.overwrite {
+            if options.overwrite {
+                try destination.requireReplaceable()
+            } else {
                 if destination.exists {
                     throw StoreError(.invalidArgument, "destination \(destination) already exists; replace it "
                         + "with --overwrite")
@@ -103,7 +105,7 @@ extension Migrator {
         defer { try? sourceStore.close() }
         let old = try destination.openSource()
         defer { try? old.close() }
-        try requireEntities(of: schema, in: old.schema, destination)
+        try requireEntities(of: schema, in: old.schema, destination, selected: options.entities)
         let run = MigrationRun(operation: .sync, source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
         let writer = try backend.beginStream(at: destination.path, schema: old.schema, source: source.description)

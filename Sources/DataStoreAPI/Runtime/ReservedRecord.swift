@@ -1,43 +1,50 @@
-@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// A record this package keeps in a store's reserved metadata, as JSON: a migration's
-/// checkpoint, a follow's position, a switch's record, the start of a switch's copy. Each is read
+/// checkpoint, a follow's position, a switch's record, the start of a switch's copy, an import's
+/// checkpoint. Each is read
 /// and written one way, and a damaged one is refused as damage, naming the store and the record;
 /// it is never read as absent nor computed again, since what it says (where a copy or a follow
 /// stands) cannot be known otherwise: a follow started from "now" would skip the changes made
 /// to pages already copied.
-struct ReservedRecord<Content: Codable> {
+package struct ReservedRecord<Content: Codable> {
     /// The metadata key.
-    let key: String
+    package let key: String
     /// What the record is, for messages ("migration checkpoint").
-    let what: String
+    package let what: String
+
+    package init(key: String, what: String) {
+        self.key = key
+        self.what = what
+    }
 
     /// The record in `store`, or nil when it has none.
     /// - Throws: `corrupt` naming `storeName` and the record when its bytes are not one.
-    func read(from store: any DataStore, named storeName: String) throws -> Content? {
+    /// `storeName` is the store's location, which the message's command names; `nil` when it is
+    /// not known (the message then names no command).
+    package func read(from store: any DataStore, named storeName: String?) throws -> Content? {
         guard let bytes = try store.read({ try $0.metadata(forKey: key) }) else { return nil }
         return try decode(bytes, storeName: storeName)
     }
 
     /// The record in a store read through `reader`, or nil when it has none.
-    func read(in reader: ReadAccessor, named storeName: String) throws -> Content? {
+    package func read(in reader: ReadAccessor, named storeName: String?) throws -> Content? {
         guard let bytes = try reader.metadata(forKey: key) else { return nil }
         return try decode(bytes, storeName: storeName)
     }
 
-    private func decode(_ bytes: [UInt8], storeName: String) throws -> Content {
+    private func decode(_ bytes: [UInt8], storeName: String?) throws -> Content {
         do {
             return try JSONDecoder().decode(Content.self, from: Data(bytes))
         } catch {
-            throw StoreError(.corrupt, "\(storeName): its \(what) (reserved record '\(key)') is damaged, so where the "
-                + "operation stands is unknown; nothing was done (check the store with: "
-                + ShellCommand.migrateStore("check", storeName) + ")")
+            throw StoreError(.corrupt, "\(storeName ?? "the store"): its \(what) (reserved record '\(key)') is damaged, "
+                + "so where the operation stands is unknown; nothing was done"
+                + (storeName.map { " (check the store with: " + ShellCommand.migrateStore("check", $0) + ")" } ?? ""))
         }
     }
 
     /// Writes the record in the writer's transaction (nil removes it).
-    func write(_ content: Content?, into writer: WriteAccessor) throws {
+    package func write(_ content: Content?, into writer: WriteAccessor) throws {
         try writer.setReservedMetadata(try content.map { Array(try JSONEncoder().encode($0)) }, forKey: key)
     }
 }

@@ -1,0 +1,325 @@
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+import JSONLStore
+import StoreMigration
+import Testing
+
+/// The mistakes that lose data (issue 71): an empty input imported, `--overwrite` pointed at a
+/// user's files, one store under two names. Each is tried through the CLI as a user types it,
+/// on every kind of store that is a file or a directory, and through the library where it has
+/// the same operation: nothing deleted, one line naming what is wrong, exit 2.
+
+private func items(_ location: StoreLocation) throws -> [String: Int] {
+    let store = try location.openSource()
+    defer { try? store.close() }
+    return try store.read { r in
+        var counts: [String: Int] = [:]
+        for entity in store.schema.entities { counts[entity.name] = try r.count(FetchRequest(entity.name)) }
+        return counts
+    }
+}
+
+/// Every file under `path` (a file or a directory) with its bytes, sorted by path.
+private func snapshot(_ path: String) -> [String: [UInt8]] {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return [:] }
+    guard isDirectory.boolValue else { return [path: Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data())] }
+    var result: [String: [UInt8]] = [:]
+    let entries = (FileManager.default.subpaths(atPath: path) ?? []).sorted()
+    for entry in entries {
+        let full = path + "/" + entry
+        var sub: ObjCBool = false
+        _ = FileManager.default.fileExists(atPath: full, isDirectory: &sub)
+        result[entry] = sub.boolValue ? [] : Array((try? Data(contentsOf: URL(fileURLWithPath: full))) ?? Data())
+    }
+    return result
+}
+
+private func expectOneLineRefusal(_ result: CommandResult, naming: String, _ what: String,
+                                  sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(result.status == 2, "\(what): exit \(result.status): \(result.errors)", sourceLocation: sourceLocation)
+    let lines = result.errors.split(separator: "\n")
+    #expect(lines.count == 1, "\(what): \(result.errors)", sourceLocation: sourceLocation)
+    #expect(result.errors.contains(naming), "\(what): \(result.errors)", sourceLocation: sourceLocation)
+}
+
+// MARK: 1. An input with no JSON value
+
+@Test(arguments: [StoreKind.sqlite, .lmdb])
+func anEmptyImportIsRefusedAndDeletesNothing(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(kind, "store")
+    try DemoData.seed(store, items: 300, seed: 5)
+    let before = try items(store)
+    #expect(before["Product"] == 30)
+    for (name, text) in [("empty.json", ""), ("blank.json", " \n\t\n  "), ("blank.jsonl", "\n\n")] {
+        let file = dir.path(name)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        for extra in [[], ["--dry-run"], ["--keep-missing"]] {
+            let result = try runCLI(["import", file, "--to", store.description, "--entity", "Product"] + extra)
+            expectOneLineRefusal(result, naming: "holds no JSON value", "\(name) \(extra)")
+            #expect(result.errors.contains("[]"), "the message says how to delete every item: \(result.errors)")
+        }
+        #expect(try items(store) == before, "\(name): nothing deleted")
+        // The library refuses it the same way.
+        let opened = try store.open(schema: nil)
+        defer { try? opened.close() }
+        #expect {
+            try JSONImport.run(file, into: opened, entity: "Product")
+        } throws: { ($0 as? StoreError)?.code == .invalidValue && "\($0)".contains("holds no JSON value") }
+    }
+    #expect(try items(store) == before)
+    // A folder given for the file is named as one.
+    let folder = try runCLI(["import", dir.url.path, "--to", store.description, "--entity", "Product"])
+    expectOneLineRefusal(folder, naming: "is a folder", "a folder")
+    // An explicit empty array is the way to empty the entity: it still works.
+    let emptyArray = dir.path("none.json")
+    try Data("[]".utf8).write(to: URL(fileURLWithPath: emptyArray))
+    let emptied = try runCLI(["import", emptyArray, "--to", store.description, "--entity", "Product"])
+    #expect(emptied.status == 0, "\(emptied.errors)")
+    #expect(try items(store)["Product"] == 0)
+}
+
+// MARK: 2. --overwrite on what is not a store
+
+@Test(arguments: [StoreKind.sqlite, .lmdb, .jsonl])
+func overwriteRefusesWhatIsNotAStoreOfItsKind(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 200, seed: 7)
+    let fileKind = kind != .lmdb
+    let notAFileStore = kind == .sqlite ? "does not open" : kind == .jsonl ? "not a jsonl store" : "is a file"
+    // What a user may have at the path they mistyped.
+    var cases: [(what: String, make: (String) throws -> Void, naming: String)] = [
+        ("a text file", { path in try Data("my notes\n".utf8).write(to: URL(fileURLWithPath: path)) },
+         notAFileStore),
+        ("a folder of a user's files", { path in
+            try FileManager.default.createDirectory(atPath: path + "/sub", withIntermediateDirectories: true)
+            try Data("keep me".utf8).write(to: URL(fileURLWithPath: path + "/canary.txt"))
+            try Data("x".utf8).write(to: URL(fileURLWithPath: path + "/sub/x"))
+        }, "canary.txt"),
+        ("a plain SQLite database of another program", { path in
+            _ = try runCommand("/usr/bin/sqlite3", [path, "CREATE TABLE t(x); INSERT INTO t VALUES (1);"])
+        }, notAFileStore),
+    ]
+    if kind == .lmdb {
+        // A real store with a user's file put beside data.mdb.
+        cases.append(("an LMDB store with a user's file in its folder", { path in
+            _ = try Migrator.copy(from: source, to: StoreLocation(kind: .lmdb, path: path))
+            try Data("keep me".utf8).write(to: URL(fileURLWithPath: path + "/canary.txt"))
+        }, "canary.txt"))
+    }
+    for (index, mistake) in cases.enumerated() {
+        let path = dir.path("target\(index).\(kind.rawValue)")
+        try mistake.make(path)
+        let before = snapshot(path)
+        let result = try runCLI(["copy", "--from", source.description, "--to", "\(kind):\(path)", "--overwrite"])
+        expectOneLineRefusal(result, naming: mistake.naming, mistake.what)
+        #expect(result.errors.contains("not replaced"), "\(mistake.what): \(result.errors)")
+        #expect(snapshot(path) == before, "\(mistake.what): untouched")
+        // The library's copy refuses the same way.
+        #expect {
+            try Migrator.copy(from: source, to: StoreLocation(kind: kind, path: path),
+                              options: MigrationOptions(overwrite: true))
+        } throws: { ($0 as? StoreError)?.code == .invalidArgument }
+        #expect(snapshot(path) == before, "\(mistake.what): untouched by the library")
+        if kind != .jsonl {
+            let seed = try runCLI(["seed", "--to", "\(kind):\(path)", "--items", "10", "--overwrite"])
+            expectOneLineRefusal(seed, naming: "not replaced", "seed over \(mistake.what)")
+            #expect(snapshot(path) == before, "\(mistake.what): untouched by seed")
+        }
+    }
+    // What --overwrite does replace: a store of the kind, an empty file, an empty folder.
+    let store = dir.location(kind, "store")
+    _ = try Migrator.copy(from: source, to: store)
+    let emptyFile = dir.path("empty-file.\(kind.rawValue)")
+    let emptyFolder = dir.path("empty-folder.\(kind.rawValue)")
+    if fileKind {
+        _ = FileManager.default.createFile(atPath: emptyFile, contents: Data())
+    } else {
+        try FileManager.default.createDirectory(atPath: emptyFolder, withIntermediateDirectories: false)
+    }
+    for target in [store.path, fileKind ? emptyFile : emptyFolder] {
+        let result = try runCLI(["copy", "--from", source.description, "--to", "\(kind):\(target)", "--overwrite"])
+        #expect(result.status == 0, "\(target): \(result.errors)")
+        #expect(try items(StoreLocation(kind: kind, path: target)) == items(source))
+    }
+}
+
+/// LMDB's destroy deletes the store's two files and never a file beside them.
+@Test func destroyingAnLMDBStoreKeepsOtherFilesInItsFolder() throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(.lmdb, "store")
+    try DemoData.seed(store, items: 50, seed: 1)
+    try Data("keep me".utf8).write(to: URL(fileURLWithPath: store.path + "/canary.txt"))
+    try store.destroy()
+    #expect(snapshot(store.path) == ["canary.txt": Array("keep me".utf8)])
+    try FileManager.default.removeItem(atPath: store.path + "/canary.txt")
+    try store.destroy()
+    #expect(!FileManager.default.fileExists(atPath: store.path), "an empty folder goes with the store")
+}
+
+// MARK: 3. One store under two names
+
+@Test(arguments: [StoreKind.sqlite, .lmdb, .jsonl])
+func oneStoreUnderTwoNamesIsRefused(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let seeded = dir.location(.sqlite, "seeded")
+    try DemoData.seed(seeded, items: 200, seed: 9)
+    let store = dir.location(kind, "b")
+    _ = try Migrator.copy(from: seeded, to: store)
+    let link = dir.path("link.\(kind.rawValue)")
+    try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: store.path)
+    var names = ["./b.\(kind.rawValue)", dir.path("sub/../b.\(kind.rawValue)"), link]
+    try FileManager.default.createDirectory(atPath: dir.path("sub"), withIntermediateDirectories: false)
+    if kind != .lmdb {
+        let hard = dir.path("hard.\(kind.rawValue)")
+        try FileManager.default.linkItem(atPath: store.path, toPath: hard)
+        names.append(hard)
+    }
+    let before = snapshot(store.path)
+    for other in names {
+        for command in [["copy", "--overwrite"], ["sync"], ["verify"], ["diff"]] {
+            let arguments = [command[0], "--from", "\(kind):\(store.path)", "--to", "\(kind):\(other)"]
+                + command.dropFirst()
+            let result = try runCLI(arguments, in: dir.url.path)
+            expectOneLineRefusal(result, naming: "same store", "\(command[0]) to \(other)")
+        }
+        // The library, given the same names (a relative one is relative to the process's directory).
+        let absolute = other.hasPrefix("/") ? other : dir.path(String(other.dropFirst(2)))
+        #expect {
+            try Migrator.copy(from: store, to: StoreLocation(kind: kind, path: absolute),
+                              options: MigrationOptions(overwrite: true))
+        } throws: { ($0 as? StoreError)?.code == .invalidArgument && "\($0)".contains("same store") }
+    }
+    #expect(snapshot(store.path) == before, "nothing written")
+    #expect(StoreLocation(kind: kind, path: store.path).isSameStore(as: StoreLocation(kind: kind, path: link)))
+    #expect(!store.isSameStore(as: dir.location(kind, "other")))
+}
+
+// MARK: 4. --entities on verify, sync and diff
+
+/// Two equal stores compare equal with `--entities` naming entities related to one left out,
+/// and each command restricted to those entities does what the full run does to them.
+@Test func entitiesOnVerifySyncAndDiffCompareTheChosenEntitiesOwnSchemas() throws {
+    let dir = try TemporaryDirectory()
+    let a = dir.location(.sqlite, "a")
+    try DemoData.seed(a, items: 400, seed: 11)
+    let c = dir.location(.lmdb, "c")
+    _ = try Migrator.copy(from: a, to: c)
+    for chosen in ["Customer,Order", "Order", "Product", "Customer"] {
+        let verify = try runCLI(["verify", "--from", a.description, "--to", c.description, "--entities", chosen])
+        #expect(verify.status == 0, "verify --entities \(chosen): \(verify.errors)")
+        let diff = try runCLI(["diff", "--from", a.description, "--to", c.description, "--entities", chosen])
+        #expect(diff.status == 0, "diff --entities \(chosen): \(diff.errors)")
+        let sync = try runCLI(["sync", "--from", a.description, "--to", c.description, "--entities", chosen])
+        #expect(sync.status == 0, "sync --entities \(chosen): \(sync.errors)")
+        #expect(sync.output.contains("total"), "\(sync.output)")
+    }
+    // A change in the source: the restricted sync writes it, as the full sync would, and leaves
+    // the other entities alone.
+    let source = try a.open(schema: nil)
+    try source.writeSync { w in
+        let order = try #require(try w.fetch(FetchRequest("Order", limit: 1)).first)
+        _ = try w.update("Order", key: order["id"], set: ["quantity": 999])
+        let customer = try #require(try w.fetch(FetchRequest("Customer", limit: 1)).first)
+        _ = try w.update("Customer", key: customer["id"], set: ["name": "Renamed"])
+    }
+    try source.close()
+    let full = dir.location(.lmdb, "full")
+    _ = try Migrator.copy(from: c, to: full)
+    let restricted = try runCLI(["verify", "--from", a.description, "--to", c.description, "--entities", "Order"])
+    #expect(restricted.status == 1, "the changed order is a difference: \(restricted.output)")
+    let sync = try runCLI(["sync", "--from", a.description, "--to", c.description, "--entities", "Order"])
+    #expect(sync.status == 0, "\(sync.errors)")
+    _ = try Migrator.sync(from: a, to: full)
+    let synced = try contents(c)
+    let whole = try contents(full)
+    #expect(synced["Order"] == whole["Order"], "the restricted sync did to Order what the full one did")
+    #expect(synced["Customer"] != whole["Customer"], "and left Customer alone")
+    let after = try runCLI(["verify", "--from", a.description, "--to", c.description, "--entities", "Order"])
+    #expect(after.status == 0, "\(after.output) \(after.errors)")
+}
+
+// MARK: 5. A stopped copy's summary
+
+@Test func aStoppedCopysReportCountsTheBatchesItWrote() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 3_000, seed: 2)
+    let destination = dir.location(.lmdb, "destination")
+    var batches = 0
+    let stopped = #expect(throws: MigrationInterrupted.self) {
+        try Migrator.copy(from: source, to: destination, options: MigrationOptions(batchSize: 100, verify: false),
+                          shouldStop: { batches += 1; return batches >= 3 })
+    }
+    let report = try #require(stopped?.report)
+    let written = report.entities.reduce(0) { $0 + $1.itemsWritten }
+    #expect(written > 0, "the stopped run wrote batches and says so: \(report.entities)")
+    let store = try Migrator.acceptingUnfinished { try destination.open(schema: nil) }
+    let stored = try store.read { r in try store.schema.entities.reduce(0) { $0 + (try r.count(FetchRequest($1.name))) } }
+    try store.close()
+    #expect(written == stored, "the report counts what the destination holds")
+}
+
+// MARK: 6. The CLI's smaller promises
+
+@Test func theCLIKeepsItsSmallerPromises() throws {
+    let dir = try TemporaryDirectory()
+    let a = dir.location(.sqlite, "a")
+    try DemoData.seed(a, items: 300, seed: 3)
+    _ = try Migrator.copy(from: a, to: dir.location(.lmdb, "b"))
+    // Several stores in the folder: inspect and check, which take no --store, do not advise it.
+    for command in ["inspect", "check"] {
+        let result = try runCLI([command, "sqlite"], in: dir.url.path)
+        #expect(result.status == 2, "\(command): \(result.errors)")
+        #expect(!result.errors.contains("--store") && result.errors.contains("KIND:PATH"), "\(command): \(result.errors)")
+    }
+    let copy = try runCLI(["copy", "--from", "sqlite", "--to", "lmdb"], in: dir.url.path)
+    #expect(copy.errors.contains("--store"), "copy takes --store and says so: \(copy.errors)")
+    // --version.
+    let version = try runCLI(["--version"])
+    #expect(version.status == 0 && version.output.hasPrefix("1."), "\(version.output) \(version.errors)")
+    // The top-level help names every kind.
+    let help = try runCLI(["--help"])
+    for kind in ["sqlite:", "lmdb:", "jsonl:", "memory:", "postgres:", "coredata:", "plain-sqlite:"] {
+        #expect(help.output.contains(kind), "--help names \(kind)")
+    }
+    // copy --dry-run says it is one.
+    let dry = try runCLI(["copy", "--from", a.description, "--to", dir.location(.lmdb, "dry").description, "--dry-run"])
+    #expect(dry.status == 0, "\(dry.errors)")
+    #expect(dry.output.split(separator: "\n").first?.contains("(dry run: nothing written)") == true, "\(dry.output)")
+    #expect(!FileManager.default.fileExists(atPath: dir.location(.lmdb, "dry").path))
+    // import takes --progress, as every long command does.
+    let json = dir.path("products.json")
+    try Data(#"[{"sku": "new-1", "title": "t", "price": 1.5, "stock": 2}]"#.utf8).write(to: URL(fileURLWithPath: json))
+    let imported = try runCLI(["import", json, "--to", a.description, "--entity", "Product", "--keep-missing",
+                               "--progress", "plain"])
+    #expect(imported.status == 0, "\(imported.errors)")
+    #expect(imported.errors.contains("Product") || imported.output.contains("1/1"), "\(imported.output) \(imported.errors)")
+}
+
+/// An import says which of its updates rewrote an item an earlier object of the input had
+/// written (a product nested in two orders).
+@Test func anImportSaysWhatItUpdatedAgain() throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(.sqlite, "store")
+    try DemoData.seed(store, items: 300, seed: 3)
+    let opened = try store.open(schema: nil)
+    let (orders, sku) = try opened.read { r in
+        (try r.fetch(FetchRequest("Order", limit: 2)), try r.fetch(FetchRequest("Product", limit: 1))[0]["sku"])
+    }
+    try opened.close()
+    guard case .string(let product) = sku else { Issue.record("no product"); return }
+    let objects = orders.enumerated().map { index, order -> String in
+        guard case .int(let id) = order["id"] else { return "" }
+        return #"{"id": \#(id), "products": [{"sku": "\#(product)", "title": "title \#(index)", "price": 1, "stock": 1}]}"#
+    }
+    let json = dir.path("orders.json")
+    try Data(("[" + objects.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: json))
+    let result = try runCLI(["import", json, "--to", store.description, "--entity", "Order", "--keep-missing"])
+    #expect(result.status == 0, "\(result.errors)")
+    #expect(result.output.contains("Product: 0 deleted, 0 unlinked, 0 inserted, 2 updated (1 of them again"),
+            "\(result.output)")
+}
