@@ -37,17 +37,29 @@ public struct ForeignSource: Sendable, Hashable {
             switch name {
             case "model": source.model = value
             case "key":
-                let parts = value.split(separator: ".", maxSplits: 1).map(String.init)
-                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                    throw StoreError(.invalidArgument, "key=\(value) in '\(text)' must be key=ENTITY.ATTRIBUTE")
-                }
-                source.keys[parts[0]] = parts[1]
+                try source.addKey(value, spelled: "key=\(value) in '\(text)'")
             default:
                 throw StoreError(.invalidArgument, "'\(name)' in '\(text)' is not an option of a foreign store; they "
                     + "are model=PATH and key=ENTITY.ATTRIBUTE")
             }
         }
         self = source
+    }
+
+    /// Adds the key `text` names: `ENTITY.ATTRIBUTE`, or `ENTITY=ATTRIBUTE` as `--key` also
+    /// takes it (the one reader of both spellings); `spelled` is how messages name it.
+    /// - Throws: `invalidArgument` when it is neither, or names an entity that has a key already.
+    public mutating func addKey(_ text: String, spelled: String) throws(StoreError) {
+        let separator: Character = text.contains("=") ? "=" : "."
+        let parts = text.split(separator: separator, maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw StoreError(.invalidArgument, "\(spelled) must be ENTITY.ATTRIBUTE (or ENTITY=ATTRIBUTE)")
+        }
+        if let other = keys[parts[0]], other != parts[1] {
+            throw StoreError(.invalidArgument, "\(spelled) gives '\(parts[0])' a second key: it is keyed by "
+                + "'\(other)' already")
+        }
+        keys[parts[0]] = parts[1]
     }
 
     /// The text `init(parsing:)` reads.

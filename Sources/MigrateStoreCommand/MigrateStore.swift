@@ -200,22 +200,13 @@ struct ForeignSourceOptions: ParsableArguments {
     ///   is neither ENTITY=ATTRIBUTE nor ENTITY.ATTRIBUTE.
     func apply(to location: StoreLocation) throws -> StoreLocation {
         guard model != nil || !key.isEmpty else { return location }
-        guard location.kind == .coreData || location.kind == .plainSQLite else {
+        guard location.isForeignSource else {
             throw StoreError(.invalidArgument, "--model and --key read coredata: and plain-sqlite: sources; "
                 + "\(location) is a \(location.kind) store")
         }
         var source = try ForeignSource(parsing: location.path)
         if let model { source.model = model }
-        for pair in key {
-            // ENTITY=ATTRIBUTE, or ENTITY.ATTRIBUTE as the location's key= and the messages spell it.
-            let separator: Character = pair.contains("=") ? "=" : "."
-            let parts = pair.split(separator: separator, maxSplits: 1).map(String.init)
-            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                throw StoreError(.invalidArgument, "--key must be ENTITY=ATTRIBUTE or ENTITY.ATTRIBUTE (it is "
-                    + "'\(pair)')")
-            }
-            source.keys[parts[0]] = parts[1]
-        }
+        for pair in key { try source.addKey(pair, spelled: "--key \(pair)") }
         return StoreLocation(kind: location.kind, path: source.description)
     }
 }

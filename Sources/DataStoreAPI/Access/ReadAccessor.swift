@@ -163,6 +163,20 @@ public class ReadAccessor {
         return limit == 0 ? [] : try reader.scan(entity, after: start, limit: limit)
     }
 
+    /// Hands `body` the items of `entity` in key order, a page of up to `pageSize` at a time,
+    /// starting after `start`; a page shorter than `pageSize` is the last. The one paging loop
+    /// of the package (a check's read of every item, the streamed copy, JSON Lines, exports):
+    /// every pass ends by that one rule. `body` returns false to stop after a page.
+    package func forEachPage(_ entity: EntitySchema, pageSize: Int, after start: Value? = nil,
+                             _ body: ([Record]) throws -> Bool) throws {
+        var after = start
+        while true {
+            let page = try scan(entity.name, after: after, limit: pageSize)
+            guard try body(page), page.count == pageSize, let last = page.last else { return }
+            after = entity.primaryKeyValue(of: last)
+        }
+    }
+
     /// As ``scan(_:after:limit:)``, into a page the caller keeps from one call to the next: the
     /// page is replaced by the items read, and its records' storage is reused where the caller
     /// kept no copy of them (SQLite and LMDB refill them in place), so that paging through an

@@ -18,10 +18,11 @@ public struct Schema: Sendable, Hashable, Codable {
         entities.first { Self.isName($0.name, name) }
     }
 
-    /// Whether `asked` is the schema's name `name` byte for byte. Swift's `==` takes canonically
-    /// equivalent strings for one (`K` and KELVIN SIGN `\u{212A}`); a schema's names are ASCII
-    /// (``checkName(_:what:)``), and a string equivalent to an ASCII one but not the same is
-    /// longer, so equal byte counts make `==` exact, at the cost of comparing two counts.
+    /// Whether `asked` is the schema's name `name` byte for byte: the one comparison of names of
+    /// the package (entities, attributes, relationships, a record's fields). Swift's `==` takes
+    /// canonically equivalent strings for one (`K` and KELVIN SIGN `\u{212A}`); a schema's names
+    /// are ASCII (``checkName(_:what:)``), and a string equivalent to an ASCII one but not the
+    /// same is longer, so equal byte counts make `==` exact, at the cost of comparing two counts.
     @inline(__always) static func isName(_ name: String, _ asked: String) -> Bool {
         name.utf8.count == asked.utf8.count && name == asked
     }

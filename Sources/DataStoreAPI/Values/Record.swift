@@ -96,14 +96,14 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
     /// Where the last pair named `attribute` is (the one that counts).
     private static func lastPosition(of attribute: String, in pairs: [(String, Value)]) -> Int? {
-        pairs.lastIndex { Self.sameName($0.0, attribute) }
+        pairs.lastIndex { Schema.isName($0.0, attribute) }
     }
 
     /// Whether no pair after `position` repeats its name (by Swift's equality, as the
     /// dictionary a larger record uses: canonically equivalent names are one name).
     private static func isLast(_ position: Int, in pairs: [(String, Value)]) -> Bool {
         let name = pairs[position].0
-        return !pairs[(position + 1)...].contains { Self.sameName($0.0, name) }
+        return !pairs[(position + 1)...].contains { Schema.isName($0.0, name) }
     }
 
     /// The positions of the pairs that count: each name's last.
@@ -156,18 +156,9 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         }
     }
 
-    /// Whether two attribute names are the same name, byte for byte. Swift's `==` takes
-    /// canonically equivalent strings for one (`K` and KELVIN SIGN `\u{212A}`); with the byte
-    /// counts equal as well, it is exact whenever one of the names is ASCII, as every name of a
-    /// schema is (a non-ASCII string equivalent to an ASCII one is longer), at the cost of one
-    /// comparison of counts.
-    @inline(__always) static func sameName(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && a == b
-    }
-
     /// The value of `name` in a dictionary whose key is the same name byte for byte.
     static func value(of name: String, in dictionary: [String: Value]) -> Value? {
-        guard let index = dictionary.index(forKey: name), sameName(dictionary[index].key, name) else { return nil }
+        guard let index = dictionary.index(forKey: name), Schema.isName(dictionary[index].key, name) else { return nil }
         return dictionary[index].value
     }
 
@@ -177,10 +168,10 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     @_spi(Backend) public func value(ifPresent attribute: String, at position: Int) -> Value? {
         switch names {
         case .layout(let layout):
-            if position < slots.count && Self.sameName(layout.names[position], attribute) { return slots[position] }
+            if position < slots.count && Schema.isName(layout.names[position], attribute) { return slots[position] }
             return layout.slot(of: attribute).map { slots[$0] }
         case .pairs(let pairs):
-            if position < pairs.count && Self.sameName(pairs[position].0, attribute) && Self.isLast(position, in: pairs) {
+            if position < pairs.count && Schema.isName(pairs[position].0, attribute) && Self.isLast(position, in: pairs) {
                 return pairs[position].1
             }
             return Self.lastPosition(of: attribute, in: pairs).map { pairs[$0].1 }
@@ -207,7 +198,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
             // Names equal to the layout's, in order, are each there once (a layout's names are).
             let names = layout.names
             guard pairs.count == names.count else { return nil }
-            for position in pairs.indices where !Self.sameName(pairs[position].0, names[position]) { return nil }
+            for position in pairs.indices where !Schema.isName(pairs[position].0, names[position]) { return nil }
             return RecordValues(pairs.lazy.map(\.1))
         case .dictionary: return nil
         }

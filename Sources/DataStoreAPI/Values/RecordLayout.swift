@@ -21,15 +21,15 @@
     /// again), then a short layout compares names, a longer one hashes. Names are equal when
     /// their bytes are: Swift's `==` and hashing treat canonically equivalent strings as one
     /// (`K` and KELVIN SIGN `\u{212A}`), so a match by either is checked by byte counts too
-    /// (``Record/sameName(_:_:)``: exact for a schema's names, which are ASCII).
+    /// (``Schema/isName(_:_:)``: exact for a schema's names, which are ASCII).
     public func slot(of name: String) -> Int? {
         let asked = unsafeBitCast(name, to: Words.self)
         for index in words.indices where words[index] == asked { return index }
         if names.count > 8 {
-            guard let index = slots[name], Record.sameName(names[index], name) else { return nil }
+            guard let index = slots[name], Schema.isName(names[index], name) else { return nil }
             return index
         }
-        return names.firstIndex { Record.sameName($0, name) }
+        return names.firstIndex { Schema.isName($0, name) }
     }
 
     public static func == (lhs: RecordLayout, rhs: RecordLayout) -> Bool {

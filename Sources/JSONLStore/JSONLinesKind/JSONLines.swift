@@ -136,12 +136,9 @@ public enum JSONLines {
     /// Calls `body` with each page of the entity's items, in key order.
     static func forEachPage(of entity: EntitySchema, in reader: ReadAccessor, pageSize: PositiveInt,
                             _ body: ([Record]) throws -> Void) throws {
-        var after: Value?
-        while true {
-            let page = try reader.scan(entity.name, after: after, limit: pageSize.value)
+        try reader.forEachPage(entity, pageSize: pageSize.value) { page in
             try body(page)
-            guard page.count == pageSize.value, let last = page.last else { return }
-            after = last[entity.primaryKey]
+            return true
         }
     }
 }

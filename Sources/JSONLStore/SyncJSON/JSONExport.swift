@@ -80,13 +80,10 @@ public enum JSONExport {
                 let includes = writer.includes(for: entity, above: [entity.name])
                 var out: [UInt8] = [0x5B]
                 var count = 0
-                var last: Value?
-                let pageSize = options.pageSize.value
                 // Pages in key order by the ordered key scan, which every engine answers from
                 // where the last page ended; the filter, if any, applies to each page.
                 let check = options.filter == .all ? nil : try PageFilter(options.filter, reader, entity)
-                while true {
-                    let scanned = try reader.scan(entity.name, after: last, limit: pageSize)
+                try reader.forEachPage(entity, pageSize: options.pageSize.value) { scanned in
                     let page = try check.map { try $0.matching(scanned) } ?? scanned
                     for item in try reader.related(to: page, of: entity.name, including: includes) {
                         out += count == 0 ? [0x0A] : [0x2C, 0x0A]
@@ -94,8 +91,7 @@ public enum JSONExport {
                         count += 1
                     }
                     try write(&out, to: handle, path)
-                    guard scanned.count == pageSize, let next = scanned.last else { break }
-                    last = next[entity.primaryKey]
+                    return true
                 }
                 out += [0x0A, 0x5D, 0x0A]
                 try write(&out, to: handle, path)

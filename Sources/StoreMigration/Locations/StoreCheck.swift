@@ -90,12 +90,9 @@ extension StoreLocation {
         return try store.read { reader in
             var items = 0
             for entity in store.schema.entities {
-                var after: Value?
-                while true {
-                    let page = try reader.scan(entity.name, after: after, limit: 1_000)
+                try reader.forEachPage(entity, pageSize: 1_000) { page in
                     items += page.count
-                    guard page.count == 1_000, let last = page.last else { break }
-                    after = last[entity.primaryKey]
+                    return true
                 }
             }
             return items

@@ -156,6 +156,10 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension StoreLocation {
+    /// Whether the location is a file of another program read as a source (`coredata:`,
+    /// `plain-sqlite:`): read from a snapshot, never written, without a change feed.
+    public var isForeignSource: Bool { kind == .coreData || kind == .plainSQLite }
+
     /// Whether `other` names this very store: the same location, or, for stores kept in files,
     /// the same file or directory under another spelling (`./b.sqlite`, a symbolic or hard
     /// link), told by its device and inode.

@@ -54,33 +54,28 @@ extension Migrator {
                         var read = 0
                         var a = PageCursor(reader: ours, entity: entity, limit: options.batchSize.value)
                         var b = PageCursor(reader: theirs, entity: entity, limit: options.batchSize.value)
-                        while true {
-                            let s = try a.peek()
-                            let d = try b.peek()
-                            guard s != nil || d != nil else { break }
-                            let order = if let s, let d { try KeyEncoding.compareKeys(s.key, d.key) } else { s == nil ? 1 : -1 }
-                            if order < 0, let s {
-                                try writer.write(.insert(entity: entity.name, item: s.record), of: entity)
+                        try PageCursor.mergeJoin(&a, &b) { step in
+                            switch step {
+                            case .sourceOnly(_, let record):
+                                try writer.write(.insert(entity: entity.name, item: record), of: entity)
                                 counts.inserted += 1
-                                a.advance()
                                 read += 1
-                            } else if order > 0, let d {
-                                try writer.write(.delete(entity: entity.name, item: d.record), of: entity)
+                            case .destinationOnly(_, let record):
+                                try writer.write(.delete(entity: entity.name, item: record), of: entity)
                                 counts.deleted += 1
-                                b.advance()
-                            } else if let s, let d {
-                                if s.record != d.record {
-                                    try writer.write(.update(entity: entity.name, old: d.record, new: s.record), of: entity)
+                            case .both(_, let source, let destination):
+                                if source != destination {
+                                    try writer.write(.update(entity: entity.name, old: destination, new: source),
+                                                     of: entity)
                                     counts.updated += 1
                                 }
-                                a.advance()
-                                b.advance()
                                 read += 1
                             }
                             if read % 1_000 == 0 {
                                 progress(MigrationProgress(phase: .verify, entity: entity.name, done: read, total: total,
                                                            itemsPerSecond: Double(read) / max(Date().timeIntervalSince(started), 1e-6)))
                             }
+                            return true
                         }
                         report.entities.append(counts)
                     }

@@ -28,7 +28,7 @@ extension Migrator {
     /// copies and then follows calls it before it reads or writes anything.
     public static func checkFollow(from source: StoreLocation, to destination: StoreLocation) throws {
         try source.requireDistinct(from: destination)
-        if source.kind == .coreData || source.kind == .plainSQLite {
+        if source.isForeignSource {
             throw StoreError(.invalidArgument, "\(source) cannot be followed: a \(source.kind) source is read from a "
                 + "snapshot and keeps no change feed; run `migrate-store sync --from \(source) --to \(destination)` "
                 + "again to bring the copy up to date")

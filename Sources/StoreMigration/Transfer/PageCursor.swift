@@ -81,18 +81,10 @@ struct PageCursor {
     /// The current item (only after ``load()`` returned true).
     var record: Record { page[index] }
 
-    /// Whether the current items of both cursors are equal (both loaded).
-    func recordEquals(_ other: PageCursor) -> Bool { page[index] == other.page[other.index] }
-
     /// The order of the current keys of both cursors (both loaded): negative when this one's
     /// comes first.
     func compareKey(with other: PageCursor) throws -> Int {
         try KeyEncoding.compareKeys(key, other.key)
-    }
-
-    /// The current item and its primary key.
-    mutating func peek() throws -> (key: Value, record: Record)? {
-        try load() ? (key, page[index]) : nil
     }
 
     mutating func advance() {
@@ -104,6 +96,45 @@ struct PageCursor {
     /// of the store outlives the pass.
     func finishReadingAhead() {
         ahead?.worker.drain()
+    }
+}
+
+/// One step of a merge join of a source and a destination in key order.
+enum MergeStep {
+    /// An item only the source holds.
+    case sourceOnly(key: Value, record: Record)
+    /// An item only the destination holds.
+    case destinationOnly(key: Value, record: Record)
+    /// The items both hold under one key.
+    case both(key: Value, source: Record, destination: Record)
+}
+
+extension PageCursor {
+    /// The merge join of two stores in key order: hands `body` each step (an item only one side
+    /// holds, or the items both hold under one key) and then moves past it, until both cursors
+    /// are used up (each up to its bound, when one is given) or `body` returns false. The one
+    /// merge join of the package: a copy's resume, sync, verify, diff, the streamed sync and the
+    /// streamed copy's resume check all walk two stores with it.
+    static func mergeJoin(_ source: inout PageCursor, _ destination: inout PageCursor,
+                          sourceThrough: Value? = nil, destinationThrough: Value? = nil,
+                          _ body: (MergeStep) throws -> Bool) throws {
+        func loaded(_ cursor: inout PageCursor, _ bound: Value?) throws -> Bool {
+            guard try cursor.load() else { return false }
+            guard let bound else { return true }
+            return try KeyEncoding.compareKeys(cursor.key, bound) <= 0
+        }
+        while true {
+            let hasSource = try loaded(&source, sourceThrough)
+            let hasDestination = try loaded(&destination, destinationThrough)
+            if !hasSource && !hasDestination { return }
+            let order = !hasSource ? 1 : !hasDestination ? -1 : try source.compareKey(with: destination)
+            let step: MergeStep = order < 0 ? .sourceOnly(key: source.key, record: source.record)
+                : order > 0 ? .destinationOnly(key: destination.key, record: destination.record)
+                : .both(key: source.key, source: source.record, destination: destination.record)
+            guard try body(step) else { return }
+            if order <= 0 { source.advance() }
+            if order >= 0 { destination.advance() }
+        }
     }
 }
 

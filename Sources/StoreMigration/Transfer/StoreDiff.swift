@@ -82,13 +82,6 @@ struct StoreDiff {
             pending.removeAll(keepingCapacity: true)
         }
 
-        /// Whether the cursor has a current item within the pass's range.
-        func loaded(_ cursor: inout PageCursor) throws -> Bool {
-            guard try cursor.load() else { return false }
-            guard let through else { return true }
-            return try KeyEncoding.compareKeys(cursor.key, through) <= 0
-        }
-
         func note(_ change: @autoclosure () -> Change, _ what: @autoclosure () -> String) {
             switch mode {
             case .compare:
@@ -99,31 +92,24 @@ struct StoreDiff {
             }
         }
 
-        while true {
-            let hasSource = try loaded(&src)
-            let hasDestination = try loaded(&dst)
-            if !hasSource && !hasDestination { break }
-            let order = !hasSource ? 1 : !hasDestination ? -1 : try src.compareKey(with: dst)
-            if order < 0 {
-                note(.insert(src.record), "\(name)[\(src.key)]: missing in the destination")
+        try PageCursor.mergeJoin(&src, &dst, sourceThrough: through, destinationThrough: through) { step in
+            switch step {
+            case .sourceOnly(let key, let record):
+                note(.insert(record), "\(name)[\(key)]: missing in the destination")
                 report.itemsRead += 1
                 if mode == .apply { report.itemsWritten += 1 }
-                lastSourceKey = src.key
-                src.advance()
-            } else if order > 0 {
-                note(.delete(dst.key), "\(name)[\(dst.key)]: not in the source")
+                lastSourceKey = key
+            case .destinationOnly(let key, _):
+                note(.delete(key), "\(name)[\(key)]: not in the source")
                 if mode == .apply { report.itemsDeleted += 1 }
-                dst.advance()
-            } else {
-                if !src.recordEquals(dst) {
-                    note(.save(src.record), "\(name)[\(src.key)]: differs")
+            case .both(let key, let source, let destination):
+                if source != destination {
+                    note(.save(source), "\(name)[\(key)]: differs")
                     if mode == .apply { report.itemsWritten += 1 }
                 }
                 report.itemsRead += 1
                 report.itemsVerified += mode == .compare ? 1 : 0
-                lastSourceKey = src.key
-                src.advance()
-                dst.advance()
+                lastSourceKey = key
             }
             sinceProgress += 1
             if pending.count >= limit || sinceProgress >= limit {
@@ -132,6 +118,7 @@ struct StoreDiff {
                 sinceProgress = 0
                 if shouldStop() { throw StopRequested() }
             }
+            return true
         }
         try flush()
         progress(report.itemsRead)

@@ -56,15 +56,13 @@ extension Migrator {
                 for entity in schema.entities {
                     try run.entity(entity, phase: .copy, snapshot) { entry, _, tick in
                         if position.finishedEntities.contains(entity.name) { return }
-                        var after = position.entity == entity.name ? position.lastKey : nil
+                        let after = position.entity == entity.name ? position.lastKey : nil
                         let limit = options.batchSize.value
-                        while true {
-                            let page = try snapshot.scan(entity.name, after: after, limit: limit)
+                        try snapshot.forEachPage(entity, pageSize: limit, after: after) { page in
                             for record in page { try writer.append(record, of: entity) }
-                            if let last = page.last?[entity.primaryKey] {
+                            if let last = page.last {
                                 position.entity = entity.name
-                                position.lastKey = last
-                                after = last
+                                position.lastKey = entity.primaryKeyValue(of: last)
                             }
                             if page.count < limit {
                                 position.finishedEntities.append(entity.name)
@@ -75,8 +73,8 @@ extension Migrator {
                             entry.itemsRead += page.count
                             entry.itemsWritten += page.count
                             tick(entry.itemsRead)
-                            if page.count < limit { break }
-                            if shouldStop() { throw StopRequested() }
+                            if page.count == limit && shouldStop() { throw StopRequested() }
+                            return true
                         }
                     }
                 }
@@ -139,35 +137,30 @@ extension Migrator {
                                      _ entry: inout EntityReport, _ tick: (Int) -> Void,
                                      _ shouldStop: () -> Bool) throws {
         let limit = batchSize.value
+        var ours = PageCursor(reader: reader, entity: entity, limit: limit)
         var theirs = PageCursor(reader: previous, entity: entity, limit: limit)
-        var after: Value?
-        while true {
-            let page = try reader.scan(entity.name, after: after, limit: limit)
-            for record in page {
-                let key = entity.primaryKeyValue(of: record)
-                // Items of the old destination before this key are gone from the source.
-                while let old = try theirs.peek(), try KeyEncoding.compareKeys(old.key, key) < 0 {
-                    entry.itemsDeleted += 1
-                    theirs.advance()
-                }
-                if let old = try theirs.peek(), old.key == key {
-                    if old.record != record { entry.itemsWritten += 1 }
-                    theirs.advance()
-                } else {
-                    entry.itemsWritten += 1
-                }
+        try PageCursor.mergeJoin(&ours, &theirs) { step in
+            switch step {
+            case .sourceOnly(_, let record):
+                entry.itemsWritten += 1
+                entry.itemsRead += 1
                 try writer.append(record, of: entity)
+            case .both(_, let record, let old):
+                if old != record { entry.itemsWritten += 1 }
+                entry.itemsRead += 1
+                try writer.append(record, of: entity)
+            case .destinationOnly:
+                // An item of the old destination that the source no longer holds.
+                entry.itemsDeleted += 1
+                return true
             }
-            entry.itemsRead += page.count
-            tick(entry.itemsRead)
-            if shouldStop() { throw StopRequested() }
-            guard page.count == limit, let last = page.last else { break }
-            after = last[entity.primaryKey]
+            if entry.itemsRead % limit == 0 {
+                tick(entry.itemsRead)
+                if shouldStop() { throw StopRequested() }
+            }
+            return true
         }
-        while try theirs.peek() != nil {
-            entry.itemsDeleted += 1
-            theirs.advance()
-        }
+        tick(entry.itemsRead)
     }
 
     /// Whether `written` (an interrupted stream's items up to `position`) equals the snapshot
@@ -181,15 +174,16 @@ extension Migrator {
                 let end = whole ? nil : position.lastKey
                 var mine = PageCursor(reader: ours, entity: entity, limit: 1_000)
                 var theirs = PageCursor(reader: snapshot, entity: entity, limit: 1_000)
-                while true {
-                    var next = try theirs.peek()
-                    if let item = next, let end, try KeyEncoding.compareKeys(item.key, end) > 0 { next = nil }
-                    let written = try mine.peek()
-                    guard next?.record == written?.record else { return false }
-                    if next == nil { break }
-                    mine.advance()
-                    theirs.advance()
+                var same = true
+                // The snapshot up to the stream's last key against everything the stream holds.
+                try PageCursor.mergeJoin(&theirs, &mine, sourceThrough: end) { step in
+                    guard case .both(_, let expected, let written) = step, expected == written else {
+                        same = false
+                        return false
+                    }
+                    return true
                 }
+                if !same { return false }
             }
             return true
         }
