@@ -114,11 +114,6 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "DocumentationTests",
-            dependencies: ["DataStoreTestSupport"],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
             name: "JSONLStoreTests",
             dependencies: ["JSONLStore", "DataStoreConformance", "DataStoreTestSupport", "InMemoryStore", "SQLiteStore",
                            "LMDBStore", "StoreMigration",
