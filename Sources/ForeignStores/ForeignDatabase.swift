@@ -93,12 +93,27 @@ final class ForeignDatabase: @unchecked Sendable {
         }
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, 5_000)
+        // A collation the writing app registered (`COLLATE unicase`) and this reader does not
+        // have: stood in for by byte order (BINARY), so that its tables are read. The stored
+        // bytes are what is copied, and every scan here orders its keys COLLATE BINARY.
+        sqlite3_collation_needed(db, nil) { _, db, _, name in
+            guard let db, let name else { return }
+            sqlite3_create_collation_v2(db, name, SQLITE_UTF8, nil, { _, count1, bytes1, count2, bytes2 in
+                let common = Int(min(count1, count2))
+                if common > 0, let bytes1, let bytes2 {
+                    let order = memcmp(bytes1, bytes2, common)
+                    if order != 0 { return order < 0 ? -1 : 1 }
+                }
+                return count1 == count2 ? 0 : count1 < count2 ? -1 : 1
+            }, nil)
+        }
         let check = sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
         guard check == SQLITE_OK else {
             let message = String(cString: sqlite3_errmsg(db))
             sqlite3_close_v2(db)
-            throw StoreError(check & 0xff == SQLITE_NOTADB ? .notAStore : .corrupt,
-                             "\(path) is not a readable SQLite database: \(message)")
+            throw check & 0xff == SQLITE_NOTADB
+                ? StoreError(.notAStore, "\(path) is not a readable SQLite database: \(message)")
+                : StoreError(.corrupt, "\(path) is damaged: \(message); nothing was read")
         }
         return db
     }
@@ -109,6 +124,41 @@ final class ForeignDatabase: @unchecked Sendable {
         defer { try? handle.close() }
         guard let header = try? handle.read(upToCount: 20), header.count == 20 else { return false }
         return header[18] == 2 || header[19] == 2
+    }
+
+    /// Refuses a damaged file before anything reads its tables, naming it as damaged: a file cut
+    /// short (smaller than the pages its header counts, as a full disk or an interrupted copy
+    /// leaves it), or one in which SQLite's `PRAGMA quick_check` finds damage.
+    /// - Throws: `corrupt` naming the file and what is wrong.
+    func requireIntact() throws(StoreError) {
+        if let handle = FileHandle(forReadingAtPath: path) {
+            defer { try? handle.close() }
+            if let header = try? handle.read(upToCount: 100), header.count == 100,
+               header.prefix(16).elementsEqual(Array("SQLite format 3\u{0}".utf8)) {
+                func word(_ offset: Int) -> Int64 {
+                    header[offset..<offset + 4].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+                }
+                let raw = Int64(header[16]) << 8 | Int64(header[17])
+                let pageSize = raw == 1 ? 65_536 : raw
+                let pages = word(28)
+                // The count is valid only when the header's version-valid-for number equals its
+                // change counter (older writers leave it stale).
+                if pages > 0, word(92) == word(24), let size = Self.size(path), size < pages * pageSize {
+                    throw StoreError(.corrupt, "\(path) is damaged: it is cut short (\(size) bytes, where its header "
+                        + "counts \(pages) pages of \(pageSize) bytes, \(pages * pageSize) bytes); nothing was read")
+                }
+            }
+        }
+        let result: [String]
+        do {
+            result = try rows("PRAGMA quick_check").compactMap { $0.first?.stringValue }
+        } catch {
+            throw StoreError(.corrupt, "\(path) is damaged: \(error.message); nothing was read")
+        }
+        guard result == ["ok"] else {
+            throw StoreError(.corrupt, "\(path) is damaged: " + result.prefix(3).joined(separator: "; ")
+                + "; nothing was read")
+        }
     }
 
     private static func size(_ path: String) -> Int64? {

@@ -14,11 +14,15 @@ public struct ForeignSource: Sendable, Hashable {
     public var model: String?
     /// Entity (or table) name → the attribute (or column) that keys it.
     public var keys: [String: String]
+    /// For a plain SQLite database, the only tables read (`tables=A,B`, what `--entities` gives
+    /// a copy, sync, verify or diff), before any table is checked; `nil` for all of them.
+    public var tables: [String]?
 
-    public init(path: String, model: String? = nil, keys: [String: String] = [:]) {
+    public init(path: String, model: String? = nil, keys: [String: String] = [:], tables: [String]? = nil) {
         self.path = path
         self.model = model
         self.keys = keys
+        self.tables = tables
     }
 
     /// Parses `PATH[?model=M][&key=E.a…]`.
@@ -38,9 +42,11 @@ public struct ForeignSource: Sendable, Hashable {
             case "model": source.model = value
             case "key":
                 try source.addKey(value, spelled: "key=\(value) in '\(text)'")
+            case "tables":
+                source.tables = value.split(separator: ",").map(String.init)
             default:
                 throw StoreError(.invalidArgument, "'\(name)' in '\(text)' is not an option of a foreign store; they "
-                    + "are model=PATH and key=ENTITY.ATTRIBUTE")
+                    + "are model=PATH, key=ENTITY.ATTRIBUTE and tables=A,B")
             }
         }
         self = source
@@ -67,6 +73,7 @@ public struct ForeignSource: Sendable, Hashable {
         var options: [String] = []
         if let model { options.append("model=\(model)") }
         options += keys.sorted { $0.key < $1.key }.map { "key=\($0.key).\($0.value)" }
+        if let tables { options.append("tables=" + tables.sorted().joined(separator: ",")) }
         return options.isEmpty ? path : path + "?" + options.joined(separator: "&")
     }
 }

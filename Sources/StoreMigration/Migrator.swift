@@ -2,6 +2,7 @@ import CoreMetrics
 import Logging
 @_spi(Backend) import DataStoreAPI
 import Foundation
+import ForeignStores
 
 /// The migration engine: copies, syncs and verifies stores of any kind, as a library call.
 ///
@@ -247,6 +248,13 @@ public enum Migrator {
                                    _ options: MigrationOptions) throws
         -> (store: any DataStore, schema: Schema, check: StoreCheckReport?) {
         try source.requireDistinct(from: destination)
+        // A plain SQLite file is read for the chosen tables only, before any table is checked.
+        var source = source
+        if source.kind == .plainSQLite, let entities = options.entities {
+            var foreign = try ForeignSource(parsing: source.path)
+            foreign.tables = entities
+            source = StoreLocation(kind: source.kind, path: foreign.description)
+        }
         let check = options.checkSource ? try source.check() : nil
         let store = try source.openSource(alreadyChecked: check != nil)
         do {

@@ -117,6 +117,40 @@ struct DamageCorpus {
             "/usr/bin/sqlite3",
             [seven, "UPDATE Customer SET vip = 7 WHERE id = (SELECT min(id) FROM Customer)"])
         inputs.append(Input(name: "bool-seven", location: "sqlite:\(seven)", files: [seven]))
+        try addCraftedCoreDataModels()
+    }
+
+    /// Core Data stores whose model names attributes like SQL: a quote, a semicolon, a comment,
+    /// a parenthesis that would close the select list, a keyword. The reader quotes every name it
+    /// puts into SQL, so none of them runs anything the file chose.
+    mutating func addCraftedCoreDataModels() throws {
+        let names = ["a\"b", "x;DROP TABLE ZNOTE", "c--d", "e) FROM Z_METADATA --", "f/*g*/", "select", "h' OR '1'='1"]
+        for (index, name) in names.enumerated() {
+            let path = "\(directory)/crafted-\(index).sqlite"
+            let column = "\"Z" + name.uppercased().replacingOccurrences(of: "\"", with: "\"\"") + "\""
+            _ = try runCommand("/usr/bin/sqlite3", [path, """
+                CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
+                CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB);
+                CREATE TABLE ZNOTE (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTITLE VARCHAR, \(column) VARCHAR);
+                INSERT INTO Z_PRIMARYKEY VALUES (1, 'Note', 0, 1);
+                INSERT INTO Z_METADATA VALUES (1, 'C0FFEE00-0000-4000-8000-000000000003', X'');
+                INSERT INTO ZNOTE VALUES (1, 1, 1, 'title', 'value');
+                """])
+            let model = "\(directory)/crafted-\(index).xcdatamodel"
+            try FileManager.default.createDirectory(atPath: model, withIntermediateDirectories: false)
+            let escaped = name.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+                .replacingOccurrences(of: "<", with: "&lt;")
+            try """
+                <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+                <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+                    <entity name="Note" syncable="YES">
+                        <attribute name="title" optional="YES" attributeType="String"/>
+                        <attribute name="\(escaped)" optional="YES" attributeType="String"/>
+                    </entity>
+                </model>
+                """.write(toFile: model + "/contents", atomically: true, encoding: .utf8)
+            inputs.append(Input(name: "crafted-model-\(index)", location: "coredata:\(path)?model=\(model)", files: [path]))
+        }
     }
 }
 
@@ -146,7 +180,7 @@ func runGuarded(_ arguments: [String], seconds: Double = 60) throws -> GuardedRu
 }
 
 /// Random damages per kind of store: `DATASTORE_CORPUS` in the environment (100 by default,
-/// giving 216 inputs and 864 runs; the README's longer run uses 500).
+/// giving 223 inputs and 892 runs; the README's longer run uses 500).
 var corpusDamagesPerKind: Int {
     ProcessInfo.processInfo.environment["DATASTORE_CORPUS"].flatMap(Int.init) ?? 100
 }
@@ -224,6 +258,10 @@ func everyCommandOnEveryDamagedStoreEndsWithADocumentedExitAndLeavesTheSourceUnc
                 "\(what) should print one line, printed: \(outcome.run.errors)")
         }
         #expect(!outcome.sourceChanged, "\(what) changed its source")
+    }
+    // A crafted model's names are read as the columns they name (quoted), never run as SQL.
+    for crafted in all where crafted.input.hasPrefix("crafted-model") && ["inspect", "check"].contains(crafted.command) {
+        #expect(crafted.run.status == 0, "\(crafted.command) of \(crafted.input): \(crafted.run.errors)")
     }
     let byCommand = Dictionary(grouping: all, by: \.command).mapValues { runs in
         Dictionary(grouping: runs, by: \.run.status).mapValues(\.count).sorted { $0.key < $1.key }

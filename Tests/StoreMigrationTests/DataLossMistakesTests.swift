@@ -323,3 +323,48 @@ func oneStoreUnderTwoNamesIsRefused(_ kind: StoreKind) throws {
     #expect(result.output.contains("Product: 0 deleted, 0 unlinked, 0 inserted, 2 updated (1 of them again"),
             "\(result.output)")
 }
+
+/// Ctrl-C during a copy through the CLI: the summary it prints counts what the stopped copy
+/// wrote (it printed 0 for the entity in progress), the same as the destination holds.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func aCopyStoppedWithCtrlCPrintsWhatItWrote() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 60_000, seed: 8)
+    let destination = dir.location(.lmdb, "destination")
+    let (process, output, errors) = try startCLI(["copy", "--no-check", "--from", source.description, "--to",
+                                                  destination.description, "--batch-size", "200", "--progress", "plain"],
+                                                 capturingOutput: true)
+    // Stopped once its first batches are written (its progress line says so), not after a time.
+    var seen = Data()
+    while !String(decoding: seen, as: UTF8.self).contains("copy ") {
+        let chunk = errors.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        seen.append(chunk)
+    }
+    try #require(process.isRunning, "the copy ended before Ctrl-C: the test needs a larger store")
+    kill(process.processIdentifier, SIGINT)
+    let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 130)
+    let total = try #require(printed.split(separator: "\n").first { $0.hasPrefix("total") }, "\(printed)")
+    let written = Int(total.split(separator: " ", omittingEmptySubsequences: true)[2]) ?? -1
+    let store = try Migrator.acceptingUnfinished { try destination.open(schema: nil) }
+    let stored = try store.read { r in try store.schema.entities.reduce(0) { $0 + (try r.count(FetchRequest($1.name))) } }
+    try store.close()
+    #expect(written > 0 && written == stored, "summary: \(total); the destination holds \(stored)")
+}
+
+// MARK: 7. The documentation
+
+/// docs/migrate-store.md quotes `copy --help` as the command prints it.
+@Test func theQuotedCopyHelpIsTheCommandsOwn() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    let text = try String(contentsOf: root.appendingPathComponent("docs/migrate-store.md"), encoding: .utf8)
+    let quoted = try #require(text.components(separatedBy: "`migrate-store copy --help`:\n\n```text\n").dropFirst().first?
+        .components(separatedBy: "\n```").first)
+    let help = try runCLI(["copy", "--help"])
+    #expect(help.output.trimmingCharacters(in: .newlines) == quoted, "regenerate the block from `migrate-store copy --help`")
+    #expect(text.contains("docs/file-formats.md") && !text.contains("(see above)"))
+}

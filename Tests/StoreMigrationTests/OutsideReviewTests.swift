@@ -322,3 +322,70 @@ private enum ForeignSQL {
         } throws: { "\($0)".contains("trait") }
     }
 }
+
+// MARK: 6. A DataStore that is not the engine's Store
+
+/// An app's own `DataStore`, forwarding to an in-memory store.
+private final class ForwardingStore: DataStore {
+    let inner: InMemoryStore
+    init(_ inner: InMemoryStore) { self.inner = inner }
+    var schema: Schema { inner.schema }
+    var isClosed: Bool { inner.isClosed }
+    func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T { try inner.read(body) }
+    func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T { try inner.writeSync(body) }
+    func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T,
+                                 completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        inner.writeAsync(body, completion: completion)
+    }
+    func waitForPendingWrites() throws { try inner.waitForPendingWrites() }
+    func close() throws { try inner.close() }
+}
+
+/// The kind `forwarding`: a registered backend whose stores are `ForwardingStore`s.
+private struct ForwardingBackend: StoreBackend {
+    static let databases = Mutex<[String: InMemoryDatabase]>([:])
+    var kind: StoreKind { "forwarding" }
+    var fileExtension: String? { nil }
+    func exists(at path: String) -> Bool { Self.databases.withLock { $0[path] != nil } }
+    func recognizes(_ path: String) -> Bool { false }
+    func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
+        -> any DataStore {
+        let database = Self.databases.withLock { all in
+            if let existing = all[path] { return existing }
+            let made = InMemoryDatabase()
+            all[path] = made
+            return made
+        }
+        return ForwardingStore(try InMemoryStore(database: database, schema: schema, upgrades: upgrades))
+    }
+    func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
+        try open(at: path, schema: nil, upgrades: SchemaUpgrades(), durability: .full)
+    }
+    func check(at path: String) throws -> EngineCheck { EngineCheck("none") }
+    func destroy(at path: String) throws { Self.databases.withLock { _ = $0.removeValue(forKey: path) } }
+    func move(from path: String, to other: String) throws {
+        Self.databases.withLock { all in all[other] = all.removeValue(forKey: path) }
+    }
+    func sizeOnDisk(at path: String) -> Int64 { 0 }
+}
+
+/// A follow waits on the source store's hub: a source that is not the engine's `Store` is
+/// refused in one line naming it (it slept a fixed time before, silently), and the copy it
+/// follows is still made and verified, since a copy needs nothing but the protocol.
+@Test func aFollowFromAStoreThatIsNotTheEnginesIsRefusedInOneLine() throws {
+    StoreBackends.register(ForwardingBackend())
+    let source = StoreLocation(kind: "forwarding", path: "source-\(UUID().uuidString)")
+    let store = try source.open(schema: Fixtures.schema)
+    try Fixtures.load(Fixtures.items(40, seed: 3), into: store)
+    try store.close()
+    let destination = StoreLocation(kind: .memory, path: "follow-\(UUID().uuidString)")
+    let copy = try Migrator.copy(from: source, to: destination)
+    #expect(copy.differences == 0)
+    #expect {
+        try Migrator.follow(from: source, to: destination, options: FollowOptions(untilIdle: .milliseconds(50)))
+    } throws: { error in
+        guard let error = error as? StoreError else { return false }
+        return error.code == .invalidArgument && error.message.contains("not a store of this toolkit's engine")
+            && error.message.contains(source.description)
+    }
+}

@@ -192,6 +192,12 @@ struct CoreDataModel: Sendable {
             }
         }
         guard let data = FileManager.default.contents(atPath: contents) else {
+            let folder = (contents as NSString).deletingLastPathComponent
+            if FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("elements")) {
+                throw StoreError(.invalidArgument, "the model \(folder) is in Xcode's old binary form (an 'elements' "
+                    + "file, no 'contents'), which this reader does not read: open it once in Xcode 4 or later, "
+                    + "which saves it as XML, or leave out --model when the store keeps its model (Z_MODELCACHE)")
+            }
             throw StoreError(.notFound, "the model file \(contents) cannot be read")
         }
         try self.init(modelXML: data, what: contents)

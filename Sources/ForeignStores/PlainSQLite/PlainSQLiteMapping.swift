@@ -31,8 +31,30 @@ enum PlainSQLiteMapping {
         var primaryKeyPosition: Int
     }
 
-    static func map(_ database: ForeignDatabase, keys: [String: String]) throws -> ForeignMapping {
-        let allTables = try database.tableNames().filter { !$0.hasPrefix("sqlite_") }
+    static func map(_ database: ForeignDatabase, keys: [String: String], tables selection: [String]? = nil) throws
+        -> ForeignMapping {
+        // Damage first: a file cut short is named as damaged, not by the first table it breaks.
+        try database.requireIntact()
+        // Virtual tables (full-text and spatial indexes: FTS3/4/5, R*Tree) and their shadow tables
+        // are derived data, which the app rebuilds from its tables: left out, and said so.
+        let derived = try derivedTables(database)
+        var allTables = try database.tableNames().filter { !$0.hasPrefix("sqlite_") && derived[$0] == nil }
+        let fileTables = allTables
+        if let selection {
+            // The tables asked for (and the join tables between two of them), before any table is
+            // checked: one that cannot be carried does not stop a copy of the others.
+            let unknown = selection.filter { !allTables.contains($0) }.sorted()
+            if !unknown.isEmpty {
+                throw StoreError(.unknownEntity, "\(database.path) has no table" + (unknown.count == 1 ? " " : "s ")
+                    + unknown.map { "'\($0)'" }.joined(separator: ", ") + " (it has \(allTables.joined(separator: ", ")))")
+            }
+            let candidates = try joinTables(database, tables: allTables.filter { !selection.contains($0) && keys[$0] == nil },
+                                            checking: false)
+            allTables = allTables.filter { table in
+                selection.contains(table)
+                    || candidates[table].map { join in join.sides.allSatisfy { selection.contains($0.parent) } } ?? false
+            }
+        }
         if allTables.contains("_ds_meta") || allTables.contains("_ds_feed") {
             throw StoreError(.invalidArgument, "\(database.path) is a store of this toolkit: read it as "
                 + "sqlite:\(database.path)")
@@ -42,11 +64,23 @@ enum PlainSQLiteMapping {
                 + "coredata:\(database.path), which reads its model")
         }
         // Every unknown name at once, in a fixed order (never a dictionary's).
-        let unknown = keys.sorted { $0.key < $1.key }.filter { !allTables.contains($0.key) }
+        let unknown = keys.sorted { $0.key < $1.key }.filter { !fileTables.contains($0.key) }
         if !unknown.isEmpty {
             throw StoreError(.unknownEntity, unknown.map { "key=\($0.key).\($0.value)" }.joined(separator: ", ")
                 + ": \(database.path) has no table" + (unknown.count == 1 ? " " : "s ")
-                + unknown.map { "'\($0.key)'" }.joined(separator: ", ") + " (it has \(allTables.joined(separator: ", ")))")
+                + unknown.map { "'\($0.key)'" }.joined(separator: ", ") + " (it has \(fileTables.joined(separator: ", ")))")
+        }
+        // Every key against its table first, before any table is checked.
+        for (table, named) in keys.sorted(by: { $0.key < $1.key }) where allTables.contains(table) {
+            if named == "rowid" {
+                if try isWithoutRowid(database, table) {
+                    throw StoreError(.invalidArgument, "key=\(table).rowid: table '\(table)' is WITHOUT ROWID, so it "
+                        + "has no rowid; name a unique, non-null column of it")
+                }
+            } else if try database.rows("SELECT 1 FROM pragma_table_info(?) WHERE name = ?",
+                                        [.string(table), .string(named)]).isEmpty {
+                throw StoreError(.invalidArgument, "key=\(table).\(named): table '\(table)' has no column '\(named)'")
+            }
         }
         var entities: [EntitySchema] = []
         var foreign: [String: ForeignEntity] = [:]
@@ -142,7 +176,7 @@ enum PlainSQLiteMapping {
                                                       allowed: allowed, label: "\(table).\(named)")
         }
         try checkKeys(database, keyColumns: keyColumns.filter { ordered[$0.key] == nil }, columnsOf: columnsOf)
-        try checkForeignKeys(database)
+        try checkForeignKeys(database, tables: allTables)
         // Relationships from foreign keys.
         var relationships: [String: [Relationship]] = [:]
         for table in tables {
@@ -161,6 +195,8 @@ enum PlainSQLiteMapping {
                         + "to '\(parent)' has several columns; a relationship here is one key")
                 }
                 let column = from[0]
+                // A table left out by the selection: the column stays, as a plain value.
+                if let selection, !selection.contains(parent), !allTables.contains(parent) { continue }
                 guard let parentKey = keyColumns[parent] else {
                     throw StoreError(.invalidArgument, "table '\(table)': column '\(column)' refers to table '\(parent)', "
                         + "which is not in the database")
@@ -232,8 +268,14 @@ enum PlainSQLiteMapping {
                 let conversion = byName[column.name] ?? .bytes
                 try Schema.checkName(column.name, what: "column")
                 let isKey = column.name == key.name
-                attributes.append(Attribute(column.name, conversion.type, optional: !isKey && !column.notNull
-                    && column.primaryKeyPosition == 0))
+                var optional = !isKey && !column.notNull && column.primaryKeyPosition == 0
+                if !isKey && !column.notNull && column.primaryKeyPosition > 0 {
+                    // A declared primary key that is not the table's key here (key=T.rowid) and not
+                    // a rowid alias may hold NULL, which SQLite allows: optional when it does.
+                    optional = try !database.rows("SELECT 1 FROM \(ForeignDatabase.quoted(table)) WHERE "
+                        + "\(ForeignDatabase.quoted(column.name)) IS NULL LIMIT 1").isEmpty
+                }
+                attributes.append(Attribute(column.name, conversion.type, optional: optional))
                 if !isKey {
                     foreignColumns.append(ForeignColumn(attribute: column.name,
                                                         expression: "t." + ForeignDatabase.quoted(column.name),
@@ -272,8 +314,35 @@ enum PlainSQLiteMapping {
                                         origin: "\(table).\(target.column)")],
                 origin: "table \(table)")
         }
+        let virtualTables = derived.filter { $0.value == "virtual" }.keys.sorted()
+        let shadows = derived.count - virtualTables.count
         return ForeignMapping(schema: schema, entities: foreign,
-                              summary: "plain SQLite: \(tables.count) tables read as entities")
+                              summary: "plain SQLite: \(tables.count) tables read as entities"
+                                + (virtualTables.isEmpty ? "" : "; left out as derived data (an index the app rebuilds "
+                                    + "from its tables): the virtual table\(virtualTables.count == 1 ? "" : "s") "
+                                    + virtualTables.joined(separator: ", ")
+                                    + (shadows == 0 ? "" : " and \(shadows) shadow table\(shadows == 1 ? "" : "s")")))
+    }
+
+    /// The virtual tables of the file (`"virtual"`) and their shadow tables (`"shadow"`), by
+    /// name: SQLite's own list (`pragma_table_list`), and, for a module this SQLite does not
+    /// have, the tables named like its shadow tables (`NAME_content`, `NAME_data`, …).
+    static func derivedTables(_ database: ForeignDatabase) throws -> [String: String] {
+        var derived: [String: String] = [:]
+        for row in try database.rows("SELECT name, type FROM pragma_table_list WHERE schema = 'main'") {
+            guard let name = row[0].stringValue, let type = row[1].stringValue, type == "virtual" || type == "shadow"
+            else { continue }
+            derived[name] = type
+        }
+        let suffixes = ["config", "content", "data", "docsize", "idx", "segments", "segdir", "stat", "node", "parent",
+                        "rowid"]
+        let virtualTables = derived.filter { $0.value == "virtual" }.keys.sorted()
+        for name in try database.tableNames() where derived[name] == nil {
+            if virtualTables.contains(where: { table in suffixes.contains { name == "\(table)_\($0)" } }) {
+                derived[name] = "shadow"
+            }
+        }
+        return derived
     }
 
     /// A join table: its two columns, each a foreign key to another table's key, with the rule
@@ -291,7 +360,9 @@ enum PlainSQLiteMapping {
     /// key, each a foreign key to the key of a different table, holding integers and no null.
     /// (`ON DELETE CASCADE` or `SET NULL` removes a pair with its item: the to-many's nullify;
     /// `RESTRICT` and `NO ACTION` refuse the delete: deny.)
-    static func joinTables(_ database: ForeignDatabase, tables: [String]) throws -> [String: JoinTable] {
+    /// `checking` false only finds them (which tables pair which), for narrowing a selection.
+    static func joinTables(_ database: ForeignDatabase, tables: [String], checking: Bool = true) throws
+        -> [String: JoinTable] {
         var joins: [String: JoinTable] = [:]
         for table in tables {
             let columns = try database.rows("SELECT name, pk FROM pragma_table_info(?)", [.string(table)])
@@ -309,10 +380,15 @@ enum PlainSQLiteMapping {
                 case "CASCADE", "SET NULL": rule = .nullify
                 case "RESTRICT", "NO ACTION": rule = .deny
                 default:
+                    guard checking else { rule = .deny; break }
                     throw StoreError(.invalidArgument, "join table '\(table)': column '\(column)' refers to '\(parent)' "
                         + "ON DELETE \(action), which stores here cannot carry")
                 }
                 sides.append(JoinTable.Side(column: column, parent: parent, rule: rule))
+            }
+            guard checking else {
+                joins[table] = JoinTable(sides: sides)
+                continue
             }
             guard sides[0].parent != sides[1].parent else {
                 throw StoreError(.invalidArgument, "join table '\(table)' pairs items of '\(sides[0].parent)' with each "
@@ -470,8 +546,10 @@ enum PlainSQLiteMapping {
     }
 
     /// Refuses a database whose rows break a foreign key, naming the first.
-    static func checkForeignKeys(_ database: ForeignDatabase) throws {
-        guard let broken = try database.rows("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check").first
+    static func checkForeignKeys(_ database: ForeignDatabase, tables: [String]) throws {
+        // Only the references between the tables read: one to a table left out is a plain value.
+        guard let broken = try database.rows("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check")
+            .first(where: { row in tables.contains(row[0].stringValue ?? "") && tables.contains(row[2].stringValue ?? "") })
         else { return }
         throw StoreError(.referenceViolation, "table '\(broken[0].stringValue ?? "")', row with rowid \(broken[1]), "
             + "refers to an item of '\(broken[2].stringValue ?? "")' that does not exist; every reference here "

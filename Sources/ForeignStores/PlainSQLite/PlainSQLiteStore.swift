@@ -19,7 +19,7 @@ public final class PlainSQLiteStore: Store, ForeignStore, @unchecked Sendable {
         }
         let database = try ForeignDatabase(path: source.path)
         do {
-            let mapping = try PlainSQLiteMapping.map(database, keys: source.keys)
+            let mapping = try PlainSQLiteMapping.map(database, keys: source.keys, tables: source.tables)
             summary = mapping.summary
             let userVersion = (try? database.rows("PRAGMA user_version").first?.first?.intValue) ?? nil
             facts = ["plain SQLite database, user_version \(userVersion.map(String.init) ?? "unknown")"]

@@ -65,6 +65,8 @@ extension Migrator {
         let started = ContinuousClock.now
         let sourceStore = try source.openSource()
         defer { try? sourceStore.close() }
+        // Refused before anything is read: the follow waits on the source's hub.
+        _ = try Store.required(sourceStore, at: source, for: "a follow")
         let destinationStore = try withResumeCommand(destination) {
             try MigrationGate.$defersReferenceChecks.withValue(true) { try destination.open(schema: nil) }
         }
