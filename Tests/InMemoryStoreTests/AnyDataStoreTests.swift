@@ -1,24 +1,8 @@
 import DataStoreAPI
+import DataStoreTestSupport
 import Foundation
 import InMemoryStore
 import Testing
-
-/// A `DataStore` of the app's own that is not one of the package's stores: it forwards to an
-/// in-memory store, as a wrapper that adds logging or caching would.
-final class ForwardingStore: DataStore {
-    let inner: InMemoryStore
-    init(_ inner: InMemoryStore) { self.inner = inner }
-    var schema: Schema { inner.schema }
-    var isClosed: Bool { inner.isClosed }
-    func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T { try inner.read(body) }
-    func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T { try inner.writeSync(body) }
-    func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T,
-                                 completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        inner.writeAsync(body, completion: completion)
-    }
-    func waitForPendingWrites() throws { try inner.waitForPendingWrites() }
-    func close() throws { try inner.close() }
-}
 
 /// What the README shows on a store works on `any DataStore`, also one that is not a store of
 /// this package: live queries, the change feed, async reads and the schema history.

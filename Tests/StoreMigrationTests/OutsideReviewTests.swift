@@ -43,36 +43,54 @@ private final class UnreadableMarkerReader: StorageReader {
     }
 }
 
-/// The kind `unreadable-marker`: in-memory stores whose marker cannot be read.
-private struct UnreadableMarkerBackend: StoreBackend {
-    static let databases = Mutex<[String: InMemoryDatabase]>([:])
-    var kind: StoreKind { "unreadable-marker" }
-    var fileExtension: String? { nil }
-    func exists(at path: String) -> Bool { Self.databases.withLock { $0[path] != nil } }
-    func recognizes(_ path: String) -> Bool { false }
-    func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
-        -> any DataStore {
-        let database = Self.databases.withLock { all in
+/// In-memory databases by path, for the test backends below (each kind a registry of its own).
+private final class TestDatabases: Sendable {
+    private let databases = Mutex<[String: InMemoryDatabase]>([:])
+    func exists(_ path: String) -> Bool { databases.withLock { $0[path] != nil } }
+    func database(_ path: String) -> InMemoryDatabase {
+        databases.withLock { all in
             if let existing = all[path] { return existing }
             let made = InMemoryDatabase()
             all[path] = made
             return made
         }
-        return try Store(engine: UnreadableMarkerEngine(try InMemoryEngine(database: database, schema: schema)))
+    }
+    func destroy(_ path: String) { databases.withLock { _ = $0.removeValue(forKey: path) } }
+    func move(_ path: String, to other: String) { databases.withLock { all in all[other] = all.removeValue(forKey: path) } }
+}
+
+/// A registered kind of in-memory stores that `wrap` hands out.
+private struct TestBackend: StoreBackend {
+    let kind: StoreKind
+    let wrap: @Sendable (InMemoryDatabase, Schema?, SchemaUpgrades) throws -> any DataStore
+    private let databases = TestDatabases()
+    init(_ kind: StoreKind, wrap: @escaping @Sendable (InMemoryDatabase, Schema?, SchemaUpgrades) throws -> any DataStore) {
+        self.kind = kind
+        self.wrap = wrap
+    }
+    var fileExtension: String? { nil }
+    func exists(at path: String) -> Bool { databases.exists(path) }
+    func recognizes(_ path: String) -> Bool { false }
+    func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
+        -> any DataStore {
+        try wrap(databases.database(path), schema, upgrades)
     }
     func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
-        try open(at: path, schema: nil, durability: .full)
+        try open(at: path, schema: nil, upgrades: SchemaUpgrades(), durability: .full)
     }
     func check(at path: String) throws -> EngineCheck { EngineCheck("none") }
-    func destroy(at path: String) throws { Self.databases.withLock { _ = $0.removeValue(forKey: path) } }
-    func move(from path: String, to other: String) throws {
-        Self.databases.withLock { all in all[other] = all.removeValue(forKey: path) }
-    }
+    func destroy(at path: String) throws { databases.destroy(path) }
+    func move(from path: String, to other: String) throws { databases.move(path, to: other) }
     func sizeOnDisk(at path: String) -> Int64 { 0 }
 }
 
+/// The kind `unreadable-marker`: in-memory stores whose marker cannot be read.
+private let unreadableMarkerBackend = TestBackend("unreadable-marker") { database, schema, _ in
+    try Store(engine: UnreadableMarkerEngine(try InMemoryEngine(database: database, schema: schema)))
+}
+
 @Test func aCopyWhoseMarkerCannotBeReadIsNeverComplete() throws {
-    StoreBackends.register(UnreadableMarkerBackend())
+    StoreBackends.register(unreadableMarkerBackend)
     let location = StoreLocation(kind: "unreadable-marker", path: "copy-\(UUID().uuidString)")
     let store = try Migrator.acceptingUnfinished { try location.open(schema: Fixtures.schema) }
     try store.writeSync { try $0.setReservedMetadata(Array("sqlite:source.sqlite".utf8),
@@ -325,55 +343,16 @@ private enum ForeignSQL {
 
 // MARK: 6. A DataStore that is not the engine's Store
 
-/// An app's own `DataStore`, forwarding to an in-memory store.
-private final class ForwardingStore: DataStore {
-    let inner: InMemoryStore
-    init(_ inner: InMemoryStore) { self.inner = inner }
-    var schema: Schema { inner.schema }
-    var isClosed: Bool { inner.isClosed }
-    func read<T>(_ body: (ReadAccessor) throws -> T) throws -> T { try inner.read(body) }
-    func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T { try inner.writeSync(body) }
-    func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T,
-                                 completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        inner.writeAsync(body, completion: completion)
-    }
-    func waitForPendingWrites() throws { try inner.waitForPendingWrites() }
-    func close() throws { try inner.close() }
-}
-
 /// The kind `forwarding`: a registered backend whose stores are `ForwardingStore`s.
-private struct ForwardingBackend: StoreBackend {
-    static let databases = Mutex<[String: InMemoryDatabase]>([:])
-    var kind: StoreKind { "forwarding" }
-    var fileExtension: String? { nil }
-    func exists(at path: String) -> Bool { Self.databases.withLock { $0[path] != nil } }
-    func recognizes(_ path: String) -> Bool { false }
-    func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
-        -> any DataStore {
-        let database = Self.databases.withLock { all in
-            if let existing = all[path] { return existing }
-            let made = InMemoryDatabase()
-            all[path] = made
-            return made
-        }
-        return ForwardingStore(try InMemoryStore(database: database, schema: schema, upgrades: upgrades))
-    }
-    func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
-        try open(at: path, schema: nil, upgrades: SchemaUpgrades(), durability: .full)
-    }
-    func check(at path: String) throws -> EngineCheck { EngineCheck("none") }
-    func destroy(at path: String) throws { Self.databases.withLock { _ = $0.removeValue(forKey: path) } }
-    func move(from path: String, to other: String) throws {
-        Self.databases.withLock { all in all[other] = all.removeValue(forKey: path) }
-    }
-    func sizeOnDisk(at path: String) -> Int64 { 0 }
+private let forwardingBackend = TestBackend("forwarding") { database, schema, upgrades in
+    ForwardingStore(try InMemoryStore(database: database, schema: schema, upgrades: upgrades))
 }
 
 /// A follow waits on the source store's hub: a source that is not the engine's `Store` is
 /// refused in one line naming it (it slept a fixed time before, silently), and the copy it
 /// follows is still made and verified, since a copy needs nothing but the protocol.
 @Test func aFollowFromAStoreThatIsNotTheEnginesIsRefusedInOneLine() throws {
-    StoreBackends.register(ForwardingBackend())
+    StoreBackends.register(forwardingBackend)
     let source = StoreLocation(kind: "forwarding", path: "source-\(UUID().uuidString)")
     let store = try source.open(schema: Fixtures.schema)
     try Fixtures.load(Fixtures.items(40, seed: 3), into: store)
