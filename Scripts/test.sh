@@ -52,7 +52,12 @@ swift build --build-tests "${build[@]}"
 # build packages of their own (.build-blocks, .build-docs) beside the tests, which spend much of
 # their time waiting for the processes and servers they start; their output follows the tests'.
 side_log=$(mktemp)
-trap 'rm -f "$side_log"' EXIT
+# The side job gets a process group of its own (set -m), so that an interrupted or cancelled run
+# stops it and everything it started, rather than leaving a build running on the cores.
+side=""
+trap '[ -z "$side" ] || kill -TERM -- -"$side" 2>/dev/null; rm -f "$side_log"' EXIT
+trap 'exit 130' INT TERM
+set -m
 (
     Scripts/check-code-blocks.sh
     if [ "$quick" -eq 0 ]; then
@@ -61,10 +66,12 @@ trap 'rm -f "$side_log"' EXIT
     fi
 ) >"$side_log" 2>&1 &
 side=$!
+set +m
 tests=0
 swift test --skip-build "${build[@]}" "$@" || tests=$?
 documentation=0
 wait "$side" || documentation=$?
+side=""
 cat "$side_log"
 [ "$tests" -eq 0 ] || { echo "test.sh: tests failed (above)" >&2; exit "$tests"; }
 [ "$documentation" -eq 0 ] || { echo "test.sh: a documentation block or the DocC build failed (above)" >&2; exit 1; }

@@ -18,6 +18,8 @@ import Foundation
 final class ForeignDatabase: @unchecked Sendable {
     let path: String
     let handle: OpaquePointer
+    /// The file SQLite reads: the snapshot's copy (its hot journal rolled back) or `path`.
+    private let readPath: String
     /// The private directory of the snapshot, removed on close.
     private let snapshotDirectory: String?
     private let lock = NSRecursiveLock()
@@ -32,6 +34,7 @@ final class ForeignDatabase: @unchecked Sendable {
         if Self.headerSaysWAL(path) || !logs.isEmpty {
             let (directory, copy) = try Self.snapshot(path)
             snapshotDirectory = directory
+            readPath = copy
             do {
                 handle = try Self.open("file:" + Self.uriEscaped(copy), flags: SQLITE_OPEN_READWRITE, path: path)
             } catch {
@@ -40,6 +43,7 @@ final class ForeignDatabase: @unchecked Sendable {
             }
         } else {
             snapshotDirectory = nil
+            readPath = path
             handle = try Self.open("file:" + Self.uriEscaped(path) + "?mode=ro", flags: SQLITE_OPEN_READONLY,
                                    path: path)
         }
@@ -129,9 +133,14 @@ final class ForeignDatabase: @unchecked Sendable {
     /// Refuses a damaged file before anything reads its tables, naming it as damaged: a file cut
     /// short (smaller than the pages its header counts, as a full disk or an interrupted copy
     /// leaves it), or one in which SQLite's `PRAGMA quick_check` finds damage.
+    ///
+    /// The header checked is that of the file SQLite reads: the snapshot's copy, once its hot
+    /// journal is rolled back. With a `-wal` that holds frames, the database's size is the
+    /// log's, not the header's (a checkpoint cut short leaves a header ahead of the file, which
+    /// the log makes whole), so only `quick_check` decides.
     /// - Throws: `corrupt` naming the file and what is wrong.
     func requireIntact() throws(StoreError) {
-        if let handle = FileHandle(forReadingAtPath: path) {
+        if (Self.size(readPath + "-wal") ?? 0) == 0, let handle = FileHandle(forReadingAtPath: readPath) {
             defer { try? handle.close() }
             if let header = try? handle.read(upToCount: 100), header.count == 100,
                header.prefix(16).elementsEqual(Array("SQLite format 3\u{0}".utf8)) {
@@ -143,7 +152,7 @@ final class ForeignDatabase: @unchecked Sendable {
                 let pages = word(28)
                 // The count is valid only when the header's version-valid-for number equals its
                 // change counter (older writers leave it stale).
-                if pages > 0, word(92) == word(24), let size = Self.size(path), size < pages * pageSize {
+                if pages > 0, word(92) == word(24), let size = Self.size(readPath), size < pages * pageSize {
                     throw StoreError(.corrupt, "\(path) is damaged: it is cut short (\(size) bytes, where its header "
                         + "counts \(pages) pages of \(pageSize) bytes, \(pages * pageSize) bytes); nothing was read")
                 }

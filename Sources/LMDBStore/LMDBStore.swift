@@ -38,10 +38,18 @@ public final class LMDBStore: Store, @unchecked Sendable {
         try LMDBEngine.check(path: path)
     }
 
-    /// Deletes the environment's files, `data.mdb` and `lock.mdb`, and its directory when
-    /// nothing else is left in it: a file that is not the store's is never deleted. Close every
-    /// store opened on it first.
+    /// Deletes the environment's files, `data.mdb` and `lock.mdb`, and its directory: a file
+    /// that is not the store's is never deleted (the directory is then not deleted either, and
+    /// the error names what is left). A symbolic link to an environment is removed itself; the
+    /// directory it points to is left as it is. Close every store opened on it first.
+    /// - Throws: `io` when a file cannot be deleted or the directory holds other files.
     public static func destroy(at path: String) throws {
+        if (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil {
+            guard unlink(path) == 0 else {
+                throw StoreError(.io, "cannot delete the symbolic link \(path): \(String(cString: strerror(errno)))")
+            }
+            return
+        }
         for file in ["data.mdb", "lock.mdb"] where FileManager.default.fileExists(atPath: path + "/" + file) {
             do {
                 try FileManager.default.removeItem(atPath: path + "/" + file)
@@ -50,7 +58,14 @@ public final class LMDBStore: Store, @unchecked Sendable {
             }
         }
         // rmdir(2) removes only an empty directory.
-        _ = rmdir(path)
+        guard rmdir(path) == 0 || errno == ENOENT else {
+            let reason = errno
+            let others = LMDBBackend().otherFiles(at: path)
+            throw StoreError(.io, "cannot delete the directory \(path): "
+                + (others.isEmpty ? String(cString: strerror(reason))
+                    : "it also holds \(others.prefix(3).joined(separator: ", "))"
+                        + (others.count > 3 ? " and \(others.count - 3) more" : "") + ", which are not the store's"))
+        }
     }
 }
 

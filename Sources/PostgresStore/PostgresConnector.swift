@@ -121,14 +121,14 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         } else if text.contains("=") {
             pairs = try Self.keyValuePairs(text)
         } else {
-            throw StoreError(.invalidArgument, "'\(LocationSecrets.redacted(text))' is not a PostgreSQL location: give a URL "
+            throw StoreError(.invalidArgument, "'\(LocationSecrets.redacted(postgres: text))' is not a PostgreSQL location: give a URL "
                 + "(postgres://USER@HOST/DATABASE?schema=NAME) or key=value pairs (host=… dbname=… schema=…)")
         }
         var values: [String: String] = [:]
         for (key, value) in pairs { values[key] = value }
         for secret in Self.secretKeys where values[secret] != nil { throw Self.secretRefusal(secret) }
         guard let schema = values["schema"], !schema.isEmpty else {
-            throw StoreError(.invalidArgument, "postgres:\(LocationSecrets.redacted(text)) names no schema; add ?schema=NAME (each store lives "
+            throw StoreError(.invalidArgument, "postgres:\(LocationSecrets.redacted(postgres: text)) names no schema; add ?schema=NAME (each store lives "
                 + "in a PostgreSQL schema of its own)")
         }
         guard schema.utf8.count <= 63, !schema.hasPrefix("pg_"), schema != "information_schema" else {
@@ -149,7 +149,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         if ports.isEmpty { ports = [5432] }
         guard ports.count == 1 || ports.count == max(1, hosts.count) else {
-            throw StoreError(.invalidArgument, "postgres:\(LocationSecrets.redacted(text)) names \(hosts.count) hosts and \(ports.count) ports; "
+            throw StoreError(.invalidArgument, "postgres:\(LocationSecrets.redacted(postgres: text)) names \(hosts.count) hosts and \(ports.count) ports; "
                 + "give one port for all, or one per host")
         }
         self.ports = ports
@@ -232,6 +232,9 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             guard !characters.isEmpty else { return pairs }
             var key = ""
             while let c = characters.first, c != "=", !c.isWhitespace { key.append(characters.removeFirst()) }
+            // A secret is refused before its value is read: a mistake in the value (a space
+            // without quotes, a missing quote) must not put part of it in the message.
+            if let secret = secretKeys.first(where: { $0 == key.lowercased() }) { throw secretRefusal(secret) }
             skipSpaces()
             guard characters.first == "=" else {
                 throw StoreError(.invalidArgument, "'\(key)' in the connection string has no '=value'")

@@ -419,6 +419,42 @@ import Synchronization
         try session.query("DROP SCHEMA IF EXISTS \(PostgresSQL.quote(location.schema)) CASCADE")
     }
 
+    /// The relations (tables, views, foreign tables, sequences) and functions of the store's
+    /// PostgreSQL schema that are not the store's own, described ("the table notes"), sorted.
+    static func objectsNotOfStore(_ location: PostgresLocation, schema: Schema) throws -> [String] {
+        let session = try PostgresSession(location)
+        defer { session.close() }
+        var name = LibpqParameters()
+        name.append(location.schema)
+        let kinds = ["r": "table", "p": "table", "v": "view", "m": "materialized view", "f": "foreign table",
+                     "S": "sequence"]
+        let relations = try session.query(
+            "SELECT c.relname::text, c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                + "WHERE n.nspname = $1 AND c.relkind IN ('r','p','v','m','f','S')", name).rows
+            .compactMap { row -> (String, String)? in
+                guard let name = try? row[0].string(), let kind = try? row[1].string() else { return nil }
+                return (name, kind)
+            }
+        let functions = try session.query(
+            "SELECT p.proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
+            name).rows.compactMap { try? $0[0].string() }
+        let expected = Set(schema.entities.map { PostgresSQL.identifier($0.name) })
+        return (relations.filter { !$0.0.hasPrefix("_ds_") && !expected.contains($0.0) }
+            .map { "the \(kinds[$0.1] ?? "relation") \($0.0)" }
+            + functions.filter { !$0.hasPrefix("_ds_") }.map { "the function \($0)" }).sorted()
+    }
+
+    /// The tables of the stored schema's entities that the PostgreSQL schema does not hold, sorted.
+    static func missingTables(_ location: PostgresLocation, schema: Schema) throws -> [String] {
+        let session = try PostgresSession(location)
+        defer { session.close() }
+        var name = LibpqParameters()
+        name.append(location.schema)
+        let tables = Set(try session.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+                                           name).rows.compactMap { try? $0[0].string() })
+        return Set(schema.entities.map { PostgresSQL.identifier($0.name) }).subtracting(tables).sorted()
+    }
+
     /// Whether the store's schema exists.
     public static func exists(_ location: PostgresLocation) throws -> Bool {
         let session = try PostgresSession(location)

@@ -79,16 +79,10 @@ public final class PostgresStore: Store, @unchecked Sendable {
         let store = try PostgresStore(location: location, schema: nil)
         let schema = store.schema
         try store.close()
-        let session = try PostgresSession(location)
-        defer { session.close() }
-        var name = LibpqParameters()
-        name.append(location.schema)
-        let tables = Set(try session.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
-                                           name).rows.compactMap { try? $0[0].string() })
-        let expected = Set(schema.entities.map { PostgresSQL.identifier($0.name) })
-        let found = tables.filter { !$0.hasPrefix("_ds_") && !expected.contains($0) }.sorted()
-            .map { "the table \($0), which the stored schema does not name" }
-            + expected.subtracting(tables).sorted().map { "no table \($0) although the stored schema names it" }
+        let found = try PostgresEngine.objectsNotOfStore(location, schema: schema)
+            .map { "\($0), which the stored schema does not name" }
+            + PostgresEngine.missingTables(location, schema: schema)
+                .map { "no table \($0) although the stored schema names it" }
         guard found.isEmpty else {
             throw StoreError(.corrupt, "\(location) is damaged: it holds " + found.prefix(3).joined(separator: "; ")
                 + (found.count > 3 ? "; and \(found.count - 3) more" : ""))
@@ -97,6 +91,35 @@ public final class PostgresStore: Store, @unchecked Sendable {
     }
 
     public func destroy(at path: String) throws { try PostgresStore.destroy(PostgresLocation(parsing: path)) }
+
+    /// What the store's PostgreSQL schema holds that is not the store's own (a user's table or
+    /// view, a function): dropping the schema would drop it, so `--overwrite` must refuse.
+    public func otherFiles(at path: String) -> [String] {
+        guard let location = try? PostgresLocation(parsing: path),
+              let store = try? PostgresStore(location: location, schema: nil, readConnections: 1) else { return [] }
+        let schema = store.schema
+        try? store.close()
+        return (try? PostgresEngine.objectsNotOfStore(location, schema: schema)) ?? []
+    }
+
+    /// Two locations name one store when they name the same schema of the same database on a
+    /// host and port they share, whatever their spelling (`postgres://` or `postgresql://`,
+    /// the order of the parameters, a list of hosts).
+    public func isSameStore(_ path: String, as other: String) -> Bool {
+        guard let a = try? PostgresLocation(parsing: path), let b = try? PostgresLocation(parsing: other) else {
+            return path == other
+        }
+        guard a.database == b.database, a.schema == b.schema else { return false }
+        /// Host and port of each server, as libpq pairs them: one port given serves every host.
+        func servers(_ location: PostgresLocation) -> Set<String> {
+            let hosts = location.hosts.isEmpty ? [""] : location.hosts
+            return Set(hosts.indices.map { index in
+                let port = location.ports.count == hosts.count ? location.ports[index] : location.port
+                return "\(hosts[index]):\(port)"
+            })
+        }
+        return !servers(a).isDisjoint(with: servers(b))
+    }
 
     public func move(from path: String, to other: String) throws {
         let from = try PostgresLocation(parsing: path)

@@ -154,4 +154,78 @@ func aFollowFromAStoredPositionFindsWritesMadeWithPsql() throws {
     let verify = try Migrator.verify(from: source, to: destination)
     #expect(verify.differences == 0, "\(verify)")
 }
+
+/// migrate-store run to its end: its exit status and its standard error.
+private func runCLI(_ arguments: [String]) throws -> (status: Int32, errors: String) {
+    let process = Process()
+    process.executableURL = CrashRecovery.executable(named: "migrate-store")
+    process.arguments = arguments
+    let errors = Pipe()
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = errors
+    try process.run()
+    let text = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: text, as: UTF8.self))
+}
+
+/// `--overwrite` drops a PostgreSQL store's schema, so it refuses a schema that also holds what
+/// is not the store's (an app's table, a view, a function), naming it; one location spelled two
+/// ways is one store; a server that does not answer is `unavailable`, never "not a store".
+@Test func overwriteOnPostgreSQLReplacesOnlyTheStoresOwnSchema() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    let destination = StoreLocation(kind: "postgres", path: String(location.description.dropFirst(9)))
+    defer { try? PostgresStore.destroy(location) }
+    let source = StoreLocation(kind: .sqlite, path: dir.url.appendingPathComponent("source.sqlite").path)
+    try DemoData.seed(source, items: 200, seed: 2)
+    _ = try Migrator.copy(from: source, to: destination)
+    func psql(_ sql: String) throws {
+        _ = try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
+                                             "-v", "ON_ERROR_STOP=1", "-c", sql])
+    }
+    for (made, dropped, naming) in [
+        ("CREATE TABLE \"\(location.schema)\".invoices (id int); INSERT INTO \"\(location.schema)\".invoices VALUES (1)",
+         "DROP TABLE \"\(location.schema)\".invoices", "the table invoices"),
+        ("CREATE VIEW \"\(location.schema)\".report AS SELECT 1 AS one", "DROP VIEW \"\(location.schema)\".report",
+         "the view report"),
+        ("CREATE FUNCTION \"\(location.schema)\".tax(int) RETURNS int LANGUAGE sql AS 'SELECT $1'",
+         "DROP FUNCTION \"\(location.schema)\".tax(int)", "the function tax"),
+    ] {
+        try psql(made)
+        for arguments in [["copy", "--from", source.description, "--to", destination.description, "--overwrite"],
+                          ["seed", "--to", destination.description, "--items", "10", "--overwrite"]] {
+            let result = try runCLI(arguments)
+            #expect(result.status == 2, "\(naming): \(result.errors)")
+            #expect(result.errors.contains(naming) && result.errors.contains("not replaced"), "\(result.errors)")
+            #expect(result.errors.split(separator: "\n").count == 1, "\(result.errors)")
+        }
+        #expect {
+            try Migrator.copy(from: source, to: destination, options: MigrationOptions(overwrite: true))
+        } throws: { ($0 as? StoreError)?.code == .invalidArgument && "\($0)".contains(naming) }
+        try psql(dropped)
+    }
+    // With only the store's own tables, --overwrite replaces it.
+    let replaced = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--overwrite"])
+    #expect(replaced.status == 0, "\(replaced.errors)")
+
+    // One store, spelled another way: postgresql://, the parameters in another order.
+    let respelled = StoreLocation(kind: "postgres",
+        path: "//postgres@/datastore?host=\(PostgresTestServer.host)&schema=\(location.schema)")
+    #expect(destination.isSameStore(as: respelled))
+    let same = try runCLI(["copy", "--from", destination.description, "--to",
+                           "postgresql://postgres@/datastore?host=\(PostgresTestServer.host)&schema=\(location.schema)",
+                           "--overwrite"])
+    #expect(same.status == 2 && same.errors.contains("same store"), "\(same.errors)")
+    #expect(!destination.isSameStore(as: StoreLocation(kind: "postgres",
+        path: "//postgres@/datastore?host=\(PostgresTestServer.host)&schema=\(location.schema)x")))
+
+    // A server that does not answer: unavailable, never "not a store of this toolkit".
+    let nowhere = try TemporaryDirectory()
+    let unreachable = StoreLocation(kind: "postgres", path: "//postgres@/datastore?host=\(nowhere.url.path)"
+        + "&schema=\(location.schema)&connect_timeout=2")
+    #expect {
+        try Migrator.copy(from: source, to: unreachable, options: MigrationOptions(overwrite: true))
+    } throws: { ($0 as? StoreError)?.code == .unavailable }
+}
 #endif

@@ -81,6 +81,43 @@ func anEmptyImportIsRefusedAndDeletesNothing(_ kind: StoreKind) throws {
     #expect(try items(store)["Product"] == 0)
 }
 
+/// An input none of whose values names an item (JSON `null`, an object wrapping the array, objects
+/// without the key) is the wrong input: refused before anything is deleted, with or without a dry
+/// run. With `--keep-missing` nothing would be deleted anyway, and the rejections are reported.
+@Test func anImportWhoseValuesNameNoItemDeletesNothing() throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(.sqlite, "store")
+    try DemoData.seed(store, items: 300, seed: 6)
+    let before = try items(store)
+    let inputs = [
+        ("null.json", "null"),
+        ("wrapped.json", #"{"data": [{"sku": "P-0001", "title": "x"}]}"#),
+        ("keyless.json", #"[{"title": "x"}, {"title": "y"}]"#),
+        ("nulls.jsonl", "null\nnull\n"),
+    ]
+    for (name, text) in inputs {
+        let file = dir.path(name)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        for extra in [[], ["--dry-run"]] {
+            let result = try runCLI(["import", file, "--to", store.description, "--entity", "Product"] + extra)
+            expectOneLineRefusal(result, naming: "by its key", "\(name) \(extra)")
+            #expect(result.errors.contains("nothing was imported or deleted") && result.errors.contains("[]"),
+                    "\(name): \(result.errors)")
+        }
+        #expect(try items(store) == before, "\(name): nothing deleted")
+        let kept = try runCLI(["import", file, "--to", store.description, "--entity", "Product", "--keep-missing"])
+        #expect(kept.status != 0 || kept.output.contains("rejected"), "\(name): \(kept.output) \(kept.errors)")
+        #expect(try items(store) == before, "\(name) --keep-missing: nothing deleted")
+        // The library refuses it the same way.
+        let opened = try store.open(schema: nil)
+        #expect {
+            try JSONImport.run(file, into: opened, entity: "Product")
+        } throws: { ($0 as? StoreError)?.code == .invalidValue && "\($0)".contains("by its key") }
+        try opened.close()
+        #expect(try items(store) == before)
+    }
+}
+
 // MARK: 2. --overwrite on what is not a store
 
 @Test(arguments: [StoreKind.sqlite, .lmdb, .jsonl])
@@ -153,11 +190,32 @@ func overwriteRefusesWhatIsNotAStoreOfItsKind(_ kind: StoreKind) throws {
     let store = dir.location(.lmdb, "store")
     try DemoData.seed(store, items: 50, seed: 1)
     try Data("keep me".utf8).write(to: URL(fileURLWithPath: store.path + "/canary.txt"))
-    try store.destroy()
+    #expect {
+        try store.destroy()
+    } throws: { ($0 as? StoreError)?.code == .io && "\($0)".contains("canary.txt") }
     #expect(snapshot(store.path) == ["canary.txt": Array("keep me".utf8)])
     try FileManager.default.removeItem(atPath: store.path + "/canary.txt")
     try store.destroy()
     #expect(!FileManager.default.fileExists(atPath: store.path), "an empty folder goes with the store")
+}
+
+/// A destination that is a symbolic link to a store: `--overwrite` replaces the store at that
+/// name (the link becomes the new store) and never deletes what the link points to.
+@Test(arguments: [StoreKind.sqlite, .lmdb])
+func overwritingASymbolicLinkReplacesTheLinkNotItsTarget(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 200, seed: 3)
+    let target = dir.location(kind, "target")
+    try DemoData.seed(target, items: 50, seed: 4)
+    let targetItems = try items(target)
+    let link = dir.path("link.\(kind.rawValue)")
+    try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target.path)
+    let result = try runCLI(["copy", "--from", source.description, "--to", "\(kind):\(link)", "--overwrite"])
+    #expect(result.status == 0, "\(result.errors)")
+    #expect(try items(StoreLocation(kind: kind, path: link)) == items(source))
+    #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "the link became the store")
+    #expect(try items(target) == targetItems, "the link's target is untouched")
 }
 
 // MARK: 3. One store under two names

@@ -307,6 +307,12 @@ private enum ForeignSQL {
         "postgres://app:\(secret)@h/db",
         "postgres:host=h dbname=d schema=s password=\(secret)",
         "postgres:host=h dbname=d sslpassword=\(secret)",
+        // An unquoted space in the value, an unclosed quote, an unencoded @ in a URL's password.
+        "postgres:host=h dbname=d schema=s password=correct \(secret)",
+        "postgres:host=h dbname=d password=correct \(secret) schema=s",
+        "postgres:host=h dbname=d password='correct \(secret)",
+        "postgres://bob:p@\(secret)@h/db?schema=s",
+        "postgres://bob:p@\(secret)@h/db",
     ]
     for location in mistakes {
         for arguments in [["inspect", location], ["copy", "--from", location, "--to", "lmdb:/tmp/never-\(UUID())"],
@@ -326,6 +332,11 @@ private enum ForeignSQL {
     #expect(LocationSecrets.redacted("postgres://app:pw@h:5432/db?sslpassword=x&schema=s")
         == "postgres://app:***@h:5432/db?sslpassword=***&schema=s")
     #expect(LocationSecrets.redacted("sqlite:/data/app.sqlite") == "sqlite:/data/app.sqlite")
+    // Paths with an @ are not secrets.
+    for path in ["sqlite:/data/app@2x.sqlite", "lmdb:/srv/a:b@c.lmdb", "jsonl:/home/me/notes@work.jsonl"] {
+        #expect(LocationSecrets.redacted(path) == path)
+    }
+    #expect(LocationSecrets.redacted("host=h password=correct horse staple dbname=d") == "host=h password=*** dbname=d")
 }
 
 @Test func postgresqlURLsNameThePostgresKind() throws {

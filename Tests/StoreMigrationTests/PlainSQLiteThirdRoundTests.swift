@@ -1,5 +1,6 @@
 @_spi(Backend) import DataStoreAPI
 import DataStoreTestSupport
+@testable import ForeignStores
 import Foundation
 import StoreMigration
 import Testing
@@ -188,4 +189,96 @@ private func libraryDatabase(_ path: String) throws {
     let result = try runCLI(["inspect", "plain-sqlite:\(path)", "--key", "pair=rowid"])
     #expect(result.status == 2, "\(result.errors)")
     #expect(result.errors.contains("key=pair.rowid") && result.errors.contains("WITHOUT ROWID"), "\(result.errors)")
+}
+
+/// What SQLite before 3.37 (no `pragma_table_list`) reads the virtual and shadow tables as is
+/// what this SQLite's list says.
+@Test func virtualTablesAreFoundWithoutPragmaTableListToo() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("library.db")
+    try libraryDatabase(path)
+    let database = try ForeignDatabase(path: path)
+    defer { database.close() }
+    let listed = try PlainSQLiteMapping.derivedTables(database, tableList: true)
+    #expect(listed["book_fts"] == "virtual" && listed["book_fts_data"] == "shadow" && listed["shelf_box_node"] == "shadow")
+    #expect(try PlainSQLiteMapping.derivedTables(database, tableList: false) == listed)
+}
+
+/// A WAL database whose file's header counts more pages than the file holds (a checkpoint cut
+/// short), while its -wal makes it whole: read from the snapshot, not named as damaged.
+@Test func aHeaderAheadOfTheFileIsNotDamageWhenTheWALMakesItWhole() throws {
+    let dir = try TemporaryDirectory()
+    let live = dir.path("live.db"), path = dir.path("copied.db")
+    // The shell copies the files while its connection still holds the rows in the -wal.
+    _ = try runCommand("/usr/bin/sqlite3", [live, """
+        PRAGMA journal_mode=WAL;
+        PRAGMA wal_autocheckpoint=0;
+        CREATE TABLE item (id INTEGER PRIMARY KEY, body TEXT);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)
+        INSERT INTO item SELECT i, printf('%0100d', i) FROM n;
+        """, ".shell cp '\(live)' '\(path)' && cp '\(live)-wal' '\(path)-wal'"])
+    #expect(((try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0) > 0)
+    // The file's header: 40 pages, its count marked valid (version-valid-for = change counter).
+    var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+    #expect(bytes.count < 40 * 4_096)
+    bytes.replaceSubrange(28..<32, with: [0, 0, 0, 40])
+    bytes.replaceSubrange(92..<96, with: bytes[24..<28])
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    let destination = dir.location(.sqlite, "copy")
+    let copy = try runCLI(["copy", "--from", "plain-sqlite:\(path)", "--to", destination.description,
+                           "--progress", "none"])
+    #expect(copy.status == 0, "\(copy.errors)")
+    #expect(try contents(destination)["item"]?.count == 500)
+}
+
+/// What the file is (a store of this toolkit, a Core Data store) is decided on all of its
+/// tables, whatever `--entities` names.
+@Test func entitiesDoNotHideWhatTheFileIs() throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(.sqlite, "toolkit")
+    try DemoData.seed(store, items: 50, seed: 1)
+    let result = try runCLI(["copy", "--from", "plain-sqlite:\(store.path)", "--entities", "Product",
+                             "--to", dir.location(.lmdb, "never").description])
+    #expect(result.status == 2 && result.errors.contains("is a store of this toolkit"), "\(result.errors)")
+}
+
+/// A join table named in `--entities` is named as the many-to-many it is; one that comes along
+/// with the two tables it pairs and cannot be carried is refused saying why it came and how to
+/// leave it out.
+@Test func joinTablesAndEntitiesOnPlainSQLite() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("tags.db")
+    _ = try runCommand("/usr/bin/sqlite3", [path, """
+        CREATE TABLE post (id INTEGER PRIMARY KEY, title TEXT);
+        CREATE TABLE tag (id INTEGER PRIMARY KEY, name TEXT);
+        CREATE TABLE post_tag (post_id INTEGER NOT NULL REFERENCES post(id) ON DELETE CASCADE,
+                               tag_id INTEGER NOT NULL REFERENCES tag(id) ON DELETE CASCADE,
+                               PRIMARY KEY (post_id, tag_id));
+        CREATE TABLE odd (id INTEGER PRIMARY KEY);
+        CREATE TABLE post_odd (post_id INTEGER NOT NULL REFERENCES post(id) ON DELETE SET DEFAULT,
+                               odd_id INTEGER NOT NULL REFERENCES odd(id),
+                               PRIMARY KEY (post_id, odd_id));
+        INSERT INTO post VALUES (1, 'a'), (2, 'b'); INSERT INTO tag VALUES (1, 'x'), (2, 'y');
+        INSERT INTO post_tag VALUES (1, 1), (1, 2), (2, 2);
+        """])
+    let source = "plain-sqlite:\(path)"
+    let named = try runCLI(["copy", "--from", source, "--entities", "post,tag,post_tag",
+                            "--to", dir.location(.lmdb, "never").description])
+    #expect(named.status == 2 && named.errors.contains("'post_tag' is the join table of the many-to-many between "
+        + "'post' and 'tag'") && named.errors.contains("choose post,tag"), "\(named.errors)")
+    #expect(named.errors.split(separator: "\n").count == 1)
+    let carried = dir.location(.sqlite, "carried")
+    let copy = try runCLI(["copy", "--from", source, "--entities", "post,tag", "--to", carried.description,
+                           "--progress", "none"])
+    #expect(copy.status == 0, "\(copy.errors)")
+    let verify = try runCLI(["verify", "--from", source, "--entities", "post,tag", "--to", carried.description])
+    #expect(verify.status == 0, "\(verify.errors)")
+    let odd = try runCLI(["copy", "--from", source, "--entities", "post,odd",
+                          "--to", dir.location(.lmdb, "never").description])
+    #expect(odd.status == 2 && odd.errors.contains("SET DEFAULT") && odd.errors.contains("which --entities chose"),
+            "\(odd.errors)")
+    let oneSide = try runCLI(["copy", "--from", source, "--entities", "post", "--to", dir.location(.lmdb, "post").description,
+                              "--progress", "none"])
+    #expect(oneSide.status == 0, "\(oneSide.errors)")
+    #expect(!FileManager.default.fileExists(atPath: dir.location(.lmdb, "never").path))
 }

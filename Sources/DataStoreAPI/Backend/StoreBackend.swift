@@ -48,10 +48,14 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     /// kind whose stores are not files (two locations naming one file are one store, whatever
     /// their spelling: a symbolic link, a hard link, `./`).
     func fileSystemPath(of path: String) -> String?
-    /// What the directory of the store at `path` holds that is not the store's own (a user's
-    /// files beside `data.mdb`): `--overwrite` must never delete it. Empty for a kind whose
-    /// store is one file.
+    /// What the store at `path` sits beside that is not its own (a user's files beside
+    /// `data.mdb`, a user's table in a PostgreSQL store's schema): `--overwrite` must never
+    /// delete it. Empty for a kind whose store is one file.
     func otherFiles(at path: String) -> [String]
+    /// Whether `path` and `other`, as spelled, name one store (a kind whose locations have
+    /// several spellings, such as PostgreSQL's URLs, compares what they name). Files are also
+    /// compared by device and inode by the caller.
+    func isSameStore(_ path: String, as other: String) -> Bool
 }
 
 extension StoreBackend {
@@ -64,6 +68,9 @@ extension StoreBackend {
 
     /// Nothing: the store is one file.
     public func otherFiles(at path: String) -> [String] { [] }
+
+    /// The same text.
+    public func isSameStore(_ path: String, as other: String) -> Bool { path == other }
 
     /// Opens the store at `path` with no migration steps.
     public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {

@@ -2,21 +2,33 @@ import Foundation
 
 /// Hides what could be a secret in location text that a message repeats: the values of
 /// `password=` and `sslpassword=` (libpq's `key=value` pairs and URL query parameters, quoted or
-/// not) and the password of `user:password@`, however far a parser got before it gave the text
-/// up. A location that parses never holds one (a secret is refused); this is for the text of one
+/// not) and the password of a URL's `//user:password@`, however far a parser got before it gave
+/// the text up. A location that parses never holds one (a secret is refused); this is for the text of one
 /// that does not parse, which every message about it shows.
 @_spi(Backend) public enum LocationSecrets {
     private static let rules: [(pattern: NSRegularExpression, template: String)] = [
-        // password=VALUE, sslpassword = 'a quoted value', &password=VALUE.
-        (try! NSRegularExpression(pattern: #"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)"#),
+        // password=VALUE, sslpassword = 'a quoted value', &password=VALUE; an unquoted value
+        // with a space is the user's mistake, so the words after it that are not `key=` go too.
+        (try! NSRegularExpression(
+            pattern: #"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*(?:\s+(?![^\s=&]*\s*=)[^\s&]+)*)"#),
          "$1***"),
-        // user:password@ (the password runs from the first colon after the user to the @; a
-        // scheme's "://" is no password).
-        (try! NSRegularExpression(pattern: #"(^|[/\s])([^/\s:@]*):(?!//)([^@\s]*)@"#), "$1$2:***@"),
+        // user:password@ after a URL's "//" or a PostgreSQL scheme (postgres:/app:pw@h): the
+        // password runs to the last @ before the host, since an unencoded @ in it is a common
+        // mistake. A path such as sqlite:/data/app@2x.sqlite holds no password.
+        (try! NSRegularExpression(pattern: #"(?i)((?://|\bpostgres(?:ql)?:/?)[^/\s:@]*):([^\s/]*)@"#), "$1:***@"),
     ]
 
+    /// What follows `postgres:` in a location, from its start: `/app:pw@h`, `app:pw@h`.
+    private static let leadingUser = (try! NSRegularExpression(pattern: #"^(/{0,2}[^/\s:@=]*):([^\s/]*)@"#), "$1:***@")
+
     /// `text` with every secret replaced by `***`.
-    public static func redacted(_ text: String) -> String {
+    public static func redacted(_ text: String) -> String { redact(text, rules) }
+
+    /// The text of a PostgreSQL location without its `postgres:` (what its parser is given),
+    /// with every secret replaced by `***`: a user and password may open it.
+    public static func redacted(postgres text: String) -> String { redact(text, rules + [leadingUser]) }
+
+    private static func redact(_ text: String, _ rules: [(pattern: NSRegularExpression, template: String)]) -> String {
         var result = text
         for (pattern, template) in rules {
             result = pattern.stringByReplacingMatches(in: result, range: NSRange(result.startIndex..., in: result),

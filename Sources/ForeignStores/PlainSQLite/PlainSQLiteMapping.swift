@@ -1,3 +1,4 @@
+internal import CSQLite
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
@@ -40,6 +41,15 @@ enum PlainSQLiteMapping {
         let derived = try derivedTables(database)
         var allTables = try database.tableNames().filter { !$0.hasPrefix("sqlite_") && derived[$0] == nil }
         let fileTables = allTables
+        // What the file is, decided on all of its tables (never on the ones asked for).
+        if fileTables.contains("_ds_meta") || fileTables.contains("_ds_feed") {
+            throw StoreError(.invalidArgument, "\(database.path) is a store of this toolkit: read it as "
+                + "sqlite:\(database.path)")
+        }
+        if fileTables.contains("Z_PRIMARYKEY") && fileTables.contains("Z_METADATA") {
+            throw StoreError(.invalidArgument, "\(database.path) is a Core Data store: read it as "
+                + "coredata:\(database.path), which reads its model")
+        }
         if let selection {
             // The tables asked for (and the join tables between two of them), before any table is
             // checked: one that cannot be carried does not stop a copy of the others.
@@ -48,20 +58,35 @@ enum PlainSQLiteMapping {
                 throw StoreError(.unknownEntity, "\(database.path) has no table" + (unknown.count == 1 ? " " : "s ")
                     + unknown.map { "'\($0)'" }.joined(separator: ", ") + " (it has \(allTables.joined(separator: ", ")))")
             }
-            let candidates = try joinTables(database, tables: allTables.filter { !selection.contains($0) && keys[$0] == nil },
-                                            checking: false)
-            allTables = allTables.filter { table in
-                selection.contains(table)
-                    || candidates[table].map { join in join.sides.allSatisfy { selection.contains($0.parent) } } ?? false
+            let candidates = try joinTables(database, tables: allTables.filter { keys[$0] == nil }, checking: false)
+            // A join table is a many-to-many, not an entity: it comes with the two tables it pairs.
+            for table in selection.sorted() {
+                guard let join = candidates[table] else { continue }
+                let sides = join.sides.map(\.parent)
+                throw StoreError(.invalidArgument, "'\(table)' is the join table of the many-to-many between "
+                    + sides.map { "'\($0)'" }.joined(separator: " and ") + ", not an entity: it is copied with them; "
+                    + "choose " + sides.joined(separator: ",") + " instead")
             }
-        }
-        if allTables.contains("_ds_meta") || allTables.contains("_ds_feed") {
-            throw StoreError(.invalidArgument, "\(database.path) is a store of this toolkit: read it as "
-                + "sqlite:\(database.path)")
-        }
-        if allTables.contains("Z_PRIMARYKEY") && allTables.contains("Z_METADATA") {
-            throw StoreError(.invalidArgument, "\(database.path) is a Core Data store: read it as "
-                + "coredata:\(database.path), which reads its model")
+            var chosen: [String] = []
+            for table in allTables {
+                if selection.contains(table) {
+                    chosen.append(table)
+                    continue
+                }
+                guard let join = candidates[table], join.sides.allSatisfy({ selection.contains($0.parent) })
+                else { continue }
+                // Its pairs are data of the two tables chosen: one that cannot be carried is
+                // refused (never left out without a word), saying why it came along.
+                do {
+                    _ = try joinTables(database, tables: [table])
+                } catch let error as StoreError {
+                    throw StoreError(error.code, error.message + " (it comes with "
+                        + join.sides.map { "'\($0.parent)'" }.joined(separator: " and ") + ", which --entities chose; "
+                        + "choose one of them without the other to copy it without these pairs)")
+                }
+                chosen.append(table)
+            }
+            allTables = chosen
         }
         // Every unknown name at once, in a fixed order (never a dictionary's).
         let unknown = keys.sorted { $0.key < $1.key }.filter { !fileTables.contains($0.key) }
@@ -327,12 +352,23 @@ enum PlainSQLiteMapping {
     /// The virtual tables of the file (`"virtual"`) and their shadow tables (`"shadow"`), by
     /// name: SQLite's own list (`pragma_table_list`), and, for a module this SQLite does not
     /// have, the tables named like its shadow tables (`NAME_content`, `NAME_data`, …).
-    static func derivedTables(_ database: ForeignDatabase) throws -> [String: String] {
+    /// (`tableList` false reads them as SQLite before 3.37 must, and lets a test compare both.)
+    static func derivedTables(_ database: ForeignDatabase, tableList: Bool = sqlite3_libversion_number() >= 3_037_000)
+        throws -> [String: String] {
         var derived: [String: String] = [:]
-        for row in try database.rows("SELECT name, type FROM pragma_table_list WHERE schema = 'main'") {
-            guard let name = row[0].stringValue, let type = row[1].stringValue, type == "virtual" || type == "shadow"
-            else { continue }
-            derived[name] = type
+        if tableList {
+            for row in try database.rows("SELECT name, type FROM pragma_table_list WHERE schema = 'main'") {
+                guard let name = row[0].stringValue, let type = row[1].stringValue, type == "virtual" || type == "shadow"
+                else { continue }
+                derived[name] = type
+            }
+        } else {
+            // Before SQLite 3.37 (no pragma_table_list): the virtual tables by their CREATE
+            // statement; their shadow tables by name, below.
+            for row in try database.rows("SELECT name FROM sqlite_master WHERE type = 'table' "
+                + "AND upper(substr(ltrim(sql), 1, 20)) = 'CREATE VIRTUAL TABLE'") {
+                if let name = row[0].stringValue { derived[name] = "virtual" }
+            }
         }
         let suffixes = ["config", "content", "data", "docsize", "idx", "segments", "segdir", "stat", "node", "parent",
                         "rowid"]

@@ -175,6 +175,17 @@ struct ImportRun {
             }
         }
 
+        // An input none of whose values names an item (`null`, an object that wraps the array,
+        // every object without its key) is the wrong input, never "the entity now holds
+        // nothing": only an explicit empty array deletes every item.
+        if options.operations.contains(.delete), report.objects > 0, seen.isEmpty {
+            let first = rejected.first.map { " (value \($0.0.position): \($0.0.reason))" } ?? ""
+            let values = report.objects == 1 ? "the one value of \(input.path) does not name"
+                : "none of the \(report.objects) values of \(input.path) names"
+            throw StoreError(.invalidValue, "\(values) a \(entity.name) by its key\(first); nothing was imported or "
+                + "deleted. To delete every item of the entity, import an explicit empty array []")
+        }
+
         if options.operations.contains(.delete) {
             var doomed: [Value] = []
             try store.read { reader in

@@ -165,6 +165,7 @@ extension StoreLocation {
     /// link), told by its device and inode.
     public func isSameStore(as other: StoreLocation) -> Bool {
         if self == other { return true }
+        if kind == other.kind, let backend = try? backend, backend.isSameStore(path, as: other.path) { return true }
         guard let mine = try? backend.fileSystemPath(of: path), let theirs = try? other.backend.fileSystemPath(of: other.path)
         else { return false }
         var a = stat()
@@ -213,8 +214,17 @@ extension StoreLocation {
         do {
             let store = try Migrator.acceptingUnfinished { try openSource() }
             try? store.close()
-        } catch let error as StoreError {
+        } catch let error as StoreError where ![.unavailable, .io, .busy].contains(error.code) {
+            // A server that does not answer, a failed read, a lock held: not "this is not a
+            // store", which would tell the user to delete what may be their store.
             throw refusal("it does not open as a \(kind) store of this toolkit (\(error.message))")
+        }
+        // A store that is not files (a PostgreSQL schema) may hold what is not the store's.
+        if backend.fileSystemPath(of: path) == nil {
+            let others = backend.otherFiles(at: path)
+            if !others.isEmpty {
+                throw refusal("it also holds " + Self.list(others) + ", which are not the store's")
+            }
         }
     }
 
