@@ -155,7 +155,7 @@ func copyThereAndBack(_ source: StoreLocation, via kind: StoreKind, in dir: Temp
         composite.compositeAttribute = true
         try CoreDataFixture.write(at: dir.path("Composite.sqlite"), composite)
         #expect { try CoreDataStore(ForeignSource(path: dir.path("Composite.sqlite"))) } throws: { error in
-            "\(error)".contains("attribute 'Tag.size' is of the composite type")
+            "\(error)".contains("attribute 'Tag.size' is a composite whose elements the model does not give")
         }
         #expect { try CoreDataStore(ForeignSource(path: dir.path("Ordered.sqlite"), keys: ["Tag": "missing"])) }
             throws: { "\($0)".contains("'missing' is not an attribute of 'Tag'") }

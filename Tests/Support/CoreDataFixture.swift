@@ -22,7 +22,8 @@ public enum CoreDataFixture {
         public var walWithUnflushedPages = false
         /// Makes `Post.tags` ordered (a store the reader must refuse).
         public var orderedManyToMany = false
-        /// Adds a composite attribute `Tag.size` (a store the reader must refuse).
+        /// Adds a composite attribute `Tag.size` archived without its elements (a store the
+        /// reader must refuse: SwiftDataFixture has composites as SwiftData archives them).
         public var compositeAttribute = false
         public var posts = 6
         /// How the model cache carries Author's inherited properties.

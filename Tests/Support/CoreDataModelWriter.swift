@@ -17,10 +17,14 @@ public struct CoreDataModelWriter {
                        derived: Bool = false)
         case relationship(String, to: String, inverse: String?, toMany: Bool, ordered: Bool = false, rule: Int = 1,
                           optional: Bool = true)
+        /// A composite attribute (type 2100, `NSCompositeAttributeDescription`) and its elements
+        /// (attributes or composites), as SwiftData archives a stored struct or enum.
+        indirect case composite(String, elements: [Property], optional: Bool = true)
 
         var name: String {
             switch self {
-            case .attribute(let name, _, _, _, _, _), .relationship(let name, _, _, _, _, _, _): name
+            case .attribute(let name, _, _, _, _, _), .relationship(let name, _, _, _, _, _, _),
+                 .composite(let name, _, _): name
             }
         }
     }
@@ -82,6 +86,19 @@ public struct CoreDataModelWriter {
                                    fields, classes: derived
                                     ? ["NSDerivedAttributeDescription", "NSAttributeDescription",
                                        "NSPropertyDescription", "NSObject"] : nil)
+            case let .composite(name, elements, optional):
+                let references = elements.map { add($0, of: entity) }
+                let list = archive.add(className: "NSMutableArray", ["NS.objects": .array(references.map { .reference($0) })],
+                                       classes: ["NSMutableArray", "NSArray", "NSObject"])
+                var fields: [String: KeyedArchiveWriter.Item] = [
+                    "NSPropertyName": .string(name), "NSEntity": .reference(entityRefs[entity] ?? 0),
+                    "NSAttributeType": .int(2100), "_P": .int(optional ? 243 : 177), "NSFlagsKey": .int(0),
+                    "NSAttributeValueClassName": .string("NSDictionary"), "NSCompositeElements": .reference(list),
+                ]
+                if optional { fields["NSIsOptional"] = .bool(true) }
+                return archive.add(className: "NSCompositeAttributeDescription", fields, classes: [
+                    "NSCompositeAttributeDescription", "NSAttributeDescription", "NSPropertyDescription", "NSObject",
+                ])
             case let .relationship(name, destination, inverse, toMany, ordered, rule, optional):
                 var fields: [String: KeyedArchiveWriter.Item] = [
                     "NSPropertyName": .string(name), "NSEntity": .reference(entityRefs[entity] ?? 0),

@@ -15,7 +15,11 @@ import Foundation
 ///   Decimal → double; String and URI → string; Boolean → bool; Date (seconds since 2001) →
 ///   date; Binary and Transformable → bytes (external storage read from
 ///   `.NAME_SUPPORT/_EXTERNAL_DATA`); UUID → uuid. Transient properties and fetched properties
-///   hold no data and are left out. ObjectID and composite attributes are refused.
+///   hold no data and are left out. ObjectID attributes are refused.
+/// - **Composite attributes** (SwiftData's stored structs and enums, type 2100): each element,
+///   nested ones too, is an attribute of its own named by its path with `_` (`author_person`),
+///   read from its own column (see ``StoredAttribute``), optional when it or a composite
+///   holding it is.
 /// - **Relationships.** A to-one is its `Z`+NAME column; a to-many is the inverse of a to-one
 ///   or, with a to-many inverse, the pairs of the join table `Z_<n>NAME`. An ordered one-to-many
 ///   keeps its order in an int attribute `<inverse>Order` on the destination (Core Data's
@@ -24,6 +28,7 @@ import Foundation
 ///   required), since a store here never keeps a reference to a deleted item.
 enum CoreDataMapping {
     static func map(_ database: ForeignDatabase, model: CoreDataModel, keys: [String: String]) throws -> ForeignMapping {
+        var model = model
         let tables = Set(try database.tableNames())
         guard tables.contains("Z_PRIMARYKEY") else {
             throw StoreError(.notAStore, "\(database.path) is not a Core Data store: it has no Z_PRIMARYKEY table")
@@ -43,6 +48,7 @@ enum CoreDataMapping {
             }
             numbers[entity.name] = number
         }
+        try addInverses(to: &model, numbers: numbers, database: database)
         // Every unknown name at once, in a fixed order (never a dictionary's).
         let unknown = keys.sorted { $0.key < $1.key }.filter { model.entity($0.key) == nil }
         if !unknown.isEmpty {
@@ -57,6 +63,21 @@ enum CoreDataMapping {
                 .appendingPathComponent(".\(name)_SUPPORT/_EXTERNAL_DATA")
         }()
         let roots = model.entities.filter { $0.parent == nil }.map(\.name)
+
+        func table(of root: String) -> String { "Z" + root.uppercased() }
+        /// The table's columns in order, the hierarchy's stored values (a composite's elements
+        /// each one of their own) and the column of each.
+        func storedColumns(of root: String) throws
+            -> (table: [(name: String, type: String)], stored: [StoredAttribute], columns: [String]) {
+            let tableColumns = try database.rows("SELECT name, type FROM pragma_table_info(?) ORDER BY cid",
+                                                 [.string(table(of: root))])
+                .compactMap { row in row[0].stringValue.map { (name: $0, type: row[1].stringValue ?? "") } }
+            let stored = try model.hierarchy(of: root).flatMap { entity in
+                try entity.attributes.filter { !$0.isTransient }.flatMap { try StoredAttribute.flatten($0, of: entity.name) }
+            }
+            return (tableColumns, stored,
+                    try StoredAttribute.columns(of: stored, table: tableColumns, tableName: table(of: root)))
+        }
 
         // Each hierarchy's key: its name, type and the column that holds it.
         var keyOf: [String: (attribute: String, type: ValueType, column: String)] = [:]
@@ -79,12 +100,13 @@ enum CoreDataMapping {
                     throw StoreError(.invalidArgument, "key=\(root).\(named): a key is a required int, string or uuid "
                         + "attribute; '\(named)' is \(attribute.isOptional ? "optional " : "")\(type)")
                 }
-                keyOf[root] = (named, type, "Z" + named.uppercased())
+                let (_, stored, columns) = try storedColumns(of: root)
+                let column = stored.firstIndex { $0.entity == root && $0.attribute.name == named }.map { columns[$0] }
+                keyOf[root] = (named, type, column ?? "Z" + named.uppercased())
             } else {
                 keyOf[root] = ("pk", .int, "Z_PK")
             }
         }
-        func table(of root: String) -> String { "Z" + root.uppercased() }
         func keyExpression(of root: String, pkExpression: String) -> String {
             guard let key = keyOf[root], key.column != "Z_PK" else { return pkExpression }
             return "(SELECT d.\(ForeignDatabase.quoted(key.column)) FROM \(ForeignDatabase.quoted(table(of: root))) AS d "
@@ -102,8 +124,8 @@ enum CoreDataMapping {
                 throw StoreError(.schemaMismatch, "entity '\(root)' has no table \(tableName) in the store: the model "
                     + "is not the store's (pass the model of the store's version with --model)")
             }
-            let columns = Set(try database.rows("SELECT name FROM pragma_table_info(?)", [.string(tableName)])
-                .compactMap { $0[0].stringValue })
+            let (tableColumns, stored, columnOf) = try storedColumns(of: root)
+            let columns = Set(tableColumns.map(\.name))
             let hierarchy = model.hierarchy(of: root)
             guard let key = keyOf[root] else { continue }
             var attributes: [Attribute] = []
@@ -144,12 +166,13 @@ enum CoreDataMapping {
             }
             for entity in hierarchy {
                 let inherited = entity.name != root
-                for attribute in entity.attributes where !attribute.isTransient {
+                for (index, storedAttribute) in stored.enumerated() where storedAttribute.entity == entity.name {
+                    let attribute = storedAttribute.attribute
                     try claim(attribute.name, by: entity.name)
-                    let column = "Z" + attribute.name.uppercased()
+                    let column = columnOf[index]
                     guard columns.contains(column) else {
-                        throw StoreError(.schemaMismatch, "attribute '\(entity.name).\(attribute.name)' has no column "
-                            + "\(column) in \(tableName): the model is not the store's")
+                        throw StoreError(.schemaMismatch, "attribute '\(entity.name).\(storedAttribute.path)' has no "
+                            + "column \(column) in \(tableName): the model is not the store's")
                     }
                     let conversion = try attributeConversion(attribute, entity: entity.name,
                                                              supportDirectory: supportDirectory)
@@ -188,7 +211,7 @@ enum CoreDataMapping {
                         continue
                     }
                     if !relationship.isToMany {
-                        let column = "Z" + relationship.name.uppercased()
+                        let column = relationship.column ?? "Z" + relationship.name.uppercased()
                         guard columns.contains(column) else {
                             throw StoreError(.schemaMismatch, "\(label) has no column \(column) in \(tableName): "
                                 + "the model is not the store's")
@@ -255,8 +278,8 @@ enum CoreDataMapping {
         for (root, orders) in orderColumns {
             guard let position = schemas.firstIndex(where: { $0.name == root }) else { continue }
             let tableName = table(of: root)
-            let columns = Set(try database.rows("SELECT name FROM pragma_table_info(?)", [.string(tableName)])
-                .compactMap { $0[0].stringValue })
+            let (tableColumns, stored, columnOf) = try storedColumns(of: root)
+            let columns = Set(tableColumns.map(\.name))
             for order in orders {
                 guard columns.contains(order.column) else {
                     throw StoreError(.schemaMismatch, "\(tableName) has no column \(order.column), where Core Data keeps "
@@ -323,6 +346,41 @@ enum CoreDataMapping {
         case .string: .string
         case .uuid: .uuid
         default: .int
+        }
+    }
+
+    /// Gives each unordered to-many without an inverse (SwiftData's `var spec: [Ingredient]` with
+    /// no inverse) the to-one inverse Core Data keeps for it anyway: the column `Z<n><NAME>` of
+    /// the destination's table, `<n>` the number of the entity that declares it. The inverse is
+    /// named `<Entity>_<relationship>` (`Cocktail_spec`), optional, and its delete rule nullifies.
+    /// One whose column is not there is left as it is (and refused, naming it, by the mapping).
+    static func addInverses(to model: inout CoreDataModel, numbers: [String: Int64], database: ForeignDatabase) throws {
+        for entityIndex in model.entities.indices {
+            let entity = model.entities[entityIndex]
+            for relationshipIndex in entity.relationships.indices {
+                let relationship = entity.relationships[relationshipIndex]
+                guard relationship.isToMany, !relationship.isOrdered, !relationship.isTransient,
+                      relationship.inverse == nil, let number = numbers[entity.name],
+                      let destination = model.entities.firstIndex(where: { $0.name == relationship.destination })
+                else { continue }
+                let column = "Z\(number)\(relationship.name.uppercased())"
+                let table = "Z" + model.root(of: relationship.destination).uppercased()
+                guard try !database.rows("SELECT 1 FROM pragma_table_info(?) WHERE name = ?",
+                                         [.string(table), .string(column)]).isEmpty else { continue }
+                let name = "\(entity.name)_\(relationship.name)"
+                let taken = model.hierarchy(of: model.root(of: relationship.destination)).contains { other in
+                    other.relationships.contains { $0.name == name } || other.attributes.contains { $0.name == name }
+                }
+                guard !taken else {
+                    throw StoreError(.invalidArgument, "relationship '\(entity.name).\(relationship.name)' is to-many "
+                        + "without an inverse, and the name '\(name)' this reader gives its inverse is taken in "
+                        + "'\(relationship.destination)'")
+                }
+                model.entities[entityIndex].relationships[relationshipIndex].inverse = name
+                model.entities[destination].relationships.append(CoreDataModel.Relationship(
+                    name: name, destination: entity.name, inverse: relationship.name, isToMany: false,
+                    isOrdered: false, isOptional: true, isTransient: false, deleteRule: 1, column: column))
+            }
         }
     }
 
@@ -458,6 +516,111 @@ enum CoreDataMapping {
                         + "\(optional ? "an optional" : "a required") \(column.conversion.type)")
                 }
             }
+        }
+    }
+}
+
+/// A value a Core Data entity stores in a column: an attribute, or an element of a composite
+/// attribute (SwiftData's stored struct), which is read as an attribute of its own named by its
+/// path with `_` (`author_person`; a nested composite's `address_city_name`; an element named
+/// like its composite, as SwiftData keeps an enum, by the composite's name: `ice`), optional when
+/// the element or any composite holding it is.
+struct StoredAttribute {
+    /// The entity that declares the top-level attribute.
+    var entity: String
+    /// The attribute as read here: named by its path, with the element's type.
+    var attribute: CoreDataModel.Attribute
+    /// The path as Core Data names it (`author.person`), for messages.
+    var path: String
+    /// The element's own name, which its column is named after.
+    var elementName: String
+    /// The top-level attribute's name, and the element's position among its leaves.
+    var topLevel: String
+    var position: Int
+
+    /// `attribute`, or the leaves of a composite.
+    /// - Throws: `invalidArgument` for a composite with no elements (a model file that does not
+    ///   give them).
+    static func flatten(_ attribute: CoreDataModel.Attribute, of entity: String) throws -> [StoredAttribute] {
+        guard attribute.type == 2100 else {
+            return [StoredAttribute(entity: entity, attribute: attribute, path: attribute.name,
+                                    elementName: attribute.name, topLevel: attribute.name, position: 0)]
+        }
+        var leaves: [StoredAttribute] = []
+        func visit(_ composite: CoreDataModel.Attribute, names: [String], optional: Bool) throws {
+            guard !composite.elements.isEmpty else {
+                throw StoreError(.invalidArgument, "attribute '\(entity).\(names.joined(separator: "."))' is a "
+                    + "composite whose elements the model does not give: read the store's own model (leave out "
+                    + "--model: SwiftData and Core Data keep it in Z_MODELCACHE)")
+            }
+            for element in composite.elements where !element.isTransient {
+                let path = names + [element.name]
+                let isOptional = optional || element.isOptional
+                if element.type == 2100 {
+                    try visit(element, names: path, optional: isOptional)
+                    continue
+                }
+                var leaf = element
+                // An element named like its composite (how SwiftData keeps an enum: `ice.ice`)
+                // takes the composite's name.
+                leaf.name = (element.name == names.last ? names : path).joined(separator: "_")
+                leaf.isOptional = isOptional
+                leaves.append(StoredAttribute(entity: entity, attribute: leaf, path: path.joined(separator: "."),
+                                              elementName: element.name, topLevel: attribute.name,
+                                              position: leaves.count))
+            }
+        }
+        try visit(attribute, names: [attribute.name], optional: attribute.isOptional)
+        return leaves
+    }
+
+    /// The column of each of `stored`. Core Data names a column `Z` and the attribute's (or the
+    /// element's own) name in capitals; values that share a name (a composite's element `id`
+    /// beside the entity's `id`) are numbered, `ZID`, `ZID1`, …, in the order Core Data creates
+    /// the columns: by SQL type, in the order the table holds its types (a UUID before other
+    /// binary data), then by top-level attribute name, then by the element's position.
+    /// - Throws: `schemaMismatch` when the table does not hold as many such columns.
+    static func columns(of stored: [StoredAttribute], table: [(name: String, type: String)], tableName: String) throws
+        -> [String]
+    {
+        var result = stored.map { "Z" + $0.elementName.uppercased() }
+        let groups = Dictionary(grouping: stored.indices, by: { result[$0] }).filter { $0.value.count > 1 }
+        for (base, members) in groups.sorted(by: { $0.key < $1.key }) {
+            let candidates = table.filter { column in
+                column.name == base || (column.name.hasPrefix(base) && column.name.count > base.count
+                    && column.name.dropFirst(base.count).allSatisfy(\.isASCII) && column.name.dropFirst(base.count).allSatisfy(\.isNumber))
+            }.map(\.name)
+            guard candidates.count == members.count else {
+                throw StoreError(.schemaMismatch, members.map { "'\(stored[$0].entity).\(stored[$0].path)'" }
+                    .joined(separator: ", ") + " share the column name \(base), but \(tableName) holds "
+                    + (candidates.isEmpty ? "no such column" : candidates.joined(separator: ", "))
+                    + ": the model is not the store's")
+            }
+            func typeOrder(_ member: StoredAttribute) -> (Int, Int) {
+                let type = sqlType(member.attribute.type)
+                let first = table.firstIndex { $0.type.uppercased() == type } ?? Int.max
+                return (first, member.attribute.type == 1100 ? 0 : 1)
+            }
+            let ordered = members.sorted { a, b in
+                let (x, y) = (stored[a], stored[b])
+                if typeOrder(x) != typeOrder(y) { return typeOrder(x) < typeOrder(y) }
+                if x.topLevel != y.topLevel { return x.topLevel < y.topLevel }
+                return x.position < y.position
+            }
+            for (member, column) in zip(ordered, candidates) { result[member] = column }
+        }
+        return result
+    }
+
+    /// The SQL type Core Data declares a column of attribute type `type` with.
+    static func sqlType(_ type: Int) -> String {
+        switch type {
+        case 100, 200, 300, 800: "INTEGER"
+        case 400: "DECIMAL"
+        case 500, 600: "FLOAT"
+        case 700, 1200: "VARCHAR"
+        case 900: "TIMESTAMP"
+        default: "BLOB"
         }
     }
 }

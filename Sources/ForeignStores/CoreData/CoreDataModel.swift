@@ -18,6 +18,9 @@ struct CoreDataModel: Sendable {
         var isOptional: Bool
         var isTransient: Bool
         var allowsExternalStorage: Bool
+        /// A composite's elements (type 2100: SwiftData's stored struct), in their declared
+        /// order; an element may be a composite itself.
+        var elements: [Attribute] = []
     }
 
     struct Relationship: Sendable {
@@ -30,6 +33,9 @@ struct CoreDataModel: Sendable {
         var isTransient: Bool
         /// `NSDeleteRule`: 0 no action, 1 nullify, 2 cascade, 3 deny.
         var deleteRule: Int
+        /// The column that holds a to-one, when it is not `Z` and the name in capitals: the
+        /// inverse this reader adds to a to-many that has none (`Z<n><NAME>`).
+        var column: String? = nil
     }
 
     struct Entity: Sendable {
@@ -117,11 +123,10 @@ struct CoreDataModel: Sendable {
                 case "NSFetchedPropertyDescription":
                     continue
                 default:
-                    guard let type = archive.int(property, "NSAttributeType") else { continue }
-                    let attributeFlags = archive.int(property, "NSFlagsKey") ?? 0
-                    attributes.append(Attribute(name: propertyName, type: type, isOptional: optional,
-                                                isTransient: transient,
-                                                allowsExternalStorage: attributeFlags & 0x4 != 0))
+                    guard let attribute = Self.attribute(property, named: propertyName, in: archive, depth: 0) else {
+                        continue
+                    }
+                    attributes.append(attribute)
                 }
             }
             let renamed = archive.string(fields, "NSRenamingIdentifier").flatMap { $0 == name ? nil : $0 }
@@ -134,6 +139,24 @@ struct CoreDataModel: Sendable {
             throw StoreError(.corrupt, "\(what) holds no entity descriptions")
         }
         self.entities = Self.ownProperties(entities).sorted { $0.name < $1.name }
+    }
+
+    /// An attribute of the archive (`NSAttributeDescription`, or `NSCompositeAttributeDescription`
+    /// with its `NSCompositeElements`, nested at most 16 deep), or `nil` without a type.
+    private static func attribute(_ fields: KeyedArchive.Fields, named name: String, in archive: KeyedArchive,
+                                  depth: Int) -> Attribute? {
+        guard let type = archive.int(fields, "NSAttributeType") else { return nil }
+        let flags = archive.int(fields, "_P") ?? 0
+        var attribute = Attribute(name: archive.string(fields, "NSPropertyName") ?? name, type: type,
+                                  isOptional: archive.bool(fields, "NSIsOptional") || flags & 0x2 != 0,
+                                  isTransient: archive.bool(fields, "NSIsTransient") || flags & 0x8 != 0,
+                                  allowsExternalStorage: (archive.int(fields, "NSFlagsKey") ?? 0) & 0x4 != 0)
+        if type == 2100, depth < 16 {
+            attribute.elements = archive.array(fields, "NSCompositeElements").compactMap { reference in
+                archive.fields(reference).flatMap { Self.attribute($0, named: "", in: archive, depth: depth + 1) }
+            }
+        }
+        return attribute
     }
 
     /// The entities with only the properties each declares itself. Apple's model caches carry an
