@@ -18,3 +18,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo_cmd apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
 fi
+# The PostgreSQL tests run a server and a client in German (lc_messages, LANG), to show that the
+# error codes do not depend on the language of the messages: the locale is made when missing.
+if ! locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; then
+    sudo_cmd=""
+    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    if [ ! -d /usr/share/i18n/locales ] || ! command -v localedef >/dev/null 2>&1; then
+        $sudo_cmd apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq locales
+    fi
+    echo "Making the locale de_DE.UTF-8"
+    $sudo_cmd localedef -i de_DE -f UTF-8 de_DE.UTF-8
+fi

@@ -49,9 +49,10 @@ start)
     chown postgres "$dir" 2>/dev/null || true
     as_postgres "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C >/dev/null
     # PG_LISTEN (addresses), PG_PORT and PG_SSL_DIR (server.crt and server.key) make a server on
-    # TCP, with TLS, for the TLS tests; by default it listens on its Unix socket only.
+    # TCP, with TLS, for the TLS tests; by default it listens on its Unix socket only. PG_OPTIONS
+    # adds settings (-c lc_messages=de_DE.UTF-8 for the tests in German).
     options="-c listen_addresses='${PG_LISTEN:-}' -c port=${PG_PORT:-5432} -c unix_socket_directories='$dir'"
-    options="$options -c fsync=on -c max_connections=200"
+    options="$options -c fsync=on -c max_connections=200 ${PG_OPTIONS:-}"
     if [ -n "${PG_LISTEN:-}" ]; then
         echo "host all all 0.0.0.0/0 trust" >> "$dir/data/pg_hba.conf"
         echo "host all all ::/0 trust" >> "$dir/data/pg_hba.conf"

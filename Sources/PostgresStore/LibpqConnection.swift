@@ -22,7 +22,8 @@ struct LibpqError: Error {
         let primary = field("M") ?? LibpqConnection.oneLine(String(cString: PQresultErrorMessage(result)))
         message = [primary, field("D")].compactMap { $0 }.joined(separator: ": ")
         connectionLost = connection.map { PQstatus($0) == CONNECTION_BAD } ?? false
-            || sqlState?.hasPrefix("08") == true || ["57P01", "57P02", "57P03"].contains(sqlState ?? "")
+            || sqlState?.hasPrefix(PostgresSQLState.connectionExceptionClass) == true
+            || PostgresSQLState.sessionEnded.contains(sqlState ?? "")
     }
 
     init(message: String, connectionLost: Bool, sqlState: String? = nil) {
@@ -266,6 +267,87 @@ final class LibpqConnection {
     }
 
     private var isPipelined: Bool
+
+    /// What a failed connection met, for deciding whether it may pass: see ``diagnose(_:within:)``.
+    struct ConnectDiagnosis {
+        /// The SQLSTATE the server refused the connection with (`57P03` starting up or shutting
+        /// down, `28P01` a wrong password, `3D000` no such database), when it sent one.
+        var sqlState: String?
+        /// Whether a server answered at all (a socket connected and the startup was sent).
+        var reachedServer = false
+        /// Whether the location asks the server to be of a kind (`target_session_attrs`
+        /// `read-write`, `primary`, …): a server reached that turns out not to be is refused by
+        /// libpq without a SQLSTATE, and may be of that kind later (a standby promoted).
+        var asksTarget = false
+        /// Whether the server asked for a password and none was given (`PQconnectionNeedsPassword`).
+        var needsPassword = false
+
+        /// Whether the same connection may succeed later: no server answered (none listens, the
+        /// network, a timeout), the servers answered but none is of the kind asked for (none
+        /// accepts writes yet), or a server refused for a reason that passes (starting, stopping,
+        /// in recovery, out of connection slots). A wrong password, user or database, a missing
+        /// password, a server without the TLS asked for: these do not pass.
+        var isTransient: Bool {
+            if let sqlState { return PostgresSQLState.isTransient(sqlState) }
+            if needsPassword { return false }
+            return !reachedServer || asksTarget
+        }
+    }
+
+    /// Connects once more with `parameters`, asynchronously, with libpq's verbose errors (which
+    /// carry the server's SQLSTATE, in any language), following how far it gets; for at most
+    /// `timeout` (libpq leaves `connect_timeout` to the caller of `PQconnectPoll`).
+    static func diagnose(_ parameters: [(String, String)], within timeout: Duration? = nil) -> ConnectDiagnosis {
+        // The location's connect_timeout (libpq's own default waits for as long as the network
+        // does), else 5 s.
+        let timeout = timeout ?? parameters.last { $0.0 == "connect_timeout" }.flatMap { Int($0.1) }
+            .map { Duration.seconds(max(2, $0)) } ?? .seconds(5)
+        var diagnosis = ConnectDiagnosis()
+        diagnosis.asksTarget = parameters.contains { $0.0 == "target_session_attrs" && $0.1 != "any" }
+        var keywords = parameters.map { strdup($0.0) }
+        var values = parameters.map { strdup($0.1) }
+        keywords.append(nil)
+        values.append(nil)
+        defer {
+            for pointer in keywords { free(pointer) }
+            for pointer in values { free(pointer) }
+        }
+        let started: OpaquePointer? = keywords.withUnsafeBufferPointer { k in
+            values.withUnsafeBufferPointer { v in
+                k.withMemoryRebound(to: UnsafePointer<CChar>?.self) { k in
+                    v.withMemoryRebound(to: UnsafePointer<CChar>?.self) { v in
+                        PQconnectStartParams(k.baseAddress, v.baseAddress, 0)
+                    }
+                }
+            }
+        }
+        guard let connection = started else { return diagnosis }
+        defer { PQfinish(connection) }
+        PQsetErrorVerbosity(connection, PQERRORS_VERBOSE)
+        let deadline = ContinuousClock.now + timeout
+        var state = PGRES_POLLING_WRITING
+        while PQstatus(connection) != CONNECTION_BAD {
+            switch PQstatus(connection) {
+            case CONNECTION_STARTED, CONNECTION_NEEDED: break
+            default: diagnosis.reachedServer = true
+            }
+            if state == PGRES_POLLING_OK || state == PGRES_POLLING_FAILED { break }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            var descriptor = pollfd(fd: PQsocket(connection),
+                                    events: Int16(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), revents: 0)
+            let milliseconds = Int32(clamping: left.components.seconds * 1_000
+                + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            guard descriptor.fd >= 0, poll(&descriptor, 1, milliseconds) >= 0 else { break }
+            state = PQconnectPoll(connection)
+        }
+        if PQstatus(connection) == CONNECTION_BAD {
+            let message = String(cString: PQerrorMessage(connection))
+            diagnosis.sqlState = PostgresSQLState.inVerboseMessage(message)
+            diagnosis.needsPassword = PQconnectionNeedsPassword(connection) == 1
+        }
+        return diagnosis
+    }
 
     /// libpq's multi-line messages as one line.
     static func oneLine(_ text: String) -> String {

@@ -345,16 +345,22 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             return try LibpqConnection(connectionParameters(overriding: overriding), pipelined: pipelined,
                                        answerTimeout: answerTimeout)
         } catch {
-            let described = PostgresSession.describe(error)
-            // A failed connection carries no SQLSTATE (libpq gives its text only): a server that is
-            // down, starting, stopping or refusing writes may take connections again later.
-            let code: StoreError.Code = described.contains("read-only") || described.contains("refused")
-                || described.contains("No such file") || described.contains("timeout")
-                || described.contains("shutting down") || described.contains("starting up")
-                || described.contains("in recovery") ? .unavailable : .io
-            throw StoreError(code, "cannot connect to the PostgreSQL server at \(overriding.map { "\($0.host):\($0.port)" } ?? server) "
-                + "(database \(database), user \(user)): \(described)")
+            // libpq gives a failed connection no SQLSTATE, and its words (and the server's) are in
+            // the language of LANG and lc_messages: whether the failure may pass is decided on
+            // what a diagnosing attempt sees (how far it got, the server's SQLSTATE), never on text.
+            let diagnosis = LibpqConnection.diagnose(connectionParameters(overriding: overriding))
+            throw StoreError(diagnosis.isTransient ? .unavailable : .io,
+                             "cannot connect to the PostgreSQL server at \(overriding.map { "\($0.host):\($0.port)" } ?? server) "
+                                 + "(database \(database), user \(user)): \(PostgresSession.describe(error))",
+                             cause: .postgres(sqlState: PostgresSQLState.unableToConnect,
+                                              message: diagnosis.sqlState.map { "\($0): \(error.message)" } ?? error.message))
         }
+    }
+
+    /// Whether `error` is a failure to connect (``connect(pipelined:overriding:)``): nothing of a
+    /// transaction reached a server.
+    static func isConnectFailure(_ error: StoreError) -> Bool {
+        error.cause?.sqlState == PostgresSQLState.unableToConnect
     }
 }
 
@@ -466,16 +472,17 @@ final class PostgresSession: @unchecked Sendable {
     static func storeError(_ error: LibpqError, sql: String, location: PostgresLocation) -> StoreError {
         let state = error.sqlState ?? ""
         let code: StoreError.Code
+        typealias S = PostgresSQLState
         switch state {
-        case "23505": code = .uniqueViolation
-        case "23503": code = .referenceViolation
-        case "40001", "40P01", "55P03": code = .conflict
-        case "53100": code = .storeFull
-        case "3F000", "42P01": code = .notFound
-        case "25006": code = .unavailable
-        default: code = error.connectionLost ? .unavailable : state.hasPrefix("XX") ? .corrupt : .io
+        case S.uniqueViolation: code = .uniqueViolation
+        case S.foreignKeyViolation: code = .referenceViolation
+        case S.serializationFailure, S.deadlockDetected, S.lockNotAvailable: code = .conflict
+        case S.diskFull: code = .storeFull
+        case S.invalidSchemaName, S.undefinedTable: code = .notFound
+        case S.readOnlyTransaction: code = .unavailable
+        default: code = error.connectionLost ? .unavailable : state.hasPrefix(S.internalErrorClass) ? .corrupt : .io
         }
-        let what = state == "25006" ? "the server no longer accepts writes (a standby, or a primary being demoted): "
+        let what = state == S.readOnlyTransaction ? "the server no longer accepts writes (a standby, or a primary being demoted): "
             : ""
         return StoreError(code, "\(location): \(what)\(describe(error)) (in \(sql.prefix(120)))",
                           cause: StoreError.Cause.postgres(sqlState: state, message: error.message))

@@ -303,7 +303,7 @@ import Synchronization
             // refused as read-only, 25006, is `unavailable` too) is rolled back here, so that the
             // connection's next transaction is not refused as part of an aborted one.
             let failure = error as? StoreError
-            let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != "25006")
+            let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
             guard lost else {
                 _ = try? writer.settle()
                 _ = try? writer.query("ROLLBACK")
@@ -319,7 +319,7 @@ import Synchronization
                 throw StoreError(.io, "\(location): the connection to the server was lost while the transaction "
                     + "committed: whether it did is unknown (\(reason))")
             }
-            if let failure, failure.message.hasPrefix("cannot connect") {
+            if let failure, PostgresLocation.isConnectFailure(failure) {
                 throw StoreError(.unavailable, "\(location): no server that accepts writes could be reached; nothing "
                     + "of the transaction was stored (\(reason))")
             }

@@ -71,7 +71,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         }
         // "cached plan must not change result type" is SQLSTATE 0A000 (feature_not_supported), which
         // no statement of the store meets otherwise; decided on the code, not the server's words.
-        guard error.cause?.sqlState == "0A000" else { return false }
+        guard error.cause?.sqlState == PostgresSQLState.featureNotSupported else { return false }
         answered = true
         try session.send("ROLLBACK", wanted: false)
         do {

@@ -17,6 +17,8 @@
 //     crash-writer sqlite|lmdb PATH feed-write N [PAUSE_MS] / feed-observe N   (the cross-process feed tests;
 //                                                 see FeedFixture)
 //     crash-writer sqlite|lmdb|memory|postgres PATH async-probe / saturate [blocking]   (see AsyncProbe)
+//     crash-writer postgres URL error-code open|write   (error codes in the environment's language; see
+//                                                 ErrorCodeProbe)
 //     crash-writer switch OLD NEW SEED [die-at STEP] …   (an app switching backends; see SwitchFixture)
 //     crash-writer switch-bench OLD NEW ITEMS [gap MS]     (what a switch costs its app; see SwitchBench)
 //
@@ -48,6 +50,9 @@ if arguments.count >= 4, arguments[3] == "seed-v1" || arguments[3] == "upgrade" 
 }
 if arguments.count >= 4, arguments[3] == "async-probe" || arguments[3] == "saturate" {
     exit(AsyncProbe.main(arguments))
+}
+if arguments.count >= 5, arguments[3] == "error-code" {
+    exit(ErrorCodeProbe.main(arguments))
 }
 if arguments.count >= 4, arguments[3] == "feed-write" || arguments[3] == "feed-observe" {
     exit(FeedFixture.main(arguments))

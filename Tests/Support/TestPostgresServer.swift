@@ -18,8 +18,10 @@ public enum TestPostgresServer {
     /// A server of the caller's own (for a test that changes the server's settings, which would
     /// reach every other test on the shared one), stopped when the process exits; its socket
     /// directory.
-    public static func startOwn(_ name: String) -> String {
-        startForTheProcess(script: script, name: "datastore-pg-\(name)", arguments: "")
+    /// `settings` go to the server's command line (`-c lc_messages=de_DE.UTF-8`).
+    public static func startOwn(_ name: String, settings: String = "") -> String {
+        startForTheProcess(script: script, name: "datastore-pg-\(name)", arguments: "",
+                           environment: settings.isEmpty ? "" : "PG_OPTIONS='\(settings)' ")
     }
 }
 
@@ -42,9 +44,9 @@ nonisolated(unsafe) private var startedDirectories: [(script: String, dir: Strin
 /// Runs `script start DIR ARGUMENTS` for a directory of this process's own, and `script stop
 /// DIR` when the process exits (the last started first); returns DIR. system(3), not Process:
 /// Foundation's waitUntilExit can miss the end of a script whose child (a server) lives on.
-private func startForTheProcess(script: String, name: String, arguments: String) -> String {
+private func startForTheProcess(script: String, name: String, arguments: String, environment: String = "") -> String {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid())").path
-    let status = system("/bin/bash '\(script)' start '\(dir)' \(arguments) >/dev/null")
+    let status = system("\(environment)/bin/bash '\(script)' start '\(dir)' \(arguments) >/dev/null")
     precondition(status == 0, "\(script) start \(dir) \(arguments) failed")
     if startedDirectories.isEmpty {
         atexit {
