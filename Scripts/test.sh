@@ -52,12 +52,19 @@ swift build --build-tests "${build[@]}"
 # build packages of their own (.build-blocks, .build-docs) beside the tests, which spend much of
 # their time waiting for the processes and servers they start; their output follows the tests'.
 side_log=$(mktemp)
-# The side job gets a process group of its own (set -m), so that an interrupted or cancelled run
-# stops it and everything it started, rather than leaving a build running on the cores.
-side=""
-trap '[ -z "$side" ] || kill -TERM -- -"$side" 2>/dev/null; rm -f "$side_log"' EXIT
-trap 'exit 130' INT TERM
-set -m
+# An interrupted or cancelled run stops what it started: the side job and the tests, with every
+# process under them (a build, a server), rather than leaving them on the cores. Both run in the
+# background of this one process group (a kill of the group takes them too), and the script
+# waits for them with `wait`, which a signal interrupts at once.
+side="" tests_pid=""
+kill_tree() {
+    local child
+    for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+    kill -TERM "$1" 2>/dev/null || true
+}
+trap 'for pid in $side $tests_pid; do kill_tree "$pid"; done; rm -f "$side_log"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 (
     Scripts/check-code-blocks.sh
     if [ "$quick" -eq 0 ]; then
@@ -66,9 +73,11 @@ set -m
     fi
 ) >"$side_log" 2>&1 &
 side=$!
-set +m
 tests=0
-swift test --skip-build "${build[@]}" "$@" || tests=$?
+swift test --skip-build "${build[@]}" "$@" &
+tests_pid=$!
+wait "$tests_pid" || tests=$?
+tests_pid=""
 documentation=0
 wait "$side" || documentation=$?
 side=""

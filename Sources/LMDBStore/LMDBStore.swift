@@ -38,17 +38,25 @@ public final class LMDBStore: Store, @unchecked Sendable {
         try LMDBEngine.check(path: path)
     }
 
-    /// Deletes the environment's files, `data.mdb` and `lock.mdb`, and its directory: a file
-    /// that is not the store's is never deleted (the directory is then not deleted either, and
-    /// the error names what is left). A symbolic link to an environment is removed itself; the
-    /// directory it points to is left as it is. Close every store opened on it first.
-    /// - Throws: `io` when a file cannot be deleted or the directory holds other files.
+    /// Deletes the environment: `data.mdb`, `lock.mdb` and its directory. A directory that also
+    /// holds other files is refused before anything is deleted (`invalidArgument`, naming them):
+    /// a file that is not the store's is never deleted. A symbolic link is removed itself, and
+    /// what it points to is left as it is, as every kind of store does (SQLite's and JSON
+    /// Lines' `destroy` remove the link too). Close every store opened on it first.
+    /// - Throws: `invalidArgument` when the directory holds other files, `io` when a file
+    ///   cannot be deleted.
     public static func destroy(at path: String) throws {
         if (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil {
-            guard unlink(path) == 0 else {
+            guard unlink(path) == 0 || errno == ENOENT else {
                 throw StoreError(.io, "cannot delete the symbolic link \(path): \(String(cString: strerror(errno)))")
             }
             return
+        }
+        let others = LMDBBackend().otherFiles(at: path)
+        guard others.isEmpty else {
+            throw StoreError(.invalidArgument, "\(path) is not deleted: its directory also holds "
+                + others.prefix(3).joined(separator: ", ") + (others.count > 3 ? " and \(others.count - 3) more" : "")
+                + ", which are not the store's; move them out first")
         }
         for file in ["data.mdb", "lock.mdb"] where FileManager.default.fileExists(atPath: path + "/" + file) {
             do {
@@ -57,14 +65,9 @@ public final class LMDBStore: Store, @unchecked Sendable {
                 throw StoreError(.io, "cannot delete \(path)/\(file): \(error.localizedDescription)")
             }
         }
-        // rmdir(2) removes only an empty directory.
+        // rmdir(2) removes only an empty directory (a file put there meanwhile stays).
         guard rmdir(path) == 0 || errno == ENOENT else {
-            let reason = errno
-            let others = LMDBBackend().otherFiles(at: path)
-            throw StoreError(.io, "cannot delete the directory \(path): "
-                + (others.isEmpty ? String(cString: strerror(reason))
-                    : "it also holds \(others.prefix(3).joined(separator: ", "))"
-                        + (others.count > 3 ? " and \(others.count - 3) more" : "") + ", which are not the store's"))
+            throw StoreError(.io, "cannot delete the directory \(path): \(String(cString: strerror(errno)))")
         }
     }
 }

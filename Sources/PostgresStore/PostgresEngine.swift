@@ -412,11 +412,59 @@ import Synchronization
         poller.withLock { $0?.close() }
     }
 
-    /// Drops the store's schema and everything in it.
+    /// Drops the store: its tables and its function, then its schema, in one transaction and
+    /// each with RESTRICT, so that nothing but the store goes. A schema that also holds what is
+    /// not the store's (a user's table, view, type or function) is refused up front, naming it;
+    /// anything else that depends on the store (a view in another schema over one of its
+    /// tables, a foreign key to one) makes PostgreSQL refuse the drop, and nothing is dropped. A
+    /// schema whose stored schema cannot be read is refused too.
+    /// - Throws: `invalidArgument` naming what is in the way.
     public static func destroy(_ location: PostgresLocation) throws {
         let session = try PostgresSession(location)
         defer { session.close() }
-        try session.query("DROP SCHEMA IF EXISTS \(PostgresSQL.quote(location.schema)) CASCADE")
+        let s = PostgresSQL.quote(location.schema)
+        try session.query("BEGIN")
+        do {
+            var name = LibpqParameters()
+            name.append(location.schema)
+            guard try !session.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", name).isEmpty else {
+                try session.query("COMMIT")
+                return
+            }
+            let tables = try session.query("SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                + "c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r','p') ORDER BY 1", name).rows
+                .compactMap { try? $0[0].string() }
+            var stored = Schema(entities: [])
+            if tables.contains("_ds_meta") {
+                let reader = PostgresTransaction(session: session, engine: nil, quotedSchema: s)
+                guard let header = try StoreHeader.read(location: location.description, supportedFormat: formatVersion,
+                                                        reader.metadata(forKey:)) else {
+                    throw StoreError(.corrupt, "\(location): the store's header is missing from _ds_meta")
+                }
+                stored = header.schema
+            }
+            let others = try objectsNotOfStore(session, location, schema: stored)
+            guard others.isEmpty else {
+                throw StoreError(.invalidArgument, "\(location) is not dropped: its schema also holds "
+                    + others.prefix(3).joined(separator: ", ") + (others.count > 3 ? " and \(others.count - 3) more" : "")
+                    + ", which are not the store's")
+            }
+            if !tables.isEmpty {
+                try session.query("DROP TABLE " + tables.map { "\(s).\(PostgresSQL.quote($0))" }.joined(separator: ", ")
+                    + " RESTRICT")
+            }
+            try session.query("DROP FUNCTION IF EXISTS \(s)._ds_hash(text) RESTRICT")
+            try session.query("DROP SCHEMA \(s) RESTRICT")
+            try session.query("COMMIT")
+        } catch let error as StoreError {
+            _ = try? session.query("ROLLBACK")
+            // 2BP01: dependent objects still exist (PostgreSQL names them in the detail).
+            if error.cause?.sqlState == PostgresSQLState.dependentObjectsStillExist {
+                throw StoreError(.invalidArgument, "\(location) is not dropped: something outside it depends on "
+                    + "it (\(error.cause?.message ?? error.message)); nothing was dropped", cause: error.cause)
+            }
+            throw error
+        }
     }
 
     /// The relations (tables, views, foreign tables, sequences) and functions of the store's
@@ -424,6 +472,11 @@ import Synchronization
     static func objectsNotOfStore(_ location: PostgresLocation, schema: Schema) throws -> [String] {
         let session = try PostgresSession(location)
         defer { session.close() }
+        return try objectsNotOfStore(session, location, schema: schema)
+    }
+
+    static func objectsNotOfStore(_ session: PostgresSession, _ location: PostgresLocation, schema: Schema) throws
+        -> [String] {
         var name = LibpqParameters()
         name.append(location.schema)
         let kinds = ["r": "table", "p": "table", "v": "view", "m": "materialized view", "f": "foreign table",
@@ -438,10 +491,18 @@ import Synchronization
         let functions = try session.query(
             "SELECT p.proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
             name).rows.compactMap { try? $0[0].string() }
+        // Types of their own (an enum, a domain, a range, a composite type): not a table's row
+        // type or an array type, which come with their tables and types.
+        let types = try session.query(
+            "SELECT t.typname::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = $1 "
+                + "AND t.typtype IN ('e','d','r','m','c') AND t.typcategory <> 'A' AND (t.typrelid = 0 OR EXISTS "
+                + "(SELECT 1 FROM pg_class c WHERE c.oid = t.typrelid AND c.relkind = 'c'))", name).rows
+            .compactMap { try? $0[0].string() }
         let expected = Set(schema.entities.map { PostgresSQL.identifier($0.name) })
         return (relations.filter { !$0.0.hasPrefix("_ds_") && !expected.contains($0.0) }
             .map { "the \(kinds[$0.1] ?? "relation") \($0.0)" }
-            + functions.filter { !$0.hasPrefix("_ds_") }.map { "the function \($0)" }).sorted()
+            + functions.filter { !$0.hasPrefix("_ds_") }.map { "the function \($0)" }
+            + types.map { "the type \($0)" }).sorted()
     }
 
     /// The tables of the stored schema's entities that the PostgreSQL schema does not hold, sorted.

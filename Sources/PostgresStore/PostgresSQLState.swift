@@ -17,6 +17,8 @@ enum PostgresSQLState {
     static let diskFull = "53100"
     static let tooManyConnections = "53300"
     static let invalidSchemaName = "3F000"
+    /// A DROP … RESTRICT refused: other objects depend on the one dropped.
+    static let dependentObjectsStillExist = "2BP01"
     static let undefinedTable = "42P01"
     /// "cached plan must not change result type" (a table changed under a prepared statement).
     static let featureNotSupported = "0A000"

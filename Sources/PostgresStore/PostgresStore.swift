@@ -79,27 +79,26 @@ public final class PostgresStore: Store, @unchecked Sendable {
         let store = try PostgresStore(location: location, schema: nil)
         let schema = store.schema
         try store.close()
-        let found = try PostgresEngine.objectsNotOfStore(location, schema: schema)
-            .map { "\($0), which the stored schema does not name" }
-            + PostgresEngine.missingTables(location, schema: schema)
-                .map { "no table \($0) although the stored schema names it" }
+        // A user's table or view beside the store's is not damage: named, not refused.
+        let others = try PostgresEngine.objectsNotOfStore(location, schema: schema)
+        let found = try PostgresEngine.missingTables(location, schema: schema)
+            .map { "no table \($0) although the stored schema names it" }
         guard found.isEmpty else {
             throw StoreError(.corrupt, "\(location) is damaged: it holds " + found.prefix(3).joined(separator: "; ")
                 + (found.count > 3 ? "; and \(found.count - 3) more" : ""))
         }
-        return EngineCheck("the schema's tables and header read (PostgreSQL checks its own pages)")
+        return EngineCheck("the schema's tables and header read (PostgreSQL checks its own pages)"
+            + (others.isEmpty ? "" : "; the schema also holds " + others.joined(separator: ", ")
+                + ", which are not the store's"))
     }
 
     public func destroy(at path: String) throws { try PostgresStore.destroy(PostgresLocation(parsing: path)) }
 
-    /// What the store's PostgreSQL schema holds that is not the store's own (a user's table or
-    /// view, a function): dropping the schema would drop it, so `--overwrite` must refuse.
-    public func otherFiles(at path: String) -> [String] {
-        guard let location = try? PostgresLocation(parsing: path),
-              let store = try? PostgresStore(location: location, schema: nil, readConnections: 1) else { return [] }
-        let schema = store.schema
-        try? store.close()
-        return (try? PostgresEngine.objectsNotOfStore(location, schema: schema)) ?? []
+    /// What the store's PostgreSQL schema holds that is not the store's own (a user's table,
+    /// view, type or function), for the store that opened with `schema`: dropping the schema
+    /// would drop it, so `--overwrite` refuses.
+    public func objectsBeside(storeAt path: String, schema: Schema) throws -> [String] {
+        try PostgresEngine.objectsNotOfStore(PostgresLocation(parsing: path), schema: schema)
     }
 
     /// Two locations name one store when they name the same schema of the same database on a
@@ -118,7 +117,20 @@ public final class PostgresStore: Store, @unchecked Sendable {
                 return "\(hosts[index]):\(port)"
             })
         }
-        return !servers(a).isDisjoint(with: servers(b))
+        if !servers(a).isDisjoint(with: servers(b)) { return true }
+        // Other spellings of one server (the default socket and localhost, an address and a
+        // name, a service file): asked. Two servers that both answer are one when they started
+        // at the same instant and the database is the same object; one that cannot be asked is
+        // taken for the same store, so that nothing is overwritten on a guess.
+        func identity(_ location: PostgresLocation) -> String? {
+            guard let session = try? PostgresSession(location) else { return nil }
+            defer { session.close() }
+            let row = try? session.query("SELECT pg_postmaster_start_time()::text || ' ' || (SELECT oid FROM pg_database "
+                + "WHERE datname = current_database())::text").first
+            return row.flatMap { try? $0[0].string() }
+        }
+        guard let mine = identity(a), let theirs = identity(b) else { return true }
+        return mine == theirs
     }
 
     public func move(from path: String, to other: String) throws {

@@ -205,6 +205,32 @@ private func runCLI(_ arguments: [String]) throws -> (status: Int32, errors: Str
         } throws: { ($0 as? StoreError)?.code == .invalidArgument && "\($0)".contains(naming) }
         try psql(dropped)
     }
+    // A type of the user's in the schema; a view in another schema over one of the store's
+    // tables: the library's destroy refuses both, and drops nothing.
+    try psql("CREATE TYPE \"\(location.schema)\".mood AS ENUM ('ok', 'sad')")
+    #expect {
+        try destination.destroy()
+    } throws: { ($0 as? StoreError)?.code == .invalidArgument && "\($0)".contains("the type mood") }
+    try psql("DROP TYPE \"\(location.schema)\".mood")
+    let outside = "outside_\(location.schema)"
+    try psql("CREATE SCHEMA \(outside); CREATE VIEW \(outside).products AS SELECT * FROM \"\(location.schema)\".\"Product\"")
+    #expect {
+        try destination.destroy()
+    } throws: { ($0 as? StoreError)?.code == .invalidArgument && "\($0)".contains("depends on it") }
+    #expect(destination.exists && (try? destination.openSource().close()) != nil, "nothing was dropped")
+    try psql("DROP SCHEMA \(outside) CASCADE")
+    // An unfinished copy there, beside a user's table: refused as well.
+    var batches = 0
+    #expect(throws: MigrationInterrupted.self) {
+        try Migrator.copy(from: source, to: destination,
+                          options: MigrationOptions(batchSize: 20, overwrite: true, verify: false),
+                          shouldStop: { batches += 1; return batches >= 2 })
+    }
+    #expect(try Migrator.copyState(of: destination) == .unfinished)
+    try psql("CREATE TABLE \"\(location.schema)\".invoices (id int)")
+    let unfinished = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--overwrite"])
+    #expect(unfinished.status == 2 && unfinished.errors.contains("the table invoices"), "\(unfinished.errors)")
+    try psql("DROP TABLE \"\(location.schema)\".invoices")
     // With only the store's own tables, --overwrite replaces it.
     let replaced = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--overwrite"])
     #expect(replaced.status == 0, "\(replaced.errors)")
@@ -219,6 +245,10 @@ private func runCLI(_ arguments: [String]) throws -> (status: Int32, errors: Str
     #expect(same.status == 2 && same.errors.contains("same store"), "\(same.errors)")
     #expect(!destination.isSameStore(as: StoreLocation(kind: "postgres",
         path: "//postgres@/datastore?host=\(PostgresTestServer.host)&schema=\(location.schema)x")))
+    // One server under another spelling of its socket directory: asked, and found the same.
+    let otherSpelling = StoreLocation(kind: "postgres",
+        path: "//postgres@/datastore?host=\(PostgresTestServer.host)/.&schema=\(location.schema)")
+    #expect(destination.isSameStore(as: otherSpelling))
 
     // A server that does not answer: unavailable, never "not a store of this toolkit".
     let nowhere = try TemporaryDirectory()

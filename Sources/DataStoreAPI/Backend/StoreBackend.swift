@@ -52,6 +52,10 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     /// `data.mdb`, a user's table in a PostgreSQL store's schema): `--overwrite` must never
     /// delete it. Empty for a kind whose store is one file.
     func otherFiles(at path: String) -> [String]
+    /// What sits beside the store at `path`, which opened with `schema`, that is not its own
+    /// (``otherFiles(at:)``, or a user's table in a PostgreSQL store's schema).
+    /// - Throws: when it cannot be told (`--overwrite` then refuses).
+    func objectsBeside(storeAt path: String, schema: Schema) throws -> [String]
     /// Whether `path` and `other`, as spelled, name one store (a kind whose locations have
     /// several spellings, such as PostgreSQL's URLs, compares what they name). Files are also
     /// compared by device and inode by the caller.
@@ -68,6 +72,9 @@ extension StoreBackend {
 
     /// Nothing: the store is one file.
     public func otherFiles(at path: String) -> [String] { [] }
+
+    /// ``otherFiles(at:)``.
+    public func objectsBeside(storeAt path: String, schema: Schema) throws -> [String] { otherFiles(at: path) }
 
     /// The same text.
     public func isSameStore(_ path: String, as other: String) -> Bool { path == other }

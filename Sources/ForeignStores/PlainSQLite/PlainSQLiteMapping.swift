@@ -80,9 +80,12 @@ enum PlainSQLiteMapping {
                 do {
                     _ = try joinTables(database, tables: [table])
                 } catch let error as StoreError {
+                    let parents = join.sides.map(\.parent)
                     throw StoreError(error.code, error.message + " (it comes with "
-                        + join.sides.map { "'\($0.parent)'" }.joined(separator: " and ") + ", which --entities chose; "
-                        + "choose one of them without the other to copy it without these pairs)")
+                        + (parents[0] == parents[1] ? "'\(parents[0])', which --entities chose; give "
+                            + "key=\(table).rowid to read it as a table of its own, which --entities then leaves out"
+                            : parents.map { "'\($0)'" }.joined(separator: " and ") + ", which --entities chose; "
+                                + "choose one of them without the other to copy it without these pairs") + ")")
                 }
                 chosen.append(table)
             }

@@ -211,17 +211,25 @@ extension StoreLocation {
                 if !backend.recognizes(file) { throw refusal("it is a file, not a \(kind) store") }
             }
         }
+        let schema: Schema
         do {
             let store = try Migrator.acceptingUnfinished { try openSource() }
+            schema = store.schema
             try? store.close()
         } catch let error as StoreError where ![.unavailable, .io, .busy].contains(error.code) {
             // A server that does not answer, a failed read, a lock held: not "this is not a
             // store", which would tell the user to delete what may be their store.
             throw refusal("it does not open as a \(kind) store of this toolkit (\(error.message))")
         }
-        // A store that is not files (a PostgreSQL schema) may hold what is not the store's.
+        // A store that is not files (a PostgreSQL schema) may hold what is not the store's; what
+        // cannot be told is refused too.
         if backend.fileSystemPath(of: path) == nil {
-            let others = backend.otherFiles(at: path)
+            let others: [String]
+            do {
+                others = try backend.objectsBeside(storeAt: path, schema: schema)
+            } catch {
+                throw refusal("what else it holds cannot be told (\(error))")
+            }
             if !others.isEmpty {
                 throw refusal("it also holds " + Self.list(others) + ", which are not the store's")
             }

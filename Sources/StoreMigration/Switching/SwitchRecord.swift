@@ -78,7 +78,9 @@ struct SwitchOpening {
                 if !policy.keepsOldStore, let store = oldStore {
                     try store.close()
                     oldStore = nil
-                    try Migrator.acceptingUnfinished { try oldLocation.destroy() }
+                    // A directory that also holds a user's file keeps the retired store (never
+                    // serving again); the next launch tries again.
+                    try Self.dropLeftover(oldLocation)
                     SwitchLock.removeFile(of: oldLocation)
                 }
                 serving = newStore
@@ -91,7 +93,7 @@ struct SwitchOpening {
                 if let leftover = newStore, newRecord?.id == oldRecord.id {
                     try leftover.close()
                     newStore = nil
-                    try Migrator.acceptingUnfinished { try newLocation.destroy() }
+                    try Self.dropLeftover(newLocation)
                 }
                 serving = store
                 record = oldRecord
@@ -165,6 +167,17 @@ struct SwitchOpening {
     /// Marks the old store after the cutover: it no longer serves, opens only through the
     /// switching store (or the migration tools), and knows where a rollback starts following the
     /// new store from.
+    /// Deletes a store the switch no longer needs, when opening: one whose directory also holds
+    /// a user's file is refused by its backend (`invalidArgument`) and kept, since the opening
+    /// must not fail for it; its record says it no longer serves.
+    static func dropLeftover(_ location: StoreLocation) throws {
+        do {
+            try Migrator.acceptingUnfinished { try location.destroy() }
+        } catch let error as StoreError where error.code == .invalidArgument {
+            return
+        }
+    }
+
     static func retire(_ old: any DataStore, record: SwitchRecord, newLocation: StoreLocation,
                        token: ChangeToken) throws {
         var retired = record
