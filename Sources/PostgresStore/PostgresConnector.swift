@@ -83,6 +83,13 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         var authorityPorts: [String] = []
         var user = "", database = ""
         if let rest = Self.stripScheme(text) {
+            // user:password@ whose password holds an unencoded / or ? (which would otherwise split
+            // it into a host, a port or a database, and show it): text up to the last @ with a
+            // colon and no query parameter in it is a user and a password.
+            if let at = rest.lastIndex(of: "@"), case let before = rest[..<at], before.contains(":"),
+               !before.contains("="), !before.contains("&") {
+                throw Self.passwordRefusal
+            }
             var query: [(String, String)] = []
             var main = rest
             if let mark = rest.firstIndex(of: "?") {

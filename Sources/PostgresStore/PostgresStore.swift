@@ -79,17 +79,17 @@ public final class PostgresStore: Store, @unchecked Sendable {
         let store = try PostgresStore(location: location, schema: nil)
         let schema = store.schema
         try store.close()
-        // A user's table or view beside the store's is not damage: named, not refused.
-        let others = try PostgresEngine.objectsNotOfStore(location, schema: schema)
-        let found = try PostgresEngine.missingTables(location, schema: schema)
-            .map { "no table \($0) although the stored schema names it" }
+        // A table the stored schema does not name is damage (the stored schema may be what was
+        // damaged, as when it lost an entity): a store's schema holds the store only.
+        let found = try PostgresEngine.objectsNotOfStore(location, schema: schema)
+            .map { "\($0), which the stored schema does not name" }
+            + PostgresEngine.missingTables(location, schema: schema)
+                .map { "no table \($0) although the stored schema names it" }
         guard found.isEmpty else {
             throw StoreError(.corrupt, "\(location) is damaged: it holds " + found.prefix(3).joined(separator: "; ")
                 + (found.count > 3 ? "; and \(found.count - 3) more" : ""))
         }
-        return EngineCheck("the schema's tables and header read (PostgreSQL checks its own pages)"
-            + (others.isEmpty ? "" : "; the schema also holds " + others.joined(separator: ", ")
-                + ", which are not the store's"))
+        return EngineCheck("the schema's tables and header read (PostgreSQL checks its own pages)")
     }
 
     public func destroy(at path: String) throws { try PostgresStore.destroy(PostgresLocation(parsing: path)) }

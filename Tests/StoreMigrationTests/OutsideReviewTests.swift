@@ -313,6 +313,11 @@ private enum ForeignSQL {
         "postgres:host=h dbname=d password='correct \(secret)",
         "postgres://bob:p@\(secret)@h/db?schema=s",
         "postgres://bob:p@\(secret)@h/db",
+        // An unencoded / or ? in a URL's password.
+        "postgres://bob:hun/\(secret)@h/db?schema=s",
+        "postgres://bob:\(secret)/x@h/db?schema=s",
+        "postgres://bob:2024/\(secret)@h/db?schema=s",
+        "postgres://bob:pa?\(secret)@h/db",
     ]
     for location in mistakes {
         for arguments in [["inspect", location], ["copy", "--from", location, "--to", "lmdb:/tmp/never-\(UUID())"],

@@ -13,13 +13,13 @@ import Foundation
             pattern: #"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*(?:\s+(?![^\s=&]*\s*=)[^\s&]+)*)"#),
          "$1***"),
         // user:password@ after a URL's "//" or a PostgreSQL scheme (postgres:/app:pw@h): the
-        // password runs to the last @ before the host, since an unencoded @ in it is a common
-        // mistake. A path such as sqlite:/data/app@2x.sqlite holds no password.
-        (try! NSRegularExpression(pattern: #"(?i)((?://|\bpostgres(?:ql)?:/?)[^/\s:@]*):([^\s/]*)@"#), "$1:***@"),
+        // password runs to the last @ of the word, since an unencoded @, / or ? in it is a common
+        // mistake (a query value with an @ is hidden with it: better too much than too little). A path such as sqlite:/data/app@2x.sqlite holds no password.
+        (try! NSRegularExpression(pattern: #"(?i)((?://|\bpostgres(?:ql)?:/?)[^/\s:@]*):(\S*)@"#), "$1:***@"),
     ]
 
     /// What follows `postgres:` in a location, from its start: `/app:pw@h`, `app:pw@h`.
-    private static let leadingUser = (try! NSRegularExpression(pattern: #"^(/{0,2}[^/\s:@=]*):([^\s/]*)@"#), "$1:***@")
+    private static let leadingUser = (try! NSRegularExpression(pattern: #"^(/{0,2}[^/\s:@=]*):(\S*)@"#), "$1:***@")
 
     /// `text` with every secret replaced by `***`.
     public static func redacted(_ text: String) -> String { redact(text, rules) }
