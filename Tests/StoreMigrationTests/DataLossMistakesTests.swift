@@ -2,7 +2,7 @@
 import DataStoreTestSupport
 import Foundation
 import JSONLStore
-import StoreMigration
+@testable import StoreMigration
 import Testing
 
 /// The mistakes that lose data (issue 71): an empty input imported, `--overwrite` pointed at a
@@ -198,6 +198,21 @@ func overwriteRefusesWhatIsNotAStoreOfItsKind(_ kind: StoreKind) throws {
     try FileManager.default.removeItem(atPath: store.path + "/canary.txt")
     try store.destroy()
     #expect(!FileManager.default.fileExists(atPath: store.path), "an empty folder goes with the store")
+}
+
+/// A switch that drops its old LMDB store when it opens keeps one whose directory also holds a
+/// user's file (the store no longer serves), rather than failing to open.
+@Test func aSwitchKeepsARetiredStoreWhoseDirectoryHoldsAUsersFile() throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(.lmdb, "old")
+    try DemoData.seed(store, items: 20, seed: 1)
+    try Data("keep me".utf8).write(to: URL(fileURLWithPath: store.path + "/notes.txt"))
+    let before = snapshot(store.path)
+    try SwitchOpening.dropLeftover(store)
+    #expect(snapshot(store.path) == before)
+    try FileManager.default.removeItem(atPath: store.path + "/notes.txt")
+    try SwitchOpening.dropLeftover(store)
+    #expect(!FileManager.default.fileExists(atPath: store.path))
 }
 
 /// A destination that is a symbolic link to a store: `--overwrite` replaces the store at that
