@@ -110,10 +110,10 @@ extension WriteAccessor {
         try insert(RecordEncoder.encode(object), into: T.entityName)
     }
 
-    /// Stores new objects as ``insert(_:)`` does each, in order, in as few round trips as the
-    /// backend allows (on PostgreSQL one `COPY` or one statement, where a loop of ``insert(_:)``
+    /// Stores new objects as `insert(_:)` does each, in order, in as few round trips as the
+    /// backend allows (on PostgreSQL one `COPY` or one statement, where a loop of `insert(_:)`
     /// waits for the server once per object).
-    /// - Throws: as ``insert(_:)``, for the first object that cannot be stored.
+    /// - Throws: as `insert(_:)`, for the first object that cannot be stored.
     public func insert<T: DataObject>(contentsOf objects: some Sequence<T>) throws {
         try insert(contentsOf: objects.map { try RecordEncoder.encode($0) }, into: T.entityName)
     }

@@ -45,3 +45,38 @@ struct Topping: DataObject, Equatable {
     var tag: UUID
     var bytes: [UInt8]
 }
+
+/// ``Pancake`` read and written by hand (``RowCodable``), for comparing with `Codable`.
+struct HandPancake: RowCodable, Equatable {
+    static let entityName = "Pancake"
+    static let primaryKey = "id"
+    static let defaultSort = Pancake.defaultSort
+
+    var pancake: Pancake
+
+    init(_ pancake: Pancake) { self.pancake = pancake }
+
+    init(row: borrowing Row) throws {
+        let weight = try row.isNull("weight") ? nil : try row.double("weight")
+        let photo = try row.isNull("photo") ? nil : Data(try row.bytes("photo"))
+        guard let size = Pancake.Size(rawValue: try row.string("size")) else {
+            throw StoreError(.typeMismatch, "attribute 'size' of 'Pancake' holds \(try row.string("size"))")
+        }
+        pancake = Pancake(id: try row.uuid("id"), flavor: try row.string("flavor"), rating: Int(try row.int("rating")),
+                          weight: weight, crispy: try row.bool("crispy"), bakedAt: try row.date("bakedAt").date,
+                          photo: photo, size: size)
+    }
+
+    func record() throws -> Record {
+        [
+            "id": .uuid(pancake.id), "flavor": .string(pancake.flavor), "rating": .int(Int64(pancake.rating)),
+            "weight": pancake.weight.map { .double($0) } ?? .null, "crispy": .bool(pancake.crispy),
+            "bakedAt": .date(try Timestamp(pancake.bakedAt)), "photo": pancake.photo.map { .bytes(Array($0)) } ?? .null,
+            "size": .string(pancake.size.rawValue),
+        ]
+    }
+
+    // The same type, through Codable, for the schema (the model's own is `Pancake`'s).
+    init(from decoder: any Decoder) throws { pancake = try Pancake(from: decoder) }
+    func encode(to encoder: any Encoder) throws { try pancake.encode(to: encoder) }
+}

@@ -1,0 +1,98 @@
+import Foundation
+
+/// A model that reads itself from a row and writes its own record, without `Codable` (as GRDB's
+/// `FetchableRecord` and `PersistableRecord` allow): the typed reads (`fetch`, `forEach`,
+/// `first`, `get`) and writes (`insert`, `save`, `delete`) use them instead of a keyed container
+/// per model and a key lookup per property.
+///
+/// ```swift
+/// struct Pancake: RowCodable {
+///     static let entityName = "Pancake"
+///     static let primaryKey = "id"
+///     var id: UUID
+///     var flavor: String
+///     var rating: Int?
+///
+///     init(row: borrowing Row) throws {
+///         id = try row.uuid("id")
+///         flavor = try row.string("flavor")
+///         rating = try row.isNull("rating") ? nil : Int(try row.int("rating"))
+///     }
+///
+///     func record() throws -> Record {
+///         ["id": .uuid(id), "flavor": .string(flavor), "rating": rating.map { .int(Int64($0)) } ?? .null]
+///     }
+/// }
+/// ```
+///
+/// The model stays `Codable` (``DataObject``): its schema is still derived from it (or declared
+/// with ``DataObject/entitySchema()``), and code generic over ``DataObject`` alone (a function
+/// of `T: DataObject`) reads and writes it through `Codable`. The two must agree, value for
+/// value: a conformance case compares them on every backend.
+public protocol RowCodable: DataObject {
+    /// The model from the row of its entity (read each attribute by name; a row is valid only
+    /// during this call).
+    init(row: borrowing Row) throws
+    /// The model's record: a value for every attribute of its entity.
+    func record() throws -> Record
+}
+
+extension RowCodable {
+    /// The object's primary key, from its record.
+    public func primaryKeyValue() throws -> Value {
+        try record()[Self.primaryKey]
+    }
+}
+
+extension ReadAccessor {
+    /// The objects of a ``RowCodable`` type, each read from its row by `init(row:)`.
+    @inlinable
+    public func fetch<T: RowCodable>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
+                                     offset: Int = 0, limit: Int? = nil) throws -> [T] {
+        var objects: [T] = []
+        try visit(FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
+                               limit: limit)) { row in objects.append(try T(row: row)) }
+        return objects
+    }
+
+    /// Hands each object of a ``RowCodable`` type to `body`, read from its row by `init(row:)`.
+    @inlinable
+    public func forEach<T: RowCodable>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
+                                       offset: Int = 0, limit: Int? = nil, _ body: (T) throws -> Void) throws {
+        try visit(FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
+                               limit: limit)) { row in try body(try T(row: row)) }
+    }
+
+    /// The first object matching `filter` in the type's default sort, if any.
+    public func first<T: RowCodable>(_ type: T.Type, where filter: Filter = .all) throws -> T? {
+        try fetch(type, where: filter, limit: 1).first
+    }
+
+    /// The object with that primary key, or `nil`.
+    public func get<T: RowCodable>(_ type: T.Type, key: Value) throws -> T? {
+        try fetch(type, where: Field(T.primaryKey) == key, limit: 1).first
+    }
+}
+
+extension WriteAccessor {
+    /// Stores a new object, from its `record()`. Throws `keyExists` when its key is taken.
+    public func insert<T: RowCodable>(_ object: T) throws {
+        try insert(object.record(), into: T.entityName)
+    }
+
+    /// Stores new objects as `insert(_:)` does each, in as few round trips as the backend allows.
+    public func insert<T: RowCodable>(contentsOf objects: some Sequence<T>) throws {
+        try insert(contentsOf: objects.map { try $0.record() }, into: T.entityName)
+    }
+
+    /// Stores an object, replacing the one with the same key.
+    public func save<T: RowCodable>(_ object: T) throws {
+        try save(object.record(), into: T.entityName)
+    }
+
+    /// Deletes the object's item; returns whether it existed.
+    @discardableResult
+    public func delete<T: RowCodable>(_ object: T) throws -> Bool {
+        try delete(T.entityName, key: object.primaryKeyValue())
+    }
+}
