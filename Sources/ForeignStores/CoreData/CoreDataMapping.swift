@@ -278,8 +278,8 @@ enum CoreDataMapping {
         for (root, orders) in orderColumns {
             guard let position = schemas.firstIndex(where: { $0.name == root }) else { continue }
             let tableName = table(of: root)
-            let (tableColumns, stored, columnOf) = try storedColumns(of: root)
-            let columns = Set(tableColumns.map(\.name))
+            let columns = Set(try database.rows("SELECT name FROM pragma_table_info(?)", [.string(tableName)])
+                .compactMap { $0[0].stringValue })
             for order in orders {
                 guard columns.contains(order.column) else {
                     throw StoreError(.schemaMismatch, "\(tableName) has no column \(order.column), where Core Data keeps "
