@@ -140,6 +140,26 @@ enum ChildStoreCases {
             try child.writeSync { try $0.insert(["id": "x", "name": "b"], into: "Item") }
         }
         c.expectEqual(try child.read { try $0.count(FetchRequest("Item")) }, 1)
+
+        // Values the child itself holds, frees and takes again, across its transactions.
+        try child.writeSync { try $0.insert(["id": 3, "name": "c", "code": "Y"], into: "Item") }
+        c.expectError(.uniqueViolation, naming: "byCode", "a value another of the child's items holds") {
+            try child.writeSync { try $0.insert(["id": 4, "name": "d", "code": "Y"], into: "Item") }
+        }
+        try child.writeSync { _ = try $0.update("Item", key: 1, set: ["code": "Z"]) }
+        try child.writeSync { try $0.insert(["id": 5, "name": "e", "code": "X"], into: "Item") }
+        c.expectError(.uniqueViolation, naming: "byCode", "the parent's item moved to Z in the child") {
+            try child.writeSync { _ = try $0.update("Item", key: 3, set: ["code": "Z"]) }
+        }
+        try child.writeSync { _ = try $0.delete("Item", key: 3) }
+        try child.writeSync { try $0.insert(["id": 6, "name": "f", "code": "Y"], into: "Item") }
+        try child.writeSync { _ = try $0.update("Item", key: 6, set: ["code": "W"]) }
+        try child.writeSync { try $0.insert(["id": 7, "name": "g", "code": "Y"], into: "Item") }
+        c.expectEqual(try child.read { try $0.fetch(FetchRequest("Item", sort: [.ascending("id")])).map { $0["code"] } },
+                      ["Z", "X", "W", "Y"])
+        try store.merge(child)
+        c.expectEqual(try store.read { try $0.fetch(FetchRequest("Item", sort: [.ascending("id")])).map { $0["id"] } },
+                      [1, 5, 6, 7])
     }
 
     static let all: [ConformanceCase] = [

@@ -17,7 +17,8 @@ extension MigrateStore {
                 written. Items of the entity that the JSON does not hold (among those --where selects) \
                 are deleted, and items a nested array no longer lists are deleted or unlinked as the \
                 relationship's delete rule says: see what would be with --dry-run, keep them with \
-                --keep-missing. Dates may be ISO 8601 text (2014-01-02, 2014-02-14T04:30:10+00:00) or \
+                --keep-missing; when a value names no item by its key (null, an object without the key), \
+                nothing is deleted, the rest is imported, and the command exits 2. Dates may be ISO 8601 text (2014-01-02, 2014-02-14T04:30:10+00:00) or \
                 Unix timestamps. Objects that cannot be imported are counted, listed with their reason \
                 in --rejects, and skipped; input that is not JSON, or holds no JSON value (an empty \
                 file), writes nothing: deleting every item takes an explicit empty array []. Objects \
@@ -157,6 +158,11 @@ extension MigrateStore {
             if report.rejected.count > 10 { print("  ... \(report.rejected.count - 10) more") }
             for kept in report.keptByDeleteRules.prefix(10) { print("  \(would)kept by a delete rule: \(kept)") }
             if report.keptByDeleteRules.count > 10 { print("  ... \(report.keptByDeleteRules.count - 10) more") }
+            if let skipped = report.deletesSkipped {
+                FileHandle.standardError.write(Data(("migrate-store: error: nothing \(dryRun ? "would be" : "was") "
+                    + "deleted: \(skipped); the rest of the import \(dryRun ? "would be" : "is") done\n").utf8))
+                throw ExitCode(2)
+            }
             // Items the input leaves out that a delete rule keeps, and objects in the store
             // without a link they give, are not a success: exit 2, saying which.
             if let first = report.keptByDeleteRules.first {

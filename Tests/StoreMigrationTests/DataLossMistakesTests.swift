@@ -118,6 +118,76 @@ func anEmptyImportIsRefusedAndDeletesNothing(_ kind: StoreKind) throws {
     }
 }
 
+/// An input in which only some values name an item by its key (a key misspelt in part of the
+/// file, `null` or a number in the array) deletes nothing: any stored item may be the one such a
+/// value meant. The keyed objects are imported, the rest reported, exit 2.
+@Test func anImportWithSomeValuesWithoutTheKeyDeletesNothing() throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(.sqlite, "store")
+    try DemoData.seed(store, items: 300, seed: 6)
+    let before = try items(store)
+    let misspelt = ([#"{"sku": "SKU-000001", "title": "renamed"}"#]
+        + (2...30).map { #"{"SKU": "SKU-\#($0)", "title": "x"}"# })
+    let inputs = [
+        ("misspelt.json", "[" + misspelt.joined(separator: ",") + "]"),
+        ("mixed.json", #"[{"sku": "SKU-000001", "title": "renamed"}, null, 5, "x"]"#),
+    ]
+    for (name, text) in inputs {
+        let file = dir.path(name)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        let dry = try runCLI(["import", file, "--to", store.description, "--entity", "Product", "--dry-run"])
+        #expect(dry.status == 2, "\(name) --dry-run: \(dry.errors)")
+        #expect(dry.output.contains("0 would be deleted"), "\(name): \(dry.output)")
+        #expect(dry.errors.contains("nothing would be deleted") && dry.errors.contains("by its key"), "\(dry.errors)")
+        let result = try runCLI(["import", file, "--to", store.description, "--entity", "Product"])
+        #expect(result.status == 2, "\(name): \(result.errors)")
+        #expect(result.output.contains("0 deleted, 0 inserted, 1 updated")
+                || result.output.contains("0 deleted, 0 inserted, 0 updated, 1 unchanged"), "\(name): \(result.output)")
+        #expect(result.errors.contains("nothing was deleted") && result.errors.contains("--keep-missing"),
+                "\(name): \(result.errors)")
+        #expect(try items(store) == before, "\(name): nothing deleted")
+        // The library reports it, and deletes nothing either.
+        let opened = try store.open(schema: nil)
+        let report = try JSONImport.run(file, into: opened, entity: "Product")
+        try opened.close()
+        #expect(report.deleted == 0 && report.deletesSkipped?.contains("by its key") == true, "\(report)")
+        #expect(try items(store) == before)
+    }
+}
+
+/// What delete rules delete with the items an import leaves out is counted under its own entity,
+/// in the dry run and in the run.
+@Test func anImportCountsWhatDeleteRulesDeleteWithTheItemsItLeavesOut() throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(.sqlite, "store")
+    try DemoData.seed(store, items: 500, seed: 8)
+    let opened = try store.open(schema: nil)
+    let (keep, orders): ([String], Int) = try opened.read { r in
+        let customers = try r.fetch(FetchRequest("Customer", sort: [.ascending("id")]))
+        let gone = customers.prefix(5).map { $0["id"] }
+        let orders = try gone.reduce(0) { $0 + (try r.count(FetchRequest("Order", filter: .compare("customer", .equal, $1)))) }
+        let kept = customers.dropFirst(5).map { customer -> String in
+            guard case .uuid(let id) = customer["id"] else { return "" }
+            return #"{"id": "\#(id.uuidString)"}"#
+        }
+        return (kept, orders)
+    }
+    try opened.close()
+    #expect(orders > 0, "the customers left out have orders")
+    let before = try items(store)
+    let file = dir.path("customers.json")
+    try Data(("[" + keep.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: file))
+    for extra in [["--dry-run"], []] {
+        let would = extra.isEmpty ? "" : "would be "
+        let result = try runCLI(["import", file, "--to", store.description, "--entity", "Customer"] + extra)
+        #expect(result.status == 0, "\(extra): \(result.errors)")
+        #expect(result.output.contains("5 \(would)deleted"), "\(extra): \(result.output)")
+        #expect(result.output.contains("  Order: \(orders) \(would)deleted"), "\(extra): \(result.output)")
+    }
+    let after = try items(store)
+    #expect(after["Customer"] == before["Customer"]! - 5 && after["Order"] == before["Order"]! - orders)
+}
+
 // MARK: 2. --overwrite on what is not a store
 
 @Test(arguments: [StoreKind.sqlite, .lmdb, .jsonl])

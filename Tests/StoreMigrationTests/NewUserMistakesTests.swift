@@ -217,7 +217,7 @@ func anImportDryRunWritesNothingAndCountsWhatTheImportDoes(_ kind: StoreKind) th
     let store = dir.location(kind, "store")
     try DemoData.seed(store, items: 300, seed: 5)
     let json = dir.path("products.json")
-    try Data(#"[{"sku": "new-1", "title": "t", "price": 1.5, "stock": 2}, {"sku": 7}]"#.utf8)
+    try Data(#"[{"sku": "new-1", "title": "t", "price": 1.5, "stock": 2}, {"sku": "new-2", "price": "cheap"}]"#.utf8)
         .write(to: URL(fileURLWithPath: json))
     let files = kind == .lmdb ? [store.path + "/data.mdb"] : [store.path, store.path + "-wal"]
     let before = files.map(fileDigest)

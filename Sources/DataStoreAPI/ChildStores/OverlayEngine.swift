@@ -50,6 +50,10 @@ struct Overlay: Sendable {
     }
 
     var entities: [String: [PrimaryKey: Change]] = [:]
+    /// The changed items that hold each unique index's values: entity, index name, the values
+    /// as `KeyEncoding.encodeTuple` writes them (which compares as the rule does), the keys.
+    /// A unique check then costs a lookup, never a walk over every change.
+    var uniqueHolders: [String: [String: [[UInt8]: Set<PrimaryKey>]]] = [:]
     /// Metadata changes by the UTF-8 bytes of their key.
     var metadata: [[UInt8]: [UInt8]?] = [:]
 }
@@ -123,12 +127,26 @@ final class OverlayTransaction: StorageWriter {
     }
 
     private func record(_ record: Record?, key: PrimaryKey, in entity: EntitySchema) throws {
+        // The item's values the overlay held before (the parent's are found in the parent).
+        let previous: Record?
         if var change = overlay.entities[entity.name]?[key] {
+            previous = change.current
             change.current = record
             overlay.entities[entity.name, default: [:]][key] = change
         } else {
+            previous = nil
             let base = try parent.get(entity.name, key: key.value)
             overlay.entities[entity.name, default: [:]][key] = Overlay.Change(key: key, base: base, current: record)
+        }
+        for index in entity.indexes where index.isUnique {
+            if let previous, let values = UniqueIndexRule.tuple(previous, index) {
+                overlay.uniqueHolders[entity.name, default: [:]][index.name, default: [:]][
+                    KeyEncoding.encodeTuple(values)]?.remove(key)
+            }
+            if let record, let values = UniqueIndexRule.tuple(record, index) {
+                overlay.uniqueHolders[entity.name, default: [:]][index.name, default: [:]][
+                    KeyEncoding.encodeTuple(values), default: []].insert(key)
+            }
         }
     }
 
@@ -139,8 +157,17 @@ final class OverlayTransaction: StorageWriter {
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         try UniqueIndexRule.check(record, key: key, in: entity) { index, values in
+            // The parent's holders that the overlay has not changed (the parent keeps the index,
+            // so they are few), and the overlay's own, from its map.
+            let changes = overlay.entities[entity.name] ?? [:]
             let sameValues = Filter.and(zip(index.attributes, values).map { .compare($0, .equal, $1) })
-            return try fetch(FetchRequest(entity.name, filter: sameValues, limit: 2), in: entity)
+            var holders = try parent.fetch(FetchRequest(entity.name, filter: sameValues)).filter {
+                changes[try PrimaryKey($0[entity.primaryKey])] == nil
+            }
+            for other in overlay.uniqueHolders[entity.name]?[index.name]?[KeyEncoding.encodeTuple(values)] ?? [] {
+                if let current = changes[other]?.current { holders.append(current) }
+            }
+            return holders
         }
         try self.record(record, key: key, in: entity)
     }

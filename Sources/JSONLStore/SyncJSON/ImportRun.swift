@@ -51,6 +51,9 @@ struct ImportRun {
 
         var rejected: [Rejected] = []
         var seen = Set<Value>()
+        /// Values that name no item by its key (not an object, no key, a key of the wrong
+        /// type): the item each of them meant is unknown, so the delete pass cannot run.
+        var unkeyed: [JSONImport.Reject] = []
         var acceptedCount = 0
         var batch: [Accepted] = []
         var wrote = false
@@ -136,8 +139,13 @@ struct ImportRun {
                 // The key first: an object rejected for another reason still names an item that
                 // the input holds, which the delete pass must keep.
                 let key: Value
-                guard case .object(let fields) = json else { throw JSONImport.ImportRejection("not a JSON object") }
-                key = try ImportObject.primaryKey(fields, entity, names, options, "")
+                do {
+                    guard case .object(let fields) = json else { throw JSONImport.ImportRejection("not a JSON object") }
+                    key = try ImportObject.primaryKey(fields, entity, names, options, "")
+                } catch let rejection as JSONImport.ImportRejection {
+                    unkeyed.append(JSONImport.Reject(position: position, reason: rejection.reason))
+                    throw rejection
+                }
                 guard seen.insert(key).inserted else {
                     throw JSONImport.ImportRejection("primary key \(key) was given by an earlier object")
                 }
@@ -185,8 +193,18 @@ struct ImportRun {
             throw StoreError(.invalidValue, "\(values) a \(entity.name) by its key\(first); nothing was imported or "
                 + "deleted. To delete every item of the entity, import an explicit empty array []")
         }
+        // Some values name no item: any stored item may be the one such a value meant (a key
+        // misspelt in part of the input, `null` in an array), so nothing is deleted; the rest
+        // of the import is done, and the report says why the deletes were skipped.
+        if options.operations.contains(.delete), let first = unkeyed.first {
+            let values = unkeyed.count == 1 ? "1 value names" : "\(unkeyed.count) values name"
+            report.deletesSkipped = "\(values) no \(entity.name) by its key, the first at value \(first.position) "
+                + "(\(first.reason)): the items the input leaves out are kept, as any of them may be one those "
+                + "values meant; fix the input, or import with --keep-missing to keep them on purpose"
+        }
 
-        if options.operations.contains(.delete) {
+        if options.operations.contains(.delete), report.deletesSkipped == nil {
+            let cascaded = Self.cascadeTargets(of: entity, in: schema)
             var doomed: [Value] = []
             try store.read { reader in
                 let request = FetchRequest(entity.name, filter: options.scope ?? .all)
@@ -198,13 +216,21 @@ struct ImportRun {
             /// (deny) refused one of them (the transaction rolled back).
             func delete(_ keys: ArraySlice<Value>) throws -> Result<Int, StoreError> {
                 do {
-                    return .success(try store.writeSync { writer in
+                    let (deleted, alongside) = try store.writeSync { writer -> (Int, [Int]) in
+                        // What delete rules delete with them, counted per entity in the same
+                        // transaction, so that the report (and a dry run) says it.
+                        let before = try cascaded.map { try writer.count(FetchRequest($0)) }
                         let deleted = try keys.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
+                        let after = try cascaded.map { try writer.count(FetchRequest($0)) }
+                        let alongside = zip(before, after).map { $0 - $1 }
                         var next = mark
                         next.entities[entity.name, default: .init()].deleted += deleted
+                        for (name, count) in zip(cascaded, alongside) { next.entities[name, default: .init()].deleted += count }
                         try save(writer, next)
-                        return deleted
-                    })
+                        return (deleted, alongside)
+                    }
+                    for (name, count) in zip(cascaded, alongside) { mark.entities[name, default: .init()].deleted += count }
+                    return .success(deleted)
                 } catch let error as StoreError where error.code == .referenceViolation {
                     return .failure(error)
                 }
@@ -254,6 +280,21 @@ struct ImportRun {
     }
 
     private struct BatchRefused: Error {}
+
+    /// The entities, other than `entity`, whose items deleting one of `entity` may delete
+    /// through cascading delete rules, in name order.
+    static func cascadeTargets(of entity: EntitySchema, in schema: Schema) -> [String] {
+        var found: Set<String> = []
+        var pending = [entity]
+        while let next = pending.popLast() {
+            for relationship in next.relationships where relationship.deleteRule == .cascade {
+                guard relationship.destination != entity.name, found.insert(relationship.destination).inserted,
+                      let destination = schema.entity(named: relationship.destination) else { continue }
+                pending.append(destination)
+            }
+        }
+        return found.sorted()
+    }
 
     /// The report with the checkpoint's counts.
     private func summarize(_ report: JSONImport.Report, _ mark: JSONImport.Checkpoint) -> JSONImport.Report {

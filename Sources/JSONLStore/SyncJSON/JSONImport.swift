@@ -160,6 +160,9 @@ public enum JSONImport {
         /// Items of the imported entity that the input leaves out and a delete rule (deny) kept,
         /// each as "KEY: the rule's reason", in key order: the rest of the import is done.
         public var keptByDeleteRules: [String] = []
+        /// Why the delete pass did not run, when some values of the input name no item by its
+        /// key (so any stored item may be one they meant); `nil` when it ran or was not asked.
+        public var deletesSkipped: String?
         /// The accepted objects an interrupted run of the same input had already imported, when
         /// this run went on from its checkpoint.
         public var resumedAfter: Int?
