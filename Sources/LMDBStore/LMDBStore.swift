@@ -52,11 +52,24 @@ public final class LMDBStore: Store, @unchecked Sendable {
             }
             return
         }
+        // An empty file where the directory goes (what --overwrite may replace) goes too;
+        // anything else that is not a directory is not the store's.
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? nil
+            guard size == 0 else {
+                throw StoreError(.invalidArgument, "\(path) is not deleted: it is a file, not an LMDB store's directory")
+            }
+            guard unlink(path) == 0 || errno == ENOENT else {
+                throw StoreError(.io, "cannot delete the empty file \(path): \(String(cString: strerror(errno)))")
+            }
+            return
+        }
         let others = LMDBBackend().otherFiles(at: path)
         guard others.isEmpty else {
             throw StoreError(.invalidArgument, "\(path) is not deleted: its directory also holds "
                 + others.prefix(3).joined(separator: ", ") + (others.count > 3 ? " and \(others.count - 3) more" : "")
-                + ", which are not the store's; move them out first")
+                + (others.count == 1 ? ", which is not" : ", which are not") + " the store's; move them out first")
         }
         for file in ["data.mdb", "lock.mdb"] where FileManager.default.fileExists(atPath: path + "/" + file) {
             do {

@@ -58,7 +58,7 @@ extension MigrateStore {
                     try Migrator.requireTransactions(options.locations().1, toDo: "be upgraded with --plan")
                 }
             }
-            try runTransfer(options, name: "copy", resumeHint: true, dryRun: dryRun) { source, destination, stop, progress in
+            try runTransfer(options, name: "copy", resumeHint: true, dryRun: dryRun, overwrite: overwrite) { source, destination, stop, progress in
                 try Migrator.copy(from: source, to: destination,
                                   options: MigrationOptions(entities: options.entityList, batchSize: options.batchSize,
                                                             resume: resume, overwrite: overwrite, verify: !noVerify,
@@ -148,24 +148,15 @@ func runComparison(
 }
 
 /// Runs a copy, sync or verify with progress, Ctrl-C handling, the summary and the exit code.
-func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool, dryRun: Bool = false,
+func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool, dryRun: Bool = false, overwrite: Bool = false,
                  _ body: (StoreLocation, StoreLocation, @escaping () -> Bool,
                           @escaping (MigrationProgress) -> Void) throws -> MigrationReport) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
     try checkReportPath(options.report)
     let display = ProgressDisplay(style: options.progress)
     let interrupt = InterruptHandler.shared
-    // A copy stopped before its destination appeared (while it checked the source) starts again;
-    // one stopped while it verified a complete destination is checked by verify.
-    let again = ShellCommand.migrateStore(name, "--from", source.description, "--to", destination.description)
     let hint = { @Sendable () -> String in
-        guard resumeHint else { return again }
-        switch try? Migrator.copyState(of: destination) {
-        case nil: return ShellCommand.migrateStore("check", destination.description)
-        case .missing: return again
-        case .unfinished: return again + " --resume"
-        case .complete: return ShellCommand.migrateStore("verify", "--from", source.description, "--to", destination.description)
-        }
+        finishHint(name, source, destination, resumeHint: resumeHint, overwrite: overwrite)
     }
     interrupt.setMessage { "migrate-store: interrupted; to finish, run: \(hint())" }
     let report: MigrationReport
@@ -187,6 +178,25 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool, dry
         let message = "migrate-store: \(report.differences) differences between \(source) and \(destination)\n"
         FileHandle.standardError.write(Data(message.utf8))
         throw ExitCode(1)
+    }
+}
+
+/// What to run to finish a copy, sync or verify stopped by Ctrl-C, from its destination's state.
+///
+/// A copy stopped before its destination appeared (while it checked the source) starts again;
+/// one stopped while it verified a complete destination is checked by verify. With
+/// `--overwrite`, a complete destination is the one the copy was to replace (a copy's own
+/// destination stays unfinished until it has been verified): the copy is run again.
+func finishHint(_ name: String, _ source: StoreLocation, _ destination: StoreLocation, resumeHint: Bool,
+                overwrite: Bool) -> String {
+    let again = ShellCommand.migrateStore(name, "--from", source.description, "--to", destination.description)
+    guard resumeHint else { return again }
+    switch try? Migrator.copyState(of: destination) {
+    case nil: return ShellCommand.migrateStore("check", destination.description)
+    case .missing: return again
+    case .unfinished: return again + " --resume"
+    case .complete where overwrite: return again + " --overwrite"
+    case .complete: return ShellCommand.migrateStore("verify", "--from", source.description, "--to", destination.description)
     }
 }
 

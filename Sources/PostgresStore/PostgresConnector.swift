@@ -110,6 +110,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                 authority = String(authority[authority.index(after: at)...])
                 if user.contains(":") { throw Self.passwordRefusal }
                 user = user.removingPercentEncoding ?? user
+                // A colon percent-encoded (bob%3Apassword@) is a password too.
+                if user.contains(":") { throw Self.passwordRefusal }
             }
             for spec in authority.split(separator: ",", omittingEmptySubsequences: false) where !authority.isEmpty {
                 var host = String(spec), port = ""
@@ -135,8 +137,9 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         for (key, value) in pairs { values[key] = value }
         for secret in Self.secretKeys where values[secret] != nil { throw Self.secretRefusal(secret) }
         guard let schema = values["schema"], !schema.isEmpty else {
-            throw StoreError(.invalidArgument, "postgres:\(LocationSecrets.redacted(postgres: text)) names no schema; add ?schema=NAME (each store lives "
-                + "in a PostgreSQL schema of its own)")
+            let add = Self.stripScheme(text) == nil ? "schema=NAME" : "?schema=NAME"
+            throw StoreError(.invalidArgument, "postgres:\(LocationSecrets.redacted(postgres: text)) names no schema; add "
+                + "\(add) (each store lives in a PostgreSQL schema of its own)")
         }
         guard schema.utf8.count <= 63, !schema.hasPrefix("pg_"), schema != "information_schema" else {
             throw StoreError(.invalidArgument, "'\(schema)' cannot be a store's schema name (at most 63 bytes, not "
@@ -206,17 +209,18 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 
     /// libpq's parameters that hold a secret: never part of a location, which every command
     /// prints, reports write and a follow record keeps.
-    static let secretKeys = ["password", "sslpassword"]
+    /// (`passwd`, `pwd` and `pass` are not libpq's, but what a user who typed one meant.)
+    static let secretKeys = ["password", "sslpassword", "passwd", "pwd", "pass"]
 
     /// The refusal of a location that holds the secret `key` (its value is not repeated).
     private static func secretRefusal(_ key: String) -> StoreError {
         switch key {
         case "sslpassword":
-            return StoreError(.invalidArgument, "a postgres:// location must not hold sslpassword (the passphrase of "
+            return StoreError(.invalidArgument, "a PostgreSQL location must not hold sslpassword (the passphrase of "
                 + "the client key: it would show wherever the location does); give it in a service file "
                 + "(service=NAME, with sslpassword in PGSERVICEFILE), or use a key without a passphrase")
         default:
-            return StoreError(.invalidArgument, "a postgres:// location must not hold a password (it would show wherever "
+            return StoreError(.invalidArgument, "a PostgreSQL location must not hold a password (it would show wherever "
                 + "the location does); set PGPASSWORD or use ~/.pgpass")
         }
     }

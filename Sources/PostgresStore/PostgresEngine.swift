@@ -447,7 +447,7 @@ import Synchronization
             guard others.isEmpty else {
                 throw StoreError(.invalidArgument, "\(location) is not dropped: its schema also holds "
                     + others.prefix(3).joined(separator: ", ") + (others.count > 3 ? " and \(others.count - 3) more" : "")
-                    + ", which are not the store's")
+                    + (others.count == 1 ? ", which is not the store's" : ", which are not the store's"))
             }
             if !tables.isEmpty {
                 try session.query("DROP TABLE " + tables.map { "\(s).\(PostgresSQL.quote($0))" }.joined(separator: ", ")
@@ -498,11 +498,63 @@ import Synchronization
                 + "AND t.typtype IN ('e','d','r','m','c') AND t.typcategory <> 'A' AND (t.typrelid = 0 OR EXISTS "
                 + "(SELECT 1 FROM pg_class c WHERE c.oid = t.typrelid AND c.relkind = 'c'))", name).rows
             .compactMap { try? $0[0].string() }
-        let expected = Set(schema.entities.map { PostgresSQL.identifier($0.name) })
+        let entities = ((try? schema.resolved()) ?? schema).entities
+        let expected = Set(entities.map { PostgresSQL.identifier($0.name) })
         return (relations.filter { !$0.0.hasPrefix("_ds_") && !expected.contains($0.0) }
             .map { "the \(kinds[$0.1] ?? "relation") \($0.0)" }
             + functions.filter { !$0.hasPrefix("_ds_") }.map { "the function \($0)" }
-            + types.map { "the type \($0)" }).sorted()
+            + types.map { "the type \($0)" }
+            + (try objectsOnStoreTables(session, name, entities))).sorted()
+    }
+
+    /// What a user added to the store's own tables, which dropping them would drop: a column, an
+    /// index, a constraint, a trigger, a rule or a row-security policy the store did not make.
+    private static func objectsOnStoreTables(_ session: PostgresSession, _ schemaName: LibpqParameters,
+                                             _ entities: [EntitySchema]) throws -> [String] {
+        var columns: [String: Set<String>] = [:]
+        var indexes: [String: Set<String>] = [:]
+        var foreignKeys: [String: Set<String>] = [:]
+        for entity in entities {
+            let table = PostgresSQL.identifier(entity.name)
+            columns[table] = Set(entity.attributes.map { PostgresSQL.identifier($0.name) })
+            indexes[table] = Set(entity.indexes.map { PostgresSQL.identifier("\(entity.name).\($0.name)") })
+            foreignKeys[table] = Set(entity.relationships.filter { $0.cardinality == .toOne }
+                .map { PostgresSQL.identifier("\(entity.name).\($0.name)") })
+        }
+        func pairs(_ sql: String) throws -> [(table: String, name: String, kind: String)] {
+            try session.query(sql, schemaName).rows.compactMap { row in
+                guard let table = try? row[0].string(), let name = try? row[1].string(), columns[table] != nil else {
+                    return nil
+                }
+                return (table, name, (try? row[2].string()) ?? "")
+            }
+        }
+        let onTables = "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 AND t.relkind IN ('r','p')"
+        let addedColumns = try pairs("SELECT t.relname::text, a.attname::text, '' FROM pg_attribute a JOIN pg_class t "
+            + "ON t.oid = a.attrelid \(onTables) AND a.attnum > 0 AND NOT a.attisdropped")
+            .filter { columns[$0.table]?.contains($0.name) == false }
+            .map { "the column \($0.name) of the table \($0.table)" }
+        let addedIndexes = try pairs("SELECT t.relname::text, i.relname::text, '' FROM pg_index x JOIN pg_class i ON "
+            + "i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid \(onTables) AND NOT x.indisprimary")
+            .filter { indexes[$0.table]?.contains($0.name) == false }
+            .map { "the index \($0.name) on the table \($0.table)" }
+        let constraintKinds = ["c": "check constraint", "u": "unique constraint", "x": "exclusion constraint",
+                               "f": "foreign key", "t": "constraint trigger"]
+        let addedConstraints = try pairs("SELECT t.relname::text, c.conname::text, c.contype::text FROM pg_constraint c "
+            + "JOIN pg_class t ON t.oid = c.conrelid \(onTables) AND c.contype <> 'p'")
+            .filter { !($0.kind == "f" && foreignKeys[$0.table]?.contains($0.name) == true) }
+            .filter { $0.kind != "u" || indexes[$0.table]?.contains($0.name) == false }
+            .map { "the \(constraintKinds[$0.kind] ?? "constraint") \($0.name) of the table \($0.table)" }
+        let triggers = try pairs("SELECT t.relname::text, g.tgname::text, '' FROM pg_trigger g JOIN pg_class t ON "
+            + "t.oid = g.tgrelid \(onTables) AND NOT g.tgisinternal")
+            .map { "the trigger \($0.name) on the table \($0.table)" }
+        let rules = try pairs("SELECT t.relname::text, r.rulename::text, '' FROM pg_rewrite r JOIN pg_class t ON "
+            + "t.oid = r.ev_class \(onTables)")
+            .map { "the rule \($0.name) on the table \($0.table)" }
+        let policies = try pairs("SELECT t.relname::text, p.polname::text, '' FROM pg_policy p JOIN pg_class t ON "
+            + "t.oid = p.polrelid \(onTables)")
+            .map { "the policy \($0.name) on the table \($0.table)" }
+        return addedColumns + addedIndexes + addedConstraints + triggers + rules + policies
     }
 
     /// The tables of the stored schema's entities that the PostgreSQL schema does not hold, sorted.

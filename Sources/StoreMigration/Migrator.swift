@@ -369,7 +369,10 @@ public enum Migrator {
                        preparing: (WriteAccessor) throws -> Void = { _ in }) throws -> any DataStore {
         var staging = destination
         staging.path = try destination.backend.stagingPath(for: destination.path)
-        if staging.exists { try staging.destroy() }
+        if staging.exists {
+            try staging.requireReplaceable(staging: true)
+            try staging.destroy()
+        }
         let store = try fillingDestination { try staging.open(schema: schema, durability: durability) }
         do {
             try permissions?.apply(to: staging.path)

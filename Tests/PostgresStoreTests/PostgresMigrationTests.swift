@@ -191,6 +191,19 @@ private func runCLI(_ arguments: [String]) throws -> (status: Int32, errors: Str
          "the view report"),
         ("CREATE FUNCTION \"\(location.schema)\".tax(int) RETURNS int LANGUAGE sql AS 'SELECT $1'",
          "DROP FUNCTION \"\(location.schema)\".tax(int)", "the function tax"),
+        // What a user adds to the store's own tables goes with them.
+        ("ALTER TABLE \"\(location.schema)\".\"Product\" ADD COLUMN notes text",
+         "ALTER TABLE \"\(location.schema)\".\"Product\" DROP COLUMN notes", "the column notes of the table Product"),
+        ("CREATE INDEX by_price ON \"\(location.schema)\".\"Product\" (price)",
+         "DROP INDEX \"\(location.schema)\".by_price", "the index by_price on the table Product"),
+        ("CREATE FUNCTION public.audit_\(location.schema)() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END'; "
+            + "CREATE TRIGGER audit AFTER INSERT ON \"\(location.schema)\".\"Order\" FOR EACH ROW EXECUTE FUNCTION "
+            + "public.audit_\(location.schema)()",
+         "DROP TRIGGER audit ON \"\(location.schema)\".\"Order\"; DROP FUNCTION public.audit_\(location.schema)()",
+         "the trigger audit on the table Order"),
+        ("ALTER TABLE \"\(location.schema)\".\"Product\" ADD CONSTRAINT positive CHECK (price >= 0)",
+         "ALTER TABLE \"\(location.schema)\".\"Product\" DROP CONSTRAINT positive",
+         "the check constraint positive of the table Product"),
     ] {
         try psql(made)
         for arguments in [["copy", "--from", source.description, "--to", destination.description, "--overwrite"],

@@ -254,6 +254,32 @@ func overwriteRefusesWhatIsNotAStoreOfItsKind(_ kind: StoreKind) throws {
     }
 }
 
+/// A copy stages its destination at `PATH.migrating`: a user's file of that name is refused in one
+/// line and left as it was (with or without --overwrite); a leftover of an interrupted copy there
+/// is replaced as before.
+@Test(arguments: [StoreKind.sqlite, .lmdb, .jsonl])
+func aUsersFileAtTheStagingPathIsNotReplaced(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 100, seed: 4)
+    let destination = dir.location(kind, "target")
+    let staging = destination.path + ".migrating"
+    try Data("my notes, not a store\n".utf8).write(to: URL(fileURLWithPath: staging))
+    let before = snapshot(staging)
+    for extra in [[], ["--overwrite"]] {
+        let result = try runCLI(["copy", "--from", source.description, "--to", destination.description] + extra)
+        expectOneLineRefusal(result, naming: ".migrating is not replaced", "\(kind) \(extra)")
+        #expect(snapshot(staging) == before, "\(kind) \(extra): the user's file is untouched")
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+    }
+    // An empty file there (or a copy's leftover, which a JSON Lines copy takes for an unfinished
+    // one) is replaced.
+    try Data().write(to: URL(fileURLWithPath: staging))
+    let result = try runCLI(["copy", "--from", source.description, "--to", destination.description, "--overwrite"])
+    #expect(result.status == 0, "\(result.errors)")
+    #expect(try items(destination) == items(source))
+}
+
 /// LMDB's destroy deletes the store's two files and never a file beside them.
 @Test func destroyingAnLMDBStoreKeepsOtherFilesInItsFolder() throws {
     let dir = try TemporaryDirectory()

@@ -235,3 +235,60 @@ func anImportDryRunWritesNothingAndCountsWhatTheImportDoes(_ kind: StoreKind) th
     #expect(counts(real.output).hasPrefix("30 deleted, 1 inserted, 0 updated, 0 unchanged, 1 rejected"),
             "\(real.output)")
 }
+
+/// Ctrl-C during `copy --overwrite`'s source check leaves the old, complete destination in place:
+/// the hint runs the copy again with --overwrite, never `verify` against the store it was to
+/// replace. Without --overwrite a complete destination is the copy's own, which verify checks.
+@Test func anInterruptedOverwriteIsRunAgainNotVerified() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 100, seed: 2)
+    let old = dir.location(.lmdb, "old")
+    try DemoData.seed(StoreLocation(kind: .sqlite, path: dir.path("other.sqlite")), items: 50, seed: 9)
+    _ = try Migrator.copy(from: StoreLocation(kind: .sqlite, path: dir.path("other.sqlite")), to: old)
+    let overwrite = finishHint("copy", source, old, resumeHint: true, overwrite: true)
+    #expect(overwrite.contains("copy --from") && overwrite.hasSuffix(" --overwrite") && !overwrite.contains("verify"),
+            "\(overwrite)")
+    #expect(finishHint("copy", source, old, resumeHint: true, overwrite: false).hasPrefix("migrate-store verify"))
+    let missing = dir.location(.lmdb, "missing")
+    #expect(!finishHint("copy", source, missing, resumeHint: true, overwrite: true).contains("--overwrite"))
+}
+
+/// What a stranger's try found in the messages: a JSON file with a byte order mark imports; `-`
+/// for standard input is told what to do; a key=value location without a schema is told the
+/// key=value way to add one; a file beside an LMDB store is one file ("which is not"); a
+/// cause already quoted in the message is not repeated.
+@Test func theStrangersSmallerFindingsAreMended() throws {
+    let dir = try TemporaryDirectory()
+    let store = dir.location(.sqlite, "store")
+    try DemoData.seed(store, items: 100, seed: 3)
+    let bom = dir.path("bom.json")
+    try Data([0xEF, 0xBB, 0xBF] + Array(#"[{"sku": "SKU-000001", "title": "with a BOM"}]"#.utf8))
+        .write(to: URL(fileURLWithPath: bom))
+    let imported = try runCLI(["import", bom, "--to", store.description, "--entity", "Product", "--keep-missing"])
+    #expect(imported.status == 0 && imported.output.contains("1 updated"), "\(imported.output) \(imported.errors)")
+    let bomLines = dir.path("bom.jsonl")
+    try Data([0xEF, 0xBB, 0xBF] + Array(#"{"sku": "SKU-000002", "title": "a BOM too"}"#.utf8) + [0x0A])
+        .write(to: URL(fileURLWithPath: bomLines))
+    let lines = try runCLI(["import", bomLines, "--to", store.description, "--entity", "Product", "--keep-missing"])
+    #expect(lines.status == 0 && lines.output.contains("1 updated"), "\(lines.output) \(lines.errors)")
+    let stdin = try runCLI(["import", "-", "--to", store.description, "--entity", "Product"])
+    #expect(stdin.status == 2 && stdin.errors.contains("not standard input"), "\(stdin.errors)")
+    if StoreBackends.kinds.contains("postgres") {
+        let keyValue = try runCLI(["inspect", "postgres:host=/nonexistent dbname=d"])
+        #expect(keyValue.status == 2 && keyValue.errors.contains("add schema=NAME")
+            && !keyValue.errors.contains("?schema"), "\(keyValue.errors)")
+        let secret = try runCLI(["inspect", "postgres:host=/nonexistent dbname=d schema=s passwd=x"])
+        #expect(secret.errors.contains("a PostgreSQL location must not hold a password"), "\(secret.errors)")
+    }
+    let lmdb = dir.location(.lmdb, "kept")
+    _ = try Migrator.copy(from: store, to: lmdb)
+    try Data("mine".utf8).write(to: URL(fileURLWithPath: lmdb.path + "/canary.txt"))
+    let one = try runCLI(["copy", "--from", store.description, "--to", lmdb.description, "--overwrite"])
+    #expect(one.errors.contains("canary.txt, which is not the store's"), "\(one.errors)")
+    // A message that quotes its cause shows the cause's code only, once.
+    let cause = StoreError.Cause.postgres(sqlState: "2BP01", message: "view v depends on table t")
+    let error = StoreError(.invalidArgument, "not dropped: something depends on it (view v depends on table t)", cause: cause)
+    #expect("\(error)" == "invalidArgument: not dropped: something depends on it (view v depends on table t) "
+        + "(postgresql error 2BP01)")
+}

@@ -318,6 +318,11 @@ private enum ForeignSQL {
         "postgres://bob:\(secret)/x@h/db?schema=s",
         "postgres://bob:2024/\(secret)@h/db?schema=s",
         "postgres://bob:pa?\(secret)@h/db",
+        // Words for a password that libpq does not take, and a percent-encoded colon.
+        "postgres:host=h dbname=d schema=s passwd=\(secret)",
+        "postgres:host=h dbname=d pwd=\(secret)",
+        "postgres://bob%3A\(secret)@h/db?schema=s",
+        "postgres://bob%3a\(secret)@h/db",
     ]
     for location in mistakes {
         for arguments in [["inspect", location], ["copy", "--from", location, "--to", "lmdb:/tmp/never-\(UUID())"],

@@ -167,7 +167,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         var text = "\(code): \(message)"
-        if let cause { text += " (\(cause))" }
+        guard let cause else { return text }
+        // A message that already quotes its cause's text gets only the cause's code.
+        if !cause.message.isEmpty, message.contains(cause.message) {
+            text += " (\(cause.library) error \(cause.sqlState ?? "\(cause.code)"))"
+        } else {
+            text += " (\(cause))"
+        }
         return text
     }
 }

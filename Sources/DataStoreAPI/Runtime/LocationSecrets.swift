@@ -1,7 +1,8 @@
 import Foundation
 
 /// Hides what could be a secret in location text that a message repeats: the values of
-/// `password=` and `sslpassword=` (libpq's `key=value` pairs and URL query parameters, quoted or
+/// `password=` and `sslpassword=` (and `passwd=`, `pwd=`, `pass=`, which libpq does not take but
+/// a user may type) (libpq's `key=value` pairs and URL query parameters, quoted or
 /// not) and the password of a URL's `//user:password@`, however far a parser got before it gave
 /// the text up. A location that parses never holds one (a secret is refused); this is for the text of one
 /// that does not parse, which every message about it shows.
@@ -10,12 +11,15 @@ import Foundation
         // password=VALUE, sslpassword = 'a quoted value', &password=VALUE; an unquoted value
         // with a space is the user's mistake, so the words after it that are not `key=` go too.
         (try! NSRegularExpression(
-            pattern: #"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*(?:\s+(?![^\s=&]*\s*=)[^\s&]+)*)"#),
+            pattern: #"(?i)(\b(?:ssl)?(?:password|passwd|pwd|pass)\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*(?:\s+(?![^\s=&]*\s*=)[^\s&]+)*)"#),
          "$1***"),
         // user:password@ after a URL's "//" or a PostgreSQL scheme (postgres:/app:pw@h): the
         // password runs to the last @ of the word, since an unencoded @, / or ? in it is a common
         // mistake (a query value with an @ is hidden with it: better too much than too little). A path such as sqlite:/data/app@2x.sqlite holds no password.
         (try! NSRegularExpression(pattern: #"(?i)((?://|\bpostgres(?:ql)?:/?)[^/\s:@]*):(\S*)@"#), "$1:***@"),
+        // The same with the colon percent-encoded (user%3Apassword@), which a URL decodes into
+        // a user name that holds the password.
+        (try! NSRegularExpression(pattern: #"(?i)((?://|\bpostgres(?:ql)?:/?)[^/\s:@%]*)%3A(\S*)@"#), "$1%3A***@"),
     ]
 
     /// What follows `postgres:` in a location, from its start: `/app:pw@h`, `app:pw@h`.

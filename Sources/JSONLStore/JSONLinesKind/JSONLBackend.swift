@@ -58,7 +58,9 @@ internal import CZlib
     }
 
     public func destroy(at path: String) throws {
-        for file in [path, JSONLStreamWriter.stagingPath(path), JSONLStreamWriter.checkpointPath(path)]
+        // A file at the staging path that no copy left there is a user's, and stays.
+        let staging = JSONLStreamWriter.hasLeftover(path) ? [JSONLStreamWriter.stagingPath(path)] : []
+        for file in [path] + staging + [JSONLStreamWriter.checkpointPath(path)]
         where FileManager.default.fileExists(atPath: file) {
             do {
                 try FileManager.default.removeItem(atPath: file)
@@ -86,7 +88,7 @@ internal import CZlib
     }
 
     public func hasUnfinishedStream(at path: String) -> Bool {
-        FileManager.default.fileExists(atPath: JSONLStreamWriter.stagingPath(path))
+        JSONLStreamWriter.hasLeftover(path)
     }
 
     public func unfinishedStreamPosition(at path: String) -> StreamPosition? {

@@ -180,6 +180,7 @@ final class JSONLStreamWriter: StreamedStoreWriter {
             throw StoreError(.notFound, "\(path): directory \(directory) does not exist")
         }
         let writer = JSONLStreamWriter(path: path, position: StreamPosition(source: source))
+        try requireLeftover(at: writer.staging, compressed: writer.compressed)
         try? FileManager.default.removeItem(atPath: writer.checkpointPath)
         try writer.open(truncating: true)
         do {
@@ -190,6 +191,32 @@ final class JSONLStreamWriter: StreamedStoreWriter {
             throw error
         }
         return writer
+    }
+
+    /// Refuses a file at the staging path that no copy left there (a user's `notes.jsonl.migrating`):
+    /// what a stream truncates must be empty or begin as a stream does.
+    private static func requireLeftover(at staging: String, compressed: Bool) throws {
+        guard FileManager.default.fileExists(atPath: staging), !isLeftover(staging, compressed: compressed) else {
+            return
+        }
+        throw StoreError(.invalidArgument, "\(staging) is not replaced: it is a file that is not a JSON Lines stream "
+            + "an interrupted copy left; a copy writes its destination there before it moves it into place. Move or "
+            + "delete it yourself if it is to go, or choose another destination")
+    }
+
+    /// Whether the file at `staging` is empty or begins as a stream into `PATH` does (a header
+    /// cut short by a crash included): what a copy may have left there.
+    static func isLeftover(_ staging: String, compressed: Bool) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: staging) else { return false }
+        defer { try? handle.close() }
+        let start = Array((try? handle.read(upToCount: 16)) ?? Data())
+        let streamStart: [UInt8] = compressed ? [0x1f, 0x8b] : Array(#"{"datastore":"jsonl""#.utf8)
+        return start.starts(with: streamStart.prefix(start.count))
+    }
+
+    /// Whether `PATH.migrating` holds what a copy into `path` left.
+    static func hasLeftover(_ path: String) -> Bool {
+        isLeftover(stagingPath(path), compressed: path.hasSuffix(".gz"))
     }
 
     /// Where the unfinished stream into `path` stood at its last checkpoint (its source

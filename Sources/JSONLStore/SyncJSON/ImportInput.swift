@@ -12,6 +12,11 @@ struct ImportInput {
     /// The file at `path`.
     /// - Throws: `notFound` when it does not exist or cannot be read.
     init(_ path: String) throws {
+        if path == "-" {
+            throw StoreError(.invalidArgument, "import reads a file, not standard input ('-'): it reads its input "
+                + "twice (to check it is JSON, then to write it) and goes on from a checkpoint after Ctrl-C; save the "
+                + "input to a file and give its path")
+        }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw StoreError(.invalidArgument, "\(path) is a folder, not a JSON file; nothing was imported")
@@ -21,7 +26,10 @@ struct ImportInput {
         }
         defer { try? handle.close() }
         var first: UInt8?
-        while first == nil, let chunk = try? handle.read(upToCount: 4096), !chunk.isEmpty {
+        var start = true
+        while first == nil, let read = try? handle.read(upToCount: 4096), !read.isEmpty {
+            let chunk = start ? Self.blankingByteOrderMark(Array(read)) : Array(read)
+            start = false
             first = chunk.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
         }
         // An empty body, a download cut short, a file still being written: no value is no
@@ -61,6 +69,7 @@ struct ImportInput {
         }
         defer { try? handle.close() }
         var splitter = isArray ? ElementSplitter.array(path) : ElementSplitter.lines(path)
+        var isFirst = true
         while true {
             let data: Data
             do {
@@ -68,8 +77,12 @@ struct ImportInput {
             } catch {
                 throw StoreError(.io, "\(path) cannot be read: \(error.localizedDescription)")
             }
-            let bytes = [UInt8](data)
-            chunk(bytes)
+            let read = [UInt8](data)
+            chunk(read)
+            // A UTF-8 byte order mark (which editors on Windows write) is read as blanks, so
+            // that offsets in messages stay the file's.
+            let bytes = isFirst ? Self.blankingByteOrderMark(read) : read
+            isFirst = false
             try splitter.feed(bytes, end: bytes.isEmpty) { position, element, offset in
                 var parser = JSONParser(element)
                 do {
@@ -93,6 +106,12 @@ struct ImportInput {
 }
 
 extension ImportInput {
+    /// `bytes`, the start of a file, with a UTF-8 byte order mark (EF BB BF) as three spaces.
+    static func blankingByteOrderMark(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.starts(with: [0xEF, 0xBB, 0xBF]) else { return bytes }
+        return [0x20, 0x20, 0x20] + bytes.dropFirst(3)
+    }
+
     /// "line L, column C" of the byte at `offset` (from 0) of the file: where an editor shows
     /// it, as the errors of plans and mappings say. Columns count bytes. Read again only when an
     /// error is reported.

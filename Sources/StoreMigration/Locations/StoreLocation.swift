@@ -181,7 +181,7 @@ extension StoreLocation {
     public func requireDistinct(from destination: StoreLocation) throws {
         guard isSameStore(as: destination) else { return }
         throw StoreError(.invalidArgument, "source and destination are the same store: \(self)"
-            + (self == destination ? "" : " and \(destination) name one file"))
+            + (self == destination ? "" : " and \(destination) name one store"))
     }
 
     /// Throws, naming what is there, unless `--overwrite` may replace what is at this location:
@@ -190,6 +190,14 @@ extension StoreLocation {
     /// files, a database of another program, a damaged store: all are refused, never deleted.
     /// - Throws: `invalidArgument`.
     public func requireReplaceable() throws {
+        try requireReplaceable(staging: false)
+    }
+
+    /// ``requireReplaceable()`` for `staging: true`, the path where a copy creates its
+    /// destination before it moves it into place (`PATH.migrating`): only what an interrupted
+    /// copy left there is replaced, even without `--overwrite`.
+    func requireReplaceable(staging: Bool) throws {
+        func refusal(_ what: String) -> StoreError { self.refusal(what, staging: staging) }
         guard exists else { return }
         let backend = try self.backend
         if let file = backend.fileSystemPath(of: path) {
@@ -203,7 +211,7 @@ extension StoreLocation {
                 }
                 let others = backend.otherFiles(at: file)
                 if !others.isEmpty {
-                    throw refusal("its directory also holds " + Self.list(others) + ", which are not the store's")
+                    throw refusal("its directory also holds " + Self.list(others) + Self.notTheStores(others))
                 }
             } else {
                 let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int64) ?? nil
@@ -231,15 +239,24 @@ extension StoreLocation {
                 throw refusal("what else it holds cannot be told (\(error))")
             }
             if !others.isEmpty {
-                throw refusal("it also holds " + Self.list(others) + ", which are not the store's")
+                throw refusal("it also holds " + Self.list(others) + Self.notTheStores(others))
             }
         }
     }
 
-    private func refusal(_ what: String) -> StoreError {
-        StoreError(.invalidArgument, "\(self) is not replaced: \(what); --overwrite replaces only a \(kind) store "
-            + "(or an empty file or directory). Move or delete what is there yourself if it is to go, or choose "
-            + "another destination")
+    private func refusal(_ what: String, staging: Bool) -> StoreError {
+        if staging {
+            return StoreError(.invalidArgument, "\(self) is not replaced: \(what); a copy creates its destination "
+                + "there before it moves it into place, and replaces only a \(kind) store an interrupted copy left. "
+                + "Move or delete what is there yourself if it is to go, or choose another destination")
+        }
+        return StoreError(.invalidArgument, "\(self) is not replaced: \(what); --overwrite replaces only a \(kind) "
+            + "store (or an empty file or directory). Move or delete what is there yourself if it is to go, or "
+            + "choose another destination")
+    }
+
+    private static func notTheStores(_ names: [String]) -> String {
+        names.count == 1 ? ", which is not the store's" : ", which are not the store's"
     }
 
     private static func list(_ names: [String]) -> String {
