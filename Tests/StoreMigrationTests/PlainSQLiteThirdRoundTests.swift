@@ -9,25 +9,34 @@ import Testing
 /// primary key that holds NULL, a file cut short. Each read by every command that reads: exact,
 /// or refused in one line with no destination left and the file untouched.
 
-/// A library database with a full-text index (FTS5, with its shadow tables), an FTS4 index and
-/// an R*Tree, beside two real tables.
+/// A library database with full-text and spatial tables beside two real tables: an FTS5 index over
+/// `book` (external content) and a contentless one, which are derived data; an FTS4, an FTS5 and
+/// an FTS3 table that hold their own text, and two R*Trees, which hold the only copy of their rows.
 private func libraryDatabase(_ path: String) throws {
     _ = try runCommand("/usr/bin/sqlite3", [path, """
         CREATE TABLE author (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
         CREATE TABLE book (id INTEGER PRIMARY KEY, title TEXT NOT NULL,
                            author_id INTEGER REFERENCES author(id) ON DELETE CASCADE);
         CREATE VIRTUAL TABLE book_fts USING fts5(title, content='book', content_rowid='id');
+        CREATE VIRTUAL TABLE word_fts USING fts5(word, content='');
         CREATE VIRTUAL TABLE note_fts USING fts4(body);
+        CREATE VIRTUAL TABLE quote_fts USING fts5(text, source, tokenize = 'porter');
+        CREATE VIRTUAL TABLE old_fts USING fts3(line);
         CREATE VIRTUAL TABLE shelf_box USING rtree(id, minx, maxx, miny, maxy);
+        CREATE VIRTUAL TABLE tile_box USING rtree_i32(tile, x0, x1);
         INSERT INTO author VALUES (1, 'Ann'), (2, 'Bo');
         INSERT INTO book VALUES (1, 'Dune', 1), (2, 'Emma', 2), (3, 'Ulysses', 1);
         INSERT INTO book_fts(book_fts) VALUES ('rebuild');
-        INSERT INTO note_fts VALUES ('a note');
-        INSERT INTO shelf_box VALUES (1, 0, 1, 0, 1);
+        INSERT INTO word_fts(rowid, word) VALUES (1, 'dune');
+        INSERT INTO note_fts(docid, body) VALUES (7, 'a note'), (9, 'another, with ünïcode');
+        INSERT INTO quote_fts(rowid, text, source) VALUES (3, 'Fear is the mind-killer.', 'Dune'), (4, 'x', NULL);
+        INSERT INTO old_fts VALUES ('an old line');
+        INSERT INTO shelf_box VALUES (1, 0, 1.5, 0, 1), (2, -2, 2, -1, 1);
+        INSERT INTO tile_box VALUES (10, -5, 5);
         """])
 }
 
-@Test func virtualTablesAndTheirShadowTablesAreLeftOutAsDerivedData() throws {
+@Test func fullTextAndSpatialTablesThatHoldTheirRowsAreReadAndIndexesLeftOut() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("library.db")
     try libraryDatabase(path)
@@ -36,22 +45,73 @@ private func libraryDatabase(_ path: String) throws {
     let inspect = try runCLI(["inspect", source])
     #expect(inspect.status == 0, "\(inspect.errors)")
     #expect(inspect.output.contains("left out as derived data"), "\(inspect.output)")
-    #expect(inspect.output.contains("book_fts, note_fts, shelf_box"), "\(inspect.output)")
+    #expect(inspect.output.contains("the virtual tables book_fts, word_fts and"), "\(inspect.output)")
+    #expect(inspect.output.contains("note_fts, old_fts, quote_fts, shelf_box, tile_box, which hold the only copy"),
+            "\(inspect.output)")
     #expect(!inspect.output.contains("book_fts_data:") && !inspect.output.contains("shelf_box_node:"))
     for kind in [StoreKind.sqlite, .lmdb] {
         let destination = dir.location(kind, "copy")
         let copy = try runCLI(["copy", "--from", source, "--to", destination.description, "--progress", "none"])
         #expect(copy.status == 0, "\(kind): \(copy.errors)")
         let copied = try contents(destination)
-        #expect(copied.keys.sorted() == ["author", "book"], "\(kind)")
+        #expect(copied.keys.sorted() == ["author", "book", "note_fts", "old_fts", "quote_fts", "shelf_box", "tile_box"],
+                "\(kind)")
         #expect(copied["book"]?.count == 3)
+        #expect(copied["note_fts"]?.map { [$0["rowid"], $0["body"]] }
+            == [[7, "a note"], [9, "another, with ünïcode"]], "\(kind): \(copied["note_fts"] ?? [])")
+        #expect(copied["quote_fts"]?.map { [$0["rowid"], $0["text"], $0["source"]] }
+            == [[3, "Fear is the mind-killer.", "Dune"], [4, "x", nil]], "\(kind)")
+        #expect(copied["old_fts"]?.map { $0["line"] } == ["an old line"])
+        #expect(copied["shelf_box"]?.map { [$0["id"], $0["minx"], $0["maxx"]] } == [[1, 0.0, 1.5], [2, -2.0, 2.0]],
+                "\(kind): \(copied["shelf_box"] ?? [])")
+        #expect(copied["tile_box"]?.map { [$0["tile"], $0["x0"], $0["x1"]] } == [[10, -5, 5]],
+                "\(kind): \(copied["tile_box"] ?? [])")
         for command in ["verify", "sync", "diff"] {
             let result = try runCLI([command, "--from", source, "--to", destination.description])
             #expect(result.status == 0, "\(kind) \(command): \(result.errors)")
         }
         try destination.destroy()
     }
+    // --entities: a table that holds its rows may be chosen; an index or a shadow table is named
+    // as what it is; an unknown name is told the tables that may be chosen.
+    let chosen = dir.location(.sqlite, "chosen")
+    let some = try runCLI(["copy", "--from", source, "--entities", "book,note_fts", "--to", chosen.description,
+                           "--progress", "none"])
+    #expect(some.status == 0, "\(some.errors)")
+    #expect(try contents(chosen).keys.sorted() == ["book", "note_fts"])
+    for (name, naming) in [("book_fts", "'book_fts' is an FTS5 full-text index (over 'book'), derived data"),
+                           ("word_fts", "FTS5 full-text index (contentless)"),
+                           ("note_fts_segments", "is a shadow table")] {
+        let result = try runCLI(["copy", "--from", source, "--entities", "book,\(name)",
+                                 "--to", dir.location(.lmdb, "never").description])
+        #expect(result.status == 2 && result.errors.contains(naming), "\(name): \(result.errors)")
+        #expect(result.errors.split(separator: "\n").count == 1)
+    }
+    #expect(!FileManager.default.fileExists(atPath: dir.location(.lmdb, "never").path))
     #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the file is untouched")
+}
+
+/// A virtual table of a module this reader does not know (an extension's, here spellfix1) may
+/// hold the only copy of its rows: the file is refused in one line naming it, and --entities
+/// choosing the other tables copies them.
+@Test func aVirtualTableOfAnUnknownModuleIsRefusedUnlessLeftOutByEntities() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("ext.db")
+    _ = try runCommand("/usr/bin/sqlite3", [path, """
+        CREATE TABLE word (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO word VALUES (1, 'a');
+        PRAGMA writable_schema = ON;
+        INSERT INTO sqlite_master VALUES ('table', 'fix', 'fix', 0, 'CREATE VIRTUAL TABLE fix USING spellfix1(x)');
+        """])
+    let source = "plain-sqlite:\(path)"
+    let refused = try runCLI(["copy", "--from", source, "--to", dir.location(.lmdb, "never").description])
+    #expect(refused.status == 2 && refused.errors.contains("'fix' is a virtual table of the module spellfix1"),
+            "\(refused.errors)")
+    #expect(refused.errors.split(separator: "\n").count == 1)
+    #expect(!FileManager.default.fileExists(atPath: dir.location(.lmdb, "never").path))
+    let chosen = dir.location(.lmdb, "chosen")
+    let copy = try runCLI(["copy", "--from", source, "--entities", "word", "--to", chosen.description, "--progress", "none"])
+    #expect(copy.status == 0, "\(copy.errors)")
+    #expect(try contents(chosen)["word"]?.count == 1)
 }
 
 /// A declared primary key that is not a rowid alias holds NULL (SQLite lets it): keyed by rowid,
@@ -201,6 +261,10 @@ private func libraryDatabase(_ path: String) throws {
     defer { database.close() }
     let listed = try PlainSQLiteMapping.derivedTables(database, tableList: true)
     #expect(listed["book_fts"] == "virtual" && listed["book_fts_data"] == "shadow" && listed["shelf_box_node"] == "shadow")
+    let virtual = try PlainSQLiteMapping.virtualTables(database, derived: listed)
+    #expect(virtual.map(\.name) == ["book_fts", "note_fts", "old_fts", "quote_fts", "shelf_box", "tile_box", "word_fts"])
+    #expect(virtual.filter(\.holdsData).map(\.name) == ["note_fts", "old_fts", "quote_fts", "shelf_box", "tile_box"])
+    #expect(virtual.first { $0.name == "shelf_box" }?.key == "id")
     #expect(try PlainSQLiteMapping.derivedTables(database, tableList: false) == listed)
 }
 

@@ -36,9 +36,19 @@ enum PlainSQLiteMapping {
         -> ForeignMapping {
         // Damage first: a file cut short is named as damaged, not by the first table it breaks.
         try database.requireIntact()
-        // Virtual tables (full-text and spatial indexes: FTS3/4/5, R*Tree) and their shadow tables
-        // are derived data, which the app rebuilds from its tables: left out, and said so.
-        let derived = try derivedTables(database)
+        // Virtual tables: a full-text index over another table (FTS4/5 with `content=`, or
+        // contentless) and the shadow tables of every virtual table are derived data, which the
+        // app rebuilds from its tables: left out, and said so. A full-text table that holds its
+        // own text (FTS3, FTS4/5 without `content=`) and an R*Tree hold the only copy of their
+        // rows: read as entities, keyed by rowid (an R*Tree by its id, which is its rowid).
+        var derived = try derivedTables(database)
+        let virtual = try virtualTables(database, derived: derived)
+        var keys = keys
+        for table in virtual where table.holdsData {
+            derived[table.name] = nil
+            if keys[table.name] == nil { keys[table.name] = table.key }
+        }
+        let unreadable = virtual.filter { $0.module == nil }
         var allTables = try database.tableNames().filter { !$0.hasPrefix("sqlite_") && derived[$0] == nil }
         let fileTables = allTables
         // What the file is, decided on all of its tables (never on the ones asked for).
@@ -53,10 +63,23 @@ enum PlainSQLiteMapping {
         if let selection {
             // The tables asked for (and the join tables between two of them), before any table is
             // checked: one that cannot be carried does not stop a copy of the others.
-            let unknown = selection.filter { !allTables.contains($0) }.sorted()
+            for table in selection.sorted() {
+                if let index = virtual.first(where: { $0.name == table && !$0.holdsData && $0.module != nil }) {
+                    throw StoreError(.invalidArgument, "'\(table)' is \(index.what), derived data that the app "
+                        + "rebuilds from its tables, and is left out; choose the tables it indexes")
+                }
+                if derived[table] == "shadow" {
+                    throw StoreError(.invalidArgument, "'\(table)' is a shadow table of a virtual table (its storage), "
+                        + "not data of its own, and is left out")
+                }
+            }
+            let unknown = selection.filter { name in !allTables.contains(name) && !unreadable.contains { $0.name == name } }
+                .sorted()
             if !unknown.isEmpty {
+                let candidates = try joinTables(database, tables: allTables.filter { keys[$0] == nil }, checking: false)
                 throw StoreError(.unknownEntity, "\(database.path) has no table" + (unknown.count == 1 ? " " : "s ")
-                    + unknown.map { "'\($0)'" }.joined(separator: ", ") + " (it has \(allTables.joined(separator: ", ")))")
+                    + unknown.map { "'\($0)'" }.joined(separator: ", ") + " (its tables that --entities may choose: "
+                    + allTables.filter { candidates[$0] == nil }.joined(separator: ", ") + ")")
             }
             let candidates = try joinTables(database, tables: allTables.filter { keys[$0] == nil }, checking: false)
             // A join table is a many-to-many, not an entity: it comes with the two tables it pairs.
@@ -90,6 +113,11 @@ enum PlainSQLiteMapping {
                 chosen.append(table)
             }
             allTables = chosen
+        }
+        for table in unreadable where selection == nil || selection?.contains(table.name) == true {
+            throw StoreError(.invalidArgument, "'\(table.name)' is \(table.what), which this reader does not know: "
+                + "whether it holds the only copy of its rows cannot be told, so it is neither read nor left out "
+                + "unsaid; choose the other tables with --entities to copy them without it")
         }
         // Every unknown name at once, in a fixed order (never a dictionary's).
         let unknown = keys.sorted { $0.key < $1.key }.filter { !fileTables.contains($0.key) }
@@ -197,6 +225,8 @@ enum PlainSQLiteMapping {
         var ordered: [String: (from: String, key: String)] = [:]
         for (table, named) in keys.sorted(by: { $0.key < $1.key }) where named != "rowid" {
             guard let key = keyColumns[table], try !isWithoutRowid(database, table) else { continue }
+            // An R*Tree's id is its rowid: ordered and unique already.
+            if virtual.contains(where: { $0.name == table && $0.key == named }) { continue }
             let primary = columnsOf[table]?.filter { $0.primaryKeyPosition > 0 } ?? []
             guard primary.count != 1 || primary[0].name != named else { continue }
             let allowed = key.type == .int ? ["integer"] : key.type == .string ? ["text"] : ["blob"]
@@ -342,14 +372,71 @@ enum PlainSQLiteMapping {
                                         origin: "\(table).\(target.column)")],
                 origin: "table \(table)")
         }
-        let virtualTables = derived.filter { $0.value == "virtual" }.keys.sorted()
-        let shadows = derived.count - virtualTables.count
+        // (One of a module this reader does not know is left out by --entities, not as derived.)
+        let virtualTables = derived.filter { entry in entry.value == "virtual" && !unreadable.contains { $0.name == entry.key } }
+            .keys.sorted()
+        let shadows = derived.filter { $0.value == "shadow" }.count
+        let readVirtual = virtual.filter { $0.holdsData && tables.contains($0.name) }.map(\.name)
         return ForeignMapping(schema: schema, entities: foreign,
                               summary: "plain SQLite: \(tables.count) tables read as entities"
+                                + (readVirtual.isEmpty ? "" : " (the virtual table\(readVirtual.count == 1 ? "" : "s") "
+                                    + readVirtual.joined(separator: ", ") + ", which hold\(readVirtual.count == 1 ? "s" : "") "
+                                    + "the only copy of \(readVirtual.count == 1 ? "its" : "their") rows, keyed by rowid)")
                                 + (virtualTables.isEmpty ? "" : "; left out as derived data (an index the app rebuilds "
                                     + "from its tables): the virtual table\(virtualTables.count == 1 ? "" : "s") "
                                     + virtualTables.joined(separator: ", ")
                                     + (shadows == 0 ? "" : " and \(shadows) shadow table\(shadows == 1 ? "" : "s")")))
+    }
+
+    /// A virtual table of the file, by what its `CREATE VIRTUAL TABLE` says.
+    struct VirtualTable {
+        var name: String
+        /// The module when this reader knows it (`fts3`, `fts4`, `fts5`, `rtree`, `rtree_i32`), else nil.
+        var module: String?
+        /// Whether it holds the only copy of its rows (a full-text table without `content=`, an
+        /// R*Tree), so that leaving it out would lose them.
+        var holdsData: Bool
+        /// The column that keys its rows when it is read: `rowid`, or an R*Tree's id column.
+        var key: String
+        /// What it is, for messages ("an FTS5 full-text index over 'book'").
+        var what: String
+    }
+
+    /// The virtual tables of the file (those `derived` names `"virtual"`), in name order; one of
+    /// a module this reader does not know (from an extension) has no `module`: whether it holds
+    /// data cannot be told, so ``map(_:keys:tables:)`` refuses the file unless `--entities`
+    /// leaves it out.
+    static func virtualTables(_ database: ForeignDatabase, derived: [String: String]) throws -> [VirtualTable] {
+        var found: [VirtualTable] = []
+        for name in derived.filter({ $0.value == "virtual" }).keys.sorted() {
+            let sql = try database.rows("SELECT sql FROM sqlite_master WHERE name = ?", [.string(name)])
+                .first?[0].stringValue ?? ""
+            // CREATE VIRTUAL TABLE name USING module(arguments)
+            guard let using = sql.range(of: "USING", options: .caseInsensitive) else { continue }
+            let rest = sql[using.upperBound...].trimmingCharacters(in: .whitespacesAndNewlines)
+            let module = String(rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }).lowercased()
+            let arguments = rest.drop { $0 != "(" }
+            let content = arguments.range(of: #"(^|[(,\s])content\s*="#, options: [.regularExpression, .caseInsensitive])
+            switch module {
+            case "fts3", "fts4", "fts5":
+                let over = content.map { range -> String in
+                    let value = arguments[range.upperBound...].trimmingCharacters(in: .whitespaces)
+                        .prefix { $0 != "," && $0 != ")" }.trimmingCharacters(in: CharacterSet(charactersIn: " '\"[]`"))
+                    return value.isEmpty ? "contentless" : "over '\(value)'"
+                }
+                found.append(VirtualTable(name: name, module: module, holdsData: over == nil || module == "fts3",
+                                          key: "rowid",
+                                          what: "an \(module.uppercased()) full-text index" + (over.map { " (\($0))" } ?? "")))
+            case "rtree", "rtree_i32":
+                let first = try database.rows("SELECT name FROM pragma_table_info(?) ORDER BY cid LIMIT 1",
+                                              [.string(name)]).first?[0].stringValue ?? "rowid"
+                found.append(VirtualTable(name: name, module: module, holdsData: true, key: first, what: "an R*Tree"))
+            default:
+                found.append(VirtualTable(name: name, module: nil, holdsData: false, key: "rowid",
+                                          what: "a virtual table of the module \(module)"))
+            }
+        }
+        return found
     }
 
     /// The virtual tables of the file (`"virtual"`) and their shadow tables (`"shadow"`), by
