@@ -57,7 +57,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 
     /// The parameters that are the store's, not libpq's.
     private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port", "pooler",
-                                               "answer_timeout"]
+                                               "answer_timeout", "write_retries"]
 
     /// How long a connection waits for the server's next answer before it gives the server up
     /// (`answer_timeout=SECONDS`, 30 by default; 0 waits for as long as it takes). A server
@@ -66,6 +66,14 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// `unavailable` (or `io` when it was committing) within this bound, and the next one
     /// connects again. Give more to a store whose single statements run longer.
     public var answerTimeout: Duration? = .seconds(30)
+
+    /// How many more times a write block runs when the server rolls its transaction back for a
+    /// conflict with other connections' transactions (a serialization failure, `40001`, or a
+    /// deadlock, `40P01`): `write_retries=N`, 10 by default; `write_retries=0` fails at once with
+    /// `conflict`. Each retry waits a random time up to a bound that doubles (1 ms, then 2, 4,
+    /// …, at most 100 ms). A block may therefore run more than once: keep what is not the
+    /// store's (a message sent, a counter in memory) out of it.
+    public var writeRetries = 10
 
     /// Whether the location goes through a pooler in transaction mode (`pooler=transaction`,
     /// pgbouncer's `pool_mode = transaction`): statements are not prepared by name (the next
@@ -188,6 +196,12 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         case let other?:
             throw StoreError(.invalidArgument, "listen='\(other)' is not one of on, poll (or give listen_host)")
         }
+        if let text = values["write_retries"] {
+            guard let count = Int(text), (0...1_000).contains(count) else {
+                throw StoreError(.invalidArgument, "write_retries='\(text)' is not a count of retries (0 to 1000)")
+            }
+            writeRetries = count
+        }
         if let text = values["answer_timeout"] {
             guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
                 throw StoreError(.invalidArgument, "answer_timeout='\(text)' is not a number of seconds (0 for none)")
@@ -309,6 +323,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             let seconds = answerTimeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
             query.append("answer_timeout=\(seconds.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "0")")
         }
+        if writeRetries != 10 { query.append("write_retries=\(writeRetries)") }
         switch listener {
         case .sameServer: break
         case .poll where transactionPooler: break

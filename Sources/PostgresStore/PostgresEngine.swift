@@ -371,6 +371,13 @@ import Synchronization
             + "min(seq), max(seq) FROM \(quotedSchema)._ds_feed", key)
     }
 
+    public var conflictRetries: Int { location.writeRetries }
+
+    public func isRetryableConflict(_ error: StoreError) -> Bool {
+        guard let state = error.cause?.sqlState else { return false }
+        return state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected
+    }
+
     public func commitCounter() throws -> UInt64 {
         try poller.withLock { session in
             if session == nil || session?.isClosed == true { session = try PostgresSession(location) }

@@ -66,6 +66,19 @@ private func psql(_ host: String, _ statements: String...) throws {
     try psql(host, "ALTER SYSTEM RESET default_transaction_read_only", "SELECT pg_reload_conf()")
     #expect(try probe(store, "write", language: "C").code == "ok")
 
+    // A serialization failure and a deadlock, as the server reports them (raised by a trigger on
+    // the store's table): `conflict`, at once with write_retries=0 and after the retries.
+    for state in ["serialization_failure", "deadlock_detected"] {
+        try psql(host, "CREATE FUNCTION public.conflict_probe() RETURNS trigger LANGUAGE plpgsql AS "
+                    + "$$BEGIN RAISE EXCEPTION 'probe' USING ERRCODE = '\(state)'; END$$",
+                 "CREATE TRIGGER probe BEFORE INSERT OR UPDATE ON locale_probe.\"Entry\" FOR EACH ROW "
+                    + "EXECUTE FUNCTION public.conflict_probe()")
+        try check([("a \(state)", store + "&write_retries=0", "write", "code conflict"),
+                   ("a \(state), retried", store + "&write_retries=2", "write", "code conflict")])
+        try psql(host, "DROP TRIGGER probe ON locale_probe.\"Entry\"", "DROP FUNCTION public.conflict_probe()")
+    }
+    #expect(try probe(store, "write", language: "C").code == "ok")
+
     // A server shutting down: a session keeps it from stopping (smart mode) while it refuses new ones.
     let session = Process()
     session.executableURL = URL(fileURLWithPath: "/usr/bin/psql")

@@ -17,13 +17,19 @@ public protocol DataStore: AnyObject, Sendable {
     /// Runs `body` in a write transaction, serialized with every other write. Commits when
     /// `body` returns, once the commit is durable at the store's durability setting; rolls
     /// back entirely when it throws. The accessor sees its own uncommitted writes.
-    /// - Throws: `reentrantCall` when called inside a block of the same store, `closed`, or
+    ///
+    /// On PostgreSQL `body` may run more than once: a transaction the server rolls back for a
+    /// conflict with another connection's (serialization failure or deadlock) runs again, up to
+    /// the location's `write_retries` (see Concurrency); keep effects outside the store out of it.
+    /// - Throws: `reentrantCall` when called inside a block of the same store, `closed`,
+    ///   `conflict` when its transaction conflicted more times than the retries allow, or
     ///   what `body` throws.
     @discardableResult
     func writeSync<T>(_ body: (WriteAccessor) throws -> T) throws -> T
 
     /// Enqueues `body` on the store's background writer. Blocks run in FIFO order, each in its
-    /// own transaction; `completion` gets the result once it committed or rolled back.
+    /// own transaction; `completion` gets the result once it committed or rolled back. As with
+    /// ``writeSync(_:)``, a PostgreSQL block may run more than once.
     func writeAsync<T: Sendable>(
         _ body: @escaping @Sendable (WriteAccessor) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void

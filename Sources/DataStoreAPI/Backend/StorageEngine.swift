@@ -27,11 +27,22 @@ import Logging
     /// a lost PostgreSQL connection replaced); called once, when the store opens, if the app
     /// configured logging (``Instrumentation``).
     func attach(_ logger: Logger)
+    /// How many more times ``Store`` runs a write block whose transaction the engine rolled
+    /// back for a conflict with concurrent transactions (``isRetryableConflict(_:)``); 0 (the
+    /// default) for an engine whose writers never conflict (one writer at a time, as SQLite's
+    /// and LMDB's).
+    var conflictRetries: Int { get }
+    /// Whether `error`, thrown by ``withWriter(_:)``, says that the server rolled the
+    /// transaction back because it conflicted with concurrent ones (PostgreSQL's serialization
+    /// failure or deadlock): nothing of it was stored, and running the block again may succeed.
+    func isRetryableConflict(_ error: StoreError) -> Bool
 }
 
 extension StorageEngine {
     public var concurrentReads: PositiveInt { StoreThreads.perCore }
     public func attach(_ logger: Logger) {}
+    public var conflictRetries: Int { 0 }
+    public func isRetryableConflict(_ error: StoreError) -> Bool { false }
 }
 
 /// The read operations of a backend transaction. Not `Sendable`: it lives inside its block.

@@ -186,6 +186,27 @@ open class Store: DataStore, @unchecked Sendable {
         defer { lifecycle.end() }
         writeLock.lock()
         defer { writeLock.unlock() }
+        // A transaction the server rolled back for a conflict with concurrent ones (another
+        // connection's, on PostgreSQL) runs again, a bounded number of times, after a random
+        // wait that doubles each time ("full jitter"): nothing of it was stored.
+        var attempt = 0
+        while true {
+            do {
+                return try performWriteOnce(body)
+            } catch let error as StoreError where engine.isRetryableConflict(error) {
+                guard attempt < engine.conflictRetries else {
+                    guard attempt > 0 else { throw error }
+                    throw StoreError(.conflict, error.message + "; the block ran \(attempt + 1) times and its transaction "
+                        + "conflicted with concurrent ones each time, so nothing of it was stored", cause: error.cause)
+                }
+                attempt += 1
+                let ceiling = min(0.1, 0.001 * Double(1 << min(attempt, 7)))
+                Thread.sleep(forTimeInterval: Double.random(in: 0...ceiling))
+            }
+        }
+    }
+
+    private func performWriteOnce<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
         let started = instruments == nil ? 0 : StoreInstruments.now()
         var committed = false
         defer { if let instruments { instruments.wrote(since: started, committed: committed) } }

@@ -87,8 +87,10 @@ internal import CZlib
         try JSONLStreamWriter.begin(at: path, schema: schema, source: source)
     }
 
+    /// A stream a copy left with its checkpoint; one killed before its first checkpoint holds
+    /// nothing to go on from, and the next copy starts it again.
     public func hasUnfinishedStream(at path: String) -> Bool {
-        JSONLStreamWriter.hasLeftover(path)
+        JSONLStreamWriter.hasLeftover(path) && FileManager.default.fileExists(atPath: JSONLStreamWriter.checkpointPath(path))
     }
 
     public func unfinishedStreamPosition(at path: String) -> StreamPosition? {
