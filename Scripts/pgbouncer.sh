@@ -21,12 +21,25 @@ as_postgres() {
     if [ "$(id -un)" = postgres ]; then "$@"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@";
     else sudo -u postgres "$@"; fi
 }
+# Closes the descriptors inherited from the caller past standard error, so that the daemon
+# keeps none of them open: a test process running commands at the same time would otherwise wait
+# for the end of a pipe that pgbouncer holds for as long as it runs.
+close_inherited() {
+    local fd
+    for fd in /proc/$$/fd/*; do
+        fd=${fd##*/}
+        [ "$fd" -gt 2 ] 2>/dev/null || continue
+        [ "/proc/$$/fd/$fd" -ef "${BASH_SOURCE[0]}" ] && continue
+        eval "exec $fd>&-" 2>/dev/null || true
+    done
+}
 case "$command" in
 install) install; exit $? ;;
 start)
     dir=${2:?usage: pgbouncer.sh start DIR SERVER_SOCKET_DIR [PORT]}
     server=${3:?usage: pgbouncer.sh start DIR SERVER_SOCKET_DIR [PORT]}
     port=${4:-5432}
+    close_inherited
     install || { echo "pgbouncer.sh: pgbouncer is not installed and cannot be installed" >&2; exit 1; }
     mkdir -p "$dir"
     cat > "$dir/pgbouncer.ini" <<CONF

@@ -19,6 +19,8 @@
 //     crash-writer sqlite|lmdb|memory|postgres PATH async-probe / saturate [blocking]   (see AsyncProbe)
 //     crash-writer postgres URL error-code open|write   (error codes in the environment's language; see
 //                                                 ErrorCodeProbe)
+//     crash-writer postgres URL concurrent-writers SECONDS SEED STORES THREADS   (the concurrent writers'
+//                                                 correctness test; see ConcurrencyFixture)
 //     crash-writer switch OLD NEW SEED [die-at STEP] …   (an app switching backends; see SwitchFixture)
 //     crash-writer switch-bench OLD NEW ITEMS [gap MS]     (what a switch costs its app; see SwitchBench)
 //
@@ -53,6 +55,9 @@ if arguments.count >= 4, arguments[3] == "async-probe" || arguments[3] == "satur
 }
 if arguments.count >= 5, arguments[3] == "error-code" {
     exit(ErrorCodeProbe.main(arguments))
+}
+if arguments.count >= 4, arguments[3] == "concurrent-writers" {
+    exit(ConcurrencyFixture.main(arguments))
 }
 if arguments.count >= 4, arguments[3] == "feed-write" || arguments[3] == "feed-observe" {
     exit(FeedFixture.main(arguments))
