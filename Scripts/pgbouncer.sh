@@ -21,18 +21,7 @@ as_postgres() {
     if [ "$(id -un)" = postgres ]; then "$@"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@";
     else sudo -u postgres "$@"; fi
 }
-# Closes the descriptors inherited from the caller past standard error, so that the daemon
-# keeps none of them open: a test process running commands at the same time would otherwise wait
-# for the end of a pipe that pgbouncer holds for as long as it runs.
-close_inherited() {
-    local fd
-    for fd in /proc/$$/fd/*; do
-        fd=${fd##*/}
-        [ "$fd" -gt 2 ] 2>/dev/null || continue
-        [ "/proc/$$/fd/$fd" -ef "${BASH_SOURCE[0]}" ] && continue
-        eval "exec $fd>&-" 2>/dev/null || true
-    done
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/close-inherited.sh"
 case "$command" in
 install) install; exit $? ;;
 start)

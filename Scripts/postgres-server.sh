@@ -28,19 +28,7 @@ as_postgres() {
     if [ "$(id -un)" = postgres ]; then "${raised[@]}"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "${raised[@]}";
     else sudo -u postgres "${raised[@]}"; fi
 }
-# Closes the descriptors inherited from the caller past standard error (a test process may
-# hold hundreds of stores and pipes open): the server counts them against its own limit and
-# refuses to start when too few are left ("insufficient file descriptors"), and would keep them
-# open for as long as it runs. Bash's own descriptor of this script stays open.
-close_inherited() {
-    local fd
-    for fd in /proc/$$/fd/*; do
-        fd=${fd##*/}
-        [ "$fd" -gt 2 ] 2>/dev/null || continue
-        [ "/proc/$$/fd/$fd" -ef "${BASH_SOURCE[0]}" ] && continue
-        eval "exec $fd>&-" 2>/dev/null || true
-    done
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/close-inherited.sh"
 case "$command" in
 start)
     close_inherited

@@ -122,13 +122,14 @@ public enum DemoData {
     }
 }
 
-/// SplitMix64, so that a seed gives the same store on every machine.
-struct DemoRandom {
+/// SplitMix64, so that a seed gives the same store on every machine (and a test tool's run can
+/// be repeated).
+package struct DemoRandom {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

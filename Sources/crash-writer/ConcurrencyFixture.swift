@@ -1,5 +1,6 @@
 import DataStoreAPI
 import Foundation
+import StoreMigration
 import Synchronization
 #if Postgres
 import PostgresStore
@@ -69,7 +70,7 @@ enum ConcurrencyFixture {
                 for t in 0..<threads {
                     finished.enter()
                     let thread = Thread {
-                        var random = SplitMix(seed: seed &* 1_000_003 &+ UInt64(s * 100 + t))
+                        var random = DemoRandom(seed: seed &* 1_000_003 &+ UInt64(s * 100 + t))
                         while Date() < deadline {
                             if let counter = step(store, &random) { acked.withLock { $0[counter] += 1 } }
                         }
@@ -100,7 +101,7 @@ enum ConcurrencyFixture {
     }
 
     /// One random transaction; the counter it incremented when it was an acknowledged increment.
-    static func step(_ store: any DataStore, _ random: inout SplitMix) -> Int? {
+    static func step(_ store: any DataStore, _ random: inout DemoRandom) -> Int? {
         let choice = random.next() % 10
         let a = Int64(random.next() % 200), b = Int64(random.next() % 200), owner = Int64(random.next() % 8)
         do {
@@ -173,19 +174,6 @@ enum ConcurrencyFixture {
         func waitForEnd() -> String {
             done.wait()
             return lock.withLock { line }
-        }
-    }
-
-    /// A small seeded generator (SplitMix64), so that a run can be repeated.
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }
