@@ -158,9 +158,14 @@ extension MigrateStore {
             if report.rejected.count > 10 { print("  ... \(report.rejected.count - 10) more") }
             for kept in report.keptByDeleteRules.prefix(10) { print("  \(would)kept by a delete rule: \(kept)") }
             if report.keptByDeleteRules.count > 10 { print("  ... \(report.keptByDeleteRules.count - 10) more") }
+            for missing in report.missingLinks.prefix(10) {
+                print("  object \(missing.position) \(would)imported without a link: \(missing.reason)")
+            }
+            if report.missingLinks.count > 10 { print("  ... \(report.missingLinks.count - 10) more") }
             if let skipped = report.deletesSkipped {
-                FileHandle.standardError.write(Data(("migrate-store: error: nothing \(dryRun ? "would be" : "was") "
-                    + "deleted: \(skipped); the rest of the import \(dryRun ? "would be" : "is") done\n").utf8))
+                FileHandle.standardError.write(Data(("migrate-store: error: the \(entity) items the input leaves out "
+                    + "\(dryRun ? "would not be" : "were not") deleted: \(skipped); the rest of the import "
+                    + "\(dryRun ? "would be" : "is") done\n").utf8))
                 throw ExitCode(2)
             }
             // Items the input leaves out that a delete rule keeps, and objects in the store
@@ -172,10 +177,6 @@ extension MigrateStore {
                 throw ExitCode(2)
             }
             if let first = report.missingLinks.first {
-                for missing in report.missingLinks.prefix(10) {
-                    print("  object \(missing.position) \(would)imported without a link: \(missing.reason)")
-                }
-                if report.missingLinks.count > 10 { print("  ... \(report.missingLinks.count - 10) more") }
                 FileHandle.standardError.write(Data(("migrate-store: error: \(report.missingLinks.count) objects "
                     + "\(dryRun ? "would be" : "were") imported without a link, the first at object "
                     + "\(first.position): \(first.reason); import the items they name first, or export with "

@@ -413,13 +413,27 @@ final class PostgresSession: @unchecked Sendable {
     /// Whether the connection is gone (checked without waiting).
     var isClosed: Bool { !connection.isAlive }
 
+    /// Whether the server answered a statement of this session with a serialization failure or
+    /// a deadlock since the flag was last cleared: the writer's own transaction conflicted,
+    /// rather than the error coming from somewhere else (another store used inside a block).
+    var conflicted = false
+
+    /// The store error for `error`, noting a conflict the server reported.
+    private func failure(_ error: LibpqError, sql: String) -> StoreError {
+        if let state = error.sqlState,
+           state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected {
+            conflicted = true
+        }
+        return Self.storeError(error, sql: sql, location: location)
+    }
+
     /// Runs `sql` with its parameters and waits for its rows (after everything queued before).
     @discardableResult
     func query(_ sql: String, _ params: LibpqParameters = LibpqParameters()) throws(StoreError) -> LibpqResult {
         do {
             return try connection.query(sql, params)
         } catch {
-            throw Self.storeError(error, sql: sql, location: location)
+            throw failure(error, sql: sql)
         }
     }
 
@@ -431,7 +445,7 @@ final class PostgresSession: @unchecked Sendable {
         do {
             return try connection.send(sql, params, wanted: wanted)
         } catch {
-            throw Self.storeError(error, sql: sql, location: location)
+            throw failure(error, sql: sql)
         }
     }
 
@@ -441,7 +455,7 @@ final class PostgresSession: @unchecked Sendable {
         do {
             return try connection.result(ticket)
         } catch {
-            throw Self.storeError(error, sql: sql, location: location)
+            throw failure(error, sql: sql)
         }
     }
 
@@ -450,7 +464,7 @@ final class PostgresSession: @unchecked Sendable {
         do {
             try connection.flush()
         } catch {
-            throw Self.storeError(error, sql: "the statements queued", location: location)
+            throw failure(error, sql: "the statements queued")
         }
     }
 

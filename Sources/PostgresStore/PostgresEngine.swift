@@ -34,6 +34,9 @@ import Synchronization
     /// The size of the read pool: as many connections as reads at once.
     let readConnections: Int
     private let poller = Mutex<PostgresSession?>(nil)
+    /// Whether the last write transaction failed because it conflicted with another
+    /// connection's (``isRetryableConflict(_:)``).
+    private let lastWriteConflicted = Mutex(false)
     /// The advisory lock that creating or opening this store takes.
     let lockKey: Int64
 
@@ -303,6 +306,7 @@ import Synchronization
             // refused as read-only, 25006, is `unavailable` too) is rolled back here, so that the
             // connection's next transaction is not refused as part of an aborted one.
             let failure = error as? StoreError
+            lastWriteConflicted.withLock { $0 = writer.conflicted }
             let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
             guard lost else {
                 _ = try? writer.settle()
@@ -341,6 +345,8 @@ import Synchronization
     /// before anything of the transaction is sent: libpq tries the location's hosts in order,
     /// and with `target_session_attrs=read-write` takes the one that accepts writes.
     private func beginWrite() throws -> (PostgresTransaction, PostgresSession) {
+        writer.conflicted = false
+        lastWriteConflicted.withLock { $0 = false }
         if writer.isClosed {
             logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the write",
                                             metadata: ["location": "\(location)"])
@@ -373,9 +379,14 @@ import Synchronization
 
     public var conflictRetries: Int { location.writeRetries }
 
+    /// A conflict the writer's own transaction met (its session saw the server's 40001 or 40P01),
+    /// never one that a block rethrows from another store, whose commits a retry would repeat.
     public func isRetryableConflict(_ error: StoreError) -> Bool {
-        guard let state = error.cause?.sqlState else { return false }
-        return state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected
+        guard let state = error.cause?.sqlState,
+              state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected else {
+            return false
+        }
+        return lastWriteConflicted.withLock { $0 }
     }
 
     public func commitCounter() throws -> UInt64 {
@@ -541,19 +552,20 @@ import Synchronization
             + "ON t.oid = a.attrelid \(onTables) AND a.attnum > 0 AND NOT a.attisdropped")
             .filter { columns[$0.table]?.contains($0.name) == false }
             .map { "the column \($0.name) of the table \($0.table)" }
+        // (An index that backs a constraint is named with its constraint.)
         let addedIndexes = try pairs("SELECT t.relname::text, i.relname::text, '' FROM pg_index x JOIN pg_class i ON "
-            + "i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid \(onTables) AND NOT x.indisprimary")
+            + "i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid \(onTables) AND NOT x.indisprimary "
+            + "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)")
             .filter { indexes[$0.table]?.contains($0.name) == false }
             .map { "the index \($0.name) on the table \($0.table)" }
         let constraintKinds = ["c": "check constraint", "u": "unique constraint", "x": "exclusion constraint",
                                "f": "foreign key", "t": "constraint trigger"]
         let addedConstraints = try pairs("SELECT t.relname::text, c.conname::text, c.contype::text FROM pg_constraint c "
-            + "JOIN pg_class t ON t.oid = c.conrelid \(onTables) AND c.contype <> 'p'")
+            + "JOIN pg_class t ON t.oid = c.conrelid \(onTables) AND c.contype IN ('c','u','x','f','t')")
             .filter { !($0.kind == "f" && foreignKeys[$0.table]?.contains($0.name) == true) }
-            .filter { $0.kind != "u" || indexes[$0.table]?.contains($0.name) == false }
             .map { "the \(constraintKinds[$0.kind] ?? "constraint") \($0.name) of the table \($0.table)" }
         let triggers = try pairs("SELECT t.relname::text, g.tgname::text, '' FROM pg_trigger g JOIN pg_class t ON "
-            + "t.oid = g.tgrelid \(onTables) AND NOT g.tgisinternal")
+            + "t.oid = g.tgrelid \(onTables) AND NOT g.tgisinternal AND g.tgconstraint = 0")
             .map { "the trigger \($0.name) on the table \($0.table)" }
         let rules = try pairs("SELECT t.relname::text, r.rulename::text, '' FROM pg_rewrite r JOIN pg_class t ON "
             + "t.oid = r.ev_class \(onTables)")

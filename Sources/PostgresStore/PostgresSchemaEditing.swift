@@ -25,6 +25,20 @@ extension PostgresTransaction: SchemaEditingWriter {
         try run("ALTER TABLE \(PostgresSQL.table(entity, schema: s)) RENAME TO "
             + PostgresSQL.quote(renamed.name))
         for index in renamed.indexes { try run(PostgresSQL.createIndex(index, of: renamed, schema: s)) }
+        // The foreign keys of its to-ones are named after the entity: they take the new name,
+        // so that nothing of the store's is left under a name it does not know.
+        var table = LibpqParameters()
+        table.append(PostgresSQL.identifier(renamed.name))
+        table.append(s)
+        let existing = Set(try run("SELECT c.conname::text FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid "
+            + "WHERE t.relname = $1 AND t.relnamespace = $2::regnamespace AND c.contype = 'f'", table)
+            .rows.compactMap { try? $0[0].string() })
+        for relationship in entity.relationships where relationship.cardinality == .toOne {
+            let old = PostgresSQL.identifier("\(entity.name).\(relationship.name)")
+            guard existing.contains(old) else { continue }
+            try run("ALTER TABLE \(PostgresSQL.table(renamed, schema: s)) RENAME CONSTRAINT \(PostgresSQL.quote(old)) TO "
+                + PostgresSQL.quote("\(renamed.name).\(relationship.name)"))
+        }
     }
 
     func changeEntity(_ change: EntityChange) throws {

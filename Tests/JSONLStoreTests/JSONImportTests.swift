@@ -168,3 +168,29 @@ func anInterruptedImportGoesOnFromItsCheckpoint(_ kind: Kind) throws {
     let again = try JSONImport.run(input, into: store, entity: "User", options: options)
     #expect(again.resumedAfter == nil && again.unchanged == 226)
 }
+
+/// An item a self-cascade deletes with an item the input leaves out counts among the imported
+/// entity's deletions (a category and its subcategories: leaving the top one out deletes three).
+@Test(arguments: Kind.allCases)
+func aSelfCascadeCountsAmongTheImportedEntitysDeletions(_ kind: Kind) throws {
+    let schema = Schema(version: 1, entities: [
+        EntitySchema("Category", primaryKey: "id", attributes: [Attribute("id", .int)],
+                     relationships: [.toOne("parent", to: "Category", inverse: "children"),
+                                     .toMany("children", to: "Category", inverse: "parent", deleteRule: .cascade)]),
+    ])
+    let dir = try TemporaryDirectory()
+    let store = try kind.open(dir, "categories", schema)
+    defer { try? store.close() }
+    try store.writeSync { w in
+        try w.insert(["id": 1], into: "Category")
+        try w.insert(["id": 2, "parent": 1], into: "Category")
+        try w.insert(["id": 3, "parent": 2], into: "Category")
+        try w.insert(["id": 4], into: "Category")
+    }
+    let input = dir.path("categories.json")
+    _ = FileManager.default.createFile(atPath: input, contents: Data(#"[{"id": 4}]"#.utf8))
+    let dry = try JSONImport.run(input, into: store, entity: "Category", options: JSONImport.Options(dryRun: true))
+    let report = try JSONImport.run(input, into: store, entity: "Category")
+    #expect(dry.deleted == 3 && report.deleted == 3, "dry run \(dry.deleted), run \(report.deleted)")
+    #expect(try store.read { try $0.count(FetchRequest("Category")) } == 1)
+}

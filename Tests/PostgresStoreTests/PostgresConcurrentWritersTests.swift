@@ -16,6 +16,8 @@ private final class WorkerProcess: @unchecked Sendable {
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
+        // What goes wrong in the worker ("unexpected …") shows in the test's messages.
+        process.standardError = pipe
         try process.run()
         pipe.fileHandleForReading.readabilityHandler = { [self] handle in
             let data = handle.availableData
@@ -49,7 +51,7 @@ private func keys(_ store: any DataStore) throws -> [String: Set<Value>] {
 }
 
 /// 16 writers (2 processes, each with 2 stores of 4 writer threads) run random transactions on
-/// one PostgreSQL store for a bounded time: read-modify-write increments of 4 hot counters,
+/// one PostgreSQL store for 3 s: read-modify-write increments of 4 hot counters,
 /// items with a unique name and a required owner, owners a `deny` rule keeps while they have
 /// items. Then: every acknowledged increment is counted (no lost update) and the ticks each
 /// increment inserted are in the feed in the order of the values they wrote (the feed's order is
@@ -71,7 +73,7 @@ func sixteenConcurrentWritersLoseNoUpdateAndTheFeedRebuildsTheTables(throughPool
     let before = try keys(store)
 
     let workers = try (0..<2).map { seed in
-        try WorkerProcess(["postgres", location.description, "concurrent-writers", "4", "\(seed + 1)", "2", "4"])
+        try WorkerProcess(["postgres", location.description, "concurrent-writers", "3", "\(seed + 1)", "2", "4"])
     }
     for worker in workers { #expect(worker.wait(for: "writers-done"), "\(worker.lines)") }
     try store.writeSync { try $0.save(["name": "end", "n": 1], into: "Counter") }

@@ -68,14 +68,22 @@ private func psql(_ host: String, _ statements: String...) throws {
 
     // A serialization failure and a deadlock, as the server reports them (raised by a trigger on
     // the store's table): `conflict`, at once with write_retries=0 and after the retries.
+    // The trigger counts its runs in a sequence (which a rollback does not undo): one run per
+    // language with no retries, three with two.
     for state in ["serialization_failure", "deadlock_detected"] {
-        try psql(host, "CREATE FUNCTION public.conflict_probe() RETURNS trigger LANGUAGE plpgsql AS "
-                    + "$$BEGIN RAISE EXCEPTION 'probe' USING ERRCODE = '\(state)'; END$$",
+        try psql(host, "CREATE SEQUENCE public.conflict_probe_runs",
+                 "CREATE FUNCTION public.conflict_probe() RETURNS trigger LANGUAGE plpgsql AS "
+                    + "$$BEGIN PERFORM nextval('public.conflict_probe_runs'); "
+                    + "RAISE EXCEPTION 'probe' USING ERRCODE = '\(state)'; END$$",
                  "CREATE TRIGGER probe BEFORE INSERT OR UPDATE ON locale_probe.\"Entry\" FOR EACH ROW "
                     + "EXECUTE FUNCTION public.conflict_probe()")
         try check([("a \(state)", store + "&write_retries=0", "write", "code conflict"),
                    ("a \(state), retried", store + "&write_retries=2", "write", "code conflict")])
-        try psql(host, "DROP TRIGGER probe ON locale_probe.\"Entry\"", "DROP FUNCTION public.conflict_probe()")
+        let runs = try runCommand("/usr/bin/psql", ["-h", host, "-U", "postgres", "-d", "datastore", "-At", "-c",
+                                                    "SELECT last_value FROM public.conflict_probe_runs"])
+        #expect(runs.trimmingCharacters(in: .whitespacesAndNewlines) == "8", "\(state): the block ran \(runs) times")
+        try psql(host, "DROP TRIGGER probe ON locale_probe.\"Entry\"", "DROP FUNCTION public.conflict_probe()",
+                 "DROP SEQUENCE public.conflict_probe_runs")
     }
     #expect(try probe(store, "write", language: "C").code == "ok")
 

@@ -323,6 +323,7 @@ private enum ForeignSQL {
         "postgres:host=h dbname=d pwd=\(secret)",
         "postgres://bob%3A\(secret)@h/db?schema=s",
         "postgres://bob%3a\(secret)@h/db",
+        "postgress://bob%40corp%3A\(secret)@h/db",
     ]
     for location in mistakes {
         for arguments in [["inspect", location], ["copy", "--from", location, "--to", "lmdb:/tmp/never-\(UUID())"],

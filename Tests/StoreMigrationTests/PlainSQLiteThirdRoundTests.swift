@@ -261,6 +261,13 @@ private func libraryDatabase(_ path: String) throws {
     defer { database.close() }
     let listed = try PlainSQLiteMapping.derivedTables(database, tableList: true)
     #expect(listed["book_fts"] == "virtual" && listed["book_fts_data"] == "shadow" && listed["shelf_box_node"] == "shadow")
+    // A name that holds the word (housing_fts) does not hide the module.
+    let housing = dir.path("housing.db")
+    _ = try runCommand("/usr/bin/sqlite3", [housing, "CREATE VIRTUAL TABLE housing_fts USING fts5(body)"])
+    let other = try ForeignDatabase(path: housing)
+    defer { other.close() }
+    let found = try PlainSQLiteMapping.virtualTables(other, derived: PlainSQLiteMapping.derivedTables(other))
+    #expect(found.map(\.module) == ["fts5"] && found.first?.holdsData == true)
     let virtual = try PlainSQLiteMapping.virtualTables(database, derived: listed)
     #expect(virtual.map(\.name) == ["book_fts", "note_fts", "old_fts", "quote_fts", "shelf_box", "tile_box", "word_fts"])
     #expect(virtual.filter(\.holdsData).map(\.name) == ["note_fts", "old_fts", "quote_fts", "shelf_box", "tile_box"])

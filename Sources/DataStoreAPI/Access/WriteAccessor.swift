@@ -87,6 +87,12 @@ public final class WriteAccessor: ReadAccessor {
         return doomed.count
     }
 
+    /// The items delete rules (cascade) have deleted in this transaction so far, by entity
+    /// (empty in a store that does not keep relationships, such as a migration's destination).
+    @_spi(Backend) public var deletedByDeleteRules: [String: Int] {
+        (writer as? RelationshipWriter)?.deletedByRules ?? [:]
+    }
+
     /// Deletes every item of the entity; returns how many.
     @discardableResult
     public func deleteAll(_ entityName: String) throws -> Int {

@@ -140,8 +140,11 @@ final class OverlayTransaction: StorageWriter {
         }
         for index in entity.indexes where index.isUnique {
             if let previous, let values = UniqueIndexRule.tuple(previous, index) {
-                overlay.uniqueHolders[entity.name, default: [:]][index.name, default: [:]][
-                    KeyEncoding.encodeTuple(values)]?.remove(key)
+                let encoded = KeyEncoding.encodeTuple(values)
+                overlay.uniqueHolders[entity.name, default: [:]][index.name, default: [:]][encoded]?.remove(key)
+                if overlay.uniqueHolders[entity.name]?[index.name]?[encoded]?.isEmpty == true {
+                    overlay.uniqueHolders[entity.name]?[index.name]?[encoded] = nil
+                }
             }
             if let record, let values = UniqueIndexRule.tuple(record, index) {
                 overlay.uniqueHolders[entity.name, default: [:]][index.name, default: [:]][

@@ -16,6 +16,9 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
     private var referenced: [String: Set<PrimaryKey>] = [:]
     /// Deleted items whose `deny` rules must find nothing related at commit.
     private var denied: [(entity: String, key: PrimaryKey, effect: RelationshipGraph.Effect, target: PrimaryKey?)] = []
+    /// The items delete rules (cascade) deleted in this transaction, by entity: what an import
+    /// reports beside the items it deleted itself.
+    private(set) var deletedByRules: [String: Int] = [:]
     /// How many related items a cascade or nullify reads at a time.
     static let pageSize = 256
 
@@ -135,6 +138,7 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
         let effects = graph.effects[entity.name] ?? []
         let record = try record ?? (needsRecord(effects) ? writer.get(entity, key: key) : nil)
         guard try writer.delete(key: key, in: entity) else { return nil }
+        deletedByRules[entity.name, default: 0] += 1
         return effects.isEmpty ? nil : Deleted(entity: entity, key: key, record: record)
     }
 

@@ -19,7 +19,7 @@ import Foundation
         (try! NSRegularExpression(pattern: #"(?i)((?://|\bpostgres(?:ql)?:/?)[^/\s:@]*):(\S*)@"#), "$1:***@"),
         // The same with the colon percent-encoded (user%3Apassword@), which a URL decodes into
         // a user name that holds the password.
-        (try! NSRegularExpression(pattern: #"(?i)((?://|\bpostgres(?:ql)?:/?)[^/\s:@%]*)%3A(\S*)@"#), "$1%3A***@"),
+        (try! NSRegularExpression(pattern: #"(?i)((?://|\bpostgres(?:ql)?:/?)[^/\s:@]*?)%3A(\S*)@"#), "$1%3A***@"),
     ]
 
     /// What follows `postgres:` in a location, from its start: `/app:pw@h`, `app:pw@h`.

@@ -199,8 +199,9 @@ open class Store: DataStore, @unchecked Sendable {
                     throw StoreError(.conflict, error.message + "; the block ran \(attempt + 1) times and its transaction "
                         + "conflicted with concurrent ones each time, so nothing of it was stored", cause: error.cause)
                 }
-                attempt += 1
+                // Up to 1 ms before the second run, 2 ms before the third, … at most 100 ms.
                 let ceiling = min(0.1, 0.001 * Double(1 << min(attempt, 7)))
+                attempt += 1
                 Thread.sleep(forTimeInterval: Double.random(in: 0...ceiling))
             }
         }

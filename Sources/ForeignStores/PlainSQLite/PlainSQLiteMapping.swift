@@ -411,9 +411,11 @@ enum PlainSQLiteMapping {
         for name in derived.filter({ $0.value == "virtual" }).keys.sorted() {
             let sql = try database.rows("SELECT sql FROM sqlite_master WHERE name = ?", [.string(name)])
                 .first?[0].stringValue ?? ""
-            // CREATE VIRTUAL TABLE name USING module(arguments)
-            guard let using = sql.range(of: "USING", options: .caseInsensitive) else { continue }
-            let rest = sql[using.upperBound...].trimmingCharacters(in: .whitespacesAndNewlines)
+            // CREATE VIRTUAL TABLE name USING module(arguments): the word USING (never inside a
+            // name such as housing_fts), then the module's name.
+            guard let using = sql.range(of: #"(?i)(?<![A-Za-z0-9_$"'`\]])USING\s+"#, options: .regularExpression)
+            else { continue }
+            let rest = sql[using.upperBound...]
             let module = String(rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }).lowercased()
             let arguments = rest.drop { $0 != "(" }
             let content = arguments.range(of: #"(^|[(,\s])content\s*="#, options: [.regularExpression, .caseInsensitive])

@@ -164,7 +164,9 @@ struct ImportRun {
 
         // References to items further on in the input, now that everything is written.
         if !mark.pending.isEmpty {
-            try store.writeSync { writer in
+            // A block may run again (a PostgreSQL conflict): it changes nothing outside itself,
+            // and the checkpoint it stored is taken once it committed.
+            mark = try store.writeSync { writer in
                 var graph = ImportGraphWriter(writer, options)
                 let missing = try graph.resolve(mark.pending)
                 var next = mark
@@ -179,7 +181,7 @@ struct ImportRun {
                     next.missing = missing
                 }
                 try save(writer, next)
-                mark = next
+                return next
             }
         }
 
@@ -199,12 +201,11 @@ struct ImportRun {
         if options.operations.contains(.delete), let first = unkeyed.first {
             let values = unkeyed.count == 1 ? "1 value names" : "\(unkeyed.count) values name"
             report.deletesSkipped = "\(values) no \(entity.name) by its key, the first at value \(first.position) "
-                + "(\(first.reason)): the items the input leaves out are kept, as any of them may be one those "
-                + "values meant; fix the input, or import with --keep-missing to keep them on purpose"
+                + "(\(first.reason)), and any item the input leaves out may be one they meant; fix the input, or import "
+                + "with --keep-missing to keep those items on purpose"
         }
 
         if options.operations.contains(.delete), report.deletesSkipped == nil {
-            let cascaded = Self.cascadeTargets(of: entity, in: schema)
             var doomed: [Value] = []
             try store.read { reader in
                 let request = FetchRequest(entity.name, filter: options.scope ?? .all)
@@ -216,20 +217,19 @@ struct ImportRun {
             /// (deny) refused one of them (the transaction rolled back).
             func delete(_ keys: ArraySlice<Value>) throws -> Result<Int, StoreError> {
                 do {
-                    let (deleted, alongside) = try store.writeSync { writer -> (Int, [Int]) in
-                        // What delete rules delete with them, counted per entity in the same
-                        // transaction, so that the report (and a dry run) says it.
-                        let before = try cascaded.map { try writer.count(FetchRequest($0)) }
+                    let (deleted, alongside) = try store.writeSync { writer -> (Int, [String: Int]) in
                         let deleted = try keys.reduce(0) { $0 + (try writer.delete(entity.name, key: $1) ? 1 : 0) }
-                        let after = try cascaded.map { try writer.count(FetchRequest($0)) }
-                        let alongside = zip(before, after).map { $0 - $1 }
+                        // What delete rules deleted with them (the imported entity's own items
+                        // a self-cascade took included), counted per entity, so that the
+                        // report (and a dry run) says it.
+                        let alongside = writer.deletedByDeleteRules
                         var next = mark
                         next.entities[entity.name, default: .init()].deleted += deleted
-                        for (name, count) in zip(cascaded, alongside) { next.entities[name, default: .init()].deleted += count }
+                        for (name, count) in alongside { next.entities[name, default: .init()].deleted += count }
                         try save(writer, next)
                         return (deleted, alongside)
                     }
-                    for (name, count) in zip(cascaded, alongside) { mark.entities[name, default: .init()].deleted += count }
+                    for (name, count) in alongside { mark.entities[name, default: .init()].deleted += count }
                     return .success(deleted)
                 } catch let error as StoreError where error.code == .referenceViolation {
                     return .failure(error)
@@ -280,21 +280,6 @@ struct ImportRun {
     }
 
     private struct BatchRefused: Error {}
-
-    /// The entities, other than `entity`, whose items deleting one of `entity` may delete
-    /// through cascading delete rules, in name order.
-    static func cascadeTargets(of entity: EntitySchema, in schema: Schema) -> [String] {
-        var found: Set<String> = []
-        var pending = [entity]
-        while let next = pending.popLast() {
-            for relationship in next.relationships where relationship.deleteRule == .cascade {
-                guard relationship.destination != entity.name, found.insert(relationship.destination).inserted,
-                      let destination = schema.entity(named: relationship.destination) else { continue }
-                pending.append(destination)
-            }
-        }
-        return found.sorted()
-    }
 
     /// The report with the checkpoint's counts.
     private func summarize(_ report: JSONImport.Report, _ mark: JSONImport.Checkpoint) -> JSONImport.Report {
