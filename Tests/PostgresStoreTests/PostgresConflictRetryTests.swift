@@ -113,7 +113,9 @@ func aWriteBlockThatDeadlocksIsRunAgain(_ retries: Int) throws {
     let commits = try store.read { try $0.changes(since: start) }
     if retries > 0 {
         #expect(throws: Never.self) { try outcome.get() }
-        #expect(runs.load(ordering: .relaxed) == 2, "the block ran again after the deadlock")
+        // At least twice: under load, the second run may take a's lock before the other
+        // session wakes up to it, and deadlock once more (another retry).
+        #expect(runs.load(ordering: .relaxed) >= 2, "the block ran again after the deadlock")
         #expect(values == [1, 1], "the second run committed after the other session: \(values)")
         #expect(commits.count == 1, "the feed holds the committed run only: \(commits)")
     } else {
