@@ -6,7 +6,7 @@ import Synchronization
 import PostgresStore
 #endif
 
-/// One process of the concurrent writers' correctness test (issue 74):
+/// One process of the concurrent writers' correctness test:
 ///
 ///     crash-writer postgres URL concurrent-writers setup
 ///     crash-writer postgres URL concurrent-writers SECONDS SEED STORES THREADS

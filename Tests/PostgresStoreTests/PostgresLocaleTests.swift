@@ -3,7 +3,7 @@ import DataStoreTestSupport
 import Foundation
 import Testing
 
-/// The error codes do not depend on the language of the messages (issue 74): a server with
+/// The error codes do not depend on the language of the messages: a server with
 /// `lc_messages=de_DE.UTF-8` and a client with `LANG=de_DE.UTF-8` give the codes the same server
 /// and client give in English, for a server that is not there, a database that is not there, a
 /// server that does not take writes (at connect and at a write), and a server shutting down.

@@ -5,7 +5,7 @@ import JSONLStore
 @testable import StoreMigration
 import Testing
 
-/// The mistakes that lose data (issue 71): an empty input imported, `--overwrite` pointed at a
+/// The mistakes that lose data: an empty input imported, `--overwrite` pointed at a
 /// user's files, one store under two names. Each is tried through the CLI as a user types it,
 /// on every kind of store that is a file or a directory, and through the library where it has
 /// the same operation: nothing deleted, one line naming what is wrong, exit 2.

@@ -8,7 +8,7 @@ import JSONLStore
 import Synchronization
 import Testing
 
-/// What an outside review found (issue 72), one test per defect, each failing before its fix.
+/// What an outside review found, one test per defect, each failing before its fix.
 
 // MARK: 1. A copy whose marker cannot be read
 

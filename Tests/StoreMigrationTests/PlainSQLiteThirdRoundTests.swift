@@ -5,7 +5,7 @@ import Foundation
 import StoreMigration
 import Testing
 
-/// Plain SQLite files of the third round (issue 73): full-text and spatial indexes, a declared
+/// Plain SQLite files of the third round: full-text and spatial indexes, a declared
 /// primary key that holds NULL, a file cut short. Each read by every command that reads: exact,
 /// or refused in one line with no destination left and the file untouched.
 

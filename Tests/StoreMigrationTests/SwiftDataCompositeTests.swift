@@ -4,7 +4,7 @@ import Foundation
 import StoreMigration
 import Testing
 
-/// SwiftData's composite attributes (issue 73, item 1): a stored struct, a nested one and an enum
+/// SwiftData's composite attributes: a stored struct, a nested one and an enum
 /// come in as one attribute per element, in a store with a many-to-many, a to-many without an
 /// inverse and persistent history, exactly, by every command that reads, the file untouched.
 
