@@ -408,7 +408,11 @@ final class PostgresSession: @unchecked Sendable {
     func reconnect() throws(StoreError) {
         connection = try location.connect()
         connection.preparesStatements = !location.transactionPooler
+        afterReconnect?(self)
     }
+
+    /// What the store does on a connection made again (set by the engine).
+    var afterReconnect: ((PostgresSession) -> Void)?
 
     /// Whether the connection is gone (checked without waiting).
     var isClosed: Bool { !connection.isAlive }

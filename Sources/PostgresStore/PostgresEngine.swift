@@ -6,13 +6,13 @@ import Synchronization
 
 /// The PostgreSQL backend: a store is one PostgreSQL schema holding a table per entity (a column
 /// per attribute, the primary key as the table's), `_ds_meta` (format and schema), `_ds_feed`
-/// (the change feed) and `_ds_commits` (a counter every write transaction moves).
+/// (the change feed) and `_ds_feed_seq` (the feed's numbers, see ``FeedWatermark``).
 ///
 /// Reads run in `REPEATABLE READ READ ONLY` transactions (one snapshot per read block) on
-/// reader connections; writes run on one writer connection and first lock the row of the
-/// store's commit counter, so that writers of every process and machine serialize as the
-/// threads of one process do (creating a store takes a transaction-scoped advisory lock, since
-/// there is no row yet).
+/// reader connections; writes run at `SERIALIZABLE`, so that writers of every process and
+/// machine behave as if they ran one after another; a write the server rolls back for a
+/// conflict with another (`40001`, `40P01`) runs again (``conflictRetries``). Creating or
+/// upgrading a store takes a transaction-scoped advisory lock.
 ///
 /// Values are stored so that PostgreSQL's order and equality are the canonical ones: ints,
 /// dates (microseconds) as `bigint`, doubles as `float8` (bit-exact, `-0.0` kept), strings as
@@ -21,7 +21,9 @@ import Synchronization
 /// Filters, sorts and pages are answered by the shared request stages over key-ordered pages.
 @_spi(Backend) public final class PostgresEngine: StorageEngine, CommitCounting, CommitNotifying, ReferenceConstraining,
     @unchecked Sendable {
-    static let formatVersion = 1
+    /// 2: the feed's numbers come from a sequence (format 1 moved a counter row in every write
+    /// transaction, `_ds_commits`); a store of format 1 is upgraded when opened.
+    static let formatVersion = 2
 
     public let schema: Schema
     public let location: PostgresLocation
@@ -37,8 +39,14 @@ import Synchronization
     /// Whether the last write transaction failed because it conflicted with another
     /// connection's (``isRetryableConflict(_:)``).
     private let lastWriteConflicted = Mutex(false)
+    /// How many write transactions in a row conflicted: from ``runsAloneAfter`` on, the next one
+    /// runs alone (see ``sendBegin(_:)``).
+    private let conflictsInARow = Mutex(0)
+    static let runsAloneAfter = 2
     /// The advisory lock that creating or opening this store takes.
     let lockKey: Int64
+    /// What this process's feed reads learned of numbers taken by transactions still running.
+    let feedWatermark = FeedWatermark()
 
     public init(location: PostgresLocation, schema requested: Schema?, durability: Durability = .full,
                 readConnections: Int = 16) throws {
@@ -54,6 +62,9 @@ import Synchronization
         lockKey = Self.lockKey(location.schema)
         let writer = try PostgresSession(location)
         self.writer = writer
+        let feed = PostgresFeedSQL(s: PostgresSQL.quote(location.schema), lockKey: lockKey)
+        let watermark = feedWatermark
+        writer.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
         do {
             commitSetting = try Self.commitSetting(writer, durability: durability)
             schema = try Self.prepare(writer, requested: requested, location: location, lockKey: lockKey)
@@ -109,6 +120,7 @@ import Synchronization
                     throw StoreError(.corrupt, "\(location): the store's header is missing from _ds_meta")
                 }
                 stored = header.schema
+                if header.format < 2 { try upgradeToSequence(db, schema: header.schema, feed: PostgresFeedSQL(s: s, lockKey: lockKey)) }
             } else if !tables.isEmpty {
                 throw StoreError(.notAStore, "\(location): schema \(location.schema) holds tables but is not a "
                     + "DataStore store (no _ds_meta table)")
@@ -126,6 +138,49 @@ import Synchronization
             _ = try? db.query("ROLLBACK")
             throw error
         }
+    }
+
+    /// Format 1 to 2: the feed's numbers go on from the last entry's (or the state's `next`) in a
+    /// sequence, the floor is the first entry's, and the counter row is dropped. In the
+    /// transaction that opens the store, under its advisory lock.
+    private static func upgradeToSequence(_ db: PostgresSession, schema: Schema, feed: PostgresFeedSQL) throws {
+        let s = feed.s
+        let bounds = try db.query("SELECT min(seq), max(seq) FROM \(s)._ds_feed").first
+        var key = LibpqParameters()
+        key.append(PostgresSQL.escape(ChangeLog.stateKey))
+        let stateBytes = try db.query("SELECT value FROM \(s)._ds_meta WHERE key = $1", key).first.map { $0[0].bytes() }
+        let statedNext = stateBytes.flatMap { ChangeLog.storedNext($0) } ?? 1
+        var first = statedNext, last = statedNext - 1
+        if let bounds, !bounds[0].isNull {
+            first = UInt64(clamping: try bounds[0].int64())
+            last = max(last, UInt64(clamping: try bounds[1].int64()))
+        }
+        try db.query("CREATE SEQUENCE \(s)._ds_feed_seq AS bigint")
+        try db.query("CREATE TABLE \(s)._ds_gate ()")
+        if last > 0 {
+            var value = LibpqParameters()
+            value.append(Int64(clamping: last))
+            try db.query("SELECT setval(\(feed.sequenceLiteral), $1)", value)
+        }
+        var floor = LibpqParameters()
+        floor.append(Int64(clamping: first))
+        try db.query(feed.raiseFloor("$1::int8", greatest: false), floor)
+        try db.query("DROP TABLE IF EXISTS \(s)._ds_commits")
+        try StoreHeader.write(schema, format: formatVersion) { key, value in
+            var binds = LibpqParameters()
+            binds.append(PostgresSQL.escape(key))
+            binds.append(bytes: value)
+            try db.query("INSERT INTO \(s)._ds_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE "
+                + "SET value = EXCLUDED.value", binds)
+        }
+    }
+
+    /// A connection made again: the numbers a reader may have seen from the server before (a
+    /// failover's old primary) are skipped, and what was learned of that server forgotten.
+    static func connectedAgain(_ session: PostgresSession, _ feed: PostgresFeedSQL, _ watermark: FeedWatermark) {
+        watermark.reset()
+        // A standby refuses; its reads see what the primary's did.
+        try? feed.jump(session)
     }
 
     /// Inside a write transaction of the store (the writer's session is in it).
@@ -187,8 +242,8 @@ import Synchronization
         try db.query("CREATE SCHEMA IF NOT EXISTS \(s)")
         try db.query("CREATE TABLE \(s)._ds_meta (key text COLLATE \"C\" PRIMARY KEY, value bytea NOT NULL)")
         try db.query("CREATE TABLE \(s)._ds_feed (seq bigint PRIMARY KEY, entry bytea NOT NULL)")
-        try db.query("CREATE TABLE \(s)._ds_commits (id int PRIMARY KEY, n bigint NOT NULL)")
-        try db.query("INSERT INTO \(s)._ds_commits VALUES (1, 0)")
+        try db.query("CREATE SEQUENCE \(s)._ds_feed_seq AS bigint")
+        try db.query("CREATE TABLE \(s)._ds_gate ()")
         // textsend (the text's bytes) is deterministic but not declared IMMUTABLE, which an
         // index expression needs.
         try db.query("CREATE FUNCTION \(s)._ds_hash(text) RETURNS bytea IMMUTABLE STRICT PARALLEL SAFE "
@@ -231,16 +286,30 @@ import Synchronization
 
     /// A connection of the pool that is still open (what it was sent last answered), or a new one.
     private func openReadSession() throws -> PostgresSession {
+        var lost = false
         while let pooled = readers.withLock({ $0.popLast() }) {
             if (try? pooled.settle()) != nil, !pooled.isClosed { return pooled }
+            lost = true
             logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the read",
                                             metadata: ["location": "\(location)"])
         }
-        return try PostgresSession(location)
+        return try session(replacingLost: lost)
     }
 
+    /// A new connection of the store's; in place of a lost one, made as ``connectedAgain(_:_:_:)``
+    /// says, as are the connections it is replaced by later.
+    private func session(replacingLost lost: Bool) throws -> PostgresSession {
+        let made = try PostgresSession(location)
+        let feed = feedSQL, watermark = feedWatermark
+        if lost { Self.connectedAgain(made, feed, watermark) }
+        made.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
+        return made
+    }
+
+    var feedSQL: PostgresFeedSQL { PostgresFeedSQL(s: quotedSchema, lockKey: lockKey) }
+
     /// A read runs in one `REPEATABLE READ READ ONLY` transaction. Its `BEGIN` goes with the
-    /// block's first statement and its `COMMIT` is sent without waiting (its answer is read when
+    /// block's first statement (after the feed's probe when that statement reads the feed) and its `COMMIT` is sent without waiting (its answer is read when
     /// the connection is next used): a point get is one round trip.
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         guard readSlots.wait(timeout: .now() + .seconds(30)) == .success else {
@@ -256,12 +325,15 @@ import Synchronization
         }
         do {
             let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-            try session.send(begin, wanted: false)
             let transaction = PostgresTransaction(session: session, engine: self, quotedSchema: quotedSchema)
+            transaction.pendingBegin = begin
             transaction.replayBegin = { try session.send(begin, wanted: false) }
             let result = try body(transaction)
-            try session.send("COMMIT", wanted: false)
-            try session.flush()
+            // (Nothing to end when the block sent nothing.)
+            if transaction.pendingBegin == nil {
+                try session.send("COMMIT", wanted: false)
+                try session.flush()
+            }
             return result
         } catch {
             if session.isClosed || (try? session.query("ROLLBACK")) == nil { healthy = false }
@@ -273,15 +345,12 @@ import Synchronization
         }
     }
 
-    /// A write transaction (READ COMMITTED, so each statement after the lock sees what the
-    /// writer before committed). Its first statement moves the commit counter, which locks the
-    /// counter's row until the transaction ends: writers of every process and machine wait
-    /// there for each other, and observers polling the counter see the commit. A row lock,
-    /// unlike an advisory lock, is also what poolers and the distributed engines that speak
-    /// PostgreSQL's protocol provide.
+    /// A write transaction, at `SERIALIZABLE`: writers of every process and machine run at once
+    /// and the server makes them behave as if one ran after another, rolling back one that
+    /// cannot (the store then runs it again). No row is written by every transaction.
     ///
-    /// Two round trips for a write of one statement: `BEGIN`, the counter, the read of the
-    /// feed's state and the block's first statement go together; the feed's entry, the
+    /// Two round trips for a write of one statement: `BEGIN`, the read of the feed's state and
+    /// the block's first statement go together; the feed's entry (with its number), the
     /// notification and `COMMIT` go together.
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         let (transaction, writer) = try beginWrite()
@@ -297,16 +366,24 @@ import Synchronization
             committing = true
             let commit = try writer.send("COMMIT")
             try writer.wait(commit, sql: "COMMIT")
-            if let feed { try writer.wait(feed, sql: "the change feed's entry (the transaction was rolled back)") }
+            let entry = try feed.map { try writer.wait($0, sql: "the change feed's entry (the transaction was rolled back)") }
             if let notify { try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)") }
+            conflictsInARow.withLock { $0 = 0 }
+            if let (keeping, slack) = transaction.pendingTrim, let number = try entry?.first?[0].int64(),
+               number % Int64(clamping: slack) == 0 {
+                // Committed: a failure to trim is not the write's (the next trim does it).
+                try? trimFeed(keeping: keeping, on: writer)
+            }
             return result
         } catch {
             // Only a connection that is gone (or going: the server said so, 57P01) leaves the
             // transaction's outcome to the server. A refusal on a live connection (a write
             // refused as read-only, 25006, is `unavailable` too) is rolled back here, so that the
             // connection's next transaction is not refused as part of an aborted one.
-            let failure = error as? StoreError
+            let failure = (error as? StoreError).map(transaction.conflictOfUncheckedInsert)
+            let error: any Error = failure ?? error
             lastWriteConflicted.withLock { $0 = writer.conflicted }
+            conflictsInARow.withLock { $0 = writer.conflicted ? $0 + 1 : 0 }
             let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
             guard lost else {
                 _ = try? writer.settle()
@@ -366,15 +443,54 @@ import Synchronization
 
     /// Queues a write transaction's first statements (sent with the block's first statement).
     private func sendBegin(_ transaction: PostgresTransaction) throws {
-        try writer.send("BEGIN", wanted: false)
+        try writer.send("BEGIN ISOLATION LEVEL SERIALIZABLE", wanted: false)
         if let commitSetting { try writer.send(commitSetting, wanted: false) }
-        try writer.send("UPDATE \(quotedSchema)._ds_commits SET n = n + 1 WHERE id = 1", wanted: false)
-        // A statement of its own, after the lock's: READ COMMITTED takes its snapshot then,
-        // so it sees what the writer before committed.
+        // The gate: every write transaction takes `_ds_gate` in ACCESS SHARE mode, which no
+        // other writer's conflicts with; one whose block conflicted twice in a row takes it in
+        // ACCESS EXCLUSIVE mode instead, waiting for the writers in flight and holding off new
+        // ones, so that it cannot lose again (a writer on a hot item would otherwise starve
+        // behind a faster one). `LOCK TABLE` takes no snapshot: the transaction's snapshot is
+        // taken after the wait.
+        let alone = conflictsInARow.withLock { $0 } >= Self.runsAloneAfter
+        try writer.send("LOCK TABLE \(quotedSchema)._ds_gate IN \(alone ? "ACCESS EXCLUSIVE" : "ACCESS SHARE") MODE",
+                        wanted: false)
         var key = LibpqParameters()
         key.append(PostgresSQL.escape(PostgresTransaction.feedStateKey))
+        transaction.isWrite = true
         transaction.beginTicket = try writer.send("SELECT (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = $1), "
-            + "min(seq), max(seq) FROM \(quotedSchema)._ds_feed", key)
+            + "(\(feedSQL.issued)), (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = '\(PostgresFeedSQL.floorKey)')",
+            key)
+    }
+
+    /// Removes the feed's entries past the retention: all but the newest `keeping`, and never
+    /// one above the watermark (a number below it whose transaction is still running would
+    /// otherwise commit under the floor, unseen), with a probe of its own. After a commit, in
+    /// statements of their own (not in a serializable transaction, whose reads of the feed
+    /// would conflict with every writer's entry).
+    private func trimFeed(keeping: UInt64, on session: PostgresSession) throws {
+        guard let (released, _) = try probeFeed(on: session), released > 0, keeping >= 1 else { return }
+        try session.query(feedSQL.retain(removing: true),
+                          PostgresFeedSQL.retainBinds(released: released, keeping: keeping))
+    }
+
+    /// A probe of the feed outside any transaction, and a snapshot taken after it (see
+    /// ``FeedWatermark``): the highest number final in that snapshot, and the snapshot.
+    private func probeFeed(on session: PostgresSession) throws -> (released: UInt64, FeedWatermark.Snapshot)? {
+        let feed = feedSQL
+        let begun = feedWatermark.epoch
+        let issued = try session.send(feed.issued)
+        let holders = try session.send(feed.holders, feed.holderBinds)
+        try session.flush()
+        let current = try session.send("SELECT pg_current_snapshot()::text")
+        guard let taken = try session.wait(issued, sql: feed.issued).first,
+              let held = try session.wait(holders, sql: feed.holders).first,
+              let row = try session.wait(current, sql: "pg_current_snapshot()").first else { return nil }
+        let snapshot = try FeedWatermark.Snapshot(try row[0].string())
+        let released = feedWatermark.released(
+            in: snapshot, begun: begun,
+            probe: FeedWatermark.Probe(issued: UInt64(clamping: try taken[0].int64()),
+                                       holders: FeedWatermark.holders(try held[0].string())))
+        return (released, snapshot)
     }
 
     public var conflictRetries: Int { location.writeRetries }
@@ -389,15 +505,20 @@ import Synchronization
         return lastWriteConflicted.withLock { $0 }
     }
 
+    /// The feed's watermark as a probe of its own finds it (which also releases what earlier
+    /// probes kept), mixed with the snapshot's `xmax`, which moves whenever a transaction that
+    /// wrote ends: a commit the feed does not record (the feed off) changes it too.
     public func commitCounter() throws -> UInt64 {
         try poller.withLock { session in
-            if session == nil || session?.isClosed == true { session = try PostgresSession(location) }
-            guard let row = try session?.query("SELECT n FROM \(quotedSchema)._ds_commits WHERE id = 1").first else {
-                return 0
-            }
-            return UInt64(bitPattern: try row[0].int64())
+            if session == nil || session?.isClosed == true { session = try self.session(replacingLost: session != nil) }
+            guard let session else { return 0 }
+            guard let (released, snapshot) = try probeFeed(on: session) else { return 0 }
+            let next = UInt64(snapshot.xmax)
+            return released &+ next &* 0x9E37_79B9_7F4A_7C15
         }
     }
+
+    public var hasUnreleasedCommits: Bool { feedWatermark.isWaiting }
 
     /// The channel every write transaction of the store notifies at commit: `ds_` and the
     /// hash of the schema's name, within PostgreSQL's 63 bytes whatever the name.
@@ -471,6 +592,7 @@ import Synchronization
                 try session.query("DROP TABLE " + tables.map { "\(s).\(PostgresSQL.quote($0))" }.joined(separator: ", ")
                     + " RESTRICT")
             }
+            try session.query("DROP SEQUENCE IF EXISTS \(s)._ds_feed_seq RESTRICT")
             try session.query("DROP FUNCTION IF EXISTS \(s)._ds_hash(text) RESTRICT")
             try session.query("DROP SCHEMA \(s) RESTRICT")
             try session.query("COMMIT")

@@ -3,22 +3,33 @@
 import Foundation
 
 /// A read or write transaction on one session.
-final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting {
+final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInserting {
     let session: PostgresSession
     let engine: PostgresEngine?
     let s: String
 
-    /// The change feed's stored state (`_ds_meta`'s `datastore.feed`) and its entries' bounds as
-    /// a write transaction's first statement read them ahead (the feed asks for both before each
-    /// recorded commit); kept up to date by this transaction's own writes, and nobody else's can
-    /// come, since it holds the commit counter's row lock. `nil`: not known, ask the server.
+    /// The change feed's stored state (`_ds_meta`'s `datastore.feed`) and the highest number
+    /// taken, as a write transaction's first statement read them ahead (the feed asks for the
+    /// state before each recorded commit); the state is kept up to date by this transaction's
+    /// own writes. `nil`: not known, ask the server.
     var feedState: [UInt8]??
-    var feedBounds: (first: UInt64, last: UInt64)??
-    /// Feed writes not yet sent: the entry appended and the removal of old entries that
-    /// follows it go as one statement, queued before COMMIT without a wait of their own
-    /// (``sendPending()``), or sent before any read of the feed (``flush()``).
-    private var pendingEntry: (sequence: UInt64, entry: [UInt8])?
-    private var pendingRemoval: UInt64?
+    private var issuedAtBegin: UInt64?
+    private var floorAtBegin: UInt64?
+    /// The feed's entry not yet sent, with the removal of old entries that goes with it: one
+    /// statement, queued before COMMIT without a wait of its own (``sendPending()``), or sent
+    /// before any read of the feed (``flush()``).
+    private var pendingEntry: [UInt8]?
+    /// The retention the entry's commit asks the engine to apply (``PostgresEngine``'s trim).
+    private(set) var pendingTrim: (keeping: UInt64, slack: UInt64)?
+    /// Whether this is a write transaction (a read's window comes from its probe).
+    var isWrite = false
+    /// A read transaction's `BEGIN`, sent with its first statement; a first statement that reads
+    /// the feed is preceded by the feed's probe (see ``FeedWatermark``).
+    var pendingBegin: String?
+    private var probe: (issued: LibpqConnection.Ticket, holders: LibpqConnection.Ticket)?
+    private var window: (floor: UInt64, released: UInt64)?
+    /// The feed's probe count when the read's `BEGIN` was sent (``FeedWatermark/epoch``).
+    private var begunAtEpoch: UInt64 = 0
 
     static let feedStateKey = "datastore.feed"
 
@@ -42,16 +53,33 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     /// answer is replaced, the transaction begun again, and `sql` sent again, once.
     @discardableResult
     func run(_ sql: String, _ params: LibpqParameters = LibpqParameters()) throws -> LibpqResult {
+        try beginIfPending()
         do {
             let result = try session.query(sql, params)
             answered = true
             return result
         } catch {
-            guard try startsAgain(after: error) else { throw error }
+            guard try startsAgain(after: error) else { throw conflictOfUncheckedInsert(error) }
             let result = try session.query(sql, params)
             answered = true
             return result
         }
+    }
+
+    /// Whether this transaction sent an insert without looking for its key first (the key was
+    /// past every key this transaction had read).
+    private(set) var sentUncheckedInserts = false
+
+    /// A key taken by another transaction between this one's read of the keys and an insert
+    /// sent without looking (`23505` from it) is a conflict of the two transactions, as the
+    /// server reports for what a serializable transaction read: the block runs again, and then
+    /// finds the key taken. Any other error is returned as it is.
+    func conflictOfUncheckedInsert(_ error: StoreError) -> StoreError {
+        guard sentUncheckedInserts, error.cause?.sqlState == PostgresSQLState.uniqueViolation else { return error }
+        session.conflicted = true
+        return StoreError(.conflict, "\(session.location): another transaction inserted a key that this one inserted "
+            + "too, at the same time (\(error.cause?.message ?? error.message))",
+            cause: .postgres(sqlState: PostgresSQLState.serializationFailure, message: error.cause?.message ?? error.message))
     }
 
     /// Whether `error` lost the connection before any answer came, in which case the
@@ -83,6 +111,22 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         return true
     }
 
+    var feedSQL: PostgresFeedSQL { PostgresFeedSQL(s: s, lockKey: engine?.lockKey ?? PostgresEngine.lockKey(session.location.schema)) }
+
+    /// Sends the read's `BEGIN` if it is still held back; with `probing`, after the feed's probe
+    /// (its own statements, before the snapshot's, with a sync point between).
+    func beginIfPending(probing: Bool = false) throws {
+        guard let begin = pendingBegin else { return }
+        pendingBegin = nil
+        begunAtEpoch = engine?.feedWatermark.epoch ?? 0
+        if probing {
+            let feed = feedSQL
+            probe = (try session.send(feed.issued), try session.send(feed.holders, feed.holderBinds))
+            try session.flush()
+        }
+        try session.send(begin, wanted: false)
+    }
+
     /// Reads the answer to the statements that began the write transaction.
     func resolveBegin() throws {
         guard let ticket = beginTicket else { return }
@@ -98,7 +142,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         answered = true
         if let cells = row.first {
             if feedState == nil { feedState = .some(cells[0].isNull ? nil : cells[0].bytes()) }
-            if feedBounds == nil { feedBounds = .some(try PostgresTransaction.bounds(cells, at: 1)) }
+            if issuedAtBegin == nil { issuedAtBegin = UInt64(clamping: try cells[1].int64()) }
+            if floorAtBegin == nil { floorAtBegin = PostgresFeedSQL.floor(cells[2]) }
         }
     }
 
@@ -111,30 +156,20 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     /// comes after this statement's (a failed statement turns the COMMIT into a rollback, so the
     /// caller checks this outcome after the COMMIT's).
     func sendPending(notifying channel: String? = nil) throws -> LibpqConnection.Ticket? {
-        guard pendingEntry != nil || pendingRemoval != nil else { return nil }
+        guard let entry = pendingEntry else { return nil }
+        let feed = feedSQL
         var binds = LibpqParameters()
-        // The statements as data-modifying CTEs of one statement (at its top level, as
-        // PostgreSQL requires), with the commit's notification when asked.
-        var parts: [String] = []
-        if let before = pendingRemoval {
-            binds.append(Int64(before))
-            parts.append("gone AS (DELETE FROM \(s)._ds_feed WHERE seq < $\(binds.count) RETURNING 1)")
-        }
-        if let (sequence, entry) = pendingEntry {
-            binds.append(Int64(sequence))
-            binds.append(bytes: entry)
-            parts.append("added AS (INSERT INTO \(s)._ds_feed (seq, entry) VALUES ($\(binds.count - 1), $\(binds.count)) "
-                + "RETURNING 1)")
-        }
-        var sql = "WITH " + parts.joined(separator: ", ")
+        binds.append(bytes: entry)
+        binds.append(feed.writerLock)
+        // A data-modifying CTE (at the statement's top level, as PostgreSQL requires), with the
+        // commit's notification when asked; its answer is the entry's number.
+        var sql = "WITH " + feed.appendEntry + " SELECT seq"
         if let channel {
             binds.append(channel)
-            sql += " SELECT pg_notify($\(binds.count), '')"
-        } else {
-            sql += " SELECT 1"
+            sql += ", pg_notify($\(binds.count), '')"
         }
+        sql += " FROM added"
         pendingEntry = nil
-        pendingRemoval = nil
         return try session.send(sql, binds)
     }
 
@@ -257,6 +292,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         if key == Self.feedStateKey {
             try resolveBegin()
             if let known = feedState { return known }
+            // A read of the feed: its probe goes before the snapshot.
+            if !isWrite { try beginIfPending(probing: true) }
         }
         var binds = LibpqParameters()
         binds.append(PostgresSQL.escape(key))
@@ -286,9 +323,10 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
 
     /// For entities with integer keys and no unique index: a bound no key in the table passes
     /// (`nil` inside: the table is empty), learned at the transaction's second insert into the
-    /// entity and kept by its own writes. Nobody else inserts while the transaction holds the
-    /// store's write lock, so an insert of a key past the bound cannot clash, and it is sent
-    /// without waiting for its answer (the next statement's answer, at the latest `COMMIT`'s,
+    /// entity and kept by its own writes. An insert of a key past the bound is sent without
+    /// waiting for its answer; if another transaction took that key meanwhile, its `23505` is a
+    /// conflict and the block runs again (``conflictOfUncheckedInsert(_:)``). It is sent without
+    /// waiting for its answer (the next statement's answer, at the latest `COMMIT`'s,
     /// comes after it, and carries its error if it had one): a loop of inserts in one
     /// transaction is not one round trip per insert.
     private var keyBounds: [String: Int64?] = [:]
@@ -304,6 +342,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
         } else if engine != nil, case .int(let k) = key.value {
             if let bound = keyBounds[entity.name] {
                 if bound.map({ k > $0 }) ?? true {
+                    sentUncheckedInserts = true
                     try session.send(statements(entity).insertPlain, binds(entity.attributes.map { record[$0.name] }),
                                      wanted: false)
                     keyBounds[entity.name] = .some(k)
@@ -456,46 +495,130 @@ final class PostgresTransaction: StorageWriter, ChangeLogWriting, BulkInserting 
     // MARK: The change feed's entries
 
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
-        try resolveBegin()
-        if let known = feedBounds { return known }
-        try flush()
-        guard let row = try run("SELECT min(seq), max(seq) FROM \(s)._ds_feed").first else { return nil }
-        let bounds = try Self.bounds(row, at: 0)
-        feedBounds = .some(bounds)
-        return bounds
+        let window = try changeLogWindow()
+        return (window.floor, window.released)
     }
 
-    /// Bounds from two cells (min, max) starting at `index`.
-    static func bounds(_ cells: LibpqRow, at index: Int) throws -> (first: UInt64, last: UInt64)? {
-        guard !cells[index].isNull else { return nil }
-        return (UInt64(try cells[index].int64()), UInt64(try cells[index + 1].int64()))
+    func changeLogWindow() throws -> (floor: UInt64, released: UInt64) {
+        if let window { return window }
+        let feed = feedSQL
+        if isWrite {
+            try resolveBegin()
+            if let floorAtBegin { return (floorAtBegin, try changeLogIssued()) }
+            var key = LibpqParameters()
+            key.append(PostgresFeedSQL.floorKey)
+            let floor = try run("SELECT value FROM \(s)._ds_meta WHERE key = $1", key).first.map { PostgresFeedSQL.floor($0[0]) }
+            return (floor ?? 0, try changeLogIssued())
+        }
+        try beginIfPending(probing: true)
+        var read: FeedWatermark.Probe?
+        if let (issued, holders) = probe {
+            probe = nil
+            let issuedRow = try session.wait(issued, sql: feed.issued)
+            let holdersRow = try session.wait(holders, sql: feed.holders)
+            if let first = issuedRow.first, let held = holdersRow.first {
+                read = FeedWatermark.Probe(issued: UInt64(clamping: try first[0].int64()),
+                                           holders: FeedWatermark.holders(try held[0].string()))
+            }
+        }
+        guard let row = try run(feed.window).first else {
+            throw StoreError(.corrupt, "\(session.location): the server returned no snapshot")
+        }
+        let snapshot = try FeedWatermark.Snapshot(try row[0].string())
+        let released = engine?.feedWatermark.released(in: snapshot, begun: begunAtEpoch, probe: read)
+            ?? (read.map { $0.holders.allSatisfy { !snapshot.isRunning($0) } ? $0.issued : 0 } ?? 0)
+        let made = (PostgresFeedSQL.floor(row[1]), released)
+        window = made
+        return made
+    }
+
+    func changeLogIssued() throws -> UInt64 {
+        if isWrite {
+            try resolveBegin()
+            if let issuedAtBegin { return issuedAtBegin }
+        }
+        guard let row = try run(feedSQL.issued).first else { return 0 }
+        return UInt64(clamping: try row[0].int64())
+    }
+
+    func changeLogEntries(after: UInt64, through: UInt64, limit: Int) throws -> [(sequence: UInt64, entry: [UInt8])] {
+        try flush()
+        var binds = LibpqParameters()
+        binds.append(Int64(clamping: after))
+        binds.append(Int64(clamping: through))
+        binds.append(Int64(limit))
+        return try run("SELECT seq, entry FROM \(s)._ds_feed WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3", binds)
+            .rows.map { (UInt64(clamping: try $0[0].int64()), $0[1].bytes()) }
+    }
+
+    func changeLogCount(after: UInt64, through: UInt64, atMost: Int) throws -> Int {
+        guard through > after else { return 0 }
+        var binds = LibpqParameters()
+        binds.append(Int64(clamping: after))
+        binds.append(Int64(clamping: through))
+        binds.append(Int64(atMost))
+        guard let row = try run("SELECT count(*) FROM (SELECT 1 FROM \(s)._ds_feed WHERE seq > $1 AND seq <= $2 ORDER BY seq "
+            + "LIMIT $3) x", binds).first else { return 0 }
+        return Int(try row[0].int64())
+    }
+
+    /// The floor rises to the oldest of the newest `keeping` entries, and never above a number
+    /// this process found final (a lower number still running would otherwise commit under it).
+    func expireChangeLog(keeping: UInt64) throws {
+        try flush()
+        guard keeping >= 1, let released = engine?.feedWatermark.highestReleased, released > 0 else { return }
+        try run(feedSQL.retain(removing: false), PostgresFeedSQL.retainBinds(released: released, keeping: keeping))
+        window = nil
+        floorAtBegin = nil
     }
 
     func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]? {
-        try flush()
-        var binds = LibpqParameters()
-        binds.append(Int64(sequence))
-        guard let row = try run("SELECT entry FROM \(s)._ds_feed WHERE seq = $1", binds).first else {
-            return nil
-        }
-        return row[0].bytes()
+        try changeLogEntries(after: sequence &- 1, through: sequence, limit: 1).first?.entry
     }
 
     func appendChangeLog(_ sequence: UInt64, _ entry: [UInt8]) throws {
         try resolveBegin()
         if pendingEntry != nil { try flush() }
-        pendingEntry = (sequence, entry)
-        if let known = feedBounds {
-            feedBounds = .some((known?.first ?? sequence, sequence))
-        }
+        pendingEntry = entry
+    }
+
+    func trimChangeLog(keeping: UInt64, slack: UInt64) throws {
+        pendingTrim = (keeping, max(1, slack))
     }
 
     func removeChangeLog(before sequence: UInt64) throws {
-        try resolveBegin()
-        // A removal that would reach the entry held back goes after it.
-        if let pending = pendingEntry, pending.sequence < sequence { try flush() }
-        pendingRemoval = max(pendingRemoval ?? 0, sequence)
-        feedBounds = nil
+        try flush()
+        var binds = LibpqParameters()
+        binds.append(Int64(clamping: sequence))
+        try run("WITH gone AS (DELETE FROM \(s)._ds_feed WHERE seq < $1 RETURNING 1) "
+            + feedSQL.raiseFloor("$1::int8"), binds)
+        window = nil
+        floorAtBegin = nil
+    }
+
+    func restartChangeLog() throws {
+        try flush()
+        try run("WITH taken AS (SELECT nextval(\(feedSQL.sequenceLiteral)) AS v), gone AS (DELETE FROM \(s)._ds_feed "
+            + "WHERE seq <= (SELECT v FROM taken) RETURNING 1) " + feedSQL.raiseFloor("v + 1", from: "FROM taken"))
+        window = nil
+        issuedAtBegin = nil
+        floorAtBegin = nil
+    }
+
+    func continueChangeLog(after head: UInt64) throws {
+        try flush()
+        let feed = feedSQL
+        var binds = LibpqParameters()
+        binds.append(Int64(clamping: head))
+        try run("SELECT setval(\(feed.sequenceLiteral), greatest(($1::int8), (\(feed.issued)))) "
+            + "WHERE greatest(($1::int8), (\(feed.issued))) > 0", binds)
+        try run("DELETE FROM \(s)._ds_feed")
+        var floor = LibpqParameters()
+        floor.append(Int64(clamping: head) + 1)
+        try run(feed.raiseFloor("$1::int8", greatest: false), floor)
+        window = nil
+        issuedAtBegin = nil
+        floorAtBegin = nil
     }
 }
 /// The SQL of one entity's single-item statements.

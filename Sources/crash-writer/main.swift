@@ -21,6 +21,8 @@
 //                                                 ErrorCodeProbe)
 //     crash-writer postgres URL concurrent-writers SECONDS SEED STORES THREADS   (the concurrent writers'
 //                                                 correctness test; see ConcurrencyFixture)
+//     crash-writer postgres URL increment NAME COUNT   (COUNT read-modify-write increments of the counter
+//                                                 NAME, each its own writeSync; prints "incremented COUNT")
 //     crash-writer switch OLD NEW SEED [die-at STEP] …   (an app switching backends; see SwitchFixture)
 //     crash-writer switch-bench OLD NEW ITEMS [gap MS]     (what a switch costs its app; see SwitchBench)
 //
@@ -59,6 +61,28 @@ if arguments.count >= 5, arguments[3] == "error-code" {
 if arguments.count >= 4, arguments[3] == "concurrent-writers" {
     exit(ConcurrencyFixture.main(arguments))
 }
+#if Postgres
+if arguments.count == 6, arguments[3] == "increment", let times = Int(arguments[5]) {
+    do {
+        let store = try PostgresStore(url: arguments[2], schema: schema, durability: .normal)
+        defer { try? store.close() }
+        let name = arguments[4]
+        for _ in 0..<times {
+            try store.writeSync { w in
+                guard case .int(let n)? = try w.get("Counter", key: .string(name))?["value"] else {
+                    throw StoreError(.notFound, "no counter \(name)")
+                }
+                try w.save(["name": .string(name), "value": .int(n + 1)], into: "Counter")
+            }
+        }
+        print("incremented \(times)")
+        exit(0)
+    } catch {
+        print("failed \(error)")
+        exit(1)
+    }
+}
+#endif
 if arguments.count >= 4, arguments[3] == "feed-write" || arguments[3] == "feed-observe" {
     exit(FeedFixture.main(arguments))
 }

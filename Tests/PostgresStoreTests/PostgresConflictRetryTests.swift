@@ -8,7 +8,7 @@ import Synchronization
 import Testing
 
 /// Another program's psql session holding a transaction open, fed statements one at a time.
-private final class OpenPsql: @unchecked Sendable {
+final class OpenPsql: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()

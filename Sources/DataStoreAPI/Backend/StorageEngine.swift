@@ -225,6 +225,15 @@ extension StorageWriter {
 @_spi(Backend) public protocol CommitCounting {
     /// A value that changes whenever any connection or process commits a write.
     func commitCounter() throws -> UInt64
+    /// Whether commits were seen that the change feed does not hand out yet (their entries wait
+    /// for lower numbers to be final, ``ChangeLogNumbering``): observers then keep polling
+    /// ``commitCounter()`` even while notifications arrive, since what releases the entries (a
+    /// transaction rolled back) sends none.
+    var hasUnreleasedCommits: Bool { get }
+}
+
+extension CommitCounting {
+    public var hasUnreleasedCommits: Bool { false }
 }
 
 /// An engine that can tell observers of other processes that a write committed, so that they
@@ -263,4 +272,43 @@ extension StorageWriter {
     func appendChangeLog(_ sequence: UInt64, _ entry: [UInt8]) throws
     /// Removes every entry numbered below `sequence`.
     func removeChangeLog(before sequence: UInt64) throws
+}
+
+/// Entry storage that numbers the entries itself, as a server does that many connections write
+/// at once: each entry takes the next number of a counter outside any transaction (a
+/// PostgreSQL sequence) as its transaction's last statement, so numbers follow the order in
+/// which conflicting transactions commit, but a transaction that took a number and rolled back
+/// leaves a gap, and a number may be taken before a lower one is committed. A reader gets an
+/// entry only once every lower number is final in its snapshot (committed or never to be): the
+/// backend's watermark, ``changeLogWindow()``'s `released`.
+///
+/// With it, the feed's state in the metadata keeps only the identity and the settings; the
+/// entry's number passed to ``ChangeLogWriting/appendChangeLog(_:_:)`` is ignored, and the
+/// backend removes entries past the retention itself (``trimChangeLog(keeping:slack:)``).
+@_spi(Backend) public protocol ChangeLogNumbering: ChangeLogWriting {
+    /// `floor`: the lowest number a token may still be followed from (entries below it were
+    /// removed, or the feed restarted past them); `released`: the highest number below which
+    /// every entry is final in this transaction's snapshot (in a write transaction, the highest
+    /// number taken).
+    func changeLogWindow() throws -> (floor: UInt64, released: UInt64)
+    /// The highest number taken by any transaction so far (committed or not): a token up to it
+    /// is this store's, one past it is ahead of the store.
+    func changeLogIssued() throws -> UInt64
+    /// The entries numbered after `after` and up to `through`, in order, at most `limit`.
+    func changeLogEntries(after: UInt64, through: UInt64, limit: Int) throws -> [(sequence: UInt64, entry: [UInt8])]
+    /// How many entries are numbered after `after` and up to `through`, counting no further
+    /// than `atMost`.
+    func changeLogCount(after: UInt64, through: UInt64, atMost: Int) throws -> Int
+    /// Has this transaction's commit remove the entries past the newest `keeping`, once in
+    /// every `slack` numbers (after the commit: the backend decides which are final).
+    func trimChangeLog(keeping: UInt64, slack: UInt64) throws
+    /// Makes every token followed by more than `keeping` entries expire now (the floor rises
+    /// to the oldest of the newest `keeping`), whatever the retention says later.
+    func expireChangeLog(keeping: UInt64) throws
+    /// Makes every number taken so far expire: the next entry's number is past them, and the
+    /// floor above them.
+    func restartChangeLog() throws
+    /// Drops every entry and makes the next number greater than `head` (never lower than one
+    /// taken already), with the floor at `head + 1`, so that a token at `head` is followed.
+    func continueChangeLog(after head: UInt64) throws
 }

@@ -28,6 +28,8 @@ final class ChangeHub: Sendable {
 
     private let state = Mutex(State())
     private let counter: @Sendable () -> UInt64?
+    /// Whether the engine saw commits that its feed does not hand out yet.
+    private let unreleased: @Sendable () -> Bool
     private let subscribe: (@Sendable (@escaping @Sendable () -> Void) -> (any CommitSubscription)?)?
     /// The thread that polls (and starts the notifications, which opens a connection): one of
     /// the hub's own, never the caller's or a pool's.
@@ -39,8 +41,10 @@ final class ChangeHub: Sendable {
     ///   - counter: the engine's commit counter, or `nil` when it cannot be read now.
     ///   - subscribe: starts the engine's commit notifications, when it has them.
     init(counter: @escaping @Sendable () -> UInt64?,
+         unreleased: @escaping @Sendable () -> Bool = { false },
          subscribe: (@Sendable (@escaping @Sendable () -> Void) -> (any CommitSubscription)?)? = nil) {
         self.counter = counter
+        self.unreleased = unreleased
         self.subscribe = subscribe
     }
 
@@ -164,13 +168,14 @@ final class ChangeHub: Sendable {
 
     private func pollWhileWaited() {
         while true {
-            let notified = notificationsActive()
+            // Entries that wait for lower numbers are released without a notification: poll.
+            let notified = notificationsActive() && !unreleased()
             let interval = notified ? Duration.seconds(1) : state.withLock { $0.interval }
             let pause = max(0.000_1, Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
             changed.lock()
             if !state.withLock({ $0.closed }) { _ = changed.wait(until: Date().addingTimeInterval(pause)) }
             changed.unlock()
-            if notified, isNotified {
+            if notified, isNotified, !unreleased() {
                 let keepWaiting = state.withLock { state -> Bool in
                     state.polling = Self.isWaitedFor(state)
                     return state.polling
@@ -178,9 +183,12 @@ final class ChangeHub: Sendable {
                 if keepWaiting { continue }
                 return
             }
+            // While commits wait for release, every poll wakes the readers: one may have read
+            // before the release that this poll's counter already includes.
+            let waitingBefore = unreleased()
             let value = counter()
             let (isChanged, keepPolling) = state.withLock { state -> (Bool, Bool) in
-                let isChanged = value != nil && value != state.lastCounter
+                let isChanged = value != nil && (value != state.lastCounter || waitingBefore)
                 if isChanged { state.lastCounter = value }
                 state.polling = Self.isWaitedFor(state)
                 return (isChanged, state.polling)

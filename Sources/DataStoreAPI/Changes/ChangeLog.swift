@@ -6,11 +6,17 @@ import Foundation
 /// its transactions offer one (``ChangeLogStoring``, SQLite's `_ds_feed` table), else in the
 /// metadata (`datastore.feed.` + 16 hex digits of the sequence number).
 ///
-/// Sequence numbers are dense: a reader walks from its token by point lookups, and a missing
-/// entry below the state's `next` can only mean the feed dropped it (retention, feed off,
-/// restart), which is `changesExpired`, never a silent gap.
+/// Sequence numbers are dense where the backend lets the feed number the entries: a reader walks
+/// from its token by point lookups, and a missing entry below the state's `next` can only mean
+/// the feed dropped it (retention, feed off, restart), which is `changesExpired`, never a
+/// silent gap. A backend that numbers the entries itself (``ChangeLogNumbering``: writers of many
+/// connections at once) may leave gaps; readers then read ranges up to the backend's watermark,
+/// and expiry is decided by the floor the backend keeps.
 package enum ChangeLog {
-    static let stateKey = "datastore.feed"
+    package static let stateKey = "datastore.feed"
+
+    /// The `next` of a stored state (for a backend's format upgrade), `nil` when it cannot be read.
+    package static func storedNext(_ bytes: [UInt8]) -> UInt64? { try? decodeState(bytes).next }
     static let entryPrefix = "datastore.feed."
 
     /// The feed's state.
@@ -25,12 +31,17 @@ package enum ChangeLog {
         var settings: ChangeFeedSettings
         /// The version of the stored state this was read from (``stateVersion`` for a new one).
         var storedVersion = ChangeLog.stateVersion
+        /// Whether the backend numbers the entries (``ChangeLogNumbering``): numbers then have
+        /// gaps, the backend applies the retention, and ``held`` (its floor) alone says what
+        /// expired.
+        var numbered = false
 
         var head: ChangeToken { ChangeToken(store: id, sequence: next - 1) }
 
         /// The oldest transaction a reader may still follow: the retention's bound, exact after
         /// every commit whatever entries older than it are still stored.
         var first: UInt64 {
+            if numbered { return held }
             let keep = UInt64(settings.retainedTransactions)
             return max(held, next > keep ? next - keep : 0)
         }
@@ -125,7 +136,12 @@ package enum ChangeLog {
         let reader = base(reader)
         guard let bytes = try reader.metadata(forKey: stateKey) else { return nil }
         var state = try decodeState(bytes)
-        if let log = reader as? any ChangeLogStoring {
+        if let numbering = reader as? any ChangeLogNumbering {
+            let window = try numbering.changeLogWindow()
+            state.held = window.floor
+            state.numbered = true
+            state.next = max(window.released, window.floor > 0 ? window.floor - 1 : 0) + 1
+        } else if let log = reader as? any ChangeLogStoring {
             if let bounds = try log.changeLogBounds() {
                 state.next = max(state.next, bounds.last + 1)
                 state.held = bounds.first
@@ -154,6 +170,13 @@ package enum ChangeLog {
             throw StoreError(.invalidArgument, "change token \(token) is from another store (this one's feed is "
                 + "\(state.head))")
         }
+        let reader = base(reader)
+        let numbering = reader as? any ChangeLogNumbering
+        // A token past the watermark but not past the numbers taken: its transactions are not
+        // all final yet.
+        if let numbering, token.sequence >= state.next, token.sequence <= (try numbering.changeLogIssued()) {
+            return []
+        }
         guard token.sequence < state.next else {
             throw StoreError(.invalidArgument, "change token \(token) is ahead of this store's feed, which ends at "
                 + "\(state.head) (was the store restored from an older copy?)")
@@ -168,9 +191,21 @@ package enum ChangeLog {
                 + "transactions \(state.first) to \(state.next - 1) (retention \(state.settings.retainedTransactions), "
                 + "or the feed restarted after a migration); resynchronize from a fresh read")
         }
+        if let numbering {
+            // The retention counts entries, not numbers (a rolled-back transaction's number
+            // holds none): a token with more than that many entries after it expired.
+            let keep = state.settings.retainedTransactions
+            if try numbering.changeLogCount(after: token.sequence, through: state.next - 1, atMost: keep + 1) > keep {
+                throw StoreError(.changesExpired, "change token \(token) has expired: the store's change feed keeps "
+                    + "its newest \(keep) transactions, up to \(state.next - 1), and more were committed since the token; "
+                    + "resynchronize from a fresh read")
+            }
+            return try numbering.changeLogEntries(after: token.sequence, through: state.next - 1, limit: limit).map {
+                try decodeEntry($0.entry, token: ChangeToken(store: state.id, sequence: $0.sequence))
+            }
+        }
         var result: [ChangeSet] = []
         var sequence = token.sequence + 1
-        let reader = base(reader)
         while sequence < state.next && result.count < limit {
             guard let bytes = try entry(reader, sequence) else {
                 throw StoreError(.corrupt, "the change feed's transaction \(sequence) is missing although the feed "
@@ -198,7 +233,11 @@ package enum ChangeLog {
         let log = writer as? any ChangeLogWriting
         try store(writer, log, state.next, encodeEntry(changes, committedAt: now))
         state.next += 1
-        try trim(writer, &state)
+        if let numbering = log as? any ChangeLogNumbering {
+            try numbering.trimChangeLog(keeping: UInt64(state.settings.retainedTransactions), slack: max(1, state.trimSlack))
+        } else {
+            try trim(writer, &state)
+        }
         // With the backend's own entry storage the bounds need no writing: the state is written
         // only when it is new, or when a version that wrote it at every commit left it (version
         // 1: that version would take its stale `next` for the truth and number entries again).
@@ -212,6 +251,7 @@ package enum ChangeLog {
     /// Removes the entries past the retention once more than ``State/trimSlack`` of them wait
     /// (readers never see them: ``State/first`` already excludes them).
     private static func trim(_ writer: any StorageWriter, _ state: inout State) throws {
+        guard !state.numbered else { return }
         let keep = UInt64(state.settings.retainedTransactions)
         guard state.next - state.held > keep + state.trimSlack else { return }
         try remove(writer, state, before: state.next - keep)
@@ -223,6 +263,7 @@ package enum ChangeLog {
     package static func restart(_ writer: any StorageWriter) throws {
         let writer = base(writer)
         guard var state = try readState(writer) else { return }
+        if let numbering = writer as? any ChangeLogNumbering { return try numbering.restartChangeLog() }
         try remove(writer, state, before: state.next)
         // The unrecorded transaction takes a number of its own, so even the head token before it
         // expires.
@@ -239,6 +280,11 @@ package enum ChangeLog {
         (writer as? ChangeRecorder)?.forgetFeedState()
         let writer = base(writer)
         let next = head.sequence + 1
+        if let numbering = writer as? any ChangeLogNumbering {
+            try numbering.continueChangeLog(after: head.sequence)
+            let state = State(id: head.store ?? UUID(), next: next, held: next, settings: settings)
+            return try writer.setMetadata(encodeState(state), forKey: stateKey)
+        }
         if let state = try readState(writer) { try remove(writer, state, before: state.next) }
         let state = State(id: head.store ?? UUID(), next: next, held: next, settings: settings)
         try writer.setMetadata(encodeState(state), forKey: stateKey)
@@ -252,6 +298,9 @@ package enum ChangeLog {
         var state = try readState(writer) ?? State(id: UUID(), next: 1, held: 1, settings: settings)
         let wasEnabled = state.settings.isEnabled
         // Entries the old retention already expired stay expired under a longer one.
+        if let numbering = writer as? any ChangeLogNumbering {
+            try numbering.expireChangeLog(keeping: UInt64(state.settings.retainedTransactions))
+        }
         try remove(writer, state, before: state.first)
         state.held = state.first
         state.settings = settings

@@ -275,7 +275,7 @@ open class Store: DataStore, @unchecked Sendable {
                 defer { lifecycle.end() }
                 if let counting = engine as? any CommitCounting { return try? counting.commitCounter() }
                 return try? ChangeLog.head(of: engine).sequence
-            }, subscribe: subscribe)
+            }, unreleased: { (engine as? any CommitCounting)?.hasUnreleasedCommits ?? false }, subscribe: subscribe)
             hub = made
             return made
         }

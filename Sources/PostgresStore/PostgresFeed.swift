@@ -1,0 +1,235 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import Synchronization
+
+/// The change feed on PostgreSQL without a row that every writer updates.
+///
+/// A write transaction's last statement, just before `COMMIT`, takes its transaction id, a
+/// shared advisory lock of the store (``PostgresFeedSQL/writerLock``), and the next value of
+/// the store's sequence `_ds_feed_seq` as its entry's number. A sequence is outside
+/// transactions: writers never wait for each other there. Since the number is taken after
+/// every other statement, a transaction that waited for another's row (and, at SERIALIZABLE,
+/// failed and ran again) takes a higher number than the one it waited for: the numbers follow
+/// every write conflict. A transaction that took a number and rolled back leaves a gap.
+///
+/// Numbers are taken before their transactions commit, so a reader must not hand out entry
+/// `n` while a transaction holding a number below `n` may still commit. Before a feed read
+/// begins its snapshot, it reads (in two statements of their own) the highest number taken,
+/// `issued`, and then the transaction ids holding the writers' lock, `holders`. Every
+/// transaction with a number up to `issued` took the lock before its number, so it had finished
+/// when `holders` was read or is among them. In a snapshot taken after that read, every entry up
+/// to `issued` is therefore final when none of `holders` is still running: the snapshot's own
+/// list of running transactions (`pg_current_snapshot()`) says so. A probe whose holders still
+/// run is kept (``FeedWatermark``) and released by a later snapshot in which they have all
+/// ended; observers poll while one is kept, since a rollback sends no notification.
+///
+/// After a connection is made again (a restart, a failover to a standby, which may not have
+/// received the last values the old primary handed out), the sequence is moved ahead by
+/// ``PostgresFeedSQL/failoverJump``, so that no number a reader may have seen is taken twice.
+final class FeedWatermark: Sendable {
+    /// What one probe read before its snapshot.
+    struct Probe {
+        var issued: UInt64
+        /// The low 32 bits of the holders' transaction ids (as `pg_locks` shows them).
+        var holders: [UInt32]
+        /// When this process had its answer (``FeedWatermark/epoch``), set when it is kept.
+        var epoch: UInt64 = 0
+    }
+
+    private struct Probes {
+        /// Probes whose holders some snapshot still saw running.
+        var waiting: [Probe] = []
+        /// The highest probe a snapshot released: a later snapshot releases it too (its holders
+        /// had ended), so that what one read handed out the next one does too.
+        var released: Probe?
+        var epoch: UInt64 = 0
+    }
+
+    private let probes = Mutex(Probes())
+    /// At most this many probes are kept waiting (dropping one only delays entries).
+    private static let kept = 64
+
+    /// How many probes this process has had answers to: a snapshot begun after the count was
+    /// `n` was taken after every probe counted, so those probes' holders tell it what is final.
+    var epoch: UInt64 { probes.withLock { $0.epoch } }
+
+    /// The highest number whose entries, and every lower one's, are final in a snapshot in
+    /// `snapshot`, begun when ``epoch`` was `begun`; `probe` is this
+    /// snapshot's own (read before it). A probe counts for a snapshot only if the snapshot was
+    /// taken after the probe's holders were read: an older snapshot may miss a transaction that
+    /// ended between the two.
+    func released(in snapshot: Snapshot, begun: UInt64, probe: Probe?) -> UInt64 {
+        probes.withLock { probes in
+            var own = probe
+            if own != nil {
+                probes.epoch += 1
+                own?.epoch = probes.epoch
+            }
+            var best: Probe?
+            let earlier = (probes.waiting + [probes.released].compactMap { $0 }).filter { $0.epoch <= begun }
+            for kept in earlier + [own].compactMap({ $0 })
+            where kept.holders.allSatisfy({ !snapshot.isRunning($0) }) && kept.issued > (best?.issued ?? 0) {
+                best = kept
+            }
+            if let own, own.issued > (best?.issued ?? 0) { probes.waiting.append(own) }
+            if let best, best.issued > (probes.released?.issued ?? 0) { probes.released = best }
+            let done = probes.released?.issued ?? 0
+            probes.waiting.removeAll { $0.issued <= done }
+            if probes.waiting.count > Self.kept { probes.waiting.removeFirst(probes.waiting.count - Self.kept) }
+            return best?.issued ?? 0
+        }
+    }
+
+    /// The highest number a snapshot of this process found final (0: none yet).
+    var highestReleased: UInt64 { probes.withLock { $0.released?.issued ?? 0 } }
+
+    /// Whether a probe still waits for its holders.
+    var isWaiting: Bool { probes.withLock { !$0.waiting.isEmpty } }
+
+    /// Forgets the probes (they were read from a server this process may no longer reach).
+    func reset() { probes.withLock { $0 = Probes() } }
+
+    /// What a snapshot says of transactions, by the low 32 bits of their ids (as `pg_locks`
+    /// shows them): those listed as running, and `xmax`, from which on no transaction had ended
+    /// when the snapshot was taken. PostgreSQL's `xmax` is one past the last transaction that
+    /// ended, so a transaction with a later id may still run although the list does not name it.
+    struct Snapshot {
+        var xmax: UInt32
+        var listed: Set<UInt32>
+
+        /// Whether transaction `id` (which had begun before the snapshot) had not ended when it
+        /// was taken.
+        func isRunning(_ id: UInt32) -> Bool {
+            listed.contains(id) || Int32(bitPattern: id &- xmax) >= 0
+        }
+
+        /// From `pg_current_snapshot()`'s text (`xmin:xmax:xip,…`).
+        init(_ text: String) throws {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 3, let xmax = UInt64(parts[1]) else {
+                throw StoreError(.corrupt, "the server's snapshot '\(text)' cannot be read")
+            }
+            self.xmax = UInt32(truncatingIfNeeded: xmax)
+            listed = []
+            for id in parts[2].split(separator: ",") {
+                guard let value = UInt64(id) else {
+                    throw StoreError(.corrupt, "the server's snapshot '\(text)' cannot be read")
+                }
+                listed.insert(UInt32(truncatingIfNeeded: value))
+            }
+        }
+    }
+
+    /// The holders' ids from `string_agg`'s text (empty: none).
+    static func holders(_ text: String) -> [UInt32] {
+        text.split(separator: ",").compactMap { UInt64($0).map { UInt32(truncatingIfNeeded: $0) } }
+    }
+}
+
+/// The SQL of the feed's statements for one store (its quoted schema).
+struct PostgresFeedSQL {
+    let s: String
+    let lockKey: Int64
+
+    /// The sequence's name as a string literal (for `nextval`, which takes a `regclass`).
+    var sequenceLiteral: String {
+        "'" + "\(s)._ds_feed_seq".replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    /// The key of the writers' shared advisory lock: the store's lock key with its low bit
+    /// flipped (the key itself is what creating and opening the store lock exclusively).
+    var writerLock: Int64 { lockKey ^ 1 }
+
+    /// The metadata key of the feed's floor (8 bytes, big-endian, so that `greatest` on the
+    /// bytes is `greatest` on the numbers).
+    static let floorKey = "datastore.feed-floor"
+
+    /// The highest number taken, as one value.
+    var issued: String {
+        "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM \(s)._ds_feed_seq"
+    }
+
+    /// The transaction ids holding the writers' lock now, as text (`,`-separated): the lock's
+    /// rows in `pg_locks` joined with the transaction id locks of the same transactions.
+    var holders: String {
+        "SELECT coalesce(string_agg(x.transactionid::text, ','), '') FROM pg_locks l JOIN pg_locks x ON "
+            + "x.virtualtransaction = l.virtualtransaction AND x.locktype = 'transactionid' AND x.granted "
+            + "WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = "
+            + "current_database()) AND l.classid::int8 = $1 AND l.objid::int8 = $2 AND l.objsubid = 1"
+    }
+
+    /// The binds of ``holders``: the lock key's two 32-bit halves as `pg_locks` shows them.
+    var holderBinds: LibpqParameters {
+        var binds = LibpqParameters()
+        let key = UInt64(bitPattern: writerLock)
+        binds.append(Int64(key >> 32))
+        binds.append(Int64(key & 0xFFFF_FFFF))
+        return binds
+    }
+
+    /// The snapshot's running transactions and the floor.
+    var window: String {
+        "SELECT pg_current_snapshot()::text, (SELECT value FROM \(s)._ds_meta WHERE key = '\(Self.floorKey)')"
+    }
+
+    /// How far the sequence moves after a connection is made again: more numbers than a server
+    /// hands out between its last replicated value and its death.
+    static let failoverJump: Int64 = 1 << 20
+
+    /// Moves the sequence ahead (by ``failoverJump``), under an exclusive advisory lock so that
+    /// two jumps never move it back.
+    func jump(_ session: PostgresSession) throws {
+        var key = LibpqParameters()
+        key.append(lockKey)
+        try session.query("BEGIN")
+        do {
+            try session.query("SELECT pg_advisory_xact_lock($1)", key)
+            try session.query("SELECT setval(\(sequenceLiteral), nextval(\(sequenceLiteral)) + \(Self.failoverJump - 1))")
+            try session.query("COMMIT")
+        } catch {
+            _ = try? session.query("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The entry's statement part: the transaction's id first (so that it is among the lock's
+    /// holders), then the lock, then the number; nested so that they run in that order.
+    var appendEntry: String {
+        "added AS (INSERT INTO \(s)._ds_feed (seq, entry) SELECT nextval(\(sequenceLiteral)), $1 FROM "
+            + "(SELECT pg_advisory_xact_lock_shared($2) FROM (SELECT pg_current_xact_id() OFFSET 0) x OFFSET 0) y "
+            + "RETURNING seq)"
+    }
+
+    /// Sets the floor to the bind `operand` unless it is higher already.
+    func raiseFloor(_ operand: String, from source: String = "", greatest: Bool = true) -> String {
+        "INSERT INTO \(s)._ds_meta (key, value) SELECT '\(Self.floorKey)', int8send(\(operand)) \(source) "
+            + "ON CONFLICT (key) DO UPDATE SET value = "
+            + (greatest ? "greatest(\(s)._ds_meta.value, EXCLUDED.value)" : "EXCLUDED.value")
+    }
+
+    /// Raises the floor to the oldest of the newest `$2 + 1` entries, at most `$1` (one past the
+    /// highest number known final), removing the entries below it when `removing`.
+    func retain(removing: Bool) -> String {
+        let cut = "cut AS (SELECT (SELECT least($1::int8, k.seq) FROM (SELECT seq FROM \(s)._ds_feed ORDER BY seq DESC "
+            + "OFFSET $2 LIMIT 1) k) AS c)"
+        let gone = "gone AS (DELETE FROM \(s)._ds_feed WHERE seq < (SELECT c FROM cut) RETURNING 1)"
+        return "WITH " + (removing ? "\(cut), \(gone) " : "\(cut) ") + raiseFloor("c", from: "FROM cut WHERE c IS NOT NULL")
+    }
+
+    /// The binds of ``retain(removing:)``.
+    static func retainBinds(released: UInt64, keeping: UInt64) -> LibpqParameters {
+        var binds = LibpqParameters()
+        binds.append(Int64(clamping: released) + 1)
+        binds.append(Int64(clamping: keeping) - 1)
+        return binds
+    }
+
+    /// The floor's stored bytes as a number (0 when none is stored).
+    static func floor(_ cell: LibpqCell) -> UInt64 {
+        guard !cell.isNull else { return 0 }
+        let bytes = cell.bytes()
+        guard bytes.count == 8 else { return 0 }
+        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+#endif

@@ -1,0 +1,123 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+@_spi(Backend) @testable import PostgresStore
+import Testing
+
+private let noteSchema = Schema(version: 1, entities: [
+    EntitySchema("Note", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("title", .string)]),
+])
+
+/// Runs `sql` on the test server as the superuser.
+private func psql(_ sql: String) throws -> String {
+    try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore", "-At",
+                                     "-v", "ON_ERROR_STOP=1", "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+/// A store that format 1 made (a counter row that every write moved, dense numbers, no
+/// sequence) opens, is upgraded to the sequence, and keeps its feed: tokens taken before the
+/// upgrade are followed after it, and the next commit's number follows the last one's.
+@Test func aStoreOfTheFormatWithACounterRowOpensUpgradedAndItsTokensStillWork() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    var tokens: [ChangeToken] = []
+    do {
+        let store = try PostgresStore(location: location, schema: noteSchema)
+        defer { try? store.close() }
+        for id in 1...5 {
+            try store.writeSync { try $0.insert(["id": .int(Int64(id)), "title": "note \(id)"], into: "Note") }
+            tokens.append(try store.currentChangeToken())
+        }
+    }
+    #expect(tokens.map(\.sequence) == [1, 2, 3, 4, 5])
+    // Back to format 1, as that version left its stores.
+    let s = "\"\(location.schema)\""
+    _ = try psql("BEGIN; DROP SEQUENCE \(s)._ds_feed_seq; DROP TABLE \(s)._ds_gate; "
+        + "DELETE FROM \(s)._ds_meta WHERE key = 'datastore.feed-floor'; "
+        + "CREATE TABLE \(s)._ds_commits (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO \(s)._ds_commits VALUES (1, 5); "
+        + "UPDATE \(s)._ds_meta SET value = '1'::bytea WHERE key = 'datastore.format'; COMMIT")
+
+    let store = try PostgresStore(location: location, schema: noteSchema)
+    defer { try? store.close() }
+    #expect(try psql("SELECT convert_from(value, 'UTF8') FROM \(s)._ds_meta WHERE key = 'datastore.format'") == "2")
+    #expect(try psql("SELECT count(*) FROM pg_tables WHERE schemaname = '\(location.schema)' AND tablename = '_ds_commits'")
+        == "0")
+    #expect(try store.changes(since: tokens[1], limit: 10).map(\.sequence) == [3, 4, 5])
+    try store.writeSync { try $0.insert(["id": 6, "title": "note 6"], into: "Note") }
+    let after = try store.changes(since: tokens[4], limit: 10)
+    #expect(after.map(\.sequence) == [6])
+    #expect(after.first?.items.map(\.key) == [.int(6)])
+}
+
+/// Another transaction that took a feed number and is still running holds back every later
+/// entry (a reader must not hand out a higher number while a lower one may still commit); when
+/// it rolls back, which sends no notification, an observer gets the later entry all the same,
+/// past the gap its number left.
+@Test func aNumberTakenByARunningTransactionHoldsTheFeedBackUntilItRollsBack() async throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let store = try PostgresStore(location: location, schema: noteSchema)
+    defer { try? store.close() }
+    try store.writeSync { try $0.insert(["id": 1, "title": "first"], into: "Note") }
+    let head = try store.currentChangeToken()
+    #expect(head.sequence == 1)
+
+    // What a writer's last statement does, held open before its COMMIT.
+    let feed = PostgresFeedSQL(s: "\"\(location.schema)\"", lockKey: PostgresEngine.lockKey(location.schema))
+    let other = try OpenPsql()
+    other.send("BEGIN; SELECT pg_current_xact_id(); SELECT pg_advisory_xact_lock_shared(\(feed.writerLock)); "
+        + "SELECT nextval(\(feed.sequenceLiteral)) AS taken;")
+    other.wait(for: "taken")
+    try store.writeSync { try $0.insert(["id": 2, "title": "second"], into: "Note") }
+    #expect(try store.changes(since: head, limit: 10).isEmpty, "entry 3 was handed out while number 2 may commit")
+    #expect(try store.currentChangeToken().sequence == 1)
+
+    let observed = Task { () async throws -> ChangeSet? in
+        for try await set in store.changes(since: head) { return set }
+        return nil
+    }
+    other.send("ROLLBACK;")
+    other.finish()
+    let set = try await observed.value
+    #expect(set?.sequence == 3)
+    #expect(set?.items.map(\.key) == [.int(2)])
+    #expect(try store.currentChangeToken().sequence == 3)
+}
+
+/// Two processes' writers that both increment one item: at SERIALIZABLE one of every pair of
+/// overlapping transactions is rolled back and runs again, and one that lost twice in a row runs
+/// alone next, so neither starves behind the other and no increment is lost.
+@Test func twoProcessesIncrementingOneItemBothMakeProgress() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    // The schema of the crash-writer's stores.
+    let schema = Schema(entities: [
+        EntitySchema("Entry", primaryKey: "id", attributes: [
+            Attribute("id", .int), Attribute("batch", .int), Attribute("text", .string),
+        ], indexes: [Index("byBatch", on: ["batch"])]),
+        EntitySchema("Counter", primaryKey: "name", attributes: [Attribute("name", .string), Attribute("value", .int)]),
+    ])
+    let store = try PostgresStore(location: location, schema: schema)
+    defer { try? store.close() }
+    try store.writeSync { try $0.save(["name": "hot", "value": 0], into: "Counter") }
+    let increments = 300
+    let other = try WorkerProcess(["postgres", location.description, "increment", "hot", "\(increments)"])
+    var mine = 0
+    while mine < increments {
+        try store.writeSync { w in
+            guard case .int(let n)? = try w.get("Counter", key: "hot")?["value"] else { throw StoreError(.notFound, "hot") }
+            try w.save(["name": "hot", "value": .int(n + 1)], into: "Counter")
+        }
+        mine += 1
+    }
+    #expect(other.wait(for: "incremented \(increments)"), "\(other.lines)")
+    other.process.waitUntilExit()
+    #expect(other.process.terminationStatus == 0, "\(other.lines)")
+    let total = try store.read { try $0.get("Counter", key: "hot")?["value"] }
+    #expect(total == .int(Int64(2 * increments)))
+}
+#endif
