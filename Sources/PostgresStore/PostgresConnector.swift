@@ -425,7 +425,8 @@ final class PostgresSession: @unchecked Sendable {
     /// The store error for `error`, noting a conflict the server reported.
     private func failure(_ error: LibpqError, sql: String) -> StoreError {
         if let state = error.sqlState,
-           state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected {
+           state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected
+               || state == PostgresSQLState.lockNotAvailable {
             conflicted = true
         }
         return Self.storeError(error, sql: sql, location: location)

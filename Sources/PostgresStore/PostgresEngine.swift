@@ -43,6 +43,8 @@ import Synchronization
     /// runs alone (see ``sendBegin(_:)``).
     private let conflictsInARow = Mutex(0)
     static let runsAloneAfter = 2
+    /// How long a transaction that runs alone waits for the gate.
+    static let aloneWait = "500ms"
     /// The advisory lock that creating or opening this store takes.
     let lockKey: Int64
     /// What this process's feed reads learned of numbers taken by transactions still running.
@@ -72,6 +74,9 @@ import Synchronization
             writer.close()
             throw error
         }
+        // A first probe, which the process's first feed read can count (its own probe is often
+        // held by writers in flight under load).
+        _ = try? probeFeed(on: writer)
     }
 
     /// `SET LOCAL synchronous_commit …` when the server's setting does not give the store's
@@ -145,6 +150,8 @@ import Synchronization
     /// transaction that opens the store, under its advisory lock.
     private static func upgradeToSequence(_ db: PostgresSession, schema: Schema, feed: PostgresFeedSQL) throws {
         let s = feed.s
+        // A writer of the old format still in flight appends after these bounds otherwise.
+        try db.query("LOCK TABLE \(s)._ds_commits IN ACCESS EXCLUSIVE MODE")
         let bounds = try db.query("SELECT min(seq), max(seq) FROM \(s)._ds_feed").first
         var key = LibpqParameters()
         key.append(PostgresSQL.escape(ChangeLog.stateKey))
@@ -383,7 +390,8 @@ import Synchronization
             let failure = (error as? StoreError).map(transaction.conflictOfUncheckedInsert)
             let error: any Error = failure ?? error
             lastWriteConflicted.withLock { $0 = writer.conflicted }
-            conflictsInARow.withLock { $0 = writer.conflicted ? $0 + 1 : 0 }
+            // (A run alone that still failed goes back to shared mode.)
+            conflictsInARow.withLock { $0 = writer.conflicted && $0 < Self.runsAloneAfter ? $0 + 1 : 0 }
             let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
             guard lost else {
                 _ = try? writer.settle()
@@ -451,15 +459,23 @@ import Synchronization
         // ones, so that it cannot lose again (a writer on a hot item would otherwise starve
         // behind a faster one). `LOCK TABLE` takes no snapshot: the transaction's snapshot is
         // taken after the wait.
+        // Waiting for it is bounded (`lock_timeout`: another program, a `pg_dump`, may hold the
+        // table); a timeout is a conflict too, and the next run goes in shared mode again.
+        transaction.begunAtEpoch = feedWatermark.epoch
         let alone = conflictsInARow.withLock { $0 } >= Self.runsAloneAfter
-        try writer.send("LOCK TABLE \(quotedSchema)._ds_gate IN \(alone ? "ACCESS EXCLUSIVE" : "ACCESS SHARE") MODE",
-                        wanted: false)
+        if alone {
+            try writer.send("SET LOCAL lock_timeout = '\(Self.aloneWait)'", wanted: false)
+            try writer.send("LOCK TABLE \(quotedSchema)._ds_gate IN ACCESS EXCLUSIVE MODE", wanted: false)
+            try writer.send("SET LOCAL lock_timeout TO DEFAULT", wanted: false)
+        } else {
+            try writer.send("LOCK TABLE \(quotedSchema)._ds_gate IN ACCESS SHARE MODE", wanted: false)
+        }
         var key = LibpqParameters()
         key.append(PostgresSQL.escape(PostgresTransaction.feedStateKey))
         transaction.isWrite = true
         transaction.beginTicket = try writer.send("SELECT (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = $1), "
-            + "(\(feedSQL.issued)), (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = '\(PostgresFeedSQL.floorKey)')",
-            key)
+            + "(\(feedSQL.issued)), (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = '\(PostgresFeedSQL.floorKey)'), "
+            + "pg_current_snapshot()::text", key)
     }
 
     /// Removes the feed's entries past the retention: all but the newest `keeping`, and never
@@ -499,7 +515,8 @@ import Synchronization
     /// never one that a block rethrows from another store, whose commits a retry would repeat.
     public func isRetryableConflict(_ error: StoreError) -> Bool {
         guard let state = error.cause?.sqlState,
-              state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected else {
+              state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected
+                  || state == PostgresSQLState.lockNotAvailable else {
             return false
         }
         return lastWriteConflicted.withLock { $0 }

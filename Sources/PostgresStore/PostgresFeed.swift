@@ -87,7 +87,9 @@ final class FeedWatermark: Sendable {
     var isWaiting: Bool { probes.withLock { !$0.waiting.isEmpty } }
 
     /// Forgets the probes (they were read from a server this process may no longer reach).
-    func reset() { probes.withLock { $0 = Probes() } }
+    /// The epoch keeps rising: a read begun before the reset must not count a probe answered
+    /// after it.
+    func reset() { probes.withLock { $0 = Probes(epoch: $0.epoch) } }
 
     /// What a snapshot says of transactions, by the low 32 bits of their ids (as `pg_locks`
     /// shows them): those listed as running, and `xmax`, from which on no transaction had ended
@@ -193,10 +195,12 @@ struct PostgresFeedSQL {
     }
 
     /// The entry's statement part: the transaction's id first (so that it is among the lock's
-    /// holders), then the lock, then the number; nested so that they run in that order.
+    /// holders), then the lock, then the number; nested so that they run in that order (the id
+    /// is used by the query around it, so the planner cannot drop it).
     var appendEntry: String {
         "added AS (INSERT INTO \(s)._ds_feed (seq, entry) SELECT nextval(\(sequenceLiteral)), $1 FROM "
-            + "(SELECT pg_advisory_xact_lock_shared($2) FROM (SELECT pg_current_xact_id() OFFSET 0) x OFFSET 0) y "
+            + "(SELECT pg_advisory_xact_lock_shared($2) FROM (SELECT pg_current_xact_id() AS id OFFSET 0) x "
+            + "WHERE x.id IS NOT NULL OFFSET 0) y "
             + "RETURNING seq)"
     }
 

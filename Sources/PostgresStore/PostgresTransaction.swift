@@ -15,6 +15,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     var feedState: [UInt8]??
     private var issuedAtBegin: UInt64?
     private var floorAtBegin: UInt64?
+    /// A write transaction's snapshot, as its first statement read it.
+    private var snapshotAtBegin: FeedWatermark.Snapshot?
     /// The feed's entry not yet sent, with the removal of old entries that goes with it: one
     /// statement, queued before COMMIT without a wait of its own (``sendPending()``), or sent
     /// before any read of the feed (``flush()``).
@@ -28,8 +30,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     var pendingBegin: String?
     private var probe: (issued: LibpqConnection.Ticket, holders: LibpqConnection.Ticket)?
     private var window: (floor: UInt64, released: UInt64)?
-    /// The feed's probe count when the read's `BEGIN` was sent (``FeedWatermark/epoch``).
-    private var begunAtEpoch: UInt64 = 0
+    /// The feed's probe count when the transaction's `BEGIN` was sent (``FeedWatermark/epoch``).
+    var begunAtEpoch: UInt64 = 0
 
     static let feedStateKey = "datastore.feed"
 
@@ -94,6 +96,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         if error.code == .unavailable {
             answered = true
             try session.reconnect()
+            // The probe's answers went with the old connection: this read has none.
+            probe = nil
             try replayBegin()
             return true
         }
@@ -102,6 +106,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         guard error.cause?.sqlState == PostgresSQLState.featureNotSupported else { return false }
         answered = true
         try session.send("ROLLBACK", wanted: false)
+        probe = nil
         do {
             try session.connection.forgetStatements()
         } catch {
@@ -144,6 +149,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             if feedState == nil { feedState = .some(cells[0].isNull ? nil : cells[0].bytes()) }
             if issuedAtBegin == nil { issuedAtBegin = UInt64(clamping: try cells[1].int64()) }
             if floorAtBegin == nil { floorAtBegin = PostgresFeedSQL.floor(cells[2]) }
+            if snapshotAtBegin == nil { snapshotAtBegin = try FeedWatermark.Snapshot(try cells[3].string()) }
         }
     }
 
@@ -503,12 +509,20 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         if let window { return window }
         let feed = feedSQL
         if isWrite {
+            // A write transaction's snapshot was taken before it could probe: what this process's
+            // earlier probes say of it (a feed read in a write block may lag; it never skips).
             try resolveBegin()
-            if let floorAtBegin { return (floorAtBegin, try changeLogIssued()) }
-            var key = LibpqParameters()
-            key.append(PostgresFeedSQL.floorKey)
-            let floor = try run("SELECT value FROM \(s)._ds_meta WHERE key = $1", key).first.map { PostgresFeedSQL.floor($0[0]) }
-            return (floor ?? 0, try changeLogIssued())
+            if floorAtBegin == nil || snapshotAtBegin == nil {
+                // (Forgotten after this transaction moved the floor.)
+                guard let row = try run(feedSQL.window).first else {
+                    throw StoreError(.corrupt, "\(session.location): the server returned no snapshot")
+                }
+                snapshotAtBegin = try FeedWatermark.Snapshot(try row[0].string())
+                floorAtBegin = PostgresFeedSQL.floor(row[1])
+            }
+            guard let floorAtBegin, let snapshotAtBegin else { return (0, 0) }
+            let released = engine?.feedWatermark.released(in: snapshotAtBegin, begun: begunAtEpoch, probe: nil) ?? 0
+            return (floorAtBegin, released)
         }
         try beginIfPending(probing: true)
         var read: FeedWatermark.Probe?
