@@ -10,14 +10,23 @@ import Testing
 /// stopped when the value is released.
 private final class ReplicatedServers {
     let dir: String
-    let primaryPort: Int
-    let standbyPort: Int
+    private(set) var primaryPort = 0
+    var standbyPort: Int { primaryPort + 1 }
 
+    /// Random ports may be taken (another test's server, one still shutting down): a start
+    /// that fails is cleaned up and tried again on other ports, three times at most.
     init(dir: String) throws {
         self.dir = dir
-        primaryPort = Int.random(in: 30_000..<40_000)
-        standbyPort = primaryPort + 1
-        try run("start", "\(primaryPort) \(standbyPort)")
+        for attempt in 1...3 {
+            primaryPort = Int.random(in: 30_000..<40_000)
+            do {
+                try run("start", "\(primaryPort) \(standbyPort)")
+                return
+            } catch {
+                _ = system("/bin/bash '\(Self.script)' stop '\(dir)' >/dev/null 2>&1")
+                if attempt == 3 { throw error }
+            }
+        }
     }
 
     func run(_ command: String, _ extra: String = "") throws {
