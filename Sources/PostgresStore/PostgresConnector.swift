@@ -57,7 +57,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 
     /// The parameters that are the store's, not libpq's.
     private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port", "pooler",
-                                               "answer_timeout", "write_retries"]
+                                               "answer_timeout", "write_retries", "write_connections"]
 
     /// How long a connection waits for the server's next answer before it gives the server up
     /// (`answer_timeout=SECONDS`, 30 by default; 0 waits for as long as it takes). A server
@@ -74,6 +74,18 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// …, at most 100 ms). A block may therefore run more than once: keep what is not the
     /// store's (a message sent, a counter in memory) out of it.
     public var writeRetries = 10
+
+    /// How many write transactions of one store run at once, each on a writer connection of
+    /// its own (`write_connections=N`, 16 by default, at most ``maxWriteConnections``): the
+    /// connections are made as writes need them and kept. `writeSync` blocks of different
+    /// threads, and awaited `writeAsync` blocks of different tasks, then run concurrently, and
+    /// the server orders them (see Concurrency); more wait for a connection, at most 30 s, then
+    /// fail with `busy`. `write_connections=1` runs one write at a time, as the embedded
+    /// stores do.
+    public var writeConnections = 16
+
+    /// The most writer connections a store may have.
+    public static let maxWriteConnections = 1_000
 
     /// Whether the location goes through a pooler in transaction mode (`pooler=transaction`,
     /// pgbouncer's `pool_mode = transaction`): statements are not prepared by name (the next
@@ -202,6 +214,13 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             }
             writeRetries = count
         }
+        if let text = values["write_connections"] {
+            guard let count = Int(text), (1...Self.maxWriteConnections).contains(count) else {
+                throw StoreError(.invalidArgument, "write_connections='\(text)' is not a number of connections "
+                    + "(1 to \(Self.maxWriteConnections))")
+            }
+            writeConnections = count
+        }
         if let text = values["answer_timeout"] {
             guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
                 throw StoreError(.invalidArgument, "answer_timeout='\(text)' is not a number of seconds (0 for none)")
@@ -324,6 +343,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             query.append("answer_timeout=\(seconds.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "0")")
         }
         if writeRetries != 10 { query.append("write_retries=\(writeRetries)") }
+        if writeConnections != 16 { query.append("write_connections=\(writeConnections)") }
         switch listener {
         case .sameServer: break
         case .poll where transactionPooler: break

@@ -28,20 +28,23 @@ import Synchronization
     public let schema: Schema
     public let location: PostgresLocation
     let durability: Durability
-    /// The writer's connection; replaced when it was lost (only under the store's write lock).
-    private let writer: PostgresSession
+    /// The writer connections not in a transaction now; a write takes one (or makes one, up to
+    /// ``writeConnections``) and gives it back. A lost one reconnects when next taken.
+    private let idleWriters = Mutex<[PostgresSession]>([])
+    /// Every writer connection made, for closing and counting.
+    private let allWriters = Mutex<[PostgresSession]>([])
+    /// At most ``writeConnections`` write transactions at once.
+    private let writeSlots: DispatchSemaphore
+    /// The size of the writer pool: as many write transactions at once.
+    let writeConnections: Int
     private let readers = Mutex<[PostgresSession]>([])
     /// At most ``readConnections`` reads at once, each on a connection of the pool.
     private let readSlots: DispatchSemaphore
     /// The size of the read pool: as many connections as reads at once.
     let readConnections: Int
     private let poller = Mutex<PostgresSession?>(nil)
-    /// Whether the last write transaction failed because it conflicted with another
-    /// connection's (``isRetryableConflict(_:)``).
-    private let lastWriteConflicted = Mutex(false)
-    /// How many write transactions in a row conflicted: from ``runsAloneAfter`` on, the next one
-    /// runs alone (see ``sendBegin(_:)``).
-    private let conflictsInARow = Mutex(0)
+    /// From this many conflicts in a row of one block on, its next run runs alone (see
+    /// ``sendBegin(_:)``).
     static let runsAloneAfter = 2
     /// How long a transaction that runs alone waits for the gate.
     static let aloneWait = "500ms"
@@ -51,24 +54,33 @@ import Synchronization
     let feedWatermark = FeedWatermark()
 
     public init(location: PostgresLocation, schema requested: Schema?, durability: Durability = .full,
-                readConnections: Int = 16) throws {
+                readConnections: Int = 16, writeConnections: Int? = nil) throws {
         guard readConnections >= 1 else {
             throw StoreError(.invalidArgument, "readConnections must be at least 1, not \(readConnections)")
+        }
+        let writeConnections = writeConnections ?? location.writeConnections
+        guard (1...PostgresLocation.maxWriteConnections).contains(writeConnections) else {
+            throw StoreError(.invalidArgument, "writeConnections must be 1 to \(PostgresLocation.maxWriteConnections), "
+                + "not \(writeConnections)")
         }
         self.location = location
         self.durability = durability
         self.readConnections = readConnections
+        self.writeConnections = writeConnections
+        writeSlots = DispatchSemaphore(value: writeConnections)
         concurrentReads = try PositiveInt(min(readConnections, max(2, 2 * ProcessInfo.processInfo.activeProcessorCount)),
                                           naming: "readConnections")
         readSlots = DispatchSemaphore(value: readConnections)
         lockKey = Self.lockKey(location.schema)
         let writer = try PostgresSession(location)
-        self.writer = writer
         let feed = PostgresFeedSQL(s: PostgresSQL.quote(location.schema), lockKey: lockKey)
         let watermark = feedWatermark
         writer.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
+        idleWriters.withLock { $0 = [writer] }
+        allWriters.withLock { $0 = [writer] }
         do {
             commitSetting = try Self.commitSetting(writer, durability: durability)
+            serverStart = try Self.serverStart(writer)
             schema = try Self.prepare(writer, requested: requested, location: location, lockKey: lockKey)
         } catch {
             writer.close()
@@ -190,8 +202,11 @@ import Synchronization
         try? feed.jump(session)
     }
 
-    /// Inside a write transaction of the store (the writer's session is in it).
+    /// Inside a write transaction of the store, on the calling thread.
     public func addMissingReferenceConstraints() throws {
+        guard let writer = WriteAttempts.current.session(of: self) else {
+            throw StoreError(.invalidArgument, "addMissingReferenceConstraints runs only inside a write block of the store")
+        }
         try Self.foreignKeys(schema, in: writer, quotedSchema: quotedSchema, location: location)
     }
 
@@ -283,8 +298,33 @@ import Synchronization
         }
     }
 
-    /// The sync points the writer's connection sent (one round trip each).
-    var writerRoundTrips: Int { writer.connection.syncCount }
+    /// The sync points the writer connections sent (one round trip each).
+    var writerRoundTrips: Int { allWriters.withLock { $0.reduce(0) { $0 + $1.connection.syncCount } } }
+
+    public var concurrentWriters: Int { writeConnections }
+
+    /// A writer connection of the pool (made when none is idle), for one write transaction.
+    private func takeWriter() throws -> PostgresSession {
+        guard writeSlots.wait(timeout: .now() + .seconds(30)) == .success else {
+            throw StoreError(.busy, "\(location): every one of the \(writeConnections) writer connections stayed in a "
+                + "transaction for 30 s; open the store with more writeConnections (write_connections=) or keep write "
+                + "blocks shorter")
+        }
+        if let idle = idleWriters.withLock({ $0.popLast() }) { return idle }
+        do {
+            let made = try session(replacingLost: false)
+            allWriters.withLock { $0.append(made) }
+            return made
+        } catch {
+            writeSlots.signal()
+            throw error
+        }
+    }
+
+    private func giveBack(_ writer: PostgresSession) {
+        idleWriters.withLock { $0.append(writer) }
+        writeSlots.signal()
+    }
 
     /// The store's logger, when the app configured one.
     private let logger = Mutex<Logger?>(nil)
@@ -305,13 +345,28 @@ import Synchronization
 
     /// A new connection of the store's; in place of a lost one, made as ``connectedAgain(_:_:_:)``
     /// says, as are the connections it is replaced by later.
+    ///
+    /// A new connection that reaches another server than the store's first did (or the same one
+    /// restarted: its postmaster started at another time), as after a failover that none of the
+    /// store's connections saw yet, counts as made again too.
     private func session(replacingLost lost: Bool) throws -> PostgresSession {
         let made = try PostgresSession(location)
         let feed = feedSQL, watermark = feedWatermark
-        if lost { Self.connectedAgain(made, feed, watermark) }
+        if lost || (try? Self.serverStart(made)).map({ $0 != serverStart }) ?? true {
+            Self.connectedAgain(made, feed, watermark)
+        }
         made.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
         return made
     }
+
+    /// When the server's postmaster started, as text: what tells a restarted or other server
+    /// from the one the store first connected to.
+    private static func serverStart(_ session: PostgresSession) throws -> String {
+        try session.query("SELECT pg_postmaster_start_time()::text").first.map { try $0[0].string() } ?? ""
+    }
+
+    /// ``serverStart(_:)`` of the store's first connection.
+    private let serverStart: String
 
     var feedSQL: PostgresFeedSQL { PostgresFeedSQL(s: quotedSchema, lockKey: lockKey) }
 
@@ -360,7 +415,12 @@ import Synchronization
     /// the block's first statement go together; the feed's entry (with its number), the
     /// notification and `COMMIT` go together.
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
-        let (transaction, writer) = try beginWrite()
+        let writer = try takeWriter()
+        defer { giveBack(writer) }
+        let attempts = WriteAttempts.current
+        attempts.begin(self, on: writer)
+        defer { attempts.end() }
+        let transaction = try beginWrite(on: writer, alone: attempts.conflictsInARow(of: self) >= Self.runsAloneAfter)
         defer { writer.connection.forgetAnswers() }
         var committing = false
         do {
@@ -375,7 +435,7 @@ import Synchronization
             try writer.wait(commit, sql: "COMMIT")
             let entry = try feed.map { try writer.wait($0, sql: "the change feed's entry (the transaction was rolled back)") }
             if let notify { try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)") }
-            conflictsInARow.withLock { $0 = 0 }
+            attempts.succeeded(self)
             if let (keeping, slack) = transaction.pendingTrim, let number = try entry?.first?[0].int64(),
                number % Int64(clamping: slack) == 0 {
                 // Committed: a failure to trim is not the write's (the next trim does it).
@@ -389,9 +449,8 @@ import Synchronization
             // connection's next transaction is not refused as part of an aborted one.
             let failure = (error as? StoreError).map(transaction.conflictOfUncheckedInsert)
             let error: any Error = failure ?? error
-            lastWriteConflicted.withLock { $0 = writer.conflicted }
             // (A run alone that still failed goes back to shared mode.)
-            conflictsInARow.withLock { $0 = writer.conflicted && $0 < Self.runsAloneAfter ? $0 + 1 : 0 }
+            attempts.failed(self, conflicted: writer.conflicted, limit: Self.runsAloneAfter)
             let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
             guard lost else {
                 _ = try? writer.settle()
@@ -429,28 +488,29 @@ import Synchronization
     /// connection that was lost (the server restarted, an idle timeout, a failover) is replaced
     /// before anything of the transaction is sent: libpq tries the location's hosts in order,
     /// and with `target_session_attrs=read-write` takes the one that accepts writes.
-    private func beginWrite() throws -> (PostgresTransaction, PostgresSession) {
+    private func beginWrite(on writer: PostgresSession, alone: Bool) throws -> PostgresTransaction {
         writer.conflicted = false
-        lastWriteConflicted.withLock { $0 = false }
         if writer.isClosed {
             logger.withLock { $0 }?.warning("PostgreSQL connection lost; reconnecting before the write",
                                             metadata: ["location": "\(location)"])
             try writer.reconnect()
         }
         let transaction = PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema)
-        transaction.replayBegin = { [unowned self, unowned transaction] in try sendBegin(transaction) }
+        transaction.replayBegin = { [unowned self, unowned transaction] in try sendBegin(transaction, alone: alone) }
         do {
-            try sendBegin(transaction)
+            try sendBegin(transaction, alone: alone)
         } catch {
+            WriteAttempts.current.failed(self, conflicted: false, limit: Self.runsAloneAfter)
             _ = try? writer.settle()
             _ = try? writer.query("ROLLBACK")
             throw error
         }
-        return (transaction, writer)
+        return transaction
     }
 
     /// Queues a write transaction's first statements (sent with the block's first statement).
-    private func sendBegin(_ transaction: PostgresTransaction) throws {
+    private func sendBegin(_ transaction: PostgresTransaction, alone: Bool) throws {
+        let writer = transaction.session
         try writer.send("BEGIN ISOLATION LEVEL SERIALIZABLE", wanted: false)
         if let commitSetting { try writer.send(commitSetting, wanted: false) }
         // The gate: every write transaction takes `_ds_gate` in ACCESS SHARE mode, which no
@@ -462,7 +522,6 @@ import Synchronization
         // Waiting for it is bounded (`lock_timeout`: another program, a `pg_dump`, may hold the
         // table); a timeout is a conflict too, and the next run goes in shared mode again.
         transaction.begunAtEpoch = feedWatermark.epoch
-        let alone = conflictsInARow.withLock { $0 } >= Self.runsAloneAfter
         if alone {
             try writer.send("SET LOCAL lock_timeout = '\(Self.aloneWait)'", wanted: false)
             try writer.send("LOCK TABLE \(quotedSchema)._ds_gate IN ACCESS EXCLUSIVE MODE", wanted: false)
@@ -519,7 +578,7 @@ import Synchronization
                   || state == PostgresSQLState.lockNotAvailable else {
             return false
         }
-        return lastWriteConflicted.withLock { $0 }
+        return WriteAttempts.current.lastConflicted(self)
     }
 
     /// The feed's watermark as a probe of its own finds it (which also releases what earlier
@@ -563,7 +622,8 @@ import Synchronization
     }
 
     public func close() throws {
-        writer.close()
+        for session in allWriters.withLock({ all in defer { all.removeAll() }; return all }) { session.close() }
+        idleWriters.withLock { $0.removeAll() }
         for session in readers.withLock({ all in defer { all.removeAll() }; return all }) { session.close() }
         poller.withLock { $0?.close() }
     }

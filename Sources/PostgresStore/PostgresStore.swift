@@ -8,10 +8,11 @@ public final class PostgresStore: Store, @unchecked Sendable {
 
     /// Opens (or creates) the store that `url` names (`postgres://USER@HOST:PORT/DB?schema=NAME`).
     public convenience init(url: String, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
-                            durability: Durability = .full, readConnections: Int = 16,
+                            durability: Durability = .full, readConnections: Int = 16, writeConnections: Int? = nil,
                             instrumentation: Instrumentation = .none) throws {
         try self.init(location: PostgresLocation(parsing: url), schema: schema, upgrades: upgrades,
-                      durability: durability, readConnections: readConnections, instrumentation: instrumentation)
+                      durability: durability, readConnections: readConnections, writeConnections: writeConnections,
+                      instrumentation: instrumentation)
     }
 
     /// Opens (or creates) the store at `location`, migrating a store of an older schema version
@@ -19,17 +20,19 @@ public final class PostgresStore: Store, @unchecked Sendable {
     ///
     /// - Parameter readConnections: the size of the read pool: how many reads run at once, each
     ///   on a connection of its own (made when first needed and kept); more reads wait for one,
-    ///   at most 30 s, then fail with `busy`.
-    ///   Writes have one connection of their own, observers another.
+    ///   at most 30 s, then fail with `busy`. Observers have a connection of their own.
+    /// - Parameter writeConnections: the size of the writer pool: how many write transactions run
+    ///   at once (``PostgresLocation/writeConnections``; the location's `write_connections`, 16,
+    ///   when `nil`).
     /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
     ///   default).
     public init(location: PostgresLocation, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
-                durability: Durability = .full, readConnections: Int = 16,
+                durability: Durability = .full, readConnections: Int = 16, writeConnections: Int? = nil,
                 instrumentation: Instrumentation = .none) throws {
         postgres = try SchemaUpgrader.open(requested: schema, upgrades: upgrades,
                                            location: location.description) {
             try PostgresEngine(location: location, schema: $0, durability: durability,
-                               readConnections: readConnections)
+                               readConnections: readConnections, writeConnections: writeConnections)
         }
         try super.init(engine: postgres, instrumentation: instrumentation)
         logOpened(location.description)
@@ -37,7 +40,7 @@ public final class PostgresStore: Store, @unchecked Sendable {
 
     public var location: PostgresLocation { postgres.location }
 
-    /// The round trips the writer's connection made so far (its sync points), for tests and
+    /// The round trips the writer connections made so far (its sync points), for tests and
     /// the benchmark harness.
     @_spi(Backend) public var writerRoundTrips: Int { postgres.writerRoundTrips }
 

@@ -18,7 +18,8 @@ public protocol DataStore: AnyObject, Sendable {
     /// `body` returns, once the commit is durable at the store's durability setting; rolls
     /// back entirely when it throws. The accessor sees its own uncommitted writes.
     ///
-    /// On PostgreSQL `body` may run more than once: a transaction the server rolls back for a
+    /// On PostgreSQL blocks of different threads run at once, each on a connection of the
+    /// store's writer pool, and the server serializes them (`SERIALIZABLE`); `body` may run more than once: a transaction the server rolls back for a
     /// conflict with another connection's (serialization failure or deadlock) runs again, up to
     /// the location's `write_retries` (see Concurrency); keep effects outside the store out of it.
     /// - Throws: `reentrantCall` when called inside a block of the same store, `closed`,
@@ -63,9 +64,12 @@ extension DataStore {
         return try SchemaUpgrader.decodeHistory(bytes)
     }
 
-    /// Enqueues `body` on the background writer and awaits its result.
+    /// Enqueues `body` on the background writer and awaits its result. On PostgreSQL, awaited
+    /// blocks of different tasks run at once, each on a writer connection of the store's pool,
+    /// after the blocks enqueued before them without awaiting.
     public func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
+        if let store = self as? Store { return try await store.awaitedWrite(body) }
+        return try await withCheckedThrowingContinuation { continuation in
             writeAsync(body) { continuation.resume(with: $0) }
         }
     }

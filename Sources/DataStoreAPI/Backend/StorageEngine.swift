@@ -13,7 +13,8 @@ import Logging
     /// Runs `body` in a read transaction that sees one consistent snapshot.
     func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T
     /// Runs `body` in a write transaction: commits durably when it returns, rolls back when it
-    /// throws. ``Store`` guarantees that only one writer runs at a time.
+    /// throws. ``Store`` runs at most ``concurrentWriters`` of them at a time: one, unless the
+    /// engine says otherwise.
     func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T
     /// Releases the engine's resources. Called once, with no transaction running.
     func close() throws
@@ -36,6 +37,13 @@ import Logging
     /// transaction back because it conflicted with concurrent ones (PostgreSQL's serialization
     /// failure or deadlock): nothing of it was stored, and running the block again may succeed.
     func isRetryableConflict(_ error: StoreError) -> Bool
+    /// How many write transactions ``Store`` may run at once, each on a thread of its caller's
+    /// (or of the store's, for an awaited `writeAsync`): 1 (the default) for an engine with one
+    /// writer (SQLite, LMDB, memory), whose writes ``Store`` runs one after another. An engine
+    /// that declares more must make its concurrent transactions behave as if they ran one
+    /// after another (PostgreSQL's `SERIALIZABLE`), reporting those it cannot order as
+    /// retryable conflicts.
+    var concurrentWriters: Int { get }
 }
 
 extension StorageEngine {
@@ -43,6 +51,7 @@ extension StorageEngine {
     public func attach(_ logger: Logger) {}
     public var conflictRetries: Int { 0 }
     public func isRetryableConflict(_ error: StoreError) -> Bool { false }
+    public var concurrentWriters: Int { 1 }
 }
 
 /// The read operations of a backend transaction. Not `Sendable`: it lives inside its block.

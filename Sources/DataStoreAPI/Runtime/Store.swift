@@ -20,7 +20,17 @@ open class Store: DataStore, @unchecked Sendable {
     let catalog: Catalog
     let lifecycle = StoreLifecycle()
     let writeLock = NSLock()
+    /// Whether the engine runs write transactions at once (``StorageEngine/concurrentWriters``):
+    /// then `writeSync` blocks of different threads, and awaited `writeAsync` blocks, run
+    /// concurrently, without `writeLock`.
+    let writesConcurrently: Bool
+    /// The FIFO writer: `writeAsync` blocks given without awaiting run on it one after another;
+    /// with concurrent writers, awaited ones pass through it to ``concurrentWriterThreads``.
     let writerThread: StoreThreads
+    /// Threads for awaited `writeAsync` blocks of an engine with concurrent writers, made at
+    /// first use, and the blocks handed to them that have not finished.
+    private let concurrentWriterThreads = Mutex<StoreThreads?>(nil)
+    private let awaitedWrites = DispatchGroup()
     /// The threads ``readAsync(_:)`` runs reads on.
     private let readerThreads = Mutex<StoreThreads?>(nil)
     /// Whether write transactions go to the change feed (not in child stores, whose changes
@@ -44,6 +54,7 @@ open class Store: DataStore, @unchecked Sendable {
         self.engine = engine
         catalog = Catalog(engine.schema)
         writerThread = StoreThreads(label: "DataStore.writer")
+        writesConcurrently = engine.concurrentWriters > 1
         recordsChanges = true
         referencesKept = Atomic(!MigrationGate.defersReferenceChecks)
         instruments = StoreInstruments(instrumentation, backend: Self.backendName(engine))
@@ -72,6 +83,7 @@ open class Store: DataStore, @unchecked Sendable {
         self.engine = engine
         catalog = Catalog(engine.schema)
         writerThread = StoreThreads(label: "DataStore.writer")
+        writesConcurrently = engine.concurrentWriters > 1
         recordsChanges = gated
         referencesKept = Atomic(!MigrationGate.defersReferenceChecks)
         if gated { try Self.gate(engine) }
@@ -184,8 +196,10 @@ open class Store: DataStore, @unchecked Sendable {
     private func performWrite<T>(allowWhileClosing: Bool, _ body: (WriteAccessor) throws -> T) throws -> T {
         try lifecycle.begin(allowWhileClosing: allowWhileClosing)
         defer { lifecycle.end() }
-        writeLock.lock()
-        defer { writeLock.unlock() }
+        // An engine with concurrent writers orders its transactions itself (the server does);
+        // `close` waits for the writes in flight through the lifecycle.
+        if !writesConcurrently { writeLock.lock() }
+        defer { if !writesConcurrently { writeLock.unlock() } }
         // A transaction the server rolled back for a conflict with concurrent ones (another
         // connection's, on PostgreSQL) runs again, a bounded number of times, after a random
         // wait that doubles each time ("full jitter"): nothing of it was stored.
@@ -211,8 +225,9 @@ open class Store: DataStore, @unchecked Sendable {
         let started = instruments == nil ? 0 : StoreInstruments.now()
         var committed = false
         defer { if let instruments { instruments.wrote(since: started, committed: committed) } }
-        let feedBefore = feedState
-        feedState = nil
+        // (Concurrent writers each read the feed's state in their own transaction.)
+        let feedBefore = writesConcurrently ? nil : feedState
+        if !writesConcurrently { feedState = nil }
         var feedAfter: FeedStateCache?
         let result = try engine.withWriter { engineWriter in
             let recorder = try recordsChanges
@@ -230,14 +245,14 @@ open class Store: DataStore, @unchecked Sendable {
             try references?.finish()
             if let recorder, case let changes = recorder.finish(), !changes.isEmpty,
                let state = try ChangeLog.append(engineWriter, changes, state: recorder.knownState),
-               let version = try engineWriter.commitVersion(afterWrites: true) {
+               !writesConcurrently, let version = try engineWriter.commitVersion(afterWrites: true) {
                 feedAfter = FeedStateCache(version: version, state: state)
             }
             return result
         }
         // Under the write lock: the next write transaction finds the state this one left, or
         // none (it reads the state itself).
-        feedState = feedAfter
+        if !writesConcurrently { feedState = feedAfter }
         committed = true
         hubStorage.withLock { $0 }?.signal()
         return result
@@ -334,6 +349,40 @@ open class Store: DataStore, @unchecked Sendable {
         }
     }
 
+    /// Runs `body` as ``writeAsync(_:completion:)`` does and awaits its result; on an engine with
+    /// concurrent writers, after the blocks given before it without awaiting have finished, and
+    /// beside the other awaited ones (each caller awaits its own, so nothing a caller gave
+    /// before it is still pending).
+    package final func awaitedWrite<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T) async throws
+        -> T
+    {
+        guard writesConcurrently else {
+            return try await withCheckedThrowingContinuation { continuation in
+                writeAsync(body) { continuation.resume(with: $0) }
+            }
+        }
+        try lifecycle.begin()
+        let threads = concurrentWriterThreads.withLock { threads in
+            if let threads { return threads }
+            let made = StoreThreads(label: "DataStore.writers",
+                                    count: (try? PositiveInt(engine.concurrentWriters)) ?? StoreThreads.perCore)
+            threads = made
+            return made
+        }
+        let group = awaitedWrites
+        return try await withCheckedThrowingContinuation { continuation in
+            group.enter()
+            writerThread.submit {
+                threads.submit {
+                    let result = Result { try self.performWrite(allowWhileClosing: true, body) }
+                    self.lifecycle.end()
+                    group.leave()
+                    continuation.resume(with: result)
+                }
+            }
+        }
+    }
+
     /// On the store's own reader threads, made at first use: one per core, or on PostgreSQL one
     /// per read connection.
     public final func readAsync<T: Sendable>(
@@ -356,12 +405,14 @@ open class Store: DataStore, @unchecked Sendable {
     public final func waitForPendingWrites() throws {
         try checkNotReentrant("waitForPendingWrites")
         writerThread.waitForSubmittedJobs()
+        awaitedWrites.wait()
     }
 
     public final func close() throws {
         try checkNotReentrant("close")
         guard lifecycle.beginClosing() else { return }
         writerThread.waitForSubmittedJobs()
+        awaitedWrites.wait()
         lifecycle.waitUntilIdle()
         hubStorage.withLock { $0 }?.close()
         writeLock.lock()

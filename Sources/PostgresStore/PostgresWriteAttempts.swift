@@ -1,0 +1,74 @@
+#if Postgres
+import Foundation
+
+/// What a thread's write blocks on PostgreSQL stores left behind, per store: whether the last
+/// transaction conflicted with another connection's (what ``PostgresEngine/isRetryableConflict(_:)``
+/// asks), how many runs of the block conflicted in a row (from
+/// ``PostgresEngine/runsAloneAfter`` on the next runs alone), and the connection of the
+/// transaction running now.
+///
+/// Per thread, because a store's write blocks run at once on their callers' threads, and a
+/// block's runs (``Store`` runs one again on the thread that ran it) are what count: the
+/// engine keeps no state of a write between runs.
+final class WriteAttempts {
+    private struct Entry {
+        var lastConflicted = false
+        var conflictsInARow = 0
+    }
+
+    /// By the engine's identity; a thread writes to few stores.
+    private var entries: [ObjectIdentifier: Entry] = [:]
+    private var running: (engine: ObjectIdentifier, session: PostgresSession)?
+
+    /// The calling thread's.
+    static var current: WriteAttempts {
+        if let stored = pthread_getspecific(key) {
+            return Unmanaged<WriteAttempts>.fromOpaque(stored).takeUnretainedValue()
+        }
+        let made = WriteAttempts()
+        pthread_setspecific(key, Unmanaged.passRetained(made).toOpaque())
+        return made
+    }
+
+    /// One key for the process (keys are few: 1,024 on glibc), released with each thread.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { stored in
+            guard let stored else { return }
+            Unmanaged<WriteAttempts>.fromOpaque(stored).release()
+        }
+        return key
+    }()
+
+    /// A transaction of `engine` begins on `session`.
+    func begin(_ engine: PostgresEngine, on session: PostgresSession) {
+        running = (ObjectIdentifier(engine), session)
+        if entries[ObjectIdentifier(engine)] != nil { entries[ObjectIdentifier(engine)]?.lastConflicted = false }
+    }
+
+    func end() { running = nil }
+
+    /// The connection of the transaction of `engine` running on this thread.
+    func session(of engine: PostgresEngine) -> PostgresSession? {
+        guard let running, running.engine == ObjectIdentifier(engine) else { return nil }
+        return running.session
+    }
+
+    func conflictsInARow(of engine: PostgresEngine) -> Int { entries[ObjectIdentifier(engine)]?.conflictsInARow ?? 0 }
+
+    func lastConflicted(_ engine: PostgresEngine) -> Bool { entries[ObjectIdentifier(engine)]?.lastConflicted ?? false }
+
+    func succeeded(_ engine: PostgresEngine) {
+        if !entries.isEmpty { entries[ObjectIdentifier(engine)] = nil }
+    }
+
+    /// A run failed: counted when it conflicted, below `limit` (a run alone that still
+    /// conflicted starts the count again).
+    func failed(_ engine: PostgresEngine, conflicted: Bool, limit: Int) {
+        var entry = entries[ObjectIdentifier(engine), default: Entry()]
+        entry.lastConflicted = conflicted
+        entry.conflictsInARow = conflicted && entry.conflictsInARow < limit ? entry.conflictsInARow + 1 : 0
+        entries[ObjectIdentifier(engine)] = conflicted ? entry : nil
+    }
+}
+#endif
