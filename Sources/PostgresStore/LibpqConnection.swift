@@ -71,7 +71,12 @@ struct LibpqParameters {
 
     mutating func append(_ value: Bool) { add(16) { $0.append(value ? 1 : 0) } }
 
-    mutating func append(_ value: String) { add(25) { $0.append(contentsOf: value.utf8) } }
+    mutating func append(_ value: String) {
+        add(25) { data in
+            var value = value
+            value.withUTF8 { data.append(contentsOf: $0) }
+        }
+    }
 
     mutating func append(bytes: some Sequence<UInt8>) { add(17) { $0.append(contentsOf: bytes) } }
 
@@ -172,7 +177,7 @@ final class LibpqConnection {
     private enum Entry {
         case statement(id: Int, wanted: Bool)
         /// The preparation of a named statement (its answer is only looked at when it failed).
-        case preparation(key: String)
+        case preparation(key: PreparedKey)
         case sync
     }
     /// What was sent and not yet read, in order.
@@ -399,20 +404,34 @@ final class LibpqConnection {
     {
         guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
         let name = prepared ? try statementName(sql, params) : nil
+        // (The values' pointers and formats on the stack: a write sends several statements.)
+        let count = params.count
         let sent: Int32 = params.data.withUnsafeBufferPointer { data in
-            let base = data.baseAddress.map { UnsafeRawPointer($0) }
-            let values: [UnsafePointer<CChar>?] = params.lengths.indices.map { i in
-                guard params.lengths[i] >= 0 else { return nil }
-                // A zero-length value needs a pointer all the same (not null, which means NULL).
-                guard let base else { return UnsafePointer<CChar>(bitPattern: 1) }
-                return (base + params.offsets[i]).assumingMemoryBound(to: CChar.self)
+            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(1, count)) { values in
+                withUnsafeTemporaryAllocation(of: Int32.self, capacity: max(1, count)) { formats in
+                    let base = data.baseAddress.map { UnsafeRawPointer($0) }
+                    for i in 0..<count {
+                        formats[i] = 1
+                        if params.lengths[i] < 0 {
+                            values[i] = nil
+                        } else if let base {
+                            values[i] = (base + params.offsets[i]).assumingMemoryBound(to: CChar.self)
+                        } else {
+                            // A zero-length value needs a pointer all the same (not null, which
+                            // means NULL).
+                            values[i] = UnsafePointer<CChar>(bitPattern: 1)
+                        }
+                    }
+                    let valuePointers = count == 0 ? nil : UnsafePointer(values.baseAddress)
+                    let formatPointer = count == 0 ? nil : UnsafePointer(formats.baseAddress)
+                    if let name {
+                        return PQsendQueryPrepared(connection, name, Int32(count), valuePointers, params.lengths,
+                                                   formatPointer, 1)
+                    }
+                    return PQsendQueryParams(connection, sql, Int32(count), params.types, valuePointers, params.lengths,
+                                             formatPointer, 1)
+                }
             }
-            let formats = [Int32](repeating: 1, count: params.count)
-            if let name {
-                return PQsendQueryPrepared(connection, name, Int32(params.count), values, params.lengths, formats, 1)
-            }
-            return PQsendQueryParams(connection, sql, Int32(params.count), params.types, values, params.lengths,
-                                     formats, 1)
         }
         guard sent == 1 else { throw lostError }
         nextID += 1
@@ -434,7 +453,21 @@ final class LibpqConnection {
     /// run on another server connection.
     var preparesStatements = true
     /// The names of the statements prepared on this connection, by text and parameter types.
-    private var statementNames: [String: String] = [:]
+    private var statementNames: [PreparedKey: String] = [:]
+
+    /// The statements named last, newest last, at most 16.
+    private var recentStatements: [(key: PreparedKey, name: String)] = []
+
+    private func remember(_ key: PreparedKey, _ name: String) {
+        if recentStatements.count == 16 { recentStatements.removeFirst() }
+        recentStatements.append((key, name))
+    }
+
+    /// A prepared statement's text and parameter types.
+    struct PreparedKey: Hashable {
+        let sql: String
+        let types: [UInt32]
+    }
     private static let maxPreparedStatements = 256
     /// Statements prepared so far: names are never used twice on a connection.
     private var preparedCount = 0
@@ -444,13 +477,22 @@ final class LibpqConnection {
     /// it goes unnamed (too many parameters, the cache full, or preparation off).
     private func statementName(_ sql: String, _ params: LibpqParameters) throws(LibpqError) -> String? {
         guard preparesStatements, isPipelined, params.count <= Self.maxPreparedParameters else { return nil }
-        let key = params.types.map(String.init).joined(separator: ",") + ":" + sql
-        if let name = statementNames[key] { return name }
+        // The statements sent most are found by their text's identity (the same stored string,
+        // compared in one step), without hashing it.
+        for recent in recentStatements.reversed() where recent.key.sql == sql && recent.key.types == params.types {
+            return recent.name
+        }
+        let key = PreparedKey(sql: sql, types: params.types)
+        if let name = statementNames[key] {
+            remember(key, name)
+            return name
+        }
         guard statementNames.count < Self.maxPreparedStatements else { return nil }
         preparedCount += 1
         let name = "ds\(preparedCount)"
         guard PQsendPrepare(connection, name, sql, Int32(params.count), params.types) == 1 else { throw lostError }
         statementNames[key] = name
+        remember(key, name)
         entries.append(.preparation(key: key))
         synced = false
         return name
@@ -460,6 +502,7 @@ final class LibpqConnection {
     func forgetStatements() throws(LibpqError) {
         guard !statementNames.isEmpty else { return }
         statementNames.removeAll()
+        recentStatements.removeAll()
         try send("DEALLOCATE ALL", wanted: false, prepared: false)
     }
 
@@ -547,6 +590,7 @@ final class LibpqConnection {
             if let failure {
                 // Not prepared: the next use prepares it again.
                 statementNames[key] = nil
+                recentStatements.removeAll { $0.key == key }
                 segmentFailure = segmentFailure ?? failure
                 if failure.connectionLost { fail(remaining: failure) }
             }

@@ -72,8 +72,15 @@ import Synchronization
                                           naming: "readConnections")
         readSlots = DispatchSemaphore(value: readConnections)
         lockKey = Self.lockKey(location.schema)
+        let s = PostgresSQL.quote(location.schema)
+        quotedSchema = s
+        let feed = PostgresFeedSQL(s: s, lockKey: lockKey)
+        feedSQL = feed
+        sharedGate = "LOCK TABLE \(s)._ds_gate IN ACCESS SHARE MODE"
+        exclusiveGate = "LOCK TABLE \(s)._ds_gate IN ACCESS EXCLUSIVE MODE"
+        beginTicket = "SELECT (SELECT value FROM \(s)._ds_meta WHERE key = $1), (\(feed.issued)), (SELECT value FROM "
+            + "\(s)._ds_meta WHERE key = '\(PostgresFeedSQL.floorKey)'), pg_current_snapshot()::text"
         let writer = try PostgresSession(location)
-        let feed = PostgresFeedSQL(s: PostgresSQL.quote(location.schema), lockKey: lockKey)
         let watermark = feedWatermark
         writer.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
         idleWriters.withLock { $0 = [writer] }
@@ -115,7 +122,12 @@ import Synchronization
         return Int64(bitPattern: hash)
     }
 
-    var quotedSchema: String { PostgresSQL.quote(location.schema) }
+    /// The schema's name quoted, and the statements every write transaction sends, made once.
+    let quotedSchema: String
+    let feedSQL: PostgresFeedSQL
+    private let sharedGate: String
+    private let exclusiveGate: String
+    private let beginTicket: String
 
     private static func prepare(_ db: PostgresSession, requested: Schema?, location: PostgresLocation,
                                 lockKey: Int64) throws -> Schema {
@@ -368,7 +380,6 @@ import Synchronization
     /// ``serverStart(_:)`` of the store's first connection.
     private let serverStart: String
 
-    var feedSQL: PostgresFeedSQL { PostgresFeedSQL(s: quotedSchema, lockKey: lockKey) }
 
     /// A read runs in one `REPEATABLE READ READ ONLY` transaction. Its `BEGIN` goes with the
     /// block's first statement (after the feed's probe when that statement reads the feed) and its `COMMIT` is sent without waiting (its answer is read when
@@ -524,17 +535,15 @@ import Synchronization
         transaction.begunAtEpoch = feedWatermark.epoch
         if alone {
             try writer.send("SET LOCAL lock_timeout = '\(Self.aloneWait)'", wanted: false)
-            try writer.send("LOCK TABLE \(quotedSchema)._ds_gate IN ACCESS EXCLUSIVE MODE", wanted: false)
+            try writer.send(exclusiveGate, wanted: false)
             try writer.send("SET LOCAL lock_timeout TO DEFAULT", wanted: false)
         } else {
-            try writer.send("LOCK TABLE \(quotedSchema)._ds_gate IN ACCESS SHARE MODE", wanted: false)
+            try writer.send(sharedGate, wanted: false)
         }
         var key = LibpqParameters()
-        key.append(PostgresSQL.escape(PostgresTransaction.feedStateKey))
+        key.append(PostgresTransaction.feedStateKey)
         transaction.isWrite = true
-        transaction.beginTicket = try writer.send("SELECT (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = $1), "
-            + "(\(feedSQL.issued)), (SELECT value FROM \(quotedSchema)._ds_meta WHERE key = '\(PostgresFeedSQL.floorKey)'), "
-            + "pg_current_snapshot()::text", key)
+        transaction.beginTicket = try writer.send(beginTicket, key)
     }
 
     /// Removes the feed's entries past the retention: all but the newest `keeping`, and never
@@ -598,7 +607,7 @@ import Synchronization
 
     /// The channel every write transaction of the store notifies at commit: `ds_` and the
     /// hash of the schema's name, within PostgreSQL's 63 bytes whatever the name.
-    var commitChannel: String { "ds_" + String(UInt64(bitPattern: lockKey), radix: 16) }
+    var commitChannel: String { feedSQL.channel }
 
     /// Listens on ``commitChannel`` on a connection of its own (to the location's servers, or
     /// to `listen_host`), watched by a thread of its own: the commits of every process wake
@@ -804,7 +813,9 @@ enum PostgresSQL {
     /// `Entity.index`) becomes its first bytes, `_` and 16 hex digits of its 64-bit FNV-1a hash,
     /// 63 bytes in all. The stored schema keeps the real names.
     static func quote(_ name: String) -> String {
-        "\"" + identifier(name).replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        let identifier = identifier(name)
+        guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+        return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     static let maxIdentifierBytes = 63

@@ -129,14 +129,35 @@ final class FeedWatermark: Sendable {
 }
 
 /// The SQL of the feed's statements for one store (its quoted schema).
-struct PostgresFeedSQL {
+///
+/// Its statements are made once, when it is made (an engine keeps one): a write sends them
+/// thousands of times a second.
+struct PostgresFeedSQL: Sendable {
     let s: String
     let lockKey: Int64
 
-    /// The sequence's name as a string literal (for `nextval`, which takes a `regclass`).
-    var sequenceLiteral: String {
-        "'" + "\(s)._ds_feed_seq".replacingOccurrences(of: "'", with: "''") + "'"
+    init(s: String, lockKey: Int64) {
+        self.s = s
+        self.lockKey = lockKey
+        let sequenceLiteral = "'" + "\(s)._ds_feed_seq".replacingOccurrences(of: "'", with: "''") + "'"
+        self.sequenceLiteral = sequenceLiteral
+        issued = "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM \(s)._ds_feed_seq"
+        window = "SELECT pg_current_snapshot()::text, (SELECT value FROM \(s)._ds_meta WHERE key = '\(Self.floorKey)')"
+        let entry = "WITH added AS (INSERT INTO \(s)._ds_feed (seq, entry) SELECT nextval(\(sequenceLiteral)), $1 FROM "
+            + "(SELECT pg_advisory_xact_lock_shared($2) FROM (SELECT pg_current_xact_id() AS id OFFSET 0) x "
+            + "WHERE x.id IS NOT NULL OFFSET 0) y "
+            + "RETURNING seq) SELECT seq"
+        appendEntry = entry + " FROM added"
+        appendEntryNotifying = entry + ", pg_notify($3, '') FROM added"
+        channel = "ds_" + String(UInt64(bitPattern: lockKey), radix: 16)
     }
+
+    /// The channel every write transaction of the store notifies at commit: `ds_` and the
+    /// hash of the schema's name, within PostgreSQL's 63 bytes whatever the name.
+    let channel: String
+
+    /// The sequence's name as a string literal (for `nextval`, which takes a `regclass`).
+    let sequenceLiteral: String
 
     /// The key of the writers' shared advisory lock: the store's lock key with its low bit
     /// flipped (the key itself is what creating and opening the store lock exclusively).
@@ -147,9 +168,7 @@ struct PostgresFeedSQL {
     static let floorKey = "datastore.feed-floor"
 
     /// The highest number taken, as one value.
-    var issued: String {
-        "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM \(s)._ds_feed_seq"
-    }
+    let issued: String
 
     /// The transaction ids holding the writers' lock now, as text (`,`-separated): the lock's
     /// rows in `pg_locks` joined with the transaction id locks of the same transactions.
@@ -170,9 +189,7 @@ struct PostgresFeedSQL {
     }
 
     /// The snapshot's running transactions and the floor.
-    var window: String {
-        "SELECT pg_current_snapshot()::text, (SELECT value FROM \(s)._ds_meta WHERE key = '\(Self.floorKey)')"
-    }
+    let window: String
 
     /// How far the sequence moves after a connection is made again: more numbers than a server
     /// hands out between its last replicated value and its death.
@@ -194,15 +211,14 @@ struct PostgresFeedSQL {
         }
     }
 
-    /// The entry's statement part: the transaction's id first (so that it is among the lock's
-    /// holders), then the lock, then the number; nested so that they run in that order (the id
-    /// is used by the query around it, so the planner cannot drop it).
-    var appendEntry: String {
-        "added AS (INSERT INTO \(s)._ds_feed (seq, entry) SELECT nextval(\(sequenceLiteral)), $1 FROM "
-            + "(SELECT pg_advisory_xact_lock_shared($2) FROM (SELECT pg_current_xact_id() AS id OFFSET 0) x "
-            + "WHERE x.id IS NOT NULL OFFSET 0) y "
-            + "RETURNING seq)"
-    }
+    /// The entry's statement (binds: the entry, ``writerLock``), answering its number: a
+    /// data-modifying CTE (at the statement's top level, as PostgreSQL requires) that takes the
+    /// transaction's id first (so that it is among the lock's holders), then the lock, then the
+    /// number, nested so that they run in that order (the id is used by the query around it, so
+    /// the planner cannot drop it).
+    let appendEntry: String
+    /// ``appendEntry`` with the commit's notification on the channel of the third bind.
+    let appendEntryNotifying: String
 
     /// Sets the floor to the bind `operand` unless it is higher already.
     func raiseFloor(_ operand: String, from source: String = "", greatest: Bool = true) -> String {

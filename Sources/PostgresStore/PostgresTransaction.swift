@@ -116,7 +116,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         return true
     }
 
-    var feedSQL: PostgresFeedSQL { PostgresFeedSQL(s: s, lockKey: engine?.lockKey ?? PostgresEngine.lockKey(session.location.schema)) }
+    var feedSQL: PostgresFeedSQL {
+        engine?.feedSQL ?? PostgresFeedSQL(s: s, lockKey: PostgresEngine.lockKey(session.location.schema))
+    }
 
     /// Sends the read's `BEGIN` if it is still held back; with `probing`, after the feed's probe
     /// (its own statements, before the snapshot's, with a sync point between).
@@ -167,16 +169,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         var binds = LibpqParameters()
         binds.append(bytes: entry)
         binds.append(feed.writerLock)
-        // A data-modifying CTE (at the statement's top level, as PostgreSQL requires), with the
-        // commit's notification when asked; its answer is the entry's number.
-        var sql = "WITH " + feed.appendEntry + " SELECT seq"
-        if let channel {
-            binds.append(channel)
-            sql += ", pg_notify($\(binds.count), '')"
-        }
-        sql += " FROM added"
+        if let channel { binds.append(channel) }
         pendingEntry = nil
-        return try session.send(sql, binds)
+        return try session.send(channel == nil ? feed.appendEntry : feed.appendEntryNotifying, binds)
     }
 
     private func table(_ entity: EntitySchema) -> String { PostgresSQL.table(entity, schema: s) }

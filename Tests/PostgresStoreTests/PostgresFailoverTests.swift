@@ -55,8 +55,8 @@ private struct FailoverRun {
     var resumedAfterPromotion: Duration?
 }
 
-/// Failover to a promoted standby, ten times with seeded kill times: an app writes without pause
-/// through a two-host URL (`target_session_attrs=read-write`); the primary is killed with
+/// Failover to a promoted standby, ten times with seeded kill times: an app's 16 writer threads
+/// write without pause on one store (its writer pool) through a two-host URL (`target_session_attrs=read-write`); the primary is killed with
 /// SIGKILL (every process of it at once) at a random moment, and the standby promoted. Every
 /// acknowledged transaction is on the new primary (replication is synchronous, `Durability.full`
 /// waits for the standby's flush); writes fail with `unavailable` (or `io` for a commit whose
@@ -81,8 +81,8 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
         let promotedAt = Mutex<ContinuousClock.Instant?>(nil)
         let run = Mutex(FailoverRun())
         let clock = ContinuousClock()
-        let writer = Thread {
-            var next: Int64 = 1
+        let writers = (0..<16).map { index in Thread {
+            var next = Int64(index) * 1_000_000 + 1
             while !stop.load(ordering: .relaxed) {
                 let id = next
                 next += 1
@@ -102,7 +102,7 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
                     run.withLock { $0.failures[.io, default: 0] += 1 }
                 }
             }
-        }
+        } }
         // The observer follows the feed page by page from its token, and retries from the same
         // token when a read fails.
         let seen = Mutex<[Int64]>([])
@@ -130,7 +130,7 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
                 }
             }
         }
-        writer.start()
+        for writer in writers { writer.start() }
         observer.start()
         usleep(UInt32(killAfter * 1_000_000))
         try servers.run("kill-primary")
@@ -142,7 +142,7 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
         while clock.now < deadline, run.withLock({ $0.resumedAfterPromotion }) == nil { usleep(20_000) }
         usleep(500_000)
         stop.store(true, ordering: .relaxed)
-        while writer.isExecuting || observer.isExecuting { usleep(10_000) }
+        while writers.contains(where: \.isExecuting) || observer.isExecuting { usleep(10_000) }
 
         let result = run.withLock { $0 }
         let stored = Set(try store.read { try $0.fetch(FetchRequest("Event")) }.compactMap { record -> Int64? in

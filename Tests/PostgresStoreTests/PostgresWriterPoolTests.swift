@@ -25,23 +25,35 @@ func writeBlocksOfTwoThreadsRunAtOnceOnAPoolAndOneAfterTheOtherOnOneConnection(c
 
     let firstInside = DispatchSemaphore(value: 0)
     let secondInside = DispatchSemaphore(value: 0)
+    let firstDone = DispatchSemaphore(value: 0)
     let overlapped = Atomic(false)
+    let firstOutcome = Mutex<String?>(nil)
+    // (Either block may run twice: the two transactions can conflict, as serializable ones on
+    // the same index pages do, and the store runs the loser again. Only the first run waits.)
+    let firstRuns = Atomic(0)
     let first = Thread {
-        _ = try? store.writeSync { w in
-            try w.save(["key": "first", "value": 1], into: "Keyed")
-            firstInside.signal()
-            let wait: DispatchTime = .now() + (connections > 1 ? .seconds(30) : .milliseconds(500))
-            if secondInside.wait(timeout: wait) == .success { overlapped.store(true, ordering: .relaxed) }
+        do {
+            try store.writeSync { w in
+                try w.save(["key": "first", "value": 1], into: "Keyed")
+                guard firstRuns.add(1, ordering: .relaxed).newValue == 1 else { return }
+                firstInside.signal()
+                let wait: DispatchTime = .now() + (connections > 1 ? .seconds(30) : .milliseconds(500))
+                if secondInside.wait(timeout: wait) == .success { overlapped.store(true, ordering: .relaxed) }
+            }
+        } catch {
+            firstOutcome.withLock { $0 = "\(error)" }
         }
-        firstInside.signal()
+        firstDone.signal()
     }
     first.start()
     firstInside.wait()
+    let secondRuns = Atomic(0)
     try store.writeSync { w in
         try w.save(["key": "second", "value": 2], into: "Keyed")
-        secondInside.signal()
+        if secondRuns.add(1, ordering: .relaxed).newValue == 1 { secondInside.signal() }
     }
-    firstInside.wait()
+    firstDone.wait()
+    #expect(firstOutcome.withLock { $0 } == nil)
     #expect(overlapped.load(ordering: .relaxed) == (connections > 1))
     let stored = try store.read { r in try ["first", "second"].map { try r.get("Keyed", key: .string($0))?["value"] } }
     #expect(stored == [.int(1), .int(2)])
@@ -69,17 +81,23 @@ func writeBlocksOfTwoThreadsRunAtOnceOnAPoolAndOneAfterTheOtherOnOneConnection(c
 
     let firstInside = DispatchSemaphore(value: 0)
     let secondInside = DispatchSemaphore(value: 0)
-    async let first: Bool = store.writeAsync { w in
+    let overlapped = Atomic(false)
+    let firstRuns = Atomic(0)
+    let secondRuns = Atomic(0)
+    async let first: Void = store.writeAsync { w in
         try w.save(["key": "a", "value": 1], into: "Keyed")
+        guard firstRuns.add(1, ordering: .relaxed).newValue == 1 else { return }
         firstInside.signal()
-        return secondInside.wait(timeout: .now() + .seconds(30)) == .success
+        if secondInside.wait(timeout: .now() + .seconds(30)) == .success { overlapped.store(true, ordering: .relaxed) }
     }
     await Task.detached { firstInside.wait() }.value
     try await store.writeAsync { w in
         try w.save(["key": "b", "value": 2], into: "Keyed")
-        secondInside.signal()
+        if secondRuns.add(1, ordering: .relaxed).newValue == 1 { secondInside.signal() }
     }
-    #expect(try await first, "the second awaited block did not run while the first was inside its transaction")
+    try await first
+    let didOverlap = overlapped.load(ordering: .relaxed)
+    #expect(didOverlap, "the second awaited block did not run while the first was inside its transaction")
     try store.waitForPendingWrites()
     #expect(try store.read { try $0.count(FetchRequest("Keyed")) } == 3)
 }

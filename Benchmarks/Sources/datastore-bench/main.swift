@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--scaling] [--backends] [--migration] [--relationships] [--no-postgres] [--no-grdb]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--writers] [--scaling] [--backends] [--migration] [--relationships] [--no-postgres] [--no-grdb]
 import ArgumentParser
 import BenchSupport
 import DataStoreAPI
@@ -36,6 +36,10 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
     @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
     @Flag(help: "Only the Fluent table (SQLite and PostgreSQL).") var fluent = false
+    @Flag(help: ArgumentHelp("Only PostgreSQL's writers: one-insert transactions from 1, 4, 16 and 64 threads, tasks "
+        + "and processes, next to pgbench and Fluent at the same concurrency, and one connection next to libpq."))
+    var writers = false
+    @Option(help: .hidden) var writerChild: String?
 
     /// The item counts of `--sizes`, when given.
     var sizeList: [Int]? {
@@ -56,6 +60,11 @@ do {
     let succeeded = BenchOptions.exitCode(for: error) == .success
     FileHandle.standardError.write(Data((BenchOptions.fullMessage(for: error) + "\n").utf8))
     exit(succeeded ? 0 : 2)
+}
+if let child = options.writerChild { runWriterChild(child) }
+if options.writers {
+    try benchmarkPostgresWriterScaling(clients: options.sizeList ?? [1, 4, 16, 64])
+    exit(0)
 }
 let quick = options.quick
 var sizes = options.sizeList ?? (quick ? [20_000] : [100_000, 1_000_000])
@@ -232,7 +241,6 @@ for n in sizes where onlyPostgres {
     try benchmarkPostgres(n: n)
     try benchmarkPostgresMigration(n: n)
 }
-if onlyPostgres { try benchmarkPostgresWriters() }
 for n in sizes where onlyJSONL {
     try benchmarkJSONLines(n: n)
 }
