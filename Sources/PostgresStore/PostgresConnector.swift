@@ -76,13 +76,22 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var writeRetries = 10
 
     /// How many write transactions of one store run at once, each on a writer connection of
-    /// its own (`write_connections=N`, 16 by default, at most ``maxWriteConnections``): the
-    /// connections are made as writes need them and kept. `writeSync` blocks of different
+    /// its own (`write_connections=N`, at most ``maxWriteConnections``; when `nil`,
+    /// ``defaultWriteConnections``): the connections are made as writes need them and kept. `writeSync` blocks of different
     /// threads, and awaited `writeAsync` blocks of different tasks, then run concurrently, and
     /// the server orders them (see Concurrency); more wait for a connection, at most 30 s, then
     /// fail with `busy`. `write_connections=1` runs one write at a time, as the embedded
     /// stores do.
-    public var writeConnections = 16
+    public var writeConnections: Int?
+
+    /// The writer pool's size when neither the location nor the store's options give one:
+    /// twice the machine's cores, and at least 4. A write transaction is two round trips that
+    /// keep its connection busy only while the server works, so more connections than the
+    /// server can run at once add waits inside the server rather than commits; and each one is
+    /// a thread of the app's and a process of the server's. Measured on 2 cores, 16 callers
+    /// committed 7,165 one-insert transactions a second on 4 connections and 4,870 on 16
+    /// (Benchmarks/README.md). Give more for a server with many cores in front of a busy app.
+    public static var defaultWriteConnections: Int { max(4, 2 * ProcessInfo.processInfo.activeProcessorCount) }
 
     /// The most writer connections a store may have.
     public static let maxWriteConnections = 1_000
@@ -343,7 +352,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             query.append("answer_timeout=\(seconds.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "0")")
         }
         if writeRetries != 10 { query.append("write_retries=\(writeRetries)") }
-        if writeConnections != 16 { query.append("write_connections=\(writeConnections)") }
+        if let writeConnections { query.append("write_connections=\(writeConnections)") }
         switch listener {
         case .sameServer: break
         case .poll where transactionPooler: break

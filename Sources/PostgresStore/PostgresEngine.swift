@@ -58,7 +58,7 @@ import Synchronization
         guard readConnections >= 1 else {
             throw StoreError(.invalidArgument, "readConnections must be at least 1, not \(readConnections)")
         }
-        let writeConnections = writeConnections ?? location.writeConnections
+        let writeConnections = writeConnections ?? location.writeConnections ?? PostgresLocation.defaultWriteConnections
         guard (1...PostgresLocation.maxWriteConnections).contains(writeConnections) else {
             throw StoreError(.invalidArgument, "writeConnections must be 1 to \(PostgresLocation.maxWriteConnections), "
                 + "not \(writeConnections)")

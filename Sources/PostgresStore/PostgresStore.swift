@@ -22,8 +22,8 @@ public final class PostgresStore: Store, @unchecked Sendable {
     ///   on a connection of its own (made when first needed and kept); more reads wait for one,
     ///   at most 30 s, then fail with `busy`. Observers have a connection of their own.
     /// - Parameter writeConnections: the size of the writer pool: how many write transactions run
-    ///   at once (``PostgresLocation/writeConnections``; the location's `write_connections`, 16,
-    ///   when `nil`).
+    ///   at once (when `nil`, the location's `write_connections`, else
+    ///   ``PostgresLocation/defaultWriteConnections``: twice the cores, at least 4).
     /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
     ///   default).
     public init(location: PostgresLocation, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),

@@ -8,7 +8,7 @@ import Synchronization
 import Testing
 
 /// Two `writeSync` blocks of two threads on one store: the first waits inside its transaction
-/// for the second to be inside its own. On a pool of writer connections (16 by default) the
+/// for the second to be inside its own. On a pool of writer connections the
 /// second begins while the first waits, and both commit; with `write_connections=1` the second
 /// waits for the first to end (the first gives up waiting after half a second), as on the
 /// embedded stores.
@@ -16,8 +16,7 @@ import Testing
 func writeBlocksOfTwoThreadsRunAtOnceOnAPoolAndOneAfterTheOtherOnOneConnection(connections: Int) throws {
     let dir = try TemporaryDirectory()
     let base = PostgresTestServer.location(dir.url.path)
-    let location = try PostgresLocation(parsing: base.description
-        + (connections == 16 ? "" : "&write_connections=\(connections)"))
+    let location = try PostgresLocation(parsing: base.description + "&write_connections=\(connections)")
     #expect(location.writeConnections == connections)
     defer { try? PostgresStore.destroy(location) }
     let store = try PostgresStore(location: location, schema: Fixtures.schema)
@@ -108,7 +107,9 @@ func writeBlocksOfTwoThreadsRunAtOnceOnAPoolAndOneAfterTheOtherOnOneConnection(c
     #expect(location.writeConnections == 4)
     #expect(location.description.contains("write_connections=4"))
     #expect(try PostgresLocation(parsing: location.description).writeConnections == 4)
-    #expect(try PostgresLocation(parsing: "postgres://app@db/app?schema=s").writeConnections == 16)
+    let plain = try PostgresLocation(parsing: "postgres://app@db/app?schema=s")
+    #expect(plain.writeConnections == nil && !plain.description.contains("write_connections"))
+    #expect(PostgresLocation.defaultWriteConnections >= 4)
     for bad in ["0", "1001", "many", ""] {
         #expect {
             _ = try PostgresLocation(parsing: "postgres://app@db/app?schema=s&write_connections=\(bad)")

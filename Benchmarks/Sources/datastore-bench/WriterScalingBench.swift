@@ -59,7 +59,7 @@ private let writerSeconds = 5.0
     let psql = ["-h", host, "-U", "postgres", "-d", "datastore", "-X", "-q"]
     try run("/usr/bin/psql", psql + ["-f", scripts + "/setup.sql"])
 
-    let url = postgresURL("bench_writers")
+    let url = postgresURL("bench_writers") + (ProcessInfo.processInfo.environment["BENCH_PG_PARAMETERS"].map { "&" + $0 } ?? "")
     try? PostgresStore.destroy(PostgresLocation(parsing: url))
     let store = try PostgresStore(url: url, schema: writerSchema, durability: .normal)
     defer { try? PostgresStore.destroy(store.location) }
