@@ -87,7 +87,7 @@ import Synchronization
         allWriters.withLock { $0 = [writer] }
         do {
             commitSetting = try Self.commitSetting(writer, durability: durability)
-            serverStart = try Self.serverStart(writer)
+            serverStart = Mutex(try Self.serverStart(writer))
             schema = try Self.prepare(writer, requested: requested, location: location, lockKey: lockKey)
         } catch {
             writer.close()
@@ -310,8 +310,9 @@ import Synchronization
         }
     }
 
-    /// The sync points the writer connections sent (one round trip each).
-    var writerRoundTrips: Int { allWriters.withLock { $0.reduce(0) { $0 + $1.connection.syncCount } } }
+    /// The sync points the writer connections sent (one round trip each); read while no write
+    /// runs (the connections in use are not counted).
+    var writerRoundTrips: Int { idleWriters.withLock { $0.reduce(0) { $0 + $1.connection.syncCount } } }
 
     public var concurrentWriters: Int { writeConnections }
 
@@ -364,9 +365,7 @@ import Synchronization
     private func session(replacingLost lost: Bool) throws -> PostgresSession {
         let made = try PostgresSession(location)
         let feed = feedSQL, watermark = feedWatermark
-        if lost || (try? Self.serverStart(made)).map({ $0 != serverStart }) ?? true {
-            Self.connectedAgain(made, feed, watermark)
-        }
+        if lost || serverChanged(made) { Self.connectedAgain(made, feed, watermark) }
         made.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
         return made
     }
@@ -377,8 +376,20 @@ import Synchronization
         try session.query("SELECT pg_postmaster_start_time()::text").first.map { try $0[0].string() } ?? ""
     }
 
-    /// ``serverStart(_:)`` of the store's first connection.
-    private let serverStart: String
+    /// ``serverStart(_:)`` of the server the store's connections reached last.
+    private let serverStart: Mutex<String>
+
+    /// Whether `session` reached another server than the store's connections did so far (or
+    /// the same one restarted), which it then takes for the store's: once per change, so that
+    /// connections made later to the same server do not count it again. One that cannot say
+    /// counts as changed.
+    private func serverChanged(_ session: PostgresSession) -> Bool {
+        guard let start = try? Self.serverStart(session) else { return true }
+        return serverStart.withLock { known in
+            defer { known = start }
+            return known != start
+        }
+    }
 
 
     /// A read runs in one `REPEATABLE READ READ ONLY` transaction. Its `BEGIN` goes with the
@@ -429,8 +440,8 @@ import Synchronization
         let writer = try takeWriter()
         defer { giveBack(writer) }
         let attempts = WriteAttempts.current
-        attempts.begin(self, on: writer)
-        defer { attempts.end() }
+        let outer = attempts.begin(self, on: writer)
+        defer { attempts.end(restoring: outer) }
         let transaction = try beginWrite(on: writer, alone: attempts.conflictsInARow(of: self) >= Self.runsAloneAfter)
         defer { writer.connection.forgetAnswers() }
         var committing = false

@@ -14,6 +14,9 @@ final class WriteAttempts {
     private struct Entry {
         var lastConflicted = false
         var conflictsInARow = 0
+        /// When the last run conflicted: a count older than a second is another block's (the
+        /// store gave up on this one, or ran out of retries), not this one's.
+        var at = ContinuousClock.now
     }
 
     /// By the engine's identity; a thread writes to few stores.
@@ -40,13 +43,15 @@ final class WriteAttempts {
         return key
     }()
 
-    /// A transaction of `engine` begins on `session`.
-    func begin(_ engine: PostgresEngine, on session: PostgresSession) {
-        running = (ObjectIdentifier(engine), session)
+    /// A transaction of `engine` begins on `session`; returns what ran before (a write of another
+    /// store whose block this one runs in), for ``end(restoring:)``.
+    func begin(_ engine: PostgresEngine, on session: PostgresSession) -> (engine: ObjectIdentifier, session: PostgresSession)? {
+        defer { running = (ObjectIdentifier(engine), session) }
         if entries[ObjectIdentifier(engine)] != nil { entries[ObjectIdentifier(engine)]?.lastConflicted = false }
+        return running
     }
 
-    func end() { running = nil }
+    func end(restoring outer: (engine: ObjectIdentifier, session: PostgresSession)?) { running = outer }
 
     /// The connection of the transaction of `engine` running on this thread.
     func session(of engine: PostgresEngine) -> PostgresSession? {
@@ -54,7 +59,10 @@ final class WriteAttempts {
         return running.session
     }
 
-    func conflictsInARow(of engine: PostgresEngine) -> Int { entries[ObjectIdentifier(engine)]?.conflictsInARow ?? 0 }
+    func conflictsInARow(of engine: PostgresEngine) -> Int {
+        guard let entry = entries[ObjectIdentifier(engine)], ContinuousClock.now - entry.at < .seconds(1) else { return 0 }
+        return entry.conflictsInARow
+    }
 
     func lastConflicted(_ engine: PostgresEngine) -> Bool { entries[ObjectIdentifier(engine)]?.lastConflicted ?? false }
 
@@ -68,6 +76,7 @@ final class WriteAttempts {
         var entry = entries[ObjectIdentifier(engine), default: Entry()]
         entry.lastConflicted = conflicted
         entry.conflictsInARow = conflicted && entry.conflictsInARow < limit ? entry.conflictsInARow + 1 : 0
+        entry.at = ContinuousClock.now
         entries[ObjectIdentifier(engine)] = conflicted ? entry : nil
     }
 }

@@ -64,9 +64,10 @@ extension DataStore {
         return try SchemaUpgrader.decodeHistory(bytes)
     }
 
-    /// Enqueues `body` on the background writer and awaits its result. On PostgreSQL, awaited
-    /// blocks of different tasks run at once, each on a writer connection of the store's pool,
-    /// after the blocks enqueued before them without awaiting.
+    /// Enqueues `body` on the background writer and awaits its result. On a `PostgresStore`,
+    /// awaited blocks of different tasks run at once, each on a writer connection of the store's
+    /// pool, after the blocks enqueued before them without awaiting (through a `SwitchingStore`
+    /// they run one after another, as its other writes do).
     public func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T) async throws -> T {
         if let store = self as? Store { return try await store.awaitedWrite(body) }
         return try await withCheckedThrowingContinuation { continuation in

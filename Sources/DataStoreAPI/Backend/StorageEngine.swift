@@ -13,8 +13,9 @@ import Logging
     /// Runs `body` in a read transaction that sees one consistent snapshot.
     func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T
     /// Runs `body` in a write transaction: commits durably when it returns, rolls back when it
-    /// throws. ``Store`` runs at most ``concurrentWriters`` of them at a time: one, unless the
-    /// engine says otherwise.
+    /// throws. ``Store`` runs one at a time, unless ``concurrentWriters`` is more than 1: then it
+    /// calls it from any number of threads at once, and the engine bounds how many run (its
+    /// connections).
     func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T
     /// Releases the engine's resources. Called once, with no transaction running.
     func close() throws

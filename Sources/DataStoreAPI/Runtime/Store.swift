@@ -30,7 +30,7 @@ open class Store: DataStore, @unchecked Sendable {
     /// Threads for awaited `writeAsync` blocks of an engine with concurrent writers, made at
     /// first use, and the blocks handed to them that have not finished.
     private let concurrentWriterThreads = Mutex<StoreThreads?>(nil)
-    private let awaitedWrites = DispatchGroup()
+    private let awaitedWrites = PendingWrites()
     /// The threads ``readAsync(_:)`` runs reads on.
     private let readerThreads = Mutex<StoreThreads?>(nil)
     /// Whether write transactions go to the change feed (not in child stores, whose changes
@@ -364,19 +364,20 @@ open class Store: DataStore, @unchecked Sendable {
         try lifecycle.begin()
         let threads = concurrentWriterThreads.withLock { threads in
             if let threads { return threads }
+            // (One per writer connection; more than 64 would be threads waiting for the server.)
             let made = StoreThreads(label: "DataStore.writers",
-                                    count: (try? PositiveInt(engine.concurrentWriters)) ?? StoreThreads.perCore)
+                                    count: (try? PositiveInt(min(64, engine.concurrentWriters))) ?? StoreThreads.perCore)
             threads = made
             return made
         }
-        let group = awaitedWrites
+        let pending = awaitedWrites
         return try await withCheckedThrowingContinuation { continuation in
-            group.enter()
+            let ticket = pending.given()
             writerThread.submit {
                 threads.submit {
                     let result = Result { try self.performWrite(allowWhileClosing: true, body) }
                     self.lifecycle.end()
-                    group.leave()
+                    pending.finished(ticket)
                     continuation.resume(with: result)
                 }
             }
@@ -404,15 +405,16 @@ open class Store: DataStore, @unchecked Sendable {
 
     public final func waitForPendingWrites() throws {
         try checkNotReentrant("waitForPendingWrites")
+        let last = awaitedWrites.lastGiven
         writerThread.waitForSubmittedJobs()
-        awaitedWrites.wait()
+        awaitedWrites.wait(upTo: last)
     }
 
     public final func close() throws {
         try checkNotReentrant("close")
         guard lifecycle.beginClosing() else { return }
         writerThread.waitForSubmittedJobs()
-        awaitedWrites.wait()
+        awaitedWrites.wait(upTo: awaitedWrites.lastGiven)
         lifecycle.waitUntilIdle()
         hubStorage.withLock { $0 }?.close()
         writeLock.lock()
@@ -480,6 +482,44 @@ package enum MetadataKeys {
     package static let incompleteMigration = "datastore.migration.incomplete"
     /// Present in a store a switching store moved away from; its value names where to.
     package static let switchedAway = "datastore.switch.away"
+}
+
+/// The awaited writes handed to a store's concurrent writer threads that have not finished, by
+/// the order they were given in: a wait for those given before it never waits for later ones.
+///
+/// `@unchecked Sendable`: every field is read and written with `condition` locked.
+final class PendingWrites: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var next: UInt64 = 0
+    private var unfinished: Set<UInt64> = []
+
+    func given() -> UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        next += 1
+        unfinished.insert(next)
+        return next
+    }
+
+    var lastGiven: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return next
+    }
+
+    func finished(_ ticket: UInt64) {
+        condition.lock()
+        unfinished.remove(ticket)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until every write given up to `ticket` has finished.
+    func wait(upTo ticket: UInt64) {
+        condition.lock()
+        while unfinished.contains(where: { $0 <= ticket }) { condition.wait() }
+        condition.unlock()
+    }
 }
 
 /// Open / closing / closed, and the number of operations running.
