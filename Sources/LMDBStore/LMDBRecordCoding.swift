@@ -7,9 +7,9 @@ import Foundation
 enum LMDBRecordCoding {
     static let version: UInt8 = 1
 
-    private enum Tag: UInt8 {
-        case null = 0, falseValue, trueValue, int, double, string, bytes, date, uuid
-    }
+    /// The fields' tags, those of a compact record, which holds a stored record's fields as
+    /// they are (``CompactArena``).
+    private typealias Tag = FieldTag
 
     static func encode(_ record: Record, _ entity: EntitySchema) -> [UInt8] {
         record.values(in: entity.layout).withUnsafeBufferPointer { values in
@@ -84,8 +84,8 @@ enum LMDBRecordCoding {
             switch value {
             case .null, .bool: size += 1
             case .int, .double, .date: size += 9
-            case .string(let s): size += 1 + lengthSize(s.utf8.count) + s.utf8.count
-            case .bytes(let b): size += 1 + lengthSize(b.count) + b.count
+            case .string(let s): size += FieldWriter.size(ofBytes: s.utf8.count)
+            case .bytes(let b): size += FieldWriter.size(ofBytes: b.count)
             case .uuid: size += 17
             }
         }
@@ -120,17 +120,6 @@ enum LMDBRecordCoding {
         }
         assert(out.offset == size(values), "the record's size was computed wrong")
         return out.offset
-    }
-
-    /// The bytes of ``Output/length(_:)``'s encoding of `length`.
-    private static func lengthSize(_ length: Int) -> Int {
-        var n = UInt64(length) >> 7
-        var size = 1
-        while n != 0 {
-            size += 1
-            n >>= 7
-        }
-        return size
     }
 
     /// Writes a record's bytes into storage of exactly the record's size.
@@ -174,11 +163,42 @@ enum LMDBRecordCoding {
         return record
     }
 
-    /// Decodes a new record, for results that keep every record (point gets, fetches, scans):
-    /// its values go straight into the arena's shared storage, each built once (appending costs
-    /// less than filling a record with nulls and replacing them, as
-    /// ``decode(_:attributes:layout:into:)`` does for a record refilled per row).
+    /// Decodes a new record, for results that keep every record (point gets, fetches, scans): a
+    /// compact record of the arena, which holds the stored fields as they are, checked here once
+    /// (tags, lengths, types, UTF-8, NaN, required attributes) and decoded when a value is asked
+    /// for.
     /// - Returns: the record, and what is damaged (`nil` when nothing is; the record is then empty).
+    static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
+                       arena: inout CompactArena) -> (Record, damage: String?) {
+        var reader = Reader(bytes: bytes)
+        guard let format = reader.byte() else { return (Record(), "empty") }
+        guard format == version else { return (Record(), "unknown record format \(format)") }
+        var damage: String?
+        let decoded = arena.record(layout: layout, fields: UnsafeRawBufferPointer(rebasing: bytes[1...])) { offsets in
+            do throws(Damage) {
+                for index in attributes.indices {
+                    offsets.append(reader.offset - 1)
+                    _ = try value(&reader, attributes, index, build: false)
+                }
+            } catch {
+                damage = error.why
+                return false
+            }
+            guard reader.isAtEnd else {
+                damage = "trailing bytes"
+                return false
+            }
+            offsets.append(reader.offset - 1)
+            return true
+        }
+        if let decoded { return (decoded, nil) }
+        if let damage { return (Record(), damage) }
+        // Too large for a compact record's offsets: values of its own.
+        var values = RecordArena()
+        return decode(bytes, attributes: attributes, layout: layout, arena: &values)
+    }
+
+    /// Decodes a new record into values of the arena's shared storage, each built once.
     static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
                        arena: inout RecordArena) -> (Record, damage: String?) {
         var reader = Reader(bytes: bytes)
@@ -204,7 +224,7 @@ enum LMDBRecordCoding {
     /// ``decode(_:attributes:layout:arena:)`` for a record on its own.
     static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute],
                        layout: RecordLayout) -> (Record, damage: String?) {
-        var arena = RecordArena()
+        var arena = CompactArena()
         return decode(bytes, attributes: attributes, layout: layout, arena: &arena)
     }
 

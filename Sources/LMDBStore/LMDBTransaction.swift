@@ -147,7 +147,7 @@ final class LMDBTransaction: StorageWriter {
         // for every record copies it (five references retained and released) each time.
         let (attributes, layout) = (entity.attributes, entity.layout)
         var record = Record()
-        var arena = RecordArena()
+        var arena = CompactArena()
         /// Decodes a candidate: into a new record (of the arena) when `visit` keeps it, else
         /// into `record`.
         func decode(_ bytes: UnsafeRawBufferPointer, key: some Collection<UInt8>) throws(StoreError) -> Record {
@@ -251,7 +251,7 @@ final class LMDBTransaction: StorageWriter {
         let dbi = try dbi(entity)
         stages.reserve(candidates: try txn.count(dbi))
         let (attributes, layout) = (entity.attributes, entity.layout)
-        var arena = RecordArena()
+        var arena = CompactArena()
         try txn.forEach(dbi, from: nil) { key, value in
             let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, arena: &arena)
             if let damage { throw damaged(damage, entity, key: key.dropFirst()) }
@@ -311,7 +311,7 @@ final class LMDBTransaction: StorageWriter {
         var result: [Record] = []
         let start = key.map { Self.recordKey($0) }
         let (attributes, layout) = (entity.attributes, entity.layout)
-        var arena = RecordArena()
+        var arena = CompactArena()
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
             let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout,

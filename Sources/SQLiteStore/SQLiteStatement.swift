@@ -224,6 +224,89 @@ final class SQLiteStatement {
         }
     }
 
+    /// The row as a compact record of the arena (its columns written as fields, ``FieldWriter``),
+    /// column `i` read as `kinds[i]` with ``checkedValue(_:_:)``'s checks: `nil` at the first
+    /// column that does not read. Nothing is built per value: a text's or blob's bytes are copied
+    /// once, into the record.
+    func readRow(_ plan: SQLiteRowPlan, into arena: inout CompactArena) -> Record? {
+        plan.kinds.withUnsafeBufferPointer { kinds in
+            withUnsafeTemporaryAllocation(of: ColumnField.self, capacity: kinds.count) { fields -> Record? in
+                var size = 0
+                for i in kinds.indices {
+                    guard let field = Self.checkedField(sqlite3_column_value(handle, Int32(i)), kinds[i]) else { return nil }
+                    fields.initializeElement(at: i, to: field)
+                    size += field.size
+                }
+                return arena.record(layout: plan.layout, size: size) { base, offsets in
+                    var at = 0
+                    for i in kinds.indices {
+                        offsets.append(at)
+                        at += fields[i].write(at: base + at)
+                    }
+                    offsets.append(at)
+                    return true
+                }
+            }
+        }
+    }
+
+    /// A column as a field of a compact record: its tag, and its number or where its bytes are
+    /// (valid until the statement steps).
+    private struct ColumnField {
+        var tag: FieldTag
+        var bits: UInt64 = 0
+        var bytes = UnsafeRawBufferPointer(start: nil, count: 0)
+
+        var size: Int {
+            switch tag {
+            case .null, .falseValue, .trueValue: return 1
+            case .int, .double, .date: return FieldWriter.numberSize
+            case .string, .bytes: return FieldWriter.size(ofBytes: bytes.count)
+            case .uuid: return 17
+            }
+        }
+
+        func write(at base: UnsafeMutableRawPointer) -> Int {
+            switch tag {
+            case .null, .falseValue, .trueValue: return FieldWriter.write(tag, at: base)
+            case .int, .double, .date: return FieldWriter.write(tag, bits: bits, at: base)
+            case .string, .bytes, .uuid: return FieldWriter.write(tag, bytes: bytes, at: base)
+            }
+        }
+    }
+
+    /// ``checkedValue(_:_:)`` as a field: the same checks in the same order, nothing built.
+    @inline(__always)
+    private static func checkedField(_ cell: OpaquePointer?, _ kind: SQLiteColumnKind) -> ColumnField? {
+        guard let cell else { return kind.optional ? ColumnField(tag: .null) : nil }
+        let stored = sqlite3_value_type(cell)
+        guard stored == kind.storage else { return stored == SQLITE_NULL && kind.optional ? ColumnField(tag: .null) : nil }
+        switch kind.type {
+        case .bool:
+            let n = sqlite3_value_int64(cell)
+            return n == 0 || n == 1 ? ColumnField(tag: n == 1 ? .trueValue : .falseValue) : nil
+        case .int: return ColumnField(tag: .int, bits: UInt64(bitPattern: sqlite3_value_int64(cell)))
+        case .date: return ColumnField(tag: .date, bits: UInt64(bitPattern: sqlite3_value_int64(cell)))
+        case .double: return ColumnField(tag: .double, bits: sqlite3_value_double(cell).bitPattern)
+        case .string:
+            guard let text = sqlite3_value_text(cell) else { return nil }
+            let count = Int(sqlite3_value_bytes(cell))
+            guard count > 0 else { return ColumnField(tag: .string) }
+            guard count <= kind.maxBytes else { return nil }
+            let bytes = UnsafeRawBufferPointer(start: text, count: count)
+            return UTF8Text.isValid(bytes) ? ColumnField(tag: .string, bytes: bytes) : nil
+        case .bytes, .uuid:
+            let pointer = sqlite3_value_blob(cell)
+            let count = Int(sqlite3_value_bytes(cell))
+            if kind.type == .uuid { guard count == 16, let pointer else { return nil } } else {
+                guard count <= kind.maxBytes else { return nil }
+                guard count > 0 else { return ColumnField(tag: .bytes) }
+                guard pointer != nil else { return nil }
+            }
+            return ColumnField(tag: kind.type == .uuid ? .uuid : .bytes, bytes: UnsafeRawBufferPointer(start: pointer, count: count))
+        }
+    }
+
     /// The column's value when it holds what `kind` asks for, `nil` when it does not.
     ///
     /// The column is read through its `sqlite3_value` (`sqlite3_column_value`), one call into

@@ -40,7 +40,7 @@ final class SQLiteTransaction: StorageWriter {
     private func rows(_ statement: SQLiteStatement, _ entity: EntitySchema) throws(StoreError) -> [Record] {
         defer { sqlite3_reset(statement.handle) }
         var records: [Record] = []
-        var arena = RecordArena()
+        var arena = CompactArena()
         let plan = sql(entity).row
         while try statement.step() {
             records.append(try record(statement, entity, plan, arena: &arena))
@@ -51,14 +51,18 @@ final class SQLiteTransaction: StorageWriter {
     /// The statement's row as a record of its own (a point get's, a page's to refill later).
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema,
                         _ plan: SQLiteRowPlan) throws(StoreError) -> Record {
-        var arena = RecordArena()
+        var arena = CompactArena()
         return try record(statement, entity, plan, arena: &arena)
     }
 
-    /// The statement's row as a new record, its values in the arena's shared storage.
+    /// The statement's row as a new compact record of the arena.
     private func record(_ statement: SQLiteStatement, _ entity: EntitySchema, _ plan: SQLiteRowPlan,
-                        arena: inout RecordArena) throws(StoreError) -> Record {
-        guard let record = arena.record(layout: plan.layout, { statement.readRow(plan.kinds, into: &$0) }) else {
+                        arena: inout CompactArena) throws(StoreError) -> Record {
+        if let record = statement.readRow(plan, into: &arena) { return record }
+        // A row too large for a compact record's offsets, or one that does not read (the
+        // failure then names its column): values of its own.
+        var values = RecordArena()
+        guard let record = values.record(layout: plan.layout, { statement.readRow(plan.kinds, into: &$0) }) else {
             throw rowFailure(statement, entity)
         }
         return record

@@ -94,7 +94,8 @@ final class RecordValueDecoder: Decoder {
     func load(_ record: Record) {
         self.record = record
         layout = single == nil ? record.storedLayout : nil
-        values = layout.flatMap { record.values(inOrderOf: $0) } ?? RecordValues()
+        // A compact record's values are read by slot (``stored(_:)``), one field at a time.
+        values = layout.flatMap { record.values(inOrderOf: $0, ifHeld: ()) } ?? RecordValues()
         next = 0
     }
 
@@ -133,12 +134,18 @@ final class RecordValueDecoder: Decoder {
         let next = self.next
         if next < names.count, names[next] == name {
             self.next = next + 1
-            return values[next]
+            return stored(next)
         }
-        if next > 0, next - 1 < names.count, names[next - 1] == name { return values[next - 1] }
+        if next > 0, next - 1 < names.count, names[next - 1] == name { return stored(next - 1) }
         guard let slot = layout.slot(of: name) else { return nil }
         self.next = slot + 1
-        return values[slot]
+        return stored(slot)
+    }
+
+    /// The loaded record's value at `slot` of its layout.
+    @inline(__always)
+    private func stored(_ slot: Int) -> Value {
+        values.count > 0 ? values[slot] : record.value(atSlot: slot)
     }
 }
 

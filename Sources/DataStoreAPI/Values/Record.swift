@@ -7,8 +7,11 @@
 /// writing, a missing optional attribute is null and a missing attribute with a default takes
 /// the default.
 public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
-    // One of three representations, invisible to the app:
+    // One of four representations, invisible to the app:
     // - a store's record: its entity's `layout` and one value per name in `slots`;
+    // - a store's compact record: its fields as the store keeps them, in a chunk of the result's
+    //   records (``CompactChunk``, whose layout it is), decoded when a value is asked for;
+    //   `slots` holds no storage, only the record's place in the chunk (its start and count);
     // - a small record the app built from a literal: the literal's own array of `pairs`, kept
     //   as it came (no names array built, no values copied, nothing hashed), and no slots. A
     //   name may repeat in it: the last one wins, so a lookup searches from the end, and what
@@ -22,6 +25,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     // together (``RecordValues``, ``RecordArena``).
     private enum Names {
         case layout(RecordLayout)
+        case compact(CompactChunkReference)
         case pairs([(String, Value)])
         case dictionary([String: Value])
     }
@@ -36,6 +40,24 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     public init(_ values: [String: Value] = [:]) {
         names = .dictionary(values)
         slots = RecordValues()
+    }
+
+    /// A compact record (``CompactArena``).
+    init(compact row: CompactRow) {
+        names = .compact(CompactChunkReference(chunk: row.chunk))
+        slots = RecordValues(storage: nil, start: row.start, count: row.count)
+    }
+
+    /// The place of a compact record.
+    private var compactRow: CompactRow? {
+        guard case .compact(let reference) = names else { return nil }
+        return CompactRow(chunk: reference.chunk, start: Int(slots.start), count: Int(slots.length))
+    }
+
+    /// The value at `slot` of a record a store returned (``storedLayout``'s names, in order).
+    @_spi(Backend) public func value(atSlot slot: Int) -> Value {
+        if let row = compactRow { return row.value(at: slot) }
+        return slots[slot]
     }
 
     /// A record with one value per name of `layout`, in order (what backends build).
@@ -70,7 +92,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         layout: RecordLayout, _ fill: (UnsafeMutableBufferPointer<Value>) -> Bool
     ) -> Bool {
         let count = layout.names.count
-        if storedLayout !== layout || slots.count != count || !slots.isUnique() {
+        if storedLayout !== layout || compactRow != nil || slots.count != count || !slots.isUnique() {
             names = .layout(layout)
             slots = RecordValues(repeating: .null, count: count)
         }
@@ -116,6 +138,9 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         get {
             switch names {
             case .layout(let layout): return Dictionary(zip(layout.names, slots), uniquingKeysWith: { first, _ in first })
+            case .compact(let reference):
+                return Dictionary(zip(reference.chunk.header.layout.names, compactRow.unsafelyUnwrapped.values()),
+                                  uniquingKeysWith: { first, _ in first })
             case .pairs(let pairs): return Dictionary(pairs, uniquingKeysWith: { _, last in last })
             case .dictionary(let dictionary): return dictionary
             }
@@ -129,7 +154,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     /// How many attributes the record names.
     public var count: Int {
         switch names {
-        case .layout: return slots.count
+        case .layout, .compact: return slots.count
         case .pairs(let pairs): return Self.counted(pairs).count
         case .dictionary(let dictionary): return dictionary.count
         }
@@ -139,6 +164,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     public var attributeNames: [String] {
         switch names {
         case .layout(let layout): return layout.names
+        case .compact(let reference): return reference.chunk.header.layout.names
         case .pairs(let pairs): return Self.counted(pairs).map { pairs[$0].0 }
         case .dictionary(let dictionary): return Array(dictionary.keys)
         }
@@ -151,6 +177,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     public func value(ifPresent attribute: String) -> Value? {
         switch names {
         case .layout(let layout): return layout.slot(of: attribute).map { slots[$0] }
+        case .compact(let reference): return reference.chunk.header.layout.slot(of: attribute).map { value(atSlot: $0) }
         case .pairs(let pairs): return Self.lastPosition(of: attribute, in: pairs).map { pairs[$0].1 }
         case .dictionary(let dictionary): return Self.value(of: attribute, in: dictionary)
         }
@@ -170,6 +197,10 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         case .layout(let layout):
             if position < slots.count && Schema.isName(layout.names[position], attribute) { return slots[position] }
             return layout.slot(of: attribute).map { slots[$0] }
+        case .compact(let reference):
+            let layout = reference.chunk.header.layout
+            if position < slots.count && Schema.isName(layout.names[position], attribute) { return value(atSlot: position) }
+            return layout.slot(of: attribute).map { value(atSlot: $0) }
         case .pairs(let pairs):
             if position < pairs.count && Schema.isName(pairs[position].0, attribute) && Self.isLast(position, in: pairs) {
                 return pairs[position].1
@@ -194,6 +225,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     @_spi(Backend) public func values(inOrderOf layout: RecordLayout) -> RecordValues? {
         switch names {
         case .layout(let own): return own == layout ? slots : nil
+        case .compact(let reference): return reference.chunk.header.layout == layout ? compactRow.unsafelyUnwrapped.values() : nil
         case .pairs(let pairs):
             // Names equal to the layout's, in order, are each there once (a layout's names are).
             let names = layout.names
@@ -204,10 +236,20 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         }
     }
 
+    /// The values of a record a store returned of `layout`, when it holds them as values (not
+    /// compact): its storage itself, nothing decoded or copied.
+    @_spi(Backend) public func values(inOrderOf layout: RecordLayout, ifHeld: Void) -> RecordValues? {
+        guard case .layout(let own) = names, own == layout else { return nil }
+        return slots
+    }
+
     /// The layout of a record a store returned (`nil` for one the app built).
     @_spi(Backend) public var storedLayout: RecordLayout? {
-        if case .layout(let layout) = names { return layout }
-        return nil
+        switch names {
+        case .layout(let layout): return layout
+        case .compact(let reference): return reference.chunk.header.layout
+        case .pairs, .dictionary: return nil
+        }
     }
 
 
@@ -219,6 +261,16 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
             case .layout(let layout):
                 if let slot = layout.slot(of: attribute) {
                     slots[slot] = newValue
+                    return
+                }
+            case .compact(let reference):
+                // A change decodes the record into values of its own first.
+                let layout = reference.chunk.header.layout
+                if let slot = layout.slot(of: attribute) {
+                    var values = compactRow.unsafelyUnwrapped.values()
+                    values[slot] = newValue
+                    names = .layout(layout)
+                    slots = values
                     return
                 }
             case .pairs(var pairs):
@@ -245,6 +297,9 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     private func forEachPair(_ body: (String, Value) -> Void) {
         switch names {
         case .layout(let layout): for (name, value) in zip(layout.names, slots) { body(name, value) }
+        case .compact(let reference):
+            let row = compactRow.unsafelyUnwrapped
+            for (slot, name) in reference.chunk.header.layout.names.enumerated() { body(name, row.value(at: slot)) }
         case .pairs(let pairs):
             for position in Self.counted(pairs) { body(pairs[position].0, pairs[position].1) }
         case .dictionary(let dictionary): for (name, value) in dictionary { body(name, value) }
@@ -260,7 +315,13 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
 extension Record: Hashable {
     public static func == (lhs: Record, rhs: Record) -> Bool {
-        if let a = lhs.storedLayout, let b = rhs.storedLayout, a == b { return RecordValues.equalElements(lhs.slots, rhs.slots) }
+        if let a = lhs.storedLayout, let b = rhs.storedLayout, a == b {
+            switch (lhs.compactRow, rhs.compactRow) {
+            case (nil, nil): return RecordValues.equalElements(lhs.slots, rhs.slots)
+            case let (x?, y?) where CompactRow.sameFields(x, y): return true
+            default: return (0..<lhs.slots.count).allSatisfy { lhs.value(atSlot: $0) == rhs.value(atSlot: $0) }
+            }
+        }
         guard lhs.count == rhs.count else { return false }
         var equal = true
         lhs.forEachPair { name, value in

@@ -1,0 +1,262 @@
+import Foundation
+
+/// The tags of a stored field: a tag byte, then its payload (8 little-endian bytes for an int, a
+/// double's bit pattern and a date's microseconds; a LEB128 length and the bytes for a string's
+/// UTF-8 and bytes; 16 bytes for a uuid; nothing for null and the booleans). LMDB stores its
+/// records as a format byte and these fields in schema order; a compact record keeps the same
+/// fields.
+@_spi(Backend) public enum FieldTag: UInt8 {
+    case null = 0, falseValue, trueValue, int, double, string, bytes, date, uuid
+}
+
+/// The bytes of the compact records one result holds (``CompactArena``), one after another: for
+/// each record an offset table (a little-endian `UInt32` per attribute and one past the last,
+/// from the start of the record's fields) and then its fields (``FieldTag``), checked when they
+/// were read from the store (tags against the attributes' types, lengths, UTF-8). Every record
+/// of a chunk has the chunk's layout.
+///
+/// Written only at its tail, past every record a `Record` already refers to, so what a record
+/// can see never changes under it (the same rule as ``ValueStorage``).
+final class CompactChunk: ManagedBuffer<CompactChunk.Header, UInt8> {
+    struct Header {
+        let layout: RecordLayout
+        /// The bytes written so far, from the start.
+        var used: Int
+    }
+
+    static func make(layout: RecordLayout, capacity: Int) -> CompactChunk {
+        unsafeDowncast(create(minimumCapacity: capacity) { _ in Header(layout: layout, used: 0) }, to: CompactChunk.self)
+    }
+}
+
+/// A compact record's chunk, as a record holds it. `Sendable` for the reason ``RecordValues`` is
+/// (a `ManagedBuffer` subclass cannot be).
+struct CompactChunkReference: @unchecked Sendable {
+    let chunk: CompactChunk
+}
+
+/// A compact record's place: its chunk, where its offset table starts, and its field count.
+struct CompactRow {
+    let chunk: CompactChunk
+    let start: Int
+    let count: Int
+
+    var layout: RecordLayout { chunk.header.layout }
+
+    /// Calls `body` with the record's offset table's base and its fields' base.
+    @inline(__always)
+    func withBases<R>(_ body: (UnsafeRawPointer, UnsafeRawPointer) throws -> R) rethrows -> R {
+        try chunk.withUnsafeMutablePointerToElements { elements in
+            let table = UnsafeRawPointer(elements + start)
+            return try body(table, table + 4 * (count + 1))
+        }
+    }
+
+    @inline(__always)
+    private static func offset(_ table: UnsafeRawPointer, _ index: Int) -> Int {
+        Int(UInt32(littleEndian: table.loadUnaligned(fromByteOffset: 4 * index, as: UInt32.self)))
+    }
+
+    /// The bytes of all the fields.
+    func withFields<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withBases { table, fields in try body(UnsafeRawBufferPointer(start: fields, count: Self.offset(table, count))) }
+    }
+
+    /// The value of the field at `slot`, built (a string or bytes is copied out).
+    func value(at slot: Int) -> Value {
+        precondition(slot >= 0 && slot < count, "a record's value index out of range")
+        return withBases { table, fields in
+            let start = Self.offset(table, slot), end = Self.offset(table, slot + 1)
+            let field = UnsafeRawBufferPointer(start: fields + start, count: end - start)
+            return Self.value(of: field)
+        }
+    }
+
+    /// The value of one field, tag and payload, that was checked when it was stored here.
+    static func value(of field: UnsafeRawBufferPointer) -> Value {
+        switch FieldTag(rawValue: field[0]) {
+        case .null, nil: return .null
+        case .falseValue: return .bool(false)
+        case .trueValue: return .bool(true)
+        case .int: return .int(Int64(bitPattern: fixed(field)))
+        case .double: return .double(Double(bitPattern: fixed(field)))
+        case .date: return .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: fixed(field))))
+        case .string: return .string(String(decoding: payload(field), as: UTF8.self))
+        case .bytes: return .bytes(Array(payload(field)))
+        case .uuid:
+            return .uuid(UUID(bytes: UnsafeRawBufferPointer(rebasing: field[1...]))
+                ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        }
+    }
+
+    @inline(__always)
+    private static func fixed(_ field: UnsafeRawBufferPointer) -> UInt64 {
+        UInt64(littleEndian: field.loadUnaligned(fromByteOffset: 1, as: UInt64.self))
+    }
+
+    /// A string's or bytes' payload: what follows the tag and the LEB128 length.
+    @inline(__always)
+    private static func payload(_ field: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var start = 1
+        while field[start] & 0x80 != 0 { start += 1 }
+        return UnsafeRawBufferPointer(rebasing: field[(start + 1)...])
+    }
+
+    /// Whether both hold the same fields byte for byte: then, and only then, their values are
+    /// equal (``Value``'s `==` compares strings by their UTF-8 and doubles by their bits, as
+    /// their fields hold them).
+    static func sameFields(_ a: CompactRow, _ b: CompactRow) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withBases { ta, fa in
+            b.withBases { tb, fb in
+                let size = offset(ta, a.count)
+                guard size == offset(tb, b.count), memcmp(ta, tb, 4 * (a.count + 1)) == 0 else { return false }
+                return memcmp(fa, fb, size) == 0
+            }
+        }
+    }
+
+    /// The values, in order, in storage of their own.
+    func values() -> RecordValues {
+        RecordValues((0..<count).lazy.map { value(at: $0) })
+    }
+}
+
+/// Builds the compact records of one result into shared chunks (growing to ``bytesPerChunk``),
+/// for results that keep their records (fetches, scans, point gets): a record is then its
+/// stored fields copied once, an offset table, and a reference, in place of a value per field
+/// and an array per string or bytes.
+///
+/// A record kept after the others are gone keeps its chunk alive: at most ``bytesPerChunk``
+/// bytes, or the record's own size when it is larger.
+@_spi(Backend) public struct CompactArena {
+    /// Bytes per shared chunk (32 KiB: below the allocator's threshold for a mapping of its own).
+    public static let bytesPerChunk = 32 * 1_024
+    private var chunk: CompactChunk?
+    private var capacity = 0
+    /// How big the next chunk is: a point get's first record takes no more than it needs, and
+    /// each chunk after is twice the last, up to ``bytesPerChunk``.
+    private var nextCapacity = 0
+
+    public init() {}
+
+    /// A record of `layout` holding `fields` (each attribute's field, in order): `walk` checks
+    /// them and writes where each starts, and where the last ends, into the table it is given
+    /// (offsets from the start of `fields`), and returns `false` when they cannot be read (then
+    /// no record is made, and `nil` is returned).
+    public mutating func record(layout: RecordLayout, fields: UnsafeRawBufferPointer,
+                                _ walk: (inout OffsetTable) -> Bool) -> Record? {
+        record(layout: layout, size: fields.count) { destination, offsets in
+            guard walk(&offsets) else { return false }
+            if let source = fields.baseAddress, fields.count > 0 {
+                destination.copyMemory(from: source, byteCount: fields.count)
+            }
+            return true
+        }
+    }
+
+    /// A record of `layout` whose fields `write` writes (``FieldWriter``) at the pointer it is
+    /// given, `size` bytes in all, with where each starts, and where the last ends, in the
+    /// table; `false` when the row cannot be read (then no record is made, and `nil` is returned).
+    public mutating func record(layout: RecordLayout, size fieldBytes: Int,
+                                _ write: (UnsafeMutableRawPointer, inout OffsetTable) -> Bool) -> Record? {
+        let count = layout.names.count
+        let size = 4 * (count + 1) + fieldBytes
+        guard fieldBytes <= Int(UInt32.max), size <= Int(Int32.max) else { return nil }
+        if chunk == nil || chunk.unsafelyUnwrapped.header.layout !== layout
+            || capacity - chunk.unsafelyUnwrapped.header.used < size {
+            nextCapacity = nextCapacity == 0 ? size : min(2 * nextCapacity, Self.bytesPerChunk)
+            capacity = max(nextCapacity, size)
+            chunk = CompactChunk.make(layout: layout, capacity: capacity)
+        }
+        let storage = chunk.unsafelyUnwrapped
+        let start = storage.header.used
+        let complete = storage.withUnsafeMutablePointerToElements { elements -> Bool in
+            let table = UnsafeMutableRawPointer(elements + start)
+            var offsets = OffsetTable(base: table, count: count + 1)
+            return write(table + 4 * (count + 1), &offsets) && offsets.written == count + 1
+        }
+        guard complete else { return nil }
+        storage.header.used = start + size
+        return Record(compact: CompactRow(chunk: storage, start: start, count: count))
+    }
+}
+
+/// The offset table of the record ``CompactArena/record(layout:fields:_:)`` is making: written
+/// once per entry, in order.
+@_spi(Backend) public struct OffsetTable {
+    @usableFromInline let base: UnsafeMutableRawPointer
+    @usableFromInline let count: Int
+    @usableFromInline var written = 0
+
+    init(base: UnsafeMutableRawPointer, count: Int) {
+        self.base = base
+        self.count = count
+    }
+
+    /// Appends the next entry: where the next field starts (or, last, where the fields end).
+    @inlinable
+    public mutating func append(_ offset: Int) {
+        precondition(written < count, "more offsets than the record's layout has fields")
+        base.storeBytes(of: UInt32(truncatingIfNeeded: offset).littleEndian, toByteOffset: 4 * written, as: UInt32.self)
+        written += 1
+    }
+}
+
+/// Writes fields (``FieldTag``) where a compact record or a stored LMDB record keeps them.
+@_spi(Backend) public enum FieldWriter {
+    /// The bytes of a string's or bytes' field: the tag, the LEB128 length, the bytes.
+    @inlinable
+    public static func size(ofBytes count: Int) -> Int { 1 + lengthSize(count) + count }
+
+    /// The bytes of a field of 8 bytes (an int, a double, a date).
+    public static let numberSize = 9
+
+    /// The bytes of the LEB128 encoding of `length`.
+    @inlinable
+    public static func lengthSize(_ length: Int) -> Int {
+        var n = UInt64(length) >> 7
+        var size = 1
+        while n != 0 {
+            size += 1
+            n >>= 7
+        }
+        return size
+    }
+
+    /// Writes a tag alone (null, false, true). - Returns: the bytes written.
+    @inlinable
+    public static func write(_ tag: FieldTag, at base: UnsafeMutableRawPointer) -> Int {
+        base.storeBytes(of: tag.rawValue, as: UInt8.self)
+        return 1
+    }
+
+    /// Writes a tag and 8 little-endian bytes. - Returns: the bytes written.
+    @inlinable
+    public static func write(_ tag: FieldTag, bits: UInt64, at base: UnsafeMutableRawPointer) -> Int {
+        base.storeBytes(of: tag.rawValue, as: UInt8.self)
+        base.storeBytes(of: bits.littleEndian, toByteOffset: 1, as: UInt64.self)
+        return numberSize
+    }
+
+    /// Writes a tag, the LEB128 length of `bytes` (none for a uuid) and the bytes.
+    /// - Returns: the bytes written.
+    @inlinable
+    public static func write(_ tag: FieldTag, bytes: UnsafeRawBufferPointer, at base: UnsafeMutableRawPointer) -> Int {
+        base.storeBytes(of: tag.rawValue, as: UInt8.self)
+        var offset = 1
+        if tag != .uuid {
+            var n = UInt64(bytes.count)
+            repeat {
+                let low = UInt8(n & 0x7F)
+                n >>= 7
+                base.storeBytes(of: n == 0 ? low : low | 0x80, toByteOffset: offset, as: UInt8.self)
+                offset += 1
+            } while n != 0
+        }
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            (base + offset).copyMemory(from: source, byteCount: bytes.count)
+        }
+        return offset + bytes.count
+    }
+}
