@@ -54,18 +54,32 @@ enum LMDBRecordCoding {
     static func fields(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute],
                        into ranges: inout [Range<Int>]) -> String? {
         ranges.removeAll(keepingCapacity: true)
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: attributes.count + 1) { offsets in
+            if let damage = fields(bytes, attributes: attributes, offsets: offsets.baseAddress.unsafelyUnwrapped) {
+                return damage
+            }
+            for index in attributes.indices { ranges.append(offsets[index]..<offsets[index + 1]) }
+            return nil
+        }
+    }
+
+    /// ``fields(_:attributes:into:)`` into a table of one offset per attribute and one past the
+    /// last (where each field starts in `bytes`, and where the last ends), written in place: what
+    /// a visit does once per row before it reads any field.
+    static func fields(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute],
+                       offsets: UnsafeMutablePointer<Int>) -> String? {
         var reader = Reader(bytes: bytes)
         guard let format = reader.byte() else { return "empty" }
         guard format == version else { return "unknown record format \(format)" }
         do throws(Damage) {
             for index in attributes.indices {
-                let start = reader.offset
+                offsets[index] = reader.offset
                 _ = try value(&reader, attributes, index, build: false)
-                ranges.append(start..<reader.offset)
             }
         } catch {
             return error.why
         }
+        offsets[attributes.count] = reader.offset
         return reader.isAtEnd ? nil : "trailing bytes"
     }
 
@@ -80,15 +94,7 @@ enum LMDBRecordCoding {
     /// The size of the encoding of `values`.
     private static func size(_ values: UnsafeBufferPointer<Value>) -> Int {
         var size = 1
-        for value in values {
-            switch value {
-            case .null, .bool: size += 1
-            case .int, .double, .date: size += 9
-            case .string(let s): size += FieldWriter.size(ofBytes: s.utf8.count)
-            case .bytes(let b): size += FieldWriter.size(ofBytes: b.count)
-            case .uuid: size += 17
-            }
-        }
+        for value in values { size += FieldWriter.size(of: value) }
         return size
     }
 
@@ -96,63 +102,11 @@ enum LMDBRecordCoding {
     /// no append's capacity check or growth per value.
     /// - Returns: the bytes written.
     private static func write(_ values: UnsafeBufferPointer<Value>, at base: UnsafeMutableRawPointer) -> Int {
-        var out = Output(base: base)
-        out.byte(version)
-        for value in values {
-            switch value {
-            case .null: out.byte(Tag.null.rawValue)
-            case .bool(let b): out.byte(b ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
-            case .int(let i): out.byte(Tag.int.rawValue); out.fixed(UInt64(bitPattern: i))
-            case .double(let d): out.byte(Tag.double.rawValue); out.fixed(d.bitPattern)
-            case .date(let t): out.byte(Tag.date.rawValue); out.fixed(UInt64(bitPattern: t.microsecondsSinceEpoch))
-            case .string(var s):
-                out.byte(Tag.string.rawValue)
-                out.length(s.utf8.count)
-                s.withUTF8 { out.bytes(UnsafeRawBufferPointer($0)) }
-            case .bytes(let b):
-                out.byte(Tag.bytes.rawValue)
-                out.length(b.count)
-                b.withUnsafeBytes { out.bytes($0) }
-            case .uuid(let u):
-                out.byte(Tag.uuid.rawValue)
-                withUnsafeBytes(of: u.uuid) { out.bytes($0) }
-            }
-        }
-        assert(out.offset == size(values), "the record's size was computed wrong")
-        return out.offset
-    }
-
-    /// Writes a record's bytes into storage of exactly the record's size.
-    private struct Output {
-        let base: UnsafeMutableRawPointer
-        var offset = 0
-
-        mutating func byte(_ byte: UInt8) {
-            base.storeBytes(of: byte, toByteOffset: offset, as: UInt8.self)
-            offset += 1
-        }
-
-        /// Eight little-endian bytes.
-        mutating func fixed(_ value: UInt64) {
-            base.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self)
-            offset += 8
-        }
-
-        /// A LEB128 length.
-        mutating func length(_ length: Int) {
-            var n = UInt64(length)
-            repeat {
-                let low = UInt8(n & 0x7F)
-                n >>= 7
-                byte(n == 0 ? low : low | 0x80)
-            } while n != 0
-        }
-
-        mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
-            guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-            (base + offset).copyMemory(from: source, byteCount: bytes.count)
-            offset += bytes.count
-        }
+        base.storeBytes(of: version, as: UInt8.self)
+        var offset = 1
+        for value in values { offset += FieldWriter.write(value, at: base + offset) }
+        assert(offset == size(values), "the record's size was computed wrong")
+        return offset
     }
 
     /// Decodes a record.

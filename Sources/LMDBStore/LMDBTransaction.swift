@@ -283,7 +283,7 @@ final class LMDBTransaction: StorageWriter {
         let attributes = entity.attributes
         var (skipped, taken) = (0, 0)
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            if let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &cursor.ranges) {
+            if let damage = LMDBRecordCoding.fields(value, attributes: attributes, offsets: cursor.offsets) {
                 throw damaged(damage, entity, key: key.dropFirst())
             }
             if skipped < offset {

@@ -268,7 +268,7 @@ final class SQLiteStatement {
 
         func write(at base: UnsafeMutableRawPointer) -> Int {
             switch tag {
-            case .null, .falseValue, .trueValue: return FieldWriter.write(tag, at: base)
+            case .null, .falseValue, .trueValue: return FieldWriter.write(tag: tag, at: base)
             case .int, .double, .date: return FieldWriter.write(tag, bits: bits, at: base)
             case .string, .bytes, .uuid: return FieldWriter.write(tag, bytes: bytes, at: base)
             }

@@ -279,3 +279,88 @@ private let arenaRowsGenerator = Generator<[([Value], Int?)], [[([Value], Int?)]
     #expect(second != literal)
     #expect(second?["name"] == .string("two"))
 }
+
+/// Edge values of every type: the extremes, both zeros, the infinities, a subnormal, text that is
+/// canonically equivalent but not the same bytes, a NUL, long text and bytes (past the one-byte
+/// LEB128 length), empty ones.
+private let edgeValues: [Value] = [
+    .null, .bool(false), .bool(true), .int(.min), .int(-1), .int(0), .int(.max),
+    .double(0), .double(-0.0), .double(.infinity), .double(-.infinity), .double(.leastNonzeroMagnitude),
+    .double(.greatestFiniteMagnitude), .string(""), .string("\u{E9}"), .string("e\u{301}"), .string("a\u{0}b"),
+    .string(String(repeating: "\u{1F600}", count: 100)), .bytes([]), .bytes([0]), .bytes((0..<300).map { UInt8($0 % 256) }),
+    .date(Timestamp(microsecondsSinceEpoch: .min)), .date(Timestamp(microsecondsSinceEpoch: 0)),
+    .date(Timestamp(microsecondsSinceEpoch: .max)), .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+    .uuid(UUID(uuid: (255, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255))),
+]
+
+@Test func aCompactRecordIsItsDictionaryOnEdgeValues() throws {
+    var rng = EdgeRandom(state: 7)
+    let layout = RecordLayout(["id", "a", "b", "c"])
+    var arena = CompactArena()
+    for round in 0..<400 {
+        let values = (0..<4).map { _ in edgeValues[Int(rng.next() % UInt64(edgeValues.count))] }
+        let model = Record(Dictionary(uniqueKeysWithValues: zip(layout.names, values)))
+        let made = arena.record(layout: layout, values: values)
+        let compact = try #require(made, "round \(round)")
+        #expect(compact == model, "round \(round): \(values)")
+        #expect(model == compact)
+        #expect(compact.hashValue == model.hashValue)
+        #expect(compact.count == 4 && compact.attributeNames == layout.names)
+        #expect(compact.values == model.values)
+        #expect(compact.description == model.description)
+        for (name, value) in zip(layout.names, values) { #expect(compact.value(ifPresent: name) == value) }
+        #expect(compact.value(ifPresent: "missing") == nil)
+        #expect(Array(compact.values(in: layout)) == values)
+        // Another compact record of the same values is equal (by bytes); a changed one is not,
+        // and the change leaves the record it was copied from as it was.
+        let madeAgain = arena.record(layout: layout, values: values)
+        let again = try #require(madeAgain)
+        #expect(again == compact && again.hashValue == compact.hashValue)
+        var changed = compact
+        let other = edgeValues[Int(rng.next() % UInt64(edgeValues.count))]
+        changed["b"] = other
+        var changedModel = model
+        changedModel["b"] = other
+        #expect(changed == changedModel)
+        #expect((changed == compact) == (other == values[2]))
+        #expect(compact == model)
+        // A filter reads the compact record's fields as it reads the dictionary's.
+        for value in edgeValues {
+            let filter = Field("a") == value
+            #expect(CompiledFilter(filter, layout: layout).matches(compact) == filter.matches(model), "\(value)")
+        }
+    }
+}
+
+@Test func compactRecordsOfOneResultShareChunksAndOutliveTheArena() throws {
+    var records: [Record] = []
+    do {
+        var arena = CompactArena()
+        let layout = RecordLayout(["id", "text"])
+        for i in 0..<5_000 {
+            let text = String(repeating: "x", count: i % 70)
+            let made = arena.record(layout: layout, values: [.int(Int64(i)), .string(text)])
+            records.append(try #require(made))
+        }
+    }
+    for (i, record) in records.enumerated() {
+        #expect(record["id"] == .int(Int64(i)) && record["text"] == .string(String(repeating: "x", count: i % 70)))
+    }
+    // A layout the values do not fit makes no record.
+    var arena = CompactArena()
+    let unfit = arena.record(layout: RecordLayout(["id"]), values: [.int(1), .int(2)])
+    #expect(unfit == nil)
+}
+
+/// SplitMix64, for a sequence that one seed names.
+private struct EdgeRandom: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

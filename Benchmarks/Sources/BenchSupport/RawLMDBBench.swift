@@ -53,26 +53,73 @@ package final class RawLMDBBench {
         return out
     }
 
+    /// A row built from its stored fields (``fields(_:)``).
     package static func decode(_ bytes: UnsafeRawBufferPointer) -> RawRow {
-        var offset = 1
-        func fixed() -> UInt64 {
-            offset += 1
-            defer { offset += 8 }
-            return (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << UInt64(8 * $1) }
+        guard let row = fields(bytes) else { fatalError("a damaged row") }
+        return RawRow(id: row.id, name: String(decoding: row.name, as: UTF8.self), score: row.score, ratio: row.ratio,
+                      payload: Array(row.payload))
+    }
+
+    /// A stored row's fields, read where they lie.
+    package struct Fields {
+        package var id: Int64
+        package var name: UnsafeRawBufferPointer
+        package var score: Int64
+        package var ratio: Double
+        package var payload: UnsafeRawBufferPointer
+    }
+
+    /// The fields of a stored row, checked as a C program checks a record it did not write
+    /// before it reads it: the format byte, each field's tag, each length and payload within the
+    /// record, nothing after the last field; `nil` when any check fails. (The store checks as
+    /// much, and more: that a text is UTF-8, that a double is not NaN.)
+    @inline(__always)
+    package static func fields(_ bytes: UnsafeRawBufferPointer) -> Fields? {
+        var reader = FieldReader(bytes: bytes)
+        guard reader.byte() == 1,
+              reader.byte() == 3, let id = reader.fixed(),
+              reader.byte() == 5, let name = reader.lengthPrefixed(),
+              reader.byte() == 3, let score = reader.fixed(),
+              reader.byte() == 4, let ratio = reader.fixed(),
+              reader.byte() == 6, let payload = reader.lengthPrefixed(),
+              reader.offset == bytes.count else { return nil }
+        return Fields(id: Int64(bitPattern: id), name: name, score: Int64(bitPattern: score),
+                      ratio: Double(bitPattern: ratio), payload: payload)
+    }
+
+    /// Reads a stored row's fields, each read checked against the row's end.
+    private struct FieldReader {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        @inline(__always)
+        mutating func byte() -> UInt8? {
+            guard offset < bytes.count else { return nil }
+            defer { offset += 1 }
+            return bytes[offset]
         }
-        func lengthPrefixed() -> UnsafeRawBufferPointer {
-            offset += 1
-            let length = Int(bytes[offset])
-            offset += 1
+
+        @inline(__always)
+        mutating func fixed() -> UInt64? {
+            guard bytes.count - offset >= 8 else { return nil }
+            defer { offset += 8 }
+            return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+
+        /// A LEB128 length (at most 4 bytes) and that many bytes.
+        @inline(__always)
+        mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
+            var length = 0, shift = 0
+            while true {
+                guard let b = byte(), shift < 28 else { return nil }
+                length |= Int(b & 0x7F) << shift
+                if b & 0x80 == 0 { break }
+                shift += 7
+            }
+            guard bytes.count - offset >= length else { return nil }
             defer { offset += length }
             return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
         }
-        let id = Int64(bitPattern: fixed())
-        let name = String(decoding: lengthPrefixed(), as: UTF8.self)
-        let score = Int64(bitPattern: fixed())
-        let ratio = Double(bitPattern: fixed())
-        let payload = Array(lengthPrefixed())
-        return RawRow(id: id, name: name, score: score, ratio: ratio, payload: payload)
     }
 
     package func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) {
@@ -181,19 +228,9 @@ package final class RawLMDBBench {
         read { txn in
             var total: Int64 = 0
             cursor(txn, items, from: nil) { _, bytes in
-                // The layout `encode` writes: tag and 8 bytes, tag, length and text, two tags with
-                // 8 bytes each, tag, length and bytes.
-                let id = Int64(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2, as: UInt64.self)))
-                let nameLength = Int(bytes[11])
-                let name = UnsafeRawBufferPointer(rebasing: bytes[12..<12 + nameLength])
-                var offset = 12 + nameLength + 1
-                let score = Int64(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
-                offset += 9
-                let ratio = Double(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
-                offset += 9
-                let payloadLength = Int(bytes[offset])
-                let payload = UnsafeRawBufferPointer(rebasing: bytes[offset + 1..<offset + 1 + payloadLength])
-                total &+= RawRow.inPlaceSum(id: id, score: score, ratio: ratio, name: name, payload: payload)
+                guard let row = Self.fields(bytes) else { fatalError("a damaged row") }
+                total &+= RawRow.inPlaceSum(id: row.id, score: row.score, ratio: row.ratio, name: row.name,
+                                            payload: row.payload)
                 return true
             }
             return total

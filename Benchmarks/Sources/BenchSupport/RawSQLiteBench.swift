@@ -56,7 +56,19 @@ package final class RawSQLiteBench {
         }
     }
 
+    /// Whether the row's columns hold what the table declares, checked as a C program checks a
+    /// table it did not write before it reads it (SQLite keeps any type in any column of a table
+    /// that is not STRICT). The store checks as much, and more: that a text is UTF-8, that a text
+    /// or blob is within the store's limits.
+    @inline(__always)
+    package static func columnsHoldTheirTypes(_ statement: OpaquePointer) -> Bool {
+        sqlite3_column_type(statement, 0) == SQLITE_INTEGER && sqlite3_column_type(statement, 1) == SQLITE_TEXT
+            && sqlite3_column_type(statement, 2) == SQLITE_INTEGER && sqlite3_column_type(statement, 3) == SQLITE_FLOAT
+            && sqlite3_column_type(statement, 4) == SQLITE_BLOB
+    }
+
     package func row(_ statement: OpaquePointer) -> RawRow {
+        guard Self.columnsHoldTheirTypes(statement) else { fatalError("a row of other types") }
         let nameLength = Int(sqlite3_column_bytes(statement, 1))
         let name = String(decoding: UnsafeBufferPointer(start: sqlite3_column_text(statement, 1), count: nameLength),
                           as: UTF8.self)
@@ -125,6 +137,7 @@ package final class RawSQLiteBench {
         return read {
             var total: Int64 = 0
             while sqlite3_step(statement) == SQLITE_ROW {
+                guard Self.columnsHoldTheirTypes(statement) else { fatalError("a row of other types") }
                 let name = UnsafeRawBufferPointer(start: sqlite3_column_text(statement, 1),
                                                   count: Int(sqlite3_column_bytes(statement, 1)))
                 let payload = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 4),

@@ -7,7 +7,8 @@
 //         .build/release/profile-store lmdb scan 20000
 //
 // Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), scan (one
-// full fetch), foreach (one full visit), get (COUNT point gets, at most 100,000), query (100 indexed
+// full fetch), foreach (one full visit), rows (one visit of Rows, each decoded into a struct), inplace
+// (one visit of Rows, their fields read in place), get (COUNT point gets, at most 100,000), query (100 indexed
 // equality fetches), unindexed (one filtered fetch), typed (one typed fetch); copy (Migrator.copy of
 // the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
 // store against such a copy, item by item and by range checksum); small and async (the harness's
@@ -53,6 +54,8 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     case "scan": return try api.scan()
     case "get": return try api.pointGets(workload.lookups)
     case "foreach": return try api.visit()
+    case "rows": return try api.visitRows()
+    case "inplace": return Int(truncatingIfNeeded: try api.visitInPlace())
     case "query": return try api.indexedQueries()
     case "unindexed": return try api.unindexedQuery()
     case "typed": return try store.read { try $0.fetch(WorkloadItem.self).count }
@@ -75,7 +78,8 @@ func runOperationRaw(_ raw: RawSide, _ operation: String, count: Int) throws -> 
         return count
     case "scan": return raw.scan()
     case "get": return raw.gets(workload.lookups)
-    case "foreach": return raw.visit()
+    case "foreach", "rows": return raw.visit()
+    case "inplace": return Int(truncatingIfNeeded: raw.visitInPlace())
     case "query": return raw.indexed()
     case "unindexed": return raw.unindexed()
     case "small":
@@ -108,16 +112,18 @@ struct RawSide {
     let gets: ([Int]) -> Int
     let scan: () -> Int
     let visit: () -> Int
+    let visitInPlace: () -> Int64
     let indexed: () -> Int
     let unindexed: () -> Int
 
     init(lmdb: RawLMDBBench) {
-        (insert, gets, scan, visit) = (lmdb.insertAll, lmdb.pointGets, lmdb.scan, lmdb.visit)
+        (insert, gets, scan, visit, visitInPlace) = (lmdb.insertAll, lmdb.pointGets, lmdb.scan, lmdb.visit, lmdb.visitInPlace)
         (indexed, unindexed) = (lmdb.indexedQueries, lmdb.unindexedQuery)
     }
 
     init(sqlite: RawSQLiteBench) {
-        (insert, gets, scan, visit) = (sqlite.insertAll, sqlite.pointGets, sqlite.scan, sqlite.visit)
+        (insert, gets, scan, visit, visitInPlace) = (sqlite.insertAll, sqlite.pointGets, sqlite.scan, sqlite.visit,
+                                                     sqlite.visitInPlace)
         (indexed, unindexed) = (sqlite.indexedQueries, sqlite.unindexedQuery)
     }
 }

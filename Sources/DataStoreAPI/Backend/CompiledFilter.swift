@@ -77,30 +77,40 @@
         }
     }
 
-    /// Whether the record matches; a record of another layout is evaluated by name. A record a
-    /// store returned of this layout is read by slot (a compact one decodes only the fields the
-    /// filter reads).
+    /// Whether the record matches; a record of another layout is evaluated by name. A compact
+    /// record of this layout decodes only the fields the filter reads.
     public func matches(_ record: Record) -> Bool {
-        guard record.storedLayout == layout else { return filter.matches(record) }
-        if let values = record.values(inOrderOf: layout, ifHeld: ()) {
-            return values.withUnsafeBufferPointer { values in Self.evaluate(root) { values[$0] } }
-        }
-        return Self.evaluate(root) { record.value(atSlot: $0) }
+        if let values = record.heldValues(of: layout) { return values.withUnsafeBufferPointer { Self.evaluate(root, $0) } }
+        if let row = record.compactRow, row.layout == layout { return Self.evaluate(root, row) }
+        guard let values = record.values(inOrderOf: layout) else { return filter.matches(record) }
+        return values.withUnsafeBufferPointer { Self.evaluate(root, $0) }
     }
 
-    private static func evaluate(_ node: Node, _ value: (Int) -> Value) -> Bool {
+    private static func evaluate(_ node: Node, _ values: some SlotValues) -> Bool {
         switch node {
         case .all: return true
         case .constant(let result): return result
-        case let .compare(slot, op, operand): return Filter.compare(value(slot), op, operand)
-        case let .among(slot, candidates): return Filter.among(value(slot), candidates)
-        case .isNull(let slot): return value(slot).isNull
-        case let .hasPrefix(slot, prefix): return Filter.hasPrefix(value(slot), prefix)
-        case let .contains(slot, needle): return Filter.contains(value(slot), needle)
-        case let .hasElement(slot, element): return StructuredValue.arrayHolds(value(slot), element)
-        case .and(let nodes): return nodes.allSatisfy { evaluate($0, value) }
-        case .or(let nodes): return nodes.contains { evaluate($0, value) }
-        case .not(let inner): return !evaluate(inner, value)
+        case let .compare(slot, op, value): return Filter.compare(values[slot], op, value)
+        case let .among(slot, candidates): return Filter.among(values[slot], candidates)
+        case .isNull(let slot): return values[slot].isNull
+        case let .hasPrefix(slot, prefix): return Filter.hasPrefix(values[slot], prefix)
+        case let .contains(slot, needle): return Filter.contains(values[slot], needle)
+        case let .hasElement(slot, element): return StructuredValue.arrayHolds(values[slot], element)
+        case .and(let nodes): return nodes.allSatisfy { evaluate($0, values) }
+        case .or(let nodes): return nodes.contains { evaluate($0, values) }
+        case .not(let inner): return !evaluate(inner, values)
         }
     }
+}
+
+/// A record's values by slot, as a compiled filter reads them: held values, or a compact
+/// record's fields, each decoded when read.
+private protocol SlotValues {
+    subscript(slot: Int) -> Value { get }
+}
+
+extension UnsafeBufferPointer<Value>: SlotValues {}
+
+extension CompactRow: SlotValues {
+    subscript(slot: Int) -> Value { value(at: slot) }
 }

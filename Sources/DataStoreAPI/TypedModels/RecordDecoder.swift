@@ -95,7 +95,7 @@ final class RecordValueDecoder: Decoder {
         self.record = record
         layout = single == nil ? record.storedLayout : nil
         // A compact record's values are read by slot (``stored(_:)``), one field at a time.
-        values = layout.flatMap { record.values(inOrderOf: $0, ifHeld: ()) } ?? RecordValues()
+        values = record.compactRow == nil ? layout.flatMap { record.values(inOrderOf: $0) } ?? RecordValues() : RecordValues()
         next = 0
     }
 

@@ -155,6 +155,22 @@ struct CompactRow {
         }
     }
 
+    /// A compact record of `layout` holding `values` (one per name, in order), or `nil` when
+    /// their count is not the layout's or they are too large for a compact record.
+    public mutating func record(layout: RecordLayout, values: some Collection<Value>) -> Record? {
+        guard values.count == layout.names.count else { return nil }
+        let size = values.reduce(0) { $0 + FieldWriter.size(of: $1) }
+        return record(layout: layout, size: size) { base, offsets in
+            var at = 0
+            for value in values {
+                offsets.append(at)
+                at += FieldWriter.write(value, at: base + at)
+            }
+            offsets.append(at)
+            return true
+        }
+    }
+
     /// A record of `layout` whose fields `write` writes (``FieldWriter``) at the pointer it is
     /// given, `size` bytes in all, with where each starts, and where the last ends, in the
     /// table; `false` when the row cannot be read (then no record is made, and `nil` is returned).
@@ -224,9 +240,37 @@ struct CompactRow {
         return size
     }
 
+    /// The bytes of a value's field.
+    @inlinable
+    public static func size(of value: Value) -> Int {
+        switch value {
+        case .null, .bool: return 1
+        case .int, .double, .date: return numberSize
+        case .string(let s): return size(ofBytes: s.utf8.count)
+        case .bytes(let b): return size(ofBytes: b.count)
+        case .uuid: return 17
+        }
+    }
+
+    /// Writes a value's field at `base`, which has room for ``size(of:)`` bytes.
+    /// - Returns: the bytes written.
+    @inlinable
+    public static func write(_ value: Value, at base: UnsafeMutableRawPointer) -> Int {
+        switch value {
+        case .null: return write(tag: .null, at: base)
+        case .bool(let b): return write(tag: b ? .trueValue : .falseValue, at: base)
+        case .int(let i): return write(.int, bits: UInt64(bitPattern: i), at: base)
+        case .double(let d): return write(.double, bits: d.bitPattern, at: base)
+        case .date(let t): return write(.date, bits: UInt64(bitPattern: t.microsecondsSinceEpoch), at: base)
+        case .string(var s): return s.withUTF8 { write(.string, bytes: UnsafeRawBufferPointer($0), at: base) }
+        case .bytes(let b): return b.withUnsafeBytes { write(.bytes, bytes: $0, at: base) }
+        case .uuid(let u): return withUnsafeBytes(of: u.uuid) { write(.uuid, bytes: $0, at: base) }
+        }
+    }
+
     /// Writes a tag alone (null, false, true). - Returns: the bytes written.
     @inlinable
-    public static func write(_ tag: FieldTag, at base: UnsafeMutableRawPointer) -> Int {
+    public static func write(tag: FieldTag, at base: UnsafeMutableRawPointer) -> Int {
         base.storeBytes(of: tag.rawValue, as: UInt8.self)
         return 1
     }

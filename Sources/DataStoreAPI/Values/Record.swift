@@ -49,7 +49,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     }
 
     /// The place of a compact record.
-    private var compactRow: CompactRow? {
+    var compactRow: CompactRow? {
         guard case .compact(let reference) = names else { return nil }
         return CompactRow(chunk: reference.chunk, start: Int(slots.start), count: Int(slots.length))
     }
@@ -236,9 +236,9 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         }
     }
 
-    /// The values of a record a store returned of `layout`, when it holds them as values (not
-    /// compact): its storage itself, nothing decoded or copied.
-    @_spi(Backend) public func values(inOrderOf layout: RecordLayout, ifHeld: Void) -> RecordValues? {
+    /// The values of a record a store returned of `layout` that holds them as values (not a
+    /// compact one): its storage itself.
+    func heldValues(of layout: RecordLayout) -> RecordValues? {
         guard case .layout(let own) = names, own == layout else { return nil }
         return slots
     }
