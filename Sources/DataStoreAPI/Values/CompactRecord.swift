@@ -102,6 +102,31 @@ struct CompactRow {
         return UnsafeRawBufferPointer(rebasing: field[(start + 1)...])
     }
 
+    /// Calls `body` with each field, in order, read in place.
+    func forEachField(_ body: (Int, RowField) -> Void) {
+        withBases { table, fields in
+            for slot in 0..<count {
+                let start = Self.offset(table, slot), end = Self.offset(table, slot + 1)
+                body(slot, Self.field(of: UnsafeRawBufferPointer(start: fields + start, count: end - start)))
+            }
+        }
+    }
+
+    /// One field, tag and payload, as a row's field: its type, number bits or bytes in place.
+    static func field(of field: UnsafeRawBufferPointer) -> RowField {
+        switch FieldTag(rawValue: field[0]) {
+        case .null, nil: return .null
+        case .falseValue: return RowField(.bool, bits: 0)
+        case .trueValue: return RowField(.bool, bits: 1)
+        case .int: return RowField(.int, bits: fixed(field))
+        case .double: return RowField(.double, bits: fixed(field))
+        case .date: return RowField(.date, bits: fixed(field))
+        case .string: return RowField(.string, bytes: payload(field))
+        case .bytes: return RowField(.bytes, bytes: payload(field))
+        case .uuid: return RowField(.uuid, bytes: UnsafeRawBufferPointer(rebasing: field[1...]))
+        }
+    }
+
     /// Whether both hold the same fields byte for byte: then, and only then, their values are
     /// equal (``Value``'s `==` compares strings by their UTF-8 and doubles by their bits, as
     /// their fields hold them).

@@ -243,6 +243,16 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         return slots
     }
 
+    /// Calls `body` with each field of a compact record of `layout`, in order, as the store keeps
+    /// it (a string's or bytes' bytes in place, valid inside `body`), and returns `true`; returns
+    /// `false`, calling nothing, for any other record. For a consumer that writes values out
+    /// (JSON Lines) without building them.
+    @_spi(Backend) public func forEachStoredField(of layout: RecordLayout, _ body: (Int, RowField) -> Void) -> Bool {
+        guard let row = compactRow, row.layout == layout else { return false }
+        row.forEachField(body)
+        return true
+    }
+
     /// The layout of a record a store returned (`nil` for one the app built).
     @_spi(Backend) public var storedLayout: RecordLayout? {
         switch names {

@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// The lossless JSON form of items, one per line: `{"entity":"E","item":{"a":1,...}}`, with the
@@ -26,6 +26,18 @@ public enum JSONLineCodec {
     /// The item's object: every attribute in schema order.
     static func appendItem(_ record: Record, of entity: EntitySchema, to out: inout [UInt8]) {
         out.append(0x7B)
+        // A compact record's fields are written as they are kept: no value built.
+        let attributes = entity.attributes
+        let written = record.forEachStoredField(of: entity.layout) { slot, field in
+            if slot > 0 { out.append(0x2C) }
+            appendString(attributes[slot].name, to: &out)
+            out.append(0x3A)
+            appendField(field, to: &out)
+        }
+        if written {
+            out.append(0x7D)
+            return
+        }
         for (i, attribute) in entity.attributes.enumerated() {
             if i > 0 { out.append(0x2C) }
             appendString(attribute.name, to: &out)
@@ -105,6 +117,16 @@ public enum JSONLineCodec {
         }
     }
 
+    /// ``appendValue(_:to:)`` of a field read in place: the same text, strings' and bytes'
+    /// bytes read where they lie.
+    static func appendField(_ field: RowField, to out: inout [UInt8]) {
+        switch field.type {
+        case .string: appendUTF8(field.bytes, to: &out)
+        case .bytes: appendString(Data(field.bytes).base64EncodedString(), to: &out)
+        case .int, .double, .date, .bool, .uuid, nil: appendValue(field.value, to: &out)
+        }
+    }
+
     /// A date in years 1 to 9999 as its ISO 8601 text (which reads back exactly), any other as
     /// integer microseconds since 1970.
     static func appendDate(_ t: Timestamp, to out: inout [UInt8]) {
@@ -127,8 +149,14 @@ public enum JSONLineCodec {
     /// A JSON string: `"` and `\` escaped, control characters as `\u00XX`, everything else as
     /// its UTF-8 bytes.
     static func appendString(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { appendUTF8(UnsafeRawBufferPointer($0), to: &out) }
+    }
+
+    /// ``appendString(_:to:)`` of a string's UTF-8 bytes.
+    static func appendUTF8(_ utf8: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         out.append(0x22)
-        for byte in s.utf8 {
+        for byte in utf8 {
             switch byte {
             case 0x22: out += [0x5C, 0x22]
             case 0x5C: out += [0x5C, 0x5C]
