@@ -137,30 +137,20 @@ final class LMDBTransaction: StorageWriter {
     /// Offers the entity's records in key order to `visit` while it returns true: the index's
     /// candidates when one applies (the filter is re-checked on each record by the caller),
     /// every record otherwise.
-    /// `keeps`: `visit` keeps every record it is given that matches the filter (a fetch), so
-    /// those are decoded into new records; otherwise one record is refilled per candidate, its
-    /// storage reused while `visit` keeps no copy (a record kept from a refilled one is copied
-    /// at the next refill, which costs more than decoding a new one).
-    private func candidates(_ filter: Filter, _ entity: EntitySchema, keeps: Bool = false,
+    /// Each candidate is a compact record of one arena (its stored fields copied as they are
+    /// after one checking walk): a new chunk every 32 KiB of rows, whether `visit` keeps the
+    /// records or not, which costs less than decoding each into values of a reused record.
+    private func candidates(_ filter: Filter, _ entity: EntitySchema,
                             _ visit: (() -> [UInt8], Record) throws -> Bool) throws {
         // In the loops below the entity is used only to name damage: a closure that passes it on
         // for every record copies it (five references retained and released) each time.
         let (attributes, layout) = (entity.attributes, entity.layout)
-        var record = Record()
-        var arena = CompactArena()
-        /// Decodes a candidate: into a new record (of the arena) when `visit` keeps it, else
-        /// into `record`.
+        let reader = LMDBRecordReader(entity)
+        /// Decodes a candidate into a new record of the arena.
         func decode(_ bytes: UnsafeRawBufferPointer, key: some Collection<UInt8>) throws(StoreError) -> Record {
-            if keeps {
-                let (fresh, damage) = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout,
-                                                              arena: &arena)
-                if let damage { throw damaged(damage, entity, key: key) }
-                return fresh
-            }
-            if let damage = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout, into: &record) {
-                throw damaged(damage, entity, key: key)
-            }
-            return record
+            let (fresh, damage) = reader.decode(bytes)
+            if let damage { throw damaged(damage, entity, key: key) }
+            return fresh
         }
         if let keys = try candidates(filter, entity) {
             let dbi = try dbi(entity)
@@ -200,15 +190,10 @@ final class LMDBTransaction: StorageWriter {
             }
             return
         }
-        // Every record, or a filter that reads every attribute (a fetch without a filter keeps
-        // every record and reads them itself, below; with one, a refilled record costs less for
-        // the many that do not match).
+        // Every record, or a filter that reads every attribute.
         try txn.forEach(dbi(entity), from: start) { key, value in
             if beyond(key) { return false }
-            if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, into: &record) {
-                throw damaged(damage, entity, key: key.dropFirst())
-            }
-            return try visit({ Array(key.dropFirst()) }, record)
+            return try visit({ Array(key.dropFirst()) }, decode(value, key: key.dropFirst()))
         }
     }
 
@@ -240,7 +225,7 @@ final class LMDBTransaction: StorageWriter {
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         var stages = RequestStages(request)
         guard request.filter == .all else {
-            try candidates(request.filter, entity, keeps: true) { key, record in
+            try candidates(request.filter, entity) { key, record in
                 stages.offer(key: key(), record: record)
             }
             return stages.finish()
@@ -250,10 +235,9 @@ final class LMDBTransaction: StorageWriter {
         // released per record).
         let dbi = try dbi(entity)
         stages.reserve(candidates: try txn.count(dbi))
-        let (attributes, layout) = (entity.attributes, entity.layout)
-        var arena = CompactArena()
+        let reader = LMDBRecordReader(entity)
         try txn.forEach(dbi, from: nil) { key, value in
-            let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, arena: &arena)
+            let (fresh, damage) = reader.decode(value)
             if let damage { throw damaged(damage, entity, key: key.dropFirst()) }
             return stages.offer(key: Array(key.dropFirst()), record: fresh)
         }
@@ -310,12 +294,10 @@ final class LMDBTransaction: StorageWriter {
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         var result: [Record] = []
         let start = key.map { Self.recordKey($0) }
-        let (attributes, layout) = (entity.attributes, entity.layout)
-        var arena = CompactArena()
+        let reader = LMDBRecordReader(entity)
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
-            let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout,
-                                                          arena: &arena)
+            let (fresh, damage) = reader.decode(value)
             if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
             try checkCarriedKey(fresh, entity, storedUnder: k)
             result.append(fresh)

@@ -146,17 +146,18 @@ final class SQLiteTransaction: StorageWriter {
         return try rows(prepared(select), entity)
     }
 
-    /// Steps the request's statement, handing each row to `body` in one record refilled per row.
+    /// Steps the request's statement, handing each row to `body` as a compact record of one
+    /// arena (a new chunk every 32 KiB of rows, whether `body` keeps the records or not), which
+    /// costs less than refilling one record's values per row.
     func forEach(_ request: FetchRequest, in entity: EntitySchema, _ body: (Record) throws -> Bool) throws {
         let select = SQLiteQuery.select(request, entity, columns: sql(entity).columns)
         if evaluatesInSwift(select) { return try forEachFetched(request, in: entity, body) }
         let statement = try prepared(select)
         defer { sqlite3_reset(statement.handle) }
         let plan = sql(entity).row
-        var record = Record()
+        var arena = CompactArena()
         while try statement.step() {
-            try self.record(statement, entity, plan, into: &record)
-            if !(try body(record)) { return }
+            if !(try body(try record(statement, entity, plan, arena: &arena))) { return }
         }
     }
 

@@ -27,6 +27,16 @@ final class CompactChunk: ManagedBuffer<CompactChunk.Header, UInt8> {
     static func make(layout: RecordLayout, capacity: Int) -> CompactChunk {
         unsafeDowncast(create(minimumCapacity: capacity) { _ in Header(layout: layout, used: 0) }, to: CompactChunk.self)
     }
+
+    /// The layout of the chunk's records, read through the header's pointer: `header` itself is a
+    /// class's stored property, whose every access is checked for exclusivity at run time.
+    var layout: RecordLayout { withUnsafeMutablePointerToHeader { $0.pointee.layout } }
+
+    /// The bytes written so far (written only by the arena that made the chunk).
+    var used: Int {
+        get { withUnsafeMutablePointerToHeader { $0.pointee.used } }
+        set { withUnsafeMutablePointerToHeader { $0.pointee.used = newValue } }
+    }
 }
 
 /// A compact record's chunk, as a record holds it. `Sendable` for the reason ``RecordValues`` is
@@ -41,7 +51,7 @@ struct CompactRow {
     let start: Int
     let count: Int
 
-    var layout: RecordLayout { chunk.header.layout }
+    var layout: RecordLayout { chunk.layout }
 
     /// Calls `body` with the record's offset table's base and its fields' base.
     @inline(__always)
@@ -204,21 +214,20 @@ struct CompactRow {
         let count = layout.names.count
         let size = 4 * (count + 1) + fieldBytes
         guard fieldBytes <= Int(UInt32.max), size <= Int(Int32.max) else { return nil }
-        if chunk == nil || chunk.unsafelyUnwrapped.header.layout !== layout
-            || capacity - chunk.unsafelyUnwrapped.header.used < size {
+        if chunk == nil || chunk.unsafelyUnwrapped.layout !== layout || capacity - chunk.unsafelyUnwrapped.used < size {
             nextCapacity = nextCapacity == 0 ? size : min(2 * nextCapacity, Self.bytesPerChunk)
             capacity = max(nextCapacity, size)
             chunk = CompactChunk.make(layout: layout, capacity: capacity)
         }
         let storage = chunk.unsafelyUnwrapped
-        let start = storage.header.used
+        let start = storage.used
         let complete = storage.withUnsafeMutablePointerToElements { elements -> Bool in
             let table = UnsafeMutableRawPointer(elements + start)
             var offsets = OffsetTable(base: table, count: count + 1)
             return write(table + 4 * (count + 1), &offsets) && offsets.written == count + 1
         }
         guard complete else { return nil }
-        storage.header.used = start + size
+        storage.used = start + size
         return Record(compact: CompactRow(chunk: storage, start: start, count: count))
     }
 }

@@ -139,7 +139,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
             switch names {
             case .layout(let layout): return Dictionary(zip(layout.names, slots), uniquingKeysWith: { first, _ in first })
             case .compact(let reference):
-                return Dictionary(zip(reference.chunk.header.layout.names, compactRow.unsafelyUnwrapped.values()),
+                return Dictionary(zip(reference.chunk.layout.names, compactRow.unsafelyUnwrapped.values()),
                                   uniquingKeysWith: { first, _ in first })
             case .pairs(let pairs): return Dictionary(pairs, uniquingKeysWith: { _, last in last })
             case .dictionary(let dictionary): return dictionary
@@ -164,7 +164,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     public var attributeNames: [String] {
         switch names {
         case .layout(let layout): return layout.names
-        case .compact(let reference): return reference.chunk.header.layout.names
+        case .compact(let reference): return reference.chunk.layout.names
         case .pairs(let pairs): return Self.counted(pairs).map { pairs[$0].0 }
         case .dictionary(let dictionary): return Array(dictionary.keys)
         }
@@ -177,7 +177,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     public func value(ifPresent attribute: String) -> Value? {
         switch names {
         case .layout(let layout): return layout.slot(of: attribute).map { slots[$0] }
-        case .compact(let reference): return reference.chunk.header.layout.slot(of: attribute).map { value(atSlot: $0) }
+        case .compact(let reference): return reference.chunk.layout.slot(of: attribute).map { value(atSlot: $0) }
         case .pairs(let pairs): return Self.lastPosition(of: attribute, in: pairs).map { pairs[$0].1 }
         case .dictionary(let dictionary): return Self.value(of: attribute, in: dictionary)
         }
@@ -198,7 +198,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
             if position < slots.count && Schema.isName(layout.names[position], attribute) { return slots[position] }
             return layout.slot(of: attribute).map { slots[$0] }
         case .compact(let reference):
-            let layout = reference.chunk.header.layout
+            let layout = reference.chunk.layout
             if position < slots.count && Schema.isName(layout.names[position], attribute) { return value(atSlot: position) }
             return layout.slot(of: attribute).map { value(atSlot: $0) }
         case .pairs(let pairs):
@@ -225,7 +225,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     @_spi(Backend) public func values(inOrderOf layout: RecordLayout) -> RecordValues? {
         switch names {
         case .layout(let own): return own == layout ? slots : nil
-        case .compact(let reference): return reference.chunk.header.layout == layout ? compactRow.unsafelyUnwrapped.values() : nil
+        case .compact(let reference): return reference.chunk.layout == layout ? compactRow.unsafelyUnwrapped.values() : nil
         case .pairs(let pairs):
             // Names equal to the layout's, in order, are each there once (a layout's names are).
             let names = layout.names
@@ -257,7 +257,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
     @_spi(Backend) public var storedLayout: RecordLayout? {
         switch names {
         case .layout(let layout): return layout
-        case .compact(let reference): return reference.chunk.header.layout
+        case .compact(let reference): return reference.chunk.layout
         case .pairs, .dictionary: return nil
         }
     }
@@ -275,7 +275,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
                 }
             case .compact(let reference):
                 // A change decodes the record into values of its own first.
-                let layout = reference.chunk.header.layout
+                let layout = reference.chunk.layout
                 if let slot = layout.slot(of: attribute) {
                     var values = compactRow.unsafelyUnwrapped.values()
                     values[slot] = newValue
@@ -309,7 +309,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         case .layout(let layout): for (name, value) in zip(layout.names, slots) { body(name, value) }
         case .compact(let reference):
             let row = compactRow.unsafelyUnwrapped
-            for (slot, name) in reference.chunk.header.layout.names.enumerated() { body(name, row.value(at: slot)) }
+            for (slot, name) in reference.chunk.layout.names.enumerated() { body(name, row.value(at: slot)) }
         case .pairs(let pairs):
             for position in Self.counted(pairs) { body(pairs[position].0, pairs[position].1) }
         case .dictionary(let dictionary): for (name, value) in dictionary { body(name, value) }

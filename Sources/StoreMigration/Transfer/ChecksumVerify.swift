@@ -34,10 +34,13 @@ struct RangeChecksum {
         private var digest = ItemDigest()
         private(set) var count = 0
 
-        mutating func add(_ values: RecordValues) {
+        /// Adds an item: its values in the order of `layout` (the source entity's), read in place
+        /// from a compact record of that layout, built otherwise; either way the same digest.
+        mutating func add(_ record: Record, in layout: RecordLayout) {
             // The count of values first, so that items never run into each other.
-            digest.mix(UInt64(values.count))
-            for value in values { digest.add(value) }
+            digest.mix(UInt64(layout.names.count))
+            let read = record.forEachStoredField(of: layout) { _, field in digest.add(field) }
+            if !read { for value in record.values(in: layout) { digest.add(value) } }
             count += 1
         }
 
@@ -48,15 +51,10 @@ struct RangeChecksum {
     /// accumulator: the records come straight from the engine's cursor (``ReadAccessor/forEach(_:_:)``),
     /// none kept, and their values are hashed in the source entity's attribute order.
     private func hashEach(_ reader: ReadAccessor, _ stored: EntitySchema, progress: (Int) -> Void,
-                          shouldStop: () -> Bool, _ body: (Value, RecordValues) throws -> Void) throws {
-        // A side whose attributes are in the source's order hands its values over as they are
-        // (``Record/values(in:)``), its key among them.
-        let keyPosition = entity.attributes.firstIndex { $0.name == entity.primaryKey }
+                          shouldStop: () -> Bool, _ body: (Value, Record) throws -> Void) throws {
         var read = 0
-        let layout = entity.layout
         try reader.forEach(FetchRequest(stored.name)) { record in
-            let values = record.values(in: layout)
-            try body(keyPosition.map { values[$0] } ?? entity.primaryKeyValue(of: record), values)
+            try body(entity.primaryKeyValue(of: record), record)
             read += 1
             if read % batchSize == 0 {
                 progress(read)
@@ -73,8 +71,9 @@ struct RangeChecksum {
         var current = Accumulator()
         var last: Value?
         do {
-            try hashEach(snapshot, entity, progress: progress, shouldStop: shouldStop) { key, values in
-                current.add(values)
+            let layout = entity.layout
+            try hashEach(snapshot, entity, progress: progress, shouldStop: shouldStop) { key, record in
+                current.add(record, in: layout)
                 last = key
                 if current.count == Self.rangeSize {
                     published.publish(SourceRange(lastValue: key, count: current.count, digest: current.finalize()))
@@ -98,12 +97,13 @@ struct RangeChecksum {
         try destination.read { reader in
             var digests = [Accumulator()]
             var bound = try published.range(0)
-            try hashEach(reader, destinationEntity, progress: { _ in }, shouldStop: { false }) { key, values in
+            let layout = entity.layout
+            try hashEach(reader, destinationEntity, progress: { _ in }, shouldStop: { false }) { key, record in
                 while let range = bound, try KeyEncoding.compareKeys(key, range.lastValue) > 0 {
                     digests.append(Accumulator())
                     bound = try published.range(digests.count - 1)
                 }
-                digests[digests.count - 1].add(values)
+                digests[digests.count - 1].add(record, in: layout)
             }
             // Ranges past the destination's last key: empty accumulators.
             while try published.range(digests.count - 1) != nil { digests.append(Accumulator()) }
@@ -289,6 +289,23 @@ struct ItemDigest {
                 mix(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
                 mix(raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
             }
+        }
+    }
+
+    /// ``add(_:)`` of a field read in place: the same digest as its value's.
+    mutating func add(_ field: RowField) {
+        switch field.type {
+        case nil: mix(0)
+        case .bool: mix(field.bits != 0 ? 0x101 : 0x100)
+        case .int: mix(2); mix(field.bits)
+        case .double: mix(3); mix(field.bits)
+        case .string: mix(4); add(bytes: field.bytes)
+        case .bytes: mix(5); add(bytes: field.bytes)
+        case .date: mix(6); mix(field.bits)
+        case .uuid:
+            mix(7)
+            mix(field.bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            mix(field.bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         }
     }
 
