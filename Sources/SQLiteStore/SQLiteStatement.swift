@@ -298,7 +298,7 @@ final class SQLiteStatement {
         case .bytes, .uuid:
             let pointer = sqlite3_value_blob(cell)
             let count = Int(sqlite3_value_bytes(cell))
-            if kind.type == .uuid { guard count == 16, let pointer else { return nil } } else {
+            if kind.type == .uuid { guard count == 16, pointer != nil else { return nil } } else {
                 guard count <= kind.maxBytes else { return nil }
                 guard count > 0 else { return ColumnField(tag: .bytes) }
                 guard pointer != nil else { return nil }
