@@ -252,7 +252,7 @@ final class SQLiteStatement {
 
     /// A column as a field of a compact record: its tag, and its number or where its bytes are
     /// (valid until the statement steps).
-    private struct ColumnField {
+    struct ColumnField {
         var tag: FieldTag
         var bits: UInt64 = 0
         var bytes = UnsafeRawBufferPointer(start: nil, count: 0)
@@ -266,6 +266,21 @@ final class SQLiteStatement {
             }
         }
 
+        /// The field's value, built (a string or bytes copied out).
+        var value: Value {
+            switch tag {
+            case .null: return .null
+            case .falseValue: return .bool(false)
+            case .trueValue: return .bool(true)
+            case .int: return .int(Int64(bitPattern: bits))
+            case .date: return .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
+            case .double: return .double(Double(bitPattern: bits))
+            case .string: return .string(String(decoding: bytes, as: UTF8.self))
+            case .bytes: return .bytes(Array(bytes))
+            case .uuid: return UUID(bytes: bytes).map(Value.uuid) ?? .null
+            }
+        }
+
         func write(at base: UnsafeMutableRawPointer) -> Int {
             switch tag {
             case .null, .falseValue, .trueValue: return FieldWriter.write(tag: tag, at: base)
@@ -275,9 +290,12 @@ final class SQLiteStatement {
         }
     }
 
-    /// ``checkedValue(_:_:)`` as a field: the same checks in the same order, nothing built.
+    /// The column as a field when it holds what `kind` asks for, `nil` when it does not: the one
+    /// check of a column (its type, a null's place, a boolean's 0 or 1, the limits, UTF-8, a uuid's
+    /// 16 bytes) behind ``checkedValue(_:_:)``; nothing built. ``holdsValue(_:_:)`` makes the
+    /// same checks without a field, for a row check that reads every column of every row.
     @inline(__always)
-    private static func checkedField(_ cell: OpaquePointer?, _ kind: SQLiteColumnKind) -> ColumnField? {
+    static func checkedField(_ cell: OpaquePointer?, _ kind: SQLiteColumnKind) -> ColumnField? {
         guard let cell else { return kind.optional ? ColumnField(tag: .null) : nil }
         let stored = sqlite3_value_type(cell)
         guard stored == kind.storage else { return stored == SQLITE_NULL && kind.optional ? ColumnField(tag: .null) : nil }
@@ -326,29 +344,7 @@ final class SQLiteStatement {
     /// (``SQLiteTableCopy``).
     @inline(__always)
     static func checkedValue(_ cell: OpaquePointer?, _ kind: SQLiteColumnKind) -> Value? {
-        guard let cell else { return kind.optional ? .null : nil }
-        let stored = sqlite3_value_type(cell)
-        guard stored == kind.storage else { return stored == SQLITE_NULL && kind.optional ? .null : nil }
-        switch kind.type {
-        case .bool:
-            let n = sqlite3_value_int64(cell)
-            return n == 0 || n == 1 ? .bool(n == 1) : nil
-        case .int: return .int(sqlite3_value_int64(cell))
-        case .date: return .date(Timestamp(microsecondsSinceEpoch: sqlite3_value_int64(cell)))
-        case .double: return .double(sqlite3_value_double(cell))
-        case .string:
-            // The text first, then its length (SQLite's documented order). A text, even an
-            // empty one, has a pointer; none means SQLite could not allocate.
-            guard let text = sqlite3_value_text(cell) else { return nil }
-            let count = Int(sqlite3_value_bytes(cell))
-            guard count > 0 else { return .string("") }
-            guard count <= kind.maxBytes else { return nil }
-            return UTF8Text.string(UnsafeRawBufferPointer(start: text, count: count)).map(Value.string)
-        case .bytes:
-            guard Int(sqlite3_value_bytes(cell)) <= kind.maxBytes else { return nil }
-            return Self.blob(cell).map(Value.bytes)
-        case .uuid: return Self.blob(cell).flatMap(UUID.init(bytes:)).map(Value.uuid)
-        }
+        checkedField(cell, kind)?.value
     }
 
     /// Whether ``checkedValue(_:_:)`` reads the value, decided without building it (no string or
