@@ -267,14 +267,15 @@ final class LMDBTransaction: StorageWriter {
         let attributes = entity.attributes
         var (skipped, taken) = (0, 0)
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            if let damage = LMDBRecordCoding.fields(value, attributes: attributes, offsets: cursor.offsets) {
-                throw damaged(damage, entity, key: key.dropFirst())
+            guard cursor.load(value) else {
+                var ranges: [Range<Int>] = []
+                let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &ranges)
+                throw damaged(damage ?? "a field the visit's check refused", entity, key: key.dropFirst())
             }
             if skipped < offset {
                 skipped += 1
                 return true
             }
-            cursor.bytes = value
             taken += 1
             return try body(cursor) && taken < limit
         }

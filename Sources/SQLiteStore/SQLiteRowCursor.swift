@@ -12,7 +12,8 @@ final class SQLiteRowCursor: RowCursor {
     private let kinds: [SQLiteColumnKind]
     /// The current row's fields (``check()``), one per column; their bytes are SQLite's, valid
     /// until the statement steps.
-    private let fields: UnsafeMutableBufferPointer<RowField>
+    private let fields: FieldTable
+    var fieldTable: FieldTable? { fields }
 
     init(_ entity: EntitySchema, _ handle: OpaquePointer, kinds: [SQLiteColumnKind]) {
         layout = entity.layout
@@ -20,11 +21,8 @@ final class SQLiteRowCursor: RowCursor {
         entityName = entity.name
         self.handle = handle
         self.kinds = kinds
-        fields = .allocate(capacity: kinds.count)
-        fields.initialize(repeating: .null)
+        fields = FieldTable(count: kinds.count)
     }
-
-    deinit { fields.deallocate() }
 
     /// Whether every column of the statement's row reads as its kind says
     /// (``SQLiteStatement/holdsValue(_:_:)``), checked without building a value; the row's fields

@@ -105,9 +105,15 @@ public class ReadAccessor {
         }
         let (entity, checked) = try validate(request)
         if checked.limit == 0 { return }
+        // The cursor compared by identity: reading it out of the access retained and released it
+        // per row.
         var access: RowAccess?
+        var current: ObjectIdentifier?
         try reader.visit(checked, in: entity) { cursor in
-            if access?.cursor !== cursor { access = RowAccess(cursor) }
+            if current != ObjectIdentifier(cursor) {
+                access = RowAccess(cursor)
+                current = ObjectIdentifier(cursor)
+            }
             let rows = access.unsafelyUnwrapped
             rows.startRow()
             try body(Row(rows))

@@ -14,11 +14,11 @@ import Foundation
 /// `typeMismatch` naming the attribute (check ``isNull(_:)`` first for optional attributes, or
 /// read ``value(_:)``).
 public struct Row: ~Copyable {
-    // One call into the backend's cursor per field read (``RowCursor/field(at:)``), and no generic
-    // type built in an accessor, so that an accessor called unspecialized looks up no metadata
-    // per row. A strong reference: read from an `unowned(unsafe)` one, each use retained and
-    // released it.
-    let access: RowAccess
+    // A field is read from the cursor's field table (``FieldTable``) by code inlined into the
+    // caller: a name found by one comparison of its two words, a type compared, a load. A cursor
+    // without a table is asked for the field (``RowCursor/field(at:)``). A strong reference: read
+    // from an `unowned(unsafe)` one, each use retained and released it.
+    @usableFromInline let access: RowAccess
     var cursor: any RowCursor { access.cursor }
 
     init(_ access: RowAccess) {
@@ -28,64 +28,64 @@ public struct Row: ~Copyable {
     /// The entity's attribute names, in schema order.
     public var attributeNames: [String] { cursor.layout.names }
 
-    /// The slot of an attribute, or `unknownAttribute`.
-    private func slot(_ name: String) throws(StoreError) -> Int {
-        guard let slot = access.slot(name) else { throw cursor.unknown(name) }
-        return slot
-    }
-
     /// The field of a non-null attribute of `type`, or the error naming what it holds.
-    private func field(_ name: String, _ type: ValueType) throws(StoreError) -> RowField {
-        let slot = try slot(name)
-        let field = access.cursor.field(at: slot)
-        guard field.type == type else { throw cursor.mismatch(slot, type) }
-        return field
+    @inlinable @inline(__always)
+    func field(_ name: String, _ type: ValueType) throws(StoreError) -> UnsafeMutablePointer<RowCell> {
+        let cell = try access.cell(name)
+        guard cell.pointee.type == type else { throw access.mismatch(name, type) }
+        return cell
     }
 
     /// The attribute's value (built: a string or bytes is copied out).
-    public func value(_ name: String) throws(StoreError) -> Value { cursor.field(at: try slot(name)).value }
+    public func value(_ name: String) throws(StoreError) -> Value { try access.cell(name).pointee.value }
 
     /// Whether the attribute is null.
-    public func isNull(_ name: String) throws(StoreError) -> Bool { cursor.field(at: try slot(name)).type == nil }
+    @inlinable @inline(__always) public func isNull(_ name: String) throws(StoreError) -> Bool { try access.cell(name).pointee.type == nil }
 
     /// An `int` attribute's value.
-    public func int(_ name: String) throws(StoreError) -> Int64 { Int64(bitPattern: try field(name, .int).bits) }
+    @inlinable @inline(__always) public func int(_ name: String) throws(StoreError) -> Int64 {
+        Int64(bitPattern: try field(name, .int).pointee.bits)
+    }
 
     /// A `double` attribute's value.
-    public func double(_ name: String) throws(StoreError) -> Double { Double(bitPattern: try field(name, .double).bits) }
+    @inlinable @inline(__always) public func double(_ name: String) throws(StoreError) -> Double {
+        Double(bitPattern: try field(name, .double).pointee.bits)
+    }
 
     /// A `bool` attribute's value.
-    public func bool(_ name: String) throws(StoreError) -> Bool { try field(name, .bool).bits != 0 }
+    @inlinable @inline(__always) public func bool(_ name: String) throws(StoreError) -> Bool { try field(name, .bool).pointee.bits != 0 }
 
     /// A `date` attribute's value.
-    public func date(_ name: String) throws(StoreError) -> Timestamp {
-        Timestamp(microsecondsSinceEpoch: Int64(bitPattern: try field(name, .date).bits))
+    @inlinable @inline(__always) public func date(_ name: String) throws(StoreError) -> Timestamp {
+        Timestamp(microsecondsSinceEpoch: Int64(bitPattern: try field(name, .date).pointee.bits))
     }
 
     /// A `string` attribute's value, as a new `String`.
-    public func string(_ name: String) throws(StoreError) -> String {
-        String(decoding: try field(name, .string).bytes, as: UTF8.self)
+    @inlinable @inline(__always) public func string(_ name: String) throws(StoreError) -> String {
+        String(decoding: try field(name, .string).pointee.bytes, as: UTF8.self)
     }
 
     /// A `uuid` attribute's value.
     public func uuid(_ name: String) throws(StoreError) -> UUID {
         // 16 bytes: the cursor checked the row before handing it over.
-        UUID(bytes: try field(name, .uuid).bytes) ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        UUID(bytes: try field(name, .uuid).pointee.bytes) ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
     }
 
     /// A `bytes` attribute's value, copied out.
-    public func bytes(_ name: String) throws(StoreError) -> [UInt8] { Array(try field(name, .bytes).bytes) }
+    @inlinable @inline(__always) public func bytes(_ name: String) throws(StoreError) -> [UInt8] {
+        Array(try field(name, .bytes).pointee.bytes)
+    }
 
     /// Calls `body` with a `string` attribute's UTF-8 bytes where the store keeps them (valid
     /// inside `body` only): nothing is copied.
-    public func withUTF8<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try body(try field(name, .string).bytes)
+    @inlinable @inline(__always) public func withUTF8<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try body(try field(name, .string).pointee.bytes)
     }
 
     /// Calls `body` with a `bytes` attribute's bytes where the store keeps them (valid inside
     /// `body` only): nothing is copied.
-    public func withBytes<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try body(try field(name, .bytes).bytes)
+    @inlinable @inline(__always) public func withBytes<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try body(try field(name, .bytes).pointee.bytes)
     }
 
     /// The row as a ``Record`` of its own, to keep.
@@ -95,6 +95,53 @@ public struct Row: ~Copyable {
         values.reserveCapacity(cursor.layout.names.count)
         for slot in cursor.layout.names.indices { values.append(cursor.field(at: slot).value) }
         return Record(layout: cursor.layout, values: values)
+    }
+}
+
+/// One field of a row in a ``FieldTable``: ``RowField``'s three parts, in a type that ``Row``'s
+/// inlined accessors may name.
+@usableFromInline struct RowCell {
+    @usableFromInline var type: ValueType?
+    @usableFromInline var bits: UInt64
+    @usableFromInline var bytes: UnsafeRawBufferPointer
+
+    @inlinable init(type: ValueType?, bits: UInt64, bytes: UnsafeRawBufferPointer) {
+        self.type = type
+        self.bits = bits
+        self.bytes = bytes
+    }
+
+    init(_ field: RowField) {
+        self.init(type: field.type, bits: field.bits, bytes: field.bytes)
+    }
+
+    var field: RowField { RowField(type: type, bits: bits, bytes: bytes) }
+
+    @usableFromInline var value: Value { field.value }
+}
+
+/// The current row's fields, one per slot, filled by a cursor before it hands the row over (LMDB's
+/// and SQLite's visits check every field of a row first anyway): what ``Row``'s accessors read
+/// without a call into the cursor. Its bytes are the cursor's, valid until the cursor moves.
+@_spi(Backend) public final class FieldTable {
+    @usableFromInline let cells: UnsafeMutablePointer<RowCell>
+    public let count: Int
+
+    public init(count: Int) {
+        self.count = count
+        cells = .allocate(capacity: Swift.max(count, 1))
+        cells.initialize(repeating: RowCell(.null), count: Swift.max(count, 1))
+    }
+
+    deinit { cells.deallocate() }
+
+    /// The slot's field. Unchecked: the slot is below ``count``.
+    @inlinable public subscript(slot: Int) -> RowField {
+        get {
+            let cell = cells[slot]
+            return RowField(type: cell.type, bits: cell.bits, bytes: cell.bytes)
+        }
+        set { cells[slot] = RowCell(type: newValue.type, bits: newValue.bits, bytes: newValue.bytes) }
     }
 }
 
@@ -140,48 +187,101 @@ public struct Row: ~Copyable {
     }
 }
 
-/// What the rows of one visit share: the backend's cursor, and the slots the visitor asked for in
-/// the order it asked for them. A visitor reads the same names in the same order in every row:
-/// each name is then found by one comparison of its two words (``RecordLayout/slot(of:)`` for
-/// the first row, or when the order changes).
-final class RowAccess {
+/// What the rows of one visit share: the backend's cursor (and its field table, when it has one),
+/// and the slots the visitor asked for in the order it asked for them. A visitor reads the same
+/// names in the same order in every row: each name is then found by one comparison of its two
+/// words, inlined into the caller (``RecordLayout/slot(of:)`` for the first row, or when the order
+/// changes).
+@usableFromInline final class RowAccess {
     let cursor: any RowCursor
     private let layout: RecordLayout
-    private typealias Words = (UInt64, UInt64)
-    private let words: [Words]
+    @usableFromInline typealias Words = (UInt64, UInt64)
+    /// The layout's names, as words; the cursor's field table (`nil` when it has none); a cell for
+    /// the field of a cursor without one.
+    @usableFromInline let words: UnsafeMutablePointer<Words>
+    @usableFromInline let cells: UnsafeMutablePointer<RowCell>?
+    private let table: FieldTable?
+    private let scratch: UnsafeMutablePointer<RowCell>
+    private let orderCapacity: Int
     // `@exclusivity(unchecked)`: one visit, on one thread; no access to these overlaps another
     // (each accessor's lookup is over before the next begins). Defended by the `visit` lines of
     // Scripts/instruction-counts.txt.
-    /// The slots asked for in the rows so far, in order; where this row is in them.
-    @exclusivity(unchecked) private var order: [Int] = []
-    @exclusivity(unchecked) private var position = 0
+    /// The slots asked for in the rows so far, in order; how many; where this row is in them.
+    @usableFromInline let order: UnsafeMutablePointer<Int>
+    @usableFromInline @exclusivity(unchecked) var orderCount = 0
+    @usableFromInline @exclusivity(unchecked) var position = 0
 
     init(_ cursor: any RowCursor) {
         self.cursor = cursor
         layout = cursor.layout
-        words = layout.names.map { unsafeBitCast($0, to: Words.self) }
+        let names = layout.names
+        words = .allocate(capacity: Swift.max(names.count, 1))
+        for (index, name) in names.enumerated() { (words + index).initialize(to: unsafeBitCast(name, to: Words.self)) }
+        table = cursor.fieldTable
+        cells = table?.cells
+        scratch = .allocate(capacity: 1)
+        scratch.initialize(to: RowCell(.null))
+        orderCapacity = 4 * names.count
+        order = .allocate(capacity: Swift.max(orderCapacity, 1))
+    }
+
+    deinit {
+        words.deallocate()
+        scratch.deallocate()
+        order.deallocate()
     }
 
     /// The next row begins: the lookups start again from the first name asked for.
     func startRow() { position = 0 }
 
-    func slot(_ name: String) -> Int? {
+    /// The named attribute's field in the current row: in the cursor's table, or (for a cursor
+    /// without one) in a cell of the access's, valid until the next lookup.
+    @inlinable @inline(__always)
+    func cell(_ name: String) throws(StoreError) -> UnsafeMutablePointer<RowCell> {
+        if let cells {
+            let position = self.position
+            if position < orderCount {
+                let slot = order[position]
+                if words[slot] == unsafeBitCast(name, to: Words.self) {
+                    self.position = position + 1
+                    return cells + slot
+                }
+            }
+        }
+        return try lookUp(name)
+    }
+
+    /// ``cell(_:)`` for a name not next in the order, or a cursor without a table.
+    @usableFromInline func lookUp(_ name: String) throws(StoreError) -> UnsafeMutablePointer<RowCell> {
+        let slot = try slot(name)
+        if let cells { return cells + slot }
+        scratch.pointee = RowCell(cursor.field(at: slot))
+        return scratch
+    }
+
+    private func slot(_ name: String) throws(StoreError) -> Int {
         let position = self.position
-        if position < order.count {
+        if position < orderCount {
             let slot = order[position]
             if words[slot] == unsafeBitCast(name, to: Words.self) {
                 self.position = position + 1
                 return slot
             }
         }
-        guard let slot = layout.slot(of: name) else { return nil }
-        if position < order.count {
+        guard let slot = layout.slot(of: name) else { throw cursor.unknown(name) }
+        if position < orderCount {
             order[position] = slot
-        } else if order.count < 4 * words.count {
-            order.append(slot)
+        } else if orderCount < orderCapacity {
+            order[orderCount] = slot
+            orderCount += 1
         }
         self.position = position + 1
         return slot
+    }
+
+    /// `typeMismatch` for the named attribute (which the entity has) asked for as `type`.
+    @usableFromInline func mismatch(_ name: String, _ type: ValueType) -> StoreError {
+        cursor.mismatch(layout.slot(of: name) ?? 0, type)
     }
 }
 
@@ -199,9 +299,13 @@ final class RowAccess {
     func type(at slot: Int) -> ValueType
     /// The slot's field in the current row.
     func field(at slot: Int) -> RowField
+    /// The current row's fields, when the cursor fills them all before it hands a row over.
+    var fieldTable: FieldTable? { get }
 }
 
 extension RowCursor {
+    public var fieldTable: FieldTable? { nil }
+
     /// `typeMismatch` for a slot asked for as `type`.
     public func mismatch(_ slot: Int, _ type: ValueType) -> StoreError {
         let what = field(at: slot).type.map { "holds \($0)" } ?? "is null"
