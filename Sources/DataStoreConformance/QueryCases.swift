@@ -357,6 +357,50 @@ enum QueryCases {
         c.expectEqual(try ids(Field("name").contains("t\u{E9}")), [4, 5])
     }
 
+    /// Equality, `in` and is-null on indexed attributes (`name`, `score`) after updates that move
+    /// items between values (to null and back), deletes and reinserts, inside the write that made
+    /// them and after it: an index that a backend keeps must follow every change.
+    static func indexedEqualityFollowsUpdatesAndDeletes(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        try Fixtures.load(Fixtures.items(60, seed: 5), into: store)
+        let stored = try store.read { try $0.fetch(FetchRequest("Item")) }
+        let keys = stored.map(\.["id"])
+        let filters: [Filter] = [
+            Field("score") == 1, Field("score") == 2, Field("score") == nil, Field("score").among([1, 2, 2, nil]),
+            Field("score").isNull, Field("score").among([]), Field("name") == "alpha", Field("name") == "moved",
+            Field("name").among(["moved", "alpha", "moved"]), Field("name").isNull,
+            Field("score") == 2 && Field("name") == "moved", Field("score") == 1 && Field("flag") == true,
+        ]
+        func compare(_ reader: ReadAccessor, _ when: String) throws {
+            let all = try reader.fetch(FetchRequest("Item"))
+            for filter in filters {
+                let request = FetchRequest("Item", filter: filter)
+                let expected = Oracle.answer(request, over: all, primaryKey: "id").map(\.["id"])
+                c.expectEqual(try reader.fetch(request).map(\.["id"]), expected, "\(filter) \(when)")
+                c.expectEqual(try reader.count(request), expected.count, "count of \(filter) \(when)")
+            }
+        }
+        try store.writeSync { w in
+            for (i, key) in keys.enumerated() {
+                switch i % 5 {
+                case 0: _ = try w.update("Item", key: key, set: ["score": 2, "name": "moved"])
+                case 1: _ = try w.update("Item", key: key, set: ["score": nil])
+                case 2: _ = try w.delete("Item", key: key)
+                default: continue
+                }
+            }
+            try compare(w, "inside the write")
+            // Back again: null to a value, a deleted key reinserted under another value.
+            for (i, key) in keys.enumerated() where i % 10 == 1 { _ = try w.update("Item", key: key, set: ["score": 1]) }
+            for (i, key) in keys.enumerated() where i % 10 == 2 {
+                try w.insert(["id": key, "name": "alpha", "score": 2, "code": .string("again-\(i)")], into: "Item")
+            }
+        }
+        try store.read { try compare($0, "after the write") }
+        try store.writeSync { w in _ = try w.deleteAll("Item") }
+        try store.read { try compare($0, "after deleting every item") }
+    }
+
     static func negativeZeroEqualsZeroInFiltersAndSorts(_ c: ConformanceContext) throws {
         let store = try c.open()
         try store.writeSync { w in
@@ -378,6 +422,7 @@ enum QueryCases {
             "Queries", "predicatesSortsOffsetsAndLimitsCombinedMatchTheOracle",
             predicatesSortsOffsetsAndLimitsCombinedMatchTheOracle),
         ConformanceCase("Queries", "countsMatchTheOracle", countsMatchTheOracle),
+        ConformanceCase("Queries", "indexedEqualityFollowsUpdatesAndDeletes", indexedEqualityFollowsUpdatesAndDeletes),
         ConformanceCase("Queries", "visitedRowsAnswerEveryAccessorAsAFetch", visitedRowsAnswerEveryAccessorAsAFetch),
         ConformanceCase(
             "Queries", "pagesOverManyEqualSortKeysAreStableAndComplete",

@@ -15,7 +15,7 @@ final class InMemoryTransaction: StorageWriter {
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         guard let table = state.tables[entity.name] else { return [] }
         var stages = RequestStages(request)
-        for key in table.sortedKeys() {
+        for key in table.candidateKeys(request.filter, entity) ?? table.sortedKeys() {
             guard let record = table.rows[key] else { continue }
             if !stages.offer(key: key, record: record) { break }
         }
@@ -25,6 +25,9 @@ final class InMemoryTransaction: StorageWriter {
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         guard let table = state.tables[entity.name] else { return 0 }
         if filter == .all { return table.rows.count }
+        if let keys = table.candidateKeys(filter, entity) {
+            return keys.reduce(0) { $0 + (table.rows[$1].map(filter.matches) == true ? 1 : 0) }
+        }
         return table.rows.values.reduce(0) { $0 + (filter.matches($1) ? 1 : 0) }
     }
 
@@ -63,6 +66,7 @@ final class InMemoryTransaction: StorageWriter {
             if let tuple = UniqueIndexRule.tuple(record, index) { table.unique[index.name, default: [:]][tuple] = key.bytes }
         }
         table.rows[key.bytes] = record
+        table.updateLookups(entity, key: key.bytes, old: old, new: record)
         if old == nil { table.keyInserted(key.bytes) }
     }
 
@@ -73,6 +77,7 @@ final class InMemoryTransaction: StorageWriter {
         for index in entity.indexes where index.isUnique {
             if let tuple = UniqueIndexRule.tuple(old, index) { table.unique[index.name]?[tuple] = nil }
         }
+        table.updateLookups(entity, key: key.bytes, old: old, new: nil)
         table.keyDeleted(key.bytes)
         return true
     }

@@ -26,7 +26,10 @@ enum LMDBQueryPlan {
                 case let .compare(name, .equal, value) where name == first:
                     return (index, [.prefix(LMDBIndexKeys.equalityPrefix([value]))])
                 case let .among(name, values) where name == first:
-                    return (index, Set(values).map { .prefix(LMDBIndexKeys.equalityPrefix([$0])) })
+                    // Each prefix once, in key order (not a set's): the runs are read in that order,
+                    // so the first damaged item reported is the same in every process.
+                    let prefixes = Set(values.map { LMDBIndexKeys.equalityPrefix([$0]) })
+                    return (index, prefixes.sorted { Value.compareBytes($0, $1) < 0 }.map { .prefix($0) })
                 case .isNull(let name) where name == first:
                     return (index, [.prefix([0x00])])
                 case let .hasPrefix(name, prefix) where name == first:
