@@ -195,20 +195,6 @@ enum LMDBRecordCoding {
         }
     }
 
-    /// As ``decode(_:attributes:layout:into:)``, building only the attributes `reads` marks, the
-    /// others null; the skipped ones are checked as a full decode checks them (tags, lengths,
-    /// types, UTF-8), only not built. For deciding whether a record matches a filter before
-    /// decoding all of it. A function of its own, so that the full decode above stays one loop
-    /// the compiler inlines.
-    static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
-                       reading reads: [Bool], into record: inout Record) -> String? {
-        decoding(bytes, layout: layout, into: &record) { reader, values throws(Damage) in
-            for index in values.indices {
-                values[index] = try value(&reader, attributes, index, build: reads[index])
-            }
-        }
-    }
-
     /// The frame of every decode: the format byte, the values `fill` reads into the record's
     /// buffer (one per attribute, in order), nothing after them.
     @inline(__always)
@@ -355,14 +341,20 @@ final class LMDBRecordReader {
     let attributes: [Attribute]
     let layout: RecordLayout
     @exclusivity(unchecked) private var arena = CompactArena()
+    private let check: LMDBFieldCheck
 
-    init(_ entity: EntitySchema) {
+    init(_ entity: EntitySchema, _ check: LMDBFieldCheck) {
         attributes = entity.attributes
         layout = entity.layout
+        self.check = check
     }
 
-    /// The record, and what is damaged (``LMDBRecordCoding/decode(_:attributes:layout:arena:)``).
+    /// The record, a compact record of the reader's arena holding the stored fields as they are
+    /// once ``LMDBFieldCheck`` passed them, and what is damaged (`nil` when nothing is; the
+    /// record is then empty).
     func decode(_ bytes: UnsafeRawBufferPointer) -> (Record, damage: String?) {
-        LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout, arena: &arena)
+        if let decoded = check.record(bytes, layout: layout, arena: &arena) { return (decoded, nil) }
+        // Damaged (named by the full decode), or too large for a compact record's offsets.
+        return LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout, arena: &arena)
     }
 }

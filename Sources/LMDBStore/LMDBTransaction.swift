@@ -17,6 +17,9 @@ final class LMDBTransaction: StorageWriter {
     /// The storage of the index keys a write builds, kept from one write to the next.
     private var indexKeys: (new: [UInt8], old: [UInt8]) = ([], [])
 
+    private var fieldChecks: [String: LMDBFieldCheck] = [:]
+    private var lastFieldCheck: LMDBFieldCheck?
+
     init(txn: LMDBRawTransaction, databases: LMDBDatabases) {
         self.txn = txn
         self.databases = databases
@@ -28,6 +31,22 @@ final class LMDBTransaction: StorageWriter {
     func commitVersion(afterWrites: Bool) throws -> CommitVersion? {
         guard txn.isWrite else { return nil }
         return CommitVersion(txn.commitVersion(afterWrites: afterWrites))
+    }
+
+    /// The checking walk of the entity's records, built once per entity and transaction (and
+    /// again when the entity's attributes change, as a schema upgrade changes them): the last one
+    /// asked for is found by one comparison of two arrays' storage.
+    func fieldCheck(_ entity: EntitySchema) -> LMDBFieldCheck {
+        if let last = lastFieldCheck, last.attributes == entity.attributes { return last }
+        let check: LMDBFieldCheck
+        if let kept = fieldChecks[entity.name], kept.attributes == entity.attributes {
+            check = kept
+        } else {
+            check = LMDBFieldCheck(entity.attributes)
+            fieldChecks[entity.name] = check
+        }
+        lastFieldCheck = check
+        return check
     }
 
     func dbi(_ entity: EntitySchema) throws(StoreError) -> MDB_dbi {
@@ -69,8 +88,11 @@ final class LMDBTransaction: StorageWriter {
     private func record(_ entity: EntitySchema, keyBytes: UnsafeRawBufferPointer) throws -> Record? {
         // The closure does not capture the entity: capturing it copied it per get.
         let (attributes, layout) = (entity.attributes, entity.layout)
+        let check = fieldCheck(entity)
         var damage: String?
         let found = try txn.withValue(dbi(entity), prefix: 0x00, keyBytes) { bytes in
+            var arena = CompactArena()
+            if let record = check.record(bytes, layout: layout, arena: &arena) { return record }
             let (record, why) = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout)
             damage = why
             return record
@@ -144,8 +166,8 @@ final class LMDBTransaction: StorageWriter {
                             _ visit: (() -> [UInt8], Record) throws -> Bool) throws {
         // In the loops below the entity is used only to name damage: a closure that passes it on
         // for every record copies it (five references retained and released) each time.
-        let (attributes, layout) = (entity.attributes, entity.layout)
-        let reader = LMDBRecordReader(entity)
+        let attributes = entity.attributes
+        let reader = LMDBRecordReader(entity, fieldCheck(entity))
         /// Decodes a candidate into a new record of the arena.
         func decode(_ bytes: UnsafeRawBufferPointer, key: some Collection<UInt8>) throws(StoreError) -> Record {
             let (fresh, damage) = reader.decode(bytes)
@@ -177,15 +199,17 @@ final class LMDBTransaction: StorageWriter {
         // only when they match (`visit` checks the filter again, on the whole record).
         let compiled = CompiledFilter(filter, layout: entity.layout)
         if !compiled.readsEveryAttributeOrNone {
-            var probe = Record()
-            let reads = compiled.reads
+            // Each record checked once into a field table, where the filter reads its fields.
+            let probe = LMDBRowCursor(entity, fieldCheck(entity))
+            let table = probe.table
             try txn.forEach(dbi(entity), from: start) { key, value in
                 if beyond(key) { return false }
-                if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout, reading: reads,
-                                                        into: &probe) {
-                    throw damaged(damage, entity, key: key.dropFirst())
+                guard probe.load(value) else {
+                    var ranges: [Range<Int>] = []
+                    let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &ranges)
+                    throw damaged(damage ?? "a field the check refused", entity, key: key.dropFirst())
                 }
-                guard compiled.matches(probe) else { return true }
+                guard compiled.matches(table) else { return true }
                 return try visit({ Array(key.dropFirst()) }, decode(value, key: key.dropFirst()))
             }
             return
@@ -235,7 +259,7 @@ final class LMDBTransaction: StorageWriter {
         // released per record).
         let dbi = try dbi(entity)
         stages.reserve(candidates: try txn.count(dbi))
-        let reader = LMDBRecordReader(entity)
+        let reader = LMDBRecordReader(entity, fieldCheck(entity))
         try txn.forEach(dbi, from: nil) { key, value in
             let (fresh, damage) = reader.decode(value)
             if let damage { throw damaged(damage, entity, key: key.dropFirst()) }
@@ -263,7 +287,7 @@ final class LMDBTransaction: StorageWriter {
         guard request.sort.isEmpty, case .all = request.filter else { return try visitRecords(request, in: entity, body) }
         let (offset, limit) = (request.offset, request.limit ?? .max)
         guard limit > 0 else { return }
-        let cursor = LMDBRowCursor(entity)
+        let cursor = LMDBRowCursor(entity, fieldCheck(entity))
         let attributes = entity.attributes
         var (skipped, taken) = (0, 0)
         try txn.forEach(dbi(entity), from: nil) { key, value in
@@ -295,7 +319,7 @@ final class LMDBTransaction: StorageWriter {
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record] {
         var result: [Record] = []
         let start = key.map { Self.recordKey($0) }
-        let reader = LMDBRecordReader(entity)
+        let reader = LMDBRecordReader(entity, fieldCheck(entity))
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
             let (fresh, damage) = reader.decode(value)

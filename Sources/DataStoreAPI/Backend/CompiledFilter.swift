@@ -86,6 +86,12 @@
         return values.withUnsafeBufferPointer { Self.evaluate(root, $0) }
     }
 
+    /// Whether the row whose fields `table` holds (of this filter's layout) matches: only the
+    /// fields the filter reads are decoded.
+    @_spi(Backend) public func matches(_ table: FieldTable) -> Bool {
+        Self.evaluate(root, TableValues(table: table))
+    }
+
     private static func evaluate(_ node: Node, _ values: some SlotValues) -> Bool {
         switch node {
         case .all: return true
@@ -110,6 +116,13 @@ private protocol SlotValues {
 }
 
 extension UnsafeBufferPointer<Value>: SlotValues {}
+
+/// A field table's row, its fields built when read.
+private struct TableValues: SlotValues {
+    let table: FieldTable
+
+    subscript(slot: Int) -> Value { table[slot].value }
+}
 
 extension CompactRow: SlotValues {
     subscript(slot: Int) -> Value { value(at: slot) }

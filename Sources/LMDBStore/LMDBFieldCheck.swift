@@ -1,0 +1,114 @@
+@_spi(Backend) import DataStoreAPI
+
+/// The checking walk over a stored record's fields (``LMDBRecordCoding``) for one entity: every
+/// field checked as a decode checks it (the format byte, tags against the attributes' types,
+/// nulls of required attributes, lengths within the value, UTF-8, NaN, nothing after the last
+/// field), each handed to the caller as it is found. One loop over a table of what each slot
+/// holds, built once per read; what a visit's row and a result's compact record are made of.
+/// When it refuses a record, ``LMDBRecordCoding/fields(_:attributes:into:)`` names the damage.
+final class LMDBFieldCheck {
+    /// The attributes the check was built for.
+    let attributes: [Attribute]
+    let count: Int
+    /// Per slot: the tag its values are stored under (a bool's is its false tag), whether it may
+    /// be null, and its type.
+    private let kinds: UnsafeMutablePointer<(tag: UInt8, optional: Bool, type: ValueType)>
+
+    init(_ attributes: [Attribute]) {
+        self.attributes = attributes
+        count = attributes.count
+        kinds = .allocate(capacity: max(count, 1))
+        for (slot, attribute) in attributes.enumerated() {
+            (kinds + slot).initialize(to: (Self.tag(of: attribute.type).rawValue, attribute.isOptional, attribute.type))
+        }
+    }
+
+    deinit {
+        kinds.deallocate()
+    }
+
+    private static func tag(of type: ValueType) -> FieldTag {
+        switch type {
+        case .bool: return .falseValue
+        case .int: return .int
+        case .double: return .double
+        case .string: return .string
+        case .bytes: return .bytes
+        case .date: return .date
+        case .uuid: return .uuid
+        }
+    }
+
+    /// A compact record of `arena` holding the stored record `bytes`'s fields as they are, once
+    /// the walk passed them; `nil` when it refused them (or they are too large for a compact
+    /// record): ``LMDBRecordCoding/decode(_:attributes:layout:arena:)`` then decodes or names the
+    /// damage.
+    @inline(__always)
+    func record(_ bytes: UnsafeRawBufferPointer, layout: RecordLayout, arena: inout CompactArena) -> Record? {
+        // The offsets of a compact record are from the first field, past the format byte.
+        let fields = UnsafeRawBufferPointer(rebasing: bytes[min(1, bytes.count)...])
+        return arena.record(layout: layout, fields: fields) { offsets in
+            guard walk(bytes, { _, start, _ in offsets.append(start - 1) }) else { return false }
+            offsets.append(bytes.count - 1)
+            return true
+        }
+    }
+
+    /// Walks the stored record `bytes`, calling `found` with each field's slot, the offset of its
+    /// tag in `bytes`, and the field (its bytes in `bytes`).
+    /// - Returns: whether the record is sound; `found` may have been called for some fields of
+    ///   one that is not.
+    @inline(__always)
+    func walk(_ bytes: UnsafeRawBufferPointer, _ found: (_ slot: Int, _ start: Int, _ field: RowField) -> Void) -> Bool {
+        guard let base = bytes.baseAddress, bytes.count > 0,
+              base.load(as: UInt8.self) == LMDBRecordCoding.version else { return false }
+        let end = bytes.count
+        var offset = 1
+        for slot in 0..<count {
+            guard offset < end else { return false }
+            let start = offset
+            let tag = base.load(fromByteOffset: offset, as: UInt8.self)
+            offset += 1
+            let kind = kinds[slot]
+            switch tag {
+            case FieldTag.null.rawValue:
+                guard kind.optional else { return false }
+                found(slot, start, .null)
+            case FieldTag.falseValue.rawValue, FieldTag.trueValue.rawValue:
+                guard kind.tag == FieldTag.falseValue.rawValue else { return false }
+                found(slot, start, RowField(.bool, bits: UInt64(tag &- FieldTag.falseValue.rawValue)))
+            case FieldTag.int.rawValue, FieldTag.double.rawValue, FieldTag.date.rawValue:
+                guard kind.tag == tag, end - offset >= 8 else { return false }
+                let bits = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                if tag == FieldTag.double.rawValue, Double(bitPattern: bits).isNaN { return false }
+                found(slot, start, RowField(kind.type, bits: bits))
+                offset += 8
+            case FieldTag.string.rawValue, FieldTag.bytes.rawValue:
+                guard kind.tag == tag else { return false }
+                // A LEB128 length of at most six bytes, at most Int32.max (as the decode reads it).
+                var length = 0
+                var shift = 0
+                while true {
+                    guard offset < end, shift <= 35 else { return false }
+                    let byte = base.load(fromByteOffset: offset, as: UInt8.self)
+                    offset += 1
+                    length |= Int(byte & 0x7F) << shift
+                    if byte & 0x80 == 0 { break }
+                    shift += 7
+                }
+                guard length <= Int(Int32.max), length <= end - offset else { return false }
+                let payload = UnsafeRawBufferPointer(start: length > 0 ? base + offset : nil, count: length)
+                if tag == FieldTag.string.rawValue, !UTF8Text.isValid(payload) { return false }
+                found(slot, start, RowField(kind.type, bytes: payload))
+                offset += length
+            case FieldTag.uuid.rawValue:
+                guard kind.tag == tag, end - offset >= 16 else { return false }
+                found(slot, start, RowField(.uuid, bytes: UnsafeRawBufferPointer(start: base + offset, count: 16)))
+                offset += 16
+            default:
+                return false
+            }
+        }
+        return offset == end
+    }
+}
