@@ -12,7 +12,19 @@
     }
 
     /// Whether `bytes` are valid UTF-8 (without building the string when they are ASCII).
+    /// Inlined into a backend's row check: a short ASCII text, the common case, costs a few
+    /// instructions and no call.
+    @inlinable
     public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if bytes.count <= 8, let base = bytes.baseAddress {
+            var word: UInt64 = 0
+            withUnsafeMutableBytes(of: &word) { $0.copyMemory(from: UnsafeRawBufferPointer(start: base, count: bytes.count)) }
+            if word & 0x8080_8080_8080_8080 == 0 { return true }
+        }
+        return isValidUnknown(bytes)
+    }
+
+    @usableFromInline static func isValidUnknown(_ bytes: UnsafeRawBufferPointer) -> Bool {
         isASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil
     }
 
