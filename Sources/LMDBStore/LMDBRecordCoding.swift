@@ -182,43 +182,6 @@ enum LMDBRecordCoding {
         return decode(bytes, attributes: attributes, layout: layout, arena: &arena)
     }
 
-    /// Decodes a record of an entity with these attributes into `record`, reusing its storage
-    /// when no copy of it is alive, for a loop over many records: it takes no entity, so a
-    /// closure calling it per record copies none (five references retained and released).
-    /// - Returns: what is damaged, `nil` when nothing is.
-    static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
-                       into record: inout Record) -> String? {
-        decoding(bytes, layout: layout, into: &record) { reader, values throws(Damage) in
-            for index in values.indices {
-                values[index] = try value(&reader, attributes, index)
-            }
-        }
-    }
-
-    /// The frame of every decode: the format byte, the values `fill` reads into the record's
-    /// buffer (one per attribute, in order), nothing after them.
-    @inline(__always)
-    private static func decoding(
-        _ bytes: UnsafeRawBufferPointer, layout: RecordLayout, into record: inout Record,
-        _ fill: (inout Reader, UnsafeMutableBufferPointer<Value>) throws(Damage) -> Void
-    ) -> String? {
-        var reader = Reader(bytes: bytes)
-        guard let format = reader.byte() else { return "empty" }
-        guard format == version else { return "unknown record format \(format)" }
-        var damage: Damage?
-        let complete = record.refill(layout: layout) { values in
-            do throws(Damage) {
-                try fill(&reader, values)
-                return true
-            } catch {
-                damage = error
-                return false
-            }
-        }
-        if !complete { return damage?.why ?? "unreadable" }
-        return reader.isAtEnd ? nil : "trailing bytes"
-    }
-
     static func corrupt(_ entity: EntitySchema, _ why: String) -> StoreError {
         StoreError(.corrupt, "a stored '\(entity.name)' record is damaged: \(why)")
     }

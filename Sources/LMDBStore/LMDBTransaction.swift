@@ -331,28 +331,21 @@ final class LMDBTransaction: StorageWriter {
         return result
     }
 
-    /// The page's records refilled from the cursor, in place where the caller kept no copy.
+    /// The page's records, compact records of one arena (fewer instructions than refilling values
+    /// of the page's own, which built each text and blob again), in the page's array.
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int, into page: inout [Record]) throws {
         let start = key.map { Self.recordKey($0) }
-        let (attributes, layout) = (entity.attributes, entity.layout)
-        var count = 0
+        let reader = LMDBRecordReader(entity, fieldCheck(entity))
+        page.removeAll(keepingCapacity: true)
+        guard limit > 0 else { return }
         try txn.forEach(dbi(entity), from: start) { k, value in
             if let start, k.elementsEqual(start) { return true }
-            if count < page.count {
-                if let damage = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout,
-                                                        into: &page[count]) {
-                    throw damaged(damage, entity, key: k.dropFirst())
-                }
-            } else {
-                let (fresh, damage) = LMDBRecordCoding.decode(value, attributes: attributes, layout: layout)
-                if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
-                page.append(fresh)
-            }
-            try checkCarriedKey(page[count], entity, storedUnder: k)
-            count += 1
-            return count < limit
+            let (fresh, damage) = reader.decode(value)
+            if let damage { throw damaged(damage, entity, key: k.dropFirst()) }
+            try checkCarriedKey(fresh, entity, storedUnder: k)
+            page.append(fresh)
+            return page.count < limit
         }
-        if count < page.count { page.removeSubrange(count...) }
     }
 
     /// Decodes every record of the entity and checks that each carries the primary key it is

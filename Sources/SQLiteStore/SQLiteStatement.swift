@@ -194,26 +194,8 @@ final class SQLiteStatement {
         throw failure(at: column, kind)
     }
 
-    /// Replaces `values` with the row's columns, column `i` read as `kinds[i]`: `false` at the
-    /// first column that does not read (``value(at:as:optional:)`` says why; the values are
-    /// then all still initialized, some of them this row's).
-    ///
-    /// One loop over a plan made once per request, with nothing but an index to hand back when
-    /// a column fails: no error value is built, kept or destroyed per row, and no attribute of
-    /// the schema is read per value.
-    func readRow(_ kinds: [SQLiteColumnKind], replacing values: UnsafeMutableBufferPointer<Value>) -> Bool {
-        kinds.withUnsafeBufferPointer { kinds in
-            guard let base = values.baseAddress, values.count == kinds.count else { return false }
-            for i in kinds.indices {
-                guard let value = checkedValue(at: Int32(i), kinds[i]) else { return false }
-                base[i] = value
-            }
-            return true
-        }
-    }
-
     /// Appends the row's columns to `sink`, column `i` read as `kinds[i]`: `false` at the first
-    /// column that does not read, as ``readRow(_:replacing:)``.
+    /// column that does not read (``value(at:as:optional:)`` says why).
     func readRow(_ kinds: [SQLiteColumnKind], into sink: inout ValueSink) -> Bool {
         kinds.withUnsafeBufferPointer { kinds in
             for i in kinds.indices {

@@ -184,11 +184,11 @@ public class ReadAccessor {
     }
 
     /// As ``scan(_:after:limit:)``, into a page the caller keeps from one call to the next: the
-    /// page is replaced by the items read, and its records' storage is reused where the caller
-    /// kept no copy of them (SQLite and LMDB refill them in place), so that paging through an
-    /// entity with one buffer allocates nothing per item after the first page. Records kept
-    /// from an earlier page keep their values. When the scan throws (a damaged record), the page
-    /// is left empty, never half refilled.
+    /// page is replaced by the items read, in the page's own array storage (on SQLite and LMDB
+    /// the records are compact, their fields in chunks of up to 32 KiB shared by the page, so
+    /// that paging through an entity allocates per chunk, not per item). Records kept from an
+    /// earlier page keep their values. When the scan throws (a damaged record), the page is
+    /// left empty, never half read.
     public func scan(_ entityName: String, after: Value? = nil, limit: Int, into page: inout [Record]) throws {
         do {
             let (entity, start) = try scanStart(entityName, after, limit)

@@ -19,8 +19,8 @@ struct PageCursor {
     /// the fetch it runs there.
     private var ahead: (worker: PageWorker, fetch: (Value?, inout [Record]) throws -> Void)?
 
-    /// Pages that `fetch` reads into the page it is given (the last one, refilled where no copy
-    /// of its records is alive: ``ReadAccessor/scan(_:after:limit:into:)``): up to `limit` items
+    /// Pages that `fetch` reads into the page it is given (the last one, its array's storage
+    /// kept: ``ReadAccessor/scan(_:after:limit:into:)``): up to `limit` items
     /// after the key it is given, starting after `start` (from the first key when `nil`).
     init(entity: EntitySchema, limit: Int, after start: Value? = nil,
          fetch: @escaping (Value?, inout [Record]) throws -> Void) {
@@ -159,8 +159,8 @@ final class PageWorker: @unchecked Sendable {
         thread = StoreThreads(label: "DataStore.migration")
     }
 
-    /// Runs `job` on `page` on the worker (its records refilled in place where no copy of them
-    /// is alive, when the job reads into it). Call ``take()`` for the job before, first.
+    /// Runs `job` on `page` on the worker (its array's storage kept, when the job reads into
+    /// it). Call ``take()`` for the job before, first.
     func start(_ page: consuming [Record], _ job: @escaping (inout [Record]) throws -> Void) {
         self.page = page
         self.job = job

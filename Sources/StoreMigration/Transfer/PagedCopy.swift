@@ -42,8 +42,8 @@ struct PagedCopy {
         var after = start
         var copied = 0
         var inFlight = 0
-        // Two page buffers, their records refilled in place once the destination let go of them:
-        // this thread reads into one while the worker writes the other.
+        // Two page buffers, each array's storage kept for the next page once the destination let go
+        // of it: this thread reads into one while the worker writes the other.
         var page: [Record] = []
         let writes = PageWorker()
         defer { writes.drain() }
