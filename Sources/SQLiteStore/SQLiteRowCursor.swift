@@ -24,29 +24,51 @@ final class SQLiteRowCursor: RowCursor {
         fields = FieldTable(count: kinds.count)
     }
 
-    /// Whether every column of the statement's row reads as its kind says
-    /// (``SQLiteStatement/holdsValue(_:_:)``), checked without building a value; the row's fields
-    /// are noted as it goes (`sqlite3_value_*` on each column's value, as a read of a record
-    /// does): what the visit checks before it hands the row over.
+    /// Whether every column of the statement's row reads as its kind says, with exactly the
+    /// checks of ``SQLiteStatement/holdsValue(_:_:)`` (its storage class, a bool's 0 or 1, a text's
+    /// UTF-8 and a text's or blob's length within the limits, a uuid's 16 bytes); each column's
+    /// field is noted in the table as it is checked, from the same `sqlite3_value_*` calls (one
+    /// call for each of the column's type, number, pointer and length): what the visit checks
+    /// before it hands the row over.
     func check() -> Bool {
         kinds.withUnsafeBufferPointer { kinds in
             for i in kinds.indices {
-                let cell = sqlite3_column_value(handle, Int32(i))
-                guard SQLiteStatement.holdsValue(cell, kinds[i]) else { return false }
-                guard let cell, sqlite3_value_type(cell) != SQLITE_NULL else {
+                let kind = kinds[i]
+                guard let cell = sqlite3_column_value(handle, Int32(i)) else {
+                    guard kind.optional else { return false }
                     fields[i] = .null
                     continue
                 }
-                let type = kinds[i].type
-                switch type {
-                case .int, .date, .bool: fields[i] = RowField(type, bits: UInt64(bitPattern: sqlite3_value_int64(cell)))
+                let stored = sqlite3_value_type(cell)
+                guard stored == kind.storage else {
+                    guard stored == SQLITE_NULL, kind.optional else { return false }
+                    fields[i] = .null
+                    continue
+                }
+                switch kind.type {
+                case .bool:
+                    let n = sqlite3_value_int64(cell)
+                    guard n == 0 || n == 1 else { return false }
+                    fields[i] = RowField(.bool, bits: UInt64(n))
+                case .int, .date: fields[i] = RowField(kind.type, bits: UInt64(bitPattern: sqlite3_value_int64(cell)))
                 case .double: fields[i] = RowField(.double, bits: sqlite3_value_double(cell).bitPattern)
-                case .string, .bytes, .uuid:
+                case .string:
                     // The pointer first, then its length (SQLite's documented order).
-                    let pointer = type == .string ? UnsafeRawPointer(sqlite3_value_text(cell)) : sqlite3_value_blob(cell)
+                    guard let text = sqlite3_value_text(cell) else { return false }
                     let count = Int(sqlite3_value_bytes(cell))
-                    fields[i] = RowField(type, bytes: UnsafeRawBufferPointer(start: count > 0 ? pointer : nil,
-                                                                            count: pointer == nil ? 0 : count))
+                    let bytes = UnsafeRawBufferPointer(start: count > 0 ? UnsafeRawPointer(text) : nil, count: count)
+                    guard count == 0 || count <= kind.maxBytes && UTF8Text.isValid(bytes) else { return false }
+                    fields[i] = RowField(.string, bytes: bytes)
+                case .bytes, .uuid:
+                    let pointer = sqlite3_value_blob(cell)
+                    let count = Int(sqlite3_value_bytes(cell))
+                    if kind.type == .uuid {
+                        guard count == 16, pointer != nil else { return false }
+                    } else {
+                        guard count == 0 || pointer != nil && count <= kind.maxBytes else { return false }
+                    }
+                    fields[i] = RowField(kind.type, bytes: UnsafeRawBufferPointer(start: count > 0 ? pointer : nil,
+                                                                                 count: pointer == nil ? 0 : count))
                 }
             }
             return true
