@@ -8,8 +8,8 @@ final class LMDBRowCursor: RowCursor {
     let layout: RecordLayout
     let types: [ValueType]
     let entityName: String
-    let fieldTable: FieldTable?
     let table: FieldTable
+    var fieldTable: FieldTable? { table }
     private let check: LMDBFieldCheck
 
     init(_ entity: EntitySchema, _ check: LMDBFieldCheck) {
@@ -17,7 +17,6 @@ final class LMDBRowCursor: RowCursor {
         types = entity.attributes.map(\.type)
         entityName = entity.name
         table = FieldTable(count: types.count)
-        fieldTable = table
         self.check = check
     }
 
