@@ -466,19 +466,30 @@ enum ChangeFeedCases {
         let store = try c.open()
         let start = try store.currentChangeToken()
         for i in 0..<3 { try store.writeSync { try $0.insert(["key": .string("r\(i)")], into: "Keyed") } }
-        let writer = Task {
-            try await Task.sleep(for: .milliseconds(50))
-            for i in 0..<3 { _ = try await store.writeAsync { try $0.insert(["key": .string("l\(i)")], into: "Keyed") } }
-        }
+        // The live writes and the reading run together, so that a failed write ends the wait
+        // with its error rather than as a timeout.
         let received = try await within(c, seconds: 30) {
-            var keys: [Value] = []
-            for try await set in store.changes(since: start) {
-                keys += set.items.map(\.key)
-                if keys.count == 6 { break }
+            try await withThrowingTaskGroup(of: [Value]?.self) { group in
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(50))
+                    for i in 0..<3 {
+                        _ = try await store.writeAsync { try $0.insert(["key": .string("l\(i)")], into: "Keyed") }
+                    }
+                    return nil
+                }
+                group.addTask {
+                    var keys: [Value] = []
+                    for try await set in store.changes(since: start) {
+                        keys += set.items.map(\.key)
+                        if keys.count == 6 { break }
+                    }
+                    return keys
+                }
+                var keys: [Value] = []
+                for try await result in group { if let result { keys = result } }
+                return keys
             }
-            return keys
         }
-        try await writer.value
         c.expectEqual(received, ["r0", "r1", "r2", "l0", "l1", "l2"])
         // A sequence from an expired token throws instead of skipping.
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 1)) }
@@ -562,7 +573,11 @@ enum ChangeFeedCases {
                     try store.writeSync { try $0.insert(["key": "from-observer"], into: "Keyed") }
                 }
                 if count == 2 {
-                    store.enqueueWrite { try $0.insert(["key": "async-from-observer"], into: "Keyed") }
+                    // The background writer's form with a completion: a failed write is reported,
+                    // not waited for.
+                    store.writeAsync({ try $0.insert(["key": "async-from-observer"], into: "Keyed") }) { result in
+                        if case .failure(let error) = result { failures.withLock { $0.append("\(error)") } }
+                    }
                 }
             } catch {
                 failures.withLock { $0.append("\(error)") }
@@ -570,7 +585,9 @@ enum ChangeFeedCases {
         }
         try store.writeSync { try $0.insert(["key": "a"], into: "Keyed") }
         try await within(c, seconds: 30) {
-            while log.withLock({ $0.last }) != 3 { try await Task.sleep(for: .milliseconds(5)) }
+            while log.withLock({ $0.last }) != 3 && failures.withLock({ $0.isEmpty }) {
+                try await Task.sleep(for: .milliseconds(5))
+            }
         }
         handle.cancel()
         await handle.wait()
@@ -693,14 +710,18 @@ enum ChangeFeedCases {
                 // other tests' blocking calls, and `body` could not run either). A hang is still
                 // reported, after `seconds` of a responsive pool or ten times that in all.
                 let clock = ContinuousClock()
-                let deadline = clock.now + .seconds(seconds * 10)
+                let began = clock.now
+                let deadline = began + .seconds(seconds * 10)
                 var live = 0.0
                 while live < seconds && clock.now < deadline {
                     let start = clock.now
                     try? await Task.sleep(for: .seconds(1))
                     if clock.now - start < .seconds(2) { live += 1 }
                 }
-                gate.resume(.failure(StoreError(.busy, "timed out after \(seconds) s: the store or an observer hung")))
+                // Both numbers: a hang shows `seconds` responsive ones, a starved pool few of them.
+                let wall = Int((clock.now - began).components.seconds)
+                gate.resume(.failure(StoreError(.busy, "timed out after \(Int(live)) s of a responsive cooperative pool "
+                    + "(\(wall) s in all): the store or an observer hung")))
             }
         }
     }

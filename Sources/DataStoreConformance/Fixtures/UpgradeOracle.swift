@@ -169,7 +169,13 @@ struct UpgradeOracle {
             // Every index answers like a scan of the oracle's items.
             for index in entity.indexes {
                 let attribute = index.attributes[0]
-                for probe in Set(expected.values.compactMap { $0[attribute] }).prefix(6) {
+                // The first six distinct values in canonical order (ties by their text), never a
+                // set's order: the same probes on every run and backend.
+                let values = Set(expected.values.compactMap { $0[attribute] }).sorted {
+                    let order = Value.compareCanonical($0, $1)
+                    return order != 0 ? order < 0 : "\($0)" < "\($1)"
+                }
+                for probe in values.prefix(6) {
                     let filter: Filter = probe.isNull ? .isNull(attribute) : .compare(attribute, .equal, probe)
                     let found = try store.read { try $0.count(FetchRequest(entity.name, filter: filter)) }
                     let want = expected.values.filter {
