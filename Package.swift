@@ -1,5 +1,6 @@
 // swift-tools-version: 6.1
 import Foundation
+import CompilerPluginSupport
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -21,6 +22,8 @@ let package = Package(
         .library(name: "ForeignStores", targets: ["ForeignStores"]),
         .library(name: "StoreMigration", targets: ["StoreMigration"]),
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
+        // The model macro, a product of its own: only apps that import it build swift-syntax.
+        .library(name: "DataStoreModels", targets: ["DataStoreModels"]),
     ],
     traits: [
         .trait(name: "Postgres", description: "The PostgreSQL backend (PostgresStore, postgres:// stores in "
@@ -37,6 +40,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Any of the releases since Swift 6.0's; 603 is Swift 6.3's, the toolchain's own.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.1"..<"604.0.0"),
     ],
     targets: [
         .target(name: "DataStoreAPI",
@@ -79,6 +84,15 @@ let package = Package(
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
+        .macro(
+            name: "DataStoreMacros",
+            dependencies: [.product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                           .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                           .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                           .product(name: "SwiftCompilerPlugin", package: "swift-syntax")],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "DataStoreModels", dependencies: ["DataStoreAPI", "DataStoreMacros"], swiftSettings: swiftSettings),
         .executableTarget(name: "migrate-store", dependencies: ["MigrateStoreCommand"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "notes-server",
@@ -118,6 +132,18 @@ let package = Package(
             dependencies: ["JSONLStore", "DataStoreConformance", "DataStoreTestSupport", "InMemoryStore", "SQLiteStore",
                            "LMDBStore", "StoreMigration",
                            .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DataStoreMacrosTests",
+            dependencies: ["DataStoreMacros",
+                           .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DataStoreModelsTests",
+            dependencies: ["DataStoreModels", "InMemoryStore", "SQLiteStore", "LMDBStore", "PostgresStore",
+                           "DataStoreTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

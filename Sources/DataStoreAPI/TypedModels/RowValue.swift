@@ -1,0 +1,172 @@
+import Foundation
+
+/// A Swift type that an attribute holds, read from a ``Row`` and written into a ``Record``
+/// without `Codable`: what the code the `@StoredModel` macro writes (and a hand-written
+/// ``RowCodable`` model) calls for each property, so that reading a model is a direct read of
+/// each field.
+///
+/// `Bool`, `Int` and its sized forms, `Double`, `Float`, `String`, `Date`, ``Timestamp``,
+/// `UUID`, `Data`, `[UInt8]` and optionals of these conform. An enum backed by one of them
+/// conforms by declaring it (`extension Mood: RowValue {}`), as its raw value, which is how
+/// ``DataObject`` stores it through `Codable`.
+public protocol RowValue: StoreValueConvertible {
+    /// The attribute type that holds the value.
+    static var storeType: ValueType { get }
+    /// Whether the attribute may be null (an optional).
+    static var isOptionalStoreValue: Bool { get }
+    /// The value of the attribute `name` of `row`.
+    /// - Throws: `typeMismatch` when the attribute holds another type, null, or a number out of
+    ///   the type's range (the words of the `Codable` decoder), `unknownAttribute`.
+    init(row: borrowing Row, attribute name: String) throws
+    /// The value to store: ``StoreValueConvertible/storeValue``, except where the `Codable`
+    /// encoder refuses a value (a date past the range a store holds throws `invalidValue`).
+    func storedValue() throws -> Value
+}
+
+extension RowValue {
+    public static var isOptionalStoreValue: Bool { false }
+    @inlinable @inline(__always) public func storedValue() throws -> Value { storeValue }
+}
+
+extension Optional: RowValue where Wrapped: RowValue {
+    public static var storeType: ValueType { Wrapped.storeType }
+    public static var isOptionalStoreValue: Bool { true }
+
+    @inlinable
+    public init(row: borrowing Row, attribute name: String) throws {
+        self = try row.isNull(name) ? nil : Wrapped(row: row, attribute: name)
+    }
+
+    @inlinable public func storedValue() throws -> Value { try self?.storedValue() ?? .null }
+}
+
+extension Bool: RowValue {
+    public static var storeType: ValueType { .bool }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.bool(name) }
+}
+
+extension Int64: RowValue {
+    public static var storeType: ValueType { .int }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.int(name) }
+}
+
+extension FixedWidthInteger where Self: RowValue {
+    /// The stored integer, when this type holds it exactly.
+    @inlinable
+    static func exactly(_ row: borrowing Row, _ name: String) throws -> Self {
+        let stored = try row.int(name)
+        guard let exact = Self(exactly: stored) else {
+            throw StoreError(.typeMismatch, "attribute '\(name)' holds \(stored), not \(Self.self)")
+        }
+        return exact
+    }
+}
+
+extension Int: RowValue {
+    public static var storeType: ValueType { .int }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try .exactly(row, name) }
+}
+
+extension Int32: RowValue {
+    public static var storeType: ValueType { .int }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try .exactly(row, name) }
+}
+
+extension Int16: RowValue {
+    public static var storeType: ValueType { .int }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try .exactly(row, name) }
+}
+
+extension Int8: RowValue {
+    public static var storeType: ValueType { .int }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try .exactly(row, name) }
+}
+
+extension UInt32: RowValue {
+    public static var storeType: ValueType { .int }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try .exactly(row, name) }
+}
+
+extension UInt16: RowValue {
+    public static var storeType: ValueType { .int }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try .exactly(row, name) }
+}
+
+extension UInt8: RowValue {
+    public static var storeType: ValueType { .int }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try .exactly(row, name) }
+}
+
+extension Double: RowValue {
+    public static var storeType: ValueType { .double }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.double(name) }
+}
+
+extension Float: RowValue {
+    public static var storeType: ValueType { .double }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = Float(try row.double(name)) }
+}
+
+extension String: RowValue {
+    public static var storeType: ValueType { .string }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.string(name) }
+}
+
+extension Timestamp: RowValue {
+    public static var storeType: ValueType { .date }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.date(name) }
+}
+
+extension Date: RowValue {
+    public static var storeType: ValueType { .date }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.date(name).date }
+    /// Rounded to the microsecond; a date a store cannot hold throws, as the `Codable` encoder does.
+    @inlinable public func storedValue() throws -> Value { .date(try Timestamp(self)) }
+}
+
+extension UUID: RowValue {
+    public static var storeType: ValueType { .uuid }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.uuid(name) }
+}
+
+extension Data: RowValue {
+    public static var storeType: ValueType { .bytes }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws {
+        self = try row.withBytes(name) { Data($0) }
+    }
+}
+
+extension Array: RowValue where Element == UInt8 {
+    public static var storeType: ValueType { .bytes }
+    @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.bytes(name) }
+}
+
+extension RowValue where Self: RawRepresentable, RawValue: RowValue {
+    public static var storeType: ValueType { RawValue.storeType }
+
+    /// The case whose raw value the attribute holds.
+    /// - Throws: `typeMismatch` naming the value when no case has it.
+    @inlinable
+    public init(row: borrowing Row, attribute name: String) throws {
+        let raw = try RawValue(row: row, attribute: name)
+        guard let value = Self(rawValue: raw) else {
+            throw StoreError(.typeMismatch, "attribute '\(name)' holds \(raw.storeValue), which is no case of \(Self.self)")
+        }
+        self = value
+    }
+}
+
+/// What the code the `@StoredModel` macro writes calls: the property's type is inferred from
+/// the property, so the generated code never spells a type.
+public enum StoredModelSupport {
+    /// The attribute `name` of `row`, as the type the caller assigns it to.
+    @inlinable @inline(__always)
+    public static func read<V: RowValue>(_ row: borrowing Row, _ name: String) throws -> V {
+        try V(row: row, attribute: name)
+    }
+
+    /// The attribute that holds the property at `keyPath`.
+    public static func attribute<Root, V: RowValue>(_ name: String, _ keyPath: KeyPath<Root, V>) -> Attribute {
+        Attribute(name, V.storeType, optional: V.isOptionalStoreValue)
+    }
+}

@@ -1,0 +1,341 @@
+import SwiftCompilerPlugin
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+@main
+struct DataStoreMacrosPlugin: CompilerPlugin {
+    let providingMacros: [any Macro.Type] = [StoredModelMacro.self, StoredPropertyMarker.self]
+}
+
+/// `@StoredKey`, `@StoredIndex`, `@StoredUnique`: marks that `@StoredModel` reads; they add
+/// nothing themselves.
+public struct StoredPropertyMarker: PeerMacro {
+    public static func expansion(of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+                                 in context: some MacroExpansionContext) throws -> [DeclSyntax] {
+        []
+    }
+}
+
+/// `@StoredModel`: writes a struct's `RowCodable` conformance from its stored properties.
+public struct StoredModelMacro: ExtensionMacro {
+    public static func expansion(of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
+                                 providingExtensionsOf type: some TypeSyntaxProtocol,
+                                 conformingTo protocols: [TypeSyntax],
+                                 in context: some MacroExpansionContext) throws -> [ExtensionDeclSyntax] {
+        guard let structDecl = declaration.as(StructDeclSyntax.self) else {
+            context.diagnose(Diagnostic(node: node, message: ModelMessage.notAStruct))
+            return []
+        }
+        let entityName = explicitEntityName(node) ?? structDecl.name.trimmedDescription
+        guard let properties = storedProperties(of: structDecl, in: context) else { return [] }
+        guard let key = primaryKey(of: properties, structDecl: structDecl, node: node, in: context) else { return [] }
+        let access = structDecl.modifiers.contains { ["public", "package"].contains($0.name.text) }
+            ? structDecl.modifiers.first { ["public", "package"].contains($0.name.text) }!.name.text + " " : ""
+        let attributes = properties.map {
+            "DataStoreAPI.StoredModelSupport.attribute(\(literal($0.name)), \\\(type.trimmedDescription).\($0.name))"
+        }
+        let indexes = properties.compactMap { property -> String? in
+            guard property.isIndexed || property.isUnique else { return nil }
+            return "DataStoreAPI.Index(\(literal("\(entityName)_\(property.name)")), on: [\(literal(property.name))]"
+                + (property.isUnique ? ", unique: true)" : ")")
+        }
+        let reads = properties.map {
+            "self.\($0.name) = try DataStoreAPI.StoredModelSupport.read(row, \(literal($0.name)))"
+        }
+        let writes = properties.map { "\(literal($0.name)): try self.\($0.name).storedValue()" }
+        let source: DeclSyntax = """
+            extension \(type.trimmed): DataStoreAPI.RowCodable {
+                \(raw: access)static var entityName: String { \(raw: literal(entityName)) }
+                \(raw: access)static var primaryKey: String { \(raw: literal(key)) }
+                \(raw: access)static func entitySchema() throws -> DataStoreAPI.EntitySchema {
+                    DataStoreAPI.EntitySchema(
+                        \(raw: literal(entityName)), primaryKey: \(raw: literal(key)),
+                        attributes: [\(raw: attributes.joined(separator: ", "))],
+                        indexes: [\(raw: indexes.joined(separator: ", "))],
+                        relationships: relationships)
+                }
+                \(raw: access)init(row: borrowing DataStoreAPI.Row) throws {
+                    \(raw: reads.joined(separator: "\n"))
+                }
+                \(raw: access)func record() throws -> DataStoreAPI.Record {
+                    [\(raw: writes.joined(separator: ", "))]
+                }
+            }
+            """
+        guard let extensionDecl = source.as(ExtensionDeclSyntax.self) else { return [] }
+        return [extensionDecl]
+    }
+
+    /// The entity name given as the macro's argument, if any.
+    private static func explicitEntityName(_ node: AttributeSyntax) -> String? {
+        guard case .argumentList(let arguments)? = node.arguments,
+              let string = arguments.first?.expression.as(StringLiteralExprSyntax.self),
+              string.segments.count == 1,
+              case .stringSegment(let segment)? = string.segments.first else { return nil }
+        return segment.content.text
+    }
+
+    /// A Swift string literal of `text` (names are identifiers: nothing to escape).
+    private static func literal(_ text: String) -> String { "\"\(text)\"" }
+
+    struct StoredProperty {
+        var name: String
+        var type: TypeSyntax
+        var binding: PatternBindingSyntax
+        var declaration: VariableDeclSyntax
+        var isKey: Bool
+        var isIndexed: Bool
+        var isUnique: Bool
+    }
+
+    /// The struct's stored instance properties in declaration order; `nil` after a diagnostic.
+    private static func storedProperties(of structDecl: StructDeclSyntax,
+                                         in context: some MacroExpansionContext) -> [StoredProperty]? {
+        var result: [StoredProperty] = []
+        var failed = false
+        for member in structDecl.memberBlock.members {
+            guard let variable = member.decl.as(VariableDeclSyntax.self) else { continue }
+            if variable.modifiers.contains(where: { ["static", "class"].contains($0.name.text) }) { continue }
+            // By their last name component: `@DataStoreModels.StoredKey` is `StoredKey`.
+            let marks = Set(variable.attributes.compactMap {
+                $0.as(AttributeSyntax.self)?.attributeName.trimmedDescription.split(separator: ".").last.map(String.init)
+            })
+            let bindings = Array(variable.bindings)
+            for (position, binding) in bindings.enumerated() {
+                if let accessors = binding.accessorBlock, isComputed(accessors) { continue }
+                guard let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.trimmedDescription else {
+                    context.diagnose(Diagnostic(node: binding.pattern, message: ModelMessage.pattern))
+                    failed = true
+                    continue
+                }
+                // A property wrapper or another macro (a type's name: capitalized) changes what is
+                // stored; `@available` and the like do not.
+                if let wrapper = marks.sorted().first(where: {
+                    $0.first?.isUppercase == true && !["StoredKey", "StoredIndex", "StoredUnique"].contains($0)
+                }) {
+                    context.diagnose(Diagnostic(node: variable.attributes, message: ModelMessage.wrapped(name, wrapper)))
+                    failed = true
+                    continue
+                }
+                if variable.modifiers.contains(where: { $0.name.text == "lazy" }) {
+                    context.diagnose(Diagnostic(node: variable, message: ModelMessage.lazy(name)))
+                    failed = true
+                    continue
+                }
+                if variable.bindingSpecifier.tokenKind == .keyword(.let), binding.initializer != nil {
+                    context.diagnose(Diagnostic(
+                        node: variable.bindingSpecifier, message: ModelMessage.letWithValue(name),
+                        fixIt: FixIt(message: ModelFixIt.makeVar, changes: [
+                            .replace(oldNode: Syntax(variable.bindingSpecifier),
+                                     newNode: Syntax(variable.bindingSpecifier.with(\.tokenKind, .keyword(.var)))),
+                        ])))
+                    failed = true
+                    continue
+                }
+                // `var a, b: Int`: the type is written on the last binding of the group.
+                guard let type = bindings[position...].lazy.compactMap({ $0.typeAnnotation?.type }).first else {
+                    diagnoseMissingType(name, binding, in: context)
+                    failed = true
+                    continue
+                }
+                if let refusal = refusal(of: type) {
+                    context.diagnose(Diagnostic(node: type, message: ModelMessage.unstorable(name, type.trimmedDescription,
+                                                                                                refusal)))
+                    failed = true
+                    continue
+                }
+                result.append(StoredProperty(name: name, type: type, binding: binding, declaration: variable,
+                                             isKey: marks.contains("StoredKey"), isIndexed: marks.contains("StoredIndex"),
+                                             isUnique: marks.contains("StoredUnique")))
+            }
+        }
+        if !failed && result.isEmpty {
+            context.diagnose(Diagnostic(node: structDecl.name, message: ModelMessage.noProperties))
+            return nil
+        }
+        return failed ? nil : result
+    }
+
+    /// Whether the accessors make the property computed (observers keep it stored).
+    private static func isComputed(_ accessors: AccessorBlockSyntax) -> Bool {
+        switch accessors.accessors {
+        case .getter: return true
+        case .accessors(let list):
+            return list.contains { !["willSet", "didSet"].contains($0.accessorSpecifier.text) }
+        }
+    }
+
+    /// A property without a type: the type of a literal it starts with is the obvious fix.
+    private static func diagnoseMissingType(_ name: String, _ binding: PatternBindingSyntax,
+                                            in context: some MacroExpansionContext) {
+        let literalType: String?
+        switch binding.initializer?.value.kind {
+        case .integerLiteralExpr?: literalType = "Int"
+        case .floatLiteralExpr?: literalType = "Double"
+        case .stringLiteralExpr?: literalType = "String"
+        case .booleanLiteralExpr?: literalType = "Bool"
+        default: literalType = nil
+        }
+        var fixIts: [FixIt] = []
+        if let literalType {
+            let annotated = binding.with(\.pattern, binding.pattern.trimmed)
+                .with(\.typeAnnotation, TypeAnnotationSyntax(
+                    colon: .colonToken(trailingTrivia: .space),
+                    type: IdentifierTypeSyntax(name: .identifier(literalType), trailingTrivia: .space)))
+            fixIts.append(FixIt(message: ModelFixIt.addType(literalType),
+                                changes: [.replace(oldNode: Syntax(binding), newNode: Syntax(annotated))]))
+        }
+        context.diagnose(Diagnostic(node: binding.pattern, message: ModelMessage.noType(name), fixIts: fixIts))
+    }
+
+    /// Why a property of this type cannot be one attribute, or `nil` when it may be (a type the
+    /// macro cannot see into must conform to `RowValue`, which the compiler checks).
+    private static func refusal(of type: TypeSyntax) -> String? {
+        if let optional = type.as(OptionalTypeSyntax.self) {
+            if optional.wrappedType.is(OptionalTypeSyntax.self) { return "an optional of an optional has no stored form" }
+            return refusal(of: optional.wrappedType)
+        }
+        if type.is(ImplicitlyUnwrappedOptionalTypeSyntax.self) { return "write it as an optional (?)" }
+        if let array = type.as(ArrayTypeSyntax.self) {
+            return array.element.trimmedDescription == "UInt8" ? nil : "an attribute holds one value, not an array"
+        }
+        if type.is(DictionaryTypeSyntax.self) { return "an attribute holds one value, not a dictionary" }
+        if type.is(TupleTypeSyntax.self) { return "an attribute holds one value, not a tuple" }
+        if type.is(FunctionTypeSyntax.self) { return "a closure cannot be stored" }
+        if type.is(SomeOrAnyTypeSyntax.self) { return "an attribute's type must be known: name a concrete type" }
+        if let identifier = type.as(IdentifierTypeSyntax.self) {
+            switch identifier.name.text {
+            case "Array" where identifier.genericArgumentClause?.arguments.first?.trimmedDescription != "UInt8":
+                return "an attribute holds one value, not an array"
+            case "Set": return "an attribute holds one value, not a set"
+            case "Dictionary": return "an attribute holds one value, not a dictionary"
+            case "Optional":
+                if let wrapped = identifier.genericArgumentClause?.arguments.first?.argument.as(TypeSyntax.self) {
+                    return refusal(of: wrapped)
+                }
+                return nil
+            case "Any", "AnyObject": return "an attribute's type must be known: name a concrete type"
+            case "UInt", "UInt64": return "a store's integers are 64-bit signed: use Int64"
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    /// The primary key's property name; `nil` after a diagnostic.
+    private static func primaryKey(of properties: [StoredProperty], structDecl: StructDeclSyntax, node: AttributeSyntax,
+                                   in context: some MacroExpansionContext) -> String? {
+        let marked = properties.filter(\.isKey)
+        if marked.count > 1 {
+            for extra in marked.dropFirst() {
+                context.diagnose(Diagnostic(node: extra.declaration, message: ModelMessage.twoKeys(marked[0].name, extra.name)))
+            }
+            return nil
+        }
+        guard let key = marked.first ?? properties.first(where: { $0.name == "id" }) else {
+            let first = properties[0]
+            // The mark goes first, where the declaration's indentation was.
+            var marked = first.declaration.with(\.leadingTrivia, [])
+            marked.attributes.insert(.attribute(AttributeSyntax(
+                leadingTrivia: first.declaration.leadingTrivia,
+                attributeName: IdentifierTypeSyntax(name: .identifier("StoredKey")), trailingTrivia: .space)),
+                at: marked.attributes.startIndex)
+            context.diagnose(Diagnostic(
+                node: structDecl.name, message: ModelMessage.noKey,
+                fixIt: FixIt(message: ModelFixIt.markKey(first.name),
+                             changes: [.replace(oldNode: Syntax(first.declaration), newNode: Syntax(marked))])))
+            return nil
+        }
+        if let optional = key.type.as(OptionalTypeSyntax.self) {
+            context.diagnose(Diagnostic(
+                node: key.type, message: ModelMessage.optionalKey(key.name),
+                fixIt: FixIt(message: ModelFixIt.removeOptional,
+                             changes: [.replace(oldNode: Syntax(optional),
+                                                newNode: Syntax(optional.wrappedType.with(\.trailingTrivia,
+                                                                                          optional.trailingTrivia)))])))
+            return nil
+        }
+        return key.name
+    }
+}
+
+/// The macro's refusals, each naming what is wrong and what to do.
+enum ModelMessage: DiagnosticMessage {
+    case notAStruct
+    case noProperties
+    case pattern
+    case wrapped(String, String)
+    case lazy(String)
+    case letWithValue(String)
+    case noType(String)
+    case unstorable(String, String, String)
+    case twoKeys(String, String)
+    case noKey
+    case optionalKey(String)
+
+    var message: String {
+        switch self {
+        case .notAStruct: return "@StoredModel applies to a struct"
+        case .noProperties: return "@StoredModel needs at least one stored property (its primary key)"
+        case .pattern: return "@StoredModel reads properties declared one name at a time, not a tuple pattern"
+        case .wrapped(let name, let wrapper):
+            return "'\(name)' has the attribute @\(wrapper); a @StoredModel property is stored as it is, without a property wrapper"
+        case .lazy(let name): return "'\(name)' is lazy; a @StoredModel property is read from its row when the model is"
+        case .letWithValue(let name):
+            return "'\(name)' is a let with a value, which a model read from a row cannot set; make it a var"
+        case .noType(let name): return "'\(name)' needs a type annotation: @StoredModel reads each attribute's type from it"
+        case .unstorable(let name, let type, let reason): return "'\(name)' is \(type), which the store cannot hold: \(reason)"
+        case .twoKeys(let first, let second):
+            return "'\(second)' is marked @StoredKey, and so is '\(first)'; a model has one primary key"
+        case .noKey: return "@StoredModel needs a primary key: mark a property @StoredKey, or name it 'id'"
+        case .optionalKey(let name): return "the primary key '\(name)' cannot be optional"
+        }
+    }
+
+    var diagnosticID: MessageID {
+        let id: String
+        switch self {
+        case .notAStruct: id = "notAStruct"
+        case .noProperties: id = "noProperties"
+        case .pattern: id = "pattern"
+        case .wrapped: id = "wrapped"
+        case .lazy: id = "lazy"
+        case .letWithValue: id = "letWithValue"
+        case .noType: id = "noType"
+        case .unstorable: id = "unstorable"
+        case .twoKeys: id = "twoKeys"
+        case .noKey: id = "noKey"
+        case .optionalKey: id = "optionalKey"
+        }
+        return MessageID(domain: "DataStoreMacros", id: id)
+    }
+
+    var severity: DiagnosticSeverity { .error }
+}
+
+enum ModelFixIt: FixItMessage {
+    case makeVar
+    case addType(String)
+    case markKey(String)
+    case removeOptional
+
+    var message: String {
+        switch self {
+        case .makeVar: return "make it a var"
+        case .addType(let type): return "declare it \(type)"
+        case .markKey(let name): return "mark '\(name)' @StoredKey"
+        case .removeOptional: return "make the key non-optional"
+        }
+    }
+
+    var fixItID: MessageID {
+        switch self {
+        case .makeVar: return MessageID(domain: "DataStoreMacros", id: "makeVar")
+        case .addType: return MessageID(domain: "DataStoreMacros", id: "addType")
+        case .markKey: return MessageID(domain: "DataStoreMacros", id: "markKey")
+        case .removeOptional: return MessageID(domain: "DataStoreMacros", id: "removeOptional")
+        }
+    }
+}

@@ -1,0 +1,285 @@
+import DataStoreMacros
+import SwiftSyntaxMacroExpansion
+import SwiftSyntaxMacrosGenericTestSupport
+import Testing
+
+private let macros: [String: MacroSpec] = [
+    "StoredModel": MacroSpec(type: StoredModelMacro.self, conformances: ["RowCodable"]),
+    "StoredKey": MacroSpec(type: StoredPropertyMarker.self),
+    "StoredIndex": MacroSpec(type: StoredPropertyMarker.self),
+    "StoredUnique": MacroSpec(type: StoredPropertyMarker.self),
+]
+
+/// `assertMacroExpansion` reporting to Swift Testing.
+private func expand(_ source: String, _ expanded: String, diagnostics: [DiagnosticSpec] = [],
+                    fixedSource: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+    assertMacroExpansion(source, expandedSource: expanded, diagnostics: diagnostics, macroSpecs: macros,
+                         applyFixIts: fixedSource == nil ? nil : diagnostics.flatMap { $0.fixIts.map(\.message) },
+                         fixedSource: fixedSource, indentationWidth: .spaces(4)) { failure in
+        Issue.record(Comment(rawValue: failure.message), sourceLocation: sourceLocation)
+    }
+}
+
+@Test func aModelExpandsToItsRowCodableConformance() {
+    expand("""
+        @StoredModel
+        public struct Note {
+            @StoredKey var id: UUID
+            @StoredIndex var title: String
+            var body: String?, stars: Int
+            @StoredUnique var slug: String
+            static let defaultSort = [SortKey.ascending("title")]
+            var summary: String { String(body?.prefix(10) ?? "") }
+            var views: Int = 0 { didSet { } }
+        }
+        """, """
+        public struct Note {
+            var id: UUID
+            var title: String
+            var body: String?, stars: Int
+            var slug: String
+            static let defaultSort = [SortKey.ascending("title")]
+            var summary: String { String(body?.prefix(10) ?? "") }
+            var views: Int = 0 { didSet { } }
+        }
+
+        extension Note: DataStoreAPI.RowCodable {
+            public static var entityName: String {
+                "Note"
+            }
+            public static var primaryKey: String {
+                "id"
+            }
+            public static func entitySchema() throws -> DataStoreAPI.EntitySchema {
+                DataStoreAPI.EntitySchema(
+                    "Note", primaryKey: "id",
+                    attributes: [DataStoreAPI.StoredModelSupport.attribute("id", \\Note.id), DataStoreAPI.StoredModelSupport.attribute("title", \\Note.title), DataStoreAPI.StoredModelSupport.attribute("body", \\Note.body), DataStoreAPI.StoredModelSupport.attribute("stars", \\Note.stars), DataStoreAPI.StoredModelSupport.attribute("slug", \\Note.slug), DataStoreAPI.StoredModelSupport.attribute("views", \\Note.views)],
+                    indexes: [DataStoreAPI.Index("Note_title", on: ["title"]), DataStoreAPI.Index("Note_slug", on: ["slug"], unique: true)],
+                    relationships: relationships)
+            }
+            public init(row: borrowing DataStoreAPI.Row) throws {
+                self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                self.title = try DataStoreAPI.StoredModelSupport.read(row, "title")
+                self.body = try DataStoreAPI.StoredModelSupport.read(row, "body")
+                self.stars = try DataStoreAPI.StoredModelSupport.read(row, "stars")
+                self.slug = try DataStoreAPI.StoredModelSupport.read(row, "slug")
+                self.views = try DataStoreAPI.StoredModelSupport.read(row, "views")
+            }
+            public func record() throws -> DataStoreAPI.Record {
+                ["id": try self.id.storedValue(), "title": try self.title.storedValue(), "body": try self.body.storedValue(), "stars": try self.stars.storedValue(), "slug": try self.slug.storedValue(), "views": try self.views.storedValue()]
+            }
+        }
+        """)
+}
+
+@Test func anEntityNameAndAKeyNamedIdNeedNoMark() {
+    expand("""
+        @StoredModel("notes")
+        struct Note {
+            var id: Int64
+        }
+        """, """
+        struct Note {
+            var id: Int64
+        }
+
+        extension Note: DataStoreAPI.RowCodable {
+            static var entityName: String {
+                "notes"
+            }
+            static var primaryKey: String {
+                "id"
+            }
+            static func entitySchema() throws -> DataStoreAPI.EntitySchema {
+                DataStoreAPI.EntitySchema(
+                    "notes", primaryKey: "id",
+                    attributes: [DataStoreAPI.StoredModelSupport.attribute("id", \\Note.id)],
+                    indexes: [],
+                    relationships: relationships)
+            }
+            init(row: borrowing DataStoreAPI.Row) throws {
+                self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
+            }
+            func record() throws -> DataStoreAPI.Record {
+                ["id": try self.id.storedValue()]
+            }
+        }
+        """)
+}
+
+@Test func aClassIsRefused() {
+    expand("""
+        @StoredModel
+        class Note {
+            var id: Int = 0
+        }
+        """, """
+        class Note {
+            var id: Int = 0
+        }
+        """, diagnostics: [DiagnosticSpec(message: "@StoredModel applies to a struct", line: 1, column: 1)])
+}
+
+@Test func aModelWithoutAKeyIsRefusedWithAFixIt() {
+    expand("""
+        @StoredModel
+        struct Note {
+            var code: String
+        }
+        """, """
+        struct Note {
+            var code: String
+        }
+        """, diagnostics: [DiagnosticSpec(message: "@StoredModel needs a primary key: mark a property @StoredKey, or name it 'id'",
+                                          line: 2, column: 8, fixIts: [FixItSpec(message: "mark 'code' @StoredKey")])],
+        fixedSource: """
+        @StoredModel
+        struct Note {
+            @StoredKey var code: String
+        }
+        """)
+}
+
+@Test func anOptionalKeyIsRefusedWithAFixIt() {
+    expand("""
+        @StoredModel
+        struct Note {
+            @StoredKey var code: String?
+        }
+        """, """
+        struct Note {
+            var code: String?
+        }
+        """, diagnostics: [DiagnosticSpec(message: "the primary key 'code' cannot be optional", line: 3, column: 26,
+                                          fixIts: [FixItSpec(message: "make the key non-optional")])],
+        fixedSource: """
+        @StoredModel
+        struct Note {
+            @StoredKey var code: String
+        }
+        """)
+}
+
+@Test func twoKeysAreRefused() {
+    expand("""
+        @StoredModel
+        struct Note {
+            @StoredKey var a: Int
+            @StoredKey var b: Int
+        }
+        """, """
+        struct Note {
+            var a: Int
+            var b: Int
+        }
+        """, diagnostics: [DiagnosticSpec(message: "'b' is marked @StoredKey, and so is 'a'; a model has one primary key",
+                                          line: 4, column: 5)])
+}
+
+@Test func typesAStoreCannotHoldAreRefused() {
+    expand("""
+        @StoredModel
+        struct Note {
+            var id: Int
+            var tags: [String]
+            var scores: [String: Int]
+            var pair: (Int, Int)
+            var big: UInt64
+            var names: Set<String>
+            var nested: Int??
+        }
+        """, """
+        struct Note {
+            var id: Int
+            var tags: [String]
+            var scores: [String: Int]
+            var pair: (Int, Int)
+            var big: UInt64
+            var names: Set<String>
+            var nested: Int??
+        }
+        """, diagnostics: [
+            DiagnosticSpec(message: "'tags' is [String], which the store cannot hold: an attribute holds one value, not an array",
+                           line: 4, column: 15),
+            DiagnosticSpec(message: "'scores' is [String: Int], which the store cannot hold: an attribute holds one value, not a dictionary",
+                           line: 5, column: 17),
+            DiagnosticSpec(message: "'pair' is (Int, Int), which the store cannot hold: an attribute holds one value, not a tuple",
+                           line: 6, column: 15),
+            DiagnosticSpec(message: "'big' is UInt64, which the store cannot hold: a store's integers are 64-bit signed: use Int64",
+                           line: 7, column: 14),
+            DiagnosticSpec(message: "'names' is Set<String>, which the store cannot hold: an attribute holds one value, not a set",
+                           line: 8, column: 16),
+            DiagnosticSpec(message: "'nested' is Int??, which the store cannot hold: an optional of an optional has no stored form",
+                           line: 9, column: 17),
+        ])
+}
+
+@Test func aLetWithAValueIsRefusedWithAFixIt() {
+    expand("""
+        @StoredModel
+        struct Note {
+            var id: Int
+            let kind: String = "note"
+        }
+        """, """
+        struct Note {
+            var id: Int
+            let kind: String = "note"
+        }
+        """, diagnostics: [DiagnosticSpec(
+            message: "'kind' is a let with a value, which a model read from a row cannot set; make it a var",
+            line: 4, column: 5, fixIts: [FixItSpec(message: "make it a var")])],
+        fixedSource: """
+        @StoredModel
+        struct Note {
+            var id: Int
+            var kind: String = "note"
+        }
+        """)
+}
+
+@Test func aPropertyWithoutATypeIsRefusedWithAFixItForALiteral() {
+    expand("""
+        @StoredModel
+        struct Note {
+            var id: Int
+            var stars = 5
+        }
+        """, """
+        struct Note {
+            var id: Int
+            var stars = 5
+        }
+        """, diagnostics: [DiagnosticSpec(
+            message: "'stars' needs a type annotation: @StoredModel reads each attribute's type from it",
+            line: 4, column: 9, fixIts: [FixItSpec(message: "declare it Int")])],
+        fixedSource: """
+        @StoredModel
+        struct Note {
+            var id: Int
+            var stars: Int = 5
+        }
+        """)
+}
+
+@Test func lazyAndWrappedPropertiesAreRefused() {
+    expand("""
+        @StoredModel
+        struct Note {
+            var id: Int
+            lazy var cache: Int = 0
+            @Clamped var stars: Int
+        }
+        """, """
+        struct Note {
+            var id: Int
+            lazy var cache: Int = 0
+            @Clamped var stars: Int
+        }
+        """, diagnostics: [
+            DiagnosticSpec(message: "'cache' is lazy; a @StoredModel property is read from its row when the model is",
+                           line: 4, column: 5),
+            DiagnosticSpec(message: "'stars' has the attribute @Clamped; a @StoredModel property is stored as it is, without a property wrapper",
+                           line: 5, column: 5),
+        ])
+}
