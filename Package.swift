@@ -97,6 +97,7 @@ let package = Package(
         .executableTarget(
             name: "notes-server",
             dependencies: ["DataStoreAPI", "StoreMigration",
+                           .target(name: "DataStoreModels", condition: .when(traits: ["ExampleServer"])),
                            .product(name: "ArgumentParser", package: "swift-argument-parser",
                                     condition: .when(traits: ["ExampleServer"])),
                            .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["ExampleServer"])),

@@ -41,6 +41,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport", "RawSQLite", "RawLMDB", "RawLibpq",
                 .product(name: "DataStoreAPI", package: root),
+                .product(name: "DataStoreModels", package: root),
                 .product(name: "SQLiteStore", package: root),
                 .product(name: "LMDBStore", package: root),
                 .product(name: "InMemoryStore", package: root),

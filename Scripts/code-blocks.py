@@ -22,7 +22,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Modules of this package a block may import, and the packages of the others it may import.
 PRODUCTS = {"DataStoreAPI", "InMemoryStore", "SQLiteStore", "LMDBStore", "PostgresStore", "JSONLStore",
-            "StoreMigration", "DataStoreConformance"}
+            "StoreMigration", "DataStoreConformance", "DataStoreModels"}
 OTHER_PACKAGES = {"Logging": ("swift-log", "https://github.com/apple/swift-log", "1.16.2")}
 
 

@@ -33,8 +33,14 @@ public struct StoredModelMacro: ExtensionMacro {
         guard let key = primaryKey(of: properties, structDecl: structDecl, node: node, in: context) else { return [] }
         let access = structDecl.modifiers.contains { ["public", "package"].contains($0.name.text) }
             ? structDecl.modifiers.first { ["public", "package"].contains($0.name.text) }!.name.text + " " : ""
-        let attributes = properties.map {
-            "DataStoreAPI.StoredModelSupport.attribute(\(literal($0.name)), \\\(type.trimmedDescription).\($0.name))"
+        // A property's initial value, when it is a constant, is its attribute's default (what an
+        // upgrade that adds it gives the items that exist); `UUID()` or `Date()` is not one: the
+        // schema would change at every run.
+        let attributes = properties.map { property -> String in
+            let call = "DataStoreAPI.StoredModelSupport.attribute(\(literal(property.name)), "
+                + "\\\(type.trimmedDescription).\(property.name)"
+            guard let value = property.binding.initializer?.value, isConstant(value) else { return call + ")" }
+            return "try " + call + ", default: \(value.trimmedDescription))"
         }
         let indexes = properties.compactMap { property -> String? in
             guard property.isIndexed || property.isUnique else { return nil }
@@ -45,23 +51,37 @@ public struct StoredModelMacro: ExtensionMacro {
             "self.\($0.name) = try DataStoreAPI.StoredModelSupport.read(row, \(literal($0.name)))"
         }
         let writes = properties.map { "\(literal($0.name)): try self.\($0.name).storedValue()" }
+        // The typed relationships declared as static properties, unless the model lists its
+        // relationships itself.
+        let relationshipNames = declaresRelationships(structDecl) ? [] : relationshipProperties(of: structDecl)
+        var members = ["\(access)static var entityName: String { \(literal(entityName)) }",
+                       "\(access)static var primaryKey: String { \(literal(key)) }"]
+        if !relationshipNames.isEmpty {
+            members.append("\(access)static var relationships: [DataStoreAPI.Relationship] { ["
+                + relationshipNames.map { "Self.\($0).relationship" }.joined(separator: ", ") + "] }")
+        }
+        members.append("""
+            \(access)static func entitySchema() throws -> DataStoreAPI.EntitySchema {
+                DataStoreAPI.EntitySchema(
+                    \(literal(entityName)), primaryKey: \(literal(key)),
+                    attributes: [\(attributes.joined(separator: ", "))],
+                    indexes: [\(indexes.joined(separator: ", "))],
+                    relationships: relationships)
+            }
+            """)
+        members.append("""
+            \(access)init(row: borrowing DataStoreAPI.Row) throws {
+            \(reads.map { "    " + $0 }.joined(separator: "\n"))
+            }
+            """)
+        members.append("""
+            \(access)func record() throws -> DataStoreAPI.Record {
+                [\(writes.joined(separator: ", "))]
+            }
+            """)
         let source: DeclSyntax = """
             extension \(type.trimmed): DataStoreAPI.RowCodable {
-                \(raw: access)static var entityName: String { \(raw: literal(entityName)) }
-                \(raw: access)static var primaryKey: String { \(raw: literal(key)) }
-                \(raw: access)static func entitySchema() throws -> DataStoreAPI.EntitySchema {
-                    DataStoreAPI.EntitySchema(
-                        \(raw: literal(entityName)), primaryKey: \(raw: literal(key)),
-                        attributes: [\(raw: attributes.joined(separator: ", "))],
-                        indexes: [\(raw: indexes.joined(separator: ", "))],
-                        relationships: relationships)
-                }
-                \(raw: access)init(row: borrowing DataStoreAPI.Row) throws {
-                    \(raw: reads.joined(separator: "\n"))
-                }
-                \(raw: access)func record() throws -> DataStoreAPI.Record {
-                    [\(raw: writes.joined(separator: ", "))]
-                }
+            \(raw: members.joined(separator: "\n"))
             }
             """
         guard let extensionDecl = source.as(ExtensionDeclSyntax.self) else { return [] }
@@ -75,6 +95,56 @@ public struct StoredModelMacro: ExtensionMacro {
               string.segments.count == 1,
               case .stringSegment(let segment)? = string.segments.first else { return nil }
         return segment.content.text
+    }
+
+    /// Whether an initial value is the same at every run: a literal (a negative number, a string
+    /// without interpolation, `nil`) or an enum case (`.calm`).
+    private static func isConstant(_ value: ExprSyntax) -> Bool {
+        switch value.kind {
+        case .integerLiteralExpr, .floatLiteralExpr, .booleanLiteralExpr, .nilLiteralExpr: return true
+        case .stringLiteralExpr:
+            return value.as(StringLiteralExprSyntax.self)?.segments.allSatisfy { $0.is(StringSegmentSyntax.self) } ?? false
+        case .memberAccessExpr:
+            guard let member = value.as(MemberAccessExprSyntax.self) else { return false }
+            return member.base == nil && member.declName.argumentNames == nil
+        case .prefixOperatorExpr:
+            guard let prefix = value.as(PrefixOperatorExprSyntax.self), prefix.operator.text == "-" else { return false }
+            return prefix.expression.is(IntegerLiteralExprSyntax.self) || prefix.expression.is(FloatLiteralExprSyntax.self)
+        default: return false
+        }
+    }
+
+    /// Whether the struct declares `relationships` itself.
+    private static func declaresRelationships(_ structDecl: StructDeclSyntax) -> Bool {
+        structDecl.memberBlock.members.contains { member in
+            member.decl.as(VariableDeclSyntax.self)?.bindings.contains {
+                $0.pattern.as(IdentifierPatternSyntax.self)?.identifier.text == "relationships"
+            } ?? false
+        }
+    }
+
+    /// The static properties that hold a typed relationship: declared `ToMany<…>` or `ToOne<…>`,
+    /// or made by `toMany(…)`, `toOne(…)`, `ToMany<…>(…)` or `ToOne<…>(…)`; in declaration order.
+    private static func relationshipProperties(of structDecl: StructDeclSyntax) -> [String] {
+        let kinds: Set<String> = ["toMany", "toOne", "ToMany", "ToOne"]
+        var names: [String] = []
+        for member in structDecl.memberBlock.members {
+            guard let variable = member.decl.as(VariableDeclSyntax.self),
+                  variable.modifiers.contains(where: { $0.name.text == "static" }) else { continue }
+            for binding in variable.bindings {
+                guard let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.text else { continue }
+                var kind: String?
+                if let type = binding.typeAnnotation?.type.as(IdentifierTypeSyntax.self) { kind = type.name.text }
+                if let call = binding.initializer?.value.as(FunctionCallExprSyntax.self) {
+                    var callee = ExprSyntax(call.calledExpression)
+                    if let specialized = callee.as(GenericSpecializationExprSyntax.self) { callee = specialized.expression }
+                    if let reference = callee.as(DeclReferenceExprSyntax.self) { kind = kind ?? reference.baseName.text }
+                    if let member = callee.as(MemberAccessExprSyntax.self) { kind = kind ?? member.declName.baseName.text }
+                }
+                if let kind, kinds.contains(kind) { names.append(name) }
+            }
+        }
+        return names
     }
 
     /// A Swift string literal of `text` (names are identifiers: nothing to escape).

@@ -16,9 +16,14 @@
 /// What it writes, in an extension:
 /// - ``DataObject/entityName`` (the struct's name, or the one given) and
 ///   ``DataObject/primaryKey`` (the property marked ``StoredKey()``, or else the one named `id`);
+/// - ``DataObject/relationships``: the typed relationships its static properties declare
+///   (`static let notes = toMany("notes", Note.self, inverse: "author")`, `ToOne<…>`), unless
+///   the struct lists its relationships itself; a to-one's key is the stored property of the
+///   same name (`var author: Int?`);
 /// - ``DataObject/entitySchema()``: an attribute per stored property, of the type its Swift
-///   type holds (``RowValue``), optional when the property is; an index per ``StoredIndex()``
-///   and a unique index per ``StoredUnique()``; the model's ``DataObject/relationships``;
+///   type holds (``RowValue``), optional when the property is, with the property's initial value
+///   as its default (what an upgrade that adds it gives existing items); an index per ``StoredIndex()``
+///   and a unique index per ``StoredUnique()``; the relationships;
 /// - ``RowCodable/init(row:)`` and ``RowCodable/record()``: each property read from its field
 ///   and written to its attribute directly, without `Codable`.
 ///
@@ -31,7 +36,8 @@
 ///
 /// The name differs from SwiftData's `@Model`, so that a file may import both.
 @attached(extension, conformances: RowCodable,
-          names: named(entityName), named(primaryKey), named(entitySchema), named(init(row:)), named(record))
+          names: named(entityName), named(primaryKey), named(relationships), named(entitySchema), named(init(row:)),
+          named(record))
 public macro StoredModel(_ entityName: String? = nil) = #externalMacro(module: "DataStoreMacros", type: "StoredModelMacro")
 
 /// Marks the property that holds a ``StoredModel(_:)``'s primary key (not optional).

@@ -53,7 +53,7 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             public static func entitySchema() throws -> DataStoreAPI.EntitySchema {
                 DataStoreAPI.EntitySchema(
                     "Note", primaryKey: "id",
-                    attributes: [DataStoreAPI.StoredModelSupport.attribute("id", \\Note.id), DataStoreAPI.StoredModelSupport.attribute("title", \\Note.title), DataStoreAPI.StoredModelSupport.attribute("body", \\Note.body), DataStoreAPI.StoredModelSupport.attribute("stars", \\Note.stars), DataStoreAPI.StoredModelSupport.attribute("slug", \\Note.slug), DataStoreAPI.StoredModelSupport.attribute("views", \\Note.views)],
+                    attributes: [DataStoreAPI.StoredModelSupport.attribute("id", \\Note.id), DataStoreAPI.StoredModelSupport.attribute("title", \\Note.title), DataStoreAPI.StoredModelSupport.attribute("body", \\Note.body), DataStoreAPI.StoredModelSupport.attribute("stars", \\Note.stars), DataStoreAPI.StoredModelSupport.attribute("slug", \\Note.slug), try DataStoreAPI.StoredModelSupport.attribute("views", \\Note.views, default: 0)],
                     indexes: [DataStoreAPI.Index("Note_title", on: ["title"]), DataStoreAPI.Index("Note_slug", on: ["slug"], unique: true)],
                     relationships: relationships)
             }
@@ -282,4 +282,125 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             DiagnosticSpec(message: "'stars' has the attribute @Clamped; a @StoredModel property is stored as it is, without a property wrapper",
                            line: 5, column: 5),
         ])
+}
+
+@Test func relationshipsDeclaredAsStaticPropertiesAreListed() {
+    expand("""
+        @StoredModel
+        struct Note {
+            static let author = toOne("author", Author.self, inverse: "notes")
+            static let tags: ToMany<Note, Tag> = ToMany("tags", inverse: "notes")
+            static let unrelated = 5
+            var id: Int
+            var author: Int?
+        }
+        """, """
+        struct Note {
+            static let author = toOne("author", Author.self, inverse: "notes")
+            static let tags: ToMany<Note, Tag> = ToMany("tags", inverse: "notes")
+            static let unrelated = 5
+            var id: Int
+            var author: Int?
+        }
+
+        extension Note: DataStoreAPI.RowCodable {
+            static var entityName: String {
+                "Note"
+            }
+            static var primaryKey: String {
+                "id"
+            }
+            static var relationships: [DataStoreAPI.Relationship] {
+                [Self.author.relationship, Self.tags.relationship]
+            }
+            static func entitySchema() throws -> DataStoreAPI.EntitySchema {
+                DataStoreAPI.EntitySchema(
+                    "Note", primaryKey: "id",
+                    attributes: [DataStoreAPI.StoredModelSupport.attribute("id", \\Note.id), DataStoreAPI.StoredModelSupport.attribute("author", \\Note.author)],
+                    indexes: [],
+                    relationships: relationships)
+            }
+            init(row: borrowing DataStoreAPI.Row) throws {
+                self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                self.author = try DataStoreAPI.StoredModelSupport.read(row, "author")
+            }
+            func record() throws -> DataStoreAPI.Record {
+                ["id": try self.id.storedValue(), "author": try self.author.storedValue()]
+            }
+        }
+        """)
+}
+
+@Test func aModelWithoutStoredPropertiesOrWithATuplePatternIsRefused() {
+    expand("""
+        @StoredModel
+        struct Empty {
+            var computed: Int { 1 }
+        }
+        """, """
+        struct Empty {
+            var computed: Int { 1 }
+        }
+        """, diagnostics: [DiagnosticSpec(message: "@StoredModel needs at least one stored property (its primary key)",
+                                          line: 2, column: 8)])
+    expand("""
+        @StoredModel
+        struct Point {
+            var id: Int
+            var (x, y): (Int, Int)
+        }
+        """, """
+        struct Point {
+            var id: Int
+            var (x, y): (Int, Int)
+        }
+        """, diagnostics: [DiagnosticSpec(
+            message: "@StoredModel reads properties declared one name at a time, not a tuple pattern", line: 4, column: 9)])
+}
+
+@Test func constantInitialValuesBecomeDefaultsAndOthersDoNot() {
+    expand("""
+        @StoredModel
+        struct Note {
+            var id: UUID = UUID()
+            var stars: Int = -1
+            var mood: Mood = .calm
+            var title: String = "untitled \\(1)"
+            var tag: String? = nil
+        }
+        """, """
+        struct Note {
+            var id: UUID = UUID()
+            var stars: Int = -1
+            var mood: Mood = .calm
+            var title: String = "untitled \\(1)"
+            var tag: String? = nil
+        }
+
+        extension Note: DataStoreAPI.RowCodable {
+            static var entityName: String {
+                "Note"
+            }
+            static var primaryKey: String {
+                "id"
+            }
+            static func entitySchema() throws -> DataStoreAPI.EntitySchema {
+                DataStoreAPI.EntitySchema(
+                    "Note", primaryKey: "id",
+                    attributes: [DataStoreAPI.StoredModelSupport.attribute("id", \\Note.id), try DataStoreAPI.StoredModelSupport.attribute("stars", \\Note.stars, default: -1), try DataStoreAPI.StoredModelSupport.attribute("mood", \\Note.mood, default: .calm), DataStoreAPI.StoredModelSupport.attribute("title", \\Note.title), try DataStoreAPI.StoredModelSupport.attribute("tag", \\Note.tag, default: nil)],
+                    indexes: [],
+                    relationships: relationships)
+            }
+            init(row: borrowing DataStoreAPI.Row) throws {
+                self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                self.stars = try DataStoreAPI.StoredModelSupport.read(row, "stars")
+                self.mood = try DataStoreAPI.StoredModelSupport.read(row, "mood")
+                self.title = try DataStoreAPI.StoredModelSupport.read(row, "title")
+                self.tag = try DataStoreAPI.StoredModelSupport.read(row, "tag")
+            }
+            func record() throws -> DataStoreAPI.Record {
+                ["id": try self.id.storedValue(), "stars": try self.stars.storedValue(), "mood": try self.mood.storedValue(), "title": try self.title.storedValue(), "tag": try self.tag.storedValue()]
+            }
+        }
+        """)
 }

@@ -21,7 +21,7 @@ struct MacroPancake: Equatable {
     var crispy: Bool
     var bakedAt: Date
     var photo: Data?
-    var size: Size
+    var size: Size = .small
     var grams: Int64
     var small: Int8
     var ratio: Float
@@ -103,17 +103,19 @@ struct HandMacroPancake: RowCodable, Equatable {
 enum ModelBackend: String, CaseIterable, Sendable {
     case memory, sqlite, lmdb, postgres
 
-    func open(_ directory: TemporaryDirectory, _ schema: Schema) throws -> (any DataStore)? {
+    func open(_ directory: TemporaryDirectory, _ schema: Schema,
+              upgrades: SchemaUpgrades = SchemaUpgrades()) throws -> (any DataStore)? {
         switch self {
         case .memory: return try InMemoryStore(schema: schema)
-        case .sqlite: return try SQLiteStore(path: directory.path("store.sqlite"), schema: schema)
-        case .lmdb: return try LMDBStore(path: directory.path("store.lmdb"), schema: schema)
+        case .sqlite: return try SQLiteStore(path: directory.path("store.sqlite"), schema: schema, upgrades: upgrades)
+        case .lmdb: return try LMDBStore(path: directory.path("store.lmdb"), schema: schema, upgrades: upgrades)
         case .postgres:
             #if Postgres
-            let schemaName = "models_" + UUID().uuidString.prefix(8).lowercased()
+            // The directory's own name (a UUID): the same store when the test opens it again.
+            let schemaName = "models_" + directory.url.lastPathComponent.filter(\.isHexDigit).suffix(12).lowercased()
             let location = try PostgresLocation(parsing: "postgres://postgres@/datastore?schema=\(schemaName)"
                 + "&host=\(TestPostgresServer.host)")
-            return try PostgresStore(location: location, schema: schema, durability: .normal)
+            return try PostgresStore(location: location, schema: schema, upgrades: upgrades, durability: .normal)
             #else
             return nil
             #endif
@@ -128,14 +130,15 @@ enum ModelBackend: String, CaseIterable, Sendable {
     #expect(entity.attributes == [
         Attribute("id", .uuid), Attribute("flavor", .string), Attribute("rating", .int),
         Attribute("weight", .double, optional: true), Attribute("crispy", .bool), Attribute("bakedAt", .date),
-        Attribute("photo", .bytes, optional: true), Attribute("size", .string), Attribute("grams", .int),
+        Attribute("photo", .bytes, optional: true), Attribute("size", .string, default: "small"), Attribute("grams", .int),
         Attribute("small", .int), Attribute("ratio", .double), Attribute("tag", .uuid, optional: true),
         Attribute("raw", .bytes), Attribute("code", .string, optional: true),
     ])
     #expect(entity.indexes == [Index("Pancake_flavor", on: ["flavor"]), Index("Pancake_code", on: ["code"], unique: true)])
-    // The Codable conformance the compiler synthesizes derives the same attributes.
+    // The Codable conformance the compiler synthesizes derives the same attributes (without the
+    // defaults, which only the declarations say).
     let probed = try HandMacroPancake.entitySchema()
-    #expect(probed.attributes == entity.attributes)
+    #expect(probed.attributes == entity.attributes.map { Attribute($0.name, $0.type, optional: $0.isOptional) })
 }
 
 /// Objects decoded through the generated code, by hand and through `Codable` are equal, value
@@ -175,6 +178,11 @@ func generatedHandWrittenAndCodableModelsAgree(_ backend: ModelBackend) throws {
             #expect(generatedRecord[attribute.name] == encoded[attribute.name], "\(attribute.name)")
         }
     }
+    // An enum declared RowValue in filters, by key path and by name.
+    let large = try store.read { try $0.fetch(MacroPancake.self, where: \.size == .large) }
+    #expect(Set(large.map(\.id)) == Set(pancakes.filter { $0.size == .large }.map(\.id)))
+    let notLarge = try store.read { try $0.count(FetchRequest("Pancake", filter: Field("size") != MacroPancake.Size.large)) }
+    #expect(notLarge == pancakes.count - large.count)
     // The unique index refuses a second item with the same code.
     var twin = MacroPancake.sample(100)
     twin.code = pancakes[1].code
@@ -203,4 +211,129 @@ func generatedHandWrittenAndCodableModelsAgree(_ backend: ModelBackend) throws {
     try store.writeSync { try $0.delete("Pancake", key: first) }
     let enumError = #expect(throws: StoreError.self) { try store.read { try $0.fetch(MacroPancake.self) } }
     #expect(enumError?.message.contains("medium") == true)
+}
+
+/// Two models related by the relationships their static properties declare.
+@StoredModel
+struct Writer: Equatable {
+    static let notes = toMany("notes", Jotting.self, inverse: "writer", deleteRule: .cascade)
+    var id: Int
+    var name: String
+}
+
+@StoredModel
+struct Jotting: Equatable {
+    static let writer = toOne("writer", Writer.self, inverse: "notes")
+    static let defaultSort = [SortKey.ascending("title")]
+    var id: UUID
+    @StoredIndex var title: String
+    var writer: Int?
+}
+
+/// The relationships the macro lists reach the schema, and behave there as declared: eager
+/// loading, filters across the to-one, the cascade, the reference check.
+@Test(arguments: ModelBackend.allCases)
+func relationshipsDeclaredOnMacroModelsHoldOnEveryBackend(_ backend: ModelBackend) throws {
+    #expect(Writer.relationships == [.toMany("notes", to: "Jotting", inverse: "writer", deleteRule: .cascade)])
+    #expect(Jotting.relationships == [.toOne("writer", to: "Writer", inverse: "notes")])
+    let directory = try TemporaryDirectory()
+    let schema = try Schema(version: 1, models: [Writer.self, Jotting.self])
+    guard let store = try backend.open(directory, schema) else { return }
+    defer { try? store.close() }
+    try store.writeSync { w in
+        try w.insert(Writer(id: 1, name: "Ann"))
+        try w.insert(Writer(id: 2, name: "Bo"))
+        try w.insert(Jotting(id: UUID(), title: "b", writer: 1))
+        try w.insert(Jotting(id: UUID(), title: "a", writer: 1))
+        try w.insert(Jotting(id: UUID(), title: "c", writer: 2))
+    }
+    let anns = try store.read { try $0.fetch(Jotting.self, where: Jotting.writer[\.name] == "Ann") }
+    #expect(anns.map(\.title) == ["a", "b"])
+    let writers = try store.read { try $0.fetch(Writer.self, including: Writer.notes) }
+    #expect(try writers.map { try $0.related(Writer.notes).count } == [2, 1])
+    #expect(throws: StoreError.self) {
+        try store.writeSync { try $0.insert(Jotting(id: UUID(), title: "orphan", writer: 9)) }
+    }
+    try store.writeSync { try $0.delete(Writer(id: 1, name: "Ann")) }
+    #expect(try store.read { try $0.fetch(Jotting.self) }.map(\.title) == ["c"])
+}
+
+/// Two versions of a model, each declared with the macro next to its version, and the plan that
+/// joins them.
+enum JournalV1: ModelVersion {
+    static let version = 1
+    static let models: [any DataObject.Type] = [Entry.self]
+
+    @StoredModel
+    struct Entry: Equatable {
+        var id: Int
+        var text: String
+        var mood: String?
+    }
+}
+
+enum JournalV2: ModelVersion {
+    static let version = 2
+    static let models: [any DataObject.Type] = [Entry.self]
+    static let upgradeSteps: [UpgradeStep] = [
+        .step(.renameAttribute(entity: "Entry", from: "text", to: "body")),
+        .step(.addAttribute(entity: "Entry", attribute: Attribute("stars", .int, default: 3))),
+        .step(.addIndex(entity: "Entry", index: Index("Entry_stars", on: ["stars"]))),
+    ]
+
+    @StoredModel
+    struct Entry: Equatable {
+        var id: Int
+        var body: String
+        var mood: String?
+        @StoredIndex var stars: Int = 3
+    }
+}
+
+enum Journal: ModelVersionPlan {
+    static let versions: [any ModelVersion.Type] = [JournalV1.self, JournalV2.self]
+}
+
+enum BrokenJournal: ModelVersionPlan {
+    static let versions: [any ModelVersion.Type] = [JournalV2.self, JournalV1.self]
+}
+
+/// A store written by the first version opens with the plan's schema and upgrades, on every
+/// backend that keeps its items between opens.
+@Test(arguments: ModelBackend.allCases)
+func aModelVersionPlanUpgradesAStoreOfTheVersionBefore(_ backend: ModelBackend) throws {
+    #expect(try Journal.schema() == JournalV2.schema())
+    #expect(try Journal.schema().version == 2)
+    #expect(try Journal.upgrades().steps.keys.sorted() == [2])
+    guard backend != .memory else { return }
+    let directory = try TemporaryDirectory()
+    guard let old = try backend.open(directory, JournalV1.schema()) else { return }
+    try old.writeSync { w in
+        try w.insert(JournalV1.Entry(id: 1, text: "first", mood: nil))
+        try w.insert(JournalV1.Entry(id: 2, text: "second", mood: "calm"))
+    }
+    try old.close()
+    guard let store = try backend.open(directory, Journal.schema(), upgrades: Journal.upgrades()) else { return }
+    defer { try? store.close() }
+    #expect(try store.read { try $0.fetch(JournalV2.Entry.self, sortedBy: [.ascending("id")]) } == [
+        JournalV2.Entry(id: 1, body: "first", mood: nil, stars: 3),
+        JournalV2.Entry(id: 2, body: "second", mood: "calm", stars: 3),
+    ])
+    #expect(try store.schemaHistory().map(\.toVersion) == [2])
+}
+
+/// A plan whose versions go backwards, or skip the steps, is refused naming the version.
+@Test func aModelVersionPlanOutOfOrderIsRefused() {
+    let error = #expect(throws: StoreError.self) { try BrokenJournal.schema() }
+    #expect(error?.code == .invalidArgument)
+    #expect(error?.message.contains("from version 2") == true)
+    enum NoSteps: ModelVersion {
+        static let version = 2
+        static let models: [any DataObject.Type] = [JournalV2.Entry.self]
+    }
+    enum Stepless: ModelVersionPlan {
+        static let versions: [any ModelVersion.Type] = [JournalV1.self, NoSteps.self]
+    }
+    let stepless = #expect(throws: StoreError.self) { try Stepless.upgrades() }
+    #expect(stepless?.message.contains("declares no upgradeSteps") == true)
 }

@@ -1,5 +1,6 @@
 import BenchSupport
 import DataStoreAPI
+import DataStoreModels
 import Foundation
 import GRDB
 import RawSQLite
@@ -19,6 +20,21 @@ struct Track: Codable, FetchableRecord, PersistableRecord, DataObject {
     static func make(_ i: Int) -> Track {
         Track(id: Int64(i), title: "track-\(i % 1_000)", plays: Int64(i % 5_000), rating: Double(i % 97) / 97,
               artwork: Data((0..<16).map { UInt8(truncatingIfNeeded: i &+ $0) }))
+    }
+}
+
+/// The same record declared with the model macro: read from the row and written to its record by
+/// the code the macro generates, not `Codable`.
+@StoredModel("Track")
+struct GeneratedTrack {
+    var id: Int64
+    var title: String
+    var plays: Int64
+    var rating: Double
+    var artwork: Data
+
+    init(_ track: Track) {
+        (id, title, plays, rating, artwork) = (track.id, track.title, track.plays, track.rating, track.artwork)
     }
 }
 
@@ -84,7 +100,8 @@ struct HandWrittenTracks {
 /// Inserts and fetches `count` tracks through GRDB (DatabasePool, WAL, synchronous=NORMAL),
 /// through SQLiteStore's typed layer and by hand through SQLite's C API; returns the seconds of each.
 func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Double, grdbFetch: Double, storeFetch: Double,
-                                           handInsert: Double, handFetch: Double) {
+                                           handInsert: Double, handFetch: Double, generatedInsert: Double,
+                                           generatedFetch: Double) {
     let tracks = (0..<count).map(Track.make)
     let grdbDirectory = scratch("grdb")
     defer { try? FileManager.default.removeItem(atPath: grdbDirectory) }
@@ -115,10 +132,21 @@ func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Doub
     precondition(fetched == count)
     try store.close()
 
+    let generatedTracks = tracks.map(GeneratedTrack.init)
+    let generatedStore = try SQLiteStore(path: storeDirectory + "/generated.sqlite",
+                                         schema: Schema(entities: [try GeneratedTrack.entitySchema()]),
+                                         options: SQLiteOptions(durability: .normal))
+    let generatedInsert = try time {
+        try generatedStore.writeSync { w in for track in generatedTracks { try w.insert(track) } }
+    }
+    let generatedFetch = try bestOf(5) { fetched = try generatedStore.read { try $0.fetch(GeneratedTrack.self) }.count }
+    precondition(fetched == count)
+    try generatedStore.close()
+
     let hand = HandWrittenTracks(path: storeDirectory + "/hand.sqlite")
     defer { hand.close() }
     let handInsert = time { hand.insert(tracks) }
     let handFetch = bestOf(5) { fetched = hand.fetchAll().count }
     precondition(fetched == count)
-    return (grdbInsert, storeInsert, grdbFetch, storeFetch, handInsert, handFetch)
+    return (grdbInsert, storeInsert, grdbFetch, storeFetch, handInsert, handFetch, generatedInsert, generatedFetch)
 }

@@ -333,6 +333,14 @@ print(String(format: "| insert in one transaction | %.0f | %.0f | %.0f | %.2f | 
 print(String(format: "| fetch all | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
              Double(grdbCount) / grdb.storeFetch, Double(grdbCount) / grdb.handFetch, grdb.grdbFetch / grdb.storeFetch,
              grdb.handFetch / grdb.storeFetch))
+// The same records declared with @StoredModel: the generated row decoder and record encoder.
+print(String(format: "| insert in one transaction, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.2f |",
+             Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / grdb.generatedInsert,
+             Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.generatedInsert,
+             grdb.handInsert / grdb.generatedInsert))
+print(String(format: "| fetch all, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
+             Double(grdbCount) / grdb.generatedFetch, Double(grdbCount) / grdb.handFetch,
+             grdb.grdbFetch / grdb.generatedFetch, grdb.handFetch / grdb.generatedFetch))
 }
 
 let fluentCount = options.noFluent || options.noPostgres || onlySchemaSteps || onlyFeed || onlyJSONL || onlyScaling

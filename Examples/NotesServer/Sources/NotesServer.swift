@@ -16,16 +16,15 @@
 // synchronous `read` and `writeSync` from the handlers instead, for comparison under load.
 #if ExampleServer
 import ArgumentParser
-import DataStoreAPI
+import DataStoreModels
 import Foundation
 import Hummingbird
 import ServiceLifecycle
 import StoreMigration
 
-/// A note: the server's one typed model.
-struct Note: DataObject, ResponseCodable, Equatable {
-    static let entityName = "Note"
-    static let primaryKey = "id"
+/// A note: the server's one typed model, declared with the model macro.
+@StoredModel
+struct Note: ResponseCodable, Equatable {
     static let defaultSort = [SortKey.ascending("id")]
     var id: Int
     var title: String

@@ -176,6 +176,27 @@ where E.RawValue: StoreValueConvertible {
     .compare(lhs, .equal, rhs?.rawValue.storeValue ?? .null)
 }
 
+// An enum that is also StoreValueConvertible (one declared RowValue) matches both forms above;
+// these, more specific than either, take it (as its raw value, which both would store).
+
+/// The attribute equals the enum's raw value.
+public func == <T: DataObject, E: RawRepresentable & StoreValueConvertible>(lhs: KeyPath<T, E>, rhs: E)
+    -> ObjectFilter<T> where E.RawValue: StoreValueConvertible {
+    .compare(lhs, .equal, rhs.rawValue.storeValue)
+}
+
+/// The attribute differs from the enum's raw value.
+public func != <T: DataObject, E: RawRepresentable & StoreValueConvertible>(lhs: KeyPath<T, E>, rhs: E)
+    -> ObjectFilter<T> where E.RawValue: StoreValueConvertible {
+    .compare(lhs, .notEqual, rhs.rawValue.storeValue)
+}
+
+/// The optional attribute equals the enum's raw value (or is null, for `nil`).
+public func == <T: DataObject, E: RawRepresentable & StoreValueConvertible>(lhs: KeyPath<T, E?>, rhs: E?)
+    -> ObjectFilter<T> where E.RawValue: StoreValueConvertible {
+    .compare(lhs, .equal, rhs?.rawValue.storeValue ?? .null)
+}
+
 // MARK: Typed requests
 
 extension ReadAccessor {

@@ -169,4 +169,13 @@ public enum StoredModelSupport {
     public static func attribute<Root, V: RowValue>(_ name: String, _ keyPath: KeyPath<Root, V>) -> Attribute {
         Attribute(name, V.storeType, optional: V.isOptionalStoreValue)
     }
+
+    /// The attribute that holds the property at `keyPath`, whose declaration gives it a value:
+    /// the attribute's default, which an upgrade that adds the attribute gives existing items.
+    /// - Throws: what storing the value throws (a date a store cannot hold).
+    public static func attribute<Root, V: RowValue>(_ name: String, _ keyPath: KeyPath<Root, V>,
+                                                    default value: V) throws -> Attribute {
+        let stored = try value.storedValue()
+        return Attribute(name, V.storeType, optional: V.isOptionalStoreValue, default: stored.isNull ? nil : stored)
+    }
 }

@@ -156,4 +156,17 @@ extension Field {
     public static func != <E: RawRepresentable>(lhs: Field, rhs: E) -> Filter where E.RawValue: StoreValueConvertible {
         .compare(lhs.name, .notEqual, rhs.rawValue.storeValue)
     }
+
+    /// The attribute equals the enum's raw value (an enum declared ``RowValue`` matches both
+    /// forms above; this one, more specific, takes it).
+    public static func == <E: RawRepresentable & StoreValueConvertible>(lhs: Field, rhs: E) -> Filter
+    where E.RawValue: StoreValueConvertible {
+        .compare(lhs.name, .equal, rhs.rawValue.storeValue)
+    }
+
+    /// The attribute differs from the enum's raw value.
+    public static func != <E: RawRepresentable & StoreValueConvertible>(lhs: Field, rhs: E) -> Filter
+    where E.RawValue: StoreValueConvertible {
+        .compare(lhs.name, .notEqual, rhs.rawValue.storeValue)
+    }
 }
