@@ -73,7 +73,7 @@ let package = Package(
         // One operation on one backend, for callgrind (see its header).
         .executableTarget(
             name: "profile-store",
-            dependencies: ["BenchSupport", .product(name: "DataStoreAPI", package: root), .product(name: "LMDBStore", package: root),
+            dependencies: ["BenchSupport", .product(name: "DataStoreAPI", package: root), .product(name: "DataStoreModels", package: root), .product(name: "LMDBStore", package: root),
                            .product(name: "InMemoryStore", package: root), .product(name: "JSONLStore", package: root),
                            .product(name: "SQLiteStore", package: root), .product(name: "StoreMigration", package: root)],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]

@@ -9,7 +9,9 @@
 // Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), scan (one
 // full fetch), foreach (one full visit), rows (one visit of Rows, each decoded into a struct), inplace
 // (one visit of Rows, their fields read in place), get (COUNT point gets, at most 100,000), query (100 indexed
-// equality fetches), unindexed (one filtered fetch), typed (one typed fetch); copy (Migrator.copy of
+// equality fetches), unindexed (one filtered fetch), typed (one typed fetch through Codable), generated (one
+// typed fetch through the code @StoredModel generates), insert-generated (COUNT such models in one
+// writeSync, change feed on); copy (Migrator.copy of
 // the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
 // store against such a copy, item by item and by range checksum); small and async (the harness's
 // 10,000 small transactions, one insert each, through writeSync and writeAsync, on the seeded store
@@ -23,6 +25,7 @@
 // sees the operation rather than the seeding.
 import BenchSupport
 import DataStoreAPI
+import DataStoreModels
 import Foundation
 import InMemoryStore
 import JSONLStore
@@ -40,6 +43,22 @@ let backend = arguments[1]
 let operation = arguments[2]
 let count = arguments.count > 3 ? Int(arguments[3]) ?? 20_000 : 20_000
 let workload = Workload(count: count)
+
+/// The workload's item declared with the model macro: its typed reads and writes run the code
+/// `@StoredModel` generates (`generated`, `insert-generated`), not `Codable`.
+@StoredModel("Item")
+struct GeneratedItem {
+    var id: Int64
+    var name: String
+    var score: Int64
+    var ratio: Double
+    var payload: [UInt8]
+
+    init(_ workload: Workload, _ i: Int) {
+        (id, name, score, ratio, payload) = (Int64(i), workload.name(i), workload.score(i), workload.ratio(i),
+                                             workload.payload(i))
+    }
+}
 
 
 /// The harness's own code for each side (`APIBench`, `RawLMDBBench`, `RawSQLiteBench`), so that
@@ -59,6 +78,11 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     case "query": return try api.indexedQueries()
     case "unindexed": return try api.unindexedQuery()
     case "typed": return try store.read { try $0.fetch(WorkloadItem.self).count }
+    case "generated": return try store.read { try $0.fetch(GeneratedItem.self).count }
+    case "insert-generated":
+        let items = (0..<count).map { GeneratedItem(workload, $0) }
+        try store.writeSync { w in for item in items { try w.insert(item) } }
+        return count
     case "small":
         try api.smallTransactions(from: count)
         return Workload.smallTransactions
@@ -225,7 +249,7 @@ do {
     }
     // `insert-feed`, `small`, `async`: with the change feed on, as a store opens by default (the
     // seeding below then records one transaction).
-    if !["insert-feed", "small", "async"].contains(operation) {
+    if !["insert-feed", "insert-generated", "small", "async"].contains(operation) {
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
     }
     if !operation.hasPrefix("insert") {
