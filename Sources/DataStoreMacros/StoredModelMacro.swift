@@ -37,20 +37,20 @@ public struct StoredModelMacro: ExtensionMacro {
         // upgrade that adds it gives the items that exist); `UUID()` or `Date()` is not one: the
         // schema would change at every run.
         let attributes = properties.map { property -> String in
-            let call = "DataStoreAPI.StoredModelSupport.attribute(\(literal(property.name)), "
+            let call = "DataStoreAPI.StoredModelSupport.attribute(\(literal(property.attribute)), "
                 + "\\\(type.trimmedDescription).\(property.name)"
             guard let value = property.binding.initializer?.value, isConstant(value) else { return call + ")" }
             return "try " + call + ", default: \(value.trimmedDescription))"
         }
         let indexes = properties.compactMap { property -> String? in
             guard property.isIndexed || property.isUnique else { return nil }
-            return "DataStoreAPI.Index(\(literal("\(entityName)_\(property.name)")), on: [\(literal(property.name))]"
+            return "DataStoreAPI.Index(\(literal("\(entityName)_\(property.attribute)")), on: [\(literal(property.attribute))]"
                 + (property.isUnique ? ", unique: true)" : ")")
         }
         let reads = properties.map {
-            "self.\($0.name) = try DataStoreAPI.StoredModelSupport.read(row, \(literal($0.name)))"
+            "self.\($0.name) = try DataStoreAPI.StoredModelSupport.read(row, \(literal($0.attribute)))"
         }
-        let writes = properties.map { "\(literal($0.name)): try self.\($0.name).storedValue()" }
+        let writes = properties.map { "\(literal($0.attribute)): try self.\($0.name).storedValue()" }
         // The typed relationships declared as static properties, unless the model lists its
         // relationships itself.
         let relationshipNames = declaresRelationships(structDecl) ? [] : relationshipProperties(of: structDecl)
@@ -151,7 +151,10 @@ public struct StoredModelMacro: ExtensionMacro {
     private static func literal(_ text: String) -> String { "\"\(text)\"" }
 
     struct StoredProperty {
+        /// The property's name as Swift spells it (`` `default` `` with its backticks).
         var name: String
+        /// The attribute's name: the property's, without backticks.
+        var attribute: String { name.filter { $0 != "`" } }
         var type: TypeSyntax
         var binding: PatternBindingSyntax
         var declaration: VariableDeclSyntax
@@ -327,7 +330,7 @@ public struct StoredModelMacro: ExtensionMacro {
                                                                                           optional.trailingTrivia)))])))
             return nil
         }
-        return key.name
+        return key.attribute
     }
 }
 

@@ -404,3 +404,38 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
         }
         """)
 }
+
+@Test func aPropertyNamedWithBackticksIsStoredUnderItsName() {
+    expand("""
+        @StoredModel
+        struct Setting {
+            @StoredKey var `default`: String
+        }
+        """, """
+        struct Setting {
+            var `default`: String
+        }
+
+        extension Setting: DataStoreAPI.RowCodable {
+            static var entityName: String {
+                "Setting"
+            }
+            static var primaryKey: String {
+                "default"
+            }
+            static func entitySchema() throws -> DataStoreAPI.EntitySchema {
+                DataStoreAPI.EntitySchema(
+                    "Setting", primaryKey: "default",
+                    attributes: [DataStoreAPI.StoredModelSupport.attribute("default", \\Setting.`default`)],
+                    indexes: [],
+                    relationships: relationships)
+            }
+            init(row: borrowing DataStoreAPI.Row) throws {
+                self.`default` = try DataStoreAPI.StoredModelSupport.read(row, "default")
+            }
+            func record() throws -> DataStoreAPI.Record {
+                ["default": try self.`default`.storedValue()]
+            }
+        }
+        """)
+}
