@@ -15,7 +15,7 @@
 ///     static let upgradeSteps: [UpgradeStep] = [
 ///         .step(.addAttribute(entity: "Note", attribute: Attribute("stars", .int, default: 0))),
 ///     ]
-///     @StoredModel struct Note { var id: UUID; var title: String; var stars: Int }
+///     @StoredModel struct Note { var id: UUID; var title: String; var stars: Int = 0 }   // the step's default
 /// }
 ///
 /// enum Notes: ModelVersionPlan {
