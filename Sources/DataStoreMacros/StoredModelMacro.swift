@@ -74,11 +74,26 @@ public struct StoredModelMacro: ExtensionMacro {
             \(reads.map { "    " + $0 }.joined(separator: "\n"))
             }
             """)
-        members.append("""
-            \(access)func record() throws -> DataStoreAPI.Record {
-                [\(writes.joined(separator: ", "))]
-            }
-            """)
+        if structDecl.genericParameterClause == nil {
+            // The record is built in the layout's order into storage allocated once; a store
+            // whose entity has these names in this order keeps it as it is.
+            let names = properties.map { literal($0.attribute) }.joined(separator: ", ")
+            members.append("private static let _storedModelLayout = DataStoreAPI.StoredModelLayout([\(names)])")
+            members.append("""
+                \(access)func record() throws -> DataStoreAPI.Record {
+                    var builder = DataStoreAPI.StoredRecordBuilder(Self._storedModelLayout)
+                \(properties.map { "    try builder.append(self.\($0.name))" }.joined(separator: "\n"))
+                    return try builder.record()
+                }
+                """)
+        } else {
+            // A generic struct cannot hold a static stored property: a literal in the same order.
+            members.append("""
+                \(access)func record() throws -> DataStoreAPI.Record {
+                    [\(writes.joined(separator: ", "))]
+                }
+                """)
+        }
         let source: DeclSyntax = """
             extension \(type.trimmed): DataStoreAPI.RowCodable {
             \(raw: members.joined(separator: "\n"))

@@ -65,8 +65,16 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 self.slug = try DataStoreAPI.StoredModelSupport.read(row, "slug")
                 self.views = try DataStoreAPI.StoredModelSupport.read(row, "views")
             }
+            private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id", "title", "body", "stars", "slug", "views"])
             public func record() throws -> DataStoreAPI.Record {
-                ["id": try self.id.storedValue(), "title": try self.title.storedValue(), "body": try self.body.storedValue(), "stars": try self.stars.storedValue(), "slug": try self.slug.storedValue(), "views": try self.views.storedValue()]
+                var builder = DataStoreAPI.StoredRecordBuilder(Self._storedModelLayout)
+                try builder.append(self.id)
+                try builder.append(self.title)
+                try builder.append(self.body)
+                try builder.append(self.stars)
+                try builder.append(self.slug)
+                try builder.append(self.views)
+                return try builder.record()
             }
         }
         """)
@@ -100,8 +108,11 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             init(row: borrowing DataStoreAPI.Row) throws {
                 self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
             }
+            private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id"])
             func record() throws -> DataStoreAPI.Record {
-                ["id": try self.id.storedValue()]
+                var builder = DataStoreAPI.StoredRecordBuilder(Self._storedModelLayout)
+                try builder.append(self.id)
+                return try builder.record()
             }
         }
         """)
@@ -324,8 +335,12 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
                 self.author = try DataStoreAPI.StoredModelSupport.read(row, "author")
             }
+            private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id", "author"])
             func record() throws -> DataStoreAPI.Record {
-                ["id": try self.id.storedValue(), "author": try self.author.storedValue()]
+                var builder = DataStoreAPI.StoredRecordBuilder(Self._storedModelLayout)
+                try builder.append(self.id)
+                try builder.append(self.author)
+                return try builder.record()
             }
         }
         """)
@@ -398,8 +413,15 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 self.title = try DataStoreAPI.StoredModelSupport.read(row, "title")
                 self.tag = try DataStoreAPI.StoredModelSupport.read(row, "tag")
             }
+            private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id", "stars", "mood", "title", "tag"])
             func record() throws -> DataStoreAPI.Record {
-                ["id": try self.id.storedValue(), "stars": try self.stars.storedValue(), "mood": try self.mood.storedValue(), "title": try self.title.storedValue(), "tag": try self.tag.storedValue()]
+                var builder = DataStoreAPI.StoredRecordBuilder(Self._storedModelLayout)
+                try builder.append(self.id)
+                try builder.append(self.stars)
+                try builder.append(self.mood)
+                try builder.append(self.title)
+                try builder.append(self.tag)
+                return try builder.record()
             }
         }
         """)
@@ -433,8 +455,11 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             init(row: borrowing DataStoreAPI.Row) throws {
                 self.`default` = try DataStoreAPI.StoredModelSupport.read(row, "default")
             }
+            private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["default"])
             func record() throws -> DataStoreAPI.Record {
-                ["default": try self.`default`.storedValue()]
+                var builder = DataStoreAPI.StoredRecordBuilder(Self._storedModelLayout)
+                try builder.append(self.`default`)
+                return try builder.record()
             }
         }
         """)

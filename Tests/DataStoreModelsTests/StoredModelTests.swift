@@ -337,3 +337,53 @@ func aModelVersionPlanUpgradesAStoreOfTheVersionBefore(_ backend: ModelBackend) 
     let stepless = #expect(throws: StoreError.self) { try Stepless.upgrades() }
     #expect(stepless?.message.contains("declares no upgradeSteps") == true)
 }
+
+/// A record builder given fewer or more values than its layout has names refuses to build the
+/// record, naming both counts; given as many, it builds what a literal in that order builds.
+@Test func aRecordBuilderCountsItsValues() throws {
+    let layout = StoredModelLayout(["id", "title"])
+    var short = StoredRecordBuilder(layout)
+    try short.append(Int64(1))
+    let tooFew = #expect(throws: StoreError.self) { try short.record() }
+    #expect(tooFew?.code == .invalidArgument)
+    #expect(tooFew?.message.contains("2 attributes (id, title) was given 1 values") == true)
+    var long = short
+    try long.append("first")
+    try long.append("extra")
+    #expect(throws: StoreError.self) { try long.record() }
+    var exact = StoredRecordBuilder(layout)
+    try exact.append(Int64(1))
+    try exact.append("first")
+    let record = try exact.record()
+    #expect(record == ["id": 1, "title": "first"])
+    #expect(record.attributeNames == ["id", "title"])
+    // Large values are kept as they are.
+    let longText = String(repeating: "é", count: 40_000)
+    var large = StoredRecordBuilder(StoredModelLayout(["id", "title", "raw", "note"]))
+    try large.append(Int64(2))
+    try large.append(longText)
+    try large.append([UInt8](repeating: 7, count: 100_000))
+    try large.append(String?.none)
+    #expect(try large.record() == ["id": 2, "title": .string(longText), "raw": .bytes(Array(repeating: 7, count: 100_000)),
+                                   "note": .null])
+}
+
+/// A generated record goes into a store whose entity has more attributes than the model, or
+/// the same ones in another order: its values land under their names, the others take their
+/// defaults, on every backend.
+@Test(arguments: ModelBackend.allCases)
+func aGeneratedRecordFitsAnEntityOfAnotherLayout(_ backend: ModelBackend) throws {
+    let directory = try TemporaryDirectory()
+    let model = try MacroPancake.entitySchema()
+    var attributes = Array(model.attributes.reversed())
+    attributes.insert(Attribute("extra", .string, default: "none"), at: 3)
+    let entity = EntitySchema("Pancake", primaryKey: "id", attributes: attributes, indexes: model.indexes)
+    guard let store = try backend.open(directory, Schema(version: 1, entities: [entity])) else { return }
+    defer { try? store.close() }
+    let pancakes = MacroPancake.samples()
+    try store.writeSync { w in for pancake in pancakes { try w.insert(pancake) } }
+    let read = try store.read { try $0.fetch(MacroPancake.self, sortedBy: MacroPancake.defaultSort) }
+    #expect(read == pancakes.sorted { ($0.rating, $0.id.uuidString) < ($1.rating, $1.id.uuidString) })
+    let extras = try store.read { try $0.fetch(FetchRequest("Pancake")).map { $0["extra"] } }
+    #expect(extras == Array(repeating: "none", count: pancakes.count))
+}

@@ -101,7 +101,7 @@ struct HandWrittenTracks {
 /// through SQLiteStore's typed layer and by hand through SQLite's C API; returns the seconds of each.
 func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Double, grdbFetch: Double, storeFetch: Double,
                                            handInsert: Double, handFetch: Double, generatedInsert: Double,
-                                           generatedFetch: Double) {
+                                           generatedFetch: Double, generatedInsertFeedOff: Double) {
     let tracks = (0..<count).map(Track.make)
     let grdbDirectory = scratch("grdb")
     defer { try? FileManager.default.removeItem(atPath: grdbDirectory) }
@@ -142,11 +142,19 @@ func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Doub
     let generatedFetch = try bestOf(5) { fetched = try generatedStore.read { try $0.fetch(GeneratedTrack.self) }.count }
     precondition(fetched == count)
     try generatedStore.close()
+    // The same insert with the change feed off: what the feed's bookkeeping costs a bulk insert.
+    let quiet = try SQLiteStore(path: storeDirectory + "/quiet.sqlite",
+                                schema: Schema(entities: [try GeneratedTrack.entitySchema()]),
+                                options: SQLiteOptions(durability: .normal))
+    try quiet.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+    let quietInsert = try time { try quiet.writeSync { w in for track in generatedTracks { try w.insert(track) } } }
+    try quiet.close()
 
     let hand = HandWrittenTracks(path: storeDirectory + "/hand.sqlite")
     defer { hand.close() }
     let handInsert = time { hand.insert(tracks) }
     let handFetch = bestOf(5) { fetched = hand.fetchAll().count }
     precondition(fetched == count)
-    return (grdbInsert, storeInsert, grdbFetch, storeFetch, handInsert, handFetch, generatedInsert, generatedFetch)
+    return (grdbInsert, storeInsert, grdbFetch, storeFetch, handInsert, handFetch, generatedInsert, generatedFetch,
+            quietInsert)
 }

@@ -338,6 +338,10 @@ print(String(format: "| insert in one transaction, @StoredModel | %.0f | %.0f | 
              Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / grdb.generatedInsert,
              Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.generatedInsert,
              grdb.handInsert / grdb.generatedInsert))
+print(String(format: "| insert in one transaction, @StoredModel, change feed off | %.0f | %.0f | %.0f | %.2f | %.2f |",
+             Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / grdb.generatedInsertFeedOff,
+             Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.generatedInsertFeedOff,
+             grdb.handInsert / grdb.generatedInsertFeedOff))
 print(String(format: "| fetch all, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
              Double(grdbCount) / grdb.generatedFetch, Double(grdbCount) / grdb.handFetch,
              grdb.grdbFetch / grdb.generatedFetch, grdb.handFetch / grdb.generatedFetch))
