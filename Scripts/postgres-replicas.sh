@@ -2,14 +2,19 @@
 # A primary and a streaming standby on loopback for the failover test, with synchronous
 # replication (synchronous_standby_names = '*': a commit is acknowledged once the standby has
 # it on disk):
-#   start DIR PRIMARY_PORT STANDBY_PORT   initdb the primary, pg_basebackup -R the standby, start both
+#   start DIR PRIMARY_PORT STANDBY_PORT [async]
+#                                         initdb the primary, pg_basebackup -R the standby, start both
+#                                         (with async, replication stays asynchronous: a commit does
+#                                         not wait for the standby, which replays it later)
 #   kill-primary DIR                      SIGKILL every process of the primary at once
 #   promote DIR                           pg_ctl promote the standby, waiting until it accepts writes
+#   stop-standby DIR, start-standby DIR   stop the standby (fast: its sessions are ended) or start it again
 #   stop DIR                              stop what still runs and remove DIR
 # Each server also listens on a Unix socket in its own directory. Runs them as the postgres
 # user (initdb refuses root).
 set -euo pipefail
-command=${1:?usage: postgres-replicas.sh start DIR PORT1 PORT2 | kill-primary DIR | promote DIR | stop DIR}
+usage="usage: postgres-replicas.sh start DIR PORT1 PORT2 [async] | kill-primary DIR | promote DIR | stop-standby DIR | start-standby DIR | stop DIR"
+command=${1:?$usage}
 dir=${2:?DIR}
 bin=/usr/lib/postgresql/15/bin
 as_postgres() {
@@ -41,6 +46,16 @@ port = $standby_port
 unix_socket_directories = '$dir/standby-socket'
 CONF
     as_postgres "$bin/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w start >/dev/null
+    if [ "${5:-sync}" = async ]; then
+        for _ in $(seq 100); do
+            state=$(as_postgres psql -h "$dir/primary-socket" -p "$primary_port" -U postgres -d datastore -Atc \
+                "SELECT state FROM pg_stat_replication" 2>/dev/null || true)
+            [ "$state" = streaming ] && break
+            sleep 0.1
+        done
+        [ "$state" = streaming ] || { echo "postgres-replicas.sh: the standby does not stream" >&2; exit 1; }
+        exit 0
+    fi
     # Synchronous from now on (createdb and the base backup would have waited for a standby).
     as_postgres psql -q -h "$dir/primary-socket" -p "$primary_port" -U postgres -d datastore \
         -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
@@ -61,6 +76,12 @@ kill-primary)
 promote)
     as_postgres "$bin/pg_ctl" -D "$dir/standby" -w promote >/dev/null
     ;;
+stop-standby)
+    as_postgres "$bin/pg_ctl" -D "$dir/standby" -m fast -w stop >/dev/null
+    ;;
+start-standby)
+    as_postgres "$bin/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w start >/dev/null
+    ;;
 stop)
     for server in primary standby; do
         if [ -f "$dir/$server/postmaster.pid" ]; then
@@ -69,5 +90,5 @@ stop)
     done
     rm -rf "$dir"
     ;;
-*) echo "usage: postgres-replicas.sh start DIR PORT1 PORT2 | kill-primary DIR | promote DIR | stop DIR" >&2; exit 64 ;;
+*) echo "$usage" >&2; exit 64 ;;
 esac

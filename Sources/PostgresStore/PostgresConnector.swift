@@ -20,6 +20,12 @@ import Synchronization
 /// observers poll instead of `LISTEN` (behind a pooler in transaction mode, which cannot pass
 /// notifications), and `listen_host` (with `listen_port`) names a server to `LISTEN` on directly
 /// while everything else goes through the pooler.
+///
+/// Three send reads to standbys: `read_hosts=HOST:PORT,…` names streaming standbys of the
+/// primary that `read`, `readAsync` and live queries' re-reads go to, spread over them;
+/// `read_your_writes=off` lets such a read see a standby as far as it has replayed, without
+/// waiting for this store's own last commit (on by default); `standby_wait=SECONDS` bounds that
+/// wait (1 by default), after which the read goes to the primary (see docs/postgresql.md).
 public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// The servers, in the order libpq tries them: host names, addresses, or Unix socket
     /// directories (starting with `/`); empty for libpq's default (its socket directory).
@@ -50,6 +56,17 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         case poll
     }
 
+    /// Standbys that serve reads (`read_hosts=HOST:PORT,…`; a host without a port has the
+    /// location's first port), in the order given; empty to read from the primary.
+    public var readHosts: [PostgresServer] = []
+    /// Whether a read on a standby waits until the standby has replayed this store's last
+    /// commit (`read_your_writes=on`, the default), so that a write and a read after it agree as
+    /// on the primary; `off` reads whatever the standby has replayed.
+    public var readYourWrites = true
+    /// How long a read waits for a standby to replay this store's last commit before it goes to
+    /// the primary (`standby_wait=SECONDS`, 1 by default).
+    public var standbyWait: Duration = .seconds(1)
+
     /// The first host (or the socket directory), `""` for libpq's default.
     public var host: String { hosts.first ?? "" }
     /// The first host's port.
@@ -57,7 +74,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 
     /// The parameters that are the store's, not libpq's.
     private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port", "pooler",
-                                               "answer_timeout", "write_retries", "write_connections"]
+                                               "answer_timeout", "write_retries", "write_connections", "read_hosts",
+                                               "read_your_writes", "standby_wait"]
 
     /// How long a connection waits for the server's next answer before it gives the server up
     /// (`answer_timeout=SECONDS`, 30 by default; 0 waits for as long as it takes). A server
@@ -236,6 +254,22 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             }
             answerTimeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1_000))
         }
+        if let text = values["read_hosts"] {
+            for spec in text.split(separator: ",", omittingEmptySubsequences: false) {
+                readHosts.append(try PostgresServer(parsing: String(spec), defaultPort: ports[0]))
+            }
+        }
+        switch values["read_your_writes"] {
+        case nil, "on", "true", "1": readYourWrites = true
+        case "off", "false", "0": readYourWrites = false
+        case let other?: throw StoreError(.invalidArgument, "read_your_writes='\(other)' is not one of on, off")
+        }
+        if let text = values["standby_wait"] {
+            guard let seconds = Double(text), seconds >= 0, seconds <= 3_600 else {
+                throw StoreError(.invalidArgument, "standby_wait='\(text)' is not a number of seconds (0 to 3600)")
+            }
+            standbyWait = .milliseconds(Int64(seconds * 1_000))
+        }
         let passed: Set<String> = ["host", "port", "user", "dbname", "sslmode", "sslrootcert", "sslcert", "sslkey"]
         parameters = values.filter { !Self.ownKeys.contains($0.key) && !passed.contains($0.key) }
         try Self.validate(parameters)
@@ -359,8 +393,25 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         case .poll: query.append("listen=poll")
         case let .direct(host, port): query.append("listen_host=\(host)&listen_port=\(port)")
         }
+        if !readHosts.isEmpty { query.append("read_hosts=\(readHosts.map(\.description).joined(separator: ","))") }
+        if !readYourWrites { query.append("read_your_writes=off") }
+        if standbyWait != .seconds(1) {
+            let milliseconds = standbyWait.components.seconds * 1_000 + standbyWait.components.attoseconds / 1_000_000_000_000_000
+            query.append("standby_wait=\(milliseconds % 1_000 == 0 ? String(milliseconds / 1_000) : String(Double(milliseconds) / 1_000))")
+        }
         query += parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         return "postgres://\(user)@\(authority)/\(database)?" + query.joined(separator: "&") + tls.queryText
+    }
+
+    /// The location of one standby of ``readHosts``: its host and port alone (so that a lost
+    /// connection connects to it again, not to the primary), any server kind accepted.
+    func standby(_ server: PostgresServer) -> PostgresLocation {
+        var location = self
+        location.hosts = [server.host]
+        location.ports = [server.port]
+        location.readHosts = []
+        location.parameters["target_session_attrs"] = nil
+        return location
     }
 
     /// The server's address as a user gives it: `HOST:PORT` (several, with commas), or the
@@ -561,5 +612,39 @@ final class PostgresSession: @unchecked Sendable {
         return StoreError(code, "\(location): \(what)\(describe(error)) (in \(sql.prefix(120)))",
                           cause: StoreError.Cause.postgres(sqlState: state, message: error.message))
     }
+}
+/// One server of a location: a host name, an address or a Unix socket directory, and a port.
+public struct PostgresServer: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// `HOST`, `HOST:PORT`, `[IPV6]:PORT`, or a socket directory (`/run/postgresql`, with
+    /// `:PORT` after it when it is not `defaultPort`).
+    init(parsing text: String, defaultPort: Int) throws(StoreError) {
+        var host = text, port = ""
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            let after = host[host.index(after: close)...]
+            port = after.hasPrefix(":") ? String(after.dropFirst()) : ""
+            host = String(host[host.index(after: host.startIndex)..<close])
+        } else if let colon = host.lastIndex(of: ":"), host.filter({ $0 == ":" }).count == 1 || host.hasPrefix("/") {
+            port = String(host[host.index(after: colon)...])
+            host = String(host[..<colon])
+        }
+        guard !host.isEmpty else {
+            throw StoreError(.invalidArgument, "read_hosts names an empty host in '\(text)'; give HOST:PORT, separated by commas")
+        }
+        guard let number = port.isEmpty ? defaultPort : Int(port), (1...65_535).contains(number) else {
+            throw StoreError(.invalidArgument, "'\(port)' in read_hosts is not a port number (1 to 65535)")
+        }
+        self.host = host.removingPercentEncoding ?? host
+        self.port = number
+    }
+
+    public var description: String { host.contains(":") && !host.hasPrefix("/") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 #endif

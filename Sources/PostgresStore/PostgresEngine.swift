@@ -52,6 +52,18 @@ import Synchronization
     let lockKey: Int64
     /// What this process's feed reads learned of numbers taken by transactions still running.
     let feedWatermark = FeedWatermark()
+    /// The standbys that serve reads (``PostgresLocation/readHosts``), tried in turn.
+    let standbys: [StandbyPool]
+    /// The standby the next read tries first.
+    private let nextStandby = Mutex(0)
+    /// Where the primary's WAL was just after this store's last commit: a read that must see
+    /// the store's own writes waits until its standby has replayed this far.
+    let lastCommitPosition = Mutex<UInt64>(0)
+    /// Where the primary's WAL was once the store was open (its tables made or upgraded): what
+    /// a standby must have replayed for any read.
+    private(set) var openedPosition: UInt64 = 0
+    /// The reads served so far by the primary and by standbys (for tests and the harness).
+    let readsServed = Mutex<(primary: Int, standbys: Int)>((0, 0))
 
     public init(location: PostgresLocation, schema requested: Schema?, durability: Durability = .full,
                 readConnections: Int = 16, writeConnections: Int? = nil) throws {
@@ -72,6 +84,7 @@ import Synchronization
                                           naming: "readConnections")
         readSlots = DispatchSemaphore(value: readConnections)
         lockKey = Self.lockKey(location.schema)
+        standbys = location.readHosts.map { StandbyPool(server: $0, of: location) }
         let s = PostgresSQL.quote(location.schema)
         quotedSchema = s
         let feed = PostgresFeedSQL(s: s, lockKey: lockKey)
@@ -96,6 +109,12 @@ import Synchronization
         // A first probe, which the process's first feed read can count (its own probe is often
         // held by writers in flight under load).
         _ = try? probeFeed(on: writer)
+        // The store as opened (created, upgraded) is what every standby read must see.
+        if !standbys.isEmpty, let text = try? writer.query("SELECT pg_current_wal_insert_lsn()::text").first?[0].string(),
+           let opened = WALPosition.parse(text) {
+            openedPosition = opened
+            lastCommitPosition.withLock { $0 = opened }
+        }
     }
 
     /// `SET LOCAL synchronous_commit …` when the server's setting does not give the store's
@@ -395,21 +414,67 @@ import Synchronization
     /// A read runs in one `REPEATABLE READ READ ONLY` transaction. Its `BEGIN` goes with the
     /// block's first statement (after the feed's probe when that statement reads the feed) and its `COMMIT` is sent without waiting (its answer is read when
     /// the connection is next used): a point get is one round trip.
+    ///
+    /// With standbys (``PostgresLocation/readHosts``) a read goes to the next one that can serve
+    /// it (``PostgresReadTarget``), else to the primary; a read whose standby is lost while it
+    /// runs, or that reads the change feed, runs again on the primary: a read block may run more
+    /// than once.
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         guard readSlots.wait(timeout: .now() + .seconds(30)) == .success else {
             throw StoreError(.busy, "\(location): every one of the \(readConnections) read connections stayed in use "
                 + "for 30 s; open the store with more readConnections or finish reads sooner")
         }
         defer { readSlots.signal() }
+        if !standbys.isEmpty, case .standbys(let readYourWrites) = Self.readTarget ?? defaultReadTarget {
+            let position = readYourWrites ? lastCommitPosition.withLock { $0 } : openedPosition
+            let first = nextStandby.withLock { next in defer { next = (next + 1) % standbys.count }; return next }
+            for offset in 0..<standbys.count {
+                let pool = standbys[(first + offset) % standbys.count]
+                if pool.isAvoided { continue }
+                guard let session = pool.session(replayed: position, wait: location.standbyWait) else { continue }
+                do {
+                    let result = try read(on: session, body, onStandby: true)
+                    pool.give(session)
+                    readsServed.withLock { $0.standbys += 1 }
+                    return result
+                } catch is ReadNeedsPrimary {
+                    pool.give(session)
+                    break
+                } catch where session.isClosed {
+                    // The standby went away under the read: it runs again on the primary.
+                    session.close()
+                    pool.avoid()
+                    break
+                }
+            }
+        }
         let session = try openReadSession()
         var healthy = true
         defer {
-            session.connection.forgetAnswers()
             if healthy { readers.withLock { $0.append(session) } } else { session.close() }
         }
         do {
+            let result = try read(on: session, body, onStandby: false)
+            readsServed.withLock { $0.primary += 1 }
+            return result
+        } catch {
+            if session.isClosed {
+                healthy = false
+                throw StoreError(.unavailable, "\(location): the connection to the server was lost during the read "
+                    + "(\(error))")
+            }
+            throw error
+        }
+    }
+
+    /// Runs a read's block in a transaction on `session`; rolls it back when the block throws
+    /// (closing the connection when even that fails).
+    private func read<T>(on session: PostgresSession, _ body: (any StorageReader) throws -> T, onStandby: Bool) throws -> T {
+        defer { session.connection.forgetAnswers() }
+        do {
             let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
             let transaction = PostgresTransaction(session: session, engine: self, quotedSchema: quotedSchema)
+            transaction.onStandby = onStandby
             transaction.pendingBegin = begin
             transaction.replayBegin = { try session.send(begin, wanted: false) }
             let result = try body(transaction)
@@ -420,11 +485,8 @@ import Synchronization
             }
             return result
         } catch {
-            if session.isClosed || (try? session.query("ROLLBACK")) == nil { healthy = false }
-            if session.isClosed {
-                throw StoreError(.unavailable, "\(location): the connection to the server was lost during the read "
-                    + "(\(error))")
-            }
+            // A connection whose transaction cannot be rolled back is not used again.
+            if !session.isClosed, (try? session.query("ROLLBACK")) == nil { session.abandonConnection() }
             throw error
         }
     }
@@ -454,7 +516,14 @@ import Synchronization
             let notify = feed == nil ? try writer.send("NOTIFY \(PostgresSQL.quote(commitChannel))") : nil
             committing = true
             let commit = try writer.send("COMMIT")
+            // Where the WAL is once the commit is in it: what a standby must have replayed for a
+            // read to see this commit (asked in the same round trip).
+            let position = standbys.isEmpty ? nil : try writer.send("SELECT pg_current_wal_insert_lsn()::text")
             try writer.wait(commit, sql: "COMMIT")
+            if let position, let text = try? writer.wait(position, sql: "pg_current_wal_insert_lsn()").first?[0].string(),
+               let reached = WALPosition.parse(text) {
+                lastCommitPosition.withLock { $0 = max($0, reached) }
+            }
             let entry = try feed.map { try writer.wait($0, sql: "the change feed's entry (the transaction was rolled back)") }
             if let notify { try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)") }
             attempts.succeeded(self)
@@ -645,6 +714,7 @@ import Synchronization
         for session in allWriters.withLock({ all in defer { all.removeAll() }; return all }) { session.close() }
         idleWriters.withLock { $0.removeAll() }
         for session in readers.withLock({ all in defer { all.removeAll() }; return all }) { session.close() }
+        for pool in standbys { pool.close() }
         poller.withLock { $0?.close() }
     }
 

@@ -40,6 +40,16 @@ public final class PostgresStore: Store, @unchecked Sendable {
 
     public var location: PostgresLocation { postgres.location }
 
+    /// Reads as ``DataStore/read(_:)`` does, from `target`: the primary, or a standby of the
+    /// location's ``PostgresLocation/readHosts`` with or without waiting for this store's last
+    /// commit. What the block calls (other stores' reads included) reads from `target` too.
+    public func read<T>(on target: PostgresReadTarget, _ body: (ReadAccessor) throws -> T) throws -> T {
+        try PostgresEngine.$readTarget.withValue(target) { try read(body) }
+    }
+
+    /// The reads the primary and the standbys served so far, for tests and the benchmark harness.
+    @_spi(Backend) public var readsServed: (primary: Int, standbys: Int) { postgres.readsServed.withLock { $0 } }
+
     /// The round trips the writer connections made so far (its sync points), for tests and
     /// the benchmark harness.
     @_spi(Backend) public var writerRoundTrips: Int { postgres.writerRoundTrips }

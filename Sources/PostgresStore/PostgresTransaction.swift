@@ -28,6 +28,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// A read transaction's `BEGIN`, sent with its first statement; a first statement that reads
     /// the feed is preceded by the feed's probe (see ``FeedWatermark``).
     var pendingBegin: String?
+    /// Whether the transaction reads a standby (which cannot serve the change feed's reads).
+    var onStandby = false
     private var probe: (issued: LibpqConnection.Ticket, holders: LibpqConnection.Ticket)?
     private var window: (floor: UInt64, released: UInt64)?
     /// The feed's probe count when the transaction's `BEGIN` was sent (``FeedWatermark/epoch``).
@@ -501,6 +503,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     }
 
     func changeLogWindow() throws -> (floor: UInt64, released: UInt64) {
+        if onStandby { throw ReadNeedsPrimary() }
         if let window { return window }
         let feed = feedSQL
         if isWrite {
@@ -542,6 +545,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     }
 
     func changeLogIssued() throws -> UInt64 {
+        if onStandby { throw ReadNeedsPrimary() }
         if isWrite {
             try resolveBegin()
             if let issuedAtBegin { return issuedAtBegin }
@@ -551,6 +555,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     }
 
     func changeLogEntries(after: UInt64, through: UInt64, limit: Int) throws -> [(sequence: UInt64, entry: [UInt8])] {
+        if onStandby { throw ReadNeedsPrimary() }
         try flush()
         var binds = LibpqParameters()
         binds.append(Int64(clamping: after))
@@ -561,6 +566,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     }
 
     func changeLogCount(after: UInt64, through: UInt64, atMost: Int) throws -> Int {
+        if onStandby { throw ReadNeedsPrimary() }
         guard through > after else { return 0 }
         var binds = LibpqParameters()
         binds.append(Int64(clamping: after))

@@ -1,0 +1,140 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import Foundation
+import Synchronization
+
+/// Where a read goes, for a store whose location names standbys (``PostgresLocation/readHosts``).
+public enum PostgresReadTarget: Sendable, Hashable {
+    /// The primary (every read of a store without standbys).
+    case primary
+    /// A standby, spread over those the location names; with `readYourWrites`, one that has
+    /// replayed this store's last commit (waiting up to ``PostgresLocation/standbyWait``, then
+    /// the primary). The primary when no standby answers.
+    case standbys(readYourWrites: Bool)
+}
+
+/// A WAL position (`pg_lsn`) as a number: `X/Y` is `X << 32 | Y`.
+enum WALPosition {
+    static func parse(_ text: String) -> UInt64? {
+        let parts = text.split(separator: "/")
+        guard parts.count == 2, let high = UInt64(parts[0], radix: 16), let low = UInt64(parts[1], radix: 16),
+              high <= UInt64(UInt32.max), low <= UInt64(UInt32.max) else { return nil }
+        return high << 32 | low
+    }
+}
+
+/// One standby of the location: its idle read connections and what the store learned of it.
+final class StandbyPool: @unchecked Sendable {
+    let server: PostgresServer
+    let location: PostgresLocation
+    private let idle = Mutex<[PostgresSession]>([])
+    private let state = Mutex(State())
+
+    struct State {
+        /// The highest WAL position it was seen to have replayed.
+        var replayed: UInt64 = 0
+        /// When it was last seen in recovery (a standby; one promoted is not read from).
+        var checkedAt: ContinuousClock.Instant?
+        /// Until when it is not tried (it could not be reached, or was promoted, or was lost).
+        var avoidUntil: ContinuousClock.Instant?
+    }
+
+    /// How long a standby that failed is left alone before it is tried again.
+    static let retryAfter = Duration.seconds(2)
+    /// How often a standby in use is asked again whether it is still one.
+    static let recheckAfter = Duration.seconds(1)
+
+    init(server: PostgresServer, of location: PostgresLocation) {
+        self.server = server
+        self.location = location.standby(server)
+    }
+
+    var isAvoided: Bool {
+        state.withLock { state in state.avoidUntil.map { ContinuousClock.now < $0 } ?? false }
+    }
+
+    /// Leaves the standby alone for a while (its idle connections closed).
+    func avoid() {
+        state.withLock { $0.avoidUntil = .now + Self.retryAfter }
+        for session in idle.withLock({ pool in defer { pool = [] }; return pool }) { session.close() }
+    }
+
+    /// A connection to the standby ready for a read that must see `position` (0: any), or `nil`
+    /// when the standby cannot serve it: it cannot be reached, or it is no longer a standby
+    /// (both leave it alone for a while), or it has not replayed `position` within `wait`.
+    func session(replayed position: UInt64, wait: Duration) -> PostgresSession? {
+        let known = state.withLock { ($0.replayed, $0.checkedAt) }
+        var session: PostgresSession?
+        while let pooled = idle.withLock({ $0.popLast() }) {
+            if (try? pooled.settle()) != nil, !pooled.isClosed {
+                session = pooled
+                break
+            }
+            pooled.close()
+        }
+        if session == nil {
+            do {
+                session = try PostgresSession(location)
+            } catch {
+                avoid()
+                return nil
+            }
+        }
+        guard let session else { return nil }
+        let fresh = known.1.map { ContinuousClock.now - $0 < Self.recheckAfter } ?? false
+        if fresh && known.0 >= position { return session }
+        // Asked until it has replayed the position, waiting a little longer each time.
+        let deadline = ContinuousClock.now + wait
+        var pause = Duration.milliseconds(1)
+        while true {
+            guard let row = try? session.query("SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text").first,
+                  let inRecovery = try? row[0].bool()
+            else {
+                session.close()
+                avoid()
+                return nil
+            }
+            guard inRecovery, !row[1].isNull, let replayed = (try? row[1].string()).flatMap(WALPosition.parse) else {
+                // Promoted (or not a standby at all): its writes are not the store's.
+                give(session)
+                avoid()
+                return nil
+            }
+            state.withLock { state in
+                state.replayed = max(state.replayed, replayed)
+                state.checkedAt = .now
+            }
+            if replayed >= position { return session }
+            guard ContinuousClock.now + pause < deadline else {
+                give(session)
+                return nil
+            }
+            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds))
+            pause = min(pause * 2, .milliseconds(20))
+        }
+    }
+
+    /// Returns a connection to the idle ones (or closes it when it is gone).
+    func give(_ session: PostgresSession) {
+        if session.isClosed { session.close() } else { idle.withLock { $0.append(session) } }
+    }
+
+    func close() {
+        for session in idle.withLock({ pool in defer { pool = [] }; return pool }) { session.close() }
+    }
+}
+
+/// A read that cannot run on a standby (the change feed's reads need the primary's list of
+/// running transactions): the read runs again on the primary.
+struct ReadNeedsPrimary: Error {}
+
+extension PostgresEngine {
+    /// Where reads go unless ``PostgresStore/read(on:_:)`` says otherwise.
+    var defaultReadTarget: PostgresReadTarget {
+        location.readHosts.isEmpty ? .primary : .standbys(readYourWrites: location.readYourWrites)
+    }
+
+    /// The target of the reads of the current task or thread (``PostgresStore/read(on:_:)``).
+    @TaskLocal static var readTarget: PostgresReadTarget?
+}
+#endif

@@ -1,0 +1,133 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+@_spi(Backend) import PostgresStore
+import Synchronization
+import Testing
+
+/// Reads from a standby (`read_hosts=`), against a primary and an asynchronous standby of
+/// their own: the standby replays each commit some time after it is acknowledged, so a read
+/// that does not wait for it can be stale.
+@Suite(.serialized) struct PostgresStandbyReadTests {
+    static let schema = Schema(entities: [EntitySchema("Counter", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("value", .int),
+    ])])
+
+    private func open(_ servers: ReplicatedServers, schema name: String, extra: String = "") throws -> PostgresStore {
+        try PostgresStore(url: "postgres://postgres@127.0.0.1:\(servers.primaryPort)/datastore?schema=\(name)"
+                              + "&read_hosts=127.0.0.1:\(servers.standbyPort)&connect_timeout=2" + extra,
+                          schema: Self.schema)
+    }
+
+    /// A write then a read, 1,000 times: with read-your-writes (the default) every read sees the
+    /// write before it, and the standby serves the reads; the change feed's reads, which need the
+    /// primary, still see every commit.
+    @Test func aReadAfterAWriteOnAStandbySeesIt() throws {
+        let directory = try TemporaryDirectory()
+        let servers = try ReplicatedServers(dir: directory.path("replicas"), synchronous: false)
+        let store = try open(servers, schema: "standby_ryw")
+        defer { try? store.close() }
+        #expect(store.location.readHosts == [PostgresServer(host: "127.0.0.1", port: servers.standbyPort)])
+        let start = try store.currentChangeToken()
+        let before = store.readsServed
+        var stale = 0
+        for i in 0..<1_000 {
+            try store.writeSync { try $0.save(["id": .int(Int64(i % 10)), "value": .int(Int64(i))], into: "Counter") }
+            let read = try store.read { try $0.get("Counter", key: .int(Int64(i % 10)))?["value"] }
+            if read != .int(Int64(i)) { stale += 1 }
+        }
+        #expect(stale == 0)
+        let after = store.readsServed
+        #expect(after.standbys - before.standbys >= 900, "\(after)")
+        // A read asked of the primary goes there.
+        #expect(try store.read(on: .primary) { try $0.count(FetchRequest("Counter")) } == 10)
+        #expect(store.readsServed.primary == after.primary + 1)
+        // The feed is read on the primary: every commit is there.
+        var sets: [ChangeSet] = []
+        var token = start
+        while case let page = try store.changes(since: token, limit: 1_000), !page.isEmpty {
+            sets += page
+            token = page.last!.token
+        }
+        #expect(sets.count == 1_000)
+    }
+
+    /// A standby stopped (its sessions ended under the readers) and started again: no reader
+    /// sees an error; the reads go to the primary while it is down and back to it once it is up.
+    @Test func aStandbyStoppedAndStartedUnderReadersGivesNoError() throws {
+        let directory = try TemporaryDirectory()
+        let servers = try ReplicatedServers(dir: directory.path("replicas"), synchronous: false)
+        let store = try open(servers, schema: "standby_restart", extra: "&read_your_writes=off")
+        defer { try? store.close() }
+        try store.writeSync { w in
+            for i in 0..<100 { try w.insert(["id": .int(Int64(i)), "value": .int(Int64(i))], into: "Counter") }
+        }
+        // Once the standby has replayed the items, no read sees fewer (a standby never goes back).
+        let replayed = ContinuousClock.now + .seconds(30)
+        while try store.read({ try $0.count(FetchRequest("Counter")) }) < 100, ContinuousClock.now < replayed { usleep(1_000) }
+        let stop = Atomic<Bool>(false)
+        let failures = Mutex<[String]>([])
+        let counts = Mutex<[Int]>([])
+        let readers = (0..<4).map { n in
+            Thread {
+                while !stop.load(ordering: .relaxed) {
+                    do {
+                        let count = try store.read { try $0.count(FetchRequest("Counter")) }
+                        counts.withLock { $0.append(count) }
+                        if n == 0 { try store.writeSync { try $0.save(["id": 0, "value": .int(Int64(n))], into: "Counter") } }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+        }
+        for reader in readers { reader.start() }
+        defer { stop.store(true, ordering: .relaxed) }
+        /// Waits until `condition` holds, at most 30 s.
+        func wait(_ what: String, _ condition: () -> Bool) throws {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !condition() {
+                guard ContinuousClock.now < deadline else { throw StoreError(.busy, "waited 30 s for \(what)") }
+                usleep(10_000)
+            }
+        }
+        let first = store.readsServed
+        try wait("reads on the standby") { store.readsServed.standbys > first.standbys + 50 }
+        try servers.run("stop-standby")
+        let stopped = store.readsServed
+        try wait("reads on the primary") { store.readsServed.primary > stopped.primary + 50 }
+        try servers.run("start-standby")
+        let started = store.readsServed
+        try wait("reads on the standby again") { store.readsServed.standbys > started.standbys + 50 }
+        stop.store(true, ordering: .relaxed)
+        while readers.contains(where: { !$0.isFinished }) { usleep(1_000) }
+        #expect(failures.withLock { $0 } == [])
+        #expect(counts.withLock { $0.allSatisfy { $0 == 100 } })
+    }
+
+    /// `read_hosts`, `read_your_writes` and `standby_wait` are read, printed back, and refused
+    /// with their names when wrong.
+    @Test func theStandbyParametersParseAndPrint() throws {
+        let location = try PostgresLocation(parsing: "postgres://app@db1/app?schema=s&read_hosts=db2,db3:5433,[::1]:6000"
+                                                + "&read_your_writes=off&standby_wait=0.25")
+        #expect(location.readHosts == [PostgresServer(host: "db2", port: 5432), PostgresServer(host: "db3", port: 5433),
+                                       PostgresServer(host: "::1", port: 6000)])
+        #expect(!location.readYourWrites)
+        #expect(location.standbyWait == .milliseconds(250))
+        #expect(location.parameters.isEmpty)
+        let printed = location.description
+        #expect(printed.contains("read_hosts=db2:5432,db3:5433,[::1]:6000"))
+        #expect(try PostgresLocation(parsing: printed) == location)
+        let plain = try PostgresLocation(parsing: "postgres://app@db1/app?schema=s")
+        #expect(plain.readHosts.isEmpty && plain.readYourWrites && plain.standbyWait == .seconds(1))
+        #expect(!plain.description.contains("read_"))
+        for (text, named) in [("read_hosts=db2:99999", "99999"), ("read_hosts=db2,,db3", "empty host"),
+                              ("read_your_writes=maybe", "read_your_writes"), ("standby_wait=-1", "standby_wait")] {
+            let error = #expect(throws: StoreError.self) { try PostgresLocation(parsing: "postgres://app@db1/app?schema=s&\(text)") }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains(named) == true, "\(error?.message ?? "")")
+        }
+    }
+}
+#endif
