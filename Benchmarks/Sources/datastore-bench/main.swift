@@ -1,7 +1,7 @@
 // datastore-bench: every backend and the migration next to the raw C API doing the same work in
 // the same run, and SQLiteStore's typed layer next to GRDB.
 //
-//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--writers] [--scaling] [--backends] [--migration] [--relationships] [--no-postgres] [--no-grdb]
+//     swift run -c release datastore-bench [--quick] [--sizes 100000,1000000] [--schema-steps] [--feed] [--jsonl] [--postgres] [--writers] [--scaling] [--backends] [--migration] [--relationships] [--no-postgres] [--no-grdb] [--standbys]
 import ArgumentParser
 import BenchSupport
 import DataStoreAPI
@@ -40,6 +40,8 @@ struct BenchOptions: ParsableCommand {
         + "and processes, next to pgbench and Fluent at the same concurrency, and one connection next to libpq."))
     var writers = false
     @Option(help: .hidden) var writerChild: String?
+    @Flag(help: ArgumentHelp("Only reads from a standby: 16 readers against a primary alone and a primary with an "
+        + "asynchronous standby of their own, read-your-writes on and off.")) var standbys = false
 
     /// The item counts of `--sizes`, when given.
     var sizeList: [Int]? {
@@ -62,6 +64,10 @@ do {
     exit(succeeded ? 0 : 2)
 }
 if let child = options.writerChild { runWriterChild(child) }
+if options.standbys {
+    try benchmarkStandbyReads()
+    exit(0)
+}
 if options.writers {
     try benchmarkPostgresWriterScaling(clients: options.sizeList ?? [1, 4, 16, 64])
     exit(0)
