@@ -3,18 +3,20 @@
 # missing, runs initdb as the postgres user in DIR (initdb refuses root), starts the server
 # listening on a Unix socket in DIR only (no TCP), creates the database `datastore`, and prints
 # the environment that points libpq-style clients at it; `stop DIR` stops it and removes DIR;
-# `install` only installs postgresql-15 when missing (exit 1 when it cannot).
+# `install` only installs postgresql-15 when missing, with pg_auto_failover (Debian's
+# postgresql-15-auto-failover, which the failover test runs), exit 1 when it cannot.
 set -euo pipefail
 command=${1:?usage: postgres-server.sh start|stop DIR, or install}
 bin=/usr/lib/postgresql/15/bin
 install() {
-    [ -x "$bin/initdb" ] && command -v psql >/dev/null 2>&1 && return 0
+    [ -x "$bin/initdb" ] && command -v psql >/dev/null 2>&1 && command -v pg_autoctl >/dev/null 2>&1 && return 0
     command -v apt-get >/dev/null 2>&1 || return 1
     sudo_cmd=""
     if [ "$(id -u)" -ne 0 ]; then sudo -n true 2>/dev/null || return 1; sudo_cmd="sudo -n"; fi
-    echo "Installing postgresql-15" >&2
+    echo "Installing postgresql-15 and pg_auto_failover" >&2
     $sudo_cmd apt-get update -qq || return 1
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq postgresql-15 postgresql-client-15 >/dev/null || return 1
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq postgresql-15 postgresql-client-15 \
+        postgresql-15-auto-failover >/dev/null || return 1
     # Debian's package starts a cluster of its own; the tests never use it.
     [ -x "$bin/initdb" ]
 }

@@ -25,7 +25,9 @@ import Synchronization
 /// primary that `read`, `readAsync` and live queries' re-reads go to, spread over them;
 /// `read_your_writes=off` lets such a read see a standby as far as it has replayed, without
 /// waiting for this store's own last commit (on by default); `standby_wait=SECONDS` bounds that
-/// wait (1 by default), after which the read goes to the primary (see docs/postgresql.md).
+/// wait (1 by default), after which the read goes to the primary; `max_standby_lag=SECONDS` (10 by
+/// default) is how far behind the primary a standby may be and still serve reads (see
+/// docs/postgresql.md).
 public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// The servers, in the order libpq tries them: host names, addresses, or Unix socket
     /// directories (starting with `/`); empty for libpq's default (its socket directory).
@@ -66,6 +68,10 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// How long a read waits for a standby to replay this store's last commit before it goes to
     /// the primary (`standby_wait=SECONDS`, 1 by default).
     public var standbyWait: Duration = .seconds(1)
+    /// How far behind the primary a standby may be and still serve reads
+    /// (`max_standby_lag=SECONDS`, 10 by default): one that has not replayed what the primary
+    /// had written that long ago is left alone for a while, and the read goes elsewhere.
+    public var maxStandbyLag: Duration = .seconds(10)
 
     /// The first host (or the socket directory), `""` for libpq's default.
     public var host: String { hosts.first ?? "" }
@@ -75,7 +81,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// The parameters that are the store's, not libpq's.
     private static let ownKeys: Set<String> = ["schema", "listen", "listen_host", "listen_port", "pooler",
                                                "answer_timeout", "write_retries", "write_connections", "read_hosts",
-                                               "read_your_writes", "standby_wait"]
+                                               "read_your_writes", "standby_wait", "max_standby_lag"]
 
     /// How long a connection waits for the server's next answer before it gives the server up
     /// (`answer_timeout=SECONDS`, 30 by default; 0 waits for as long as it takes). A server
@@ -270,6 +276,12 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             }
             standbyWait = .milliseconds(Int64(seconds * 1_000))
         }
+        if let text = values["max_standby_lag"] {
+            guard let seconds = Double(text), seconds > 0, seconds <= 86_400 else {
+                throw StoreError(.invalidArgument, "max_standby_lag='\(text)' is not a number of seconds (above 0, at most 86400)")
+            }
+            maxStandbyLag = .milliseconds(Int64(seconds * 1_000))
+        }
         let passed: Set<String> = ["host", "port", "user", "dbname", "sslmode", "sslrootcert", "sslcert", "sslkey"]
         parameters = values.filter { !Self.ownKeys.contains($0.key) && !passed.contains($0.key) }
         try Self.validate(parameters)
@@ -395,10 +407,13 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         if !readHosts.isEmpty { query.append("read_hosts=\(readHosts.map(\.description).joined(separator: ","))") }
         if !readYourWrites { query.append("read_your_writes=off") }
-        if standbyWait != .seconds(1) {
-            let milliseconds = standbyWait.components.seconds * 1_000 + standbyWait.components.attoseconds / 1_000_000_000_000_000
-            query.append("standby_wait=\(milliseconds % 1_000 == 0 ? String(milliseconds / 1_000) : String(Double(milliseconds) / 1_000))")
+        /// Seconds as a location gives them: `2`, `0.25`.
+        func seconds(_ duration: Duration) -> String {
+            let milliseconds = duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000
+            return milliseconds % 1_000 == 0 ? String(milliseconds / 1_000) : String(Double(milliseconds) / 1_000)
         }
+        if standbyWait != .seconds(1) { query.append("standby_wait=\(seconds(standbyWait))") }
+        if maxStandbyLag != .seconds(10) { query.append("max_standby_lag=\(seconds(maxStandbyLag))") }
         query += parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         return "postgres://\(user)@\(authority)/\(database)?" + query.joined(separator: "&") + tls.queryText
     }

@@ -62,6 +62,13 @@ import Synchronization
     /// Where the primary's WAL was once the store was open (its tables made or upgraded): what
     /// a standby must have replayed for any read.
     private(set) var openedPosition: UInt64 = 0
+    /// The server's WAL page size (`wal_block_size`), for ``WALPosition/recordsEnd(_:pageSize:)``.
+    private(set) var walPageSize: UInt64 = 8_192
+    /// The primary's WAL positions the store saw (its commits', and a sample a second while
+    /// standbys serve reads), for the lag bound.
+    let primaryPositions = Mutex(PrimaryPositions())
+    /// Whether a read is asking the primary for its position now (one at a time).
+    private let samplingPrimary = Atomic<Bool>(false)
     /// The reads served so far by the primary and by standbys (for tests and the harness).
     let readsServed = Mutex<(primary: Int, standbys: Int)>((0, 0))
 
@@ -110,10 +117,14 @@ import Synchronization
         // held by writers in flight under load).
         _ = try? probeFeed(on: writer)
         // The store as opened (created, upgraded) is what every standby read must see.
-        if !standbys.isEmpty, let text = try? writer.query("SELECT pg_current_wal_insert_lsn()::text").first?[0].string(),
-           let opened = WALPosition.parse(text) {
+        if !standbys.isEmpty,
+           let row = try? writer.query("SELECT pg_current_wal_insert_lsn()::text, current_setting('wal_block_size')").first,
+           let size = (try? row[1].string()).flatMap({ UInt64($0) }), let text = try? row[0].string(),
+           let opened = WALPosition.parse(text).map({ WALPosition.recordsEnd($0, pageSize: size) }) {
+            walPageSize = size
             openedPosition = opened
             lastCommitPosition.withLock { $0 = opened }
+            primaryPositions.withLock { $0.note(opened, keeping: location.maxStandbyLag) }
         }
     }
 
@@ -426,7 +437,9 @@ import Synchronization
         }
         defer { readSlots.signal() }
         if !standbys.isEmpty, case .standbys(let readYourWrites) = Self.readTarget ?? defaultReadTarget {
-            let position = readYourWrites ? lastCommitPosition.withLock { $0 } : openedPosition
+            samplePrimaryPosition()
+            let floor = primaryPositions.withLock { $0.floor(lag: location.maxStandbyLag) }
+            let position = max(readYourWrites ? lastCommitPosition.withLock { $0 } : openedPosition, floor)
             let first = nextStandby.withLock { next in defer { next = (next + 1) % standbys.count }; return next }
             for offset in 0..<standbys.count {
                 let pool = standbys[(first + offset) % standbys.count]
@@ -464,6 +477,22 @@ import Synchronization
                     + "(\(error))")
             }
             throw error
+        }
+    }
+
+    /// Asks the primary where its WAL is when no position is a second old or newer (one read
+    /// at a time asks; the others go on), so that a standby's lag is known without writes of
+    /// this store's. A primary that cannot answer leaves the positions as they were.
+    private func samplePrimaryPosition() {
+        let newest = primaryPositions.withLock { $0.newest }
+        if let newest, ContinuousClock.now - newest < .seconds(1) { return }
+        guard samplingPrimary.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
+        defer { samplingPrimary.store(false, ordering: .releasing) }
+        guard let session = try? openReadSession() else { return }
+        let text = try? session.query("SELECT pg_current_wal_insert_lsn()::text").first?[0].string()
+        if session.isClosed { session.close() } else { readers.withLock { $0.append(session) } }
+        if let position = text.flatMap(WALPosition.parse).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
+            primaryPositions.withLock { $0.note(position, keeping: location.maxStandbyLag) }
         }
     }
 
@@ -517,12 +546,18 @@ import Synchronization
             committing = true
             let commit = try writer.send("COMMIT")
             // Where the WAL is once the commit is in it: what a standby must have replayed for a
-            // read to see this commit (asked in the same round trip).
-            let position = standbys.isEmpty ? nil : try writer.send("SELECT pg_current_wal_insert_lsn()::text")
+            // read to see this commit (asked in the same round trip). A commit of `.full` is
+            // flushed when it returns, so the flushed position covers it (and no more than what
+            // was flushed: other transactions' records still in flight are not waited for); one
+            // of `.normal` may not be, so the insert position is taken.
+            let position = standbys.isEmpty ? nil
+                : try writer.send(durability == .full ? "SELECT pg_current_wal_flush_lsn()::text"
+                                                      : "SELECT pg_current_wal_insert_lsn()::text")
             try writer.wait(commit, sql: "COMMIT")
-            if let position, let text = try? writer.wait(position, sql: "pg_current_wal_insert_lsn()").first?[0].string(),
-               let reached = WALPosition.parse(text) {
+            if let position, let text = try? writer.wait(position, sql: "the WAL position").first?[0].string(),
+               let reached = WALPosition.parse(text).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
                 lastCommitPosition.withLock { $0 = max($0, reached) }
+                primaryPositions.withLock { $0.note(reached, keeping: location.maxStandbyLag) }
             }
             let entry = try feed.map { try writer.wait($0, sql: "the change feed's entry (the transaction was rolled back)") }
             if let notify { try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)") }

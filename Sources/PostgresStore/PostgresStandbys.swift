@@ -15,6 +15,16 @@ public enum PostgresReadTarget: Sendable, Hashable {
 
 /// A WAL position (`pg_lsn`) as a number: `X/Y` is `X << 32 | Y`.
 enum WALPosition {
+    /// The end of the records before an insert position (`pg_current_wal_insert_lsn()`): at a
+    /// page boundary the insert position is past the next page's header (24 bytes, or 40 at the
+    /// start of a segment), where no record can end, while a standby that replayed every
+    /// record reports the boundary itself.
+    static func recordsEnd(_ insertPosition: UInt64, pageSize: UInt64) -> UInt64 {
+        guard pageSize > 0 else { return insertPosition }
+        let offset = insertPosition % pageSize
+        return offset == 24 || offset == 40 ? insertPosition - offset : insertPosition
+    }
+
     static func parse(_ text: String) -> UInt64? {
         let parts = text.split(separator: "/")
         guard parts.count == 2, let high = UInt64(parts[0], radix: 16), let low = UInt64(parts[1], radix: 16),
@@ -35,7 +45,8 @@ final class StandbyPool: @unchecked Sendable {
         var replayed: UInt64 = 0
         /// When it was last seen in recovery (a standby; one promoted is not read from).
         var checkedAt: ContinuousClock.Instant?
-        /// Until when it is not tried (it could not be reached, or was promoted, or was lost).
+        /// Until when it is not tried (it could not be reached, or was promoted, or was lost, or
+        /// was behind).
         var avoidUntil: ContinuousClock.Instant?
     }
 
@@ -53,10 +64,11 @@ final class StandbyPool: @unchecked Sendable {
         state.withLock { state in state.avoidUntil.map { ContinuousClock.now < $0 } ?? false }
     }
 
-    /// Leaves the standby alone for a while (its idle connections closed).
-    func avoid() {
+    /// Leaves the standby alone for a while (its idle connections closed unless it is only
+    /// behind, and answered).
+    func avoid(behind: Bool = false) {
         state.withLock { $0.avoidUntil = .now + Self.retryAfter }
-        for session in idle.withLock({ pool in defer { pool = [] }; return pool }) { session.close() }
+        if !behind { close() }
     }
 
     /// A connection to the standby ready for a read that must see `position` (0: any), or `nil`
@@ -87,15 +99,19 @@ final class StandbyPool: @unchecked Sendable {
         let deadline = ContinuousClock.now + wait
         var pause = Duration.milliseconds(1)
         while true {
-            guard let row = try? session.query("SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text").first,
+            guard let row = try? session.query("SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text, "
+                                                   + "current_setting('transaction_read_only')").first,
                   let inRecovery = try? row[0].bool()
             else {
                 session.close()
                 avoid()
                 return nil
             }
-            guard inRecovery, !row[1].isNull, let replayed = (try? row[1].string()).flatMap(WALPosition.parse) else {
-                // Promoted (or not a standby at all): its writes are not the store's.
+            // A standby, or one promoted that does not take writes yet (a failover manager fences
+            // a node it promotes until it is sure the old primary is gone): what it replayed is
+            // the primary's. One that takes writes of its own is another primary: not read from.
+            let fenced = (try? row[2].string()) == "on"
+            guard inRecovery || fenced, !row[1].isNull, let replayed = (try? row[1].string()).flatMap(WALPosition.parse) else {
                 give(session)
                 avoid()
                 return nil
@@ -106,7 +122,9 @@ final class StandbyPool: @unchecked Sendable {
             }
             if replayed >= position { return session }
             guard ContinuousClock.now + pause < deadline else {
+                // Behind: the next reads go elsewhere for a while rather than wait here again.
                 give(session)
+                avoid(behind: true)
                 return nil
             }
             Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds))
@@ -122,6 +140,33 @@ final class StandbyPool: @unchecked Sendable {
     func close() {
         for session in idle.withLock({ pool in defer { pool = [] }; return pool }) { session.close() }
     }
+}
+
+/// Positions of the primary's WAL and when the store saw them, newest last: what tells how far
+/// behind the primary a standby is (``PostgresLocation/maxStandbyLag``).
+struct PrimaryPositions {
+    private var seen: [(position: UInt64, at: ContinuousClock.Instant)] = []
+    /// When a position was last noted (the same one again included).
+    private(set) var newest: ContinuousClock.Instant?
+
+    /// Notes `position`, seen now (a position seen before keeps the time it was first seen).
+    mutating func note(_ position: UInt64, keeping lag: Duration) {
+        let now = ContinuousClock.now
+        newest = now
+        if let last = seen.last, last.position >= position { return }
+        seen.append((position, now))
+        // What is older than the lag is needed only for its newest sample.
+        if let newestOld = seen.lastIndex(where: { now - $0.at >= lag }), newestOld > 0 { seen.removeFirst(newestOld) }
+        if seen.count > 256 { seen.removeFirst(seen.count - 256) }
+    }
+
+    /// The position the primary had reached `lag` ago (what a standby must have replayed not to
+    /// be further behind), 0 when none was seen that long ago.
+    func floor(lag: Duration) -> UInt64 {
+        let now = ContinuousClock.now
+        return seen.last(where: { now - $0.at >= lag })?.position ?? 0
+    }
+
 }
 
 /// A read that cannot run on a standby (the change feed's reads need the primary's list of

@@ -40,6 +40,8 @@ import Testing
         #expect(stale == 0)
         let after = store.readsServed
         #expect(after.standbys - before.standbys >= 900, "\(after)")
+        print("standby reads: 1,000 writes each followed by a read, \(stale) stale; the standby served "
+            + "\(after.standbys - before.standbys), the primary \(after.primary - before.primary)")
         // A read asked of the primary goes there.
         #expect(try store.read(on: .primary) { try $0.count(FetchRequest("Counter")) } == 10)
         #expect(store.readsServed.primary == after.primary + 1)
@@ -84,14 +86,6 @@ import Testing
         }
         for reader in readers { reader.start() }
         defer { stop.store(true, ordering: .relaxed) }
-        /// Waits until `condition` holds, at most 30 s.
-        func wait(_ what: String, _ condition: () -> Bool) throws {
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !condition() {
-                guard ContinuousClock.now < deadline else { throw StoreError(.busy, "waited 30 s for \(what)") }
-                usleep(10_000)
-            }
-        }
         let first = store.readsServed
         try wait("reads on the standby") { store.readsServed.standbys > first.standbys + 50 }
         try servers.run("stop-standby")
@@ -106,24 +100,93 @@ import Testing
         #expect(counts.withLock { $0.allSatisfy { $0 == 100 } })
     }
 
-    /// `read_hosts`, `read_your_writes` and `standby_wait` are read, printed back, and refused
-    /// with their names when wrong.
+    /// Waits until `condition` holds, at most 30 s.
+    private func wait(_ what: String, _ condition: () throws -> Bool) throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try !condition() {
+            guard ContinuousClock.now < deadline else { throw StoreError(.busy, "waited 30 s for \(what)") }
+            usleep(10_000)
+        }
+    }
+
+    /// Runs `sql` on the server at `port`.
+    private func psql(_ port: Int, _ sql: String) throws {
+        let status = system("psql -q -h 127.0.0.1 -p \(port) -U postgres -d datastore -c \"\(sql)\" >/dev/null")
+        guard status == 0 else { throw StoreError(.io, "psql \(sql) failed") }
+    }
+
+    /// A standby whose replay is paused falls behind the primary: once it is further behind than
+    /// `max_standby_lag`, reads go to the primary (and see the latest commit) without an error;
+    /// once it replays again, reads go back to it.
+    @Test func aStandbyThatFallsBehindIsLeftAlone() throws {
+        let directory = try TemporaryDirectory()
+        let servers = try ReplicatedServers(dir: directory.path("replicas"), synchronous: false)
+        let store = try open(servers, schema: "standby_lag", extra: "&read_your_writes=off&max_standby_lag=0.5&standby_wait=0.1")
+        defer { try? store.close() }
+        try store.writeSync { try $0.insert(["id": 1, "value": 0], into: "Counter") }
+        try wait("the standby to replay the item") { try store.read { try $0.get("Counter", key: 1) } != nil }
+        try psql(servers.standbyPort, "SELECT pg_wal_replay_pause()")
+        var latest: Int64 = 0
+        try wait("a read of the latest value") {
+            latest += 1
+            try store.writeSync { [latest] in try $0.save(["id": 1, "value": .int(latest)], into: "Counter") }
+            return try store.read { try $0.get("Counter", key: 1)?["value"] } == .int(latest)
+        }
+        // The standby stays behind: every read now sees the latest commit.
+        for _ in 0..<20 {
+            latest += 1
+            try store.writeSync { [latest] in try $0.save(["id": 1, "value": .int(latest)], into: "Counter") }
+            #expect(try store.read { try $0.get("Counter", key: 1)?["value"] } == .int(latest))
+        }
+        try psql(servers.standbyPort, "SELECT pg_wal_replay_resume()")
+        let resumed = store.readsServed
+        try wait("reads on the standby again") {
+            _ = try store.read { try $0.get("Counter", key: 1) }
+            return store.readsServed.standbys > resumed.standbys
+        }
+    }
+
+    /// A standby promoted (it takes writes of its own now) is no longer read from: a read after
+    /// a write on the primary sees it.
+    @Test func aPromotedStandbyIsNotReadFrom() throws {
+        let directory = try TemporaryDirectory()
+        let servers = try ReplicatedServers(dir: directory.path("replicas"), synchronous: false)
+        let store = try open(servers, schema: "standby_promoted")
+        defer { try? store.close() }
+        try store.writeSync { try $0.insert(["id": 1, "value": 0], into: "Counter") }
+        #expect(try store.read { try $0.get("Counter", key: 1)?["value"] } == 0)
+        #expect(store.readsServed.standbys > 0)
+        try servers.run("promote")
+        for value in Int64(1)...50 {
+            try store.writeSync { try $0.save(["id": 1, "value": .int(value)], into: "Counter") }
+            #expect(try store.read { try $0.get("Counter", key: 1)?["value"] } == .int(value))
+        }
+        let after = store.readsServed
+        _ = try store.read { try $0.count(FetchRequest("Counter")) }
+        #expect(store.readsServed.primary == after.primary + 1)
+    }
+
+    /// `read_hosts`, `read_your_writes`, `standby_wait` and `max_standby_lag` are read, printed
+    /// back, and refused with their names when wrong.
     @Test func theStandbyParametersParseAndPrint() throws {
         let location = try PostgresLocation(parsing: "postgres://app@db1/app?schema=s&read_hosts=db2,db3:5433,[::1]:6000"
-                                                + "&read_your_writes=off&standby_wait=0.25")
+                                                + "&read_your_writes=off&standby_wait=0.25&max_standby_lag=3")
         #expect(location.readHosts == [PostgresServer(host: "db2", port: 5432), PostgresServer(host: "db3", port: 5433),
                                        PostgresServer(host: "::1", port: 6000)])
         #expect(!location.readYourWrites)
         #expect(location.standbyWait == .milliseconds(250))
+        #expect(location.maxStandbyLag == .seconds(3))
         #expect(location.parameters.isEmpty)
         let printed = location.description
         #expect(printed.contains("read_hosts=db2:5432,db3:5433,[::1]:6000"))
         #expect(try PostgresLocation(parsing: printed) == location)
         let plain = try PostgresLocation(parsing: "postgres://app@db1/app?schema=s")
-        #expect(plain.readHosts.isEmpty && plain.readYourWrites && plain.standbyWait == .seconds(1))
+        #expect(plain.readHosts.isEmpty && plain.readYourWrites && plain.standbyWait == .seconds(1)
+                    && plain.maxStandbyLag == .seconds(10))
         #expect(!plain.description.contains("read_"))
         for (text, named) in [("read_hosts=db2:99999", "99999"), ("read_hosts=db2,,db3", "empty host"),
-                              ("read_your_writes=maybe", "read_your_writes"), ("standby_wait=-1", "standby_wait")] {
+                              ("read_your_writes=maybe", "read_your_writes"), ("standby_wait=-1", "standby_wait"),
+                              ("max_standby_lag=0", "max_standby_lag")] {
             let error = #expect(throws: StoreError.self) { try PostgresLocation(parsing: "postgres://app@db1/app?schema=s&\(text)") }
             #expect(error?.code == .invalidArgument)
             #expect(error?.message.contains(named) == true, "\(error?.message ?? "")")

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# A pg_auto_failover formation on loopback for the failover test: a monitor and two PostgreSQL
+# nodes (Debian's postgresql-15-auto-failover), each node run by its own `pg_autoctl run`
+# keeper. The monitor is tuned to fail over within seconds (health checks every second, a node
+# unhealthy after 3 s, a primary given 5 s to demote) rather than its defaults' 30 s. With two
+# nodes the primary replicates synchronously while the other is healthy.
+#   start DIR MONITOR_PORT NODE1_PORT NODE2_PORT   create and run the monitor and both nodes,
+#                                                  waiting until node1 is primary, node2 secondary
+#   primary DIR            print the port of the node the monitor has as primary
+#   kill-primary DIR       SIGKILL the primary node's keeper and every process of its server at
+#                          once (a machine lost); prints the port it killed
+#   wait-failover DIR PORT wait until a node other than the one on PORT is primary
+#   rejoin DIR PORT        run the keeper of the node on PORT again, waiting until it is secondary
+#                          and the other node is primary again (replicating synchronously)
+#   stop DIR               stop everything and remove DIR
+# Runs them as the postgres user (initdb refuses root).
+set -euo pipefail
+usage="usage: postgres-auto-failover.sh start DIR MONITOR_PORT NODE1_PORT NODE2_PORT | primary DIR | kill-primary DIR | wait-failover DIR PORT | rejoin DIR PORT | stop DIR"
+command=${1:?$usage}
+dir=${2:?DIR}
+bin=/usr/lib/postgresql/15/bin
+as_postgres() {
+    local env=(env "PATH=$bin:$PATH" "XDG_CONFIG_HOME=$dir/config" "XDG_DATA_HOME=$dir/data")
+    if [ "$(id -un)" = postgres ]; then "${env[@]}" "$@"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "${env[@]}" "$@";
+    else sudo -u postgres "${env[@]}" "$@"; fi
+}
+monitor_sql() {
+    as_postgres psql -h 127.0.0.1 -p "$(cat "$dir/monitor-port")" -U postgres -d pg_auto_failover -Atc "$1"
+}
+# The node's port and state as the monitor has them: "PORT|reported|assigned", one line per node.
+states() {
+    monitor_sql "SELECT nodeport || '|' || reportedstate || '|' || goalstate FROM pgautofailover.node ORDER BY nodeid"
+}
+# The node (node1, node2) whose server listens on PORT.
+node_on_port() {
+    for node in node1 node2; do
+        if [ "$(as_postgres "$bin/postgres" -D "$dir/$node" -C port 2>/dev/null)" = "$1" ]; then echo "$node"; return 0; fi
+    done
+    echo "postgres-auto-failover.sh: no node has port $1" >&2
+    return 1
+}
+# SIGKILLs the keeper of DIR/NAME with every process of its session (its supervisors and the
+# server it runs), and the server itself.
+kill_node() {
+    local keeper server
+    for keeper in $(pgrep -f "pg_autoctl run --pgdata $dir/$1\$" || true); do pkill -9 -s "$keeper" 2>/dev/null || true; done
+    server=$(head -1 "$dir/$1/postmaster.pid" 2>/dev/null || true)
+    if [ -n "$server" ]; then kill -9 "$server" $(pgrep -P "$server" || true) 2>/dev/null || true; fi
+}
+# Runs the keeper of the node in DIR/NAME in the background, in a session of its own.
+run_keeper() {
+    as_postgres setsid pg_autoctl run --pgdata "$dir/$1" >>"$dir/$1.log" 2>&1 </dev/null &
+}
+# Waits (at most 60 s) until the node on PORT reports STATE and is assigned it.
+wait_state() {
+    for _ in $(seq 600); do
+        if states 2>/dev/null | grep -qx "$1|$2|$2"; then return 0; fi
+        sleep 0.1
+    done
+    echo "postgres-auto-failover.sh: the node on port $1 did not reach $2: $(states 2>&1 | tr '\n' ' ')" >&2
+    return 1
+}
+case "$command" in
+start)
+    monitor_port=${3:?MONITOR_PORT}
+    node1_port=${4:?NODE1_PORT}
+    node2_port=${5:?NODE2_PORT}
+    command -v pg_autoctl >/dev/null || { echo "postgres-auto-failover.sh: pg_autoctl is not installed (postgresql-15-auto-failover)" >&2; exit 1; }
+    mkdir -p "$dir"
+    chown postgres "$dir" 2>/dev/null || true
+    echo "$monitor_port" >"$dir/monitor-port"
+    as_postgres pg_autoctl create monitor --pgdata "$dir/monitor" --pgport "$monitor_port" --hostname 127.0.0.1 \
+        --auth trust --no-ssl >"$dir/create.log" 2>&1
+    run_keeper monitor
+    for _ in $(seq 300); do monitor_sql "SELECT 1" >/dev/null 2>&1 && break; sleep 0.1; done
+    for setting in "health_check_period = 1000" "health_check_timeout = 1000" "health_check_max_retries = 1" \
+                   "health_check_retry_delay = 500" "node_considered_unhealthy_timeout = 3000" "primary_demote_timeout = 5000"; do
+        monitor_sql "ALTER SYSTEM SET pgautofailover.$setting" >/dev/null
+    done
+    monitor_sql "SELECT pg_reload_conf()" >/dev/null
+    monitor="postgres://autoctl_node@127.0.0.1:$monitor_port/pg_auto_failover?sslmode=disable"
+    for node in 1 2; do
+        port_var="node${node}_port"
+        as_postgres pg_autoctl create postgres --pgdata "$dir/node$node" --pgport "${!port_var}" --hostname 127.0.0.1 \
+            --auth trust --no-ssl --monitor "$monitor" --dbname datastore --name "node$node" >>"$dir/create.log" 2>&1
+        run_keeper "node$node"
+        if [ "$node" = 1 ]; then wait_state "$node1_port" single; else wait_state "$node2_port" secondary; fi
+    done
+    wait_state "$node1_port" primary
+    ;;
+primary)
+    states | awk -F'|' '$3 == "primary" || $3 == "wait_primary" { print $1 }' | head -1
+    ;;
+kill-primary)
+    port=$("$0" primary "$dir")
+    [ -n "$port" ] || { echo "postgres-auto-failover.sh: no primary to kill" >&2; exit 1; }
+    kill_node "$(node_on_port "$port")"
+    echo "$port"
+    ;;
+wait-failover)
+    old=${3:?PORT}
+    for _ in $(seq 600); do
+        port=$("$0" primary "$dir" 2>/dev/null || true)
+        if [ -n "$port" ] && [ "$port" != "$old" ]; then exit 0; fi
+        sleep 0.1
+    done
+    echo "postgres-auto-failover.sh: no failover from port $old: $(states 2>&1 | tr '\n' ' ')" >&2
+    exit 1
+    ;;
+rejoin)
+    port=${3:?PORT}
+    node=$(node_on_port "$port")
+    run_keeper "$node"
+    wait_state "$port" secondary
+    # The other node replicates synchronously again (primary, no longer wait_primary): only then
+    # is the rejoined node a candidate for the next failover.
+    other=$(states | awk -F'|' -v port="$port" '$1 != port { print $1 }')
+    wait_state "$other" primary
+    ;;
+stop)
+    for node in node1 node2 monitor; do kill_node "$node"; done
+    rm -rf "$dir"
+    ;;
+*) echo "$usage" >&2; exit 64 ;;
+esac
