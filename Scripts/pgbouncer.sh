@@ -17,10 +17,7 @@ install() {
     # Debian's package starts a pgbouncer of its own on port 6432 (loopback); the tests use a socket.
     command -v pgbouncer >/dev/null 2>&1
 }
-as_postgres() {
-    if [ "$(id -un)" = postgres ]; then "$@"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@";
-    else sudo -u postgres "$@"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/as-postgres.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/close-inherited.sh"
 case "$command" in
 install) install; exit $? ;;

@@ -19,10 +19,11 @@ usage="usage: postgres-auto-failover.sh start DIR MONITOR_PORT NODE1_PORT NODE2_
 command=${1:?$usage}
 dir=${2:?DIR}
 bin=/usr/lib/postgresql/15/bin
-as_postgres() {
-    local env=(env "PATH=$bin:$PATH" "XDG_CONFIG_HOME=$dir/config" "XDG_DATA_HOME=$dir/data")
-    if [ "$(id -un)" = postgres ]; then "${env[@]}" "$@"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "${env[@]}" "$@";
-    else sudo -u postgres "${env[@]}" "$@"; fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib/as-postgres.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/close-inherited.sh"
+# pg_autoctl as the postgres user, finding pg_ctl, with its state files in DIR.
+autoctl() {
+    as_postgres env "PATH=$bin:$PATH" "XDG_CONFIG_HOME=$dir/config" "XDG_DATA_HOME=$dir/data" pg_autoctl "$@"
 }
 monitor_sql() {
     as_postgres psql -h 127.0.0.1 -p "$(cat "$dir/monitor-port")" -U postgres -d pg_auto_failover -Atc "$1"
@@ -49,7 +50,10 @@ kill_node() {
 }
 # Runs the keeper of the node in DIR/NAME in the background, in a session of its own.
 run_keeper() {
-    as_postgres setsid pg_autoctl run --pgdata "$dir/$1" >>"$dir/$1.log" 2>&1 </dev/null &
+    # (Without the caller's descriptors: a keeper that held a pipe of the test process open
+    # would keep whoever reads it waiting.)
+    (close_inherited; as_postgres env "PATH=$bin:$PATH" "XDG_CONFIG_HOME=$dir/config" "XDG_DATA_HOME=$dir/data" \
+        setsid pg_autoctl run --pgdata "$dir/$1" >>"$dir/$1.log" 2>&1 </dev/null &)
 }
 # Waits (at most 60 s) until the node on PORT reports STATE and is assigned it.
 wait_state() {
@@ -69,7 +73,7 @@ start)
     mkdir -p "$dir"
     chown postgres "$dir" 2>/dev/null || true
     echo "$monitor_port" >"$dir/monitor-port"
-    as_postgres pg_autoctl create monitor --pgdata "$dir/monitor" --pgport "$monitor_port" --hostname 127.0.0.1 \
+    autoctl create monitor --pgdata "$dir/monitor" --pgport "$monitor_port" --hostname 127.0.0.1 \
         --auth trust --no-ssl >"$dir/create.log" 2>&1
     run_keeper monitor
     for _ in $(seq 300); do monitor_sql "SELECT 1" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -81,7 +85,7 @@ start)
     monitor="postgres://autoctl_node@127.0.0.1:$monitor_port/pg_auto_failover?sslmode=disable"
     for node in 1 2; do
         port_var="node${node}_port"
-        as_postgres pg_autoctl create postgres --pgdata "$dir/node$node" --pgport "${!port_var}" --hostname 127.0.0.1 \
+        autoctl create postgres --pgdata "$dir/node$node" --pgport "${!port_var}" --hostname 127.0.0.1 \
             --auth trust --no-ssl --monitor "$monitor" --dbname datastore --name "node$node" >>"$dir/create.log" 2>&1
         run_keeper "node$node"
         if [ "$node" = 1 ]; then wait_state "$node1_port" single; else wait_state "$node2_port" secondary; fi

@@ -17,10 +17,7 @@ usage="usage: postgres-replicas.sh start DIR PORT1 PORT2 [async] | kill-primary 
 command=${1:?$usage}
 dir=${2:?DIR}
 bin=/usr/lib/postgresql/15/bin
-as_postgres() {
-    if [ "$(id -un)" = postgres ]; then "$@"; elif [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@";
-    else sudo -u postgres "$@"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/as-postgres.sh"
 case "$command" in
 start)
     primary_port=${3:?PRIMARY_PORT}
@@ -46,27 +43,27 @@ port = $standby_port
 unix_socket_directories = '$dir/standby-socket'
 CONF
     as_postgres "$bin/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w start >/dev/null
-    if [ "${5:-sync}" = async ]; then
+    # Waits (at most 10 s) until pg_stat_replication's COLUMN says VALUE for the standby.
+    replication_is() {
+        local state=""
         for _ in $(seq 100); do
             state=$(as_postgres psql -h "$dir/primary-socket" -p "$primary_port" -U postgres -d datastore -Atc \
-                "SELECT state FROM pg_stat_replication" 2>/dev/null || true)
-            [ "$state" = streaming ] && break
+                "SELECT $1 FROM pg_stat_replication" 2>/dev/null || true)
+            [ "$state" = "$2" ] && return 0
             sleep 0.1
         done
-        [ "$state" = streaming ] || { echo "postgres-replicas.sh: the standby does not stream" >&2; exit 1; }
+        echo "postgres-replicas.sh: the standby's $1 is '$state', not $2" >&2
+        return 1
+    }
+    if [ "${5:-sync}" = async ]; then
+        replication_is state streaming
         exit 0
     fi
     # Synchronous from now on (createdb and the base backup would have waited for a standby).
     as_postgres psql -q -h "$dir/primary-socket" -p "$primary_port" -U postgres -d datastore \
         -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
     # Until the standby streams, a synchronous commit would wait.
-    for _ in $(seq 100); do
-        state=$(as_postgres psql -h "$dir/primary-socket" -p "$primary_port" -U postgres -d datastore -Atc \
-            "SELECT sync_state FROM pg_stat_replication" 2>/dev/null || true)
-        [ "$state" = sync ] && break
-        sleep 0.1
-    done
-    [ "$state" = sync ] || { echo "postgres-replicas.sh: the standby did not become synchronous" >&2; exit 1; }
+    replication_is sync_state sync
     ;;
 kill-primary)
     pid=$(head -1 "$dir/primary/postmaster.pid")
