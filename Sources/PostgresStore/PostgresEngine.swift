@@ -437,8 +437,8 @@ import Synchronization
         }
         defer { readSlots.signal() }
         if !standbys.isEmpty, case .standbys(let readYourWrites) = Self.readTarget ?? defaultReadTarget {
-            samplePrimaryPosition()
-            let floor = primaryPositions.withLock { $0.floor(lag: location.maxStandbyLag) }
+            let (newest, floor) = primaryPositions.withLock { ($0.newest, $0.floor(lag: location.maxStandbyLag)) }
+            if newest.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true { samplePrimaryPosition() }
             let position = max(readYourWrites ? lastCommitPosition.withLock { $0 } : openedPosition, floor)
             let first = nextStandby.withLock { next in defer { next = (next + 1) % standbys.count }; return next }
             for offset in 0..<standbys.count {
@@ -480,12 +480,10 @@ import Synchronization
         }
     }
 
-    /// Asks the primary where its WAL is when no position is a second old or newer (one read
-    /// at a time asks; the others go on), so that a standby's lag is known without writes of
-    /// this store's. A primary that cannot answer leaves the positions as they were.
+    /// Asks the primary where its WAL is (what a read does when no position is a second old or
+    /// newer; one read at a time asks, the others go on), so that a standby's lag is known
+    /// without writes of this store's. A primary that cannot answer leaves the positions as they were.
     private func samplePrimaryPosition() {
-        let newest = primaryPositions.withLock { $0.newest }
-        if let newest, ContinuousClock.now - newest < .seconds(1) { return }
         guard samplingPrimary.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { samplingPrimary.store(false, ordering: .releasing) }
         guard let session = try? openReadSession() else { return }

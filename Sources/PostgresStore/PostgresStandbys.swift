@@ -145,28 +145,37 @@ final class StandbyPool: @unchecked Sendable {
 /// Positions of the primary's WAL and when the store saw them, newest last: what tells how far
 /// behind the primary a standby is (``PostgresLocation/maxStandbyLag``).
 struct PrimaryPositions {
+    /// At most one sample per ``spacing``, oldest first; of those older than the lag bound only
+    /// the newest is kept.
     private var seen: [(position: UInt64, at: ContinuousClock.Instant)] = []
     /// When a position was last noted (the same one again included).
     private(set) var newest: ContinuousClock.Instant?
+    /// The least time between two samples kept: a store that commits often keeps about ten a
+    /// second, so that a read finds the floor in a step or two.
+    static let spacing = Duration.milliseconds(100)
 
-    /// Notes `position`, seen now (a position seen before keeps the time it was first seen).
+    /// Notes `position`, seen now. A position seen within ``spacing`` of the last sample kept is
+    /// not kept: the floor then lags by that much more, never less.
     mutating func note(_ position: UInt64, keeping lag: Duration) {
         let now = ContinuousClock.now
         newest = now
-        if let last = seen.last, last.position >= position { return }
+        if let last = seen.last, last.position >= position || now - last.at < Self.spacing { return }
         seen.append((position, now))
-        // What is older than the lag is needed only for its newest sample.
-        if let newestOld = seen.lastIndex(where: { now - $0.at >= lag }), newestOld > 0 { seen.removeFirst(newestOld) }
-        if seen.count > 256 { seen.removeFirst(seen.count - 256) }
+        // Of the samples older than the lag, only the newest is needed.
+        var old = 0
+        while old + 1 < seen.count, now - seen[old + 1].at >= lag { old += 1 }
+        if old > 0 { seen.removeFirst(old) }
     }
 
     /// The position the primary had reached `lag` ago (what a standby must have replayed not to
     /// be further behind), 0 when none was seen that long ago.
     func floor(lag: Duration) -> UInt64 {
         let now = ContinuousClock.now
-        return seen.last(where: { now - $0.at >= lag })?.position ?? 0
+        guard let first = seen.first, now - first.at >= lag else { return 0 }
+        var index = 0
+        while index + 1 < seen.count, now - seen[index + 1].at >= lag { index += 1 }
+        return seen[index].position
     }
-
 }
 
 /// A read that cannot run on a standby (the change feed's reads need the primary's list of
