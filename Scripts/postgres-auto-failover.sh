@@ -46,7 +46,10 @@ kill_node() {
     local keeper server
     for keeper in $(pgrep -f "pg_autoctl run --pgdata $dir/$1\$" || true); do pkill -9 -s "$keeper" 2>/dev/null || true; done
     server=$(head -1 "$dir/$1/postmaster.pid" 2>/dev/null || true)
-    if [ -n "$server" ]; then kill -9 "$server" $(pgrep -P "$server" || true) 2>/dev/null || true; fi
+    # (A pid file left by a server killed before may name a process that is no longer it.)
+    if [ -n "$server" ] && tr '\0' ' ' <"/proc/$server/cmdline" 2>/dev/null | grep -q -- "-D $dir/$1 "; then
+        kill -9 "$server" $(pgrep -P "$server" || true) 2>/dev/null || true
+    fi
 }
 # Runs the keeper of the node in DIR/NAME in the background, in a session of its own.
 run_keeper() {

@@ -21,8 +21,9 @@ import Synchronization
 /// notifications), and `listen_host` (with `listen_port`) names a server to `LISTEN` on directly
 /// while everything else goes through the pooler.
 ///
-/// Three send reads to standbys: `read_hosts=HOST:PORT,…` names streaming standbys of the
-/// primary that `read`, `readAsync` and live queries' re-reads go to, spread over them;
+/// Four send reads to standbys: `read_hosts=HOST:PORT,…` names streaming standbys of the
+/// primary that `read` and `readAsync` go to, spread over them (the change feed's reads, and so
+/// live queries' re-reads, stay on the primary);
 /// `read_your_writes=off` lets such a read see a standby as far as it has replayed, without
 /// waiting for this store's own last commit (on by default); `standby_wait=SECONDS` bounds that
 /// wait (1 by default), after which the read goes to the primary; `max_standby_lag=SECONDS` (10 by
@@ -262,7 +263,11 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         if let text = values["read_hosts"] {
             for spec in text.split(separator: ",", omittingEmptySubsequences: false) {
-                readHosts.append(try PostgresServer(parsing: String(spec), defaultPort: ports[0]))
+                let server = try PostgresServer(parsing: String(spec), defaultPort: ports[0])
+                guard !readHosts.contains(server) else {
+                    throw StoreError(.invalidArgument, "read_hosts names \(server) twice")
+                }
+                readHosts.append(server)
             }
         }
         switch values["read_your_writes"] {
@@ -277,8 +282,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             standbyWait = .milliseconds(Int64(seconds * 1_000))
         }
         if let text = values["max_standby_lag"] {
-            guard let seconds = Double(text), seconds > 0, seconds <= 86_400 else {
-                throw StoreError(.invalidArgument, "max_standby_lag='\(text)' is not a number of seconds (above 0, at most 86400)")
+            guard let seconds = Double(text), seconds >= 0.001, seconds <= 86_400 else {
+                throw StoreError(.invalidArgument, "max_standby_lag='\(text)' is not a number of seconds (0.001 to 86400)")
             }
             maxStandbyLag = .milliseconds(Int64(seconds * 1_000))
         }
@@ -425,7 +430,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         location.hosts = [server.host]
         location.ports = [server.port]
         location.readHosts = []
-        location.parameters["target_session_attrs"] = nil
+        // (libpq would connect to `hostaddr` rather than the standby's host.)
+        for key in ["target_session_attrs", "hostaddr", "load_balance_hosts"] { location.parameters[key] = nil }
         return location
     }
 
@@ -644,7 +650,10 @@ public struct PostgresServer: Sendable, Hashable, CustomStringConvertible {
         var host = text, port = ""
         if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
             let after = host[host.index(after: close)...]
-            port = after.hasPrefix(":") ? String(after.dropFirst()) : ""
+            guard after.isEmpty || after.hasPrefix(":") else {
+                throw StoreError(.invalidArgument, "'\(text)' in read_hosts is not HOST:PORT (give [IPV6]:PORT)")
+            }
+            port = after.isEmpty ? "" : String(after.dropFirst())
             host = String(host[host.index(after: host.startIndex)..<close])
         } else if let colon = host.lastIndex(of: ":"), host.filter({ $0 == ":" }).count == 1 || host.hasPrefix("/") {
             port = String(host[host.index(after: colon)...])
@@ -656,7 +665,8 @@ public struct PostgresServer: Sendable, Hashable, CustomStringConvertible {
         guard let number = port.isEmpty ? defaultPort : Int(port), (1...65_535).contains(number) else {
             throw StoreError(.invalidArgument, "'\(port)' in read_hosts is not a port number (1 to 65535)")
         }
-        self.host = host.removingPercentEncoding ?? host
+        // (A URL's values are decoded once already.)
+        self.host = host
         self.port = number
     }
 

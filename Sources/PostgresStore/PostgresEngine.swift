@@ -67,6 +67,8 @@ import Synchronization
     /// The primary's WAL positions the store saw (its commits', and a sample a second while
     /// standbys serve reads), for the lag bound.
     let primaryPositions = Mutex(PrimaryPositions())
+    /// Whether this store's last commit's WAL position could not be learned.
+    let commitPositionUnknown = Atomic<Bool>(false)
     /// Whether a read is asking the primary for its position now (one at a time).
     private let samplingPrimary = Atomic<Bool>(false)
     /// The reads served so far by the primary and by standbys (for tests and the harness).
@@ -436,15 +438,19 @@ import Synchronization
                 + "for 30 s; open the store with more readConnections or finish reads sooner")
         }
         defer { readSlots.signal() }
-        if !standbys.isEmpty, case .standbys(let readYourWrites) = Self.readTarget ?? defaultReadTarget {
+        // (Until a commit's position is known again, a read that must see it goes to the primary.)
+        if !standbys.isEmpty, case .standbys(let readYourWrites) = Self.readTarget ?? defaultReadTarget,
+           !(readYourWrites && commitPositionUnknown.load(ordering: .acquiring)) {
             let (newest, floor) = primaryPositions.withLock { ($0.newest, $0.floor(lag: location.maxStandbyLag)) }
             if newest.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true { samplePrimaryPosition() }
             let position = max(readYourWrites ? lastCommitPosition.withLock { $0 } : openedPosition, floor)
             let first = nextStandby.withLock { next in defer { next = (next + 1) % standbys.count }; return next }
+            // One deadline for the waits on every standby tried.
+            let deadline = ContinuousClock.now + location.standbyWait
             for offset in 0..<standbys.count {
                 let pool = standbys[(first + offset) % standbys.count]
                 if pool.isAvoided { continue }
-                guard let session = pool.session(replayed: position, wait: location.standbyWait) else { continue }
+                guard let session = pool.session(replayed: position, until: deadline) else { continue }
                 do {
                     let result = try read(on: session, body, onStandby: true)
                     pool.give(session)
@@ -458,6 +464,15 @@ import Synchronization
                     session.close()
                     pool.avoid()
                     break
+                } catch let error as StoreError where error.code == .conflict
+                    || PostgresSQLState.sessionEnded.contains(error.cause?.sqlState ?? "") {
+                    // Canceled for a conflict with the standby's replay (40001), or the standby
+                    // is shutting down: the read runs again on the primary.
+                    pool.give(session)
+                    break
+                } catch {
+                    pool.give(session)
+                    throw error
                 }
             }
         }
@@ -486,11 +501,16 @@ import Synchronization
     private func samplePrimaryPosition() {
         guard samplingPrimary.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { samplingPrimary.store(false, ordering: .releasing) }
-        guard let session = try? openReadSession() else { return }
+        guard let session = try? openReadSession() else {
+            primaryPositions.withLock { $0.asked() }
+            return
+        }
         let text = try? session.query("SELECT pg_current_wal_insert_lsn()::text").first?[0].string()
         if session.isClosed { session.close() } else { readers.withLock { $0.append(session) } }
         if let position = text.flatMap(WALPosition.parse).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
             primaryPositions.withLock { $0.note(position, keeping: location.maxStandbyLag) }
+        } else {
+            primaryPositions.withLock { $0.asked() }
         }
     }
 
@@ -552,10 +572,18 @@ import Synchronization
                 : try writer.send(durability == .full ? "SELECT pg_current_wal_flush_lsn()::text"
                                                       : "SELECT pg_current_wal_insert_lsn()::text")
             try writer.wait(commit, sql: "COMMIT")
-            if let position, let text = try? writer.wait(position, sql: "the WAL position").first?[0].string(),
-               let reached = WALPosition.parse(text).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
-                lastCommitPosition.withLock { $0 = max($0, reached) }
-                primaryPositions.withLock { $0.note(reached, keeping: location.maxStandbyLag) }
+            if let position {
+                if let text = try? writer.wait(position, sql: "the WAL position").first?[0].string(),
+                   let reached = WALPosition.parse(text).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
+                    lastCommitPosition.withLock { $0 = max($0, reached) }
+                    primaryPositions.withLock { $0.note(reached, keeping: location.maxStandbyLag) }
+                    commitPositionUnknown.store(false, ordering: .releasing)
+                } else {
+                    // Committed, but where the WAL is was not learned (the connection went after
+                    // COMMIT's answer): reads that must see it go to the primary until a commit's
+                    // position is known again.
+                    commitPositionUnknown.store(true, ordering: .releasing)
+                }
             }
             let entry = try feed.map { try writer.wait($0, sql: "the change feed's entry (the transaction was rolled back)") }
             if let notify { try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)") }

@@ -73,8 +73,8 @@ final class StandbyPool: @unchecked Sendable {
 
     /// A connection to the standby ready for a read that must see `position` (0: any), or `nil`
     /// when the standby cannot serve it: it cannot be reached, or it is no longer a standby
-    /// (both leave it alone for a while), or it has not replayed `position` within `wait`.
-    func session(replayed position: UInt64, wait: Duration) -> PostgresSession? {
+    /// (both leave it alone for a while), or it has not replayed `position` by `deadline`.
+    func session(replayed position: UInt64, until deadline: ContinuousClock.Instant) -> PostgresSession? {
         let known = state.withLock { ($0.replayed, $0.checkedAt) }
         var session: PostgresSession?
         while let pooled = idle.withLock({ $0.popLast() }) {
@@ -96,7 +96,6 @@ final class StandbyPool: @unchecked Sendable {
         let fresh = known.1.map { ContinuousClock.now - $0 < Self.recheckAfter } ?? false
         if fresh && known.0 >= position { return session }
         // Asked until it has replayed the position, waiting a little longer each time.
-        let deadline = ContinuousClock.now + wait
         var pause = Duration.milliseconds(1)
         while true {
             guard let row = try? session.query("SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text, "
@@ -166,6 +165,10 @@ struct PrimaryPositions {
         while old + 1 < seen.count, now - seen[old + 1].at >= lag { old += 1 }
         if old > 0 { seen.removeFirst(old) }
     }
+
+    /// Notes that the primary was asked and did not answer: it is asked again a second later,
+    /// not by every read.
+    mutating func asked() { newest = .now }
 
     /// The position the primary had reached `lag` ago (what a standby must have replayed not to
     /// be further behind), 0 when none was seen that long ago.

@@ -292,6 +292,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {
+        if key == Self.feedStateKey, onStandby { throw ReadNeedsPrimary() }
         if key == Self.feedStateKey {
             try resolveBegin()
             if let known = feedState { return known }

@@ -146,8 +146,8 @@ import Testing
         }
     }
 
-    /// A standby promoted (it takes writes of its own now) is no longer read from: a read after
-    /// a write on the primary sees it.
+    /// A standby promoted (it takes writes of its own now) is no longer read from: what it takes
+    /// is never seen, and a read after a write on the primary sees that write.
     @Test func aPromotedStandbyIsNotReadFrom() throws {
         let directory = try TemporaryDirectory()
         let servers = try ReplicatedServers(dir: directory.path("replicas"), synchronous: false)
@@ -157,10 +157,21 @@ import Testing
         #expect(try store.read { try $0.get("Counter", key: 1)?["value"] } == 0)
         #expect(store.readsServed.standbys > 0)
         try servers.run("promote")
+        try psql(servers.standbyPort, "INSERT INTO standby_promoted.\\\"Counter\\\" (id, value) VALUES (999, 999)")
         for value in Int64(1)...50 {
             try store.writeSync { try $0.save(["id": 1, "value": .int(value)], into: "Counter") }
             #expect(try store.read { try $0.get("Counter", key: 1)?["value"] } == .int(value))
         }
+        // Once the store has seen it promoted (the reads above asked it), what the promoted node
+        // takes of its own is never read, even by reads that wait for nothing, for longer than
+        // the 2 s a standby that failed is left alone.
+        let until = ContinuousClock.now + .seconds(3)
+        var reads = 0
+        while ContinuousClock.now < until {
+            #expect(try store.read(on: .standbys(readYourWrites: false)) { try $0.get("Counter", key: 999) } == nil)
+            reads += 1
+        }
+        #expect(reads > 10)
         let after = store.readsServed
         _ = try store.read { try $0.count(FetchRequest("Counter")) }
         #expect(store.readsServed.primary == after.primary + 1)
@@ -186,7 +197,8 @@ import Testing
         #expect(!plain.description.contains("read_"))
         for (text, named) in [("read_hosts=db2:99999", "99999"), ("read_hosts=db2,,db3", "empty host"),
                               ("read_your_writes=maybe", "read_your_writes"), ("standby_wait=-1", "standby_wait"),
-                              ("max_standby_lag=0", "max_standby_lag")] {
+                              ("max_standby_lag=0", "max_standby_lag"), ("max_standby_lag=0.0004", "max_standby_lag"),
+                              ("read_hosts=db2:5433,db2:5433", "twice"), ("read_hosts=[::1]x", "[::1]x")] {
             let error = #expect(throws: StoreError.self) { try PostgresLocation(parsing: "postgres://app@db1/app?schema=s&\(text)") }
             #expect(error?.code == .invalidArgument)
             #expect(error?.message.contains(named) == true, "\(error?.message ?? "")")
