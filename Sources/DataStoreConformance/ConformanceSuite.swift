@@ -17,6 +17,7 @@ public enum ConformanceSuite {
             + TransactionCases.all + AsyncWriteCases.all + ChildStoreCases.all + PersistenceCases.all
             + ConcurrencyCases.all + RandomOperationCases.all + TypedModelCases.all + EdgeQueryCases.all
             + EdgeStoreCases.all + SchemaUpgradeCases.all + ChangeFeedCases.all + RelationshipCases.all
+            + OrderedRelationshipCases.all
             + AppModelCases.all
 
     /// The case of that name, if any (for tests that run one case on purpose).

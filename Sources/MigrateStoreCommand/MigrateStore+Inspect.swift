@@ -150,7 +150,8 @@ extension MigrateStore {
                 }
                 for relationship in entity.relationships {
                     let kind = relationship.cardinality == .toOne
-                        ? (relationship.isOptional ? "to-one" : "required to-one") : "to-many"
+                        ? (relationship.isOptional ? "to-one" : "required to-one")
+                        : (relationship.isOrdered ? "ordered to-many" : "to-many")
                     print("  relationship \(relationship.name): \(kind) \(relationship.destination)"
                         + (relationship.inverse.map { ", inverse \($0)" } ?? "")
                         + ", delete rule \(relationship.deleteRule.rawValue)")

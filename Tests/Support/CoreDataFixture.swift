@@ -20,7 +20,8 @@ import Foundation
 public enum CoreDataFixture {
     public struct Options {
         public var walWithUnflushedPages = false
-        /// Makes `Post.tags` ordered (a store the reader must refuse).
+        /// Makes `Post.tags` ordered: each post's tags in descending tag number, by the join
+        /// table's `Z_FOK_4TAGS` (the order of the items of column `Z_4TAGS`).
         public var orderedManyToMany = false
         /// Adds a composite attribute `Tag.size` archived without its elements (a store the
         /// reader must refuse: SwiftDataFixture has composites as SwiftData archives them).
@@ -55,7 +56,7 @@ public enum CoreDataFixture {
             CREATE TABLE ZPOST ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZAUTHOR INTEGER,
               Z_FOK_AUTHOR INTEGER, ZCREATEDAT TIMESTAMP, ZBODY VARCHAR, ZTITLE VARCHAR );
             CREATE TABLE ZTAG ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR \(options.compositeAttribute ? ", ZSIZE BLOB" : "") );
-            CREATE TABLE Z_3TAGS ( Z_3POSTS INTEGER, Z_4TAGS INTEGER\(options.orderedManyToMany ? ", Z_FOK_3POSTS INTEGER" : ""),
+            CREATE TABLE Z_3TAGS ( Z_3POSTS INTEGER, Z_4TAGS INTEGER\(options.orderedManyToMany ? ", Z_FOK_4TAGS INTEGER" : ""),
               PRIMARY KEY (Z_3POSTS, Z_4TAGS) );
             CREATE INDEX ZPOST_ZAUTHOR_INDEX ON ZPOST (ZAUTHOR);
             CREATE INDEX Z_3TAGS_Z_4TAGS_INDEX ON Z_3TAGS (Z_4TAGS, Z_3POSTS);
@@ -91,7 +92,12 @@ public enum CoreDataFixture {
                        [post, author, (options.posts - post) * 1024, 600_000_000.5 + Double(post),
                         post == 2 ? nil : "body \(post) ✓", "Post \(post)"])
             for tag in 1...3 where (post + tag) % 2 == 0 {
-                try insert("INSERT INTO Z_3TAGS (Z_3POSTS, Z_4TAGS) VALUES (?, ?)", [post, tag])
+                if options.orderedManyToMany {
+                    try insert("INSERT INTO Z_3TAGS (Z_3POSTS, Z_4TAGS, Z_FOK_4TAGS) VALUES (?, ?, ?)",
+                               [post, tag, (4 - tag) * 1024])
+                } else {
+                    try insert("INSERT INTO Z_3TAGS (Z_3POSTS, Z_4TAGS) VALUES (?, ?)", [post, tag])
+                }
             }
         }
         try exec("COMMIT")

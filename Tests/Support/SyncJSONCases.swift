@@ -45,6 +45,7 @@ public enum SyncJSONCases {
         ("keepMissingDeletesAndUnlinksNothing", keepMissingDeletesAndUnlinksNothing),
         ("aDryRunChangesNothingAndCountsWhatTheRunDoes", aDryRunChangesNothingAndCountsWhatTheRunDoes),
         ("aDryRunReportsWhatTheRealRunDoes", aDryRunReportsWhatTheRealRunDoes),
+        ("orderedArraysKeepTheirOrder", orderedArraysKeepTheirOrder),
     ]
 
     /// Users with a unique email, a company, and notes (deleted with them) that locks protect
@@ -347,6 +348,38 @@ public enum SyncJSONCases {
         #expect(try related(store, "Note", 11, "tags") == [100, 102])
         #expect(try related(store, "Tag", 100, "notes") == [11])
         #expect(try keys(items(store, "Tag")) == [100, 101, 102], "an unlinked tag stays")
+    }
+
+    /// Sync's model with both of the user's to-manys ordered: an array's order is the list's,
+    /// nested or by key, and a later array reorders it; the export gives it back in that order.
+    static func orderedArraysKeepTheirOrder(_ open: Open, _ dir: TemporaryDirectory) throws {
+        var ordered = schema
+        ordered.entities[0].relationships[1] = .toMany("notes", to: "Note", inverse: "user", deleteRule: .cascade,
+                                                      ordered: true)
+        ordered.entities[1].relationships[1] = .toMany("tags", to: "Tag", inverse: "notes", ordered: true)
+        let store = try open("ordered", ordered)
+        defer { try? store.close() }
+        _ = try sync(#"""
+            [{"id": 1, "name": "A", "notes": [
+               {"id": 12, "text": "c", "tags": [{"id": 102, "name": "green"}, {"id": 100, "name": "red"}]},
+               {"id": 10, "text": "a", "tags_ids": [102]},
+               {"id": 11, "text": "b"}]}]
+            """#, store, dir)
+        #expect(try related(store, "User", 1, "notes") == [12, 10, 11])
+        #expect(try related(store, "Note", 12, "tags") == [102, 100])
+        _ = try sync(#"""
+            [{"id": 1, "name": "A", "notes": [
+               {"id": 11, "text": "b"},
+               {"id": 12, "text": "c", "tags_ids": [100, 102]},
+               {"id": 13, "text": "d"}]}]
+            """#, store, dir)
+        #expect(try related(store, "User", 1, "notes") == [11, 12, 13], "note 10 deleted, the rest reordered")
+        #expect(try related(store, "Note", 12, "tags") == [100, 102])
+        let path = dir.path("ordered-export.json")
+        _ = try JSONExport.run(from: store, entity: "User", to: path)
+        let users = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [[String: Any]]
+        let notes = users?.first?["notes"] as? [[String: Any]]
+        #expect(notes?.map { $0["remoteID"] as? Int } == [11, 12, 13], "the export lists the notes in their order")
     }
 
     /// With deletes off, nothing absent is deleted or unlinked.

@@ -18,7 +18,8 @@ public struct Include: Sendable, Hashable, ExpressibleByStringLiteral {
 public struct RelatedRecord: Sendable, Hashable {
     /// The item.
     public var record: Record
-    /// Its related items, by relationship name, in primary-key order (none or one for a to-one).
+    /// Its related items, by relationship name, in primary-key order (in their own order for an
+    /// ordered to-many; none or one for a to-one).
     public var related: [String: [RelatedRecord]]
 
     public init(record: Record, related: [String: [RelatedRecord]] = [:]) {
@@ -35,8 +36,8 @@ extension ReadAccessor {
     static let keysPerQuery = 1_000
 
     /// The items related to the item `key` of `entityName` through `relationship`, in
-    /// primary-key order: the one it refers to (a to-one), or every item on the other side (a
-    /// to-many). Empty when the item does not exist.
+    /// primary-key order (in their own order for an ordered to-many): the one it refers to (a
+    /// to-one), or every item on the other side (a to-many). Empty when the item does not exist.
     /// - Throws: `unknownEntity`, `invalidArgument` for a relationship the entity does not have.
     public func related(_ entityName: String, key: Value, _ relationship: String) throws -> [Record] {
         let entity = try entity(entityName)
@@ -104,21 +105,34 @@ extension ReadAccessor {
             switch catalog.graph.toMany[entity.name]?[relationship.name] {
             case let .referrers(_, attribute)?:
                 let found = try fetchAll(destination, attribute: attribute, among: keys)
-                let grouped = Dictionary(grouping: found) { $0[attribute] }
+                var grouped = Dictionary(grouping: found) { $0[attribute] }
+                if let position = catalog.graph.positions[entity.name]?[relationship.name] {
+                    for (owner, items) in grouped {
+                        grouped[owner] = Self.inPositionOrder(items, position: position) {
+                            destination.primaryKeyValue(of: $0)
+                        }
+                    }
+                }
                 return records.map { ($0, grouped[entity.primaryKeyValue(of: $0)] ?? []) }
             case let .pairs(joinName, column, otherColumn, _)?:
                 let join = try self.entity(joinName)
-                let pairs = try fetchAll(join, attribute: column, among: keys)
+                var pairs = try fetchAll(join, attribute: column, among: keys)
                 let others = try fetchAll(destination, attribute: destination.primaryKey,
                                           among: Array(Set(pairs.map { $0[otherColumn] })))
                 let byKey = Dictionary(others.map { (destination.primaryKeyValue(of: $0), $0) },
                                        uniquingKeysWith: { first, _ in first })
+                let position = catalog.graph.positions[entity.name]?[relationship.name]
+                if let position {
+                    pairs = Self.inPositionOrder(pairs, position: position) { $0[otherColumn] }
+                }
                 var grouped: [Value: [Record]] = [:]
                 for pair in pairs {
                     if let other = byKey[pair[otherColumn]] { grouped[pair[column], default: []].append(other) }
                 }
                 return records.map { record in
-                    (record, (grouped[entity.primaryKeyValue(of: record)] ?? []).sorted { a, b in
+                    let related = grouped[entity.primaryKeyValue(of: record)] ?? []
+                    if position != nil { return (record, related) }
+                    return (record, related.sorted { a, b in
                         Value.compareCanonical(destination.primaryKeyValue(of: a), destination.primaryKeyValue(of: b)) < 0
                     })
                 }
@@ -126,6 +140,18 @@ extension ReadAccessor {
                 throw StoreError(.invalidArgument, "relationship '\(entity.name).\(relationship.name)' has no inverse "
                     + "to find its items by")
             }
+        }
+    }
+
+    /// `items` in the order of an ordered to-many: ascending `position`, those without one
+    /// last, ties by the related item's key (`key`).
+    static func inPositionOrder(_ items: [Record], position: String, key: (Record) -> Value) -> [Record] {
+        items.sorted { a, b in
+            let (pa, pb) = (a[position], b[position])
+            if pa.isNull != pb.isNull { return pb.isNull }
+            let c = pa.isNull ? 0 : Value.compareCanonical(pa, pb)
+            if c != 0 { return c < 0 }
+            return Value.compareCanonical(key(a), key(b)) < 0
         }
     }
 

@@ -37,9 +37,12 @@ extension ModelRelationship {
 public struct ToMany<Source: DataObject, Target: DataObject>: ModelRelationship {
     public let relationship: Relationship
 
-    /// The to-many `name`, whose inverse is `Target`'s relationship `inverse`.
-    public init(_ name: String, inverse: String, deleteRule: Relationship.DeleteRule = .nullify) {
-        relationship = .toMany(name, to: Target.entityName, inverse: inverse, deleteRule: deleteRule)
+    /// The to-many `name`, whose inverse is `Target`'s relationship `inverse`; `ordered` keeps
+    /// its objects in the order they are put in.
+    public init(_ name: String, inverse: String, deleteRule: Relationship.DeleteRule = .nullify,
+                ordered: Bool = false) {
+        relationship = .toMany(name, to: Target.entityName, inverse: inverse, deleteRule: deleteRule,
+                               ordered: ordered)
     }
 }
 
@@ -67,8 +70,9 @@ public struct ToOne<Source: DataObject, Target: DataObject>: ModelRelationship {
 extension DataObject {
     /// A to-many relationship of this model to `target` (see ``ToMany``).
     public static func toMany<Target: DataObject>(_ name: String, _ target: Target.Type, inverse: String,
-                                                  deleteRule: Relationship.DeleteRule = .nullify) -> ToMany<Self, Target> {
-        ToMany(name, inverse: inverse, deleteRule: deleteRule)
+                                                  deleteRule: Relationship.DeleteRule = .nullify,
+                                                  ordered: Bool = false) -> ToMany<Self, Target> {
+        ToMany(name, inverse: inverse, deleteRule: deleteRule, ordered: ordered)
     }
 
     /// A to-one relationship of this model to `target` (see ``ToOne``).
@@ -126,7 +130,8 @@ extension Related {
 }
 
 extension ReadAccessor {
-    /// The objects related to `object` through `relationship`, in primary-key order.
+    /// The objects related to `object` through `relationship`, in primary-key order (in their
+    /// own order when the relationship is ordered).
     public func related<T: DataObject, U: DataObject>(_ relationship: ToMany<T, U>, of object: T) throws -> [U] {
         try related(U.self, of: object, relationship.name)
     }
@@ -239,5 +244,31 @@ extension WriteAccessor {
     public func unlink<T: DataObject, U: DataObject>(_ object: T, _ relationship: ToMany<T, U>,
                                                      from target: U) throws -> Bool {
         try unlink(T.entityName, key: object.primaryKeyValue(), relationship.name, from: target.primaryKeyValue())
+    }
+
+    /// Puts `target` at `index` of `object`'s ordered `relationship`, moving it when it is
+    /// already there (see ``link(_:key:_:to:at:)``).
+    public func link<T: DataObject, U: DataObject>(_ object: T, _ relationship: ToMany<T, U>, to target: U,
+                                                   at index: Int) throws {
+        try link(T.entityName, key: object.primaryKeyValue(), relationship.name, to: target.primaryKeyValue(),
+                 at: index)
+    }
+
+    /// Moves the object at `source` of `object`'s ordered `relationship` to `destination`.
+    public func move<T: DataObject, U: DataObject>(in object: T, _ relationship: ToMany<T, U>, from source: Int,
+                                                   to destination: Int) throws {
+        try moveRelated(T.entityName, key: object.primaryKeyValue(), relationship.name, from: source,
+                        to: destination)
+    }
+
+    /// Removes the object at `index` of `object`'s ordered `relationship` from it and returns it.
+    @discardableResult
+    public func unlink<T: DataObject, U: DataObject>(_ object: T, _ relationship: ToMany<T, U>,
+                                                     at index: Int) throws -> U {
+        let key = try unlink(T.entityName, key: object.primaryKeyValue(), relationship.name, at: index)
+        guard let record = try get(U.entityName, key: key) else {
+            throw StoreError(.notFound, "no '\(U.entityName)' with key \(key)")
+        }
+        return try RecordDecoder.decode(U.self, from: record)
     }
 }

@@ -8,6 +8,10 @@
 /// - A **to-many** relationship is the other side of a to-one (one-to-many: "the notes of a
 ///   user" are the notes whose `author` is the user) or of another to-many (many-to-many: the
 ///   pairs are stored in a join entity the schema adds, named by ``Schema/joinEntityName(_:_:)``).
+/// - An **ordered** to-many keeps its items in the order they were put in (Core Data's ordered
+///   relationships, a Realm list of links): each related item's place is an integer position
+///   stored beside the reference, in an attribute the schema adds (``Schema/positionAttribute(_:_:)``),
+///   and reads return the items in that order. An item is in an ordered to-many at most once.
 ///
 /// The invariant, on every backend and after every commit: each to-one reference points at an
 /// existing item. It is checked when the transaction commits, so a transaction may insert a
@@ -46,17 +50,21 @@ public struct Relationship: Sendable, Hashable, Codable {
     public var isOptional: Bool
     /// What deleting an item of this entity does to its related items.
     public var deleteRule: DeleteRule
+    /// Whether a to-many keeps its items in an order of their own (always false for a to-one);
+    /// see ``Schema/positionAttribute(_:_:)``.
+    public var isOrdered: Bool
 
     /// A relationship; ``toOne(_:to:inverse:optional:deleteRule:)`` and
     /// ``toMany(_:to:inverse:deleteRule:)`` read better.
     public init(_ name: String, to destination: String, cardinality: Cardinality, inverse: String?,
-                optional: Bool = true, deleteRule: DeleteRule = .nullify) {
+                optional: Bool = true, deleteRule: DeleteRule = .nullify, ordered: Bool = false) {
         self.name = name
         self.destination = destination
         self.cardinality = cardinality
         self.inverse = inverse
         self.isOptional = cardinality == .toMany ? true : optional
         self.deleteRule = deleteRule
+        self.isOrdered = ordered
     }
 
     /// A to-one relationship, stored in an attribute named `name` that holds the related item's key.
@@ -66,14 +74,41 @@ public struct Relationship: Sendable, Hashable, Codable {
                      deleteRule: deleteRule)
     }
 
-    /// A to-many relationship: the other side of the destination's relationship `inverse`.
+    /// A to-many relationship: the other side of the destination's relationship `inverse`;
+    /// `ordered` keeps its items in the order they are put in.
     public static func toMany(_ name: String, to destination: String, inverse: String,
-                              deleteRule: DeleteRule = .nullify) -> Relationship {
-        Relationship(name, to: destination, cardinality: .toMany, inverse: inverse, deleteRule: deleteRule)
+                              deleteRule: DeleteRule = .nullify, ordered: Bool = false) -> Relationship {
+        Relationship(name, to: destination, cardinality: .toMany, inverse: inverse, deleteRule: deleteRule,
+                     ordered: ordered)
     }
 
     private enum CodingKeys: String, CodingKey {
-        case name, destination, cardinality, inverse, isOptional, deleteRule
+        case name, destination, cardinality, inverse, isOptional, deleteRule, isOrdered
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        destination = try container.decode(String.self, forKey: .destination)
+        cardinality = try container.decode(Cardinality.self, forKey: .cardinality)
+        inverse = try container.decodeIfPresent(String.self, forKey: .inverse)
+        isOptional = try container.decode(Bool.self, forKey: .isOptional)
+        deleteRule = try container.decode(DeleteRule.self, forKey: .deleteRule)
+        // Stores written before ordered relationships hold no such key.
+        isOrdered = try container.decodeIfPresent(Bool.self, forKey: .isOrdered) ?? false
+    }
+
+    /// Writes `isOrdered` only when it is true, so the schema an unordered store holds is the
+    /// bytes it always was.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(destination, forKey: .destination)
+        try container.encode(cardinality, forKey: .cardinality)
+        try container.encodeIfPresent(inverse, forKey: .inverse)
+        try container.encode(isOptional, forKey: .isOptional)
+        try container.encode(deleteRule, forKey: .deleteRule)
+        if isOrdered { try container.encode(true, forKey: .isOrdered) }
     }
 }
 
@@ -104,10 +139,23 @@ extension Schema {
         return (other, this)
     }
 
+    /// The attribute that holds an item's place in the ordered to-many `relationship` of
+    /// `entity`: on the destination's items, `INVERSE_position` (the inverse to-one's name), for
+    /// a one-to-many; on the join entity's pairs, `source_position` or `target_position` (the
+    /// column that holds the owning item's key), for a many-to-many. An optional int: the items
+    /// are in ascending order of it, those without one last, ties in primary-key order.
+    public static func positionAttribute(_ entity: String, _ relationship: Relationship,
+                                         inverseIsToOne: Bool) -> String {
+        guard !inverseIsToOne else { return "\(relationship.inverse ?? "")_position" }
+        let (first, _) = joinSides(entity, relationship)
+        let isFirst = first.entity == entity && first.relationship == relationship.name
+        return isFirst ? "source_position" : "target_position"
+    }
+
     /// The schema as stores hold it: each to-one's attribute and index added where the entity
-    /// does not declare them, and a join entity for each many-to-many. Stores resolve the schema
-    /// they are given, so an app declares relationships alone; resolving a resolved schema
-    /// changes nothing.
+    /// does not declare them, a join entity for each many-to-many, and the position attribute of
+    /// each ordered to-many. Stores resolve the schema they are given, so an app declares
+    /// relationships alone; resolving a resolved schema changes nothing.
     /// - Throws: `invalidArgument` or `unknownEntity` naming a relationship that cannot be
     ///   resolved (an unknown destination, an inverse that does not lead back, a rule that
     ///   cannot hold).
@@ -115,6 +163,9 @@ extension Schema {
         guard entities.contains(where: { !$0.relationships.isEmpty }) else { return self }
         var entities = self.entities
         var joins: [EntitySchema] = []
+        // The position attributes of ordered one-to-manys, added to their destinations last
+        // (a destination may come before the entity that orders it).
+        var positions: [(entity: String, attribute: String, relationship: String)] = []
         for position in entities.indices {
             var entity = entities[position]
             for relationship in entity.relationships {
@@ -128,17 +179,30 @@ extension Schema {
                     try Self.addReference(relationship.name, to: destination, optional: relationship.isOptional,
                                           in: &entity)
                 case .toMany:
-                    guard let inverse = destination.relationship(named: relationship.inverse ?? ""),
-                          inverse.cardinality == .toMany else { continue }
+                    guard let inverse = destination.relationship(named: relationship.inverse ?? "") else { continue }
+                    guard inverse.cardinality == .toMany else {
+                        if relationship.isOrdered {
+                            positions.append((destination.name,
+                                              Self.positionAttribute(entity.name, relationship, inverseIsToOne: true),
+                                              "\(entity.name).\(relationship.name)"))
+                        }
+                        continue
+                    }
                     let (first, second) = Self.joinSides(entity.name, relationship)
                     guard first.entity == entity.name, first.relationship == relationship.name else { continue }
                     let joinName = "\(first.entity)_\(first.relationship)"
                     if self.entity(named: joinName) != nil { continue }
-                    joins.append(try Self.joinEntity(joinName, source: entity, target: destination))
+                    joins.append(try Self.joinEntity(joinName, source: entity, target: destination,
+                                                     sourceOrdered: relationship.isOrdered,
+                                                     targetOrdered: inverse.isOrdered))
                     _ = second
                 }
             }
             entities[position] = entity
+        }
+        for (name, attribute, relationship) in positions {
+            guard let position = entities.firstIndex(where: { $0.name == name }) else { continue }
+            try Self.addPosition(attribute, for: relationship, in: &entities[position])
         }
         var resolved = self
         resolved.entities = entities + joins
@@ -147,15 +211,33 @@ extension Schema {
 
     /// The join entity of a many-to-many: a uuid key `id`, a required to-one `source` into the
     /// side that names it and `target` into the other, a unique index on the pair and one on
-    /// `target`.
-    static func joinEntity(_ name: String, source: EntitySchema, target: EntitySchema) throws(StoreError) -> EntitySchema {
+    /// `target`; and `source_position` or `target_position` for a side that is ordered.
+    static func joinEntity(_ name: String, source: EntitySchema, target: EntitySchema,
+                           sourceOrdered: Bool = false, targetOrdered: Bool = false) throws(StoreError) -> EntitySchema {
         var join = EntitySchema(name, primaryKey: "id", attributes: [Attribute("id", .uuid)],
                                 indexes: [Index("pair", on: ["source", "target"], unique: true)],
                                 relationships: [.toOne("source", to: source.name, optional: false),
                                                 .toOne("target", to: target.name, optional: false)])
         try addReference("source", to: source, optional: false, in: &join)
         try addReference("target", to: target, optional: false, in: &join)
+        if sourceOrdered { join.attributes.append(Attribute("source_position", .int, optional: true)) }
+        if targetOrdered { join.attributes.append(Attribute("target_position", .int, optional: true)) }
         return join
+    }
+
+    /// Adds the optional int that holds the places of an ordered one-to-many's items, or checks
+    /// the declared one.
+    private static func addPosition(_ name: String, for relationship: String,
+                                    in entity: inout EntitySchema) throws(StoreError) {
+        if let declared = entity.attribute(named: name) {
+            guard declared.type == .int, declared.isOptional else {
+                throw StoreError(.invalidArgument, "attribute '\(entity.name).\(name)' holds the places of ordered "
+                    + "relationship '\(relationship)', so it must be an optional int, not "
+                    + "\(declared.isOptional ? "an optional" : "a required") \(declared.type)")
+            }
+        } else {
+            entity.attributes.append(Attribute(name, .int, optional: true))
+        }
     }
 
     /// Adds the attribute and index that store a to-one reference, or checks the declared ones.
@@ -191,6 +273,9 @@ extension Schema {
         if entity.relationships.filter({ $0.name == relationship.name }).count > 1 {
             throw StoreError(.invalidArgument, "\(label) is declared twice")
         }
+        if relationship.isOrdered, relationship.cardinality == .toOne {
+            throw StoreError(.invalidArgument, "\(label) is to-one and ordered: only a to-many keeps an order")
+        }
         if relationship.cardinality == .toMany, entity.attribute(named: relationship.name) != nil {
             throw StoreError(.invalidArgument, "\(label) is to-many, but '\(entity.name)' has an attribute of the same name")
         }
@@ -213,6 +298,14 @@ extension Schema {
         if relationship.cardinality == .toOne, inverse.cardinality == .toOne {
             throw StoreError(.invalidArgument, "\(label) and its inverse are both to-one: declare the side that holds "
                 + "the reference as to-one and the other as to-many (a unique index on the to-one makes it one-to-one)")
+        }
+        if relationship.isOrdered, inverse.cardinality == .toOne {
+            let position = Schema.positionAttribute(entity.name, relationship, inverseIsToOne: true)
+            guard position.utf8.count <= Limits.maxNameLength else {
+                throw StoreError(.limitExceeded, "\(label) is ordered and its items' places would be kept in "
+                    + "'\(destination.name).\(position)', over \(Limits.maxNameLength) characters: shorten the "
+                    + "inverse's name")
+            }
         }
         if relationship.cardinality == .toMany, inverse.cardinality == .toOne, !inverse.isOptional,
            relationship.deleteRule == .nullify {

@@ -33,6 +33,12 @@
                                              target: (entity: String, relationship: String))] = [:]
     /// To-many relationships by entity and name: how to find an item's related items.
     public private(set) var toMany: [String: [String: ToMany]] = [:]
+    /// The position attribute of each ordered to-many, by entity and relationship name: an
+    /// attribute of the destination (one-to-many) or of the join entity (many-to-many).
+    public private(set) var positions: [String: [String: String]] = [:]
+    /// For an entity whose to-one is the inverse of an ordered to-many, the position attribute
+    /// that goes with the to-one's attribute: cleared when the reference is.
+    public private(set) var referencePositions: [String: [String: String]] = [:]
 
     /// How the items of a to-many relationship are found.
     public enum ToMany: Sendable {
@@ -62,6 +68,14 @@
                     guard let inverseName = relationship.inverse,
                           let inverse = schema.entity(named: relationship.destination)?.relationship(named: inverseName)
                     else { continue }
+                    if relationship.isOrdered {
+                        let position = Schema.positionAttribute(entity.name, relationship,
+                                                                inverseIsToOne: inverse.cardinality == .toOne)
+                        positions[entity.name, default: [:]][relationship.name] = position
+                        if inverse.cardinality == .toOne {
+                            referencePositions[relationship.destination, default: [:]][inverseName] = position
+                        }
+                    }
                     if inverse.cardinality == .toOne {
                         toMany[entity.name, default: [:]][relationship.name] =
                             .referrers(source: relationship.destination, attribute: inverseName)

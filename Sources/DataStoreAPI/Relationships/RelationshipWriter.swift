@@ -161,6 +161,8 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
                     if let child = try deleteOne(source, key, record: referrer) { children.append(child) }
                 } else {
                     referrer[attribute] = .null
+                    // Its place in the ordered list it left goes with it.
+                    if let position = graph.referencePositions[sourceName]?[attribute] { referrer[position] = .null }
                     try writer.put(try source.normalize(referrer), key: key, in: source)
                 }
             }

@@ -14,7 +14,7 @@ public struct Related<T: DataObject>: Sendable {
     public let graph: RelatedRecord
 
     /// The objects related through `relationship`, decoded as `type` (empty when it was not
-    /// included), in primary-key order.
+    /// included), in primary-key order (in their own order when the relationship is ordered).
     public func related<U: DataObject>(_ relationship: String, as type: U.Type) throws -> [U] {
         try graph[relationship].map { try RecordDecoder.decode(U.self, from: $0.record) }
     }

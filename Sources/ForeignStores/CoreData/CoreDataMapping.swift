@@ -21,11 +21,12 @@ import Foundation
 ///   read from its own column (see ``StoredAttribute``), optional when it or a composite
 ///   holding it is.
 /// - **Relationships.** A to-one is its `Z`+NAME column; a to-many is the inverse of a to-one
-///   or, with a to-many inverse, the pairs of the join table `Z_<n>NAME`. An ordered one-to-many
-///   keeps its order in an int attribute `<inverse>Order` on the destination (Core Data's
-///   `Z_FOK_<INVERSE>` column); an ordered many-to-many, and a to-many without inverse, are
-///   refused. Delete rules carry over; No Action becomes Nullify (Deny where the other side is
-///   required), since a store here never keeps a reference to a deleted item.
+///   or, with a to-many inverse, the pairs of the join table `Z_<n>NAME`. An ordered to-many
+///   is an ordered relationship here: a one-to-many's places are the destination's
+///   `Z_FOK_<INVERSE>` column, a many-to-many's the join table's `Z_FOK_<n><NAME>` (named after
+///   the column of the items it orders). A to-many without an inverse is refused. Delete rules
+///   carry over; No Action becomes Nullify (Deny where the other side is required), since a
+///   store here never keeps a reference to a deleted item.
 enum CoreDataMapping {
     static func map(_ database: ForeignDatabase, model: CoreDataModel, keys: [String: String]) throws -> ForeignMapping {
         var model = model
@@ -240,10 +241,6 @@ enum CoreDataMapping {
                             + "to-many's items through its inverse (give it one in the model)")
                     }
                     if inverse.isToMany {
-                        if relationship.isOrdered || inverse.isOrdered {
-                            throw StoreError(.invalidArgument, "\(label) is an ordered many-to-many; stores here keep "
-                                + "the pairs of a many-to-many without an order, so it cannot be carried")
-                        }
                         if relationship.name == inverseName && destinationRoot == root {
                             throw StoreError(.invalidArgument, "\(label) is its own inverse; stores here need two "
                                 + "named sides for a many-to-many")
@@ -251,10 +248,10 @@ enum CoreDataMapping {
                         manyToMany.append((root, relationship, destinationRoot))
                     } else if relationship.isOrdered {
                         orderColumns[destinationRoot, default: []].append(
-                            ("\(inverseName)Order", "Z_FOK_" + inverseName.uppercased()))
+                            ("\(inverseName)_position", "Z_FOK_" + inverseName.uppercased()))
                     }
                     relationships.append(.toMany(relationship.name, to: destinationRoot, inverse: inverseName,
-                                                 deleteRule: rule))
+                                                 deleteRule: rule, ordered: relationship.isOrdered))
                 }
             }
             var from = ForeignDatabase.quoted(tableName) + " AS t", keyExpression = "t." + ForeignDatabase.quoted(key.column)
@@ -286,8 +283,8 @@ enum CoreDataMapping {
                         + "the order of an ordered relationship to '\(root)'")
                 }
                 guard schemas[position].attribute(named: order.attribute) == nil else {
-                    throw StoreError(.invalidArgument, "'\(root)' already has an attribute '\(order.attribute)', the "
-                        + "name this reader gives the order of an ordered relationship")
+                    throw StoreError(.invalidArgument, "'\(root)' already has an attribute '\(order.attribute)', where "
+                        + "stores here keep the places of an ordered relationship's items")
                 }
                 schemas[position].attributes.append(Attribute(order.attribute, .int, optional: true))
                 foreign[root]?.columns.append(ForeignColumn(attribute: order.attribute,
@@ -310,16 +307,30 @@ enum CoreDataMapping {
             let (sourceColumn, targetColumn) = sourceIsThis ? (thisColumn, otherColumn) : (otherColumn, thisColumn)
             let (sourceRoot, targetRoot) = sourceIsThis ? (root, destinationRoot) : (destinationRoot, root)
             let source = "j." + ForeignDatabase.quoted(sourceColumn), target = "j." + ForeignDatabase.quoted(targetColumn)
+            var columns = [
+                ForeignColumn(attribute: "source", expression: keyExpression(of: sourceRoot, pkExpression: source),
+                              conversion: valueConversion(keyOf[sourceRoot]?.type ?? .int),
+                              origin: "\(table).\(sourceColumn)"),
+                ForeignColumn(attribute: "target", expression: keyExpression(of: targetRoot, pkExpression: target),
+                              conversion: valueConversion(keyOf[targetRoot]?.type ?? .int),
+                              origin: "\(table).\(targetColumn)"),
+            ]
+            // An ordered side's places: Core Data keeps them in `Z_FOK_` + the column of the items
+            // it orders (Photos' `Z_33ASSETS.Z_FOK_3ASSETS`, the assets' order in each album).
+            for (position, itemsColumn) in [("source_position", targetColumn), ("target_position", sourceColumn)]
+            where join.attribute(named: position) != nil {
+                let column = "Z_FOK_" + itemsColumn.dropFirst(2)
+                guard try !database.rows("SELECT 1 FROM pragma_table_info(?) WHERE name = ?",
+                                         [.string(table), .string(column)]).isEmpty else {
+                    throw StoreError(.schemaMismatch, "the join table \(table) of ordered relationship "
+                        + "'\(root).\(relationship.name)' has no column \(column), where Core Data keeps its order")
+                }
+                columns.append(ForeignColumn(attribute: position, expression: "j." + ForeignDatabase.quoted(column),
+                                             conversion: .int, origin: "\(table).\(column)"))
+            }
             foreign[joinName] = ForeignEntity(
                 schema: join, from: ForeignDatabase.quoted(table) + " AS j", filter: nil, key: .pair(source, target),
-                columns: [
-                    ForeignColumn(attribute: "source", expression: keyExpression(of: sourceRoot, pkExpression: source),
-                                  conversion: valueConversion(keyOf[sourceRoot]?.type ?? .int),
-                                  origin: "\(table).\(sourceColumn)"),
-                    ForeignColumn(attribute: "target", expression: keyExpression(of: targetRoot, pkExpression: target),
-                                  conversion: valueConversion(keyOf[targetRoot]?.type ?? .int),
-                                  origin: "\(table).\(targetColumn)"),
-                ], origin: "table \(table)")
+                columns: columns, origin: "table \(table)")
         }
         for entity in schema.entities where foreign[entity.name] == nil {
             throw StoreError(.invalidArgument, "entity '\(entity.name)' has no table this reader can read")

@@ -100,15 +100,21 @@ struct ImportGraphWriter {
         guard let destination = writer.schema.entity(named: relationship.destination),
               let inverse = destination.relationship(named: relationship.inverse ?? "") else { return }
         var listed = Set<Value>()
+        // The keys in the array's order, for an ordered relationship.
+        var order: [Value] = []
         switch inverse.cardinality {
         case .toOne:
             // One-to-many: each child points at the object.
             for child in children {
                 switch child {
                 case .object(let nested):
-                    if try write(nested, extra: [inverse.name: object.key]) { listed.insert(nested.key) }
+                    if try write(nested, extra: [inverse.name: object.key]) {
+                        listed.insert(nested.key)
+                        order.append(nested.key)
+                    }
                 case .key(let key):
                     listed.insert(key)
+                    order.append(key)
                     guard var record = try writer.get(destination.name, key: key) else {
                         // Related once it is written, further on in the input.
                         pending.append(PendingReference(entity: object.entity.name, key: object.key,
@@ -123,6 +129,7 @@ struct ImportGraphWriter {
                     counts[destination.name, default: .init()].updated += 1
                 }
             }
+            try arrange(order, of: relationship, from: object, isNew: isNew)
             // A new item has no children but those it just listed.
             guard !isNew, options.operations.contains(.delete) else { return }
             let removes = relationship.deleteRule == .cascade || !inverse.isOptional
@@ -160,16 +167,36 @@ struct ImportGraphWriter {
                     }
                     key = target
                 }
+                order.append(key)
                 guard listed.insert(key).inserted, !before.contains(key) else { continue }
                 try writer.link(object.entity.name, key: object.key, relationship.name, to: key)
                 counts[destination.name, default: .init()].linked += 1
             }
+            try arrange(order, of: relationship, from: object, isNew: isNew)
             guard options.operations.contains(.delete) else { return }
             for key in before where !listed.contains(key) {
                 if try writer.unlink(object.entity.name, key: object.key, relationship.name, from: key) {
                     counts[destination.name, default: .init()].unlinked += 1
                 }
             }
+        }
+    }
+
+    /// Puts the items of an ordered relationship in the order the array lists them, ahead of
+    /// those it no longer lists (which the delete phase then removes); an item it names before
+    /// the item exists comes last, when it is related.
+    private func arrange(_ order: [Value], of relationship: Relationship, from object: ImportObject,
+                         isNew: Bool) throws {
+        guard relationship.isOrdered, isNew || options.operations.contains(.update),
+              let destination = writer.schema.entity(named: relationship.destination) else { return }
+        let current = try writer.related(object.entity.name, key: object.key, relationship.name)
+            .map { destination.primaryKeyValue(of: $0) }
+        let related = Set(current)
+        var seen = Set<Value>()
+        let wanted = order.filter { related.contains($0) && seen.insert($0).inserted }
+        guard Array(current.prefix(wanted.count)) != wanted else { return }
+        for (index, key) in wanted.enumerated() {
+            try writer.link(object.entity.name, key: object.key, relationship.name, to: key, at: index)
         }
     }
 

@@ -30,14 +30,17 @@ public enum SchemaDiagram {
                 }
                 switch (relationship.cardinality, inverse?.cardinality) {
                 case (.toOne, .toMany?):
-                    edges.append((relationship.destination, entity.name, inverse?.name ?? relationship.name,
+                    let ordered = inverse?.isOrdered == true ? " (ordered)" : ""
+                    edges.append((relationship.destination, entity.name, (inverse?.name ?? relationship.name) + ordered,
                                   relationship.isOptional ? "one-to-many" : "one-to-many, required"))
                 case (.toOne, _):
                     edges.append((entity.name, relationship.destination, relationship.name,
                                   relationship.isOptional ? "to-one" : "to-one, required"))
                 case (.toMany, .toMany?):
                     if (entity.name, relationship.name) <= (relationship.destination, inverse?.name ?? "") {
-                        edges.append((entity.name, relationship.destination, relationship.name, "many-to-many"))
+                        let ordered = [relationship, inverse].compactMap { $0 }.filter(\.isOrdered).map(\.name)
+                        edges.append((entity.name, relationship.destination, relationship.name
+                            + (ordered.isEmpty ? "" : " (\(ordered.joined(separator: " and ")) ordered)"), "many-to-many"))
                     }
                 case (.toMany, _):
                     continue
@@ -69,7 +72,9 @@ public enum SchemaDiagram {
             case "to-one, required": shape = "}o--||"
             default: shape = "}o--o|"
             }
-            lines.append("    \(edge.from) \(shape) \(edge.to) : \(edge.name)")
+            // Mermaid takes a label with spaces in quotes.
+            let label = edge.name.contains(" ") ? "\"\(edge.name)\"" : edge.name
+            lines.append("    \(edge.from) \(shape) \(edge.to) : \(label)")
         }
         return lines.joined(separator: "\n")
     }

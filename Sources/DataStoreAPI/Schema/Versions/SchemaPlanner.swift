@@ -156,6 +156,10 @@ struct Planner {
         // either change is recorded (the schema is valid only with both or neither).
         var sides = [(name, relationshipName)]
         if let inverse { sides.append((relationship.destination, inverse.name)) }
+        // An ordered one-to-many's places, on the side of its to-one.
+        let sidesRelationships = [relationship] + (inverse.map { [$0] } ?? [])
+        let ordered = sidesRelationships.first { $0.cardinality == .toMany && $0.isOrdered }
+        let toOneSide = sidesRelationships.first { $0.cardinality == .toOne }
         var changes: [(EntitySchema, EntitySchema)] = []
         for (entityName, side) in sides {
             let before = try entity(entityName, step)
@@ -165,6 +169,10 @@ struct Planner {
             if removed.cardinality == .toOne {
                 new.attributes.removeAll { $0.name == side }
                 new.indexes.removeAll { $0.attributes.contains(side) }
+                if let ordered, let toOneSide, toOneSide.name == side {
+                    let position = Schema.positionAttribute(ordered.destination, ordered, inverseIsToOne: true)
+                    new.attributes.removeAll { $0.name == position }
+                }
             }
             replace(before, with: new)
             changes.append((before, new))
