@@ -2,7 +2,7 @@
 # A pg_auto_failover formation on loopback for the failover test: a monitor and two PostgreSQL
 # nodes (Debian's postgresql-15-auto-failover), each node run by its own `pg_autoctl run`
 # keeper. The monitor is tuned to fail over within seconds (health checks every second, a node
-# unhealthy after 3 s, a primary given 5 s to demote) rather than its defaults' 30 s. With two
+# unhealthy after 4 s, a primary given 5 s to demote) rather than its defaults' 30 s. With two
 # nodes the primary replicates synchronously while the other is healthy.
 #   start DIR MONITOR_PORT NODE1_PORT NODE2_PORT   create and run the monitor and both nodes,
 #                                                  waiting until node1 is primary, node2 secondary
@@ -80,8 +80,13 @@ start)
         --auth trust --no-ssl >"$dir/create.log" 2>&1
     run_keeper monitor
     for _ in $(seq 300); do monitor_sql "SELECT 1" >/dev/null 2>&1 && break; sleep 0.1; done
-    for setting in "health_check_period = 1000" "health_check_timeout = 1000" "health_check_max_retries = 1" \
-                   "health_check_retry_delay = 500" "node_considered_unhealthy_timeout = 3000" "primary_demote_timeout = 5000"; do
+    # A node is unhealthy when its keeper has not reported for the timeout and the monitor
+    # cannot connect to it. A killed server refuses the connection at once, so a long connect
+    # timeout costs the failover nothing, while a standby whose keeper and server are slow under
+    # the writers' load (reports late, connects in seconds) is not taken for dead: that would
+    # set it to catchingup, drop synchronous replication, and leave no node to promote.
+    for setting in "health_check_period = 1000" "health_check_timeout = 5000" "health_check_max_retries = 2" \
+                   "health_check_retry_delay = 500" "node_considered_unhealthy_timeout = 4000" "primary_demote_timeout = 5000"; do
         monitor_sql "ALTER SYSTEM SET pgautofailover.$setting" >/dev/null
     done
     monitor_sql "SELECT pg_reload_conf()" >/dev/null

@@ -190,11 +190,18 @@ func aCopyIntoJSONLinesKilledWithSIGKILLFinishesWithResume() throws {
     let source = dir.location(.sqlite, "source")
     try DemoData.seed(source, items: 40_000, seed: 9)
     var resumes = 0
-    for (n, delay) in [0.9, 1.5].enumerated() {
+    // Killed once the copy has written its first checkpoint, then once it has written three.
+    for (n, checkpoints) in [1, 3].enumerated() {
         let destination = dir.jsonl("killed-\(n)", compressed: n == 1)
         let (process, _, _) = try startCLI(["copy", "--from", source.description, "--to", destination.description,
                                             "--batch-size", "500", "--progress", "none"])
-        Thread.sleep(forTimeInterval: delay)
+        let checkpoint = destination.path + ".migrating.checkpoint"
+        var seen: [Data] = []
+        let deadline = Date().addingTimeInterval(120)
+        while process.isRunning, seen.count < checkpoints, Date() < deadline {
+            if let data = FileManager.default.contents(atPath: checkpoint), data != seen.last { seen.append(data) }
+            usleep(1_000)
+        }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal, "killed while copying")
@@ -218,6 +225,7 @@ func aCopyIntoJSONLinesKilledWithSIGKILLFinishesWithResume() throws {
                             "--progress", "none"]).status == 0)
     }
     #expect(resumes > 0, "no kill landed inside the copy")
+    print("JSON Lines copies killed with SIGKILL: \(resumes) of 2 resumed from their checkpoint")
 }
 
 /// A copy checks its source, then opens it without reading it again; a file changed in between
