@@ -71,8 +71,9 @@ enum OrderedRelationshipCases {
     static func entity(of relationship: String) -> String { relationship == "tracks" ? "Playlist" : "Album" }
 
     /// Random appends, inserts, moves and removes at an index, a few per transaction, on both
-    /// relationships; the store's lists equal the model's after each transaction, in eager
-    /// loads too, and after the store is reopened.
+    /// relationships, every third transaction in a child store merged afterwards; the store's
+    /// lists equal the model's after each transaction, in eager loads too, and after the store
+    /// is reopened.
     static func randomSequence(_ c: ConformanceContext, seed: UInt64) throws {
         var store = try c.open(schema)
         try load(store)
@@ -81,8 +82,11 @@ enum OrderedRelationshipCases {
         for transaction in 0..<60 {
             let before = model
             let rollsBack = transaction % 5 == 4
+            // Every third transaction runs in a child store, merged afterwards.
+            let child = transaction % 3 == 1 ? try store.makeChild() : nil
+            let target: any DataStore = child ?? store
             do {
-                try store.writeSync { w in
+                try target.writeSync { w in
                     for _ in 0..<Int.random(in: 1...4, using: &rng) {
                         let relationship = Bool.random(using: &rng) ? "tracks" : "songs"
                         let entity = entity(of: relationship)
@@ -120,6 +124,11 @@ enum OrderedRelationshipCases {
                     }
                     // Every fifth transaction rolls back: the lists stay as they were.
                     if rollsBack { throw RollBack() }
+                }
+                if let child {
+                    c.expectEqual(try store.read { try lists($0) }, before.lists,
+                                  "seed \(seed), transaction \(transaction): the parent sees nothing before the merge")
+                    _ = try store.merge(child)
                 }
             } catch is RollBack {
                 model = before

@@ -10,8 +10,9 @@
 ///   pairs are stored in a join entity the schema adds, named by ``Schema/joinEntityName(_:_:)``).
 /// - An **ordered** to-many keeps its items in the order they were put in (Core Data's ordered
 ///   relationships, a Realm list of links): each related item's place is an integer position
-///   stored beside the reference, in an attribute the schema adds (``Schema/positionAttribute(_:_:)``),
-///   and reads return the items in that order. An item is in an ordered to-many at most once.
+///   stored beside the reference, in an attribute the schema adds
+///   (``Schema/positionAttribute(_:_:inverseIsToOne:)``), and reads return the items in that
+///   order. An item is in an ordered to-many at most once.
 ///
 /// The invariant, on every backend and after every commit: each to-one reference points at an
 /// existing item. It is checked when the transaction commits, so a transaction may insert a
@@ -51,11 +52,11 @@ public struct Relationship: Sendable, Hashable, Codable {
     /// What deleting an item of this entity does to its related items.
     public var deleteRule: DeleteRule
     /// Whether a to-many keeps its items in an order of their own (always false for a to-one);
-    /// see ``Schema/positionAttribute(_:_:)``.
+    /// see ``Schema/positionAttribute(_:_:inverseIsToOne:)``.
     public var isOrdered: Bool
 
     /// A relationship; ``toOne(_:to:inverse:optional:deleteRule:)`` and
-    /// ``toMany(_:to:inverse:deleteRule:)`` read better.
+    /// ``toMany(_:to:inverse:deleteRule:ordered:)`` read better.
     public init(_ name: String, to destination: String, cardinality: Cardinality, inverse: String?,
                 optional: Bool = true, deleteRule: DeleteRule = .nullify, ordered: Bool = false) {
         self.name = name
