@@ -115,3 +115,31 @@ extension ForeignBackend {
         try PlainSQLiteStore(ForeignSource(parsing: path))
     }
 }
+
+/// The `realm` kind: `realm:default.realm`, a Realm file read as a source (``RealmStore``).
+@_spi(Backend) public struct RealmBackend: ForeignBackend {
+    public init() {}
+    public var kind: StoreKind { "realm" }
+
+    /// A file whose header says `T-DB` (the Realm mnemonic, at bytes 16 to 19).
+    public func recognizes(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: 24)) ?? Data()
+        return header.count == 24 && header[16..<20].elementsEqual("T-DB".utf8)
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
+        try RealmStore(ForeignSource(parsing: path))
+    }
+
+    /// Opening reads every node the classes reach and decodes every object against the file's
+    /// bounds: the check is the open.
+    public func check(at path: String) throws -> EngineCheck {
+        let store = try openSource(at: path, alreadyChecked: false)
+        try store.close()
+        return EngineCheck("every table, column and object read against the file's bounds")
+    }
+}

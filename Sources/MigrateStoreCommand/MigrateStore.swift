@@ -12,7 +12,7 @@ public struct MigrateStore: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "migrate-store",
         abstract: "Copy, sync and verify DataStore stores between SQLite, LMDB, PostgreSQL, in-memory and JSON Lines "
-            + "stores; read Core Data, SwiftData and plain SQLite files as sources.",
+            + "stores; read Core Data, SwiftData, Realm and plain SQLite files as sources.",
         discussion: """
             A store is named KIND:PATH: sqlite:app.sqlite (a SQLite file), lmdb:app.lmdb (an LMDB \
             environment directory), jsonl:app.jsonl or jsonl:app.jsonl.gz (a JSON Lines file, read as \
@@ -20,7 +20,8 @@ public struct MigrateStore: ParsableCommand {
             or postgres:schema=app with the PG* variables (a PostgreSQL schema; in builds with the \
             Postgres trait), memory:NAME (an in-memory store of this process). Sources only: \
             coredata:Model.sqlite (a Core Data or SwiftData store; model=PATH when it keeps no \
-            model) and plain-sqlite:file.db (any SQLite database, tables as entities). A bare PATH names what is there (a directory is LMDB, a file is \
+            model), plain-sqlite:file.db (any SQLite database, tables as entities) and \
+            realm:default.realm (a Realm file, read without realm-core). A bare PATH names what is there (a directory is LMDB, a file is \
             SQLite), or, for a store to be made, what its suffix says (out.lmdb). A bare KIND names the store by its \
             name: in a directory holding app.sqlite, \
             `migrate-store --from sqlite --to lmdb` copies app.sqlite into app.lmdb; --store \

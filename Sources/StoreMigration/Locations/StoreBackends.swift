@@ -23,6 +23,8 @@ extension StoreKind {
     public static let coreData: StoreKind = "coredata"
     /// A plain SQLite database of tables, read as a source (``PlainSQLiteStore``).
     public static let plainSQLite: StoreKind = "plain-sqlite"
+    /// A Realm file, read as a source without realm-core (``RealmStore``).
+    public static let realm: StoreKind = "realm"
 }
 
 /// The kinds of store the migration engine and `migrate-store` know: the four built in, and
@@ -33,7 +35,7 @@ public enum StoreBackends {
 
     private static var builtIn: [any StoreBackend] {
         var backends: [any StoreBackend] = [SQLiteBackend(), LMDBBackend(), InMemoryBackend(), JSONLBackend(),
-                                           CoreDataBackend(), PlainSQLiteBackend()]
+                                           CoreDataBackend(), PlainSQLiteBackend(), RealmBackend()]
         #if Postgres
         backends.append(PostgresBackend())
         #endif

@@ -158,7 +158,7 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
 extension StoreLocation {
     /// Whether the location is a file of another program read as a source (`coredata:`,
     /// `plain-sqlite:`): read from a snapshot, never written, without a change feed.
-    public var isForeignSource: Bool { kind == .coreData || kind == .plainSQLite }
+    public var isForeignSource: Bool { kind == .coreData || kind == .plainSQLite || kind == .realm }
 
     /// Whether `other` names this very store: the same location, or, for stores kept in files,
     /// the same file or directory under another spelling (`./b.sqlite`, a symbolic or hard

@@ -1,0 +1,249 @@
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+@testable import ForeignStores
+import Foundation
+import StoreMigration
+import Testing
+
+/// Realm files written by Realm SDKs (Tests/Fixtures/Realm, formats 10 to 24, the streaming form
+/// and an encrypted file) read without realm-core: every object and value compared with what an
+/// independent reader of the format says the file holds (Scripts/realm-dump.py), copied into
+/// every backend and back, the files' bytes unchanged.
+@Suite struct RealmSourceTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/Realm")
+    static let dump = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Scripts/realm-dump.py").path
+
+    static let readable = ["swift-migration-default-v5.f20", "js-tools-default.f22", "js-simple.f23",
+                           "kotlin-asset.f23", "kotlin-asset-fs.f23.streaming", "studio-asset_file.f24",
+                           "cocoa6-alltypes.f10"]
+
+    static func path(_ name: String) -> String { fixtures.appendingPathComponent(name + ".realm").path }
+
+    /// What the independent reader says a file holds, by class.
+    struct Expected: Decodable {
+        struct Column: Decodable {
+            var name: String
+            var type: Int
+            var collection: String?
+            var target: String?
+        }
+        struct Object: Decodable {
+            var key: Int64
+            var values: [String: JSONValue]
+        }
+        struct Table: Decodable {
+            var name: String
+            var primaryKey: String?
+            var kind: Int
+            var columns: [Column]
+            var objects: [Object]
+        }
+        var format: Int
+        var tables: [Table]
+    }
+
+    /// A JSON value as the dump writes it.
+    enum JSONValue: Decodable, Equatable {
+        case null, bool(Bool), int(Int64), double(Double), string(String), hex(String), list([JSONValue])
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() { self = .null } else if let b = try? container.decode(Bool.self) {
+                self = .bool(b)
+            } else if let i = try? container.decode(Int64.self) { self = .int(i) } else if let d = try? container.decode(Double.self) {
+                self = .double(d)
+            } else if let s = try? container.decode(String.self) { self = .string(s) } else if let l = try? container.decode([JSONValue].self) {
+                self = .list(l)
+            } else {
+                self = .hex(try container.decode([String: String].self)["hex"] ?? "")
+            }
+        }
+    }
+
+    static func expected(_ name: String) throws -> Expected {
+        let output = try runCommand("/usr/bin/python3", [dump, path(name), "--json"])
+        return try JSONDecoder().decode(Expected.self, from: Data(output.utf8))
+    }
+
+    /// The value the store should hold for a value the dump printed, of a column of `type`.
+    static func storeValue(_ value: JSONValue, type: Int) -> Value {
+        switch value {
+        case .null: return .null
+        case .bool(let b): return .bool(b)
+        case .int(let i): return type == 9 || type == 10 ? .double(Double(i)) : .int(i)
+        case .double(let d): return .double(d)
+        case .hex(let hex):
+            var bytes: [UInt8] = []
+            var index = hex.startIndex
+            while index < hex.endIndex {
+                let next = hex.index(index, offsetBy: 2)
+                bytes.append(UInt8(hex[index..<next], radix: 16) ?? 0)
+                index = next
+            }
+            return .bytes(bytes)
+        case .string(let s):
+            if type == 8, s.hasPrefix("ts(") {
+                let parts = s.dropFirst(3).dropLast().split(separator: ",").compactMap { Int64($0) }
+                return .date(Timestamp(microsecondsSinceEpoch: parts[0] * 1_000_000 + parts[1] / 1_000))
+            }
+            if type == 17, let uuid = UUID(uuidString: s) { return .uuid(uuid) }
+            return .string(s)
+        case .list: return .null
+        }
+    }
+
+    /// Every object of every class, value for value, links and lists by their targets' keys in
+    /// their order, against the independent reader.
+    static func compare(_ store: any DataStore, with expected: Expected, _ label: String) throws {
+        let tables = Dictionary(uniqueKeysWithValues: expected.tables.map { ($0.name, $0) })
+        func key(of table: Expected.Table, _ object: Expected.Object) -> Value {
+            guard let primaryKey = table.primaryKey else { return .int(object.key) }
+            let column = table.columns.first { $0.name == primaryKey }
+            return storeValue(object.values[primaryKey] ?? .null, type: column?.type ?? 0)
+        }
+        try store.read { reader in
+            for table in expected.tables {
+                let records = try reader.fetch(FetchRequest(table.name))
+                #expect(records.count == table.objects.count, "\(label): \(table.name) has \(records.count) items")
+                let entity = try #require(reader.schema.entity(named: table.name))
+                let byKey = Dictionary(uniqueKeysWithValues: records.map { (entity.primaryKeyValue(of: $0), $0) })
+                for object in table.objects {
+                    let itemKey = key(of: table, object)
+                    let record = try #require(byKey[itemKey], "\(label): \(table.name) \(itemKey) is missing")
+                    for column in table.columns {
+                        let value = object.values[column.name] ?? .null
+                        guard let targetName = column.target.map({ String($0.dropFirst(6)) }),
+                              let target = tables[targetName] else {
+                            #expect(record[column.name] == storeValue(value, type: column.type),
+                                    "\(label): \(table.name) \(itemKey).\(column.name)")
+                            continue
+                        }
+                        let targets = Dictionary(uniqueKeysWithValues: target.objects.map { ($0.key, key(of: target, $0)) })
+                        if column.collection == nil {
+                            let expectedTarget: Value
+                            if case .int(let k) = value, let t = targets[k] { expectedTarget = t } else { expectedTarget = .null }
+                            #expect(record[column.name] == expectedTarget, "\(label): \(table.name) \(itemKey).\(column.name)")
+                        } else {
+                            guard case .list(let items) = value else { continue }
+                            let expectedKeys = items.compactMap { item -> Value? in
+                                if case .int(let k) = item { return targets[k] } else { return nil }
+                            }
+                            let related = try reader.related(table.name, key: itemKey, column.name)
+                            let destination = try #require(reader.schema.entity(named: targetName))
+                            let relatedKeys = related.map { destination.primaryKeyValue(of: $0) }
+                            if column.collection == "list" {
+                                #expect(relatedKeys == expectedKeys, "\(label): \(table.name) \(itemKey).\(column.name) in order")
+                            } else {
+                                #expect(Set(relatedKeys) == Set(expectedKeys), "\(label): \(table.name) \(itemKey).\(column.name)")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test(arguments: readable)
+    func everyObjectReadsAsAnIndependentReaderSaysTheFileHolds(_ name: String) throws {
+        let before = FileManager.default.contents(atPath: Self.path(name))
+        let store = try RealmStore(ForeignSource(path: Self.path(name)))
+        defer { try? store.close() }
+        let expected = try Self.expected(name)
+        #expect(Set(store.schema.entities.map(\.name)).isSuperset(of: expected.tables.map(\.name)))
+        try Self.compare(store, with: expected, name)
+        #expect(FileManager.default.contents(atPath: Self.path(name)) == before, "the file is never written")
+    }
+
+    @Test(arguments: [StoreKind.sqlite, .lmdb, .memory], ["swift-migration-default-v5.f20", "js-tools-default.f22",
+                                                           "studio-asset_file.f24", "kotlin-asset-fs.f23.streaming"])
+    func aRealmFileCopiesIntoEachBackendAndBack(_ kind: StoreKind, _ name: String) throws {
+        let dir = try TemporaryDirectory()
+        let source = StoreLocation(kind: .realm, path: Self.path(name))
+        let middle = dir.location(kind, "middle")
+        let back = dir.location(.sqlite, "back")
+        defer { if kind == .memory { try? middle.destroy() } }
+        let there = try Migrator.copy(from: source, to: middle, options: MigrationOptions(batchSize: 2))
+        #expect(there.verified && there.differences == 0)
+        let returned = try Migrator.copy(from: middle, to: back)
+        #expect(returned.verified && returned.differences == 0)
+        let copy = try back.open(schema: nil)
+        defer { try? copy.close() }
+        try Self.compare(copy, with: try Self.expected(name), "\(name) via \(kind)")
+    }
+
+    /// Realm Swift's example: an embedded address owned by its person (deleted with it), a list
+    /// of pets in its order, their inverse on the pets.
+    @Test func linksListsAndEmbeddedObjectsBecomeRelationships() throws {
+        let store = try RealmStore(ForeignSource(path: Self.path("swift-migration-default-v5.f20")))
+        defer { try? store.close() }
+        let person = try #require(store.schema.entity(named: "Person"))
+        #expect(person.primaryKey == "realm_key")
+        #expect(person.relationship(named: "address")?.deleteRule == .cascade, "an embedded object is owned")
+        #expect(person.relationship(named: "pets")?.isOrdered == true)
+        #expect(store.schema.entity(named: "Pet")?.relationship(named: "Person_pets")?.cardinality == .toMany)
+        let (pets, owners) = try store.read { reader in
+            (try reader.related("Person", key: 0, "pets").map { $0["name"] },
+             try reader.related("Pet", key: 2, "Person_pets").map { $0["fullName"] })
+        }
+        #expect(pets == ["Marley", "Lassie"])
+        #expect(owners == ["Jane Doe"])
+        #expect(store.summary.contains("format 20"))
+    }
+
+    /// What this reader cannot carry is refused in one line naming it; an encrypted file, a cut
+    /// file and a file of another kind are refused, never read as data.
+    @Test func whatCannotBeReadIsRefusedNamingIt() throws {
+        #expect { try RealmStore(ForeignSource(path: Self.path("dotnet-guids.f24"))) } throws: {
+            "\($0)".contains("of values, which this reader does not read yet") || "\($0)".contains("Mixed")
+        }
+        #expect { try RealmStore(ForeignSource(path: Self.path("cocoa6-alltypes-encrypted"))) } throws: {
+            "\($0)".contains("encrypted")
+        }
+        let dir = try TemporaryDirectory()
+        let bytes = try #require(FileManager.default.contents(atPath: Self.path("js-simple.f23")))
+        let cut = dir.path("cut.realm")
+        try bytes.prefix(4000).write(to: URL(fileURLWithPath: cut))
+        #expect { try RealmStore(ForeignSource(path: cut)) } throws: { ($0 as? StoreError)?.code == .corrupt }
+        let text = dir.path("notes.realm")
+        try Data("not a realm file at all, just some text".utf8).write(to: URL(fileURLWithPath: text))
+        #expect { try RealmStore(ForeignSource(path: text)) } throws: { "\($0)".contains("is not a Realm file") }
+        #expect { try RealmStore(ForeignSource(path: dir.path("missing.realm"))) } throws: {
+            ($0 as? StoreError)?.code == .notFound
+        }
+    }
+
+    /// Every byte of a file flipped in turn, and the file cut at every 8 bytes: each is read or
+    /// refused with a StoreError, never a crash.
+    @Test func damagedFilesAreRefusedOrReadNeverACrash() throws {
+        let dir = try TemporaryDirectory()
+        var outcomes: [String: Int] = [:]
+        for name in ["swift-migration-default-v5.f20", "js-tools-default.f22"] {
+            let bytes = try #require(FileManager.default.contents(atPath: Self.path(name)))
+            let damaged = dir.path("damaged.realm")
+            var variants: [Data] = []
+            for offset in 0..<bytes.count {
+                var flipped = bytes
+                flipped[offset] ^= 0xFF
+                variants.append(flipped)
+            }
+            for length in stride(from: 0, to: bytes.count, by: 8) { variants.append(bytes.prefix(length)) }
+            for variant in variants {
+                try variant.write(to: URL(fileURLWithPath: damaged))
+                do {
+                    let store = try RealmStore(ForeignSource(path: damaged))
+                    for entity in store.schema.entities {
+                        _ = try store.read { try $0.fetch(FetchRequest(entity.name)) }
+                    }
+                    try store.close()
+                    outcomes["read", default: 0] += 1
+                } catch let error as StoreError {
+                    outcomes["\(error.code)", default: 0] += 1
+                }
+            }
+        }
+        print("damaged Realm files: \(outcomes.sorted { $0.key < $1.key })")
+        #expect((outcomes["corrupt"] ?? 0) > 0)
+    }
+}
