@@ -516,7 +516,7 @@ def main():
             pk = next((c['name'] for c in cols if t.pk is not None and c['colkey'] == t.pk), None)
             objects = [{'key': k, 'values': {c: plain(v) for c, v in row.items() if not c.startswith('<backlink')}}
                        for k, row in t.rows(10 ** 9)]
-            out.append({'name': t.name[6:], 'primaryKey': pk, 'kind': t.flags & 3,
+            out.append({'name': t.name[6:], 'primaryKey': pk, 'kind': t.flags & 3, 'tableKey': t.key,
                         'columns': [{'name': c['name'], 'type': c['type'], 'collection': c['coll'],
                                      'target': tbl_by_key.get(c['target'])} for c in cols],
                         'objects': objects})

@@ -16,11 +16,14 @@ import Foundation
 /// - **Links.** A link is a to-one holding the target's key; a list of links an ordered
 ///   to-many, a set of links an unordered one, their pairs in a join entity. Each gets an inverse
 ///   on the target, named `CLASS_PROPERTY` (Realm's backlinks, which the file keeps as hidden
-///   columns, are that inverse). Deleting an object nullifies the links to it, as Realm does;
+///   columns, are that inverse), cut to fit the name limit with a hash of the whole name. Deleting an object nullifies the links to it, as Realm does;
 ///   a link to an embedded object owns it (delete rule cascade).
-/// - **Refused** in one line naming class and property: Decimal128, Mixed, typed links, lists,
-///   sets and dictionaries of values, dictionaries of links, a list that holds one object twice,
-///   a null primary key, and a class or property name the stores here cannot hold.
+/// - **Collections of values and `Mixed`** are string attributes holding JSON, Decimal128
+///   decimal text (see ``RealmValues``).
+///   A dictionary of links is such an attribute too, a JSON object of its targets' keys.
+/// - **Refused** in one line naming class and property: typed link properties, a list that
+///   holds one object twice, a null primary key, and a class or property name the stores here
+///   cannot hold.
 struct RealmMapping {
     let schema: Schema
     /// Each entity's records, in primary-key order.
@@ -40,12 +43,45 @@ struct RealmMapping {
         }
 
         // The key of every object of every class, first: links name their targets by it.
-        var objects: [String: [(key: Int64, values: [Value?])]] = [:]
         var keyOf: [String: [Int64: Value]] = [:]
         var keyType: [String: ValueType] = [:]
         for table in classes {
             let name = entityName(table)
             try Schema.checkName(name, what: "entity")
+            var keys: [Int64: Value] = [:]
+            let primaryKey = table.primaryKey.map { table.columns[$0] }
+            try model.forEachLeaf(of: table) { leaf, objectKeys in
+                guard let column = primaryKey else {
+                    for key in objectKeys { keys[key] = .int(key) }
+                    return
+                }
+                let cell = try file.ref(leaf, column.leafIndex + 1, "the values of '\(name).\(column.name)'")
+                let values = try Self.values(of: column, in: table, cell: cell, count: objectKeys.count, file: file,
+                                             links: nil, refuse: { refuse(table, column, $0) })
+                for (key, value) in zip(objectKeys, values) {
+                    guard let value, !value.isNull else {
+                        throw refuse(table, column, "is the primary key and is null in an object; stores here need "
+                            + "a key in every item")
+                    }
+                    keys[key] = value
+                }
+            }
+            keyOf[name] = keys
+            keyType[name] = try primaryKey.map { column in
+                try Self.attributeType(column, refuse: { refuse(table, column, $0) })
+            } ?? .int
+        }
+        // A link in a Mixed or a dictionary: its target's class and key (none when it is gone).
+        let links: RealmValues.Links = { tableKey, objectKey in
+            guard let table = byTableKey[Int(tableKey)], table.name.hasPrefix("class_") else {
+                throw file.damaged("a link names table \(tableKey), which is not a class of the file")
+            }
+            guard let key = keyOf[entityName(table)]?[objectKey] else { return .value(.null) }
+            return .link(entityName(table), key)
+        }
+        var objects: [String: [(key: Int64, values: [Value?])]] = [:]
+        for table in classes {
+            let name = entityName(table)
             var decoded: [(key: Int64, values: [Value?])] = []
             try model.forEachLeaf(of: table) { leaf, keys in
                 var columns: [[Value?]] = []
@@ -55,27 +91,11 @@ struct RealmMapping {
                         throw file.damaged("the objects of '\(name)' hold no values for '\(column.name)'")
                     }
                     columns.append(try Self.values(of: column, in: table, cell: cell, count: keys.count, file: file,
-                                                   refuse: { refuse(table, column, $0) }))
+                                                   links: links, refuse: { refuse(table, column, $0) }))
                 }
                 for (position, key) in keys.enumerated() {
                     decoded.append((key, columns.map { $0[position] }))
                 }
-            }
-            if let primaryKey = table.primaryKey {
-                let column = table.columns[primaryKey]
-                var keys: [Int64: Value] = [:]
-                for object in decoded {
-                    guard let value = object.values[primaryKey], !value.isNull else {
-                        throw refuse(table, column, "is the primary key and is null in an object; stores here need "
-                            + "a key in every item")
-                    }
-                    keys[object.key] = value
-                }
-                keyOf[name] = keys
-                keyType[name] = try Self.attributeType(column, refuse: { refuse(table, column, $0) })
-            } else {
-                keyOf[name] = Dictionary(decoded.map { ($0.key, Value.int($0.key)) }, uniquingKeysWith: { a, _ in a })
-                keyType[name] = .int
             }
             objects[name] = decoded
         }
@@ -98,16 +118,13 @@ struct RealmMapping {
             var linkColumns: [(index: Int, column: RealmModel.Column, target: String, isList: Bool)] = []
             for (index, column) in table.columns.enumerated() {
                 try Schema.checkName(column.name, what: "attribute")
-                if let targetKey = column.target {
+                if let targetKey = column.target, !column.isDictionary {
                     guard let target = byTableKey[targetKey], target.name.hasPrefix("class_") else {
                         throw refuse(table, column, "links to a table that is not a class of the file")
                     }
                     let targetName = entityName(target)
                     let isList = column.type == .linkList || column.isList || column.isSet
-                    if column.isDictionary {
-                        throw refuse(table, column, "is a dictionary of links, which stores here cannot hold")
-                    }
-                    let inverse = "\(name)_\(column.name)"
+                    let inverse = Self.inverseName(of: column.name, in: name, target: targetName)
                     if target.columns.contains(where: { $0.name == inverse }) {
                         throw refuse(table, column, "has no inverse here: the name '\(inverse)' this reader gives it "
                             + "is a property of '\(targetName)'")
@@ -134,7 +151,7 @@ struct RealmMapping {
             for object in objects[name] ?? [] {
                 var record = Record()
                 if table.primaryKey == nil { record[key] = .int(object.key) }
-                for (index, column) in table.columns.enumerated() where column.target == nil {
+                for (index, column) in table.columns.enumerated() where column.target == nil || column.isDictionary {
                     record[column.name] = object.values[index] ?? .null
                 }
                 let owner = keyOf[name]?[object.key] ?? .null
@@ -221,31 +238,30 @@ struct RealmMapping {
             + "classes, \(objectCount) objects"
     }
 
-    /// The attribute type of a value column, or the refusal.
+    /// The attribute type of a value column, or the refusal: collections and `Mixed` are JSON
+    /// text (see ``RealmValues``), Decimal128 decimal text, ObjectId hex text.
     static func attributeType(_ column: RealmModel.Column, refuse: (String) -> StoreError) throws -> ValueType {
-        if column.isList || column.isSet || column.isDictionary {
-            throw refuse("is a \(column.isDictionary ? "dictionary" : column.isSet ? "set" : "list") of values, which "
-                + "this reader does not read yet")
-        }
+        if column.type == .typedLink { throw refuse("is a typed link, which this reader does not read yet") }
+        if column.isDictionary || column.type == .mixed { return .string }
+        if column.isList || column.isSet { return .string }
         switch column.type {
         case .int: return .int
         case .bool: return .bool
         case .float, .double: return .double
-        case .string, .objectId: return .string
+        case .string, .objectId, .decimal, .mixed: return .string
         case .binary: return .bytes
         case .timestamp: return .date
         case .uuid: return .uuid
-        case .decimal: throw refuse("is a Decimal128, which this reader does not read yet")
-        case .mixed: throw refuse("is a Mixed (AnyRealmValue), which this reader does not read yet")
         case .typedLink: throw refuse("is a typed link, which this reader does not read yet")
         case .link, .linkList, .backlink: throw refuse("is a link without a target table")
         }
     }
 
-    /// The values of `column` in one cluster leaf (`cell` its leaf), one per object: nil where
-    /// the column is not a value (a list's ints come encoded in bytes).
+    /// The values of `column` in one cluster leaf (`cell` its leaf), one per object: a list of
+    /// links' object keys come encoded in bytes.
     static func values(of column: RealmModel.Column, in table: RealmModel.Table, cell: Int, count: Int,
-                       file: RealmFile, refuse: (String) -> StoreError) throws -> [Value?] {
+                       file: RealmFile, links: RealmValues.Links?,
+                       refuse: (String) -> StoreError) throws -> [Value?] {
         let label = "the values of '\(table.name.dropFirst(6)).\(column.name)'"
         func checked(_ values: [Value?]) throws -> [Value?] {
             guard values.count == count else {
@@ -253,81 +269,57 @@ struct RealmMapping {
             }
             return values
         }
-        if column.target != nil, column.type == .linkList || column.isList || column.isSet {
-            let lists = try file.node(cell, label)
-            return try checked(try (0..<lists.count).map { i -> Value? in
-                let root = try file.ref(lists, i, label)
-                guard root != 0 else { return .bytes([]) }
-                var keys: [Int64] = []
-                for leaf in try file.bplusLeaves(root, label) { keys += try file.ints(leaf, label) }
-                return .bytes(encodeKeys(keys))
-            })
-        }
-        if column.type == .link {
+        if column.target != nil, !column.isDictionary {
+            if column.type == .linkList || column.isList || column.isSet {
+                let lists = try file.node(cell, label)
+                return try checked(try (0..<lists.count).map { i -> Value? in
+                    let root = try file.ref(lists, i, label)
+                    guard root != 0 else { return .bytes([]) }
+                    var keys: [Int64] = []
+                    for leaf in try file.bplusLeaves(root, label) { keys += try file.ints(leaf, label) }
+                    return .bytes(encodeKeys(keys))
+                })
+            }
             // Object key + 1; 0 for none, below for a link to an object that is gone.
             return try checked(try file.ints(cell, label).map { $0 > 0 ? .int($0 - 1) : .null })
         }
         _ = try attributeType(column, refuse: refuse)
-        switch column.type {
-        case .int:
-            let ints = try file.ints(cell, label)
-            guard column.isNullable else { return try checked(ints.map { .int($0) }) }
-            guard let null = ints.first else { throw file.damaged("\(label) are missing their null marker") }
-            return try checked(ints.dropFirst().map { $0 == null ? .null : .int($0) })
-        case .bool:
-            return try checked(try file.ints(cell, label).map { $0 == 3 ? .null : .bool($0 != 0) })
-        case .float, .double:
-            let node = try file.node(cell, label)
-            let size = column.type == .float ? 4 : 8
-            guard node.widthType == 1, node.width == size || node.count == 0 else {
-                throw file.damaged("\(label) at offset \(cell) are not \(size)-byte numbers")
-            }
-            return try checked((0..<node.count).map { i -> Value? in
-                var bits: UInt64 = 0
-                for k in (0..<size).reversed() { bits = bits << 8 | UInt64(file.bytes[node.payload + i * size + k]) }
-                if size == 4 {
-                    if bits == 0x7FC0_00AA { return .null }
-                    return .double(Double(Float(bitPattern: UInt32(bits))))
-                }
-                if bits == 0x7FF8_0000_0000_00AA { return .null }
-                return .double(Double(bitPattern: bits))
+        if column.isList || column.isSet || column.isDictionary {
+            let cells = try file.node(cell, label)
+            return try checked(try (0..<cells.count).map { i -> Value? in
+                let root = try file.ref(cells, i, label)
+                let item = column.isDictionary
+                    ? try RealmValues.dictionary(root, keyType: column.keyType, file: file, format: file.format,
+                                                 label: label, links: links)
+                    : try RealmValues.list(root, of: column.type, nullable: column.isNullable, file: file,
+                                           format: file.format, label: label, links: links)
+                return .string(item.json(tagged: column.type == .mixed))
             })
-        case .string:
-            return try checked(try file.byteStrings(cell, isString: true, label).map { bytes -> Value? in
-                guard let bytes else { return .null }
-                guard let text = String(validating: bytes, as: UTF8.self) else {
-                    throw file.damaged("\(label) hold text that is not UTF-8")
-                }
-                return .string(text)
-            })
-        case .binary:
-            return try checked(try file.byteStrings(cell, isString: false, label).map { $0.map { .bytes($0) } ?? .null })
-        case .timestamp:
-            let pair = try file.node(cell, label)
-            let seconds = try file.ints(try file.ref(pair, 0, label), label)
-            let nanoseconds = try file.ints(try file.ref(pair, 1, label), label)
-            guard let null = seconds.first, nanoseconds.count == seconds.count - 1 else {
-                throw file.damaged("\(label) hold \(seconds.count - 1) seconds and \(nanoseconds.count) nanoseconds")
-            }
-            return try checked(try zip(seconds.dropFirst(), nanoseconds).map { second, nano -> Value? in
-                if second == null { return .null }
-                let (micros, overflow) = second.multipliedReportingOverflow(by: 1_000_000)
-                guard !overflow else { throw file.damaged("\(label) hold the date \(second) s, out of range") }
-                return .date(Timestamp(microsecondsSinceEpoch: micros + nano / 1_000))
-            })
-        case .objectId:
-            return try checked(try file.fixedBytes(cell, size: 12, label).map { bytes -> Value? in
-                bytes.map { .string($0.map { String(format: "%02x", $0) }.joined()) } ?? .null
-            })
-        case .uuid:
-            return try checked(try file.fixedBytes(cell, size: 16, label).map { bytes -> Value? in
-                guard let b = bytes else { return .null }
-                return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-                                         b[12], b[13], b[14], b[15])))
-            })
-        default:
-            throw refuse("cannot be read")
         }
+        let items = try RealmValues.leaf(column.type, nullable: column.isNullable, ref: cell, file: file,
+                                         format: file.format, label: label, links: links)
+        if column.type == .mixed {
+            return try checked(items.map { $0 == .value(.null) ? .null : .string($0.json(tagged: true)) })
+        }
+        return try checked(items.map { item -> Value? in
+            switch item {
+            case .value(let value): return value
+            case .decimal(let text), .objectId(let text): return .string(text)
+            default: return .string(item.json(tagged: false))
+            }
+        })
+    }
+
+    /// The name of the inverse a link gets on its target: `CLASS_PROPERTY`, shortened when a
+    /// join entity named after it (`TARGET_CLASS_PROPERTY`) would pass the name limit: cut, with
+    /// 8 hex digits of a hash of the whole name, so that two long names stay apart.
+    static func inverseName(of property: String, in entity: String, target: String) -> String {
+        let full = "\(entity)_\(property)"
+        let room = Limits.maxNameLength - target.utf8.count - 1
+        guard full.utf8.count > room, room >= 16 else { return full }
+        var hash: UInt32 = 0x811C_9DC5
+        for byte in full.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+        return String(full.prefix(room - 9)) + "_" + RealmValues.hex(withUnsafeBytes(of: hash.bigEndian) { Array($0) })
     }
 
     /// Object keys kept in bytes while the lists are decoded (8 bytes each, little-endian).

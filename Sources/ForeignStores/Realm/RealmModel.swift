@@ -24,6 +24,8 @@ struct RealmModel {
         var target: Int?
         /// The column key, as the file stores it.
         var key: Int64
+        /// A dictionary's key type (string for every SDK).
+        var keyType: ColumnType = .string
     }
 
     struct Table {
@@ -121,9 +123,11 @@ struct RealmModel {
                 target = Int(targets[leafIndex])
             }
             if let primaryKeyColumn, primaryKeyColumn == columnKey { primaryKey = columns.count }
+            let keyType = ColumnType(rawValue: Int(types[position] >> 16) & 0xFFFF) ?? .string
             columns.append(Column(name: columnName, type: type, leafIndex: leafIndex, isNullable: attributes & 16 != 0,
                                   isList: attributes & 32 != 0 || type == .linkList, isSet: attributes & 128 != 0,
-                                  isDictionary: attributes & 64 != 0, target: target, key: columnKey))
+                                  isDictionary: attributes & 64 != 0, target: target, key: columnKey,
+                                  keyType: types[position] >> 16 == 0 ? .string : keyType))
         }
         return Table(name: name, key: key, columns: columns, primaryKey: primaryKey, kind: kind,
                      clusterRoot: clusterRoot)
@@ -132,17 +136,23 @@ struct RealmModel {
     // MARK: Objects
 
     /// Calls `body` with each cluster leaf of `table` and the key offset of its objects, in key
-    /// order. A leaf's first element is its object count (compact keys 0..<n) or a reference to
-    /// its keys; an inner node's are its children's key offsets (or none: compact), its depth,
-    /// its object count, then its children.
+    /// order (see ``visitCluster(_:file:label:_:)``).
     func forEachLeaf(of table: Table, _ body: (RealmNode, [Int64]) throws -> Void) throws {
         guard table.clusterRoot != 0 else { return }
-        try visit(table.clusterRoot, offset: 0, table: table, depth: 0, body)
+        try Self.visitCluster(table.clusterRoot, file: file, label: "the objects of table '\(table.name)'", body)
     }
 
-    private func visit(_ ref: Int, offset: Int64, table: Table, depth: Int,
-                       _ body: (RealmNode, [Int64]) throws -> Void) throws {
-        let label = "the objects of table '\(table.name)'"
+    /// Calls `body` with each leaf of the cluster tree at `root` and the keys of its objects, in
+    /// key order. A leaf's first element is its object count (compact keys 0..<n) or a reference
+    /// to its keys; an inner node's are its children's key offsets (or none: compact), its depth,
+    /// its object count, then its children.
+    static func visitCluster(_ root: Int, file: RealmFile, label: String,
+                             _ body: (RealmNode, [Int64]) throws -> Void) throws {
+        try visit(root, offset: 0, file: file, label: label, depth: 0, body)
+    }
+
+    private static func visit(_ ref: Int, offset: Int64, file: RealmFile, label: String, depth: Int,
+                              _ body: (RealmNode, [Int64]) throws -> Void) throws {
         guard depth < 24 else { throw file.damaged("\(label) nest deeper than a Realm file does") }
         let node = try file.node(ref, label)
         guard node.hasRefs, node.count >= 1 else { throw file.damaged("\(label): a node at offset \(ref) is empty") }
@@ -174,7 +184,7 @@ struct RealmModel {
         guard treeDepth >= 0, treeDepth < 8 else { throw file.damaged("\(label) say their tree is \(treeDepth) deep") }
         for child in 0..<children {
             let childOffset = offsets?[child] ?? (Int64(child) << (treeDepth * 8))
-            try visit(try file.ref(node, child + 3, label), offset: offset + childOffset, table: table,
+            try visit(try file.ref(node, child + 3, label), offset: offset + childOffset, file: file, label: label,
                       depth: depth + 1, body)
         }
     }
