@@ -164,15 +164,7 @@ import Testing
         case .bool(let b): return .bool(b)
         case .int(let i): return type == 9 || type == 10 ? .double(Double(i)) : .int(i)
         case .double(let d): return .double(d)
-        case .hex(let hex):
-            var bytes: [UInt8] = []
-            var index = hex.startIndex
-            while index < hex.endIndex {
-                let next = hex.index(index, offsetBy: 2)
-                bytes.append(UInt8(hex[index..<next], radix: 16) ?? 0)
-                index = next
-            }
-            return .bytes(bytes)
+        case .hex(let hex): return .bytes(bytes(hex: hex))
         case .string(let s):
             if type == 8, s.hasPrefix("ts(") {
                 let parts = s.dropFirst(3).dropLast().split(separator: ",").compactMap { Int64($0) }
