@@ -7,6 +7,8 @@ dpkg -s liblmdb-dev >/dev/null 2>&1 || missing+=(liblmdb-dev)
 dpkg -s lmdb-utils >/dev/null 2>&1 || missing+=(lmdb-utils)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)
 dpkg -s libpq-dev >/dev/null 2>&1 || missing+=(libpq-dev)
+# OpenSSL's libcrypto: AES and HMAC-SHA224 for Realm's encrypted files.
+dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
 # Foundation's XMLParser (FoundationXML, which reads Core Data models) loads libxml2.
 dpkg -s libxml2 >/dev/null 2>&1 || missing+=(libxml2)
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)

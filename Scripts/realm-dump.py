@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Dump tables, columns and first rows of an unencrypted Realm file (formats 10-24).
+"""Dump tables, columns and first rows of a Realm file (formats 10-24), encrypted ones with --key-file.
 
 Written only from the spec in realm-format.md (no realm-core code, no third-party packages).
-Usage: realm-dump.py FILE [--rows N] [--table NAME] [--all-tables] [--json]
+Usage: realm-dump.py FILE [--rows N] [--table NAME] [--all-tables] [--json] [--key-file KEY]
 
 The tests use it, with --json, as a checker independent of the Swift reader: it was written from
 realm-core's format description by another hand, and prints every object of every class table
@@ -454,8 +454,71 @@ def dictionary(R, ref, c, fmt):
         out.update(zip(ks, vs))
     return out
 
-def load(path):
-    R = Realm(open(path, 'rb').read())
+def decrypt(data, key):
+    """The plain bytes of an encrypted Realm file (realm-core's util/encrypted_file_mapping.cpp):
+    groups of one 4096-byte table page (64 entries: u32 iv1, hmac1[28], u32 iv2, hmac2[28]) and
+    up to 64 AES-256-CBC pages, each authenticated by HMAC-SHA224 of its ciphertext."""
+    import hashlib, hmac
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    if len(key) != 64:
+        raise RealmError("key is %d bytes, not 64" % len(key))
+    P = 4096
+    if len(data) % P or len(data) < 2 * P:
+        raise RealmError("encrypted file is not whole pages")
+    pages = len(data) // P
+    data_pages = pages - (pages + 64) // 65
+    out = bytearray(data_pages * P)
+    good = bad = 0
+    for i in range(data_pages):
+        g = (i // 64) * 65 * P
+        e = g + (i % 64) * 64
+        c = data[g + (1 + i % 64) * P: g + (2 + i % 64) * P]
+        iv1, h1, iv2, h2 = struct.unpack_from('<I28sI28s', data, e)
+        if iv1 == 0:
+            continue
+        mac = hmac.new(key[32:], c, hashlib.sha224).digest()
+        if mac == h1:
+            iv = iv1
+        elif iv2 and mac == h2:
+            iv = iv2
+        else:
+            bad += 1
+            continue
+        good += 1
+        d = Cipher(algorithms.AES(key[:32]), modes.CBC(struct.pack('<IQI', iv, i * P, 0))).decryptor()
+        out[i * P:(i + 1) * P] = d.update(c) + d.finalize()
+    if bad and not good:
+        raise RealmError("wrong key: no page's HMAC matches")
+    if bad:
+        raise RealmError("%d encrypted pages do not match their HMAC" % bad)
+    return bytes(out)
+
+def encrypt(data, key, counter=1):
+    """The encrypted form of the plain bytes `data` (the inverse of decrypt), every page written
+    once with IV counter `counter`: how the tests make encrypted files of any format."""
+    import hashlib, hmac
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    P = 4096
+    data = data + bytes(-len(data) % P)
+    n = len(data) // P
+    out = bytearray()
+    for g in range(0, n, 64):
+        table = bytearray(P)
+        pages = []
+        for i in range(g, min(n, g + 64)):
+            e = Cipher(algorithms.AES(key[:32]), modes.CBC(struct.pack('<IQI', counter, i * P, 0))).encryptor()
+            c = e.update(data[i * P:(i + 1) * P]) + e.finalize()
+            struct.pack_into('<I28sI28s', table, (i - g) * 64, counter,
+                             hmac.new(key[32:], c, hashlib.sha224).digest(), 0, bytes(28))
+            pages.append(c)
+        out += table + b''.join(pages)
+    return bytes(out)
+
+def load(path, key=None):
+    data = open(path, 'rb').read()
+    if key is not None:
+        data = decrypt(data, key)
+    R = Realm(data)
     top = R.ints(R.top_ref)
     if len(top) not in (3, 5, 7, 9, 10, 11, 12):
         raise RealmError("invalid top array size %d" % len(top))
@@ -477,11 +540,16 @@ def main():
     ap.add_argument('--all-tables', action='store_true', help='include non class_ tables')
     ap.add_argument('--shift', type=int, default=8, help='cluster node shift (8 for SDK files)')
     ap.add_argument('--json', action='store_true', help='every object of every class table, as JSON')
+    ap.add_argument('--key-file', help='the 64-byte key of an encrypted file')
+    ap.add_argument('--encrypt', metavar='OUT', help='write the encrypted form of FILE under --key-file to OUT')
     a = ap.parse_args()
+    if a.encrypt:
+        open(a.encrypt, 'wb').write(encrypt(open(a.file, 'rb').read(), open(a.key_file, 'rb').read()))
+        return
     global SHIFT
     SHIFT = a.shift
     try:
-        R, top, names, tables = load(a.file)
+        R, top, names, tables = load(a.file, open(a.key_file, 'rb').read() if a.key_file else None)
     except RealmError as e:
         print('REFUSED: %s' % e)
         sys.exit(2)

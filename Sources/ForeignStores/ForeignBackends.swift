@@ -121,14 +121,19 @@ extension ForeignBackend {
     public init() {}
     public var kind: StoreKind { "realm" }
 
-    /// A file whose header says `T-DB` (the Realm mnemonic, at bytes 16 to 19).
+    /// A file whose header says `T-DB` (the Realm mnemonic, at bytes 16 to 19), or a `.realm`
+    /// file of whole 4,096-byte pages without that header (the encrypted form, which has nothing
+    /// in the clear).
     public func recognizes(_ path: String) -> Bool {
+        let file = (try? ForeignSource(parsing: path).path) ?? path
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-              let handle = FileHandle(forReadingAtPath: path) else { return false }
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let handle = FileHandle(forReadingAtPath: file) else { return false }
         defer { try? handle.close() }
         let header = (try? handle.read(upToCount: 24)) ?? Data()
-        return header.count == 24 && header[16..<20].elementsEqual("T-DB".utf8)
+        if header.count == 24, header[16..<20].elementsEqual("T-DB".utf8) { return true }
+        guard file.hasSuffix(".realm"), let size = try? handle.seekToEnd() else { return false }
+        return size >= UInt64(2 * RealmCipher.pageSize) && size % UInt64(RealmCipher.pageSize) == 0
     }
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {

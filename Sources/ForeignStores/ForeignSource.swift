@@ -4,7 +4,8 @@ import Foundation
 /// Where a foreign store is and how to read it: `PATH`, then optionally `?model=MODEL` (a Core
 /// Data `.xcdatamodeld`, `.xcdatamodel` or `contents` file) and `&key=ENTITY.ATTRIBUTE` (the
 /// attribute that keys an entity's items; for a plain SQLite table, a unique non-null column or
-/// `rowid`), any number of times.
+/// `rowid`), any number of times, and for an encrypted Realm file `keyfile=PATH` (the file that
+/// holds its key: the key itself is never part of a location).
 ///
 /// `coredata:App.sqlite?model=App.xcdatamodeld&key=Note.id` reads a Core Data store with the
 /// app's model, keying notes by their `id`. The options are part of the location, so that a
@@ -17,12 +18,16 @@ public struct ForeignSource: Sendable, Hashable {
     /// For a plain SQLite database, the only tables read (`tables=A,B`, what `--entities` gives
     /// a copy, sync, verify or diff), before any table is checked; `nil` for all of them.
     public var tables: [String]?
+    /// For an encrypted Realm file, the file that holds its 64-byte key.
+    public var keyFile: String?
 
-    public init(path: String, model: String? = nil, keys: [String: String] = [:], tables: [String]? = nil) {
+    public init(path: String, model: String? = nil, keys: [String: String] = [:], tables: [String]? = nil,
+                keyFile: String? = nil) {
         self.path = path
         self.model = model
         self.keys = keys
         self.tables = tables
+        self.keyFile = keyFile
     }
 
     /// Parses `PATH[?model=M][&key=E.a…]`.
@@ -44,9 +49,11 @@ public struct ForeignSource: Sendable, Hashable {
                 try source.addKey(value, spelled: "key=\(value) in '\(text)'")
             case "tables":
                 source.tables = value.split(separator: ",").map(String.init)
+            case "keyfile":
+                source.keyFile = value
             default:
                 throw StoreError(.invalidArgument, "'\(name)' in '\(text)' is not an option of a foreign store; they "
-                    + "are model=PATH, key=ENTITY.ATTRIBUTE and tables=A,B")
+                    + "are model=PATH, key=ENTITY.ATTRIBUTE, tables=A,B and keyfile=PATH")
             }
         }
         self = source
@@ -68,12 +75,20 @@ public struct ForeignSource: Sendable, Hashable {
         keys[parts[0]] = parts[1]
     }
 
+    /// Refuses `keyfile=` for a source that is never encrypted.
+    func refuseKeyFile(kind: String) throws(StoreError) {
+        guard keyFile != nil else { return }
+        throw StoreError(.invalidArgument, "keyfile= (--key-file) is for encrypted realm: files; a \(kind): source "
+            + "has no encryption key")
+    }
+
     /// The text `init(parsing:)` reads.
     public var description: String {
         var options: [String] = []
         if let model { options.append("model=\(model)") }
         options += keys.sorted { $0.key < $1.key }.map { "key=\($0.key).\($0.value)" }
         if let tables { options.append("tables=" + tables.sorted().joined(separator: ",")) }
+        if let keyFile { options.append("keyfile=\(keyFile)") }
         return options.isEmpty ? path : path + "?" + options.joined(separator: "&")
     }
 }

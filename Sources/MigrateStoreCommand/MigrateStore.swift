@@ -196,16 +196,29 @@ struct ForeignSourceOptions: ParsableArguments {
         valueName: "entity=attribute"))
     var key: [String] = []
 
+    @Option(help: ArgumentHelp("For an encrypted realm: source, the file that holds its key: the 64 bytes, or 128 "
+        + "hexadecimal digits. The key is never printed, and the location keeps only this path.",
+        valueName: "path"))
+    var keyFile: String?
+
     /// `location` with the options in its path.
     /// - Throws: a usage error when an option is given for a source of another kind or `--key`
     ///   is neither ENTITY=ATTRIBUTE nor ENTITY.ATTRIBUTE.
     func apply(to location: StoreLocation) throws -> StoreLocation {
-        guard model != nil || !key.isEmpty else { return location }
+        guard model != nil || !key.isEmpty || keyFile != nil else { return location }
         guard location.isForeignSource else {
-            throw StoreError(.invalidArgument, "--model and --key read coredata: and plain-sqlite: sources; "
-                + "\(location) is a \(location.kind) store")
+            throw StoreError(.invalidArgument, "--model, --key and --key-file read coredata:, plain-sqlite: and "
+                + "realm: sources; \(location) is a \(location.kind) store")
         }
         var source = try ForeignSource(parsing: location.path)
+        if let keyFile {
+            guard location.kind == "realm" else {
+                throw StoreError(.invalidArgument, "--key-file is for encrypted realm: sources; \(location) is a "
+                    + "\(location.kind): source")
+            }
+            // An absolute path, so that a copy resumed from another directory reads the same key.
+            source.keyFile = URL(fileURLWithPath: keyFile).standardizedFileURL.path
+        }
         if let model { source.model = model }
         for pair in key { try source.addKey(pair, spelled: "--key \(pair)") }
         return StoreLocation(kind: location.kind, path: source.description)

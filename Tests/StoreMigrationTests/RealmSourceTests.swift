@@ -152,8 +152,12 @@ import Testing
         }
     }
 
-    static func expected(_ name: String) throws -> Expected {
-        let output = try runCommand("/usr/bin/python3", [dump, path(name), "--json"])
+    static func expected(_ name: String, keyFile: String? = nil) throws -> Expected {
+        try expected(file: path(name), keyFile: keyFile)
+    }
+
+    static func expected(file: String, keyFile: String? = nil) throws -> Expected {
+        let output = try runCommand("/usr/bin/python3", [dump, file, "--json"] + (keyFile.map { ["--key-file", $0] } ?? []))
         return try JSONDecoder().decode(Expected.self, from: Data(output.utf8))
     }
 
@@ -361,11 +365,147 @@ import Testing
         #expect(store.summary.contains("format 20"))
     }
 
+    /// Realm Cocoa's encrypted file (its key, 64 bytes of 1, is in realm-java's test code) and a
+    /// format 23 file of 136 pages encrypted by the independent reader's encoder (three groups of
+    /// pages): read with their keys, every value as the independent reader decrypts it, copied
+    /// into every backend and back, the files unchanged.
+    @Test func anEncryptedFileReadsWithItsKeyAndCopiesIntoEveryBackend() throws {
+        let dir = try TemporaryDirectory()
+        let cocoaKey = dir.path("cocoa.key")
+        try Data(repeating: 1, count: 64).write(to: URL(fileURLWithPath: cocoaKey))
+        let gamesKey = dir.path("games.key")
+        try Data((0..<64).map { UInt8(($0 * 37 + 11) & 0xFF) }).write(to: URL(fileURLWithPath: gamesKey))
+        let games = dir.path("games.realm")
+        _ = try runCommand("/usr/bin/python3", [Self.dump, Self.path("kotlin-random-games.f23"), "--key-file", gamesKey,
+                                                "--encrypt", games])
+        for (file, key) in [(Self.path("cocoa6-alltypes-encrypted"), cocoaKey), (games, gamesKey)] {
+            let before = FileManager.default.contents(atPath: file)
+            let expected = try Self.expected(file: file, keyFile: key)
+            let store = try RealmStore(ForeignSource(path: file, keyFile: key))
+            try Self.compare(store, with: expected, file)
+            #expect(store.facts.first?.contains("encrypted") == true)
+            try store.close()
+            for kind in [StoreKind.sqlite, .lmdb, .memory] {
+                let middle = dir.location(kind, "middle-\(kind)-\(file.hasSuffix("games.realm"))")
+                defer { if kind == .memory { try? middle.destroy() } }
+                let source = StoreLocation(kind: .realm, path: ForeignSource(path: file, keyFile: key).description)
+                let there = try Migrator.copy(from: source, to: middle, options: MigrationOptions(batchSize: 64))
+                #expect(there.verified && there.differences == 0)
+                let back = dir.location(.sqlite, "back-\(kind)-\(file.hasSuffix("games.realm"))")
+                #expect(try Migrator.copy(from: middle, to: back).verified)
+                let copy = try back.open(schema: nil)
+                try Self.compare(copy, with: expected, "\(file) via \(kind)")
+                try copy.close()
+            }
+            #expect(FileManager.default.contents(atPath: file) == before, "the file is never written")
+        }
+        // The python encoder and the reader agree on the key's and the IV's layout only if the
+        // whole of the file decrypts: the reader refuses a page whose HMAC does not match.
+        #expect(try RealmStore(ForeignSource(path: games, keyFile: gamesKey)).summary.contains("8702 objects"))
+    }
+
+    /// A wrong key is `wrongKey`, told from damage: a flipped byte of a page, or of its entry in
+    /// the table of IVs and HMACs, is `corrupt` naming the page; a file cut inside a page, a key
+    /// file of another size and a key given for a file that is not encrypted are refused naming
+    /// what is wrong; every page flipped in turn is refused, never read as other data.
+    @Test func aWrongKeyIsToldFromDamage() throws {
+        let dir = try TemporaryDirectory()
+        let key = dir.path("right.key"), wrong = dir.path("wrong.key")
+        try Data((0..<64).map { UInt8($0) }).write(to: URL(fileURLWithPath: key))
+        try Data((0..<64).map { UInt8(63 - $0) }).write(to: URL(fileURLWithPath: wrong))
+        let file = dir.path("games.realm")
+        _ = try runCommand("/usr/bin/python3", [Self.dump, Self.path("kotlin-random-games.f23"), "--key-file", key,
+                                                "--encrypt", file])
+        let bytes = try #require(FileManager.default.contents(atPath: file))
+        func open(_ data: Data, key: String) throws {
+            let damaged = dir.path("damaged.realm")
+            try data.write(to: URL(fileURLWithPath: damaged))
+            try RealmStore(ForeignSource(path: damaged, keyFile: key)).close()
+        }
+        #expect { try open(bytes, key: wrong) } throws: {
+            ($0 as? StoreError)?.code == .wrongKey && "\($0)".contains("not the key")
+        }
+        let hex = dir.path("hex.key")
+        try Data(((0..<64).map { String(format: "%02x", $0) }.joined() + "\n").utf8).write(to: URL(fileURLWithPath: hex))
+        try open(bytes, key: hex)
+        let page = RealmCipher.pageSize
+        var pagesRefused = 0
+        for filePage in 0..<(bytes.count / page) {
+            var flipped = bytes
+            let offset = filePage * page + (filePage % 3 == 0 ? 4 : 1000 + filePage)
+            flipped[offset] ^= 0x20
+            do {
+                try open(flipped, key: key)
+                // A byte of a table page past the entries in use (a group of fewer than 64 pages).
+                #expect(filePage % 65 == 0, "page \(filePage) was flipped at \(offset) and read")
+            } catch let error as StoreError {
+                #expect(error.code == .corrupt && "\(error)".contains("does not match its HMAC"), "\(error)")
+                pagesRefused += 1
+            }
+        }
+        #expect(pagesRefused >= bytes.count / page - 3)
+        #expect { try open(bytes.prefix(bytes.count - 100), key: key) } throws: {
+            ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("whole pages")
+        }
+        let short = dir.path("short.key")
+        try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: short))
+        #expect { try open(bytes, key: short) } throws: {
+            ($0 as? StoreError)?.code == .invalidArgument && "\($0)".contains("short.key holds 32 bytes")
+        }
+        #expect { try RealmStore(ForeignSource(path: Self.path("js-simple.f23"), keyFile: key)) } throws: {
+            ($0 as? StoreError)?.code == .invalidArgument && "\($0)".contains("is not encrypted")
+        }
+        #expect { try RealmStore(ForeignSource(path: file, keyFile: dir.path("missing.key"))) } throws: {
+            ($0 as? StoreError)?.code == .notFound && "\($0)".contains("missing.key")
+        }
+        print("encrypted Realm file: \(pagesRefused) of \(bytes.count / page) pages flipped were refused")
+    }
+
+    /// `--key-file` on the command line: copy, verify, inspect and export read the encrypted file;
+    /// the key is in no output, report or location (only its file's path); a wrong key is one
+    /// line and exit code 2; `--key-file` for a source of another kind is refused.
+    @Test func theKeyFileOptionReadsAnEncryptedFileAndTheKeyIsNeverShown() throws {
+        let dir = try TemporaryDirectory()
+        let keyBytes = (0..<64).map { UInt8(($0 * 91 + 5) & 0xFF) }
+        let key = dir.path("realm.key"), wrong = dir.path("wrong.key")
+        try Data(keyBytes).write(to: URL(fileURLWithPath: key))
+        try Data(keyBytes.reversed()).write(to: URL(fileURLWithPath: wrong))
+        let file = dir.path("pets.realm")
+        _ = try runCommand("/usr/bin/python3", [Self.dump, Self.path("swift-migration-default-v5.f20"), "--key-file", key,
+                                                "--encrypt", file])
+        let hexKey = keyBytes.map { String(format: "%02x", $0) }.joined()
+        let report = dir.path("report.json")
+        let runs = [
+            try runCLI(["copy", "--from", "realm:\(file)", "--key-file", key, "--to", "lmdb:\(dir.path("copy"))",
+                        "--report", report]),
+            try runCLI(["verify", "--from", "realm:\(file)", "--key-file", key, "--to", "lmdb:\(dir.path("copy"))"]),
+            try runCLI(["inspect", file, "--key-file", key]),
+            try runCLI(["export", "--from", "realm:\(file)", "--key-file", key, "--entity", "Person", "--output",
+                        dir.path("pets.jsonl")]),
+        ]
+        for run in runs {
+            #expect(run.status == 0, "\(run.errors)")
+            let seen = run.output + run.errors + (String(data: FileManager.default.contents(atPath: report) ?? Data(),
+                                                         encoding: .utf8) ?? "")
+            #expect(!seen.contains(hexKey) && !seen.lowercased().contains(hexKey))
+            #expect(!Data(seen.utf8).contains(Data(keyBytes)))
+        }
+        #expect(runs[2].output.contains("encrypted") && runs[2].output.contains("keyfile=\(key)"))
+        let copy = try StoreLocation(kind: .lmdb, path: dir.path("copy")).open(schema: nil)
+        try Self.compare(copy, with: try Self.expected("swift-migration-default-v5.f20"), "pets via the CLI")
+        try copy.close()
+        let refused = try runCLI(["inspect", "realm:\(file)", "--key-file", wrong])
+        #expect(refused.status == 2 && refused.errors.contains("not the key"), "\(refused.errors)")
+        #expect(refused.errors.split(separator: "\n").count == 1)
+        let other = try runCLI(["inspect", "coredata:\(file)", "--key-file", key])
+        #expect(other.status == 2 && other.errors.contains("--key-file is for encrypted realm: sources"), "\(other.errors)")
+    }
+
     /// What this reader cannot carry is refused in one line naming it; an encrypted file, a cut
     /// file and a file of another kind are refused, never read as data.
     @Test func whatCannotBeReadIsRefusedNamingIt() throws {
         #expect { try RealmStore(ForeignSource(path: Self.path("cocoa6-alltypes-encrypted"))) } throws: {
-            "\($0)".contains("encrypted")
+            ($0 as? StoreError)?.code == .notAStore && "\($0)".contains("encrypted") && "\($0)".contains("--key-file")
         }
         let dir = try TemporaryDirectory()
         let bytes = try #require(FileManager.default.contents(atPath: Self.path("js-simple.f23")))

@@ -10,7 +10,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             case unknownEntity, unknownAttribute, limitExceeded, invalidArgument, storeFull, corrupt
             case io, closed, reentrantCall, accessorExpired, busy, conflict, notAStore
             case incompatibleFormat, incompleteMigration, readOnly, newerSchemaVersion, changesExpired
-            case referenceViolation, unavailable
+            case referenceViolation, unavailable, wrongKey
         }
 
         private let raw: Raw
@@ -73,6 +73,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// now (a primary died and no standby has been promoted yet); nothing of the operation
         /// was stored, and the same call may succeed when retried later.
         public static let unavailable = Code(.unavailable)
+        /// An encrypted file was opened with a key other than the one it was written with (told
+        /// from damage by its authentication codes).
+        public static let wrongKey = Code(.wrongKey)
 
         public var description: String { raw.rawValue }
     }

@@ -20,6 +20,7 @@ public final class CoreDataStore: Store, ForeignStore, @unchecked Sendable {
     /// - Throws: `notFound`, `notAStore`, `schemaMismatch` (the model is not the store's), or
     ///   `invalidArgument`/`invalidValue` naming what cannot be carried.
     public init(_ source: ForeignSource) throws {
+        try source.refuseKeyFile(kind: "coredata")
         let database = try ForeignDatabase(path: source.path)
         do {
             let model: CoreDataModel

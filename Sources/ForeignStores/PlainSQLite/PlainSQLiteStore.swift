@@ -17,6 +17,7 @@ public final class PlainSQLiteStore: Store, ForeignStore, @unchecked Sendable {
             throw StoreError(.invalidArgument, "model= is for coredata: stores; a plain SQLite database is read "
                 + "from its tables")
         }
+        try source.refuseKeyFile(kind: "plain-sqlite")
         let database = try ForeignDatabase(path: source.path)
         do {
             let mapping = try PlainSQLiteMapping.map(database, keys: source.keys, tables: source.tables)

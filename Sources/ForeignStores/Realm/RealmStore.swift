@@ -30,15 +30,54 @@ public final class RealmStore: Store, ForeignStore, @unchecked Sendable {
         guard !isDirectory.boolValue else {
             throw StoreError(.notAStore, "\(path) is a directory, not a Realm file")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError(.io, "\(path) cannot be read")
+        let key = try source.keyFile.map { try RealmCipher.key(fromFile: $0) }
+        let raw = try Self.snapshot(path)
+        let bytes: [UInt8]
+        let clear = raw.count >= 20 && raw[16..<20].elementsEqual("T-DB".utf8)
+        switch (clear, key) {
+        case (false, let key?):
+            bytes = try RealmCipher(key: key).decrypt(raw, path: path)
+        case (false, nil) where RealmCipher.looksEncrypted(raw):
+            throw StoreError(.notAStore, "\(path) has no Realm header in the clear: it is an encrypted Realm file "
+                + "(give its key with --key-file, or keyfile= in the location), or not a Realm file")
+        case (true, _?):
+            throw StoreError(.invalidArgument, "\(path) is not encrypted (its Realm header is in the clear), yet a key "
+                + "file was given: leave out --key-file (keyfile=)")
+        default:
+            bytes = raw
         }
-        let file = try RealmFile(bytes: [UInt8](data), path: path)
+        let file = try RealmFile(bytes: bytes, path: path)
         let mapping = try RealmMapping(try RealmModel(file))
         summary = mapping.summary
         facts = ["Realm file format \(file.format)" + (file.isStreaming ? ", in the streaming form (as writeCopy "
-            + "writes it)" : ""), "\(file.bytes.count) bytes, read whole when opened"]
+            + "writes it)" : "") + (key != nil ? ", encrypted (AES-256 pages with HMAC-SHA224)" : ""),
+                 "\(raw.count) bytes, read whole when opened"]
         try super.init(engine: RealmEngine(path: path, mapping: mapping))
+    }
+
+    /// The file's bytes as of one commit. A Realm app that has the file open writes a commit
+    /// into space that the commit before it does not use, then switches the header (the top
+    /// references and the slot flag; in an encrypted file, the first page and its table entry)
+    /// to it: so when those bytes are the same after the read as before, every byte the selected
+    /// commit uses was read as that commit wrote it. When they changed, the file is read again.
+    /// - Throws: `busy` when commits keep coming faster than the file is read.
+    static func snapshot(_ path: String) throws -> [UInt8] {
+        for _ in 0..<8 {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw StoreError(.io, "\(path) cannot be read")
+            }
+            let bytes = [UInt8](data)
+            let headerBytes = RealmCipher.looksEncrypted(bytes) ? RealmCipher.pageSize * 2 : 24
+            guard bytes.count >= headerBytes else { return bytes }
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw StoreError(.io, "\(path) cannot be read")
+            }
+            let again = (try? handle.read(upToCount: headerBytes)).map { [UInt8]($0 ?? Data()) } ?? []
+            try? handle.close()
+            if again.elementsEqual(bytes[0..<headerBytes]) { return bytes }
+        }
+        throw StoreError(.busy, "\(path) is being written: its header changed each of 8 times it was read; copy it "
+            + "when the app that writes it is idle or closed")
     }
 }
 
