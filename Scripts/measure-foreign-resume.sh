@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A foreign database of 1,000,000 rows (and 1,000 parents they refer to) copied into LMDB,
 # killed with SIGKILL in the middle, then finished with --resume: for a plain SQLite database
-# (GRDB's shape, made with the sqlite3 shell) and a Core Data store (its tables as Core Data
-# writes them, read with the app's model). It checks that the copy is exact (verify: no
+# (GRDB's shape, made with the sqlite3 shell), a Core Data store (its tables as Core Data
+# writes them, read with the app's model) and an encrypted Realm file (Scripts/realm-make.py:
+# items, and owners that list them in order). It checks that the copy is exact (verify: no
 # difference), that every reference is valid (check), and that the source's bytes are unchanged
 # (SHA-256 before and after, no -wal or -shm created).
 #
@@ -60,11 +61,14 @@ cat > "$work/Notes.xcdatamodel/contents" <<'XML'
     </entity>
 </model>
 XML
+head -c 64 /dev/urandom > "$work/items.key"
+python3 Scripts/realm-make.py "$work/items.realm" --items "$rows" --key-file "$work/items.key"
 status=0
-for source in "plain-sqlite:$work/app.db" "coredata:$work/Notes.sqlite"; do
+for source in "plain-sqlite:$work/app.db" "coredata:$work/Notes.sqlite" "realm:$work/items.realm"; do
     file="${source#*:}"
     extra=()
     [[ "$source" == coredata:* ]] && extra=(--model "$work/Notes.xcdatamodel")
+    [[ "$source" == realm:* ]] && extra=(--key-file "$work/items.key")
     destination="lmdb:$work/$(basename "$file").lmdb"
     before=$(sha256sum "$file" | cut -d' ' -f1)
     "$bin" copy --from "$source" "${extra[@]}" --to "$destination" --batch-size 10000 --progress none >/dev/null 2>&1 &

@@ -13,6 +13,18 @@ as the target's object key, lists as arrays).
 import json
 import struct, sys, argparse
 
+NODES = None   # ref -> what it is, when --nodes collects them
+NODE_KINDS = {
+    'raw/load': 'top array', 'load/main': 'table names and tables', '__init__/main': 'table top, spec and column arrays',
+    'raw/__init__': 'table key and link arrays', 'cluster_leaves/rows': 'cluster leaf',
+    'cluster_leaves/cluster_leaves': 'cluster inner node', 'column_values/rows': 'collection root',
+    'leaf_values/column_values': 'value leaf', 'string_leaf/leaf_values': 'string leaf',
+    'string_leaf/<lambda>': 'string leaf of a collection', 'timestamps/leaf_values': 'timestamp arrays',
+    'raw/fixed_bytes': 'ObjectId and UUID leaf', 'raw/leaf_values': 'Decimal128 and float leaf',
+    'bptree_leaves/bptree_values': 'list and set B+tree node', 'mixed_leaf/leaf_values': 'Mixed leaf',
+    'arr/mixed_leaf': 'Mixed arrays', 'dictionary/column_values': 'dictionary',
+}
+
 # ---------------------------------------------------------------- file / nodes
 
 class RealmError(Exception):
@@ -57,6 +69,17 @@ class Realm:
 
     # --- node header
     def hdr(self, ref):
+        if NODES is not None and ref not in NODES:
+            # what the node is: the reader's functions that asked for it (the caller's caller
+            # for the generic array readers)
+            f = sys._getframe(1)
+            names = []
+            while f is not None and len(names) < 2:
+                if f.f_code.co_name not in ('hdr', 'ints', 'refs', 'short_strings', 'get', 'strings', 'blob'):
+                    names.append(f.f_code.co_name)
+                f = f.f_back
+            label = '/'.join(names)
+            NODES[ref] = NODE_KINDS.get(label, label)
         if ref == 0 or ref % 8 or ref + 8 > len(self.d):
             raise RealmError("bad ref %#x" % ref)
         h = self.d[ref + 4]
@@ -541,13 +564,17 @@ def main():
     ap.add_argument('--shift', type=int, default=8, help='cluster node shift (8 for SDK files)')
     ap.add_argument('--json', action='store_true', help='every object of every class table, as JSON')
     ap.add_argument('--key-file', help='the 64-byte key of an encrypted file')
+    ap.add_argument('--nodes', action='store_true',
+                    help='with --json: also every node read, as [ref, what] pairs ("nodes")')
     ap.add_argument('--encrypt', metavar='OUT', help='write the encrypted form of FILE under --key-file to OUT')
     a = ap.parse_args()
     if a.encrypt:
         open(a.encrypt, 'wb').write(encrypt(open(a.file, 'rb').read(), open(a.key_file, 'rb').read()))
         return
-    global SHIFT
+    global SHIFT, NODES
     SHIFT = a.shift
+    if a.nodes:
+        NODES = {}
     try:
         R, top, names, tables = load(a.file, open(a.key_file, 'rb').read() if a.key_file else None)
     except RealmError as e:
@@ -588,7 +615,10 @@ def main():
                         'columns': [{'name': c['name'], 'type': c['type'], 'collection': c['coll'],
                                      'target': tbl_by_key.get(c['target'])} for c in cols],
                         'objects': objects})
-        print(json.dumps({'format': R.format, 'tables': out}, sort_keys=True))
+        result = {'format': R.format, 'tables': out}
+        if NODES is not None:
+            result['nodes'] = sorted([ref, what] for ref, what in NODES.items())
+        print(json.dumps(result, sort_keys=True))
         return
     for t in objs:
         if a.table and t.name != a.table:

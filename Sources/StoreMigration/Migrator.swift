@@ -248,9 +248,10 @@ public enum Migrator {
                                    _ options: MigrationOptions) throws
         -> (store: any DataStore, schema: Schema, check: StoreCheckReport?) {
         try source.requireDistinct(from: destination)
-        // A plain SQLite file is read for the chosen tables only, before any table is checked.
+        // A plain SQLite file (a Realm file) is read for the chosen tables (classes) only, before
+        // any is checked: a Realm file of more classes than a store holds is copied in parts.
         var source = source
-        if source.kind == .plainSQLite, let entities = options.entities {
+        if source.kind == .plainSQLite || source.kind == .realm, let entities = options.entities {
             var foreign = try ForeignSource(parsing: source.path)
             foreign.tables = entities
             source = StoreLocation(kind: source.kind, path: foreign.description)

@@ -32,6 +32,8 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: "Only the async API next to the synchronous one.") var async = false
     @Flag(help: ArgumentHelp("Only the Core Data and plain SQLite sources: read, copied into LMDB and PostgreSQL, next "
         + "to a raw C loop reading the same table (and pgloader).")) var foreign = false
+    @Flag(help: ArgumentHelp("Only the Realm source: a generated Realm file read, and copied into LMDB and "
+        + "PostgreSQL, next to a raw Swift loop over the file's bytes; the same file encrypted.")) var realm = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
     @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
@@ -236,11 +238,14 @@ if onlyAsync { for n in sizes { try benchmarkAsync(n: n) } }
 if options.foreign {
     for n in sizes { try benchmarkForeignSources(n: n) }
 }
+if options.realm {
+    for n in sizes { try benchmarkRealm(n: n) }
+}
 // The small-write and thread-scaling table runs at its own sizes: a store 100 times larger
 // must not make a small write slower.
 let scalingSizes = options.sizes != nil ? sizes : [2_000, 200_000]
 for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends
-                                             || onlyMigration || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign) {
+                                             || onlyMigration || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign || options.realm) {
     try benchmarkScaling(n: n)
 }
 for n in sizes where onlyPostgres {
@@ -261,12 +266,12 @@ for n in sizes where onlyMigration {
     try benchmarkMigration(n: n)
 }
 if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || onlyMigration || onlyBackends
-      || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign) {
+      || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign || options.realm) {
     try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10)
     try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10)
 }
 for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration
-    && !onlyRelationships && !onlySyncJSON && !onlyAsync && !options.foreign {
+    && !onlyRelationships && !onlySyncJSON && !onlyAsync && !options.foreign && !options.realm {
     try benchmarkBackend("SQLite", n: n,
                          open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                  options: SQLiteOptions(durability: .normal)) },
@@ -326,7 +331,7 @@ if !latencyRows.isEmpty {
     }
 }
 
-let grdbCount = options.noGrdb || options.foreign || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling
+let grdbCount = options.noGrdb || options.foreign || options.realm || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling
     || onlyRelationships ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
 let grdb = try grdbComparison(count: grdbCount)
@@ -354,6 +359,6 @@ print(String(format: "| fetch all, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.
 }
 
 let fluentCount = options.noFluent || options.noPostgres || onlySchemaSteps || onlyFeed || onlyJSONL || onlyScaling
-    || onlyRelationships || onlyMigration || onlyBackends || onlySyncJSON || onlyAsync || options.foreign || onlyPostgres ? 0
+    || onlyRelationships || onlyMigration || onlyBackends || onlySyncJSON || onlyAsync || options.foreign || options.realm || onlyPostgres ? 0
     : (quick ? 20_000 : 100_000)
 if fluentCount > 0 { printFluentTable(try fluentComparison(count: fluentCount), count: fluentCount) }

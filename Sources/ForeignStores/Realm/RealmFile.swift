@@ -30,6 +30,8 @@ struct RealmFile {
     /// 2020 (and its last betas before).
     static let readableFormats: Set<Int> = [10, 11, 20, 21, 22, 23, 24]
     static let streamingCookie: UInt64 = 0x3034_1252_37E5_26C8
+    /// The most elements a node of zero width is read with (see ``node(_:_:)``).
+    static let maxElementsWithoutBytes = 4_096
 
     init(bytes: [UInt8], path: String) throws {
         self.bytes = bytes
@@ -127,6 +129,12 @@ extension RealmFile {
         }
         guard payloadBytes <= bytes.count - ref - 8 else {
             throw damaged("\(what()) at offset \(ref) has \(count) elements, which run past the end of the file")
+        }
+        // The decode budget: elements of no bytes cost nothing in the file but a step each to
+        // read. realm-core's nodes hold at most 1,000 elements (a B+tree leaf; a cluster leaf
+        // 256), so a count of thousands with no bytes behind it is a damaged header.
+        guard width > 0 || widthType == 2 || count <= Self.maxElementsWithoutBytes else {
+            throw damaged("\(what()) at offset \(ref) says it holds \(count) elements of no bytes")
         }
         return RealmNode(ref: ref, isInner: flags & 0x80 != 0, hasRefs: flags & 0x40 != 0, context: flags & 0x20 != 0,
                          widthType: widthType, width: width, count: count, payload: ref + 8,

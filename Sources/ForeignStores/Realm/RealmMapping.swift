@@ -24,6 +24,11 @@ import Foundation
 /// - **Refused** in one line naming class and property: typed link properties, a list that
 ///   holds one object twice, a null primary key, and a class or property name the stores here
 ///   cannot hold.
+/// - **Chosen classes** (`tables=`, what `--entities` gives): only those classes are entities;
+///   a link to a class left out keeps the target's key as a plain attribute, and a list or set
+///   of links to one is left out (as a copy with `--entities` leaves out relationships to
+///   entities it does not copy). A file of more classes than a store holds is copied this way,
+///   in parts.
 struct RealmMapping {
     let schema: Schema
     /// Each entity's records, in primary-key order.
@@ -33,11 +38,25 @@ struct RealmMapping {
     /// The attribute that keys a class without a primary key.
     static let objectKeyAttribute = "realm_key"
 
-    init(_ model: RealmModel) throws {
+    /// - Parameter chosen: the classes to map (all of them when nil). Other names in it (the join
+    ///   entities `--entities` may list beside the classes) are for the copy to check.
+    /// - Throws: `unknownEntity` when no chosen name is a class of the file.
+    init(_ model: RealmModel, classes chosen: [String]? = nil) throws {
         let file = model.file
-        let classes = model.tables.filter { $0.name.hasPrefix("class_") && $0.name.utf8.count > 6 }
+        let allClasses = model.tables.filter { $0.name.hasPrefix("class_") && $0.name.utf8.count > 6 }
         let byTableKey = Dictionary(model.tables.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         func entityName(_ table: RealmModel.Table) -> String { String(table.name.dropFirst(6)) }
+        let classes: [RealmModel.Table]
+        if let chosen {
+            classes = allClasses.filter { chosen.contains(entityName($0)) }
+            if classes.isEmpty {
+                throw StoreError(.unknownEntity, "\(file.path) has none of the classes " + chosen.sorted().joined(separator: ", ")
+                    + " (it has " + allClasses.map(entityName).sorted().joined(separator: ", ") + ")")
+            }
+        } else {
+            classes = allClasses
+        }
+        let chosenNames = Set(classes.map(entityName))
         func refuse(_ table: RealmModel.Table, _ column: RealmModel.Column, _ why: String) -> StoreError {
             StoreError(.invalidArgument, "property '\(entityName(table)).\(column.name)' of \(file.path) \(why)")
         }
@@ -45,9 +64,9 @@ struct RealmMapping {
         // The key of every object of every class, first: links name their targets by it.
         var keyOf: [String: [Int64: Value]] = [:]
         var keyType: [String: ValueType] = [:]
-        for table in classes {
+        for table in allClasses {
             let name = entityName(table)
-            try Schema.checkName(name, what: "entity")
+            if chosenNames.contains(name) { try Schema.checkName(name, what: "entity") }
             var keys: [Int64: Value] = [:]
             let primaryKey = table.primaryKey.map { table.columns[$0] }
             try model.forEachLeaf(of: table) { leaf, objectKeys in
@@ -124,6 +143,14 @@ struct RealmMapping {
                     }
                     let targetName = entityName(target)
                     let isList = column.type == .linkList || column.isList || column.isSet
+                    guard chosenNames.contains(targetName) else {
+                        // A class left out: a link keeps its target's key; a list of them is left out.
+                        if !isList {
+                            attributes.append(Attribute(column.name, keyType[targetName] ?? .int, optional: true))
+                            linkColumns.append((index, column, targetName, false))
+                        }
+                        continue
+                    }
                     let inverse = Self.inverseName(of: column.name, in: name, target: targetName)
                     if target.columns.contains(where: { $0.name == inverse }) {
                         throw refuse(table, column, "has no inverse here: the name '\(inverse)' this reader gives it "

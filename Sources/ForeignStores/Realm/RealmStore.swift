@@ -19,9 +19,9 @@ public final class RealmStore: Store, ForeignStore, @unchecked Sendable {
     ///   damaged; `invalidArgument` naming a class or property that cannot be carried.
     public init(_ source: ForeignSource) throws {
         let path = source.path
-        guard source.model == nil, source.keys.isEmpty, source.tables == nil else {
-            throw StoreError(.invalidArgument, "realm:\(path) takes no model, key or tables: a Realm file keeps its "
-                + "classes and primary keys itself")
+        guard source.model == nil, source.keys.isEmpty else {
+            throw StoreError(.invalidArgument, "realm:\(path) takes no model or key: a Realm file keeps its classes "
+                + "and primary keys itself")
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -47,7 +47,7 @@ public final class RealmStore: Store, ForeignStore, @unchecked Sendable {
             bytes = raw
         }
         let file = try RealmFile(bytes: bytes, path: path)
-        let mapping = try RealmMapping(try RealmModel(file))
+        let mapping = try RealmMapping(try RealmModel(file), classes: source.tables)
         summary = mapping.summary
         facts = ["Realm file format \(file.format)" + (file.isStreaming ? ", in the streaming form (as writeCopy "
             + "writes it)" : "") + (key != nil ? ", encrypted (AES-256 pages with HMAC-SHA224)" : ""),
