@@ -3,6 +3,7 @@ import DataStoreTestSupport
 @testable import ForeignStores
 import Foundation
 import StoreMigration
+import Synchronization
 import Testing
 
 /// Realm files written by Realm SDKs (Tests/Fixtures/Realm, formats 10 to 24, the streaming form
@@ -592,6 +593,46 @@ import Testing
                 #expect(listed == expected, "owner \(owner)'s items in their order")
             }
         }
+    }
+
+    /// A file an app is writing: while commits keep switching the header (here a thread keeps
+    /// writing new top references into the slot not in use), the read is repeated and then
+    /// refused as `busy`, naming the file; bytes written past the selected commit (where an app
+    /// writes its next commit) leave the read alone; once the header holds still, the file reads.
+    @Test func aFileBeingWrittenIsReadAtOneCommitOrRefusedAsBusy() throws {
+        let dir = try TemporaryDirectory()
+        let file = dir.path("live.realm")
+        _ = try runCommand("/usr/bin/python3", [Self.make, file, "--items", "200000"])
+        let original = try #require(FileManager.default.contents(atPath: file))
+        let stop = Atomic<Bool>(false)
+        let writes = Atomic<Int>(0)
+        let writer = Thread {
+            let fd = open(file, O_WRONLY)
+            var counter: UInt64 = 1
+            while !stop.load(ordering: .acquiring) {
+                counter += 8
+                _ = withUnsafeBytes(of: counter.littleEndian) { pwrite(fd, $0.baseAddress, 8, 8) }
+                writes.add(1, ordering: .relaxed)
+            }
+            close(fd)
+        }
+        writer.start()
+        while writes.load(ordering: .relaxed) < 1_000 { sched_yield() }
+        #expect { try RealmStore.snapshot(file) } throws: {
+            ($0 as? StoreError)?.code == .busy && "\($0)".contains("live.realm is being written")
+        }
+        stop.store(true, ordering: .releasing)
+        while !writer.isFinished { sched_yield() }
+        // The next commit's bytes, past the end of the one the header selects.
+        let handle = try #require(FileHandle(forWritingAtPath: file))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+        var expected = [UInt8](original)
+        expected.replaceSubrange(8..<16, with: [UInt8](try #require(FileManager.default.contents(atPath: file)))[8..<16])
+        let bytes = try RealmStore.snapshot(file)
+        #expect(bytes == expected + [UInt8](repeating: 0xA5, count: 4096))
+        #expect(try RealmFile(bytes: bytes, path: file).topRef == Int(RealmFile.uint64(expected, at: 0)))
     }
 
     /// What this reader cannot carry is refused in one line naming it; an encrypted file, a cut

@@ -46,6 +46,7 @@ import StoreMigration
                                      options: MigrationOptions(batchSize: 10_000, verify: false, checkSource: false))
            }, raw: raw, memory: false)
     try lmdb.destroy()
+    try killAndResume(encryptedSource, into: StoreLocation(kind: .lmdb, path: directory + "/killed.lmdb"), n: n)
     if !options.noPostgres {
         let postgres = try StoreLocation(parsing: postgresURL("bench_realm"))
         try? postgres.destroy()
@@ -120,4 +121,57 @@ func rawRealmRead(_ path: String) -> Int {
         precondition(sum != 42 || bytes != 42 || real != 42)
         return items
     }
+}
+
+/// The encrypted file copied into LMDB by a child process (this program, `--realm-copy-child`),
+/// killed with SIGKILL once it reports a quarter of the items committed, then resumed and
+/// verified in this process: the copy must be exact.
+@MainActor func killAndResume(_ source: StoreLocation, into destination: StoreLocation, n: Int) throws {
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    child.arguments = ["--realm-copy-child", source.description + "\n" + destination.description]
+    let output = Pipe()
+    child.standardOutput = output
+    let started = Date()
+    try child.run()
+    var seen = "", committed = 0
+    while committed < n / 4 {
+        let chunk = output.fileHandleForReading.availableData
+        precondition(!chunk.isEmpty, "the copy ended before it was killed: \(seen)")
+        seen += String(decoding: chunk, as: UTF8.self)
+        committed = seen.split(separator: "\n").compactMap { Int($0) }.last ?? 0
+    }
+    kill(child.processIdentifier, SIGKILL)
+    child.waitUntilExit()
+    let killedAfter = Date().timeIntervalSince(started)
+    let resumeStarted = Date()
+    let resumed = try Migrator.copy(from: source, to: destination,
+                                    options: MigrationOptions(batchSize: 10_000, resume: true, checkSource: false))
+    let resumeSeconds = Date().timeIntervalSince(resumeStarted)
+    let verified = try Migrator.verify(from: source, to: destination, options: MigrationOptions(checkSource: false))
+    precondition(resumed.verified && verified.differences == 0, "the resumed copy differs from the file")
+    let items = verified.entities.map(\.itemsVerified).reduce(0, +)
+    FileHandle.standardError.write(Data(String(format: "Realm %d items, encrypted, into LMDB: killed with SIGKILL "
+        + "after %.1f s with %d Item committed; --resume finished in %.1f s; verify: %d items, 0 differences\n",
+        n, killedAfter, committed, resumeSeconds, items).utf8))
+    realmResumeLines.append(String(format: "| %d | %d | %.1f s | %.1f s | %d | 0 |", n, committed, killedAfter,
+                                   resumeSeconds, items))
+    try destination.destroy()
+}
+
+@MainActor var realmResumeLines: [String] = []
+
+/// The child of ``killAndResume``: copies `SOURCE\nDESTINATION`, printing the items of Item
+/// committed after each batch.
+func runRealmCopyChild(_ arguments: String) -> Never {
+    let parts = arguments.split(separator: "\n").map(String.init)
+    do {
+        _ = try Migrator.copy(from: try StoreLocation(parsing: parts[0]), to: try StoreLocation(parsing: parts[1]),
+                              options: MigrationOptions(batchSize: 10_000, verify: false, checkSource: false),
+                              progress: { if $0.phase == .copy, $0.entity == "Item" { FileHandle.standardOutput.write(Data("\($0.done)\n".utf8)) } })
+    } catch {
+        FileHandle.standardError.write(Data("realm copy child: \(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
 }

@@ -42,6 +42,7 @@ struct BenchOptions: ParsableCommand {
         + "and processes, next to pgbench and Fluent at the same concurrency, and one connection next to libpq."))
     var writers = false
     @Option(help: .hidden) var writerChild: String?
+    @Option(help: .hidden) var realmCopyChild: String?
     @Flag(help: ArgumentHelp("Only reads from a standby: 16 readers against a primary alone and a primary with an "
         + "asynchronous standby of their own, read-your-writes on and off.")) var standbys = false
 
@@ -66,6 +67,7 @@ do {
     exit(succeeded ? 0 : 2)
 }
 if let child = options.writerChild { runWriterChild(child) }
+if let child = options.realmCopyChild { runRealmCopyChild(child) }
 if options.standbys {
     try benchmarkStandbyReads()
     exit(0)
@@ -312,6 +314,13 @@ for row in rows {
 }
 
 printScalingTable()
+
+if !realmResumeLines.isEmpty {
+    print("")
+    print("| Realm items (encrypted) | Item committed when killed | killed after | --resume took | verified | differences |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    for line in realmResumeLines { print(line) }
+}
 
 if !memoryFeedRows.isEmpty {
     print("")
