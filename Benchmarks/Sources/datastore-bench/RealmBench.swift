@@ -39,24 +39,18 @@ import StoreMigration
     let plainRead = try bestOf(3) { try source.openSource().close() }
     record("Realm", "open the encrypted file vs the same file unencrypted", n, operations: n,
            api: try bestOf(3) { try encryptedSource.openSource().close() }, raw: plainRead, memory: false)
-    let lmdb = StoreLocation(kind: .lmdb, path: directory + "/items.lmdb")
-    record("Realm", "-> LMDB (Migrator.copy, no verify) vs raw Swift loop over the file", n, operations: n,
-           api: try time {
-               _ = try Migrator.copy(from: source, to: lmdb,
-                                     options: MigrationOptions(batchSize: 10_000, verify: false, checkSource: false))
-           }, raw: raw, memory: false)
-    try lmdb.destroy()
-    try killAndResume(encryptedSource, into: StoreLocation(kind: .lmdb, path: directory + "/killed.lmdb"), n: n)
-    if !options.noPostgres {
-        let postgres = try StoreLocation(parsing: postgresURL("bench_realm"))
-        try? postgres.destroy()
-        record("Realm", "-> PostgreSQL (Migrator.copy, no verify) vs raw Swift loop over the file", n, operations: n,
+    let copy = { (destination: StoreLocation, name: String) in
+        try? destination.destroy()
+        record("Realm", "-> \(name) (Migrator.copy, no verify) vs raw Swift loop over the file", n, operations: n,
                api: try time {
-                   _ = try Migrator.copy(from: source, to: postgres,
+                   _ = try Migrator.copy(from: source, to: destination,
                                          options: MigrationOptions(batchSize: 10_000, verify: false, checkSource: false))
                }, raw: raw, memory: false)
-        try postgres.destroy()
+        try destination.destroy()
     }
+    try copy(StoreLocation(kind: .lmdb, path: directory + "/items.lmdb"), "LMDB")
+    try killAndResume(encryptedSource, into: StoreLocation(kind: .lmdb, path: directory + "/killed.lmdb"), n: n)
+    if !options.noPostgres { try copy(try StoreLocation(parsing: postgresURL("bench_realm")), "PostgreSQL") }
 }
 
 /// Reads every column of every Item of a file Scripts/realm-make.py wrote, straight from its
