@@ -271,4 +271,42 @@ private func runCLI(_ arguments: [String]) throws -> (status: Int32, errors: Str
         try Migrator.copy(from: source, to: unreachable, options: MigrationOptions(overwrite: true))
     } throws: { ($0 as? StoreError)?.code == .unavailable }
 }
+
+/// Ordered to-many relationships from the foreign sources into PostgreSQL: a Realm file's lists
+/// of links (Realm Swift's pets, Realm Kotlin's 1,000 games of steps) and a Core Data store's
+/// ordered many-to-many, each copied and verified, every list read back in the source's order.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
+func orderedListsOfForeignSourcesKeepTheirOrderInPostgreSQL() throws {
+    let dir = try TemporaryDirectory()
+    let realm = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/Realm").path
+    let coreData = dir.path("Ordered.sqlite")
+    var fixture = CoreDataFixture.Options()
+    fixture.orderedManyToMany = true
+    try CoreDataFixture.write(at: coreData, fixture)
+    let sources: [(StoreLocation, entity: String, list: String)] = [
+        (StoreLocation(kind: .realm, path: realm + "/swift-migration-default-v5.f20.realm"), "Person", "pets"),
+        (StoreLocation(kind: .realm, path: realm + "/kotlin-random-games.f23.realm"), "SaveGame", "steps"),
+        (StoreLocation(kind: .coreData, path: coreData), "Post", "tags"),
+    ]
+    for (index, (source, entity, list)) in sources.enumerated() {
+        let postgres = StoreLocation(kind: "postgres", path: String(PostgresTestServer.location(dir.url.path + "/\(index)")
+            .description.dropFirst(9)))
+        let report = try Migrator.copy(from: source, to: postgres, options: MigrationOptions(batchSize: 500))
+        #expect(report.verified && report.differences == 0, "\(source)")
+        let original = try source.openSource()
+        let copy = try postgres.open(schema: nil)
+        let schema = try #require(original.schema.entity(named: entity))
+        #expect(copy.schema.entity(named: entity)?.relationship(named: list)?.isOrdered == true)
+        let (want, got) = try (original.read { r in
+            try r.fetch(FetchRequest(entity)).map { try r.related(entity, key: schema.primaryKeyValue(of: $0), list) }
+        }, copy.read { r in
+            try r.fetch(FetchRequest(entity)).map { try r.related(entity, key: schema.primaryKeyValue(of: $0), list) }
+        })
+        #expect(want.count > 0 && want == got, "\(source): every \(entity).\(list) in its order")
+        try original.close()
+        try copy.close()
+        try postgres.destroy()
+    }
+}
 #endif

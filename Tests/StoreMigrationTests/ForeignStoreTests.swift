@@ -123,8 +123,9 @@ func copyThereAndBack(_ source: StoreLocation, via kind: StoreKind, in dir: Temp
         #expect(source.schema.entity(named: "Post")?.relationship(named: "tags")?.isOrdered == true)
         #expect(source.schema.entity(named: "Post_tags")?.attribute(named: "source_position")?.type == .int)
         try source.close()
-        for kind in [StoreKind.sqlite, .lmdb] {
+        for kind in [StoreKind.sqlite, .lmdb, .memory] {
             let copy = dir.location(kind, "copy-\(kind)")
+            defer { if kind == .memory { try? copy.destroy() } }
             let report = try Migrator.copy(from: StoreLocation(kind: .coreData, path: path), to: copy)
             #expect(report.verified && report.differences == 0)
             let store = try copy.open(schema: nil)
