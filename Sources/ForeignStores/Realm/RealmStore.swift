@@ -72,7 +72,7 @@ public final class RealmStore: Store, ForeignStore, @unchecked Sendable {
             guard let handle = FileHandle(forReadingAtPath: path) else {
                 throw StoreError(.io, "\(path) cannot be read")
             }
-            let again = (try? handle.read(upToCount: headerBytes)).map { [UInt8]($0 ?? Data()) } ?? []
+            let again = [UInt8]((try? handle.read(upToCount: headerBytes)) ?? Data())
             try? handle.close()
             if again.elementsEqual(bytes[0..<headerBytes]) { return bytes }
         }
