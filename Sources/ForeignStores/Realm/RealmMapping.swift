@@ -62,12 +62,12 @@ struct RealmMapping {
         }
 
         // The key of every object of every class, first: links name their targets by it.
-        var keyOf: [String: [Int64: Value]] = [:]
+        var keyOf: [String: ObjectKeyTable] = [:]
         var keyType: [String: ValueType] = [:]
         for table in allClasses {
             let name = entityName(table)
             if chosenNames.contains(name) { try Schema.checkName(name, what: "entity") }
-            var keys: [Int64: Value] = [:]
+            var keys = ObjectKeyTable()
             let primaryKey = table.primaryKey.map { table.columns[$0] }
             try model.forEachLeaf(of: table) { leaf, objectKeys in
                 guard let column = primaryKey else {
@@ -175,31 +175,40 @@ struct RealmMapping {
                 attributes.append(Attribute(column.name, type, optional: column.isNullable && index != table.primaryKey))
             }
             var entityRecords: [Record] = []
+            let linkAt = Dictionary(uniqueKeysWithValues: linkColumns.map { ($0.index, $0) })
+            let targetsAt = linkColumns.map { keyOf[$0.target] ?? ObjectKeyTable() }
+            let linkPosition = Dictionary(uniqueKeysWithValues: linkColumns.enumerated().map { ($1.index, $0) })
+            let owners = keyOf[name] ?? ObjectKeyTable()
+            entityRecords.reserveCapacity(objects[name]?.count ?? 0)
             for object in objects[name] ?? [] {
-                var record = Record()
-                if table.primaryKey == nil { record[key] = .int(object.key) }
-                for (index, column) in table.columns.enumerated() where column.target == nil || column.isDictionary {
-                    record[column.name] = object.values[index] ?? .null
-                }
-                let owner = keyOf[name]?[object.key] ?? .null
-                for link in linkColumns {
-                    let targets = keyOf[link.target] ?? [:]
-                    let raw = object.values[link.index] ?? .null
+                // In the attributes' order, so that the record needs no names looked up to be stored.
+                var values: [(String, Value)] = []
+                values.reserveCapacity(table.columns.count + 1)
+                if table.primaryKey == nil { values.append((key, .int(object.key))) }
+                let owner = owners[object.key] ?? .null
+                for (index, column) in table.columns.enumerated() {
+                    let raw = object.values[index] ?? .null
+                    guard let link = linkAt[index], let position = linkPosition[index] else {
+                        // A list of links to a class left out is not carried.
+                        if column.target == nil || column.isDictionary { values.append((column.name, raw)) }
+                        continue
+                    }
+                    let targets = targetsAt[position]
                     if !link.isList {
                         // A link to an object that is gone (a tombstone) is no link.
                         if case .int(let targetKey) = raw, let target = targets[targetKey] {
-                            record[link.column.name] = target
+                            values.append((column.name, target))
                         } else {
-                            record[link.column.name] = .null
+                            values.append((column.name, .null))
                         }
                         continue
                     }
                     guard case .bytes(let encoded) = raw else { continue }
-                    var seen = Set<Value>()
+                    var seen = Set<Int64>()
                     var pairs: [(owner: Value, target: Value, position: Int)] = []
                     for targetKey in Self.decodeKeys(encoded) {
                         guard let target = targets[targetKey] else { continue }
-                        guard seen.insert(target).inserted else {
+                        guard seen.insert(targetKey).inserted else {
                             throw refuse(table, link.column, "holds '\(link.target)' \(target) twice in the list of "
                                 + "'\(name)' \(owner); an ordered relationship here holds an item once")
                         }
@@ -207,7 +216,7 @@ struct RealmMapping {
                     }
                     joins.append((name, link.column.name, link.target, !link.column.isSet, pairs))
                 }
-                entityRecords.append(record)
+                entityRecords.append(Record(pairs: values))
             }
             entities.append(EntitySchema(name, primaryKey: key, attributes: attributes))
             records[name] = entityRecords
@@ -248,10 +257,14 @@ struct RealmMapping {
         for (name, pairs) in pairRecords { records[name] = pairs }
         var sorted: [String: [Record]] = [:]
         for entity in resolved.entities {
-            let items = try (records[entity.name] ?? []).map { record -> (PrimaryKey, Record) in
+            var items = try (records[entity.name] ?? []).map { record -> (PrimaryKey, Record) in
                 let normalized = try entity.normalize(record)
                 return (try PrimaryKey(entity.primaryKeyValue(of: normalized)), normalized)
-            }.sorted { $0.0 < $1.0 }
+            }
+            // Objects often come in key order (an int key that grows with the object key).
+            if items.indices.dropFirst().contains(where: { items[$0].0 < items[$0 - 1].0 }) {
+                items.sort { $0.0 < $1.0 }
+            }
             for index in items.indices.dropFirst() where items[index].0 == items[index - 1].0 {
                 throw StoreError(.invalidValue, "'\(entity.name)' of \(file.path) holds two objects with the key "
                     + "\(items[index].0)")
@@ -384,5 +397,29 @@ struct RealmMapping {
         }
         return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
                                  b[13], b[14], b[15])))
+    }
+}
+
+/// The key each object of a class has here, by its object key in the file: in an array while the
+/// object keys run 0, 1, 2… (as compact cluster leaves number them), past that in a dictionary.
+struct ObjectKeyTable {
+    private var dense: [Value] = []
+    private var sparse: [Int64: Value] = [:]
+
+    subscript(objectKey: Int64) -> Value? {
+        get {
+            if objectKey >= 0, objectKey < dense.count { return dense[Int(objectKey)] }
+            return sparse[objectKey]
+        }
+        set {
+            guard let newValue else { return }  // a class's keys are only ever added
+            if objectKey == dense.count, sparse.isEmpty {
+                dense.append(newValue)
+            } else if objectKey >= 0, objectKey < dense.count {
+                dense[Int(objectKey)] = newValue
+            } else {
+                sparse[objectKey] = newValue
+            }
+        }
     }
 }

@@ -60,13 +60,16 @@ public final class RealmStore: Store, ForeignStore, @unchecked Sendable {
     /// references and the slot flag; in an encrypted file, the first page and its table entry)
     /// to it: so when those bytes are the same after the read as before, every byte the selected
     /// commit uses was read as that commit wrote it. When they changed, the file is read again.
+    /// - Parameter afterRead: called after each read of the whole file, before the header is
+    ///   read again (where a test lands a commit).
     /// - Throws: `busy` when commits keep coming faster than the file is read.
-    static func snapshot(_ path: String) throws -> [UInt8] {
+    static func snapshot(_ path: String, afterRead: () throws -> Void = {}) throws -> [UInt8] {
         for _ in 0..<8 {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw StoreError(.io, "\(path) cannot be read")
             }
             let bytes = [UInt8](data)
+            try afterRead()
             let headerBytes = RealmCipher.looksEncrypted(bytes) ? RealmCipher.pageSize * 2 : 24
             guard bytes.count >= headerBytes else { return bytes }
             guard let handle = FileHandle(forReadingAtPath: path) else {
