@@ -15,7 +15,7 @@
 #   stop DIR               stop everything and remove DIR
 # Runs them as the postgres user (initdb refuses root).
 set -euo pipefail
-usage="usage: postgres-auto-failover.sh start DIR MONITOR_PORT NODE1_PORT NODE2_PORT | primary DIR | kill-primary DIR | wait-failover DIR PORT | rejoin DIR PORT | stop DIR"
+usage="usage: postgres-auto-failover.sh start DIR MONITOR_PORT NODE1_PORT NODE2_PORT | primary DIR | wait-healthy DIR | kill-primary DIR | wait-failover DIR PORT | rejoin DIR PORT | stop DIR"
 command=${1:?$usage}
 dir=${2:?DIR}
 bin=/usr/lib/postgresql/15/bin
@@ -85,8 +85,13 @@ start)
     # timeout costs the failover nothing, while a standby whose keeper and server are slow under
     # the writers' load (reports late, connects in seconds) is not taken for dead: that would
     # set it to catchingup, drop synchronous replication, and leave no node to promote.
+    # The monitor compares the LSNs the keepers last reported: a standby's keeper that reports
+    # late under the writers' load looks 16 MB (one WAL segment, the default) behind, which
+    # also sets it to catchingup. Synchronous replication already keeps every acknowledged
+    # commit on the standby, so the thresholds are raised to 1 GB.
     for setting in "health_check_period = 1000" "health_check_timeout = 5000" "health_check_max_retries = 2" \
-                   "health_check_retry_delay = 500" "node_considered_unhealthy_timeout = 4000" "primary_demote_timeout = 5000"; do
+                   "health_check_retry_delay = 500" "node_considered_unhealthy_timeout = 4000" "primary_demote_timeout = 5000" \
+                   "enable_sync_wal_log_threshold = 1073741824" "promote_wal_log_threshold = 1073741824"; do
         monitor_sql "ALTER SYSTEM SET pgautofailover.$setting" >/dev/null
     done
     monitor_sql "SELECT pg_reload_conf()" >/dev/null
@@ -103,6 +108,26 @@ start)
 primary)
     states | awk -F'|' '$3 == "primary" || $3 == "wait_primary" { print $1 }' | head -1
     ;;
+wait-healthy)
+    # One node primary and the other secondary, both as reported and as assigned, for 6 s
+    # without a break: only then can the monitor promote the secondary when the primary dies.
+    # Under load it may take a secondary that answers its health checks late for unhealthy (and
+    # a node that rejoined did so a few seconds after it became secondary), set it to
+    # catchingup, and then promote nobody.
+    steady=0
+    for _ in $(seq 1800); do
+        if [ "$(states | awk -F'|' '$2 == $3 && ($2 == "primary" || $2 == "secondary") { print $2 }' | sort | tr '\n' ' ')" \
+            = "primary secondary " ]; then
+            steady=$((steady + 1))
+            [ "$steady" -ge 60 ] && exit 0
+        else
+            steady=0
+        fi
+        sleep 0.1
+    done
+    echo "postgres-auto-failover.sh: the formation is not primary and secondary: $(states 2>&1 | tr '\n' ' ')" >&2
+    exit 1
+    ;;
 kill-primary)
     port=$("$0" primary "$dir")
     [ -n "$port" ] || { echo "postgres-auto-failover.sh: no primary to kill" >&2; exit 1; }
@@ -117,6 +142,8 @@ wait-failover)
         sleep 0.1
     done
     echo "postgres-auto-failover.sh: no failover from port $old: $(states 2>&1 | tr '\n' ' ')" >&2
+    # Why, as the monitor said it: its last decisions.
+    grep -aE "catchingup|wait_primary|Setting goal state|unhealthy|behind" "$dir/monitor.log" 2>/dev/null | tail -12 >&2 || true
     exit 1
     ;;
 rejoin)
