@@ -131,7 +131,7 @@ extension ForeignBackend {
               let handle = FileHandle(forReadingAtPath: file) else { return false }
         defer { try? handle.close() }
         let header = (try? handle.read(upToCount: 24)) ?? Data()
-        if header.count == 24, header[16..<20].elementsEqual("T-DB".utf8) { return true }
+        if RealmFile.hasHeader(header) { return true }
         guard file.hasSuffix(".realm"), let size = try? handle.seekToEnd() else { return false }
         return size >= UInt64(2 * RealmCipher.pageSize) && size % UInt64(RealmCipher.pageSize) == 0
     }

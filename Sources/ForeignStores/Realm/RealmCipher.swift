@@ -76,7 +76,7 @@ struct RealmCipher {
     /// table and one data page, and no Realm header in the clear.
     static func looksEncrypted(_ bytes: [UInt8]) -> Bool {
         bytes.count >= 2 * pageSize && bytes.count % pageSize == 0
-            && !(bytes.count >= 20 && bytes[16..<20].elementsEqual("T-DB".utf8))
+            && !RealmFile.hasHeader(bytes)
     }
 
     /// The plain bytes of the encrypted file `file`.

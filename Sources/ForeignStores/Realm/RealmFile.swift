@@ -40,7 +40,7 @@ struct RealmFile {
             throw StoreError(.notAStore, "\(path) is not a Realm file: it has \(bytes.count) bytes, fewer than a "
                 + "Realm file's 24-byte header")
         }
-        guard bytes[16..<20].elementsEqual("T-DB".utf8) else {
+        guard Self.hasHeader(bytes) else {
             if bytes.count >= 8192, bytes.count % 4096 == 0 {
                 throw StoreError(.notAStore, "\(path) has no Realm header: it is encrypted (a Realm file written "
                     + "with an encryption key has none in the clear), or not a Realm file")
@@ -81,6 +81,11 @@ struct RealmFile {
         self.format = format
         self.topRef = Int(top)
         self.isStreaming = streaming
+    }
+
+    /// Whether `bytes` begin with a Realm header in the clear (`T-DB` at bytes 16 to 19).
+    static func hasHeader(_ bytes: some Collection<UInt8>) -> Bool {
+        bytes.count >= 24 && bytes.dropFirst(16).prefix(4).elementsEqual("T-DB".utf8)
     }
 
     static func uint64(_ bytes: [UInt8], at offset: Int) -> UInt64 {

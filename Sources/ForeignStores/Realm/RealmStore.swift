@@ -33,7 +33,7 @@ public final class RealmStore: Store, ForeignStore, @unchecked Sendable {
         let key = try source.keyFile.map { try RealmCipher.key(fromFile: $0) }
         let raw = try Self.snapshot(path)
         let bytes: [UInt8]
-        let clear = raw.count >= 20 && raw[16..<20].elementsEqual("T-DB".utf8)
+        let clear = RealmFile.hasHeader(raw)
         switch (clear, key) {
         case (false, let key?):
             bytes = try RealmCipher(key: key).decrypt(raw, path: path)
