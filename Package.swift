@@ -59,8 +59,10 @@ let package = Package(
         .target(name: "ForeignStores", dependencies: ["DataStoreAPI", "CSQLite", "CZlib", "COpenSSL"],
                 swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        // CRC-32C of the stored records, with the CPU's instruction where it has one.
+        .target(name: "CChecksum"),
         .target(name: "LMDBStore",
-                dependencies: ["DataStoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["DataStoreAPI", "CLMDB", "CChecksum", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: swiftSettings),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(
@@ -178,7 +180,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LMDBStoreTests",
-            dependencies: ["LMDBStore", "DataStoreConformance", "DataStoreTestSupport", "crash-writer"],
+            dependencies: ["LMDBStore", "CChecksum", "DataStoreConformance", "DataStoreTestSupport", "crash-writer"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -8,12 +8,17 @@ import Logging
 @_spi(Backend) public final class LMDBEngine: StorageEngine, CommitCounting, CommitNotifying {
     /// The format this code writes. Format 1 wrote index keys without the separator that
     /// ``LMDBIndexKeys`` puts between tuple and primary key; its indexes are rebuilt on open.
-    static let formatVersion = 2
+    /// Formats 1 and 2 wrote records without a checksum (``LMDBRecordCoding``); a writable open
+    /// checks and seals every record, in the same one transaction as the index rebuild.
+    static let formatVersion = 3
 
     public let schema: Schema
     /// The environment directory.
     public let path: String
     let environment: LMDBEnvironment
+    /// The format the store was opened at: older than ``formatVersion`` only for a read-only
+    /// open, which does not upgrade.
+    let storedFormat: Int
     /// What the page walk on open found (``LMDBOptions/checkPages``).
     let pagesChecked: LMDBCheckReport?
     let databases: LMDBDatabases
@@ -65,8 +70,10 @@ import Logging
             try StoreHeader.write(schema, format: Self.formatVersion) { try txn.put(meta, Array($0.utf8), $1) }
         }
         try txn.commit()
-        if storedFormat < Self.formatVersion && !readOnly {
-            try rebuildIndexes()
+        let upgrading = storedFormat < Self.formatVersion && !readOnly
+        self.storedFormat = upgrading ? Self.formatVersion : storedFormat
+        if upgrading {
+            try upgrade(from: storedFormat)
         }
     }
 
@@ -105,7 +112,17 @@ import Logging
         defer { txn.finish() }
         try engine.checkDatabasesAgainstSchema(txn)
         let storage = LMDBTransaction(txn: txn, databases: engine.databases)
-        report.items = try engine.schema.entities.reduce(0) { $0 + (try storage.checkRecords($1)) }
+        var damage: [String] = []
+        for entity in engine.schema.entities {
+            report.items += try storage.checkRecords(entity, sealed: engine.storedFormat >= 3, damage: &damage)
+        }
+        if !damage.isEmpty {
+            // One line (the command line prints an error in one), naming the first 50.
+            let named = damage.prefix(50).joined(separator: "; ")
+            let more = damage.count > 50 ? "; and \(damage.count - 50) more" : ""
+            throw StoreError(.corrupt, "\(path) is damaged: \(damage.count) damaged record"
+                + "\(damage.count == 1 ? "" : "s") of \(report.items): \(named)\(more)")
+        }
         return report
     }
 
@@ -135,10 +152,24 @@ import Logging
 
     /// Rewrites every index in the current format, in one write transaction, reading each
     /// entity in pages (a cursor would not survive the restart that growing the map needs).
-    private func rebuildIndexes() throws {
+    /// Brings a store of an older format to this one in one transaction (a crash leaves the old
+    /// format, and the next writable open runs it again): index keys of format 1 rebuilt, the
+    /// records of formats 1 and 2 checked and sealed with their checksums.
+    private func upgrade(from storedFormat: Int) throws {
         let txn = try LMDBRawTransaction(environment: environment, write: true)
         defer { txn.finish() }
         let storage = LMDBTransaction(txn: txn, databases: databases)
+        for entity in schema.entities {
+            try storage.sealRecords(entity)
+        }
+        if storedFormat < 2 {
+            try rebuildIndexes(storage, txn)
+        }
+        try StoreHeader.write(schema, format: Self.formatVersion) { try txn.put(databases.meta, Array($0.utf8), $1) }
+        try txn.commit()
+    }
+
+    private func rebuildIndexes(_ storage: LMDBTransaction, _ txn: LMDBRawTransaction) throws {
         for entity in schema.entities {
             guard let indexes = databases.indexes[entity.name], !indexes.isEmpty else { continue }
             for (_, dbi) in indexes { try txn.drop(dbi) }
@@ -156,8 +187,6 @@ import Logging
                 if page.count < 1_000 { break }
             }
         }
-        try StoreHeader.write(schema, format: Self.formatVersion) { try txn.put(databases.meta, Array($0.utf8), $1) }
-        try txn.commit()
     }
 
     private static func checkDirectory(_ path: String, create: Bool) throws {

@@ -45,23 +45,32 @@ final class LMDBFieldCheck {
     /// damage.
     @inline(__always)
     func record(_ bytes: UnsafeRawBufferPointer, layout: RecordLayout, arena: inout CompactArena) -> Record? {
+        guard let unsealed = LMDBRecordCoding.unsealed(bytes) else { return nil }
         // The offsets of a compact record are from the first field, past the format byte.
-        let fields = UnsafeRawBufferPointer(rebasing: bytes[min(1, bytes.count)...])
+        let fields = UnsafeRawBufferPointer(rebasing: unsealed[1...])
         return arena.record(layout: layout, fields: fields) { offsets in
-            guard walk(bytes, { _, start, _ in offsets.append(start - 1) }) else { return false }
-            offsets.append(bytes.count - 1)
+            guard walkFields(unsealed, { _, start, _ in offsets.append(start - 1) }) else { return false }
+            offsets.append(unsealed.count - 1)
             return true
         }
     }
 
-    /// Walks the stored record `bytes`, calling `found` with each field's slot, the offset of its
-    /// tag in `bytes`, and the field (its bytes in `bytes`).
+    /// Walks the stored record `bytes` once its checksum matched, calling `found` with each
+    /// field's slot, the offset of its tag in `bytes`, and the field (its bytes in `bytes`).
     /// - Returns: whether the record is sound; `found` may have been called for some fields of
     ///   one that is not.
     @inline(__always)
     func walk(_ bytes: UnsafeRawBufferPointer, _ found: (_ slot: Int, _ start: Int, _ field: RowField) -> Void) -> Bool {
-        guard let base = bytes.baseAddress, bytes.count > 0,
-              base.load(as: UInt8.self) == LMDBRecordCoding.version else { return false }
+        guard let unsealed = LMDBRecordCoding.unsealed(bytes) else { return false }
+        return walkFields(unsealed, found)
+    }
+
+    /// ``walk(_:_:)`` over a record whose checksum matched, without it.
+    @inline(__always)
+    private func walkFields(_ bytes: UnsafeRawBufferPointer,
+                            _ found: (_ slot: Int, _ start: Int, _ field: RowField) -> Void) -> Bool {
+        // unsealed(_:) checked the format byte.
+        guard let base = bytes.baseAddress else { return false }
         let end = bytes.count
         var offset = 1
         for slot in 0..<count {

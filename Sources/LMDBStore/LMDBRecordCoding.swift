@@ -1,11 +1,62 @@
+internal import CChecksum
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// The compact, versioned record encoding of the LMDB backend: a format byte, then for each
 /// attribute in schema order a tag and its payload (little-endian fixed-size numbers;
-/// strings and bytes as a LEB128 length and their bytes).
+/// strings and bytes as a LEB128 length and their bytes), then the CRC-32C of everything before
+/// it (four bytes, little-endian), checked whenever the record is read: a byte that changed
+/// on the disk after it was written, which no field check can see inside a string or a number,
+/// is damage naming the item rather than a value.
+///
+/// Format 1 had no checksum; a store of format 2 or older is upgraded when opened writable
+/// (``LMDBEngine``), every record checked and sealed in one transaction.
 enum LMDBRecordCoding {
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
+    /// The format of the records of a store of format 2 or older: no checksum.
+    static let unsealedVersion: UInt8 = 1
+    /// The bytes of the checksum at the end of a record.
+    static let checksumSize = 4
+
+    /// The CRC-32C of `bytes`.
+    @inline(__always)
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        ds_crc32c(0, bytes.baseAddress, bytes.count)
+    }
+
+    /// The record `bytes` without its checksum when the checksum matches (or, for a record of
+    /// format 1, as it is), `nil` when it does not or the format byte is neither: what every
+    /// read checks before any field.
+    ///
+    /// Format 1 is read so that a store opened read-only before its upgrade stays readable; a
+    /// damaged format byte cannot pass a sealed record off as one: its checksum is then four
+    /// bytes after the last field, which the field walk refuses.
+    @inline(__always)
+    static func unsealed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return nil }
+        let format = base.load(as: UInt8.self)
+        if format == version {
+            let end = bytes.count - checksumSize
+            guard end > 0 else { return nil }
+            let stored = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: end, as: UInt32.self))
+            return ds_crc32c(0, base, end) == stored ? UnsafeRawBufferPointer(start: base, count: end) : nil
+        }
+        return format == unsealedVersion ? bytes : nil
+    }
+
+    /// Appends the checksum of `buffer[start...]` (a record's format byte and fields) to `buffer`.
+    static func seal(_ buffer: inout [UInt8], from start: Int) {
+        let sum = buffer.withUnsafeBytes { checksum(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+        withUnsafeBytes(of: sum.littleEndian) { buffer.append(contentsOf: $0) }
+    }
+
+    /// Why a record is refused before its fields are read (its format byte, or a checksum that
+    /// does not match); `nil` when neither.
+    static func envelopeDamage(_ bytes: UnsafeRawBufferPointer) -> String? {
+        guard let format = bytes.first else { return "empty" }
+        guard format == version || format == unsealedVersion else { return "unknown record format \(format)" }
+        return unsealed(bytes) == nil ? "its checksum does not match its bytes (they changed after it was written)" : nil
+    }
 
     /// The fields' tags, those of a compact record, which holds a stored record's fields as
     /// they are (``CompactArena``).
@@ -41,7 +92,9 @@ enum LMDBRecordCoding {
     /// a rewrite that copies the other fields as they are stored (``fields(_:attributes:into:)``).
     static func append(field value: Value, to bytes: inout [UInt8]) {
         withUnsafePointer(to: value) { pointer in
-            withEncoded(UnsafeBufferPointer(start: pointer, count: 1)) { bytes.append(contentsOf: $0.dropFirst()) }
+            withEncoded(UnsafeBufferPointer(start: pointer, count: 1)) {
+                bytes.append(contentsOf: $0.dropFirst().dropLast(checksumSize))
+            }
         }
     }
 
@@ -68,9 +121,9 @@ enum LMDBRecordCoding {
     /// a visit does once per row before it reads any field.
     static func fields(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute],
                        offsets: UnsafeMutablePointer<Int>) -> String? {
-        var reader = Reader(bytes: bytes)
-        guard let format = reader.byte() else { return "empty" }
-        guard format == version else { return "unknown record format \(format)" }
+        guard let unsealed = unsealed(bytes) else { return envelopeDamage(bytes) ?? "unreadable" }
+        var reader = Reader(bytes: unsealed)
+        _ = reader.byte()
         do throws(Damage) {
             for index in attributes.indices {
                 offsets[index] = reader.offset
@@ -93,7 +146,7 @@ enum LMDBRecordCoding {
 
     /// The size of the encoding of `values`.
     private static func size(_ values: UnsafeBufferPointer<Value>) -> Int {
-        var size = 1
+        var size = 1 + checksumSize
         for value in values { size += FieldWriter.size(of: value) }
         return size
     }
@@ -105,6 +158,9 @@ enum LMDBRecordCoding {
         base.storeBytes(of: version, as: UInt8.self)
         var offset = 1
         for value in values { offset += FieldWriter.write(value, at: base + offset) }
+        let sum = ds_crc32c(0, base, offset)
+        base.storeBytes(of: sum.littleEndian, toByteOffset: offset, as: UInt32.self)
+        offset += checksumSize
         assert(offset == size(values), "the record's size was computed wrong")
         return offset
     }
@@ -122,11 +178,11 @@ enum LMDBRecordCoding {
     /// (tags, lengths, types, UTF-8, NaN, required attributes) and decoded when a value is asked
     /// for.
     /// - Returns: the record, and what is damaged (`nil` when nothing is; the record is then empty).
-    static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
+    static func decode(_ sealed: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
                        arena: inout CompactArena) -> (Record, damage: String?) {
+        guard let bytes = unsealed(sealed) else { return (Record(), envelopeDamage(sealed) ?? "unreadable") }
         var reader = Reader(bytes: bytes)
-        guard let format = reader.byte() else { return (Record(), "empty") }
-        guard format == version else { return (Record(), "unknown record format \(format)") }
+        _ = reader.byte()
         var damage: String?
         let decoded = arena.record(layout: layout, fields: UnsafeRawBufferPointer(rebasing: bytes[1...])) { offsets in
             do throws(Damage) {
@@ -149,15 +205,15 @@ enum LMDBRecordCoding {
         if let damage { return (Record(), damage) }
         // Too large for a compact record's offsets: values of its own.
         var values = RecordArena()
-        return decode(bytes, attributes: attributes, layout: layout, arena: &values)
+        return decode(sealed, attributes: attributes, layout: layout, arena: &values)
     }
 
     /// Decodes a new record into values of the arena's shared storage, each built once.
     static func decode(_ bytes: UnsafeRawBufferPointer, attributes: [Attribute], layout: RecordLayout,
                        arena: inout RecordArena) -> (Record, damage: String?) {
-        var reader = Reader(bytes: bytes)
-        guard let format = reader.byte() else { return (Record(), "empty") }
-        guard format == version else { return (Record(), "unknown record format \(format)") }
+        guard let unsealed = unsealed(bytes) else { return (Record(), envelopeDamage(bytes) ?? "unreadable") }
+        var reader = Reader(bytes: unsealed)
+        _ = reader.byte()
         var damage: Damage?
         let decoded = arena.record(layout: layout) { sink in
             do throws(Damage) {

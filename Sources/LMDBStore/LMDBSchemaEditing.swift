@@ -131,54 +131,30 @@ extension LMDBTransaction: SchemaEditingWriter {
         let conversion = change.conversion
         let keyType = change.old.primaryKeyAttribute.type
         var ranges: [Range<Int>] = []
-        // A page of new records in one buffer, each entry its key then its record, with where
-        // each ends: no two arrays per record.
-        var buffer: [UInt8] = []
-        var page: [(keyEnd: Int, end: Int)] = []
-        var start: [UInt8]?
-        repeat {
-            buffer.removeAll(keepingCapacity: true)
-            page.removeAll(keepingCapacity: true)
-            try txn.forEach(dbi, from: start) { key, value in
-                if let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &ranges) {
-                    throw damaged(damage, change.old, key: key.dropFirst())
-                }
-                buffer.append(contentsOf: key)
-                let keyEnd = buffer.count
-                buffer.append(LMDBRecordCoding.version)
-                for (position, source) in sources.enumerated() {
-                    if let conversion, position == conversion.position, let source {
-                        guard let old = LMDBRecordCoding.value(of: value, at: ranges[source], attributes: attributes,
-                                                               index: source) else {
-                            throw damaged("unreadable \(attributes[source].name)", change.old, key: key.dropFirst())
-                        }
-                        let converted = try conversion.convert(old) {
-                            (try? PrimaryKey(bytes: key.dropFirst(), type: keyType))?.value ?? .bytes(Array(key.dropFirst()))
-                        }
-                        LMDBRecordCoding.append(field: converted, to: &buffer)
-                    } else if let source {
-                        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[ranges[source]]))
-                    } else {
-                        buffer.append(contentsOf: defaults[position])
+        try rewriteRecords(dbi) { key, value, buffer in
+            if let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &ranges) {
+                throw damaged(damage, change.old, key: key.dropFirst())
+            }
+            let recordStart = buffer.count
+            buffer.append(LMDBRecordCoding.version)
+            for (position, source) in sources.enumerated() {
+                if let conversion, position == conversion.position, let source {
+                    guard let old = LMDBRecordCoding.value(of: value, at: ranges[source], attributes: attributes,
+                                                           index: source) else {
+                        throw damaged("unreadable \(attributes[source].name)", change.old, key: key.dropFirst())
                     }
-                }
-                page.append((keyEnd, buffer.count))
-                return page.count < 1_000
-            }
-            try buffer.withUnsafeBytes { bytes in
-                var offset = 0
-                for (keyEnd, end) in page {
-                    try txn.put(dbi, UnsafeRawBufferPointer(rebasing: bytes[offset..<keyEnd]),
-                                UnsafeRawBufferPointer(rebasing: bytes[keyEnd..<end]))
-                    offset = end
+                    let converted = try conversion.convert(old) {
+                        (try? PrimaryKey(bytes: key.dropFirst(), type: keyType))?.value ?? .bytes(Array(key.dropFirst()))
+                    }
+                    LMDBRecordCoding.append(field: converted, to: &buffer)
+                } else if let source {
+                    buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[ranges[source]]))
+                } else {
+                    buffer.append(contentsOf: defaults[position])
                 }
             }
-            change.countVisited(page.count)
-            // The least key after the page's last.
-            start = page.last.map { last in
-                Array(buffer[(page.count > 1 ? page[page.count - 2].end : 0)..<last.keyEnd]) + [0x00]
-            }
-        } while page.count == 1_000
+            LMDBRecordCoding.seal(&buffer, from: recordStart)
+        } visited: { change.countVisited($0) }
     }
 
     private func createIndex(_ index: Index, of entity: EntitySchema) throws {

@@ -351,14 +351,86 @@ final class LMDBTransaction: StorageWriter {
     /// Decodes every record of the entity and checks that each carries the primary key it is
     /// stored under (damage can turn one key into another valid one); returns how many.
     /// - Throws: `corrupt` naming the environment, entity and key.
-    func checkRecords(_ entity: EntitySchema) throws -> Int {
+    /// Reads every record of `entity`, each checked as a read checks it and against the key it is
+    /// stored under; what is damaged is added to `damage` (one line per record, naming it), and
+    /// the walk goes on.
+    /// - Parameter sealed: whether every record must carry a checksum (a store of the current
+    ///   format); a record without one is then damage too.
+    /// - Returns: the records read.
+    func checkRecords(_ entity: EntitySchema, sealed: Bool, damage: inout [String]) throws -> Int {
         var count = 0
         try txn.forEach(dbi(entity), from: nil) { key, value in
-            try checkCarriedKey(try decode(value, entity, key: key.dropFirst()), entity, storedUnder: key)
             count += 1
+            do {
+                if sealed && value.first == LMDBRecordCoding.unsealedVersion {
+                    throw damaged("it carries no checksum, in a store whose records all do", entity, key: key.dropFirst())
+                }
+                try checkCarriedKey(try decode(value, entity, key: key.dropFirst()), entity, storedUnder: key)
+            } catch let error as StoreError where error.code == .corrupt {
+                let prefix = txn.environment.path + ": "
+                damage.append(error.message.hasPrefix(prefix) ? String(error.message.dropFirst(prefix.count)) : error.message)
+            }
             return true
         }
         return count
+    }
+
+    /// Rewrites every record of `entity` written without a checksum (format 1) sealed with one,
+    /// each checked first as a read checks it: a damaged record is refused, naming it, rather
+    /// than sealed.
+    func sealRecords(_ entity: EntitySchema) throws {
+        let attributes = entity.attributes
+        var ranges: [Range<Int>] = []
+        try rewriteRecords(try dbi(entity)) { key, value, buffer in
+            if let damage = LMDBRecordCoding.fields(value, attributes: attributes, into: &ranges) {
+                throw damaged(damage, entity, key: key.dropFirst())
+            }
+            let recordStart = buffer.count
+            if value.first == LMDBRecordCoding.unsealedVersion {
+                buffer.append(LMDBRecordCoding.version)
+                buffer.append(contentsOf: value.dropFirst())
+                LMDBRecordCoding.seal(&buffer, from: recordStart)
+            } else {
+                buffer.append(contentsOf: value)
+            }
+        } visited: { _ in }
+    }
+
+    /// Rewrites every entry of `dbi` with the value `rewrite` appends to the buffer it is given
+    /// (from the stored key and value), in pages of 1,000 read by key: a page's new entries are
+    /// kept in one buffer, each its key then its value, and written after the cursor that read
+    /// them is closed. `visited` is told each page's size.
+    func rewriteRecords(_ dbi: MDB_dbi,
+                        _ rewrite: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+                                    _ buffer: inout [UInt8]) throws -> Void,
+                        visited: (Int) -> Void) throws {
+        var buffer: [UInt8] = []
+        var page: [(keyEnd: Int, end: Int)] = []
+        var start: [UInt8]?
+        repeat {
+            buffer.removeAll(keepingCapacity: true)
+            page.removeAll(keepingCapacity: true)
+            try txn.forEach(dbi, from: start) { key, value in
+                buffer.append(contentsOf: key)
+                let keyEnd = buffer.count
+                try rewrite(key, value, &buffer)
+                page.append((keyEnd, buffer.count))
+                return page.count < 1_000
+            }
+            try buffer.withUnsafeBytes { bytes in
+                var offset = 0
+                for (keyEnd, end) in page {
+                    try txn.put(dbi, UnsafeRawBufferPointer(rebasing: bytes[offset..<keyEnd]),
+                                UnsafeRawBufferPointer(rebasing: bytes[keyEnd..<end]))
+                    offset = end
+                }
+            }
+            visited(page.count)
+            // The least key after the page's last.
+            start = page.last.map { last in
+                Array(buffer[(page.count > 1 ? page[page.count - 2].end : 0)..<last.keyEnd]) + [0x00]
+            }
+        } while page.count == 1_000
     }
 
     func metadata(forKey key: String) throws -> [UInt8]? {

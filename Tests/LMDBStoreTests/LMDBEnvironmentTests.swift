@@ -204,7 +204,7 @@ func expectNoJournalFile(in path: String) throws {
     #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") <= "ab\u{0}")) } == 4)
     #expect(try store.read { try $0.count(FetchRequest("Item", filter: Field("name") == "ab")) } == 4)
     let format = try store.lmdb.withReader { try $0.metadata(forKey: "datastore.format") }
-    #expect(format == Array("2".utf8))
+    #expect(format == Array(String(LMDBEngine.formatVersion).utf8))
     try store.close()
 }
 
@@ -217,7 +217,9 @@ func expectNoJournalFile(in path: String) throws {
     // The fill level below was found with items only: the change feed's entries would take part
     // of the map and move the point where it is nearly full.
     try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
-    let payload = Array(repeating: UInt8(7), count: 300)
+    // 296 bytes: with the record's four-byte checksum, records of the size the fill level was
+    // found with.
+    let payload = Array(repeating: UInt8(7), count: 296)
     var next = 0
     for _ in 0..<40 {
         try store.writeSync { writer in
@@ -511,15 +513,22 @@ private let damagedItemSchema = Schema(entities: [EntitySchema("Item", primaryKe
 
 /// Records of `damagedItemSchema` damaged in the ways a decode must find, each with the words
 /// its error names: a format byte, then per attribute a tag (3 int, 5 string, 6 bytes) and its
-/// payload.
+/// payload, then a checksum that matches (the damage a writer's bug would leave, which only the
+/// fields' checks can see).
 private let damagedItems: [(String, [UInt8])] = {
     func fixed(_ value: Int64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: value) >> (8 * $0)) } }
+    func sealed(_ fields: [UInt8]) -> [UInt8] {
+        var record = [LMDBRecordCoding.version] + fields
+        LMDBRecordCoding.seal(&record, from: 0)
+        return record
+    }
     return [
-        ("not valid UTF-8", [1, 3] + fixed(2) + [5, 2, 0xC3, 0x28, 3] + fixed(5)),
-        ("holds bytes, not string", [1, 3] + fixed(2) + [6, 1, 0x41, 3] + fixed(5)),
-        ("truncated name", [1, 3] + fixed(2) + [5, 9, 0x41]),
-        ("is null, but it is required", [1, 3] + fixed(2) + [0, 3] + fixed(5)),
-        ("trailing bytes", [1, 3] + fixed(2) + [5, 1, 0x41, 3] + fixed(5) + [0]),
+        ("not valid UTF-8", sealed([3] + fixed(2) + [5, 2, 0xC3, 0x28, 3] + fixed(5))),
+        ("holds bytes, not string", sealed([3] + fixed(2) + [6, 1, 0x41, 3] + fixed(5))),
+        ("truncated name", sealed([3] + fixed(2) + [5, 9, 0x41])),
+        ("is null, but it is required", sealed([3] + fixed(2) + [0, 3] + fixed(5))),
+        ("trailing bytes", sealed([3] + fixed(2) + [5, 1, 0x41, 3] + fixed(5) + [0])),
+        ("checksum does not match", [2, 3] + fixed(2) + [5, 1, 0x41, 3] + fixed(5) + [0, 0, 0, 0]),
     ]
 }()
 

@@ -1,0 +1,95 @@
+#include "ds_checksum.h"
+
+#include <string.h>
+
+// The reflected Castagnoli polynomial.
+#define POLY 0x82F63B78u
+
+static uint32_t table[8][256];
+
+// Runs before main: the tables are read-only afterwards, so no call pays for a once-flag.
+__attribute__((constructor)) static void ds_crc32c_tables(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ POLY : c >> 1;
+        table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = table[0][n];
+        for (int k = 1; k < 8; k++) {
+            c = table[0][c & 0xFF] ^ (c >> 8);
+            table[k][n] = c;
+        }
+    }
+}
+
+// Eight bytes per step through eight tables (slicing-by-8).
+uint32_t ds_crc32c_table(uint32_t crc, const void *bytes, size_t n) {
+    const unsigned char *p = bytes;
+    crc = ~crc;
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+        word = __builtin_bswap64(word);
+#endif
+        word ^= crc;
+        crc = table[7][word & 0xFF] ^ table[6][(word >> 8) & 0xFF] ^ table[5][(word >> 16) & 0xFF]
+            ^ table[4][(word >> 24) & 0xFF] ^ table[3][(word >> 32) & 0xFF] ^ table[2][(word >> 40) & 0xFF]
+            ^ table[1][(word >> 48) & 0xFF] ^ table[0][word >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+#if defined(__x86_64__) && defined(__ELF__)
+// SSE 4.2's crc32: eight bytes per instruction, two words per step while there are, then what
+// is left by eight, four, two and one byte.
+__attribute__((target("sse4.2"))) static uint32_t ds_crc32c_sse42(uint32_t crc, const void *bytes, size_t n) {
+    const unsigned char *p = bytes;
+    uint64_t c = ~crc;
+    uint64_t w0, w1;
+    for (; n >= 16; p += 16, n -= 16) {
+        memcpy(&w0, p, 8);
+        memcpy(&w1, p + 8, 8);
+        c = __builtin_ia32_crc32di(__builtin_ia32_crc32di(c, w0), w1);
+    }
+    uint32_t c32 = (uint32_t)c;
+    if (n & 8) {
+        memcpy(&w0, p, 8);
+        c32 = (uint32_t)__builtin_ia32_crc32di(c32, w0);
+        p += 8;
+    }
+    if (n & 4) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        c32 = __builtin_ia32_crc32si(c32, w);
+        p += 4;
+    }
+    if (n & 2) {
+        uint16_t w;
+        memcpy(&w, p, 2);
+        c32 = __builtin_ia32_crc32hi(c32, w);
+        p += 2;
+    }
+    if (n & 1) c32 = __builtin_ia32_crc32qi(c32, *p);
+    return ~c32;
+}
+
+// Chosen once, when the program is loaded (an ELF indirect function): each call goes straight
+// to the CPU's instruction or to the tables, with no flag to test.
+static uint32_t (*ds_crc32c_resolve(void))(uint32_t, const void *, size_t) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2") ? ds_crc32c_sse42 : ds_crc32c_table;
+}
+
+uint32_t ds_crc32c(uint32_t crc, const void *bytes, size_t count) __attribute__((ifunc("ds_crc32c_resolve")));
+
+int ds_crc32c_is_hardware(void) { return ds_crc32c_resolve() == ds_crc32c_sse42; }
+#else
+uint32_t ds_crc32c(uint32_t crc, const void *bytes, size_t count) { return ds_crc32c_table(crc, bytes, count); }
+
+int ds_crc32c_is_hardware(void) { return 0; }
+#endif
