@@ -54,13 +54,13 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "JSONLStore", dependencies: ["DataStoreAPI", "CZlib"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite"], swiftSettings: swiftSettings),
+        // CRC-32C of the stored records, with the CPU's instruction where it has one.
+        .target(name: "CChecksum"),
+        .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite", "CChecksum"], swiftSettings: swiftSettings),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "ForeignStores", dependencies: ["DataStoreAPI", "CSQLite", "CZlib", "COpenSSL"],
                 swiftSettings: swiftSettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        // CRC-32C of the stored records, with the CPU's instruction where it has one.
-        .target(name: "CChecksum"),
         .target(name: "LMDBStore",
                 dependencies: ["DataStoreAPI", "CLMDB", "CChecksum", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: swiftSettings),
@@ -175,7 +175,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "DataStoreConformance", "DataStoreTestSupport", "crash-writer"],
+            dependencies: ["SQLiteStore", "CSQLite", "DataStoreConformance", "DataStoreTestSupport", "crash-writer"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -116,13 +116,7 @@ import Logging
         for entity in engine.schema.entities {
             report.items += try storage.checkRecords(entity, sealed: engine.storedFormat >= 3, damage: &damage)
         }
-        if !damage.isEmpty {
-            // One line (the command line prints an error in one), naming the first 50.
-            let named = damage.prefix(50).joined(separator: "; ")
-            let more = damage.count > 50 ? "; and \(damage.count - 50) more" : ""
-            throw StoreError(.corrupt, "\(path) is damaged: \(damage.count) damaged record"
-                + "\(damage.count == 1 ? "" : "s") of \(report.items): \(named)\(more)")
-        }
+        if !damage.isEmpty { throw StoreError.damagedRecords(path, damage, checked: report.items) }
         return report
     }
 

@@ -158,6 +158,12 @@ struct LMDBPageCheck {
             let offset = UInt64(index * pageSize)
             guard offset + 160 <= fileSize else { continue }
             let bytes = index == 0 ? first : try read(offset: offset, count: 160)
+            // liblmdb takes the page size of the newest meta page: two that differ are damage
+            // (a damaged size made it map the file with a page size of its own).
+            let named = Int(bytes.withUnsafeBytes { UInt32(littleEndian: $0, at: 40) })
+            if index == 1, named != pageSize, bytes.withUnsafeBytes({ UInt32(littleEndian: $0, at: 16) }) == Self.magic {
+                throw corrupt("its meta page 1 names a page size of \(named) bytes, meta page 0 one of \(pageSize)")
+            }
             guard let meta = parseMeta(bytes, pageSize: pageSize) else { continue }
             metas.append(meta)
         }

@@ -27,7 +27,8 @@ import Foundation
     }
 
     public func check(at path: String) throws -> EngineCheck {
-        EngineCheck("PRAGMA integrity_check: " + (try SQLiteEngine.integrityCheck(path: path)))
+        let (result, items) = try SQLiteEngine.integrityCheck(path: path)
+        return EngineCheck("PRAGMA integrity_check: " + result, itemsChecked: items)
     }
 
     public func destroy(at path: String) throws { try SQLiteStore.destroy(at: path) }

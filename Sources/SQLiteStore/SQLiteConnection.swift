@@ -64,6 +64,8 @@ final class SQLiteConnection {
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, nil,
                                         hasElement, nil, nil, nil)
         guard rc == SQLITE_OK else { throw fail(rc, "cannot register the SQL function \(hasElementFunction)") }
+        rc = SQLiteRowSum.register(on: db)
+        guard rc == SQLITE_OK else { throw fail(rc, "cannot register the SQL function \(SQLiteRowSum.function)") }
         rc = sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
         if rc == SQLITE_ERROR || sqlite3_extended_errcode(db) == Self.ioErrorShortRead {
             // The header or the schema table cannot be read ("unsupported file format", a file

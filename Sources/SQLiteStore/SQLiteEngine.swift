@@ -14,8 +14,10 @@ import Synchronization
 /// in ``SQLiteReaderPool``, which guards them with a condition variable.
 @_spi(Backend) public final class SQLiteEngine: StorageEngine, CommitCounting, CommitNotifying,
     @unchecked Sendable {
-    /// The format this code writes; a store of a newer format is refused.
-    static let formatVersion = 1
+    /// The format this code writes; a store of a newer format is refused. Format 1 had no row
+    /// checksums (``SQLiteRowSum``): a writable open adds and fills them, in one transaction; a
+    /// read-only one reads the rows as they are.
+    static let formatVersion = 2
 
     public let schema: Schema
     /// The database file.
@@ -47,7 +49,12 @@ import Synchronization
         }
         let connection = try SQLiteConnection(path: path, create: !options.readOnly, readOnly: options.readOnly)
         writer = connection
-        schema = try Self.prepare(connection, requested: options.readOnly ? nil : requested, path: path)
+        var storedFormat: Int
+        (schema, storedFormat) = try Self.prepare(connection, requested: options.readOnly ? nil : requested, path: path)
+        if storedFormat < Self.formatVersion && !options.readOnly {
+            try Self.upgrade(connection, schema, path: path)
+            storedFormat = Self.formatVersion
+        }
         if options.readOnly, let requested {
             _ = try Schema.resolve(stored: schema, requested: requested, location: path)
         }
@@ -59,13 +66,15 @@ import Synchronization
                 try connection.execute("PRAGMA foreign_keys=ON")
             }
         }
-        statements = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, SQLiteEntitySQL($0)) })
+        let sealed = storedFormat >= 2
+        statements = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, SQLiteEntitySQL($0, sealed: sealed)) })
         readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders.value,
                                    timeout: options.readerTimeout, readOnly: options.readOnly)
     }
 
     /// Checks (or creates) the metadata and tables, in one write transaction.
-    private static func prepare(_ db: SQLiteConnection, requested: Schema?, path: String) throws -> Schema {
+    /// - Returns: the schema, and the format of the store (this code's for a new one).
+    private static func prepare(_ db: SQLiteConnection, requested: Schema?, path: String) throws -> (Schema, Int) {
         try db.transaction(write: requested != nil) {
             let hasMeta = try db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_ds_meta'")
             if hasMeta != 1 {
@@ -79,28 +88,51 @@ import Synchronization
                 }
             }
             var stored: Schema?
+            var format = formatVersion
             if hasMeta == 1 {
                 let transaction = SQLiteTransaction(connection: db, statements: [:])
                 guard let header = try StoreHeader.read(location: path, supportedFormat: formatVersion,
                                                         transaction.metadata(forKey:)) else {
                     throw StoreError(.corrupt, "\(path): the store's header is missing from _ds_meta")
                 }
-                stored = header.schema
+                (format, stored) = header
             }
             let (schema, isNew) = try Schema.resolve(stored: stored, requested: requested, location: path)
             if isNew {
                 try create(schema, in: db)
             } else {
-                try checkTables(schema, in: db, path: path)
+                try checkTables(schema, in: db, path: path, sealed: format >= 2)
             }
-            return schema
+            return (schema, format)
+        }
+    }
+
+    /// Brings a store of format 1 to this one, in one transaction: each table's checksum column
+    /// added and filled. A row whose columns do not read as its attributes' types stops it,
+    /// named, and leaves the store as it was.
+    private static func upgrade(_ db: SQLiteConnection, _ schema: Schema, path: String) throws {
+        try db.transaction(write: true) {
+            for entity in schema.entities {
+                let table = SQLiteQuery.quote(entity.name)
+                try db.execute("ALTER TABLE \(table) ADD COLUMN \(SQLiteRowSum.column) INTEGER")
+                try SQLiteRowSum.reseal(entity, table: entity.name, in: db)
+                let unreadable = try db.makeStatement("SELECT \(SQLiteQuery.quote(entity.primaryKey)) FROM \(table) "
+                    + "WHERE \(SQLiteRowSum.column) IS NULL LIMIT 1")
+                if try unreadable.step() {
+                    let key = String(decoding: unreadable.bytes(at: 0), as: UTF8.self)
+                    throw StoreError(.corrupt, "\(path): \(entity.name)[\(key)] does not read as its attributes' types; "
+                        + "the store cannot be upgraded to row checksums until it is repaired (see migrate-store check)")
+                }
+            }
+            let transaction = SQLiteTransaction(connection: db, statements: [:])
+            try StoreHeader.write(schema, format: formatVersion) { try transaction.setMetadata($1, forKey: $0) }
         }
     }
 
     /// Checks that every table the stored schema names has every column it names: a table
     /// changed outside the package (a column dropped or renamed with the `sqlite3` shell) must
     /// not be read as if it were whole.
-    private static func checkTables(_ schema: Schema, in db: SQLiteConnection, path: String) throws {
+    private static func checkTables(_ schema: Schema, in db: SQLiteConnection, path: String, sealed: Bool) throws {
         for entity in schema.entities {
             let statement = try db.makeStatement("SELECT name FROM pragma_table_info(?)")
             try statement.bind([.string(entity.name)])
@@ -114,6 +146,10 @@ import Synchronization
             for attribute in entity.attributes where !columns.contains(attribute.name) {
                 throw StoreError(.schemaMismatch, "\(path): table \(entity.name) has no column \(attribute.name), "
                     + "which the stored schema names (was the table changed outside DataStore?)")
+            }
+            if sealed && !columns.contains("_ds_sum") {
+                throw StoreError(.schemaMismatch, "\(path): table \(entity.name) has no column _ds_sum, which holds "
+                    + "each row's checksum (was the table changed outside DataStore?)")
             }
         }
     }
@@ -144,7 +180,9 @@ import Synchronization
         // An int primary key is SQLite's rowid (its order is the canonical signed order); string
         // and uuid keys use a WITHOUT ROWID table ordered by the BINARY collation (memcmp).
         let withoutRowID = entity.primaryKeyAttribute.type == .int ? "" : " WITHOUT ROWID"
-        try db.execute("CREATE TABLE \(SQLiteQuery.quote(entity.name)) (\((columns + references).joined(separator: ", ")))"
+        // The row's checksum (SQLiteRowSum) last, after the attributes.
+        let sum = SQLiteRowSum.column + " INTEGER"
+        try db.execute("CREATE TABLE \(SQLiteQuery.quote(entity.name)) (\((columns + [sum] + references).joined(separator: ", ")))"
             + withoutRowID)
     }
 
@@ -217,10 +255,13 @@ import Synchronization
         try writer.close()
     }
 
-    /// Runs `PRAGMA integrity_check` on the store at `path`, opened read-only.
-    /// - Returns: `ok`.
-    /// - Throws: `corrupt` with SQLite's first findings, or the error of opening the file.
-    static func integrityCheck(path: String) throws -> String {
+    /// Runs `PRAGMA integrity_check` on the store at `path`, opened read-only, then reads every
+    /// row of every entity, each checked as a read checks it (its columns against the schema,
+    /// its checksum).
+    /// - Returns: `ok`, and the rows read.
+    /// - Throws: `corrupt` with SQLite's first findings, or naming every damaged row; or the
+    ///   error of opening the file.
+    static func integrityCheck(path: String) throws -> (String, items: Int) {
         let engine = try SQLiteEngine(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
         defer { try? engine.close() }
         let statement = try engine.writer.makeStatement("PRAGMA integrity_check(20)")
@@ -234,7 +275,13 @@ import Synchronization
                 + lines.prefix(3).joined(separator: "; "))
         }
         try engine.checkTablesAgainstSchema()
-        return "ok"
+        var damage: [String] = []
+        let items = try engine.writer.transaction(write: false) {
+            let transaction = SQLiteTransaction(connection: engine.writer, statements: engine.statements)
+            return try engine.schema.entities.reduce(0) { $0 + (try transaction.checkRows($1, damage: &damage)) }
+        }
+        if !damage.isEmpty { throw StoreError.damagedRecords(path, damage, checked: items) }
+        return ("ok", items)
     }
 
     /// Throws `corrupt` when the file holds a table or index that its stored schema does not

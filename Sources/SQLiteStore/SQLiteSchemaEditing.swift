@@ -5,8 +5,9 @@ import Foundation
 ///
 /// What SQLite changes in place, it does: a new attribute is `ALTER TABLE ADD COLUMN` (its
 /// default, when it has one, becomes the column's default, which SQLite returns for the rows
-/// written before, without rewriting them), a renamed one is `RENAME COLUMN`, a removed one is
-/// `DROP COLUMN`, indexes are created and dropped. Anything that changes values (a type change,
+/// written before), a renamed one is `RENAME COLUMN`, a removed one is `DROP COLUMN`, indexes
+/// are created and dropped. The rows' checksums are then written again when their fields
+/// changed: a default or a removed column does, an optional column added last does not. Anything that changes values (a type change,
 /// a custom step) is SQLite's own recipe for other changes: a new table filled from the old one,
 /// the old table dropped, the new one renamed, its indexes built last.
 extension SQLiteTransaction: SchemaEditingWriter {
@@ -68,6 +69,13 @@ extension SQLiteTransaction: SchemaEditingWriter {
         for column in addedColumns.compactMap({ $0 }) {
             try connection.execute("ALTER TABLE \(table) ADD COLUMN \(column)")
         }
+        // A row's checksum covers its fields up to the last that is not null (SQLiteRowSum): only
+        // optional attributes added after the kept ones, in their order, leave every sum as it was.
+        let keptInOrder = new.attributes.prefix(kept.count).map(\.name) == kept.map(\.1.name)
+        let removed = kept.count < old.attributes.count
+        if removed || !keptInOrder || added.contains(where: { !($0.defaultValue ?? .null).isNull }) {
+            try SQLiteRowSum.reseal(new, table: old.name, in: connection)
+        }
         for index in change.addedIndexes { try SQLiteEngine.createIndex(index, of: new, in: connection) }
         return true
     }
@@ -105,7 +113,10 @@ extension SQLiteTransaction: SchemaEditingWriter {
         try SQLiteEngine.createTable(staging, in: connection)
         let copied = try SQLiteTableCopy.applies(to: change)
             && SQLiteTableCopy(change: change, staging: staging, connection: connection).run()
-        if !copied {
+        if copied {
+            // SQLite copied the values, not their rows' checksums.
+            try SQLiteRowSum.reseal(change.new, table: staging.name, in: connection)
+        } else {
             try forEachRewrittenPage(change) { page in
                 for case let (key, new?) in page { try insert(new, key: key, in: staging) }
             }

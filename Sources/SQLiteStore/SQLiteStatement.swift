@@ -45,16 +45,19 @@ final class SQLiteStatement {
     private static let maxParameterBytes = 1024
     private static let maxParameterBuffer = 16 * 1024
 
-    /// Binds values to parameters 1...n, after resetting the statement.
-    func bind(_ values: some Collection<Value>) throws(StoreError) {
+    /// Binds values to parameters 1...n, after resetting the statement; then `sum`, when given,
+    /// to parameter n + 1 (a row's checksum, ``SQLiteRowSum``).
+    func bind(_ values: some Collection<Value>, sum: Int64? = nil) throws(StoreError) {
         sqlite3_reset(handle)
         // Every parameter bound again replaces its old value: clearing them first matters only
         // when some are left unbound.
-        if Int(sqlite3_bind_parameter_count(handle)) != values.count { sqlite3_clear_bindings(handle) }
+        let count = values.count + (sum == nil ? 0 : 1)
+        if Int(sqlite3_bind_parameter_count(handle)) != count { sqlite3_clear_bindings(handle) }
         let replaced = reserveParameterBytes(values.reduce(0) { $0 + Self.inPlaceCount($1) })
         defer { replaced.deallocate() }
         do {
             for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
+            if let sum { try bind(.int(sum), at: Int32(count)) }
         } catch {
             // Parameters not bound again may still point into the replaced buffer.
             sqlite3_clear_bindings(handle)
@@ -195,15 +198,50 @@ final class SQLiteStatement {
     }
 
     /// Appends the row's columns to `sink`, column `i` read as `kinds[i]`: `false` at the first
-    /// column that does not read (``value(at:as:optional:)`` says why).
-    func readRow(_ kinds: [SQLiteColumnKind], into sink: inout ValueSink) -> Bool {
-        kinds.withUnsafeBufferPointer { kinds in
+    /// column that does not read (``value(at:as:optional:)`` says why), or when the row's
+    /// checksum does not match (``rowSumMatches(_:)``).
+    func readRow(_ plan: SQLiteRowPlan, into sink: inout ValueSink) -> Bool {
+        guard rowSumMatches(plan) else { return false }
+        return plan.kinds.withUnsafeBufferPointer { kinds in
             for i in kinds.indices {
                 guard let value = checkedValue(at: Int32(i), kinds[i]) else { return false }
                 sink.append(value)
             }
             return true
         }
+    }
+
+    /// Whether the row's checksum matches its columns (true for a row of a table without
+    /// checksums, and for one whose columns do not read, which their checks then name).
+    func rowSumMatches(_ plan: SQLiteRowPlan) -> Bool {
+        guard plan.sealed else { return true }
+        return plan.kinds.withUnsafeBufferPointer { kinds in
+            withUnsafeTemporaryAllocation(of: ColumnField.self, capacity: max(kinds.count, 1)) { fields in
+                for i in kinds.indices {
+                    guard let field = Self.checkedField(sqlite3_column_value(handle, Int32(i)), kinds[i]) else {
+                        return true
+                    }
+                    fields.initializeElement(at: i, to: field)
+                }
+                return sumMatches(SQLiteRowSum.sum(count: kinds.count) { fields[$0] }, column: Int32(kinds.count))
+            }
+        }
+    }
+
+    /// Whether the row's column `column` holds `sum` (a row without one, written outside the
+    /// package, does not).
+    @inline(__always)
+    func sumMatches(_ sum: Int64, column: Int32) -> Bool {
+        Self.sumMatches(handle, sum, column: column)
+    }
+
+    /// ``sumMatches(_:column:)`` of a statement's current row.
+    @inline(__always)
+    static func sumMatches(_ handle: OpaquePointer, _ sum: Int64, column: Int32) -> Bool {
+        guard let cell = sqlite3_column_value(handle, column), sqlite3_value_type(cell) == SQLITE_INTEGER else {
+            return false
+        }
+        return sqlite3_value_int64(cell) == sum
     }
 
     /// The row as a compact record of the arena (its columns written as fields, ``FieldWriter``),
@@ -220,13 +258,14 @@ final class SQLiteStatement {
                     size += field.size
                 }
                 return arena.record(layout: plan.layout, size: size) { base, offsets in
-                    var at = 0
+                    var (at, end) = (0, 0)
                     for i in kinds.indices {
                         offsets.append(at)
                         at += fields[i].write(at: base + at)
+                        if fields[i].tag != .null { end = at }
                     }
                     offsets.append(at)
-                    return true
+                    return !plan.sealed || sumMatches(SQLiteRowSum.sum(base, end), column: Int32(kinds.count))
                 }
             }
         }
@@ -428,8 +467,11 @@ struct SQLiteColumnKind: Sendable {
 struct SQLiteRowPlan: Sendable {
     let kinds: [SQLiteColumnKind]
     let layout: RecordLayout
+    /// Whether the row's checksum follows its columns (``SQLiteRowSum``), to be checked.
+    let sealed: Bool
 
-    init(_ entity: EntitySchema) {
+    init(_ entity: EntitySchema, sealed: Bool) {
+        self.sealed = sealed
         kinds = entity.attributes.map {
             SQLiteColumnKind(type: $0.type, optional: $0.isOptional, isPrimaryKey: $0.name == entity.primaryKey)
         }

@@ -30,11 +30,13 @@ public final class SQLiteStore: Store, @unchecked Sendable {
     /// The database file.
     public var path: String { sqlite.path }
 
-    /// Runs `PRAGMA integrity_check` on the store at `path`, opened read-only.
+    /// Runs `PRAGMA integrity_check` on the store at `path`, opened read-only, then reads every
+    /// row, each checked against the schema and its checksum.
     /// - Returns: `ok`.
-    /// - Throws: `corrupt` with SQLite's first findings, or the error of opening the file.
+    /// - Throws: `corrupt` with SQLite's first findings, or naming every damaged row (in one
+    ///   line); or the error of opening the file.
     public static func integrityCheck(path: String) throws -> String {
-        try SQLiteEngine.integrityCheck(path: path)
+        try SQLiteEngine.integrityCheck(path: path).0
     }
 
     /// Deletes the store's files (the database, its WAL and shared-memory files).

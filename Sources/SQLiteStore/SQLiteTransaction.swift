@@ -62,15 +62,15 @@ final class SQLiteTransaction: StorageWriter {
         // A row too large for a compact record's offsets, or one that does not read (the
         // failure then names its column): values of its own.
         var values = RecordArena()
-        guard let record = values.record(layout: plan.layout, { statement.readRow(plan.kinds, into: &$0) }) else {
-            throw rowFailure(statement, entity)
+        guard let record = values.record(layout: plan.layout, { statement.readRow(plan, into: &$0) }) else {
+            throw rowFailure(statement, entity, plan)
         }
         return record
     }
 
     /// What is wrong with the statement's row, which did not read: the first column that does
-    /// not, named with the item's key.
-    private func rowFailure(_ statement: SQLiteStatement, _ entity: EntitySchema) -> StoreError {
+    /// not, or else its checksum, named with the item's key.
+    private func rowFailure(_ statement: SQLiteStatement, _ entity: EntitySchema, _ plan: SQLiteRowPlan) -> StoreError {
         for (i, attribute) in entity.attributes.enumerated() {
             do throws(ColumnReadFailure) {
                 _ = try statement.value(at: Int32(i), as: attribute.type, optional: attribute.isOptional,
@@ -80,6 +80,13 @@ final class SQLiteTransaction: StorageWriter {
                                   "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]"
                                     + ".\(attribute.name) \(error.detail)")
             }
+        }
+        if !statement.rowSumMatches(plan) {
+            let column = Int32(plan.kinds.count)
+            let why = sqlite3_column_type(statement.handle, column) == SQLITE_INTEGER
+                ? "its checksum does not match its values (they changed after it was written)"
+                : "it carries no checksum (it was written outside DataStore)"
+            return StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]: \(why)")
         }
         return StoreError(.io, "\(connection.path): a row of '\(entity.name)' \(ColumnReadFailure.outOfMemory.detail)")
     }
@@ -163,9 +170,9 @@ final class SQLiteTransaction: StorageWriter {
         let statement = try prepared(select)
         defer { sqlite3_reset(statement.handle) }
         let plan = sql(entity).row
-        let cursor = SQLiteRowCursor(entity, statement.handle, kinds: plan.kinds)
+        let cursor = SQLiteRowCursor(entity, statement.handle, plan: plan)
         while try statement.step() {
-            guard cursor.check() else { throw rowFailure(statement, entity) }
+            guard cursor.check() else { throw rowFailure(statement, entity, plan) }
             if !(try body(cursor)) { return }
         }
     }
@@ -213,6 +220,27 @@ final class SQLiteTransaction: StorageWriter {
         }
     }
 
+    /// Reads every row of `entity` in key order, each checked as a read checks it; what is
+    /// damaged is added to `damage` (one line per row, naming it) and the read goes on.
+    /// - Returns: the rows read.
+    func checkRows(_ entity: EntitySchema, damage: inout [String]) throws -> Int {
+        let statement = try connection.statement(sql(entity).scanAll)
+        defer { sqlite3_reset(statement.handle) }
+        let plan = sql(entity).row
+        var count = 0
+        while try statement.step() {
+            count += 1
+            do throws(StoreError) {
+                _ = try record(statement, entity, plan)
+            } catch {
+                guard error.code == .corrupt else { throw error }
+                let prefix = connection.path + ": "
+                damage.append(error.message.hasPrefix(prefix) ? String(error.message.dropFirst(prefix.count)) : error.message)
+            }
+        }
+        return count
+    }
+
     private func scanStatement(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> SQLiteStatement {
         let texts = sql(entity)
         let statement = try connection.statement(key == nil ? texts.scanFirst : texts.scanAfter)
@@ -249,8 +277,8 @@ final class SQLiteTransaction: StorageWriter {
     /// entity again and again; finding the statement by its SQL hashed the whole text).
     private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
 
-    private func write(_ sql: @autoclosure () -> String, _ record: Record, key: PrimaryKey, in entity: EntitySchema,
-                       inserting: Bool) throws {
+    private func write(_ sql: @autoclosure () -> String, sealed: Bool, _ record: Record, key: PrimaryKey,
+                       in entity: EntitySchema, inserting: Bool) throws {
         let statement: SQLiteStatement
         if let last = lastWrite, last.inserting == inserting, last.name == entity.name,
            sqlite3_stmt_busy(last.statement.handle) == 0 {
@@ -259,7 +287,8 @@ final class SQLiteTransaction: StorageWriter {
             statement = try connection.statement(sql())
             lastWrite = statements[entity.name] == nil ? nil : (entity.name, inserting, statement)
         }
-        try statement.bind(record.values(in: entity.layout))
+        let values = record.values(in: entity.layout)
+        try statement.bind(values, sum: sealed ? SQLiteRowSum.sum(values) : nil)
         defer { sqlite3_reset(statement.handle) }
         do {
             _ = try statement.step()
@@ -291,11 +320,13 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
-        try write(sql(entity).insert, record, key: key, in: entity, inserting: true)
+        let texts = sql(entity)
+        try write(texts.insert, sealed: texts.sealed, record, key: key, in: entity, inserting: true)
     }
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
-        try write(sql(entity).upsert, record, key: key, in: entity, inserting: false)
+        let texts = sql(entity)
+        try write(texts.upsert, sealed: texts.sealed, record, key: key, in: entity, inserting: false)
     }
 
     func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {

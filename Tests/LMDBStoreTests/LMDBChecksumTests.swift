@@ -189,3 +189,28 @@ private func offsets(of needles: [[UInt8]], in haystack: [UInt8]) throws -> [Int
         }
     }
 }
+
+/// A damaged page size in the second meta page, which liblmdb would take from the newer meta and
+/// map the file with, is refused by the open's meta check as damage, naming both sizes (the
+/// damaged-store corpus found it failing later, growing the map to 0 bytes).
+@Test func aSecondMetaPageNamingAnotherPageSizeIsDamage() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("store.lmdb")
+    do {
+        let store = try LMDBStore(path: path, schema: checksumSchema)
+        try store.writeSync { writer in try writer.insert(checksumItem(1), into: "Item") }
+        try store.close()
+    }
+    let file = path + "/data.mdb"
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+    let pageSize = Int(bytes[40]) | Int(bytes[41]) << 8
+    bytes[pageSize + 41] ^= 0xFF
+    try Data(bytes).write(to: URL(fileURLWithPath: file))
+    for readOnly in [true, false] {
+        #expect(performing: { try LMDBStore(path: path, schema: nil, options: LMDBOptions(readOnly: readOnly)) },
+                throws: { error in
+                    (error as? StoreError)?.code == .corrupt && "\(error)".contains("meta page 1 names a page size")
+                })
+    }
+    #expect(performing: { try LMDBStore.check(path: path) }, throws: { ($0 as? StoreError)?.code == .corrupt })
+}

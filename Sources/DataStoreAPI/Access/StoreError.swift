@@ -182,6 +182,15 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 }
 
 extension StoreError {
+    /// `corrupt`: what a check found damaged in `location`'s records (each a description naming
+    /// the item), in one line, as the command line prints an error: how many of the `checked`,
+    /// and the first 50.
+    @_spi(Backend) public static func damagedRecords(_ location: String, _ damage: [String], checked: Int) -> StoreError {
+        let more = damage.count > 50 ? "; and \(damage.count - 50) more" : ""
+        return StoreError(.corrupt, "\(location) is damaged: \(damage.count) damaged record"
+            + "\(damage.count == 1 ? "" : "s") of \(checked): \(damage.prefix(50).joined(separator: "; "))\(more)")
+    }
+
     /// The error every backend throws when an insert finds an item with the same primary key.
     @_spi(Backend) public static func keyExists(_ entity: EntitySchema, _ record: Record, cause: Cause? = nil) -> StoreError {
         StoreError(.keyExists, "'\(entity.name)' already has an item with key \(record[entity.primaryKey])",

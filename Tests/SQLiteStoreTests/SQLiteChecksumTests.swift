@@ -1,0 +1,186 @@
+import CSQLite
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+@_spi(Backend) @testable import SQLiteStore
+import Testing
+
+/// Every kind of field, so that a flip lands in an int, a string, a double, bytes, a date, a
+/// uuid and a bool.
+private let checksumSchema = Schema(entities: [EntitySchema("Item", primaryKey: "id", attributes: [
+    Attribute("id", .int), Attribute("name", .string), Attribute("score", .double),
+    Attribute("payload", .bytes, optional: true), Attribute("seen", .date, optional: true),
+    Attribute("tag", .uuid, optional: true), Attribute("done", .bool), Attribute("note", .string, optional: true),
+], indexes: [Index("byName", on: ["name"])])])
+
+private func checksumItem(_ id: Int64) -> Record {
+    ["id": .int(id), "name": .string("item \(id) é"), "score": .double(Double(id) / 3),
+     "payload": .bytes([0, 1, 2, UInt8(truncatingIfNeeded: id)]),
+     "seen": .date(Timestamp(microsecondsSinceEpoch: 1_700_000_000 + id)),
+     "tag": .uuid(UUID(uuidString: "5F1C8A52-0B5E-4E0C-9C51-" + String(format: "%012llX", id))!),
+     "done": .bool(id % 2 == 0), "note": .null]
+}
+
+/// A query's single integer answer, through SQLite's own API.
+private func scalar(_ path: String, _ sql: String) throws -> Int64 {
+    var db: OpaquePointer?
+    try #require(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
+    defer { sqlite3_close_v2(db) }
+    var statement: OpaquePointer?
+    try #require(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK)
+    defer { sqlite3_finalize(statement) }
+    try #require(sqlite3_step(statement) == SQLITE_ROW)
+    return sqlite3_column_int64(statement, 0)
+}
+
+/// Runs `sql` on the file through SQLite's own API, as another program would.
+private func execute(_ path: String, _ sql: String) throws {
+    var db: OpaquePointer?
+    try #require(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK)
+    defer { sqlite3_close_v2(db) }
+    try #require(sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK, "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+}
+
+/// The byte ranges of the cells (rowid and record) of a table whose rows all fit on its root
+/// page, a leaf of a rowid table, read from the file as SQLite's file format describes it.
+private func cells(of table: String, in path: String, file: [UInt8]) throws -> [Range<Int>] {
+    let root = Int(try scalar(path, "SELECT rootpage FROM sqlite_master WHERE name = '\(table)'"))
+    let pageSize = { $0 == 1 ? 65_536 : $0 }(Int(file[16]) << 8 | Int(file[17]))
+    let page = (root - 1) * pageSize
+    let header = page + (root == 1 ? 100 : 0)
+    try #require(file[header] == 0x0D, "the table's root page is a leaf of a rowid table")
+    func varint(_ at: Int) -> (value: Int, length: Int) {
+        var value = 0
+        for i in 0..<9 {
+            let byte = Int(file[at + i])
+            if i == 8 { return (value << 8 | byte, 9) }
+            value = value << 7 | (byte & 0x7F)
+            if byte & 0x80 == 0 { return (value, i + 1) }
+        }
+        return (value, 9)
+    }
+    let count = Int(file[header + 3]) << 8 | Int(file[header + 4])
+    return (0..<count).map { i in
+        let start = page + (Int(file[header + 8 + 2 * i]) << 8 | Int(file[header + 9 + 2 * i]))
+        let payload = varint(start)
+        let rowid = varint(start + payload.length)
+        return start..<(start + payload.length + rowid.length + payload.value)
+    }
+}
+
+/// Every byte of every row of a small store flipped in turn, in the file: each flip is found by
+/// `check` and refused by a fetch of the table and by a visit, with no crash; a point get of the
+/// row's key refuses it too, or finds no row when the flip changed the row's key (a fetch then
+/// meets the row under its new key and refuses it). Most of these flips leave a well-formed
+/// record that SQLite's own checks pass: only the row's checksum tells.
+@Test func everyFlippedByteOfARowIsFoundByCheckAndRefusedOnRead() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("store.sqlite")
+    let ids: [Int64] = [1, 2, 3]
+    do {
+        let store = try SQLiteStore(path: path, schema: checksumSchema)
+        try store.writeSync { writer in for id in ids { try writer.insert(checksumItem(id), into: "Item") } }
+        try store.close()
+    }
+    try #require(!FileManager.default.fileExists(atPath: path + "-wal"), "the last close checkpointed the WAL")
+    #expect(try SQLiteStore.integrityCheck(path: path) == "ok")
+    let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    let rows = try cells(of: "Item", in: path, file: original)
+    #expect(rows.count == 3)
+    var (flips, named, sqliteFound) = (0, 0, 0)
+    for (number, row) in rows.enumerated() {
+        for offset in row {
+            var damaged = original
+            damaged[offset] ^= 0xFF
+            try Data(damaged).write(to: URL(fileURLWithPath: path))
+            flips += 1
+            let isCorrupt: (any Error) -> Bool = { ($0 as? StoreError)?.code == .corrupt }
+            var checkError: (any Error)?
+            #expect(performing: { try SQLiteStore.integrityCheck(path: path) }, throws: { error in
+                checkError = error
+                return isCorrupt(error)
+            })
+            if let checkError {
+                if "\(checkError)".contains("integrity_check found") { sqliteFound += 1 }
+                if "\(checkError)".contains("1 damaged record of 3") { named += 1 }
+            }
+            let store = try SQLiteStore(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
+            #expect("byte \(offset - row.lowerBound) of row \(number + 1)",
+                    performing: { try store.read { try $0.fetch(FetchRequest("Item")) } }, throws: isCorrupt)
+            #expect(performing: { try store.read { try $0.visit(FetchRequest("Item")) { _ in } } }, throws: isCorrupt)
+            do {
+                let found = try store.read { try $0.get("Item", key: .int(ids[number])) }
+                #expect(found == nil, "a damaged row was returned: \(String(describing: found))")
+            } catch {
+                #expect(isCorrupt(error), "\(error)")
+            }
+            try store.close()
+        }
+    }
+    #expect(flips == rows.map(\.count).reduce(0, +))
+    // Most flips are damage that SQLite's structure checks pass; every one of those is named.
+    #expect(named + sqliteFound == flips)
+    #expect(named > flips / 2, "\(named) of \(flips) flips named by the rows' checksums")
+    // A row whose values were changed by another program, its checksum not: named by check.
+    try Data(original).write(to: URL(fileURLWithPath: path))
+    try execute(path, "UPDATE Item SET name = 'changed' WHERE id = 2; UPDATE Item SET score = 7.5 WHERE id = 3")
+    #expect(performing: { try SQLiteStore.integrityCheck(path: path) }, throws: { error in
+        let text = "\(error)"
+        return text.contains("2 damaged records of 3") && text.contains("Item[2]") && text.contains("Item[3]")
+            && text.contains("checksum does not match") && !text.contains("Item[1]")
+    })
+}
+
+/// A store of format 1 (no checksum column) reads as it did when opened read-only; a writable
+/// open adds and fills the column in one transaction; schema steps keep the sums right (a new
+/// optional attribute, one with a default, a removed one, a changed type); a row written by
+/// another program without a sum is named by `check`.
+@Test func aStoreWithoutRowChecksumsIsUpgradedAndSchemaStepsKeepTheSums() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("old.sqlite")
+    let ids: [Int64] = Array(1...500)
+    do {
+        let store = try SQLiteStore(path: path, schema: checksumSchema)
+        try store.writeSync { writer in for id in ids { try writer.insert(checksumItem(id), into: "Item") } }
+        try store.close()
+    }
+    try execute(path, "ALTER TABLE Item DROP COLUMN _ds_sum; "
+        + "UPDATE _ds_meta SET value = CAST('1' AS BLOB) WHERE key = 'datastore.format'")
+    do {
+        let store = try SQLiteStore(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
+        #expect(try store.read { try $0.fetch(FetchRequest("Item")) } == ids.map(checksumItem))
+        try store.close()
+    }
+    #expect(try SQLiteStore.integrityCheck(path: path) == "ok")
+    var store = try SQLiteStore(path: path, schema: checksumSchema)
+    #expect(try store.read { try $0.fetch(FetchRequest("Item")) } == ids.map(checksumItem))
+    try store.close()
+    #expect(try scalar(path, "SELECT count(*) FROM Item WHERE _ds_sum IS NULL") == 0)
+    #expect(try SQLiteStore.integrityCheck(path: path) == "ok")
+    // Schema steps, each checked by a full read and a check.
+    let steps: [SchemaStep] = [
+        .addAttribute(entity: "Item", attribute: Attribute("extra", .string, optional: true)),
+        .addAttribute(entity: "Item", attribute: Attribute("rank", .int, default: .int(3))),
+        .removeAttribute(entity: "Item", name: "payload"),
+        .changeType(entity: "Item", attribute: "done", to: .int),
+        .renameAttribute(entity: "Item", from: "name", to: "title"),
+    ]
+    var schema = checksumSchema
+    for (number, step) in steps.enumerated() {
+        var upgrades = SchemaUpgrades()
+        let version = schema.version + 1
+        upgrades.version(version, step)
+        let next = try SchemaPlan([.init(version, [step])]).target(from: schema)
+        store = try SQLiteStore(path: path, schema: next, upgrades: upgrades)
+        #expect(try store.read { try $0.count(FetchRequest("Item")) } == ids.count, "step \(number)")
+        #expect(try store.read { try $0.fetch(FetchRequest("Item")) }.count == ids.count, "step \(number)")
+        try store.close()
+        #expect(try SQLiteStore.integrityCheck(path: path) == "ok", "step \(number)")
+        schema = next
+    }
+    // A row inserted by another program, without a sum.
+    try execute(path, "INSERT INTO Item (id, title, score, done, rank) VALUES (9999, 'outside', 1.0, 1, 3)")
+    #expect(performing: { try SQLiteStore.integrityCheck(path: path) }, throws: { error in
+        "\(error)".contains("Item[9999]") && "\(error)".contains("no checksum")
+    })
+}
