@@ -44,8 +44,10 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.1"..<"604.0.0"),
     ],
     targets: [
+        // CRC-32C of the stored records, with the CPU's instruction where it has one.
+        .target(name: "CChecksum"),
         .target(name: "DataStoreAPI",
-                dependencies: [.product(name: "Logging", package: "swift-log"),
+                dependencies: ["CChecksum", .product(name: "Logging", package: "swift-log"),
                                .product(name: "CoreMetrics", package: "swift-metrics")],
                 swiftSettings: swiftSettings),
         .target(name: "InMemoryStore",
@@ -54,8 +56,6 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "JSONLStore", dependencies: ["DataStoreAPI", "CZlib"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // CRC-32C of the stored records, with the CPU's instruction where it has one.
-        .target(name: "CChecksum"),
         .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite", "CChecksum"], swiftSettings: swiftSettings),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "ForeignStores", dependencies: ["DataStoreAPI", "CSQLite", "CZlib", "COpenSSL"],

@@ -116,6 +116,7 @@ import Synchronization
                 let table = SQLiteQuery.quote(entity.name)
                 try db.execute("ALTER TABLE \(table) ADD COLUMN \(SQLiteRowSum.column) INTEGER")
                 try SQLiteRowSum.reseal(entity, table: entity.name, in: db)
+                try SQLiteRowSum.createTrigger(entity, in: db)
                 let unreadable = try db.makeStatement("SELECT \(SQLiteQuery.quote(entity.primaryKey)) FROM \(table) "
                     + "WHERE \(SQLiteRowSum.column) IS NULL LIMIT 1")
                 if try unreadable.step() {
@@ -184,6 +185,7 @@ import Synchronization
         let sum = SQLiteRowSum.column + " INTEGER"
         try db.execute("CREATE TABLE \(SQLiteQuery.quote(entity.name)) (\((columns + [sum] + references).joined(separator: ", ")))"
             + withoutRowID)
+        try SQLiteRowSum.createTrigger(entity, in: db)
     }
 
     /// The SQL name of an index: `Entity.index`.
@@ -276,12 +278,16 @@ import Synchronization
         }
         try engine.checkTablesAgainstSchema()
         var damage: [String] = []
+        var unsealed = 0
         let items = try engine.writer.transaction(write: false) {
             let transaction = SQLiteTransaction(connection: engine.writer, statements: engine.statements)
-            return try engine.schema.entities.reduce(0) { $0 + (try transaction.checkRows($1, damage: &damage)) }
+            return try engine.schema.entities.reduce(0) {
+                $0 + (try transaction.checkRows($1, damage: &damage, unsealed: &unsealed))
+            }
         }
         if !damage.isEmpty { throw StoreError.damagedRecords(path, damage, checked: items) }
-        return ("ok", items)
+        guard unsealed > 0 else { return ("ok", items) }
+        return ("ok; \(unsealed) row\(unsealed == 1 ? "" : "s") written by another program, without a checksum", items)
     }
 
     /// Throws `corrupt` when the file holds a table or index that its stored schema does not

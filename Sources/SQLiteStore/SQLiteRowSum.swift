@@ -10,6 +10,11 @@ internal import CSQLite
 /// is handed over: a byte damaged inside a value, which SQLite's
 /// own structure checks cannot see, is then `corrupt` naming the item, not a value.
 ///
+/// A row without a sum (null: another program inserted it, or changed it and the trigger of
+/// ``createTrigger(_:in:)`` took its sum off) is read as it is, unchecked; `check` counts such
+/// rows. Damage cannot make a sealed row one of them without changing the sum's type byte, which
+/// leaves its values as they were.
+///
 /// Trailing nulls are left out so that adding an optional attribute (a column of nulls, which
 /// `ALTER TABLE ADD COLUMN` adds without rewriting a row) leaves every sum as it was; a change
 /// that changes the fields of rows written before (a column dropped, one added with a default,
@@ -87,6 +92,28 @@ enum SQLiteRowSum {
     static func reseal(_ entity: EntitySchema, table: String, in connection: SQLiteConnection) throws {
         try connection.execute("UPDATE \(SQLiteQuery.quote(table)) SET \(column) = "
             + expression(entity, entity.attributes.map { SQLiteQuery.quote($0.name) }))
+    }
+
+    /// The trigger that takes the sum off a row another program changes (the `sqlite3` shell,
+    /// which cannot compute one): after an update that changed a value but left the sum as it
+    /// was, the sum becomes null, and reads then take the row as it is, unchecked, as they take a
+    /// row another program inserted without one. The store's own updates always write a new sum
+    /// (the same one only when no value changed, which the trigger leaves alone).
+    static func createTrigger(_ entity: EntitySchema, in connection: SQLiteConnection) throws {
+        let quote = SQLiteQuery.quote
+        let changed = entity.attributes.map { "NEW.\(quote($0.name)) IS NOT OLD.\(quote($0.name))" }
+        let pk = quote(entity.primaryKey)
+        try connection.execute("CREATE TRIGGER \(triggerName(entity.name)) AFTER UPDATE ON \(quote(entity.name)) "
+            + "FOR EACH ROW WHEN NEW.\(column) IS OLD.\(column) AND (\(changed.joined(separator: " OR "))) "
+            + "BEGIN UPDATE \(quote(entity.name)) SET \(column) = NULL WHERE \(pk) = NEW.\(pk); END")
+    }
+
+    static func dropTrigger(of table: String, in connection: SQLiteConnection) throws {
+        try connection.execute("DROP TRIGGER IF EXISTS \(triggerName(table))")
+    }
+
+    private static func triggerName(_ table: String) -> String {
+        SQLiteQuery.quote("_ds_sum." + table)
     }
 
     /// Registers the SQL function on a connection.

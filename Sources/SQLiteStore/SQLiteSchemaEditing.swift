@@ -24,8 +24,10 @@ extension SQLiteTransaction: SchemaEditingWriter {
         for index in entity.indexes {
             try connection.execute("DROP INDEX \(SQLiteEngine.indexName(index, of: entity))")
         }
+        try SQLiteRowSum.dropTrigger(of: entity.name, in: connection)
         try connection.execute("ALTER TABLE \(SQLiteQuery.quote(entity.name)) RENAME TO "
             + SQLiteQuery.quote(renamed.name))
+        try SQLiteRowSum.createTrigger(renamed, in: connection)
         for index in renamed.indexes { try SQLiteEngine.createIndex(index, of: renamed, in: connection) }
     }
 
@@ -59,6 +61,8 @@ extension SQLiteTransaction: SchemaEditingWriter {
         for index in change.removedIndexes {
             try connection.execute("DROP INDEX \(SQLiteEngine.indexName(index, of: old))")
         }
+        // The trigger names every column: dropped before the columns change, made again after.
+        try SQLiteRowSum.dropTrigger(of: old.name, in: connection)
         for (from, to) in change.renamedAttributes {
             try connection.execute("ALTER TABLE \(table) RENAME COLUMN \(SQLiteQuery.quote(from)) TO "
                 + SQLiteQuery.quote(to))
@@ -76,6 +80,7 @@ extension SQLiteTransaction: SchemaEditingWriter {
         if removed || !keptInOrder || added.contains(where: { !($0.defaultValue ?? .null).isNull }) {
             try SQLiteRowSum.reseal(new, table: old.name, in: connection)
         }
+        try SQLiteRowSum.createTrigger(new, in: connection)
         for index in change.addedIndexes { try SQLiteEngine.createIndex(index, of: new, in: connection) }
         return true
     }
@@ -122,8 +127,10 @@ extension SQLiteTransaction: SchemaEditingWriter {
             }
         }
         try dropEntity(change.old)
+        try SQLiteRowSum.dropTrigger(of: staging.name, in: connection)
         try connection.execute("ALTER TABLE \(SQLiteQuery.quote(staging.name)) RENAME TO "
             + SQLiteQuery.quote(change.new.name))
+        try SQLiteRowSum.createTrigger(change.new, in: connection)
         for index in change.new.indexes { try SQLiteEngine.createIndex(index, of: change.new, in: connection) }
     }
 

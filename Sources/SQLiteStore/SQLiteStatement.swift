@@ -228,8 +228,8 @@ final class SQLiteStatement {
         }
     }
 
-    /// Whether the row's column `column` holds `sum` (a row without one, written outside the
-    /// package, does not).
+    /// Whether the row's column `column` holds `sum`, or holds no sum (null: a row another
+    /// program wrote, read unchecked, ``SQLiteRowSum``).
     @inline(__always)
     func sumMatches(_ sum: Int64, column: Int32) -> Bool {
         Self.sumMatches(handle, sum, column: column)
@@ -238,10 +238,12 @@ final class SQLiteStatement {
     /// ``sumMatches(_:column:)`` of a statement's current row.
     @inline(__always)
     static func sumMatches(_ handle: OpaquePointer, _ sum: Int64, column: Int32) -> Bool {
-        guard let cell = sqlite3_column_value(handle, column), sqlite3_value_type(cell) == SQLITE_INTEGER else {
-            return false
+        guard let cell = sqlite3_column_value(handle, column) else { return true }
+        switch sqlite3_value_type(cell) {
+        case SQLITE_INTEGER: return sqlite3_value_int64(cell) == sum
+        case SQLITE_NULL: return true
+        default: return false
         }
-        return sqlite3_value_int64(cell) == sum
     }
 
     /// The row as a compact record of the arena (its columns written as fields, ``FieldWriter``),

@@ -85,7 +85,7 @@ final class SQLiteTransaction: StorageWriter {
             let column = Int32(plan.kinds.count)
             let why = sqlite3_column_type(statement.handle, column) == SQLITE_INTEGER
                 ? "its checksum does not match its values (they changed after it was written)"
-                : "it carries no checksum (it was written outside DataStore)"
+                : "its checksum is not a number"
             return StoreError(.corrupt, "\(connection.path): \(entity.name)[\(Self.keyText(statement, entity))]: \(why)")
         }
         return StoreError(.io, "\(connection.path): a row of '\(entity.name)' \(ColumnReadFailure.outOfMemory.detail)")
@@ -223,13 +223,16 @@ final class SQLiteTransaction: StorageWriter {
     /// Reads every row of `entity` in key order, each checked as a read checks it; what is
     /// damaged is added to `damage` (one line per row, naming it) and the read goes on.
     /// - Returns: the rows read.
-    func checkRows(_ entity: EntitySchema, damage: inout [String]) throws -> Int {
+    func checkRows(_ entity: EntitySchema, damage: inout [String], unsealed: inout Int) throws -> Int {
         let statement = try connection.statement(sql(entity).scanAll)
         defer { sqlite3_reset(statement.handle) }
         let plan = sql(entity).row
         var count = 0
         while try statement.step() {
             count += 1
+            if plan.sealed && sqlite3_column_type(statement.handle, Int32(plan.kinds.count)) == SQLITE_NULL {
+                unsealed += 1
+            }
             do throws(StoreError) {
                 _ = try record(statement, entity, plan)
             } catch {

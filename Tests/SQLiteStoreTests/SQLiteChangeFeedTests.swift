@@ -29,26 +29,24 @@ func sqliteCommitsReachAnObserverProcessByNotificationAndByPolling() throws {
     print("sqlite commit to another process's observer: notified: \(notified); polling: \(polled)")
 }
 
-/// A write made with the `sqlite3` shell is not in the feed, but a live query notices it: a
-/// delete is seen; a row the shell inserts carries no checksum, and the live query's next read
-/// refuses it as damage, naming it, rather than show it.
+/// A write made with the `sqlite3` shell is not in the feed, but a live query notices it: an
+/// insert (a row without a checksum, read as it is) and an update (whose row the store's trigger
+/// takes the stale checksum off).
 @Test func aLiveQueryNoticesAWriteMadeWithTheSQLiteShell() async throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("outside.sqlite")
     let store = try SQLiteStore(path: path, schema: Fixtures.schema)
     defer { try? store.close() }
-    try store.writeSync { for key in ["a", "b"] { try $0.insert(["key": .string(key), "value": 1], into: "Keyed") } }
+    try store.writeSync { try $0.insert(["key": "a", "value": 1], into: "Keyed") }
     let head = try store.currentChangeToken()
     var results = store.observe(FetchRequest("Keyed", sort: [.ascending("key")])).makeAsyncIterator()
-    #expect(try await results.next()?.map(\.["key"]) == ["a", "b"])
-    _ = try runCommand("/usr/bin/sqlite3", [path, "DELETE FROM Keyed WHERE key = 'b'"])
     #expect(try await results.next()?.map(\.["key"]) == ["a"])
-    #expect(try store.currentChangeToken() == head, "the shell's write is not in the feed")
     _ = try runCommand("/usr/bin/sqlite3", [path, "INSERT INTO Keyed (key, value) VALUES ('outside', 2)"])
-    await #expect(performing: { _ = try await results.next() }, throws: { error in
-        (error as? StoreError)?.code == .corrupt && "\(error)".contains("Keyed[\"outside\"]")
-            && "\(error)".contains("no checksum")
-    })
+    let next = try await results.next()
+    #expect(next?.map(\.["key"]) == ["a", "outside"])
+    #expect(try store.currentChangeToken() == head, "the shell's write is not in the feed")
+    _ = try runCommand("/usr/bin/sqlite3", [path, "UPDATE Keyed SET value = 5 WHERE key = 'a'"])
+    #expect(try await results.next()?.map(\.["value"]) == [5, 2])
 }
 
 /// Entries past the retention are removed in batches, never more than an eighth of the retention

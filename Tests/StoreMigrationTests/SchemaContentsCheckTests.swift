@@ -55,7 +55,7 @@ func aStoredSchemaThatHidesTablesIsDamage(_ kind: StoreKind) throws {
     let long = dir.location(.sqlite, "long")
     try DemoData.seed(long, items: 100, seed: 4)
     let key = String(repeating: "k", count: Limits.maxStringKeyBytes + 1)
-    _ = try runCommand("/usr/bin/sqlite3", [long.path, "INSERT INTO Product VALUES ('\(key)', 't', 1.0, 1, NULL)"])
+    _ = try runCommand("/usr/bin/sqlite3", [long.path, "INSERT INTO Product VALUES ('\(key)', 't', 1.0, 1, NULL, NULL)"])
     for (store, naming) in [(renamed, "primary key 'nope'"), (long, "at most 255")] {
         for command in [["check", store.description],
                         ["copy", "--from", store.description, "--to", dir.location(.lmdb, "out").description,

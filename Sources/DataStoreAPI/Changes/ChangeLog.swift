@@ -1,3 +1,4 @@
+internal import CChecksum
 import Foundation
 
 /// The change feed's storage, written once for every backend: a state value in the metadata
@@ -320,7 +321,11 @@ package enum ChangeLog {
     /// (`incompatibleFormat`) rather than trusting a `next` that is no longer kept up to date.
     /// Version 1 is read as before, and rewritten as 2 at the next recorded commit.
     static let stateVersion: UInt8 = 2
-    private static let entryVersion: UInt8 = 1
+    /// Entries of version 2 end with the CRC-32C of the bytes before it (four bytes,
+    /// little-endian), checked when the entry is read; version 1, which a store written before
+    /// keeps until its retention trims them, had none.
+    private static let entryVersion: UInt8 = 2
+    private static let unsealedEntryVersion: UInt8 = 1
 
     static func encodeState(_ state: State) -> [UInt8] {
         var out = FeedBytes()
@@ -367,6 +372,7 @@ package enum ChangeLog {
             out.u32(group.kinds.count)
             out.raw(encodeItems(group))
         }
+        out.seal()
         return out.bytes
     }
 
@@ -394,12 +400,20 @@ package enum ChangeLog {
         }
     }
 
-    static func decodeEntry(_ bytes: [UInt8], token: ChangeToken) throws -> ChangeSet {
-        var input = FeedReader(bytes, what: "the change feed's transaction \(token.sequence)")
-        guard try input.byte() == entryVersion else {
-            throw StoreError(.incompatibleFormat, "the change feed's transaction \(token.sequence) has an unknown "
-                + "version")
+    static func decodeEntry(_ stored: [UInt8], token: ChangeToken) throws -> ChangeSet {
+        let what = "the change feed's transaction \(token.sequence)"
+        var bytes = stored
+        if stored.first == entryVersion {
+            guard let unsealed = FeedBytes.unsealed(stored) else {
+                throw StoreError(.corrupt, "\(what) is damaged: its checksum does not match its bytes (they changed "
+                    + "after it was written)")
+            }
+            bytes = unsealed
+        } else if stored.first != unsealedEntryVersion {
+            throw StoreError(.incompatibleFormat, "\(what) has an unknown version")
         }
+        var input = FeedReader(bytes, what: what)
+        _ = try input.byte()
         var set = ChangeSet(token: token, committedAt: Timestamp(microsecondsSinceEpoch: Int64(bitPattern: try input.u64())))
         for _ in 0..<(try input.u32()) {
             let entity = try input.text()
@@ -446,6 +460,22 @@ struct FeedBytes {
     mutating func text(_ s: String) {
         u32(s.utf8.count)
         bytes.append(contentsOf: s.utf8)
+    }
+
+    /// Appends the CRC-32C of every byte written so far.
+    mutating func seal() {
+        let sum = bytes.withUnsafeBytes { ds_crc32c(0, $0.baseAddress, $0.count) }
+        withUnsafeBytes(of: sum.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// What ``seal()`` sealed, without its checksum; `nil` when the checksum does not match.
+    static func unsealed(_ sealed: [UInt8]) -> [UInt8]? {
+        guard sealed.count > 4 else { return nil }
+        let end = sealed.count - 4
+        return sealed.withUnsafeBytes { raw -> [UInt8]? in
+            let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
+            return ds_crc32c(0, raw.baseAddress, end) == stored ? Array(raw[..<end]) : nil
+        }
     }
 }
 
