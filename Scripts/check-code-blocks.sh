@@ -54,7 +54,13 @@ text = open(sys.argv[1], encoding="utf-8").read()
 block = next(b for b in re.findall(r"```swift\n(.*?)```", text, re.S) if "including: Author.posts" in b)
 open(sys.argv[2], "w").write(block.replace("including: Author.posts", "including: Author.postz", 1))
 PY
-if swiftc -typecheck -I "$work/.build/debug/Modules" "$typo" >"$work/typo/log.txt" 2>&1; then
+# The package's C modules (CChecksum, which DataStoreAPI imports) by the module maps SwiftPM made.
+cmodules=()
+for map in "$work"/.build/debug/*.build/module.modulemap; do
+    [ -e "$map" ] && cmodules+=(-Xcc "-fmodule-map-file=$map")
+done
+if swiftc -typecheck -I "$work/.build/debug/Modules" "${cmodules[@]}" -I "$root/Sources/CChecksum/include" "$typo" \
+    >"$work/typo/log.txt" 2>&1; then
     echo "check-code-blocks: the Relationships example compiles with 'Author.postz' (a misspelt relationship)" >&2
     exit 1
 fi

@@ -68,4 +68,38 @@ import Testing
         }
         #expect(try contents(copied) == contents(source))
     }
+
+    /// A checkpoint ends with a checksum of its JSON: every byte of a stopped copy's checkpoint
+    /// changed in turn (one bit, which leaves most of the JSON readable, and often a number that
+    /// is another number) is refused as damage; the same JSON without its checksum, as a version
+    /// before checksums wrote it, still reads.
+    @Test func everyChangedByteOfACheckpointIsRefusedAndAnUnsealedOneStillReads() throws {
+        let dir = try TemporaryDirectory()
+        let source = dir.location(.sqlite, "source")
+        let seeded = try source.open(schema: Fixtures.schema)
+        try Fixtures.load(Fixtures.items(100, seed: 5), into: seeded)
+        try seeded.close()
+        let stopped = dir.location(.lmdb, "stopped")
+        var batches = 0
+        #expect(throws: MigrationInterrupted.self) {
+            try Migrator.copy(from: source, to: stopped, options: MigrationOptions(batchSize: 20),
+                              shouldStop: { batches += 1; return batches == 3 })
+        }
+        let store = try Migrator.acceptingUnfinished { try stopped.open(schema: nil) }
+        defer { try? store.close() }
+        let name = stopped.description
+        let sealed = try #require(try store.read { try $0.metadata(forKey: Migrator.checkpointKey) })
+        let read = try #require(try Migrator.checkpoint(of: store, named: name))
+        #expect(sealed[sealed.count - 5] == 0, "JSON, a NUL byte, four bytes of checksum")
+        for offset in sealed.indices {
+            var changed = sealed
+            changed[offset] ^= 0x01
+            try store.writeSync { try $0.setReservedMetadata(changed, forKey: Migrator.checkpointKey) }
+            #expect("byte \(offset)", performing: { _ = try Migrator.checkpoint(of: store, named: name) }, throws: {
+                ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("migration checkpoint")
+            })
+        }
+        try store.writeSync { try $0.setReservedMetadata(Array(sealed.dropLast(5)), forKey: Migrator.checkpointKey) }
+        #expect(try Migrator.checkpoint(of: store, named: name) == read)
+    }
 }

@@ -1,4 +1,3 @@
-internal import CChecksum
 import Foundation
 
 /// The change feed's storage, written once for every backend: a state value in the metadata
@@ -404,7 +403,7 @@ package enum ChangeLog {
         let what = "the change feed's transaction \(token.sequence)"
         var bytes = stored
         if stored.first == entryVersion {
-            guard let unsealed = FeedBytes.unsealed(stored) else {
+            guard let unsealed = SealedBytes.unsealed(stored) else {
                 throw StoreError(.corrupt, "\(what) is damaged: its checksum does not match its bytes (they changed "
                     + "after it was written)")
             }
@@ -462,21 +461,8 @@ struct FeedBytes {
         bytes.append(contentsOf: s.utf8)
     }
 
-    /// Appends the CRC-32C of every byte written so far.
-    mutating func seal() {
-        let sum = bytes.withUnsafeBytes { ds_crc32c(0, $0.baseAddress, $0.count) }
-        withUnsafeBytes(of: sum.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    /// What ``seal()`` sealed, without its checksum; `nil` when the checksum does not match.
-    static func unsealed(_ sealed: [UInt8]) -> [UInt8]? {
-        guard sealed.count > 4 else { return nil }
-        let end = sealed.count - 4
-        return sealed.withUnsafeBytes { raw -> [UInt8]? in
-            let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
-            return ds_crc32c(0, raw.baseAddress, end) == stored ? Array(raw[..<end]) : nil
-        }
-    }
+    /// Appends the CRC-32C of every byte written so far (``SealedBytes``).
+    mutating func seal() { SealedBytes.seal(&bytes) }
 }
 
 /// Reads what ``FeedBytes`` wrote; any overrun is `corrupt`, naming the value.

@@ -1,0 +1,22 @@
+internal import CChecksum
+
+/// Bytes the package keeps in a store with the CRC-32C of them after them (four bytes,
+/// little-endian): a change feed's entries, the reserved records. A byte that changed after they
+/// were written is then damage, where it could have been read as another valid value.
+enum SealedBytes {
+    /// Appends the CRC-32C of `bytes` to them.
+    static func seal(_ bytes: inout [UInt8]) {
+        let sum = bytes.withUnsafeBytes { ds_crc32c(0, $0.baseAddress, $0.count) }
+        withUnsafeBytes(of: sum.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// What ``seal(_:)`` sealed, without its checksum; `nil` when the checksum does not match.
+    static func unsealed(_ sealed: [UInt8]) -> [UInt8]? {
+        guard sealed.count > 4 else { return nil }
+        let end = sealed.count - 4
+        return sealed.withUnsafeBytes { raw -> [UInt8]? in
+            let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
+            return ds_crc32c(0, raw.baseAddress, end) == stored ? Array(raw[..<end]) : nil
+        }
+    }
+}
