@@ -36,13 +36,12 @@ import Testing
         }
     }
 
-    /// End to end: a resume with a damaged checkpoint and a follow with a damaged position are
-    /// refused, and the destination keeps what it held.
-    @Test func aResumeAndAFollowRefuseADamagedRecord() throws {
-        let dir = try TemporaryDirectory()
+    /// A SQLite source of `items` items, and an LMDB destination whose copy from it stopped
+    /// after its third batch of 20, leaving a checkpoint.
+    static func stoppedCopy(in dir: TemporaryDirectory, items: Int) throws -> (StoreLocation, StoreLocation) {
         let source = dir.location(.sqlite, "source")
         let seeded = try source.open(schema: Fixtures.schema)
-        try Fixtures.load(Fixtures.items(300, seed: 5), into: seeded)
+        try Fixtures.load(Fixtures.items(items, seed: 5), into: seeded)
         try seeded.close()
         let stopped = dir.location(.lmdb, "stopped")
         var batches = 0
@@ -50,6 +49,14 @@ import Testing
             try Migrator.copy(from: source, to: stopped, options: MigrationOptions(batchSize: 20),
                               shouldStop: { batches += 1; return batches == 3 })
         }
+        return (source, stopped)
+    }
+
+    /// End to end: a resume with a damaged checkpoint and a follow with a damaged position are
+    /// refused, and the destination keeps what it held.
+    @Test func aResumeAndAFollowRefuseADamagedRecord() throws {
+        let dir = try TemporaryDirectory()
+        let (source, stopped) = try Self.stoppedCopy(in: dir, items: 300)
         let opened = try Migrator.acceptingUnfinished { try stopped.open(schema: nil) }
         try opened.writeSync { try $0.setReservedMetadata(Self.damaged, forKey: Migrator.checkpointKey) }
         try opened.close()
@@ -75,16 +82,7 @@ import Testing
     /// before checksums wrote it, still reads.
     @Test func everyChangedByteOfACheckpointIsRefusedAndAnUnsealedOneStillReads() throws {
         let dir = try TemporaryDirectory()
-        let source = dir.location(.sqlite, "source")
-        let seeded = try source.open(schema: Fixtures.schema)
-        try Fixtures.load(Fixtures.items(100, seed: 5), into: seeded)
-        try seeded.close()
-        let stopped = dir.location(.lmdb, "stopped")
-        var batches = 0
-        #expect(throws: MigrationInterrupted.self) {
-            try Migrator.copy(from: source, to: stopped, options: MigrationOptions(batchSize: 20),
-                              shouldStop: { batches += 1; return batches == 3 })
-        }
+        let (_, stopped) = try Self.stoppedCopy(in: dir, items: 100)
         let store = try Migrator.acceptingUnfinished { try stopped.open(schema: nil) }
         defer { try? store.close() }
         let name = stopped.description
