@@ -47,7 +47,7 @@ let package = Package(
         // CRC-32C of the stored records, with the CPU's instruction where it has one.
         .target(name: "CChecksum"),
         .target(name: "DataStoreAPI",
-                dependencies: ["CChecksum", .product(name: "Logging", package: "swift-log"),
+                dependencies: ["CChecksum", "COpenSSL", .product(name: "Logging", package: "swift-log"),
                                .product(name: "CoreMetrics", package: "swift-metrics")],
                 swiftSettings: swiftSettings),
         .target(name: "InMemoryStore",

@@ -28,8 +28,13 @@ public struct LMDBOptions: Sendable, Hashable {
     /// process. Costs one read of the file; `migrate-store` does it for every source.
     public var checkPages: Bool
 
+    /// The key of an encrypted store (see ``StoreKey``): a new store is created encrypted with
+    /// it, an existing one must have been (`nil`, the default, opens stores without encryption).
+    public var key: StoreKey?
+
     public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maxReaders: PositiveInt = 1024,
-                readOnly: Bool = false, checkPages: Bool = false, mapCoversDisk: Bool = true) {
+                readOnly: Bool = false, checkPages: Bool = false, mapCoversDisk: Bool = true, key: StoreKey? = nil) {
+        self.key = key
         self.durability = durability
         self.mapCoversDisk = mapCoversDisk
         self.initialMapSize = max(initialMapSize, 64 << 10)

@@ -19,10 +19,12 @@ public final class LMDBStore: Store, @unchecked Sendable {
     ///   default).
     public init(path: String, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
                 options: LMDBOptions = LMDBOptions(), instrumentation: Instrumentation = .none) throws {
-        lmdb = try SchemaUpgrader.open(requested: schema, upgrades: upgrades, location: path) {
+        let (engine, lmdb) = try SealedEngine.open(key: options.key, requested: schema, upgrades: upgrades,
+                                                   location: path) {
             try LMDBEngine(path: path, schema: $0, options: options)
         }
-        try super.init(engine: lmdb, instrumentation: instrumentation)
+        self.lmdb = lmdb
+        try super.init(engine: engine, instrumentation: instrumentation)
         logOpened(path)
     }
 

@@ -9,10 +9,10 @@ public final class PostgresStore: Store, @unchecked Sendable {
     /// Opens (or creates) the store that `url` names (`postgres://USER@HOST:PORT/DB?schema=NAME`).
     public convenience init(url: String, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
                             durability: Durability = .full, readConnections: Int = 16, writeConnections: Int? = nil,
-                            instrumentation: Instrumentation = .none) throws {
+                            key: StoreKey? = nil, instrumentation: Instrumentation = .none) throws {
         try self.init(location: PostgresLocation(parsing: url), schema: schema, upgrades: upgrades,
                       durability: durability, readConnections: readConnections, writeConnections: writeConnections,
-                      instrumentation: instrumentation)
+                      key: key, instrumentation: instrumentation)
     }
 
     /// Opens (or creates) the store at `location`, migrating a store of an older schema version
@@ -24,17 +24,21 @@ public final class PostgresStore: Store, @unchecked Sendable {
     /// - Parameter writeConnections: the size of the writer pool: how many write transactions run
     ///   at once (when `nil`, the location's `write_connections`, else
     ///   ``PostgresLocation/defaultWriteConnections``: twice the cores, at least 4).
+    /// - Parameter key: the key of an encrypted store (see ``StoreKey``): the client seals every
+    ///   value before it is sent, so the server never sees one (a new store is created encrypted,
+    ///   an existing one must have been).
     /// - Parameter instrumentation: where the store logs and counts what it does (nothing by
     ///   default).
     public init(location: PostgresLocation, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
                 durability: Durability = .full, readConnections: Int = 16, writeConnections: Int? = nil,
-                instrumentation: Instrumentation = .none) throws {
-        postgres = try SchemaUpgrader.open(requested: schema, upgrades: upgrades,
-                                           location: location.description) {
+                key: StoreKey? = nil, instrumentation: Instrumentation = .none) throws {
+        let (engine, postgres) = try SealedEngine.open(key: key, requested: schema, upgrades: upgrades,
+                                                       location: location.description) {
             try PostgresEngine(location: location, schema: $0, durability: durability,
                                readConnections: readConnections, writeConnections: writeConnections)
         }
-        try super.init(engine: postgres, instrumentation: instrumentation)
+        self.postgres = postgres
+        try super.init(engine: engine, instrumentation: instrumentation)
         logOpened(location.description)
     }
 

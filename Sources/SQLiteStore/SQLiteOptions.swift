@@ -18,8 +18,13 @@ public struct SQLiteOptions: Sendable, Hashable {
     /// on open, and writes throw `readOnly`. A store on read-only media opens this way too.
     public var readOnly: Bool
 
+    /// The key of an encrypted store (see ``StoreKey``): a new store is created encrypted with
+    /// it, an existing one must have been (`nil`, the default, opens stores without encryption).
+    public var key: StoreKey?
+
     public init(durability: Durability = .full, maxReaders: PositiveInt = 64, readerTimeout: Duration = .seconds(5),
-                readOnly: Bool = false) {
+                readOnly: Bool = false, key: StoreKey? = nil) {
+        self.key = key
         self.durability = durability
         self.maxReaders = maxReaders
         self.readerTimeout = readerTimeout

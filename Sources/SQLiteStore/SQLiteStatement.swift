@@ -451,10 +451,11 @@ struct SQLiteColumnKind: Sendable {
     /// past a limit is damage, which the store refuses as it would refuse the write.
     let maxBytes: Int
 
-    init(type: ValueType, optional: Bool, isPrimaryKey: Bool = false) {
+    init(type: ValueType, optional: Bool, isPrimaryKey: Bool = false, isSealed: Bool = false) {
         self.type = type
         self.optional = optional
-        maxBytes = isPrimaryKey && type == .string ? Limits.maxStringKeyBytes : Limits.maxValueBytes
+        maxBytes = isPrimaryKey && type == .string ? Limits.maxStringKeyBytes
+            : isSealed ? Limits.maxSealedBytes : Limits.maxValueBytes
         switch type {
         case .bool, .int, .date: storage = SQLITE_INTEGER
         case .double: storage = SQLITE_FLOAT
@@ -475,7 +476,8 @@ struct SQLiteRowPlan: Sendable {
     init(_ entity: EntitySchema, sealed: Bool) {
         self.sealed = sealed
         kinds = entity.attributes.map {
-            SQLiteColumnKind(type: $0.type, optional: $0.isOptional, isPrimaryKey: $0.name == entity.primaryKey)
+            SQLiteColumnKind(type: $0.type, optional: $0.isOptional, isPrimaryKey: $0.name == entity.primaryKey,
+                             isSealed: $0.name == Limits.sealedAttribute)
         }
         layout = entity.layout
     }

@@ -20,10 +20,12 @@ public final class SQLiteStore: Store, @unchecked Sendable {
     ///   default).
     public init(path: String, schema: Schema?, upgrades: SchemaUpgrades = SchemaUpgrades(),
                 options: SQLiteOptions = SQLiteOptions(), instrumentation: Instrumentation = .none) throws {
-        sqlite = try SchemaUpgrader.open(requested: schema, upgrades: upgrades, location: path) {
+        let (engine, sqlite) = try SealedEngine.open(key: options.key, requested: schema, upgrades: upgrades,
+                                                     location: path) {
             try SQLiteEngine(path: path, schema: $0, options: options)
         }
-        try super.init(engine: sqlite, instrumentation: instrumentation)
+        self.sqlite = sqlite
+        try super.init(engine: engine, instrumentation: instrumentation)
         logOpened(path)
     }
 

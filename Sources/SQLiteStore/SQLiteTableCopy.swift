@@ -116,7 +116,8 @@ private final class RowFunction {
     init(_ change: EntityChange) {
         let old = change.old
         rowKinds = old.attributes.map {
-            SQLiteColumnKind(type: $0.type, optional: $0.isOptional, isPrimaryKey: $0.name == old.primaryKey)
+            SQLiteColumnKind(type: $0.type, optional: $0.isOptional, isPrimaryKey: $0.name == old.primaryKey,
+                             isSealed: $0.name == Limits.sealedAttribute)
         }
         conversion = change.conversion
         keyColumn = old.attributes.firstIndex { $0.name == old.primaryKey } ?? 0

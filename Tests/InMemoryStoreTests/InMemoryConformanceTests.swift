@@ -22,3 +22,21 @@ let inMemoryBackend = ConformanceBackend(name: "in-memory") { location, schema, 
 func inMemoryConformance(_ testCase: ConformanceCase) async throws {
     try await testCase.run(on: inMemoryBackend)
 }
+
+/// The key the encrypted run of the suite opens its stores with.
+private let conformanceKey = try! StoreKey(rawKey: (0..<32).map { UInt8($0) })
+
+let encryptedInMemoryBackend = ConformanceBackend(name: "in-memory, encrypted") { location, schema, upgrades in
+    let database = databases.withLock { all in
+        if let existing = all[location] { return existing }
+        let created = InMemoryDatabase()
+        all[location] = created
+        return created
+    }
+    return try InMemoryStore(database: database, schema: schema, upgrades: upgrades, key: conformanceKey)
+}
+
+@Test(arguments: ConformanceSuite.cases)
+func encryptedInMemoryConformance(_ testCase: ConformanceCase) async throws {
+    try await testCase.run(on: encryptedInMemoryBackend)
+}

@@ -27,4 +27,17 @@ let pooledPostgresBackend = ConformanceBackend(name: "PostgreSQL through pgbounc
 func postgresThroughPgBouncerConformance(_ testCase: ConformanceCase) async throws {
     try await testCase.run(on: pooledPostgresBackend)
 }
+
+/// The suite on encrypted stores: the client seals every value the server holds.
+private let conformanceKey = try! StoreKey(rawKey: (0..<32).map { UInt8($0) })
+
+let encryptedPostgresBackend = ConformanceBackend(name: "PostgreSQL, encrypted") { location, schema, upgrades in
+    try PostgresStore(location: PostgresTestServer.location(location.path), schema: schema, upgrades: upgrades,
+                      durability: .normal, key: conformanceKey)
+}
+
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"), arguments: ConformanceSuite.cases)
+func encryptedPostgresConformance(_ testCase: ConformanceCase) async throws {
+    try await testCase.run(on: encryptedPostgresBackend)
+}
 #endif

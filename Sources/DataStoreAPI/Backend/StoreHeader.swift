@@ -20,6 +20,10 @@ import Foundation
         let formatBytes = try metadata(formatKey)
         let schemaBytes = try metadata(schemaKey)
         if formatBytes == nil && schemaBytes == nil { return nil }
+        if !SealedEngine.physicalSchemas, try metadata(KeyEnvelope.key) != nil {
+            throw StoreError(.wrongKey, "\(location) is encrypted: open it with its key (the key option of its "
+                + "store type, or migrate-store's --key-file)")
+        }
         guard let formatBytes, let format = Int(String(decoding: formatBytes, as: UTF8.self)) else {
             throw StoreError(.corrupt, "\(location): the store's format version is missing or unreadable")
         }

@@ -64,6 +64,7 @@ open class Store: DataStore, @unchecked Sendable {
 
     /// `sqlite` for `SQLiteEngine`, and so on: the `backend` dimension of the metrics.
     private static func backendName(_ engine: any StorageEngine) -> String {
+        if let sealed = engine as? SealedEngine { return backendName(sealed.inner) }
         let name = String(describing: type(of: engine))
         return (name.hasSuffix("Engine") ? String(name.dropLast(6)) : name).lowercased()
     }

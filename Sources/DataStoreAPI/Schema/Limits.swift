@@ -26,4 +26,9 @@ public enum Limits {
     public static let maxFilterTerms = 10_000
     /// A request sorts by at most 64 keys.
     public static let maxSortKeys = 64
+    /// The attribute in which an encrypted store's engine keeps the sealed values of an item.
+    @_spi(Backend) public static let sealedAttribute = "_ds_sealed"
+    /// The most bytes the sealed values of one item hold: every value of an entity at its limit,
+    /// each with its field's tag and length, and the 29 bytes of the seal.
+    @_spi(Backend) public static let maxSealedBytes = maxAttributes * (maxValueBytes + 10) + 29
 }

@@ -44,6 +44,8 @@ public struct Schema: Sendable, Hashable, Codable {
     }
 
     @_spi(Backend) public static func checkName(_ name: String, what: String) throws(StoreError) {
+        // The sealed values of an encrypted store's items, in the schema its engine holds.
+        if name == SealedEntity.column, SealedEngine.physicalSchemas { return }
         let bytes = Array(name.utf8)
         guard !bytes.isEmpty, bytes.count <= Limits.maxNameLength else {
             throw StoreError(.limitExceeded, "\(what) name '\(name)' must be 1 to \(Limits.maxNameLength) "

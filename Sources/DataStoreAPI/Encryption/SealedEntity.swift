@@ -1,0 +1,181 @@
+import Foundation
+
+/// How an entity of an encrypted store is kept by the engine under it: the primary key, every
+/// attribute an index covers and the positions of ordered relationships stay in the clear (so that the engine finds items by key, answers
+/// indexed filters and enforces unique indexes and references), and every other value is sealed
+/// into one `bytes` attribute, ``column``, by ``StoreCipher`` with the store's identity, the
+/// entity's name and the item's key as associated data.
+///
+/// The physical entity has the clear attributes in the entity's order, as the entity declares
+/// them, then ``column``; it keeps the entity's indexes and relationships. A schema step gives
+/// the engine a rewrite of every item (each opened, changed and sealed again), never a change it
+/// makes without the items.
+struct SealedEntity {
+    /// The sealed values' attribute (reserved: no schema may name an attribute so).
+    static let column = Limits.sealedAttribute
+
+    let logical: EntitySchema
+    let physical: EntitySchema
+    /// For each logical slot: the physical slot of a clear value, or -1 - i for the i-th sealed one.
+    private let places: [Int]
+    /// The logical slots of the sealed values, in order.
+    private let sealedSlots: [Int]
+    private let sealedTypes: [ValueType]
+    /// For each physical slot but the last: the logical slot it holds.
+    private let clearSlots: [Int]
+    /// The associated data's start: the store's identity, `r`, the entity's name, a zero byte.
+    private let aadPrefix: [UInt8]
+
+    init(_ logical: EntitySchema, storeID: [UInt8]) {
+        self.logical = logical
+        // The positions of an ordered one-to-many's items, kept by the destination's to-one
+        // (`<to-one>_position`), stay in the clear too: the store resolves them as it resolves
+        // relationships, and orders related items by them.
+        let positions = logical.relationships.filter { $0.cardinality == .toOne }.map { "\($0.name)_position" }
+        let indexed = Set(logical.indexes.flatMap(\.attributes) + positions)
+        var attributes: [Attribute] = []
+        var places: [Int] = []
+        var sealedSlots: [Int] = []
+        var clearSlots: [Int] = []
+        for (slot, attribute) in logical.attributes.enumerated() {
+            if attribute.name == logical.primaryKey || indexed.contains(attribute.name) {
+                places.append(attributes.count)
+                clearSlots.append(slot)
+                attributes.append(attribute)
+            } else {
+                places.append(-1 - sealedSlots.count)
+                sealedSlots.append(slot)
+            }
+        }
+        attributes.append(Attribute(Self.column, .bytes))
+        physical = EntitySchema(logical.name, primaryKey: logical.primaryKey, attributes: attributes,
+                                indexes: logical.indexes, relationships: logical.relationships)
+        self.places = places
+        self.sealedSlots = sealedSlots
+        sealedTypes = sealedSlots.map { logical.attributes[$0].type }
+        self.clearSlots = clearSlots
+        aadPrefix = storeID + [UInt8(ascii: "r")] + Array(logical.name.utf8) + [0]
+    }
+
+    /// The names of the attributes kept in the clear, in order.
+    var clearAttributes: [String] { clearSlots.map { logical.attributes[$0].name } }
+
+    /// Whether every attribute `names` lists is kept in the clear.
+    func isClear(_ names: some Sequence<String>) -> Bool {
+        names.allSatisfy { name in
+            guard let slot = logical.layout.slot(of: name) else { return false }
+            return places[slot] >= 0
+        }
+    }
+
+    private func aad(_ key: PrimaryKey) -> [UInt8] { aadPrefix + key.bytes }
+
+    /// The engine's record for a logical record (normalized, complete) of the item `key`.
+    func seal(_ record: Record, key: PrimaryKey, cipher: StoreCipher) throws -> Record {
+        let values = record.values(in: logical.layout)
+        var size = 0
+        for slot in sealedSlots { size += FieldWriter.size(of: values[slot]) }
+        var plaintext = [UInt8](repeating: 0, count: size)
+        plaintext.withUnsafeMutableBytes { out in
+            var at = 0
+            for slot in sealedSlots { at += FieldWriter.write(values[slot], at: out.baseAddress! + at) }
+        }
+        let sealed = try cipher.seal(plaintext, aad: aad(key))
+        var physicalValues: [Value] = []
+        physicalValues.reserveCapacity(clearSlots.count + 1)
+        for slot in clearSlots { physicalValues.append(values[slot]) }
+        physicalValues.append(.bytes(sealed))
+        return Record(layout: physical.layout, values: physicalValues)
+    }
+
+    /// The logical record of an engine's record.
+    /// - Throws: `corrupt` naming the item when its sealed values do not open or do not read.
+    func open(_ record: Record, cipher: StoreCipher) throws -> Record {
+        let keyValue = record.value(atSlot: places[logical.layout.slot(of: logical.primaryKey)!])
+        let key = try PrimaryKey(keyValue)
+        guard case .bytes(let sealed) = record.value(atSlot: clearSlots.count) else {
+            throw damage(key, "its sealed values are missing")
+        }
+        guard let plaintext = try cipher.open(sealed, aad: aad(key)) else {
+            throw damage(key, "its sealed values do not open with the store's key: they were changed after they "
+                + "were written, or moved from another item or store")
+        }
+        guard let sealedValues = Self.fields(plaintext, types: sealedTypes) else {
+            throw damage(key, "its sealed values open but do not read as its attributes")
+        }
+        var values: [Value] = []
+        values.reserveCapacity(places.count)
+        for place in places {
+            values.append(place >= 0 ? record.value(atSlot: place) : sealedValues[-1 - place])
+        }
+        return Record(layout: logical.layout, values: values)
+    }
+
+    private func damage(_ key: PrimaryKey, _ what: String) -> StoreError {
+        StoreError(.corrupt, "\(logical.name)[\(key)]: \(what)")
+    }
+
+    /// The values of fields written by ``FieldWriter``, one per type (null allowed), or `nil`
+    /// when the bytes are not exactly such fields.
+    static func fields(_ bytes: [UInt8], types: [ValueType]) -> [Value]? {
+        var values: [Value] = []
+        values.reserveCapacity(types.count)
+        var at = 0
+        func fixed() -> UInt64? {
+            guard at + 8 <= bytes.count else { return nil }
+            var bits: UInt64 = 0
+            for i in 0..<8 { bits |= UInt64(bytes[at + i]) << (8 * UInt64(i)) }
+            at += 8
+            return bits
+        }
+        func payload() -> ArraySlice<UInt8>? {
+            var length: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                guard at < bytes.count, shift < 64 else { return nil }
+                let byte = bytes[at]
+                at += 1
+                length |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { break }
+                shift += 7
+            }
+            guard length <= UInt64(bytes.count - at) else { return nil }
+            defer { at += Int(length) }
+            return bytes[at..<(at + Int(length))]
+        }
+        for type in types {
+            guard at < bytes.count, let tag = FieldTag(rawValue: bytes[at]) else { return nil }
+            at += 1
+            let value: Value
+            switch (tag, type) {
+            case (.null, _): value = .null
+            case (.falseValue, .bool): value = .bool(false)
+            case (.trueValue, .bool): value = .bool(true)
+            case (.int, .int): guard let bits = fixed() else { return nil }; value = .int(Int64(bitPattern: bits))
+            case (.double, .double): guard let bits = fixed() else { return nil }; value = .double(Double(bitPattern: bits))
+            case (.date, .date):
+                guard let bits = fixed() else { return nil }
+                value = .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
+            case (.string, .string):
+                guard let text = payload(), let string = String(validating: text, as: UTF8.self) else { return nil }
+                value = .string(string)
+            case (.bytes, .bytes): guard let data = payload() else { return nil }; value = .bytes(Array(data))
+            case (.uuid, .uuid):
+                guard at + 16 <= bytes.count else { return nil }
+                let u = bytes[at..<(at + 16)].withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+                at += 16
+                value = .uuid(u)
+            default: return nil
+            }
+            values.append(value)
+        }
+        return at == bytes.count ? values : nil
+    }
+}
+
+extension Schema {
+    /// The schema an encrypted store's engine holds: each entity as ``SealedEntity`` keeps it.
+    func sealedPhysical() -> Schema {
+        Schema(version: version, entities: entities.map { SealedEntity($0, storeID: []).physical })
+    }
+}
