@@ -28,11 +28,20 @@ import Synchronization
     public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
-        try InMemoryStore(database: database(path, create: schema != nil), schema: schema, upgrades: upgrades)
+        try open(at: path, schema: schema, upgrades: upgrades, durability: durability, key: nil)
+    }
+
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability,
+                     key: StoreKey?) throws -> any DataStore {
+        try InMemoryStore(database: database(path, create: schema != nil), schema: schema, upgrades: upgrades, key: key)
     }
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
-        try open(at: path, schema: nil, durability: .full)
+        try openSource(at: path, alreadyChecked: alreadyChecked, key: nil)
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool, key: StoreKey?) throws -> any DataStore {
+        try open(at: path, schema: nil, upgrades: SchemaUpgrades(), durability: .full, key: key)
     }
 
     public func check(at path: String) throws -> EngineCheck {

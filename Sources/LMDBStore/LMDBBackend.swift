@@ -26,13 +26,23 @@ import Foundation
     public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
-        try LMDBStore(path: path, schema: schema, upgrades: upgrades, options: LMDBOptions(durability: durability))
+        try open(at: path, schema: schema, upgrades: upgrades, durability: durability, key: nil)
+    }
+
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability,
+                     key: StoreKey?) throws -> any DataStore {
+        try LMDBStore(path: path, schema: schema, upgrades: upgrades,
+                      options: LMDBOptions(durability: durability, key: key))
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
+        try openSource(at: path, alreadyChecked: alreadyChecked, key: nil)
     }
 
     /// Read-only, and unless just checked, with every page walked before liblmdb reads one.
-    public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
+    public func openSource(at path: String, alreadyChecked: Bool, key: StoreKey?) throws -> any DataStore {
         try LMDBStore(
-            path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: !alreadyChecked))
+            path: path, schema: nil, options: LMDBOptions(readOnly: true, checkPages: !alreadyChecked, key: key))
     }
 
     /// The page walk, then every record decoded and checked against the key it is stored under.

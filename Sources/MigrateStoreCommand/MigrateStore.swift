@@ -38,7 +38,7 @@ public struct MigrateStore: ParsableCommand {
             message says how to go on (a copy: --resume)
             """,
         version: MigrateStore.version,
-        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Create.self, Import.self, Export.self, Diff.self],
+        subcommands: [Copy.self, Sync.self, Verify.self, Inspect.self, Check.self, Upgrade.self, Seed.self, Create.self, Import.self, Export.self, Diff.self, Rekey.self],
         defaultSubcommand: Copy.self
     )
 }
@@ -173,13 +173,17 @@ struct TransferOptions: ParsableArguments {
 
     @OptionGroup var foreign: ForeignSourceOptions
 
+    @Option(help: ArgumentHelp("Encrypt the destination with the key in this file: 64 hexadecimal digits (openssl rand "
+        + "-hex 32) or a passphrase. The key is never printed.", valueName: "path"))
+    var toKeyFile: String?
+
     var entityList: [String]? {
         entities.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
     }
 
     func locations() throws -> (StoreLocation, StoreLocation) {
         let resolved = try StoreLocation.resolve([from, to], store: store)
-        return (try foreign.apply(to: resolved[0]), resolved[1])
+        return (try foreign.apply(to: resolved[0]), try resolved[1].with(key: toKeyFile.map { try StoreKey(contentsOfFile: $0) }))
     }
 }
 
@@ -196,8 +200,8 @@ struct ForeignSourceOptions: ParsableArguments {
         valueName: "entity=attribute"))
     var key: [String] = []
 
-    @Option(help: ArgumentHelp("For an encrypted realm: source, the file that holds its key: the 64 bytes, or 128 "
-        + "hexadecimal digits. The key is never printed, and the location keeps only this path.",
+    @Option(help: ArgumentHelp("The file that holds the key of an encrypted store (64 hexadecimal digits or a "
+        + "passphrase), or of an encrypted realm: source (64 bytes or 128 hexadecimal digits). The key is never printed.",
         valueName: "path"))
     var keyFile: String?
 
@@ -206,6 +210,9 @@ struct ForeignSourceOptions: ParsableArguments {
     ///   is neither ENTITY=ATTRIBUTE nor ENTITY.ATTRIBUTE.
     func apply(to location: StoreLocation) throws -> StoreLocation {
         guard model != nil || !key.isEmpty || keyFile != nil else { return location }
+        if let keyFile, model == nil, key.isEmpty, !location.isForeignSource {
+            return location.with(key: try StoreKey(contentsOfFile: keyFile))
+        }
         guard location.isForeignSource else {
             throw StoreError(.invalidArgument, "--model, --key and --key-file read coredata:, plain-sqlite: and "
                 + "realm: sources; \(location) is a \(location.kind) store")

@@ -80,12 +80,21 @@ public final class PostgresStore: Store, @unchecked Sendable {
     public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
+        try open(at: path, schema: schema, upgrades: upgrades, durability: durability, key: nil)
+    }
+
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability,
+                     key: StoreKey?) throws -> any DataStore {
         try PostgresStore(location: PostgresLocation(parsing: path), schema: schema, upgrades: upgrades,
-                          durability: durability)
+                          durability: durability, key: key)
     }
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
-        try PostgresStore(location: PostgresLocation(parsing: path), schema: nil)
+        try openSource(at: path, alreadyChecked: alreadyChecked, key: nil)
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool, key: StoreKey?) throws -> any DataStore {
+        try PostgresStore(location: PostgresLocation(parsing: path), schema: nil, key: key)
     }
 
     /// Opens the store (its header and stored schema are checked), then compares the tables of

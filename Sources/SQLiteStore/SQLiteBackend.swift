@@ -19,11 +19,21 @@ import Foundation
     public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
-        try SQLiteStore(path: path, schema: schema, upgrades: upgrades, options: SQLiteOptions(durability: durability))
+        try open(at: path, schema: schema, upgrades: upgrades, durability: durability, key: nil)
+    }
+
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability,
+                     key: StoreKey?) throws -> any DataStore {
+        try SQLiteStore(path: path, schema: schema, upgrades: upgrades,
+                        options: SQLiteOptions(durability: durability, key: key))
     }
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
-        try SQLiteStore(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
+        try openSource(at: path, alreadyChecked: alreadyChecked, key: nil)
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool, key: StoreKey?) throws -> any DataStore {
+        try SQLiteStore(path: path, schema: nil, options: SQLiteOptions(readOnly: true, key: key))
     }
 
     public func check(at path: String) throws -> EngineCheck {

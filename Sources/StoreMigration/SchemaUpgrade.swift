@@ -68,7 +68,7 @@ public enum SchemaUpgrade {
         if !dryRun && target.version != stored.version {
             let store = try location.backend.open(at: location.path, schema: target,
                                                   upgrades: SchemaUpgrades(plan, progress: progress),
-                                                  durability: .full)
+                                                  durability: .full, key: location.key)
             try store.close()
         }
         report.seconds = Date().timeIntervalSince(started)

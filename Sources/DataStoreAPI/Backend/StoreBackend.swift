@@ -33,6 +33,12 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     /// Opens an existing store to read it as a source: nothing may be written to it, and no
     /// damage may crash the process (`alreadyChecked` when ``check(at:)`` has just run).
     func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore
+    /// ``open(at:schema:upgrades:durability:)`` for an encrypted store, opened (or created)
+    /// with `key`; the default refuses a key (a kind whose stores cannot be encrypted).
+    func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability, key: StoreKey?)
+        throws -> any DataStore
+    /// ``openSource(at:alreadyChecked:)`` for an encrypted store; the default refuses a key.
+    func openSource(at path: String, alreadyChecked: Bool, key: StoreKey?) throws -> any DataStore
     /// The engine's own integrity check, without writing. Throws `corrupt` naming what is
     /// damaged.
     func check(at path: String) throws -> EngineCheck
@@ -82,6 +88,23 @@ extension StoreBackend {
     /// Opens the store at `path` with no migration steps.
     public func open(at path: String, schema: Schema?, durability: Durability) throws -> any DataStore {
         try open(at: path, schema: schema, upgrades: SchemaUpgrades(), durability: durability)
+    }
+
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability,
+                     key: StoreKey?) throws -> any DataStore {
+        try refuseKey(key)
+        return try open(at: path, schema: schema, upgrades: upgrades, durability: durability)
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool, key: StoreKey?) throws -> any DataStore {
+        try refuseKey(key)
+        return try openSource(at: path, alreadyChecked: alreadyChecked)
+    }
+
+    private func refuseKey(_ key: StoreKey?) throws {
+        guard key != nil else { return }
+        throw StoreError(.invalidArgument, "\(kind) stores cannot be encrypted, so they take no key; encrypted "
+            + "stores are sqlite, lmdb, memory and postgres")
     }
 }
 

@@ -23,7 +23,7 @@ extension StoreLocation {
     /// source has every page checked before liblmdb reads one).
     public func openSource(alreadyChecked: Bool = false) throws -> any DataStore {
         try MigrationGate.$opensSwitchedAway.withValue(true) {
-            try backend.openSource(at: path, alreadyChecked: alreadyChecked)
+            try backend.openSource(at: path, alreadyChecked: alreadyChecked, key: key)
         }
     }
 
@@ -38,7 +38,10 @@ extension StoreLocation {
     ///   them), or the error opening it.
     public func check() throws -> StoreCheckReport {
         let started = Date()
-        let engineCheck = try Migrator.withResumeCommand(self) { try backend.check(at: path) }
+        // An encrypted store's engine holds its items sealed: its own check reads them as they are.
+        let engineCheck = try Migrator.withResumeCommand(self) {
+            try SealedEngine.$physicalSchemas.withValue(key != nil) { try backend.check(at: path) }
+        }
         let items = try engineCheck.itemsChecked ?? countCheckedItems()
         try refuseUnfinishedCopy()
         let references = try checkReferences()

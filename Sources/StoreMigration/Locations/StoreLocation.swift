@@ -13,12 +13,19 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     public var kind: StoreKind
     /// Its path (for `memory`, its name; for `postgres`, the URL after `postgres:`).
     public var path: String
+    /// The key of an encrypted store (never part of the location's text: `migrate-store` takes
+    /// it from a file, `--key-file`), or `nil` for a store without encryption.
+    public var key: StoreKey?
 
     /// The store of `kind` at `path`.
-    public init(kind: StoreKind, path: String) {
+    public init(kind: StoreKind, path: String, key: StoreKey? = nil) {
         self.kind = kind
         self.path = path
+        self.key = key
     }
+
+    /// The same location, opened with `key`.
+    public func with(key: StoreKey?) -> StoreLocation { StoreLocation(kind: kind, path: path, key: key) }
 
     /// Parses `KIND:PATH` or a bare path.
     /// - Throws: `invalidArgument` naming the text for an unknown kind, a kind without a path,
@@ -142,7 +149,7 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
     /// Opens the store for reading and writing; with `schema == nil`, an existing store with the
     /// schema it holds.
     public func open(schema: Schema?, durability: Durability = .full) throws -> any DataStore {
-        try backend.open(at: path, schema: schema, durability: durability)
+        try backend.open(at: path, schema: schema, upgrades: SchemaUpgrades(), durability: durability, key: key)
     }
 
     /// Deletes the store's files (or in-memory database).
