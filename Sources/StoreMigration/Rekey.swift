@@ -8,8 +8,9 @@ import Foundation
 /// new one, never a store half rekeyed. The old store is deleted last.
 ///
 /// A run stopped anywhere (Ctrl-C, SIGKILL, a full disk) is finished by running it again: an
-/// unfinished copy is resumed, a finished one not yet swapped is swapped, an old store left
-/// after the swap is deleted.
+/// unfinished copy is resumed, a finished one not yet swapped is brought up to date and swapped,
+/// an old store left after the swap is deleted. A marker (a reserved record) in the new store,
+/// from just before the swap until the old store is gone, tells which of the two is which.
 ///
 /// The store must not be open in another process while it is rekeyed (that process would keep
 /// writing to the old store); to move a running app, use a ``SwitchingStore`` onto an encrypted
@@ -50,9 +51,9 @@ public enum Rekey {
         case .unfinished:
             options.resume = true
         case .complete:
-            guard try holdsStagedMarker(staged) else {
-                // The swap happened; what is left beside the store is the old store.
-                try StoreLocation(kind: staged.kind, path: staged.path, key: location.key).destroy()
+            if try holdsMarker(location.with(key: newKey)) && !holdsMarker(staged) {
+                // The swap happened and the old store, now beside the new one, was not deleted.
+                try finish(location, staged)
                 return nil
             }
             // A verified copy not yet swapped: brought up to date with what the store gained
@@ -60,6 +61,7 @@ public enum Rekey {
             try settle(location, file: file)
             let report = try Migrator.sync(from: location, to: staged, options: options, shouldStop: shouldStop,
                                            progress: progress)
+            try mark(staged)
             try swap(file, with: try stagedFile(staged), location)
             try finish(location, staged)
             return report
@@ -74,14 +76,7 @@ public enum Rekey {
             throw StoreError(.corrupt, "the copy of \(location) under the new key differs from it in "
                 + "\(report.differences) items; the store was left as it was")
         }
-        let store = try staged.open(schema: nil)
-        do {
-            try store.writeSync { try $0.setReservedMetadata(Array(location.description.utf8), forKey: stagedKey) }
-            try store.close()
-        } catch {
-            try? store.close()
-            throw error
-        }
+        try mark(staged)
         try swap(file, with: try stagedFile(staged), location)
         try finish(location, staged)
         return report
@@ -94,10 +89,20 @@ public enum Rekey {
         return file
     }
 
-    private static func holdsStagedMarker(_ staged: StoreLocation) throws -> Bool {
-        let store = try Migrator.acceptingUnfinished { try staged.open(schema: nil) }
+    /// Whether the store at `location` opens with its key and holds the marker of a rekeyed copy.
+    private static func holdsMarker(_ location: StoreLocation) throws -> Bool {
+        guard let store = try? Migrator.acceptingUnfinished({ try location.open(schema: nil) }) else { return false }
         defer { try? store.close() }
         return try store.read { try $0.metadata(forKey: stagedKey) } != nil
+    }
+
+    /// Marks the verified copy as the new store, before it is swapped into place: once swapped,
+    /// the marker at the store's path (until ``finish(_:_:)`` removes it) says that what is
+    /// beside it is the old store.
+    private static func mark(_ staged: StoreLocation) throws {
+        let store = try staged.open(schema: nil)
+        defer { try? store.close() }
+        try store.writeSync { try $0.setReservedMetadata(Array(staged.description.utf8), forKey: stagedKey) }
     }
 
     /// Opens and closes the store once, so that a SQLite store's write-ahead log is folded into

@@ -1,0 +1,116 @@
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+@_spi(Backend) import StoreMigration
+import Testing
+
+/// `migrate-store` with encrypted stores: copies in and out of encryption, rekeying, and a
+/// rekey killed at each phase.
+
+private func keyFile(_ dir: TemporaryDirectory, _ name: String, _ contents: String) throws -> String {
+    let path = dir.path(name)
+    try Data((contents + "\n").utf8).write(to: URL(fileURLWithPath: path))
+    return path
+}
+
+private let hexKey1 = String(repeating: "0123456789abcdef", count: 4)
+private let hexKey2 = String(repeating: "fedcba9876543210", count: 4)
+
+@Test func aStoreCopiedPlainToEncryptedToRekeyedToPlainEqualsTheOriginal() throws {
+    let dir = try TemporaryDirectory()
+    let k1 = try keyFile(dir, "k1", hexKey1)
+    let k2 = try keyFile(dir, "k2", "a passphrase, not hexadecimal")
+    let original = dir.location(.sqlite, "original")
+    try DemoData.seed(original, items: 400, seed: 5)
+
+    let encrypted = dir.location(.lmdb, "encrypted")
+    #expect(try runCLI(["copy", "--from", original.description, "--to", encrypted.description, "--to-key-file", k1,
+                        "--progress", "none"]).status == 0)
+    let other = dir.location(.sqlite, "other")
+    #expect(try runCLI(["copy", "--from", encrypted.description, "--key-file", k1, "--to", other.description,
+                        "--to-key-file", k2, "--progress", "none"]).status == 0)
+    // Verify and check take the key as every command does.
+    #expect(try runCLI(["verify", "--from", original.description, "--to", other.description, "--to-key-file", k2])
+        .status == 0)
+    let check = try runCLI(["check", other.description, "--key-file", k2])
+    #expect(check.status == 0 && check.output.contains("no damage found"), "\(check.errors)")
+    // Rekey in place: the passphrase store gets the raw key.
+    let rekey = try runCLI(["rekey", other.description, "--key-file", k2, "--new-key-file", k1, "--progress", "none"])
+    #expect(rekey.status == 0, "\(rekey.errors)")
+    #expect(rekey.output.contains("rekeyed, verified and swapped into place"))
+    #expect(try runCLI(["inspect", other.description, "--key-file", k2]).errors.contains("the key does not open"))
+    let back = dir.location(.sqlite, "back")
+    #expect(try runCLI(["copy", "--from", other.description, "--key-file", k1, "--to", back.description,
+                        "--progress", "none"]).status == 0)
+    #expect(try contents(back) == contents(original))
+    #expect(try contents(encrypted.with(key: StoreKey(contentsOfFile: k1))) == contents(original))
+    #expect(!FileManager.default.fileExists(atPath: other.path + ".rekeyed"))
+}
+
+@Test func rekeyRefusesWhatWouldLoseTheStoreAndLeavesItAsItWas() throws {
+    let dir = try TemporaryDirectory()
+    let k1 = try keyFile(dir, "k1", hexKey1)
+    let k2 = try keyFile(dir, "k2", hexKey2)
+    let store = dir.location(.sqlite, "store")
+    try DemoData.seed(store, items: 50, seed: 3)
+    let digest = try contents(store)
+    // No new key: refused, rather than read as "decrypt".
+    let noKey = try runCLI(["rekey", store.description])
+    #expect(noKey.status != 0 && noKey.errors.contains("--new-key-file"))
+    // A wrong current key: wrongKey, nothing written.
+    #expect(try runCLI(["rekey", store.description, "--new-key-file", k1, "--progress", "none"]).status == 0)
+    let wrong = try runCLI(["rekey", store.description, "--key-file", k2, "--new-key-file", k1, "--progress", "none"])
+    #expect(wrong.status == 2 && wrong.errors.contains("the key does not open this store"), "\(wrong.errors)")
+    #expect(try contents(store.with(key: StoreKey(contentsOfFile: k1))) == digest)
+    // A kind that cannot be encrypted says so.
+    let jsonl = try runCLI(["copy", "--from", store.description, "--key-file", k1, "--to", "jsonl:\(dir.path("x.jsonl"))",
+                            "--to-key-file", k2, "--progress", "none"])
+    #expect(jsonl.status == 2 && jsonl.errors.contains("jsonl stores cannot be encrypted"), "\(jsonl.errors)")
+    // A missing key file is named.
+    let missing = try runCLI(["rekey", store.description, "--key-file", dir.path("nope"), "--new-key-file", k2])
+    #expect(missing.status == 2 && missing.errors.contains("nope"), "\(missing.errors)")
+    #expect(try contents(store.with(key: StoreKey(contentsOfFile: k1))) == digest)
+}
+
+/// A rekey killed while it copies, and while it verifies: the path always opens wholly with one
+/// of the two keys, and running the command again finishes it.
+@Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"),
+      arguments: [("sqlite", "copy "), ("sqlite", "verify "), ("lmdb", "copy "), ("lmdb", "verify ")])
+func aRekeyKilledWithSIGKILLFinishesWhenRunAgain(_ kind: String, _ phase: String) throws {
+    let dir = try TemporaryDirectory()
+    let k1 = try keyFile(dir, "k1", hexKey1)
+    let k2 = try keyFile(dir, "k2", hexKey2)
+    let reference = dir.location(.sqlite, "reference")
+    try DemoData.seed(reference, items: 20_000, seed: 4)
+    let store = dir.location(StoreKind(rawValue: kind), "store")
+    #expect(try runCLI(["copy", "--from", reference.description, "--to", store.description, "--to-key-file", k1,
+                        "--progress", "none"]).status == 0)
+    let expected = try contents(reference)
+
+    let arguments = ["rekey", store.description, "--key-file", k1, "--new-key-file", k2, "--batch-size", "500",
+                     "--progress", "plain"]
+    let (process, _, err) = try startCLI(arguments)
+    // Killed once its progress says it reached the phase (a state, not a time).
+    var seen = Data()
+    while !String(decoding: seen, as: UTF8.self).contains(phase) {
+        let chunk = err.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        seen.append(chunk)
+    }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    #expect(String(decoding: seen, as: UTF8.self).contains(phase))
+
+    // Whole under one key: the old one, as nothing was swapped yet.
+    let old = store.with(key: try StoreKey(contentsOfFile: k1))
+    let new = store.with(key: try StoreKey(contentsOfFile: k2))
+    let opened = (try? contents(old)) ?? (try? contents(new))
+    #expect(opened == expected)
+
+    let again = try runCLI(Array(arguments.dropLast(2)) + ["--progress", "none"])
+    #expect(again.status == 0, "\(again.errors)")
+    #expect(try contents(new) == expected)
+    #expect(throws: StoreError.self) { try contents(old) }
+    #expect(!FileManager.default.fileExists(atPath: store.path + ".rekeyed"))
+    #expect(!FileManager.default.fileExists(atPath: store.path + ".rekeyed.migrating"))
+}
