@@ -114,3 +114,29 @@ func aRekeyKilledWithSIGKILLFinishesWhenRunAgain(_ kind: String, _ phase: String
     #expect(!FileManager.default.fileExists(atPath: store.path + ".rekeyed"))
     #expect(!FileManager.default.fileExists(atPath: store.path + ".rekeyed.migrating"))
 }
+
+/// Two processes open one encrypted store with the same key, as they do without one: this
+/// process holds it open and writes while `migrate-store` reads it in another.
+@Test(arguments: [StoreKind.sqlite, .lmdb])
+func twoProcessesOpenOneEncryptedStoreWithTheSameKey(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let k1 = try keyFile(dir, "k1", hexKey1)
+    let seeded = dir.location(.sqlite, "seeded")
+    try DemoData.seed(seeded, items: 200, seed: 8)
+    let location = dir.location(kind, "shared")
+    #expect(try runCLI(["copy", "--from", seeded.description, "--to", location.description, "--to-key-file", k1,
+                        "--progress", "none"]).status == 0)
+    let store = try location.with(key: StoreKey(contentsOfFile: k1)).open(schema: nil)
+    defer { try? store.close() }
+    _ = try store.writeSync { try $0.deleteAll("Order_products") }
+    let check = try runCLI(["check", location.description, "--key-file", k1])
+    #expect(check.status == 0 && check.output.contains("no damage found"), "\(check.output)\(check.errors)")
+    let copy = dir.location(.sqlite, "copy")
+    #expect(try runCLI(["copy", "--from", location.description, "--key-file", k1, "--to", copy.description,
+                        "--progress", "none"]).status == 0)
+    let held = try store.read { r in
+        try Dictionary(uniqueKeysWithValues: store.schema.entities.map { ($0.name, try r.fetch(FetchRequest($0.name))) })
+    }
+    #expect(try contents(copy) == held)
+    #expect(held["Order_products"]?.isEmpty == true)
+}

@@ -13,10 +13,19 @@ private func pairs(_ dir: TemporaryDirectory) -> [String: SwitchCases.Pair] {
         "SQLite to LMDB": (StoreLocation(kind: .sqlite, path: dir.path("a.sqlite")), StoreLocation(kind: .lmdb, path: dir.path("b.lmdb"))),
         "LMDB to SQLite": (StoreLocation(kind: .lmdb, path: dir.path("a.lmdb")), StoreLocation(kind: .sqlite, path: dir.path("b.sqlite"))),
         "memory to SQLite": (memory, StoreLocation(kind: .sqlite, path: dir.path("b.sqlite"))),
+        // A running app moved onto an encrypted store, and from one encrypted store to another.
+        "SQLite to encrypted LMDB": (StoreLocation(kind: .sqlite, path: dir.path("a.sqlite")),
+                                     StoreLocation(kind: .lmdb, path: dir.path("b.lmdb"), key: switchKey)),
+        "encrypted LMDB to encrypted SQLite": (StoreLocation(kind: .lmdb, path: dir.path("a.lmdb"), key: switchKey),
+                                               StoreLocation(kind: .sqlite, path: dir.path("b.sqlite"), key: switchKey2)),
     ]
 }
 
-@Test(.serialized, arguments: ["SQLite to LMDB", "LMDB to SQLite", "memory to SQLite"])
+private let switchKey = try! StoreKey(rawKey: [UInt8](repeating: 7, count: 32))
+private let switchKey2 = try! StoreKey(rawKey: [UInt8](repeating: 9, count: 32))
+
+@Test(.serialized, arguments: ["SQLite to LMDB", "LMDB to SQLite", "memory to SQLite", "SQLite to encrypted LMDB",
+                               "encrypted LMDB to encrypted SQLite"])
 func switchingStoreCases(_ pair: String) async throws {
     for (name, run) in SwitchCases.all {
         let dir = try TemporaryDirectory()

@@ -1,0 +1,68 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+@_spi(Backend) import PostgresStore
+import Testing
+
+/// An encrypted PostgreSQL store: the client seals every value that no index covers, so the
+/// server's tables (read through `pg_dump`, as anyone with access to the server could) never
+/// hold one, and filters on sealed attributes are answered by the store.
+
+private let ledgerSchema = Schema(entities: [
+    EntitySchema("Entry", primaryKey: "id", attributes: [
+        Attribute("id", .int),
+        Attribute("account", .string),
+        Attribute("memo", .string),
+        Attribute("amount", .double),
+        Attribute("receipt", .bytes, optional: true),
+    ], indexes: [Index("byAccount", on: ["account"])]),
+])
+
+private let key = try! StoreKey(rawKey: (0..<32).map { UInt8(99 &+ $0) })
+
+@Test func thePostgreSQLTablesOfAnEncryptedStoreHoldNoValueThatIsNotIndexed() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.path("ledger"))
+    try? PostgresStore.destroy(location)
+    defer { try? PostgresStore.destroy(location) }
+    let store = try PostgresStore(location: location, schema: ledgerSchema, key: key)
+    try store.writeSync { writer in
+        for i in 1...50 {
+            try writer.insert(["id": .int(Int64(i)), "account": .string("acct-\(i % 4)"),
+                               "memo": .string("payment to Ximena Fortescue-Dalrymple #\(i)"), "amount": 1234.5,
+                               "receipt": .bytes(Array("RECEIPT-SCAN-\(i)".utf8))], into: "Entry")
+        }
+        try writer.setMetadata(Array("last memo: Fortescue-Dalrymple".utf8), forKey: "app.last")
+    }
+    _ = try store.writeSync { try $0.update("Entry", key: 7, set: ["memo": "refund from Fortescue-Dalrymple"]) }
+
+    let dump = try runCommand("/usr/bin/pg_dump", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
+                                                   "--data-only", "--schema", location.schema])
+    #expect(dump.contains("acct-1"), "the dump holds the store's rows (and the indexed attribute in the clear)")
+    for secret in ["Fortescue", "Ximena", "RECEIPT-SCAN", "1234.5"] {
+        #expect(!dump.contains(secret), "\(secret) is in the server's tables")
+    }
+    // The bytes of a value as PostgreSQL prints a bytea (hex), too.
+    let hex = Array("Fortescue".utf8).map { String(format: "%02x", $0) }.joined()
+    #expect(!dump.contains(hex))
+
+    // Filters on sealed attributes and sorts by them are answered over the opened values.
+    let refunds = try store.read { try $0.fetch(FetchRequest("Entry", filter: .hasPrefix("memo", "refund"))) }
+    #expect(refunds.map { $0["id"] } == [.int(7)])
+    let sorted = try store.read {
+        try $0.fetch(FetchRequest("Entry", filter: .compare("account", .equal, "acct-3"),
+                                  sort: [SortKey("memo", ascending: false)], limit: 2))
+    }
+    #expect(sorted.map { $0["id"] } == [.int(7), .int(47)])
+    try store.close()
+
+    // A wrong key is wrongKey; no key says the store is encrypted.
+    let wrong = #expect(throws: StoreError.self) {
+        try PostgresStore(location: location, schema: ledgerSchema, key: StoreKey(rawKey: [UInt8](repeating: 1, count: 32)))
+    }
+    #expect(wrong?.code == .wrongKey)
+    let none = #expect(throws: StoreError.self) { try PostgresStore(location: location, schema: ledgerSchema) }
+    #expect(none?.code == .wrongKey)
+}
+#endif
