@@ -2,7 +2,9 @@
 // (Scripts/instruction-counts.sh runs each under `valgrind --tool=callgrind
 // --toggle-collect='*runHotPath*'` and compares the count per item with the committed thresholds).
 //
-//     hot-paths sqlite|lmdb|memory insert|get|fetch|forEach|visit|query|unindexed|typed-fetch|typed-insert COUNT
+//     hot-paths sqlite|lmdb|memory[-encrypted] insert|get|fetch|forEach|visit|query|unindexed|typed-fetch|typed-insert COUNT
+//
+// A backend with `-encrypted` opens an encrypted store (a raw key): the cost of the sealing.
 //
 // query: 100 fetches of one value of the indexed attribute (`score == n`); unindexed: one fetch
 // filtered on the double, which no index covers (`ratio < 0.01`).
@@ -50,7 +52,7 @@ let schema = Schema(entities: [
     ], indexes: [Index("byScore", on: ["score"])]),
 ])
 
-let backends = ["sqlite", "lmdb", "memory"]
+let backends = ["sqlite", "lmdb", "memory"].flatMap { [$0, $0 + "-encrypted"] }
 let operations = ["insert", "get", "fetch", "forEach", "visit", "query", "unindexed", "typed-fetch", "typed-insert"]
 let arguments = CommandLine.arguments
 guard arguments.count == 4, backends.contains(arguments[1]), operations.contains(arguments[2]),
@@ -121,11 +123,13 @@ let directory = NSTemporaryDirectory() + "hot-paths-\(getpid())"
 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: directory) }
 let store: any DataStore
-switch backend {
-case "sqlite": store = try SQLiteStore(path: directory + "/store.sqlite", schema: schema, options: SQLiteOptions(durability: .normal))
+let key = backend.hasSuffix("-encrypted") ? try StoreKey(rawKey: (0..<32).map { UInt8($0) }) : nil
+switch backend.split(separator: "-").first {
+case "sqlite": store = try SQLiteStore(path: directory + "/store.sqlite", schema: schema,
+                                       options: SQLiteOptions(durability: .normal, key: key))
 case "lmdb": store = try LMDBStore(path: directory + "/store.lmdb", schema: schema,
-                                   options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))
-default: store = try InMemoryStore(schema: schema)
+                                   options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30, key: key))
+default: store = try InMemoryStore(schema: schema, key: key)
 }
 let items = (0..<count).map(Item.init)
 let records = items.map(\.record)

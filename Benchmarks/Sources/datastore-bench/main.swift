@@ -35,6 +35,7 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: ArgumentHelp("Only the Realm source: a generated Realm file read, and copied into LMDB and "
         + "PostgreSQL, next to a raw Swift loop over the file's bytes; the same file encrypted.")) var realm = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
+    @Flag(help: "With the SQLite and LMDB rows, the same rows on encrypted stores (a raw key).") var encryption = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
     @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
     @Flag(help: "Only the Fluent table (SQLite and PostgreSQL).") var fluent = false
@@ -290,6 +291,25 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                              return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
                                      b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
                          })
+    if options.encryption {
+        let key = try StoreKey(rawKey: (0..<32).map { UInt8($0) })
+        try benchmarkBackend("SQLite, encrypted", n: n,
+                             open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
+                                                     options: SQLiteOptions(durability: .normal, key: key)) },
+                             raw: { path in
+                                 let b = rawSQLite(path, Workload(count: n))
+                                 return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
+                                         b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
+                             })
+        try benchmarkBackend("LMDB, encrypted", n: n,
+                             open: { try LMDBStore(path: $0 + ".lmdb", schema: Workload.schema,
+                                                   options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30, key: key)) },
+                             raw: { path in
+                                 let b = rawLMDB(path + ".lmdb", Workload(count: n))
+                                 return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
+                                         b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
+                             })
+    }
     if onlyBackends { continue }
     try benchmarkMigration(n: n)
     try benchmarkSchemaSteps(n: n)

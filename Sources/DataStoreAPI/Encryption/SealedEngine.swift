@@ -223,8 +223,12 @@ class SealedTransaction: StorageWriter, SchemaEditingWriter, ChangeLogWriting {
         }
     }
 
+    /// The records this transaction opened from compact ones are made in it.
+    private var arena = CompactArena()
+
     private func open(_ record: Record, _ sealed: SealedEntity) throws -> Record {
-        try sealed.open(record, cipher: engine.cipher)
+        if let compact = try sealed.openCompact(record, cipher: engine.cipher, arena: &arena) { return compact }
+        return try sealed.open(record, cipher: engine.cipher)
     }
 
     // MARK: Reads

@@ -25,6 +25,8 @@ struct SealedEntity {
     private let clearSlots: [Int]
     /// The associated data's start: the store's identity, `r`, the entity's name, a zero byte.
     private let aadPrefix: [UInt8]
+    /// The primary key's physical slot.
+    private let keySlot: Int
 
     init(_ logical: EntitySchema, storeID: [UInt8]) {
         self.logical = logical
@@ -55,6 +57,7 @@ struct SealedEntity {
         sealedTypes = sealedSlots.map { logical.attributes[$0].type }
         self.clearSlots = clearSlots
         aadPrefix = storeID + [UInt8(ascii: "r")] + Array(logical.name.utf8) + [0]
+        keySlot = logical.layout.slot(of: logical.primaryKey).map { places[$0] } ?? 0
     }
 
     /// The names of the attributes kept in the clear, in order.
@@ -91,12 +94,22 @@ struct SealedEntity {
     /// The logical record of an engine's record.
     /// - Throws: `corrupt` naming the item when its sealed values do not open or do not read.
     func open(_ record: Record, cipher: StoreCipher) throws -> Record {
-        let keyValue = record.value(atSlot: places[logical.layout.slot(of: logical.primaryKey)!])
-        let key = try PrimaryKey(keyValue)
-        guard case .bytes(let sealed) = record.value(atSlot: clearSlots.count) else {
-            throw damage(key, "its sealed values are missing")
+        let key = try PrimaryKey(record.value(atSlot: keySlot))
+        let aad = aad(key)
+        // A record the engine returned compact is opened where it holds the sealed bytes.
+        var opened: Result<[UInt8]?, StoreError>?
+        let sealedSlot = clearSlots.count
+        _ = record.forEachStoredField(of: physical.layout) { slot, field in
+            guard slot == sealedSlot, field.type == .bytes else { return }
+            opened = aad.withUnsafeBytes { a in Result { () throws(StoreError) in try cipher.open(field.bytes, aad: a) } }
         }
-        guard let plaintext = try cipher.open(sealed, aad: aad(key)) else {
+        if opened == nil, case .bytes(let sealed) = record.value(atSlot: sealedSlot) {
+            opened = sealed.withUnsafeBytes { s in
+                aad.withUnsafeBytes { a in Result { () throws(StoreError) in try cipher.open(s, aad: a) } }
+            }
+        }
+        guard let opened else { throw damage(key, "its sealed values are missing") }
+        guard let plaintext = try opened.get() else {
             throw damage(key, "its sealed values do not open with the store's key: they were changed after they "
                 + "were written, or moved from another item or store")
         }
@@ -109,6 +122,133 @@ struct SealedEntity {
             values.append(place >= 0 ? record.value(atSlot: place) : sealedValues[-1 - place])
         }
         return Record(layout: logical.layout, values: values)
+    }
+
+    /// ``open(_:cipher:)`` for a record the engine returned compact (its fields as stored): the
+    /// logical record is made compact too, in `arena`, from the clear fields and the opened
+    /// ones as they are, without building a value (a value is decoded when it is read).
+    /// - Returns: `nil` for a record that is not compact (then ``open(_:cipher:)`` it).
+    func openCompact(_ record: Record, cipher: StoreCipher, arena: inout CompactArena) throws -> Record? {
+        let clearCount = clearSlots.count
+        return try withUnsafeTemporaryAllocation(of: RowField.self, capacity: clearCount + 1) { fields -> Record? in
+            guard record.forEachStoredField(of: physical.layout, { slot, field in fields[slot] = field }) else {
+                return nil
+            }
+            guard let keyValue = Self.keyValue(fields[keySlot]) else { return try open(record, cipher: cipher) }
+            let key = try PrimaryKey(keyValue)
+            let sealed = fields[clearCount]
+            guard sealed.type == .bytes else { throw damage(key, "its sealed values are missing") }
+            let aad = aad(key)
+            guard let plaintext = try aad.withUnsafeBytes({ a throws(StoreError) in try cipher.open(sealed.bytes, aad: a) })
+            else {
+                throw damage(key, "its sealed values do not open with the store's key: they were changed after they "
+                    + "were written, or moved from another item or store")
+            }
+            return try plaintext.withUnsafeBytes { opened -> Record? in
+                try withUnsafeTemporaryAllocation(of: Int.self, capacity: sealedSlots.count + 1) { bounds -> Record? in
+                    guard Self.walk(opened, types: sealedTypes, bounds: bounds) else {
+                        throw damage(key, "its sealed values open but do not read as its attributes")
+                    }
+                    var size = opened.count
+                    for i in 0..<clearCount { size += Self.size(of: fields[i]) }
+                    return arena.record(layout: logical.layout, size: size) { base, offsets in
+                        var at = 0
+                        for place in places {
+                            offsets.append(at)
+                            if place >= 0 {
+                                at += Self.write(fields[place], at: base + at)
+                            } else {
+                                let i = -1 - place
+                                let field = UnsafeRawBufferPointer(rebasing: opened[bounds[i]..<bounds[i + 1]])
+                                (base + at).copyMemory(from: field.baseAddress!, byteCount: field.count)
+                                at += field.count
+                            }
+                        }
+                        offsets.append(at)
+                        return true
+                    }
+                }
+            }
+        }
+    }
+
+    private static func keyValue(_ field: RowField) -> Value? {
+        switch field.type {
+        case .int, .string, .uuid: return field.value
+        default: return nil
+        }
+    }
+
+    private static func tag(_ type: ValueType?, bits: UInt64) -> FieldTag {
+        switch type {
+        case nil: return .null
+        case .bool: return bits != 0 ? .trueValue : .falseValue
+        case .int: return .int
+        case .double: return .double
+        case .date: return .date
+        case .string: return .string
+        case .bytes: return .bytes
+        case .uuid: return .uuid
+        }
+    }
+
+    private static func size(of field: RowField) -> Int {
+        switch field.type {
+        case nil, .bool: return 1
+        case .int, .double, .date: return FieldWriter.numberSize
+        case .string, .bytes: return FieldWriter.size(ofBytes: field.bytes.count)
+        case .uuid: return 17
+        }
+    }
+
+    private static func write(_ field: RowField, at base: UnsafeMutableRawPointer) -> Int {
+        let tag = tag(field.type, bits: field.bits)
+        switch field.type {
+        case nil, .bool: return FieldWriter.write(tag: tag, at: base)
+        case .int, .double, .date: return FieldWriter.write(tag, bits: field.bits, at: base)
+        case .string, .bytes, .uuid: return FieldWriter.write(tag, bytes: field.bytes, at: base)
+        }
+    }
+
+    /// Checks that `bytes` are exactly one field of each type (null allowed), as ``FieldWriter``
+    /// writes them (tags, lengths, UTF-8), and writes where each starts, and where the last ends,
+    /// into `bounds`.
+    static func walk(_ bytes: UnsafeRawBufferPointer, types: [ValueType],
+                     bounds: UnsafeMutableBufferPointer<Int>) -> Bool {
+        var at = 0
+        for (i, type) in types.enumerated() {
+            bounds[i] = at
+            guard at < bytes.count, let tag = FieldTag(rawValue: bytes[at]) else { return false }
+            at += 1
+            switch (tag, type) {
+            case (.null, _), (.falseValue, .bool), (.trueValue, .bool): break
+            case (.int, .int), (.double, .double), (.date, .date):
+                guard bytes.count - at >= 8 else { return false }
+                at += 8
+            case (.uuid, .uuid):
+                guard bytes.count - at >= 16 else { return false }
+                at += 16
+            case (.string, .string), (.bytes, .bytes):
+                var length = 0
+                var shift = 0
+                while true {
+                    guard at < bytes.count, shift < 63 else { return false }
+                    let byte = bytes[at]
+                    at += 1
+                    length |= Int(byte & 0x7F) << shift
+                    if byte & 0x80 == 0 { break }
+                    shift += 7
+                }
+                guard length >= 0, length <= bytes.count - at else { return false }
+                if tag == .string, !UTF8Text.isValid(UnsafeRawBufferPointer(rebasing: bytes[at..<(at + length)])) {
+                    return false
+                }
+                at += length
+            default: return false
+            }
+        }
+        bounds[types.count] = at
+        return at == bytes.count
     }
 
     private func damage(_ key: PrimaryKey, _ what: String) -> StoreError {

@@ -50,7 +50,7 @@ final class StoreCipher: @unchecked Sendable {
     }
 
     /// `count` bytes from OpenSSL's random generator.
-    static func randomBytes(_ count: Int) throws -> [UInt8] {
+    static func randomBytes(_ count: Int) throws(StoreError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         let ok = bytes.withUnsafeMutableBytes { RAND_bytes($0.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count)) }
         guard ok == 1 else { throw StoreError(.io, "the system's random generator failed (OpenSSL RAND_bytes)") }
@@ -58,7 +58,7 @@ final class StoreCipher: @unchecked Sendable {
     }
 
     /// A context set up with the key, from the pool or new.
-    private func takeContext() throws -> OpaquePointer {
+    private func takeContext() throws(StoreError) -> OpaquePointer {
         if let context = contexts.withLock({ $0.popLast() }) { return context.pointer }
         guard let context = EVP_CIPHER_CTX_new() else {
             throw StoreError(.io, "OpenSSL could not make a cipher context (out of memory)")
@@ -79,7 +79,7 @@ final class StoreCipher: @unchecked Sendable {
     }
 
     /// `plaintext` sealed under `aad` (``overhead`` bytes longer).
-    func seal(_ plaintext: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer) throws -> [UInt8] {
+    func seal(_ plaintext: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer) throws(StoreError) -> [UInt8] {
         let nonce = try Self.randomBytes(Self.nonceSize)
         let context = try takeContext()
         defer { giveBack(context) }
@@ -110,7 +110,7 @@ final class StoreCipher: @unchecked Sendable {
 
     /// The plaintext of a value ``seal(_:aad:)`` sealed under the same `aad`, or `nil` when it
     /// does not open (another key, another place, or a changed byte).
-    func open(_ sealed: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer) throws -> [UInt8]? {
+    func open(_ sealed: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer) throws(StoreError) -> [UInt8]? {
         guard sealed.count >= Self.overhead, sealed[0] == Self.version else { return nil }
         let count = sealed.count - Self.overhead
         let context = try takeContext()
@@ -135,7 +135,7 @@ final class StoreCipher: @unchecked Sendable {
             var scratch: UInt8 = 0
             return withUnsafeMutablePointer(to: &scratch) { EVP_CipherFinal_ex(context, target ?? $0, &tail) } == 1
         }
-        ERR_clear_error()
+        if !opened { ERR_clear_error() }
         return opened ? plaintext : nil
     }
 
@@ -168,8 +168,8 @@ final class StoreCipher: @unchecked Sendable {
                 }
             }
         }
-        ERR_clear_error()
         guard ok == 1 else {
+            ERR_clear_error()
             throw StoreError(.io, "scrypt failed (N = 2^\(logN), r = \(r), p = \(p)): not enough memory?")
         }
         return key
