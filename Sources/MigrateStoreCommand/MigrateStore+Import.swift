@@ -29,6 +29,8 @@ extension MigrateStore {
         @Option(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
         var to: String
 
+        @OptionGroup var key: StoreKeyOption
+
         @Option(help: "The entity to import into.")
         var entity: String
 
@@ -87,7 +89,9 @@ extension MigrateStore {
         }
 
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation.resolve([to], store: nil, takesStoreOption: false)[0] }
+            let location = try CommandFailure.catching {
+                try key.apply(to: StoreLocation.resolve([to], store: nil, takesStoreOption: false)[0])
+            }
             guard location.exists else {
                 throw CommandFailure.exit(for: StoreError(.notFound, "\(location) does not exist: an import writes into "
                     + "a store that has the schema; create it with: migrate-store create \(location) --schema "

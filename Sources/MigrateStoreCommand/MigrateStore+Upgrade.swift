@@ -17,6 +17,8 @@ extension MigrateStore {
         @Argument(help: "The store, KIND:PATH (or a bare KIND for the one store in the current directory).")
         var store: String
 
+        @OptionGroup var key: StoreKeyOption
+
         @Option(help: "The plan: a JSON file.")
         var plan: String
 
@@ -27,7 +29,9 @@ extension MigrateStore {
         var progress: ProgressStyle = .auto
 
         func run() throws {
-            let location = try CommandFailure.catching { try StoreLocation.resolve([store], store: nil, takesStoreOption: false)[0] }
+            let location = try CommandFailure.catching {
+                try key.apply(to: StoreLocation.resolve([store], store: nil, takesStoreOption: false)[0])
+            }
             let schemaPlan = try CommandFailure.catching { try SchemaPlanFile.read(plan) }
             try runUpgrade(location, schemaPlan, dryRun: dryRun, progress: progress)
         }

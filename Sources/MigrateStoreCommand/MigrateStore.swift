@@ -187,6 +187,18 @@ struct TransferOptions: ParsableArguments {
     }
 }
 
+/// `--key-file` of the commands that write one store (`import`, `upgrade`).
+struct StoreKeyOption: ParsableArguments {
+    @Option(help: ArgumentHelp("The file that holds the store's key, if it is encrypted: 64 hexadecimal digits or a "
+        + "passphrase. The key is never printed.", valueName: "path"))
+    var keyFile: String?
+
+    /// `location`, opened with the key of the file.
+    func apply(to location: StoreLocation) throws -> StoreLocation {
+        try location.with(key: keyFile.map { try StoreKey(contentsOfFile: $0) })
+    }
+}
+
 /// How to read a Core Data or plain SQLite source: its model and the attributes that key its
 /// entities (``ForeignSource``'s `model=` and `key=`, as options).
 struct ForeignSourceOptions: ParsableArguments {
