@@ -54,8 +54,9 @@ text = open(sys.argv[1], encoding="utf-8").read()
 block = next(b for b in re.findall(r"```swift\n(.*?)```", text, re.S) if "including: Author.posts" in b)
 open(sys.argv[2], "w").write(block.replace("including: Author.posts", "including: Author.postz", 1))
 PY
-# The package's C modules (CChecksum, which DataStoreAPI imports) by the module maps SwiftPM made.
-cmodules=()
+# The package's C modules (CChecksum, which DataStoreAPI imports) by the module maps SwiftPM made,
+# and the system library DataStoreAPI imports (COpenSSL) by its own.
+cmodules=(-Xcc "-fmodule-map-file=$root/Sources/COpenSSL/module.modulemap")
 for map in "$work"/.build/debug/*.build/module.modulemap; do
     [ -e "$map" ] && cmodules+=(-Xcc "-fmodule-map-file=$map")
 done
