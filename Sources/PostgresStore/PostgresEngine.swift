@@ -804,8 +804,11 @@ import Synchronization
             var stored = Schema(entities: [])
             if tables.contains("_ds_meta") {
                 let reader = PostgresTransaction(session: session, engine: nil, quotedSchema: s)
-                guard let header = try StoreHeader.read(location: location.description, supportedFormat: formatVersion,
-                                                        reader.metadata(forKey:)) else {
+                // An encrypted store is dropped without its key: its header names its tables.
+                guard let header = try SealedEngine.$physicalSchemas.withValue(true, operation: {
+                    try StoreHeader.read(location: location.description, supportedFormat: formatVersion,
+                                         reader.metadata(forKey:))
+                }) else {
                     throw StoreError(.corrupt, "\(location): the store's header is missing from _ds_meta")
                 }
                 stored = header.schema

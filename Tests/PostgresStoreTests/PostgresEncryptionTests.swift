@@ -64,5 +64,10 @@ private let key = try! StoreKey(rawKey: (0..<32).map { UInt8(99 &+ $0) })
     #expect(wrong?.code == .wrongKey)
     let none = #expect(throws: StoreError.self) { try PostgresStore(location: location, schema: ledgerSchema) }
     #expect(none?.code == .wrongKey)
+    // Dropping it needs no key (its header names its tables), and leaves nothing.
+    try PostgresStore.destroy(location)
+    #expect(try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore", "-At",
+                                             "-c", "SELECT count(*) FROM pg_namespace WHERE nspname = '\(location.schema)'"])
+        .trimmingCharacters(in: .whitespacesAndNewlines) == "0")
 }
 #endif

@@ -34,12 +34,14 @@ nonisolated(unsafe) var postgresStop: String?
 /// scans and queries in one snapshot, small transactions (three round trips, and pipelined);
 /// asynchronous commit on both sides (`Durability.normal` is `synchronous_commit = off`), as
 /// SQLite runs with synchronous=NORMAL.
-@MainActor func benchmarkPostgres(n: Int) throws {
+/// With `key`, the same rows on an encrypted store (the client seals the values that no index
+/// covers; the raw libpq loops read plain tables).
+@MainActor func benchmarkPostgres(n: Int, key: StoreKey? = nil) throws {
     let workload = Workload(count: n)
-    let name = "PostgreSQL"
+    let name = key == nil ? "PostgreSQL" : "PostgreSQL, encrypted"
     func open(_ schema: String) throws -> PostgresStore {
         try? PostgresStore.destroy(PostgresLocation(parsing: postgresURL(schema)))
-        return try PostgresStore(url: postgresURL(schema), schema: Workload.schema, durability: .normal)
+        return try PostgresStore(url: postgresURL(schema), schema: Workload.schema, durability: .normal, key: key)
     }
     func raw(_ schema: String) throws -> RawPostgresBench {
         let bench = try RawPostgresBench(host: postgresHost, schema: schema, workload: workload)

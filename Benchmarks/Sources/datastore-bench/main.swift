@@ -35,7 +35,8 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: ArgumentHelp("Only the Realm source: a generated Realm file read, and copied into LMDB and "
         + "PostgreSQL, next to a raw Swift loop over the file's bytes; the same file encrypted.")) var realm = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
-    @Flag(help: "With the SQLite and LMDB rows, the same rows on encrypted stores (a raw key).") var encryption = false
+    @Flag(help: "With the SQLite, LMDB and PostgreSQL rows, the same rows on encrypted stores (a raw key).")
+    var encryption = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
     @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
     @Flag(help: "Only the Fluent table (SQLite and PostgreSQL).") var fluent = false
@@ -253,6 +254,7 @@ for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || only
 }
 for n in sizes where onlyPostgres {
     try benchmarkPostgres(n: n)
+    if options.encryption { try benchmarkPostgres(n: n, key: StoreKey(rawKey: (0..<32).map { UInt8($0) })) }
     try benchmarkPostgresMigration(n: n)
 }
 for n in sizes where onlyJSONL {
