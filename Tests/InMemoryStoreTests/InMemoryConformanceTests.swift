@@ -8,15 +8,20 @@ import Testing
 /// In-memory databases by location, so that "close and reopen" finds the data as a file would.
 let databases = Mutex<[URL: InMemoryDatabase]>([:])
 
-let inMemoryBackend = ConformanceBackend(name: "in-memory") { location, schema, upgrades in
-    let database = databases.withLock { all in
-        if let existing = all[location] { return existing }
-        let created = InMemoryDatabase()
-        all[location] = created
-        return created
+/// The in-memory backend, its databases found by location; encrypted with `key`.
+private func inMemory(named name: String, key: StoreKey? = nil) -> ConformanceBackend {
+    ConformanceBackend(name: name) { location, schema, upgrades in
+        let database = databases.withLock { all in
+            if let existing = all[location] { return existing }
+            let created = InMemoryDatabase()
+            all[location] = created
+            return created
+        }
+        return try InMemoryStore(database: database, schema: schema, upgrades: upgrades, key: key)
     }
-    return try InMemoryStore(database: database, schema: schema, upgrades: upgrades)
 }
+
+let inMemoryBackend = inMemory(named: "in-memory")
 
 @Test(arguments: ConformanceSuite.cases)
 func inMemoryConformance(_ testCase: ConformanceCase) async throws {
@@ -26,15 +31,7 @@ func inMemoryConformance(_ testCase: ConformanceCase) async throws {
 /// The key the encrypted run of the suite opens its stores with.
 private let conformanceKey = try! StoreKey(rawKey: (0..<32).map { UInt8($0) })
 
-let encryptedInMemoryBackend = ConformanceBackend(name: "in-memory, encrypted") { location, schema, upgrades in
-    let database = databases.withLock { all in
-        if let existing = all[location] { return existing }
-        let created = InMemoryDatabase()
-        all[location] = created
-        return created
-    }
-    return try InMemoryStore(database: database, schema: schema, upgrades: upgrades, key: conformanceKey)
-}
+let encryptedInMemoryBackend = inMemory(named: "in-memory, encrypted", key: conformanceKey)
 
 @Test(arguments: ConformanceSuite.cases)
 func encryptedInMemoryConformance(_ testCase: ConformanceCase) async throws {

@@ -277,25 +277,11 @@ if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || 
 }
 for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration
     && !onlyRelationships && !onlySyncJSON && !onlyAsync && !options.foreign && !options.realm {
-    try benchmarkBackend("SQLite", n: n,
-                         open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
-                                                 options: SQLiteOptions(durability: .normal)) },
-                         raw: { path in
-                             let b = rawSQLite(path, Workload(count: n))
-                             return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
-                                     b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
-                         })
-    try benchmarkBackend("LMDB", n: n,
-                         open: { try LMDBStore(path: $0 + ".lmdb", schema: Workload.schema,
-                                               options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30)) },
-                         raw: { path in
-                             let b = rawLMDB(path + ".lmdb", Workload(count: n))
-                             return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
-                                     b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
-                         })
-    if options.encryption {
-        let key = try StoreKey(rawKey: (0..<32).map { UInt8($0) })
-        try benchmarkBackend("SQLite, encrypted", n: n,
+    // The SQLite and LMDB rows; with --encryption, the same again on encrypted stores.
+    let keys: [StoreKey?] = options.encryption ? [nil, try StoreKey(rawKey: (0..<32).map { UInt8($0) })] : [nil]
+    for key in keys {
+        let suffix = key == nil ? "" : ", encrypted"
+        try benchmarkBackend("SQLite" + suffix, n: n,
                              open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
                                                      options: SQLiteOptions(durability: .normal, key: key)) },
                              raw: { path in
@@ -303,7 +289,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                                  return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
                                          b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
                              })
-        try benchmarkBackend("LMDB, encrypted", n: n,
+        try benchmarkBackend("LMDB" + suffix, n: n,
                              open: { try LMDBStore(path: $0 + ".lmdb", schema: Workload.schema,
                                                    options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30, key: key)) },
                              raw: { path in

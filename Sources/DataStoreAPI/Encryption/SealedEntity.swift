@@ -113,8 +113,15 @@ struct SealedEntity {
             throw damage(key, "its sealed values do not open with the store's key: they were changed after they "
                 + "were written, or moved from another item or store")
         }
-        guard let sealedValues = Self.fields(plaintext, types: sealedTypes) else {
-            throw damage(key, "its sealed values open but do not read as its attributes")
+        let sealedValues = try plaintext.withUnsafeBytes { opened in
+            try withUnsafeTemporaryAllocation(of: Int.self, capacity: sealedSlots.count + 1) { bounds in
+                guard Self.walk(opened, types: sealedTypes, bounds: bounds) else {
+                    throw damage(key, "its sealed values open but do not read as its attributes")
+                }
+                return (0..<sealedSlots.count).map {
+                    CompactRow.value(of: UnsafeRawBufferPointer(rebasing: opened[bounds[$0]..<bounds[$0 + 1]]))
+                }
+            }
         }
         var values: [Value] = []
         values.reserveCapacity(places.count)
@@ -253,63 +260,6 @@ struct SealedEntity {
 
     private func damage(_ key: PrimaryKey, _ what: String) -> StoreError {
         StoreError(.corrupt, "\(logical.name)[\(key)]: \(what)")
-    }
-
-    /// The values of fields written by ``FieldWriter``, one per type (null allowed), or `nil`
-    /// when the bytes are not exactly such fields.
-    static func fields(_ bytes: [UInt8], types: [ValueType]) -> [Value]? {
-        var values: [Value] = []
-        values.reserveCapacity(types.count)
-        var at = 0
-        func fixed() -> UInt64? {
-            guard at + 8 <= bytes.count else { return nil }
-            var bits: UInt64 = 0
-            for i in 0..<8 { bits |= UInt64(bytes[at + i]) << (8 * UInt64(i)) }
-            at += 8
-            return bits
-        }
-        func payload() -> ArraySlice<UInt8>? {
-            var length: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                guard at < bytes.count, shift < 64 else { return nil }
-                let byte = bytes[at]
-                at += 1
-                length |= UInt64(byte & 0x7F) << shift
-                if byte & 0x80 == 0 { break }
-                shift += 7
-            }
-            guard length <= UInt64(bytes.count - at) else { return nil }
-            defer { at += Int(length) }
-            return bytes[at..<(at + Int(length))]
-        }
-        for type in types {
-            guard at < bytes.count, let tag = FieldTag(rawValue: bytes[at]) else { return nil }
-            at += 1
-            let value: Value
-            switch (tag, type) {
-            case (.null, _): value = .null
-            case (.falseValue, .bool): value = .bool(false)
-            case (.trueValue, .bool): value = .bool(true)
-            case (.int, .int): guard let bits = fixed() else { return nil }; value = .int(Int64(bitPattern: bits))
-            case (.double, .double): guard let bits = fixed() else { return nil }; value = .double(Double(bitPattern: bits))
-            case (.date, .date):
-                guard let bits = fixed() else { return nil }
-                value = .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
-            case (.string, .string):
-                guard let text = payload(), let string = String(validating: text, as: UTF8.self) else { return nil }
-                value = .string(string)
-            case (.bytes, .bytes): guard let data = payload() else { return nil }; value = .bytes(Array(data))
-            case (.uuid, .uuid):
-                guard at + 16 <= bytes.count else { return nil }
-                let u = bytes[at..<(at + 16)].withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
-                at += 16
-                value = .uuid(u)
-            default: return nil
-            }
-            values.append(value)
-        }
-        return at == bytes.count ? values : nil
     }
 }
 
