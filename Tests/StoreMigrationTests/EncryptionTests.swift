@@ -264,3 +264,41 @@ private func sqlite3(_ path: String, _ sql: String) throws -> String {
     #expect(occurrences(of: Array("Quirrelthorpe".utf8), in: sealed) == 0)
     #expect(try store.read { try $0.get("Patient", key: 1) }?["name"] == .string(secretValues(1).name))
 }
+
+/// Every byte of one item's sealed values changed in turn, with the `sqlite3` shell (so the row's
+/// checksum is taken off as for any outside write, and only the seal can tell): each change is
+/// refused naming the item, the other item still reads, and the original bytes read again.
+@Test func everyChangedByteOfASealedValueIsRefused() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("flips.sqlite")
+    do {
+        let store = try SQLiteStore(path: path, schema: secretSchema, options: SQLiteOptions(key: rawKey))
+        try fill(store, count: 2)
+        try store.close()
+    }
+    let original = try sqlite3(path, "SELECT hex(_ds_sealed) FROM Patient WHERE id = 1")
+    let bytes = stride(from: 0, to: original.count, by: 2).map { i -> UInt8 in
+        let start = original.index(original.startIndex, offsetBy: i)
+        return UInt8(original[start..<original.index(start, offsetBy: 2)], radix: 16)!
+    }
+    #expect(bytes.count > 29)
+    func write(_ value: [UInt8]) throws {
+        _ = try sqlite3(path, "UPDATE Patient SET _ds_sealed = X'\(value.map { String(format: "%02X", $0) }.joined())' WHERE id = 1")
+    }
+    var refused = 0
+    for position in bytes.indices {
+        var changed = bytes
+        changed[position] ^= 0x01
+        try write(changed)
+        let store = try SQLiteStore(path: path, schema: secretSchema, options: SQLiteOptions(key: rawKey))
+        let error = #expect(throws: StoreError.self) { try store.read { try $0.get("Patient", key: 1) } }
+        if error?.code == .corrupt, error?.message.contains("Patient[1]") == true { refused += 1 }
+        #expect(try store.read { try $0.get("Patient", key: 2) }?["name"] == .string(secretValues(2).name))
+        try store.close()
+    }
+    #expect(refused == bytes.count)
+    try write(bytes)
+    let store = try SQLiteStore(path: path, schema: secretSchema, options: SQLiteOptions(key: rawKey))
+    defer { try? store.close() }
+    #expect(try store.read { try $0.get("Patient", key: 1) }?["name"] == .string(secretValues(1).name))
+}
