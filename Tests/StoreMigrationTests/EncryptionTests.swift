@@ -302,3 +302,19 @@ private func sqlite3(_ path: String, _ sql: String) throws -> String {
     defer { try? store.close() }
     #expect(try store.read { try $0.get("Patient", key: 1) }?["name"] == .string(secretValues(1).name))
 }
+
+/// A key printed, dumped or interpolated with the options that hold it shows no byte of it.
+@Test func aKeyIsNeverPrinted() throws {
+    let secret = "correct horse battery staple"
+    let key = try StoreKey(passphrase: secret, cost: 10)
+    let raw = try StoreKey(rawKey: [UInt8](repeating: 0xAB, count: 32))
+    for options in [SQLiteOptions(key: key), SQLiteOptions(key: raw)] {
+        var dumped = ""
+        dump(options, to: &dumped)
+        let shown = [dumped, "\(options)", String(reflecting: options), "\(LMDBOptions(key: options.key))"]
+        for text in shown {
+            #expect(!text.contains(secret) && !text.contains("171") && !text.lowercased().contains("ab, ab"), "\(text)")
+            #expect(text.contains("StoreKey("), "\(text)")
+        }
+    }
+}

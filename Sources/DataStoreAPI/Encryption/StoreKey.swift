@@ -11,7 +11,7 @@ import Foundation
 /// let key = try StoreKey(contentsOfFile: "/etc/myapp/store.key")
 /// let store = try SQLiteStore(path: "notes.sqlite", schema: schema, options: SQLiteOptions(key: key))
 /// ```
-public struct StoreKey: Sendable, Hashable, CustomStringConvertible {
+public struct StoreKey: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     enum Secret: Sendable, Hashable {
         case raw([UInt8])
         case passphrase([UInt8])
@@ -105,6 +105,12 @@ public struct StoreKey: Sendable, Hashable, CustomStringConvertible {
         }
         return key
     }
+
+    /// Which kind of key it is, never the secret: `dump`, `debugPrint` and string interpolation
+    /// of a value holding a key (an options struct) show no byte of it.
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+
+    public var debugDescription: String { description }
 
     /// Which kind of key it is, never the secret.
     public var description: String {
