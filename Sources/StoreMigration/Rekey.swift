@@ -45,22 +45,28 @@ public enum Rekey {
         var options = options
         options.verify = true
         options.overwrite = false
+        // After the swap the path holds the new store, marked until the old one, now beside it
+        // under the old key, is deleted: a run stopped there only has that left to do.
+        if try holdsMarker(location.with(key: newKey)) {
+            try finish(location, staged)
+            return nil
+        }
         switch try Migrator.copyState(of: staged) {
         case .missing:
             options.resume = false
         case .unfinished:
             options.resume = true
         case .complete:
-            if try holdsMarker(location.with(key: newKey)) && !holdsMarker(staged) {
-                // The swap happened and the old store, now beside the new one, was not deleted.
-                try finish(location, staged)
-                return nil
-            }
             // A verified copy not yet swapped: brought up to date with what the store gained
-            // since (a sync, verified), then swapped.
+            // since (a sync), verified again, then swapped.
             try settle(location, file: file)
-            let report = try Migrator.sync(from: location, to: staged, options: options, shouldStop: shouldStop,
-                                           progress: progress)
+            try Migrator.sync(from: location, to: staged, options: options, shouldStop: shouldStop, progress: progress)
+            let report = try Migrator.verify(from: location, to: staged, options: options, shouldStop: shouldStop,
+                                             progress: progress)
+            guard report.differences == 0 else {
+                throw StoreError(.corrupt, "the copy of \(location) under the new key differs from it in "
+                    + "\(report.differences) items after a sync; the store was left as it was")
+            }
             try mark(staged)
             try swap(file, with: try stagedFile(staged), location)
             try finish(location, staged)
@@ -120,10 +126,11 @@ public enum Rekey {
         }
     }
 
-    /// Deletes the old store (now at the staging path) and the marker of the new one.
+    /// Deletes the old store (now at the staging path, if a stopped run left it) and the marker
+    /// of the new one.
     private static func finish(_ location: StoreLocation, _ staged: StoreLocation) throws {
         let old = StoreLocation(kind: staged.kind, path: staged.path, key: location.key)
-        try old.destroy()
+        if old.exists { try old.destroy() }
         let store = try location.with(key: staged.key).open(schema: nil)
         defer { try? store.close() }
         try store.writeSync { try $0.setReservedMetadata(nil, forKey: stagedKey) }
@@ -131,11 +138,19 @@ public enum Rekey {
 
     /// Exchanges two paths atomically (Linux's `renameat2` with `RENAME_EXCHANGE`).
     private static func swap(_ a: String, with b: String, _ location: StoreLocation) throws {
-        for suffix in ["-wal", "-shm"] {
-            // SQLite's side files belong to the file they sit beside: none may be left to pair
-            // with the other store after the swap (both were closed and folded before).
-            try? FileManager.default.removeItem(atPath: a + suffix)
-            try? FileManager.default.removeItem(atPath: b + suffix)
+        // SQLite's side files belong to the file they sit beside: none may be left to pair with
+        // the other store after the swap. Both stores were closed, which folds a log into its
+        // file; a log that still holds anything is never deleted, the swap is refused.
+        for file in [a, b] {
+            if let size = (try? FileManager.default.attributesOfItem(atPath: file + "-wal"))?[.size] as? Int, size > 0 {
+                throw StoreError(.invalidArgument, "\(file)-wal still holds transactions after its store closed: "
+                    + "another process has \(location) open; close it, then run rekey again")
+            }
+        }
+        for file in [a, b] {
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: file + suffix) {
+                try FileManager.default.removeItem(atPath: file + suffix)
+            }
         }
         typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else {
@@ -147,6 +162,13 @@ public enum Rekey {
         guard renameat2(AT_FDCWD, a, AT_FDCWD, b, exchange) == 0 else {
             let reason = String(cString: strerror(errno))
             throw StoreError(.io, "cannot swap \(a) and \(b): \(reason); \(location) was left as it was")
+        }
+        // The swap is durable once the directory that holds both names is.
+        let directory = open((a as NSString).deletingLastPathComponent.isEmpty ? "." : (a as NSString).deletingLastPathComponent,
+                             O_RDONLY | O_DIRECTORY)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
         }
     }
 }

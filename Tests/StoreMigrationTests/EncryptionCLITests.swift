@@ -1,7 +1,7 @@
 @_spi(Backend) import DataStoreAPI
 import DataStoreTestSupport
 import Foundation
-@_spi(Backend) import StoreMigration
+@_spi(Backend) @testable import StoreMigration
 import Testing
 
 /// `migrate-store` with encrypted stores: copies in and out of encryption, rekeying, and a
@@ -139,4 +139,47 @@ func twoProcessesOpenOneEncryptedStoreWithTheSameKey(_ kind: StoreKind) throws {
     }
     #expect(try contents(copy) == held)
     #expect(held["Order_products"]?.isEmpty == true)
+}
+
+/// The states a rekey stopped after its copy leaves, made by hand, each finished by running the
+/// command again: the copy marked but not swapped (the store written since), the swap done with
+/// the old store still beside it, and the old store deleted with the marker still in the new one.
+@Test(arguments: ["marked, not swapped", "swapped, old store beside it", "old store deleted, marker left"])
+func aRekeyStoppedAfterItsCopyFinishesWhenRunAgain(_ state: String) throws {
+    let dir = try TemporaryDirectory()
+    let k1 = try keyFile(dir, "k1", hexKey1)
+    let k2 = try keyFile(dir, "k2", hexKey2)
+    let (key1, key2) = (try StoreKey(contentsOfFile: k1), try StoreKey(contentsOfFile: k2))
+    let reference = dir.location(.sqlite, "reference")
+    try DemoData.seed(reference, items: 300, seed: 6)
+    let store = dir.location(.sqlite, "store").with(key: key1)
+    try Migrator.copy(from: reference, to: store)
+    let staged = Rekey.stagingLocation(of: store, newKey: key2)
+    try Migrator.copy(from: store, to: staged)
+    let marked = try staged.open(schema: nil)
+    try marked.writeSync { try $0.setReservedMetadata(Array("marker".utf8), forKey: Rekey.stagedKey) }
+    try marked.close()
+    switch state {
+    case "marked, not swapped":
+        // The store gains an item after the copy: the rerun's sync must carry it.
+        let open = try store.open(schema: nil)
+        _ = try open.writeSync { try $0.deleteAll("Order_products") }
+        try open.close()
+        let reopened = try store.open(schema: nil)
+        try reopened.close()
+    default:
+        let moved = store.path + ".moving"
+        try FileManager.default.moveItem(atPath: store.path, toPath: moved)
+        try FileManager.default.moveItem(atPath: staged.path, toPath: store.path)
+        try FileManager.default.moveItem(atPath: moved, toPath: staged.path)
+        if state == "old store deleted, marker left" { try staged.destroy() }
+    }
+    let expected = try contents(state == "marked, not swapped" ? store : reference)
+    let again = try runCLI(["rekey", store.description, "--key-file", k1, "--new-key-file", k2, "--progress", "none"])
+    #expect(again.status == 0, "\(again.errors)")
+    #expect(try contents(store.with(key: key2)) == expected)
+    #expect(!FileManager.default.fileExists(atPath: staged.path))
+    let opened = try store.with(key: key2).open(schema: nil)
+    defer { try? opened.close() }
+    #expect(try opened.read { try $0.metadata(forKey: Rekey.stagedKey) } == nil)
 }

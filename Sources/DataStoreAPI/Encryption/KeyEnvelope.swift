@@ -56,16 +56,6 @@ struct KeyEnvelope {
                             salt: envelope.salt, storeID: storeID, wrapped: wrapped), dataKey)
     }
 
-    /// The same data key and identity, wrapped by another key.
-    func rewrapped(_ dataKey: [UInt8], for userKey: StoreKey) throws -> KeyEnvelope {
-        let (fresh, _) = try Self.create(for: userKey)
-        let template = KeyEnvelope(derivation: fresh.derivation, logN: fresh.logN, r: fresh.r, p: fresh.p,
-                                   salt: fresh.salt, storeID: storeID, wrapped: [])
-        let wrapped = try StoreCipher(key: template.wrappingKey(userKey)).seal(dataKey, aad: template.header)
-        return KeyEnvelope(derivation: template.derivation, logN: template.logN, r: template.r, p: template.p,
-                           salt: template.salt, storeID: storeID, wrapped: wrapped)
-    }
-
     /// The bytes before the wrapped key: the associated data of the wrapping.
     var header: [UInt8] {
         var bytes = Self.magic
@@ -102,7 +92,7 @@ struct KeyEnvelope {
     static func decode(_ bytes: [UInt8], location: String) throws -> KeyEnvelope {
         let damaged = StoreError(.corrupt, "\(location): the record of the store's encryption key "
             + "(\(key)) is damaged, so its data cannot be decrypted")
-        guard bytes.count >= 5, Array(bytes[0..<4]) == magic else { throw damaged }
+        guard bytes.count >= 5, Array(bytes[0..<4]) == magic, bytes[4] >= 1 else { throw damaged }
         guard bytes[4] <= version else {
             throw StoreError(.incompatibleFormat, "\(location) is encrypted in version \(bytes[4]) of the key record; "
                 + "this version reads up to \(version)")
@@ -114,8 +104,10 @@ struct KeyEnvelope {
         let r = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 7, as: UInt32.self)) }
         let p = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 11, as: UInt32.self)) }
         let logN = bytes[6]
+        // Only the parameters this version writes: an edited record cannot make scrypt ask for
+        // gigabytes before it fails.
         if derivation == .scrypt {
-            guard (10...20).contains(logN), (1...64).contains(r), (1...16).contains(p) else { throw damaged }
+            guard (10...20).contains(logN), r == 8, p == 1 else { throw damaged }
         }
         return KeyEnvelope(derivation: derivation, logN: logN, r: r, p: p, salt: Array(bytes[15..<31]),
                            storeID: Array(bytes[31..<47]), wrapped: Array(bytes[headerSize..<(size - 4)]))

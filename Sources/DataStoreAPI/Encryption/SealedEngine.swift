@@ -372,6 +372,10 @@ class SealedTransaction: StorageWriter, SchemaEditingWriter, ChangeLogWriting {
     }
 
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
+        // The engine's header and the key record are the engine's and this layer's own.
+        guard ![StoreHeader.formatKey, StoreHeader.schemaKey, KeyEnvelope.key, SealedEngine.schemaKey].contains(key) else {
+            throw StoreError(.invalidArgument, "metadata key '\(key)' is the store's own and cannot be written")
+        }
         try writer.setMetadata(value.map { try engine.sealMetadata($0, key: key) }, forKey: key)
     }
 

@@ -94,7 +94,13 @@ struct SealedEntity {
     /// The logical record of an engine's record.
     /// - Throws: `corrupt` naming the item when its sealed values do not open or do not read.
     func open(_ record: Record, cipher: StoreCipher) throws -> Record {
-        let key = try PrimaryKey(record.value(atSlot: keySlot))
+        // A record of the physical layout is read by slot; any other (an engine that returns
+        // records it was given) by name.
+        let byLayout = record.storedLayout == physical.layout
+        func value(_ slot: Int) -> Value {
+            byLayout ? record.value(atSlot: slot) : record.value(ifPresent: physical.attributes[slot].name) ?? .null
+        }
+        let key = try PrimaryKey(value(keySlot))
         let aad = aad(key)
         // A record the engine returned compact is opened where it holds the sealed bytes.
         var opened: Result<[UInt8]?, StoreError>?
@@ -103,7 +109,7 @@ struct SealedEntity {
             guard slot == sealedSlot, field.type == .bytes else { return }
             opened = aad.withUnsafeBytes { a in Result { () throws(StoreError) in try cipher.open(field.bytes, aad: a) } }
         }
-        if opened == nil, case .bytes(let sealed) = record.value(atSlot: sealedSlot) {
+        if opened == nil, case .bytes(let sealed) = value(sealedSlot) {
             opened = sealed.withUnsafeBytes { s in
                 aad.withUnsafeBytes { a in Result { () throws(StoreError) in try cipher.open(s, aad: a) } }
             }
@@ -126,7 +132,7 @@ struct SealedEntity {
         var values: [Value] = []
         values.reserveCapacity(places.count)
         for place in places {
-            values.append(place >= 0 ? record.value(atSlot: place) : sealedValues[-1 - place])
+            values.append(place >= 0 ? value(place) : sealedValues[-1 - place])
         }
         return Record(layout: logical.layout, values: values)
     }
@@ -137,7 +143,8 @@ struct SealedEntity {
     /// - Returns: `nil` for a record that is not compact (then ``open(_:cipher:)`` it).
     func openCompact(_ record: Record, cipher: StoreCipher, arena: inout CompactArena) throws -> Record? {
         let clearCount = clearSlots.count
-        return try withUnsafeTemporaryAllocation(of: RowField.self, capacity: clearCount + 1) { fields -> Record? in
+        // The fields point into the record's chunk, which the record keeps alive.
+        return try withExtendedLifetime(record) { try withUnsafeTemporaryAllocation(of: RowField.self, capacity: clearCount + 1) { fields -> Record? in
             guard record.forEachStoredField(of: physical.layout, { slot, field in fields[slot] = field }) else {
                 return nil
             }
@@ -176,7 +183,7 @@ struct SealedEntity {
                     }
                 }
             }
-        }
+        } }
     }
 
     private static func keyValue(_ field: RowField) -> Value? {

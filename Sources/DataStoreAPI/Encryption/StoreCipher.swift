@@ -61,6 +61,7 @@ final class StoreCipher: @unchecked Sendable {
     private func takeContext() throws(StoreError) -> OpaquePointer {
         if let context = contexts.withLock({ $0.popLast() }) { return context.pointer }
         guard let context = EVP_CIPHER_CTX_new() else {
+            ERR_clear_error()
             throw StoreError(.io, "OpenSSL could not make a cipher context (out of memory)")
         }
         let ok = key.withUnsafeBufferPointer {
@@ -68,6 +69,7 @@ final class StoreCipher: @unchecked Sendable {
         }
         guard ok == 1 else {
             EVP_CIPHER_CTX_free(context)
+            ERR_clear_error()
             throw StoreError(.io, "OpenSSL has no ChaCha20-Poly1305 (EVP_chacha20_poly1305)")
         }
         return context
@@ -104,7 +106,10 @@ final class StoreCipher: @unchecked Sendable {
             return EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_GET_TAG, Int32(Self.tagSize),
                                        body + plaintext.count) == 1
         }
-        guard ok else { throw StoreError(.io, "OpenSSL failed to encrypt a value (ChaCha20-Poly1305)") }
+        guard ok else {
+            ERR_clear_error()
+            throw StoreError(.io, "OpenSSL failed to encrypt a value (ChaCha20-Poly1305)")
+        }
         return sealed
     }
 
