@@ -60,7 +60,7 @@ public enum Rekey {
             // A verified copy not yet swapped: brought up to date with what the store gained
             // since (a sync), verified again, then swapped.
             try settle(location, file: file)
-            try Migrator.sync(from: location, to: staged, options: options, shouldStop: shouldStop, progress: progress)
+            _ = try Migrator.sync(from: location, to: staged, options: options, shouldStop: shouldStop, progress: progress)
             let report = try Migrator.verify(from: location, to: staged, options: options, shouldStop: shouldStop,
                                              progress: progress)
             guard report.differences == 0 else {
