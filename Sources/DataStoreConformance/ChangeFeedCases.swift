@@ -334,11 +334,12 @@ enum ChangeFeedCases {
         c.expectEqual(try reopened.changes(since: tokens[81 - 5], limit: 10).map(\.sequence), [77, 78, 79, 80, 81])
     }
 
-    /// The feed's state is stored as version 2; a state of version 1 (what the toolkit wrote
-    /// before it stopped rewriting the state at every commit) is read, and rewritten as 2 at the
-    /// next recorded commit, the numbering going on; a version it does not know is
-    /// `incompatibleFormat`, naming the version, for a reader of the feed and for a writer, and
-    /// the items stay readable.
+    /// The feed's state is stored as version 3, which ends with its checksum; a state of version
+    /// 1 (what the toolkit wrote before it stopped rewriting the state at every commit) is read,
+    /// and rewritten as 3 at the next recorded commit, the numbering going on; one of version 2
+    /// (before the checksum) is read; a sealed state whose version byte changed is damage; a
+    /// version it does not know is `incompatibleFormat`, naming the version, for a reader of the
+    /// feed and for a writer, and the items stay readable.
     static func theFeedStateVersionIsCheckedAndUpgraded(_ c: ConformanceContext) throws {
         let store = try c.open()
         guard let engine = (store as? Store)?.engine else {
@@ -348,24 +349,36 @@ enum ChangeFeedCases {
         for i in 1...3 { try store.writeSync { try $0.insert(["key": .string("k\(i)")], into: "Keyed") } }
         let first = try store.currentChangeToken()
         func stateVersion() throws -> UInt8? { try engine.withReader { try $0.metadata(forKey: "datastore.feed") }?.first }
-        func setStateVersion(_ version: UInt8) throws {
+        /// The state as `version` wrote it: the same fields, without the sum the current version
+        /// ends it with; or, `sealed`, with only its version byte changed.
+        func setStateVersion(_ version: UInt8, sealed: Bool = false) throws {
             try engine.withWriter { writer in
                 guard var bytes = try writer.metadata(forKey: "datastore.feed") else { return }
                 bytes[0] = version
+                if !sealed && bytes.count == 54 { bytes.removeLast(4) }
                 try writer.setMetadata(bytes, forKey: "datastore.feed")
             }
         }
-        c.expectEqual(try stateVersion(), 2, "a new feed's state")
+        c.expectEqual(try stateVersion(), 3, "a new feed's state")
         try setStateVersion(1)
         try store.writeSync { try $0.insert(["key": "k4"], into: "Keyed") }
-        c.expectEqual(try stateVersion(), 2, "rewritten at the next recorded commit")
+        c.expectEqual(try stateVersion(), 3, "rewritten at the next recorded commit")
         c.expectEqual(try store.changes(since: ChangeToken(store: first.store, sequence: 1), limit: 10).map(\.sequence),
                       [2, 3, 4])
-        try setStateVersion(3)
-        c.expectError(.incompatibleFormat, naming: "unknown version (3)", "reading the feed") {
+        let sealed = try engine.withReader { try $0.metadata(forKey: "datastore.feed") }
+        try setStateVersion(2, sealed: true)
+        c.expectError(.corrupt, naming: "feed's state is damaged", "a sealed state whose version byte changed") {
             _ = try store.changes(since: first, limit: 10)
         }
-        c.expectError(.incompatibleFormat, naming: "unknown version (3)", "writing") {
+        try engine.withWriter { try $0.setMetadata(sealed, forKey: "datastore.feed") }
+        try setStateVersion(2)
+        c.expectEqual(try store.changes(since: ChangeToken(store: first.store, sequence: 1), limit: 10).map(\.sequence),
+                      [2, 3, 4], "a state of version 2 (without its sum)")
+        try setStateVersion(4)
+        c.expectError(.incompatibleFormat, naming: "unknown version (4)", "reading the feed") {
+            _ = try store.changes(since: first, limit: 10)
+        }
+        c.expectError(.incompatibleFormat, naming: "unknown version (4)", "writing") {
             try store.writeSync { try $0.insert(["key": "k5"], into: "Keyed") }
         }
         c.expectEqual(try store.read { try $0.count(FetchRequest("Keyed")) }, 4)

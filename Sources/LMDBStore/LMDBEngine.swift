@@ -9,8 +9,10 @@ import Logging
     /// The format this code writes. Format 1 wrote index keys without the separator that
     /// ``LMDBIndexKeys`` puts between tuple and primary key; its indexes are rebuilt on open.
     /// Formats 1 and 2 wrote records without a checksum (``LMDBRecordCoding``); a writable open
-    /// checks and seals every record, in the same one transaction as the index rebuild.
-    static let formatVersion = 3
+    /// checks and seals every record, in the same one transaction as the index rebuild. Formats 1
+    /// to 3 wrote the header without its checksum (``StoreHeader``); the same transaction writes
+    /// it again with one.
+    static let formatVersion = 4
 
     public let schema: Schema
     /// The environment directory.
@@ -65,7 +67,7 @@ import Logging
         guard let meta else { throw StoreError(.io, "\(path): cannot create _ds_meta") }
         let opened = try LMDBDatabases.open(schema, environment, txn, meta: meta, create: isNew)
         // A read-only store of format 1 cannot have its indexes rebuilt: queries scan instead.
-        databases = readOnly && storedFormat < Self.formatVersion ? opened.withoutIndexes : opened
+        databases = readOnly && storedFormat < 2 ? opened.withoutIndexes : opened
         if isNew {
             try StoreHeader.write(schema, format: Self.formatVersion) { try txn.put(meta, Array($0.utf8), $1) }
         }
@@ -148,12 +150,13 @@ import Logging
     /// entity in pages (a cursor would not survive the restart that growing the map needs).
     /// Brings a store of an older format to this one in one transaction (a crash leaves the old
     /// format, and the next writable open runs it again): index keys of format 1 rebuilt, the
-    /// records of formats 1 and 2 checked and sealed with their checksums.
+    /// records of formats 1 and 2 checked and sealed with their checksums, the header of formats 1
+    /// to 3 written with its checksum.
     private func upgrade(from storedFormat: Int) throws {
         let txn = try LMDBRawTransaction(environment: environment, write: true)
         defer { txn.finish() }
         let storage = LMDBTransaction(txn: txn, databases: databases)
-        for entity in schema.entities {
+        for entity in schema.entities where storedFormat < 3 {
             try storage.sealRecords(entity)
         }
         if storedFormat < 2 {

@@ -10,7 +10,8 @@ extension MigrateStore {
             discussion: """
                 SQLite: PRAGMA integrity_check. LMDB: every page of every database walked with bounds \
                 checks before liblmdb reads it. Both: every item read back and checked against the \
-                schema (types, required values, valid UTF-8).
+                schema (types, required values, valid UTF-8, each record's checksum), then the \
+                change feed's state and entries.
                 """)
 
         @OptionGroup var foreign: ForeignSourceOptions
@@ -22,7 +23,8 @@ extension MigrateStore {
             let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil, takesStoreOption: false)[0]) }
             let report = try CommandFailure.catching { try location.check() }
             print("\(location): no damage found in \(String(format: "%.2f", report.seconds)) s: "
-                + "\(report.engineCheck); \(report.items) items\(report.references.map { ", \($0) references" } ?? "")")
+                + "\(report.engineCheck); \(report.items) items\(report.references.map { ", \($0) references" } ?? "")"
+                + (report.changeFeedEntries.map { ", \($0) change feed entries" } ?? ""))
         }
     }
 }

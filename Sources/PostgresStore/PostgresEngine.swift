@@ -22,8 +22,10 @@ import Synchronization
 @_spi(Backend) public final class PostgresEngine: StorageEngine, CommitCounting, CommitNotifying, ReferenceConstraining,
     @unchecked Sendable {
     /// 2: the feed's numbers come from a sequence (format 1 moved a counter row in every write
-    /// transaction, `_ds_commits`); a store of format 1 is upgraded when opened.
-    static let formatVersion = 2
+    /// transaction, `_ds_commits`); a store of format 1 is upgraded when opened. 3: the header
+    /// carries its checksum (``StoreHeader``); a store of format 1 or 2 has its header written
+    /// again when opened.
+    static let formatVersion = 3
 
     public let schema: Schema
     public let location: PostgresLocation
@@ -181,7 +183,8 @@ import Synchronization
                     throw StoreError(.corrupt, "\(location): the store's header is missing from _ds_meta")
                 }
                 stored = header.schema
-                if header.format < 2 { try upgradeToSequence(db, schema: header.schema, feed: PostgresFeedSQL(s: s, lockKey: lockKey)) }
+                if header.format < 2 { try upgradeToSequence(db, feed: PostgresFeedSQL(s: s, lockKey: lockKey)) }
+                if header.format < formatVersion { try writeHeader(header.schema, db, quotedSchema: s) }
             } else if !tables.isEmpty {
                 throw StoreError(.notAStore, "\(location): schema \(location.schema) holds tables but is not a "
                     + "DataStore store (no _ds_meta table)")
@@ -203,8 +206,8 @@ import Synchronization
 
     /// Format 1 to 2: the feed's numbers go on from the last entry's (or the state's `next`) in a
     /// sequence, the floor is the first entry's, and the counter row is dropped. In the
-    /// transaction that opens the store, under its advisory lock.
-    private static func upgradeToSequence(_ db: PostgresSession, schema: Schema, feed: PostgresFeedSQL) throws {
+    /// transaction that opens the store, under its advisory lock (which then writes the header).
+    private static func upgradeToSequence(_ db: PostgresSession, feed: PostgresFeedSQL) throws {
         let s = feed.s
         // A writer of the old format still in flight appends after these bounds otherwise.
         try db.query("LOCK TABLE \(s)._ds_commits IN ACCESS EXCLUSIVE MODE")
@@ -229,6 +232,10 @@ import Synchronization
         floor.append(Int64(clamping: first))
         try db.query(feed.raiseFloor("$1::int8", greatest: false), floor)
         try db.query("DROP TABLE IF EXISTS \(s)._ds_commits")
+    }
+
+    /// Writes the header of this format, in the transaction that opens the store.
+    private static func writeHeader(_ schema: Schema, _ db: PostgresSession, quotedSchema s: String) throws {
         try StoreHeader.write(schema, format: formatVersion) { key, value in
             var binds = LibpqParameters()
             binds.append(PostgresSQL.escape(key))

@@ -16,8 +16,9 @@ import Synchronization
     @unchecked Sendable {
     /// The format this code writes; a store of a newer format is refused. Format 1 had no row
     /// checksums (``SQLiteRowSum``): a writable open adds and fills them, in one transaction; a
-    /// read-only one reads the rows as they are.
-    static let formatVersion = 2
+    /// read-only one reads the rows as they are. Formats 1 and 2 wrote the header without its
+    /// checksum (``StoreHeader``): a writable open writes it again, in the same transaction.
+    static let formatVersion = 3
 
     public let schema: Schema
     /// The database file.
@@ -52,7 +53,7 @@ import Synchronization
         var storedFormat: Int
         (schema, storedFormat) = try Self.prepare(connection, requested: options.readOnly ? nil : requested, path: path)
         if storedFormat < Self.formatVersion && !options.readOnly {
-            try Self.upgrade(connection, schema, path: path)
+            try Self.upgrade(connection, schema, path: path, from: storedFormat)
             storedFormat = Self.formatVersion
         }
         if options.readOnly, let requested {
@@ -107,12 +108,13 @@ import Synchronization
         }
     }
 
-    /// Brings a store of format 1 to this one, in one transaction: each table's checksum column
-    /// added and filled. A row whose columns do not read as its attributes' types stops it,
-    /// named, and leaves the store as it was.
-    private static func upgrade(_ db: SQLiteConnection, _ schema: Schema, path: String) throws {
+    /// Brings a store of an older format to this one, in one transaction: from format 1, each
+    /// table's checksum column added and filled; from 1 and 2, the header written with its
+    /// checksum. A row whose columns do not read as its attributes' types stops it, named, and
+    /// leaves the store as it was.
+    private static func upgrade(_ db: SQLiteConnection, _ schema: Schema, path: String, from storedFormat: Int) throws {
         try db.transaction(write: true) {
-            for entity in schema.entities {
+            for entity in schema.entities where storedFormat < 2 {
                 let table = SQLiteQuery.quote(entity.name)
                 try db.execute("ALTER TABLE \(table) ADD COLUMN \(SQLiteRowSum.column) INTEGER")
                 try SQLiteRowSum.reseal(entity, table: entity.name, in: db)

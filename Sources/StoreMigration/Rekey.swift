@@ -63,14 +63,7 @@ public enum Rekey {
             _ = try Migrator.sync(from: location, to: staged, options: options, shouldStop: shouldStop, progress: progress)
             let report = try Migrator.verify(from: location, to: staged, options: options, shouldStop: shouldStop,
                                              progress: progress)
-            guard report.differences == 0 else {
-                throw StoreError(.corrupt, "the copy of \(location) under the new key differs from it in "
-                    + "\(report.differences) items after a sync; the store was left as it was")
-            }
-            try mark(staged)
-            try swap(file, with: try stagedFile(staged), location)
-            try finish(location, staged)
-            return report
+            return try swapIn(staged, for: location, file: file, verified: report, after: " after a sync")
         }
         guard location.exists else {
             throw StoreError(.notFound, "\(location) does not exist")
@@ -78,9 +71,16 @@ public enum Rekey {
         try settle(location, file: file)
         let report = try Migrator.copy(from: location, to: staged, options: options, shouldStop: shouldStop,
                                        progress: progress)
+        return try swapIn(staged, for: location, file: file, verified: report, after: "")
+    }
+
+    /// Puts the verified copy in the store's place: refused unless the verification found no
+    /// difference, then marked, swapped and finished (the old store deleted).
+    private static func swapIn(_ staged: StoreLocation, for location: StoreLocation, file: String,
+                               verified report: MigrationReport, after: String) throws -> MigrationReport {
         guard report.differences == 0 else {
             throw StoreError(.corrupt, "the copy of \(location) under the new key differs from it in "
-                + "\(report.differences) items; the store was left as it was")
+                + "\(report.differences) items\(after); the store was left as it was")
         }
         try mark(staged)
         try swap(file, with: try stagedFile(staged), location)

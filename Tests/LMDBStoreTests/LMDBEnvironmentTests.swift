@@ -197,6 +197,9 @@ func expectNoJournalFile(in path: String) throws {
             try txn.put(dbi, LMDBIndexKeys.tuple(["ab"]) + encoded, encoded)
         }
         try txn.put(engine.databases.meta, Array("datastore.format".utf8), Array("1".utf8))
+        // The schema's JSON without its NUL byte and checksum, as format 1 wrote it.
+        let schema = try #require(try txn.withValue(engine.databases.meta, Array("datastore.schema".utf8)) { Array($0) })
+        try txn.put(engine.databases.meta, Array("datastore.schema".utf8), Array(schema.dropLast(5)))
         try txn.commit()
         try store.close()
     }

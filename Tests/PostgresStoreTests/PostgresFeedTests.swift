@@ -15,6 +15,44 @@ private func psql(_ sql: String) throws -> String {
                                      "-v", "ON_ERROR_STOP=1", "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
+/// A flipped byte in the header (format version, schema) or in the feed's state of a
+/// PostgreSQL store is damage, as on the embedded backends (which flip every byte of them): the
+/// store refuses to open, or its feed to be read and a commit to be made, with `corrupt`; the
+/// notes are as they were once the byte is put back.
+@Test func aFlippedByteOfTheHeaderOrTheFeedsStateIsDamage() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    do {
+        let store = try PostgresStore(location: location, schema: noteSchema)
+        defer { try? store.close() }
+        for id in 1...2 {
+            try store.writeSync { try $0.insert(["id": .int(Int64(id)), "title": "note \(id)"], into: "Note") }
+        }
+    }
+    let s = "\"\(location.schema)\"._ds_meta"
+    for key in ["datastore.format", "datastore.schema", "datastore.feed"] {
+        let length = try #require(Int(try psql("SELECT length(value) FROM \(s) WHERE key = '\(key)'")))
+        for index in Set([0, length / 2, length - 1]).sorted() {
+            let flip = "UPDATE \(s) SET value = set_byte(value, \(index), get_byte(value, \(index)) # 255) WHERE key = '\(key)'"
+            _ = try psql(flip)
+            do {
+                let store = try PostgresStore(location: location, schema: nil)
+                defer { try? store.close() }
+                _ = try store.currentChangeToken()
+                try store.writeSync { try $0.insert(["id": 3, "title": "note 3"], into: "Note") }
+                Issue.record("\(key), byte \(index): no error")
+            } catch let error as StoreError {
+                #expect(error.code == .corrupt, "\(key), byte \(index): \(error)")
+            }
+            _ = try psql(flip)
+        }
+    }
+    let store = try PostgresStore(location: location, schema: nil)
+    defer { try? store.close() }
+    #expect(try store.read { try $0.count(FetchRequest("Note")) } == 2)
+}
+
 /// A store that format 1 made (a counter row that every write moved, dense numbers, no
 /// sequence) opens, is upgraded to the sequence, and keeps its feed: tokens taken before the
 /// upgrade are followed after it, and the next commit's number follows the last one's.
@@ -37,11 +75,14 @@ private func psql(_ sql: String) throws -> String {
     _ = try psql("BEGIN; DROP SEQUENCE \(s)._ds_feed_seq; DROP TABLE \(s)._ds_gate; "
         + "DELETE FROM \(s)._ds_meta WHERE key = 'datastore.feed-floor'; "
         + "CREATE TABLE \(s)._ds_commits (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO \(s)._ds_commits VALUES (1, 5); "
-        + "UPDATE \(s)._ds_meta SET value = '1'::bytea WHERE key = 'datastore.format'; COMMIT")
+        + "UPDATE \(s)._ds_meta SET value = '1'::bytea WHERE key = 'datastore.format'; "
+        // The schema's JSON without its NUL byte and checksum, as format 1 wrote it.
+        + "UPDATE \(s)._ds_meta SET value = substring(value from 1 for length(value) - 5) WHERE key = 'datastore.schema'; "
+        + "COMMIT")
 
     let store = try PostgresStore(location: location, schema: noteSchema)
     defer { try? store.close() }
-    #expect(try psql("SELECT convert_from(value, 'UTF8') FROM \(s)._ds_meta WHERE key = 'datastore.format'") == "2")
+    #expect(try psql("SELECT convert_from(value, 'UTF8') FROM \(s)._ds_meta WHERE key = 'datastore.format'") == "3")
     #expect(try psql("SELECT count(*) FROM pg_tables WHERE schemaname = '\(location.schema)' AND tablename = '_ds_commits'")
         == "0")
     #expect(try store.changes(since: tokens[1], limit: 10).map(\.sequence) == [3, 4, 5])

@@ -159,7 +159,9 @@ private func cells(of table: String, in path: String, file: [UInt8]) throws -> [
         try store.close()
     }
     try execute(path, "DROP TRIGGER \"_ds_sum.Item\"; ALTER TABLE Item DROP COLUMN _ds_sum; "
-        + "UPDATE _ds_meta SET value = CAST('1' AS BLOB) WHERE key = 'datastore.format'")
+        + "UPDATE _ds_meta SET value = CAST('1' AS BLOB) WHERE key = 'datastore.format'; "
+        // The schema's JSON without its NUL byte and checksum, as format 1 wrote it.
+        + "UPDATE _ds_meta SET value = substr(value, 1, length(value) - 5) WHERE key = 'datastore.schema'")
     do {
         let store = try SQLiteStore(path: path, schema: nil, options: SQLiteOptions(readOnly: true))
         #expect(try store.read { try $0.fetch(FetchRequest("Item")) } == ids.map(checksumItem))

@@ -50,6 +50,11 @@ public class ReadAccessor {
     /// The store's schema.
     public var schema: Schema { catalog.schema }
 
+    /// Reads the change feed's state and every entry it holds, their checksums checked, for a
+    /// check of the store; returns how many entries were read.
+    /// - Throws: `corrupt` naming the state or the first damaged entry.
+    package func checkChangeFeed() throws -> Int { try ChangeLog.checkEntries(reader) }
+
     /// The items that match the request, in its sort order (ties by primary key).
     /// - Throws: `unknownEntity`, `unknownAttribute`, `typeMismatch`, `invalidArgument`.
     public func fetch(_ request: FetchRequest) throws -> [Record] {

@@ -1,18 +1,27 @@
+internal import CChecksum
 import Foundation
 
 /// The header every store keeps in its metadata: the format version of the backend that wrote
 /// it and the schema it holds, so that a store describes itself. One reader and one writer for
 /// every backend; a backend supplies only its metadata lookup and its format number.
+///
+/// The schema record ends with a NUL byte and a CRC-32C (four bytes, little-endian) of the
+/// format's text, a NUL byte, the schema's JSON and the NUL byte: a changed byte in either is
+/// damage, where it could have been read as another schema or an older format to upgrade from.
+/// A schema record of JSON alone (no NUL byte, which JSON never holds) is one that a version
+/// before header checksums wrote; it is read as it is, and the backend's format step writes it
+/// again with its sum.
 @_spi(Backend) public enum StoreHeader {
     /// The metadata key of the format version (decimal text).
     public static let formatKey = "datastore.format"
-    /// The metadata key of the schema (its stored JSON).
+    /// The metadata key of the schema (its stored JSON and checksum).
     public static let schemaKey = "datastore.schema"
 
     /// Reads the header through `metadata`.
     /// - Returns: the format and schema, or `nil` for a store that has no header yet.
     /// - Throws: `incompatibleFormat` for a format newer than `supportedFormat`; `corrupt` when
-    ///   half of the header is missing or it cannot be read; naming `location`.
+    ///   half of the header is missing, it cannot be read, or its checksum does not match;
+    ///   naming `location`.
     public static func read(
         location: String, supportedFormat: Int,
         _ metadata: (String) throws -> [UInt8]?
@@ -36,13 +45,38 @@ import Foundation
         guard let schemaBytes else {
             throw StoreError(.corrupt, "\(location): the store's schema is missing")
         }
-        return (format, try Schema.decodeFromStorage(schemaBytes, location: location))
+        let sealed = schemaBytes.count >= 5 && schemaBytes[schemaBytes.count - 5] == 0
+        let json = sealed ? Array(schemaBytes[..<(schemaBytes.count - 5)]) : schemaBytes
+        // The JSON first, so that a record that is not a schema's says what it is not; then the
+        // sum, which finds what still decodes.
+        let schema = try Schema.decodeFromStorage(json, location: location)
+        if sealed {
+            let stored = schemaBytes[(schemaBytes.count - 4)...].withUnsafeBytes {
+                UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self))
+            }
+            guard sum(formatBytes, schemaBytes[..<(schemaBytes.count - 4)]) == stored else {
+                throw StoreError(.corrupt, "\(location): the store's header is damaged: the checksum of its format "
+                    + "version (\(format)) and schema does not match them")
+            }
+        }
+        return (format, schema)
     }
 
     /// Writes the header of a new store (or the new format of an upgraded one) through `write`.
     public static func write(_ schema: Schema, format: Int, _ write: (String, [UInt8]) throws -> Void) throws
     {
-        try write(formatKey, Array(String(format).utf8))
-        try write(schemaKey, schema.encodedForStorage())
+        let formatBytes = Array(String(format).utf8)
+        var schemaBytes = try schema.encodedForStorage()
+        schemaBytes.append(0)
+        withUnsafeBytes(of: sum(formatBytes, schemaBytes[...]).littleEndian) { schemaBytes.append(contentsOf: $0) }
+        try write(formatKey, formatBytes)
+        try write(schemaKey, schemaBytes)
+    }
+
+    /// The CRC-32C of the format's text, a NUL byte, and the schema record up to its sum.
+    private static func sum(_ format: [UInt8], _ schema: ArraySlice<UInt8>) -> UInt32 {
+        var crc = format.withUnsafeBytes { ds_crc32c(0, $0.baseAddress, $0.count) }
+        crc = withUnsafeBytes(of: UInt8(0)) { ds_crc32c(crc, $0.baseAddress, 1) }
+        return schema.withUnsafeBytes { ds_crc32c(crc, $0.baseAddress, $0.count) }
     }
 }

@@ -114,6 +114,16 @@ package enum ChangeLog {
         return try reader.metadata(forKey: entryKey(sequence))
     }
 
+    /// The entry of `sequence`, which `state` says the feed holds.
+    /// - Throws: `corrupt` when it is missing.
+    private static func heldEntry(_ reader: any StorageReader, _ sequence: UInt64, _ state: State) throws -> [UInt8] {
+        guard let bytes = try entry(reader, sequence) else {
+            throw StoreError(.corrupt, "the change feed's transaction \(sequence) is missing although the feed "
+                + "holds \(state.first) to \(state.next - 1)")
+        }
+        return bytes
+    }
+
     private static func store(_ writer: any StorageWriter, _ log: (any ChangeLogWriting)?, _ sequence: UInt64,
                               _ bytes: [UInt8]) throws {
         if let log { return try log.appendChangeLog(sequence, bytes) }
@@ -150,6 +160,32 @@ package enum ChangeLog {
             }
         }
         return state
+    }
+
+    /// Reads the feed's state and every entry it still holds, each decoded with its checksum
+    /// checked, for a check of the store; returns how many entries were read.
+    /// - Throws: `corrupt` naming the state or the first damaged entry.
+    static func checkEntries(_ reader: any StorageReader) throws -> Int {
+        guard let state = try readState(reader), state.settings.isEnabled, state.first < state.next else { return 0 }
+        let reader = base(reader)
+        if let numbering = reader as? any ChangeLogNumbering {
+            var count = 0
+            var after = state.first - 1
+            while after < state.next - 1 {
+                let page = try numbering.changeLogEntries(after: after, through: state.next - 1, limit: 1_000)
+                guard let last = page.last else { break }
+                for entry in page {
+                    _ = try decodeEntry(entry.entry, token: ChangeToken(store: state.id, sequence: entry.sequence))
+                }
+                count += page.count
+                after = last.sequence
+            }
+            return count
+        }
+        for sequence in state.first..<state.next {
+            _ = try decodeEntry(try heldEntry(reader, sequence, state), token: ChangeToken(store: state.id, sequence: sequence))
+        }
+        return Int(state.next - state.first)
     }
 
     /// The head token of a store, read in its own read transaction.
@@ -207,11 +243,8 @@ package enum ChangeLog {
         var result: [ChangeSet] = []
         var sequence = token.sequence + 1
         while sequence < state.next && result.count < limit {
-            guard let bytes = try entry(reader, sequence) else {
-                throw StoreError(.corrupt, "the change feed's transaction \(sequence) is missing although the feed "
-                    + "holds \(state.first) to \(state.next - 1)")
-            }
-            result.append(try decodeEntry(bytes, token: ChangeToken(store: state.id, sequence: sequence)))
+            result.append(try decodeEntry(try heldEntry(reader, sequence, state),
+                                          token: ChangeToken(store: state.id, sequence: sequence)))
             sequence += 1
         }
         return result
@@ -319,7 +352,13 @@ package enum ChangeLog {
     /// (LMDB, SQLite, PostgreSQL): a version that knows only 1 refuses the feed of such a store
     /// (`incompatibleFormat`) rather than trusting a `next` that is no longer kept up to date.
     /// Version 1 is read as before, and rewritten as 2 at the next recorded commit.
-    static let stateVersion: UInt8 = 2
+    /// 3 adds the CRC-32C of the bytes before it (four bytes, little-endian), as the entries
+    /// have: a changed byte in the feed's identity or its numbers is damage, where it could have
+    /// been read as another feed. A state of version 1 or 2 is read as before and written as 3
+    /// at the next commit that writes it.
+    static let stateVersion: UInt8 = 3
+    /// The length of a state of version 3, its sum included; 4 bytes less for versions 1 and 2.
+    private static let sealedStateLength = 54
     /// Entries of version 2 end with the CRC-32C of the bytes before it (four bytes,
     /// little-endian), checked when the entry is read; version 1, which a store written before
     /// keeps until its retention trims them, had none.
@@ -335,13 +374,27 @@ package enum ChangeLog {
         out.u64(UInt64(state.settings.retainedTransactions))
         out.u64(UInt64(state.settings.maxKeysPerTransaction))
         out.byte(state.settings.isEnabled ? 1 : 0)
+        out.seal()
         return out.bytes
     }
 
-    static func decodeState(_ bytes: [UInt8]) throws -> State {
+    static func decodeState(_ stored: [UInt8]) throws -> State {
+        var bytes = stored
+        // A state of the sealed length is read by its sum before its version byte, so that a
+        // changed version byte is damage too, not a version this one does not know.
+        if stored.count == sealedStateLength {
+            guard let unsealed = SealedBytes.unsealed(stored) else {
+                throw StoreError(.corrupt, "the change feed's state is damaged: its checksum does not match its bytes "
+                    + "(they changed after it was written)")
+            }
+            bytes = unsealed
+            guard bytes.first == stateVersion else { throw StoreError(.corrupt, "the change feed's state is damaged") }
+        } else if bytes.first == stateVersion {
+            throw StoreError(.corrupt, "the change feed's state is damaged")
+        }
         var input = FeedReader(bytes, what: "the change feed's state")
         let version = try input.byte()
-        guard version == 1 || version == stateVersion else {
+        guard version == 1 || version == 2 || version == stateVersion else {
             throw StoreError(.incompatibleFormat, "the change feed's state has an unknown version (\(version)): a newer "
                 + "version of the toolkit wrote this store's feed")
         }

@@ -13,6 +13,9 @@ public struct StoreCheckReport: Sendable, Codable, Hashable {
     /// To-one references checked (each points at an existing item); `nil` for a store without
     /// relationships.
     public var references: Int?
+    /// Entries of the change feed read, their checksums checked (the feed's state too); `nil`
+    /// from a version before this field.
+    public var changeFeedEntries: Int?
     /// How long the check took.
     public var seconds: Double
 }
@@ -32,7 +35,8 @@ extension StoreLocation {
     /// decoded and checked against the schema (a value the schema cannot hold exactly is
     /// damage). Values damaged into other valid values of the right type cannot be told from
     /// real data by any check.
-    /// Then every to-one reference, which must point at an existing item.
+    /// Then every to-one reference, which must point at an existing item, and the change feed's
+    /// state and entries, whose checksums must match.
     /// - Throws: `corrupt` naming the file and what is damaged, `referenceViolation` naming the
     ///   dangling references (a `DELETE` in the `sqlite3` shell with foreign keys off leaves
     ///   them), or the error opening it.
@@ -45,9 +49,10 @@ extension StoreLocation {
         let items = try engineCheck.itemsChecked ?? countCheckedItems()
         try refuseUnfinishedCopy()
         let references = try checkReferences()
+        let entries = try checkChangeFeed()
         return StoreCheckReport(
             store: description, engineCheck: engineCheck.description, items: items, references: references,
-            seconds: Date().timeIntervalSince(started))
+            changeFeedEntries: entries, seconds: Date().timeIntervalSince(started))
     }
 
     /// Refuses the destination of an unfinished copy (its references may lead to items the copy
@@ -83,6 +88,17 @@ extension StoreLocation {
                 + "\(report.danglingCount == 1 ? "" : "s") (written outside the package, or damage): \(report.summary)")
         }
         return report.checked
+    }
+
+    /// Reads the change feed's state and every entry it holds; returns how many entries.
+    private func checkChangeFeed() throws -> Int {
+        let store = try Migrator.acceptingUnfinished { try openSource(alreadyChecked: true) }
+        defer { try? store.close() }
+        do {
+            return try store.read { try $0.checkChangeFeed() }
+        } catch let error as StoreError where error.code == .corrupt {
+            throw StoreError(.corrupt, "\(description): \(error.message)")
+        }
     }
 
     /// Reads every item back through the store (its decoding checks each value against the
