@@ -69,7 +69,6 @@ public enum Migrator {
                             shouldStop: @escaping () -> Bool = { false },
                             progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport {
         if !options.dryRun { try checkDirectory(of: destination) }
-        try refuseKeyOfStream(destination)
         if let streamed = try destination.backend as? any StreamedStoreBackend {
             return try copyStreamed(streamed, from: source, to: destination, options, shouldStop, progress)
         }
@@ -155,7 +154,6 @@ public enum Migrator {
     private static func compareStores(operation: MigrationReport.Operation, _ source: StoreLocation, _ destination: StoreLocation,
                                       _ options: MigrationOptions, _ shouldStop: @escaping () -> Bool,
                                       _ progress: @escaping (MigrationProgress) -> Void) throws -> MigrationReport {
-        try refuseKeyOfStream(destination)
         if operation == .sync, let streamed = try destination.backend as? any StreamedStoreBackend {
             return try syncStreamed(streamed, from: source, to: destination, options, shouldStop, progress)
         }
@@ -293,13 +291,6 @@ public enum Migrator {
         case unfinished
         /// A complete store is there.
         case complete
-    }
-
-    /// Refuses a key for a destination written as a stream (JSON Lines), which is never encrypted.
-    private static func refuseKeyOfStream(_ destination: StoreLocation) throws {
-        guard destination.key != nil, try destination.backend is any StreamedStoreBackend else { return }
-        throw StoreError(.invalidArgument, "\(destination.kind) stores cannot be encrypted, so they take no key; "
-            + "encrypted stores are sqlite, lmdb, memory and postgres")
     }
 
     /// Where a copy into `destination` stands; a destination that cannot be opened counts as

@@ -36,6 +36,10 @@ public enum Rekey {
                              shouldStop: @escaping () -> Bool = { false },
                              progress: @escaping (MigrationProgress) -> Void = { _ in }) throws -> MigrationReport? {
         let backend = try location.backend
+        if backend is any StreamedStoreBackend {
+            throw StoreError(.invalidArgument, "\(location.kind) stores are written whole, never changed in place: copy it "
+                + "to a new file with the new key (migrate-store copy --to-key-file)")
+        }
         guard let file = backend.fileSystemPath(of: location.path) else {
             throw StoreError(.invalidArgument, "rekey swaps a store's files, and \(location.kind) stores are not files: "
                 + "copy it to a new location with the new key (migrate-store copy --to-key-file), then point the app "

@@ -202,7 +202,7 @@ func aCheckpointWithNothingNewKeepsTheStreamsLength(_ name: String) throws {
     let source = try edgeStore(.memory, dir, "source")
     let path = dir.path(name)
     let backend = JSONLBackend()
-    let writer = try backend.beginStream(at: path, schema: source.schema, source: "test")
+    let writer = try backend.beginStream(at: path, schema: source.schema, source: "test", key: nil)
     let entity = try #require(source.schema.entities.first)
     let records = try source.read { try $0.scan(entity.name, after: nil, limit: 10) }
     for record in records { try writer.append(record, of: entity) }
@@ -210,7 +210,7 @@ func aCheckpointWithNothingNewKeepsTheStreamsLength(_ name: String) throws {
     try writer.checkpoint(position)
     try writer.checkpoint(position)
     // The process dies here; a later run resumes.
-    let (resumed, written) = try backend.resumeStream(at: path, schema: source.schema)
+    let (resumed, written) = try backend.resumeStream(at: path, schema: source.schema, key: nil)
     defer { try? written.close() }
     #expect(try written.read { try $0.scan(entity.name, after: nil, limit: 100) } == records)
     #expect(resumed.position == position)

@@ -4,6 +4,7 @@ import Foundation
 @_spi(Backend) import InMemoryStore
 @_spi(Backend) import LMDBStore
 @_spi(Backend) import SQLiteStore
+import StoreMigration
 import Testing
 
 /// Encrypted stores on the backends whose data are files: what the files hold, and the errors
@@ -317,4 +318,56 @@ private func sqlite3(_ path: String, _ sql: String) throws -> String {
             #expect(text.contains("StoreKey("), "\(text)")
         }
     }
+}
+
+/// A JSON Lines store copied with a key, plain and gzip-compressed: the file (read decompressed)
+/// holds none of the values no index covers, and the key and indexed values in the clear; it
+/// opens with the key, equal to its source, and refuses no key and another key; a copy stopped
+/// midway resumes with the key, and a resume with another key is refused. The same copy without
+/// a key holds the values: the scan finds what it looks for.
+@Test(arguments: ["secrets.jsonl", "secrets.jsonl.gz"])
+func anEncryptedJSONLinesStoreHoldsNoValueThatIsNotIndexed(_ name: String) throws {
+    let dir = try TemporaryDirectory()
+    let source = StoreLocation(kind: .sqlite, path: dir.path("source.sqlite"))
+    do {
+        let store = try source.open(schema: secretSchema)
+        try fill(store, count: 300)
+        try store.close()
+    }
+    func text(_ path: String) throws -> [(String, [UInt8])] {
+        [(path, Array(try runCommand("/bin/gzip", ["-dcf", path]).utf8))]
+    }
+    let needles = ["Quirrelthorpe", "penicillin", "71.25"]
+    func found(_ path: String) throws -> [String] {
+        let bytes = try text(path)[0].1
+        return needles.filter { occurrences(of: Array($0.utf8), in: bytes) > 0 }
+    }
+    let jsonl = StoreLocation(kind: .jsonl, path: dir.path(name)).with(key: rawKey)
+    var batches = 0
+    #expect(throws: MigrationInterrupted.self) {
+        try Migrator.copy(from: source, to: jsonl, options: MigrationOptions(batchSize: 50),
+                          shouldStop: { batches += 1; return batches > 2 })
+    }
+    #expect(try Migrator.copyState(of: jsonl) == .unfinished)
+    #expect(throws: StoreError.self) {
+        try Migrator.copy(from: source, to: jsonl.with(key: otherKey), options: MigrationOptions(resume: true))
+    }
+    let report = try Migrator.copy(from: source, to: jsonl, options: MigrationOptions(resume: true))
+    #expect(report.resumed && report.verified && report.differences == 0)
+    #expect(try found(jsonl.path) == [])
+    #expect(occurrences(of: Array("ward-1".utf8), in: try text(jsonl.path)[0].1) > 0)
+    #expect(try contents(jsonl) == contents(source))
+    for key in [nil, otherKey] {
+        #expect {
+            _ = try contents(jsonl.with(key: key))
+        } throws: { ($0 as? StoreError)?.code == .wrongKey }
+    }
+    let keyFile = dir.path("key")
+    try Data((0..<32).map { String(format: "%02x", 200 - $0) }.joined().utf8).write(to: URL(fileURLWithPath: keyFile))
+    let check = try runCLI(["check", "jsonl:" + jsonl.path, "--key-file", keyFile])
+    #expect(check.status == 0 && check.output.contains("299 items"), "\(check.output)\(check.errors)")
+
+    let plain = StoreLocation(kind: .jsonl, path: dir.path("plain-" + name))
+    try Migrator.copy(from: source, to: plain)
+    #expect(try found(plain.path) == needles)
 }

@@ -10,16 +10,17 @@ import SQLiteStore
 /// transactions of one insert each. The synchronous side runs them in a loop on one thread; the
 /// async side as a server's handlers would, from 64 concurrent tasks (`readAsync`, and the
 /// `async` form of `writeAsync`), and also one at a time. A ratio above 1 is the async API
-/// faster.
-@MainActor func benchmarkAsync(n: Int) throws {
+/// faster. With `key`, on encrypted stores.
+@MainActor func benchmarkAsync(n: Int, key: StoreKey? = nil) throws {
     let directory = scratch("async")
     defer { try? FileManager.default.removeItem(atPath: directory) }
+    let suffix = key == nil ? "" : ", encrypted"
     let stores: [(String, any DataStore)] = [
-        ("in-memory", try InMemoryStore(schema: Workload.schema)),
-        ("SQLite", try SQLiteStore(path: directory + "/a.sqlite", schema: Workload.schema,
-                                   options: SQLiteOptions(durability: .normal))),
-        ("LMDB", try LMDBStore(path: directory + "/a.lmdb", schema: Workload.schema,
-                               options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))),
+        ("in-memory" + suffix, try InMemoryStore(schema: Workload.schema, key: key)),
+        ("SQLite" + suffix, try SQLiteStore(path: directory + "/a.sqlite", schema: Workload.schema,
+                                            options: SQLiteOptions(durability: .normal, key: key))),
+        ("LMDB" + suffix, try LMDBStore(path: directory + "/a.lmdb", schema: Workload.schema,
+                                        options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30, key: key))),
     ]
     let workload = Workload(count: n)
     let reads = 20_000

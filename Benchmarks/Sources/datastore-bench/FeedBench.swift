@@ -9,23 +9,25 @@ import SQLiteStore
 /// - small transactions (one insert per `writeSync`) and a bulk insert of `n` items in one
 ///   `writeSync`, each with the feed on and off, next to the raw C API doing the same inserts;
 /// - how long after `writeSync` returns an in-process observer gets the new results.
-@MainActor func benchmarkFeed(n: Int) throws {
+/// With `key`, on encrypted stores (the feed's entries sealed too).
+@MainActor func benchmarkFeed(n: Int, key: StoreKey? = nil) throws {
     let small = 2_000
-    for backend in ["SQLite", "LMDB"] {
-        let directory = scratch("feed-\(backend)")
+    for engine in ["SQLite", "LMDB"] {
+        let backend = engine + (key == nil ? "" : ", encrypted")
+        let directory = scratch("feed-\(engine)")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         func open(_ name: String, feed: Bool) throws -> any DataStore {
-            let store: any DataStore = backend == "SQLite"
+            let store: any DataStore = engine == "SQLite"
                 ? try SQLiteStore(path: "\(directory)/\(name).sqlite", schema: Workload.schema,
-                                  options: SQLiteOptions(durability: .normal))
+                                  options: SQLiteOptions(durability: .normal, key: key))
                 : try LMDBStore(path: "\(directory)/\(name).lmdb", schema: Workload.schema,
-                                options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
+                                options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30, key: key))
             try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: feed)) }
             return store
         }
         let workload = Workload(count: max(n, small))
         func raw(_ name: String) -> (Int, Int, Int) -> Void {
-            if backend == "SQLite" {
+            if engine == "SQLite" {
                 let b = rawSQLite("\(directory)/\(name)", workload)
                 return { b.insertAll(from: $0, count: $1, batch: $2) }
             }

@@ -99,9 +99,12 @@ struct HandWrittenTracks {
 
 /// Inserts and fetches `count` tracks through GRDB (DatabasePool, WAL, synchronous=NORMAL),
 /// through SQLiteStore's typed layer and by hand through SQLite's C API; returns the seconds of each.
-func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Double, grdbFetch: Double, storeFetch: Double,
-                                           handInsert: Double, handFetch: Double, generatedInsert: Double,
-                                           generatedFetch: Double, generatedInsertFeedOff: Double) {
+/// With `key`, the generated model's insert and fetch on an encrypted store too.
+func grdbComparison(count: Int, key: StoreKey?) throws -> (grdbInsert: Double, storeInsert: Double, grdbFetch: Double,
+                                                           storeFetch: Double, handInsert: Double, handFetch: Double,
+                                                           generatedInsert: Double, generatedFetch: Double,
+                                                           generatedInsertFeedOff: Double,
+                                                           encrypted: (insert: Double, fetch: Double)?) {
     let tracks = (0..<count).map(Track.make)
     let grdbDirectory = scratch("grdb")
     defer { try? FileManager.default.removeItem(atPath: grdbDirectory) }
@@ -149,6 +152,17 @@ func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Doub
     try quiet.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
     let quietInsert = try time { try quiet.writeSync { w in for track in generatedTracks { try w.insert(track) } } }
     try quiet.close()
+    var encrypted: (insert: Double, fetch: Double)?
+    if let key {
+        let sealed = try SQLiteStore(path: storeDirectory + "/encrypted.sqlite",
+                                     schema: Schema(entities: [try GeneratedTrack.entitySchema()]),
+                                     options: SQLiteOptions(durability: .normal, key: key))
+        let insert = try time { try sealed.writeSync { w in for track in generatedTracks { try w.insert(track) } } }
+        let fetch = try bestOf(5) { fetched = try sealed.read { try $0.fetch(GeneratedTrack.self) }.count }
+        precondition(fetched == count)
+        try sealed.close()
+        encrypted = (insert, fetch)
+    }
 
     let hand = HandWrittenTracks(path: storeDirectory + "/hand.sqlite")
     defer { hand.close() }
@@ -156,5 +170,5 @@ func grdbComparison(count: Int) throws -> (grdbInsert: Double, storeInsert: Doub
     let handFetch = bestOf(5) { fetched = hand.fetchAll().count }
     precondition(fetched == count)
     return (grdbInsert, storeInsert, grdbFetch, storeFetch, handInsert, handFetch, generatedInsert, generatedFetch,
-            quietInsert)
+            quietInsert, encrypted)
 }

@@ -9,8 +9,9 @@ import SQLiteStore
 /// Each kind of schema step on a store of `n` items, next to the raw engine making the same
 /// change: SQLite's `ALTER TABLE` / `CREATE INDEX` (a table rebuilt in SQL for a change of type),
 /// and on LMDB a cursor loop that rewrites every record's bytes (or writes every index entry) in
-/// one transaction.
-@MainActor func benchmarkSchemaSteps(n: Int) throws {
+/// one transaction. With `key`, on encrypted stores (where every step but an index's rewrites
+/// each item: opened, changed, sealed again).
+@MainActor func benchmarkSchemaSteps(n: Int, key: StoreKey? = nil) throws {
     let workload = Workload(count: n)
     let item = Workload.schema.entities[0]
     // Each step, its raw SQL, and the LMDB raw loop's kind of work.
@@ -42,22 +43,23 @@ import SQLiteStore
          "ALTER TABLE \"Item\" RENAME TO \"Thing\"", .copyDatabase),
     ]
     _ = item
-    for backend in ["SQLite", "LMDB"] {
-        let directory = scratch("schema-\(backend)")
+    for engine in ["SQLite", "LMDB"] {
+        let backend = engine + (key == nil ? "" : ", encrypted")
+        let directory = scratch("schema-\(engine)")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + (backend == "SQLite" ? "/store.sqlite" : "/store.lmdb")
+        let path = directory + (engine == "SQLite" ? "/store.sqlite" : "/store.lmdb")
         func open(_ schema: Schema, _ upgrades: SchemaUpgrades) throws -> any DataStore {
-            backend == "SQLite"
+            engine == "SQLite"
                 ? try SQLiteStore(path: path, schema: schema, upgrades: upgrades,
-                                  options: SQLiteOptions(durability: .normal))
+                                  options: SQLiteOptions(durability: .normal, key: key))
                 : try LMDBStore(path: path, schema: schema, upgrades: upgrades,
-                                options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
+                                options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30, key: key))
         }
         let seeded = try open(Workload.schema, SchemaUpgrades())
         try APIBench(store: seeded, workload: workload).insertAll(from: 0, count: n, batch: n)
         try seeded.close()
-        let rawSQLiteStore = backend == "SQLite" ? RawSQLiteBench(path: directory + "/raw.sqlite", workload: workload) : nil
-        let rawLMDBStore: RawLMDBBench? = backend == "LMDB" ? rawLMDB(directory + "/raw.lmdb", workload) : nil
+        let rawSQLiteStore = engine == "SQLite" ? RawSQLiteBench(path: directory + "/raw.sqlite", workload: workload) : nil
+        let rawLMDBStore: RawLMDBBench? = engine == "LMDB" ? rawLMDB(directory + "/raw.lmdb", workload) : nil
         rawSQLiteStore?.insertAll(from: 0, count: n, batch: n)
         rawLMDBStore?.insertAll(from: 0, count: n, batch: n)
         var schema = Workload.schema

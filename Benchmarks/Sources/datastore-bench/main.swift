@@ -35,7 +35,7 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: ArgumentHelp("Only the Realm source: a generated Realm file read, and copied into LMDB and "
         + "PostgreSQL, next to a raw Swift loop over the file's bytes; the same file encrypted.")) var realm = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
-    @Flag(help: "With the SQLite, LMDB and PostgreSQL rows, the same rows on encrypted stores (a raw key).")
+    @Flag(help: "With the SQLite, LMDB and PostgreSQL rows, the migration, schema step, feed and async rows, the same rows on encrypted stores (a raw key).")
     var encryption = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
     @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
@@ -174,13 +174,15 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
     return RawLMDBBench(path: path, workload: workload)
 }
 
-@MainActor func benchmarkMigration(n: Int) throws {
+/// With `key`, every store encrypted with it (the raw side is the same).
+@MainActor func benchmarkMigration(n: Int, key: StoreKey? = nil) throws {
     let workload = Workload(count: n)
     let directory = scratch("migration")
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let sqlite = StoreLocation(kind: .sqlite, path: directory + "/source.sqlite")
-    let lmdb = StoreLocation(kind: .lmdb, path: directory + "/copy.lmdb")
-    let back = StoreLocation(kind: .sqlite, path: directory + "/back.sqlite")
+    let sqlite = StoreLocation(kind: .sqlite, path: directory + "/source.sqlite").with(key: key)
+    let lmdb = StoreLocation(kind: .lmdb, path: directory + "/copy.lmdb").with(key: key)
+    let back = StoreLocation(kind: .sqlite, path: directory + "/back.sqlite").with(key: key)
+    let migration = "migration" + (key == nil ? "" : ", encrypted")
     let source = try sqlite.open(schema: Workload.schema, durability: .normal)
     try APIBench(store: source, workload: workload).insertAll(from: 0, count: n, batch: 10_000)
     try source.close()
@@ -192,11 +194,11 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
     // pages walked before liblmdb reads them, which is part of every migration's cost.
     let options = MigrationOptions(batchSize: 1_000, verify: false, checkSource: false)
     let rawLMDBCopy = rawLMDB(directory + "/raw-copy.lmdb", workload)
-    record("migration", "SQLite -> LMDB (Migrator.copy, no verify)", n, operations: n,
+    record(migration, "SQLite -> LMDB (Migrator.copy, no verify)", n, operations: n,
            api: try time { _ = try Migrator.copy(from: sqlite, to: lmdb, options: options) },
            raw: time { rawSource.forEachRow(batch: 1_000) { rawLMDBCopy.write($0) } })
     let rawBack = RawSQLiteBench(path: directory + "/raw-back.sqlite", workload: workload)
-    record("migration", "LMDB -> SQLite (Migrator.copy, no verify)", n, operations: n,
+    record(migration, "LMDB -> SQLite (Migrator.copy, no verify)", n, operations: n,
            api: try time { _ = try Migrator.copy(from: lmdb, to: back, options: options) },
            raw: time { rawLMDBCopy.forEachRow(batch: 1_000) { rawBack.write($0) } })
     // The raw compare both verify rows stand beside: every row of both sides, as plain structs.
@@ -207,12 +209,12 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
         rawLMDBCopy.forEachRow(batch: 1_000) { right += $0 }
         precondition(left == right)
     }
-    record("migration", "verify SQLite vs LMDB item by item (Migrator.verify)", n, operations: n,
+    record(migration, "verify SQLite vs LMDB item by item (Migrator.verify)", n, operations: n,
            api: try bestOf(3) {
                _ = try Migrator.verify(from: sqlite, to: lmdb, options: MigrationOptions(checkSource: false))
            },
            raw: bestOf(3, rawCompare))
-    record("migration", "verify SQLite vs LMDB by range checksum (verify --checksum)", n, operations: n,
+    record(migration, "verify SQLite vs LMDB by range checksum (verify --checksum)", n, operations: n,
            api: try bestOf(3) {
                let report = try Migrator.verify(from: sqlite, to: lmdb,
                                                 options: MigrationOptions(checkSource: false, checksum: true))
@@ -221,6 +223,9 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
            raw: bestOf(3, rawCompare))
 }
 
+/// The keys each row runs with: none, and with --encryption a raw key too (the same rows on
+/// encrypted stores, next to the plain ones).
+let benchmarkKeys: [StoreKey?] = options.encryption ? [nil, try StoreKey(rawKey: (0..<32).map { UInt8($0) })] : [nil]
 let onlySchemaSteps = options.schemaSteps
 let onlyFeed = options.feed
 let onlyJSONL = options.jsonl
@@ -238,7 +243,7 @@ let onlySyncJSON = options.syncJSON
 if onlySyncJSON { try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10) }
 /// Only the async rows.
 let onlyAsync = options.async
-if onlyAsync { for n in sizes { try benchmarkAsync(n: n) } }
+if onlyAsync { for n in sizes { for key in benchmarkKeys { try benchmarkAsync(n: n, key: key) } } }
 if options.foreign {
     for n in sizes { try benchmarkForeignSources(n: n) }
 }
@@ -254,21 +259,21 @@ for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || only
 }
 for n in sizes where onlyPostgres {
     try benchmarkPostgres(n: n)
-    if options.encryption { try benchmarkPostgres(n: n, key: StoreKey(rawKey: (0..<32).map { UInt8($0) })) }
+    for key in benchmarkKeys where key != nil { try benchmarkPostgres(n: n, key: key) }
     try benchmarkPostgresMigration(n: n)
 }
 for n in sizes where onlyJSONL {
     try benchmarkJSONLines(n: n)
 }
 for n in sizes where onlySchemaSteps {
-    try benchmarkSchemaSteps(n: n)
+    for key in benchmarkKeys { try benchmarkSchemaSteps(n: n, key: key) }
 }
 for n in sizes where onlyFeed && !onlyJSONL {
-    try benchmarkFeed(n: n)
+    for key in benchmarkKeys { try benchmarkFeed(n: n, key: key) }
     try benchmarkMemoryFeed(n: n)
 }
 for n in sizes where onlyMigration {
-    try benchmarkMigration(n: n)
+    for key in benchmarkKeys { try benchmarkMigration(n: n, key: key) }
 }
 if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || onlyMigration || onlyBackends
       || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign || options.realm) {
@@ -278,8 +283,7 @@ if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || 
 for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration
     && !onlyRelationships && !onlySyncJSON && !onlyAsync && !options.foreign && !options.realm {
     // The SQLite and LMDB rows; with --encryption, the same again on encrypted stores.
-    let keys: [StoreKey?] = options.encryption ? [nil, try StoreKey(rawKey: (0..<32).map { UInt8($0) })] : [nil]
-    for key in keys {
+    for key in benchmarkKeys {
         let suffix = key == nil ? "" : ", encrypted"
         try benchmarkBackend("SQLite" + suffix, n: n,
                              open: { try SQLiteStore(path: $0 + ".sqlite", schema: Workload.schema,
@@ -299,12 +303,14 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                              })
     }
     if onlyBackends { continue }
-    try benchmarkMigration(n: n)
-    try benchmarkSchemaSteps(n: n)
-    try benchmarkFeed(n: n)
+    for key in benchmarkKeys {
+        try benchmarkMigration(n: n, key: key)
+        try benchmarkSchemaSteps(n: n, key: key)
+        try benchmarkFeed(n: n, key: key)
+        try benchmarkAsync(n: n, key: key)
+    }
     try benchmarkMemoryFeed(n: n)
     try benchmarkJSONLines(n: n)
-    try benchmarkAsync(n: n)
     if !options.noPostgres {
         try benchmarkPostgres(n: n)
         try benchmarkPostgresMigration(n: n)
@@ -351,7 +357,7 @@ if !latencyRows.isEmpty {
 let grdbCount = options.noGrdb || options.foreign || options.realm || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling
     || onlyRelationships ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
-let grdb = try grdbComparison(count: grdbCount)
+let grdb = try grdbComparison(count: grdbCount, key: benchmarkKeys.last ?? nil)
 print("")
 print("| Codable records (\(grdbCount)) | GRDB 7 records/s | SQLiteStore typed layer records/s | hand-written C-API loop records/s | SQLiteStore / GRDB | SQLiteStore / hand-written |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -373,6 +379,15 @@ print(String(format: "| insert in one transaction, @StoredModel, change feed off
 print(String(format: "| fetch all, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
              Double(grdbCount) / grdb.generatedFetch, Double(grdbCount) / grdb.handFetch,
              grdb.grdbFetch / grdb.generatedFetch, grdb.handFetch / grdb.generatedFetch))
+if let (insert, fetch) = grdb.encrypted {
+    // The same generated model on an encrypted store (--encryption), next to the same columns.
+    print(String(format: "| insert in one transaction, @StoredModel, encrypted | %.0f | %.0f | %.0f | %.2f | %.2f |",
+                 Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / insert, Double(grdbCount) / grdb.handInsert,
+                 grdb.grdbInsert / insert, grdb.handInsert / insert))
+    print(String(format: "| fetch all, @StoredModel, encrypted | %.0f | %.0f | %.0f | %.2f | %.2f |",
+                 Double(grdbCount) / grdb.grdbFetch, Double(grdbCount) / fetch, Double(grdbCount) / grdb.handFetch,
+                 grdb.grdbFetch / fetch, grdb.handFetch / fetch))
+}
 }
 
 let fluentCount = options.noFluent || options.noPostgres || onlySchemaSteps || onlyFeed || onlyJSONL || onlyScaling

@@ -104,7 +104,7 @@ extension StoreBackend {
     private func refuseKey(_ key: StoreKey?) throws {
         guard key != nil else { return }
         throw StoreError(.invalidArgument, "\(kind) stores cannot be encrypted, so they take no key; encrypted "
-            + "stores are sqlite, lmdb, memory and postgres")
+            + "stores are sqlite, lmdb, memory, postgres and jsonl")
     }
 }
 
@@ -128,8 +128,8 @@ extension StoreBackend {
 /// goes through the ``DataStore`` that ``StoreBackend/openSource(at:alreadyChecked:)`` returns.
 @_spi(Backend) public protocol StreamedStoreBackend: StoreBackend {
     /// Starts a new stream into `path`, replacing an unfinished one; nothing appears at `path`
-    /// until ``StreamedStoreWriter/finish()``.
-    func beginStream(at path: String, schema: Schema, source: String) throws -> any StreamedStoreWriter
+    /// until ``StreamedStoreWriter/finish()``. With `key`, the stream is an encrypted store's.
+    func beginStream(at path: String, schema: Schema, source: String, key: StoreKey?) throws -> any StreamedStoreWriter
     /// Whether an unfinished stream into `path` was left by an interrupted run.
     func hasUnfinishedStream(at path: String) -> Bool
     /// Where the unfinished stream into `path` stood at its last checkpoint, or `nil` when there
@@ -138,8 +138,10 @@ extension StoreBackend {
     /// Reopens the unfinished stream into `path` at its last checkpoint: the writer, which
     /// appends after it, and a read-only store of what it holds up to there (to compare with the
     /// source before going on).
-    /// - Throws: `notFound` when there is none, `corrupt` when its checkpoint cannot be read.
-    func resumeStream(at path: String, schema: Schema) throws
+    /// `key` is the encrypted stream's, `nil` for one without encryption.
+    /// - Throws: `notFound` when there is none, `corrupt` when its checkpoint cannot be read,
+    ///   `wrongKey` when `key` is not the stream's.
+    func resumeStream(at path: String, schema: Schema, key: StoreKey?) throws
         -> (writer: any StreamedStoreWriter, written: any DataStore)
 }
 

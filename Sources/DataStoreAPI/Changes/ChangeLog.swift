@@ -170,7 +170,7 @@ package enum ChangeLog {
         let reader = base(reader)
         if let numbering = reader as? any ChangeLogNumbering {
             var count = 0
-            var after = state.first - 1
+            var after = state.first > 0 ? state.first - 1 : 0
             while after < state.next - 1 {
                 let page = try numbering.changeLogEntries(after: after, through: state.next - 1, limit: 1_000)
                 guard let last = page.last else { break }

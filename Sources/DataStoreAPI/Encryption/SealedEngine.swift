@@ -130,7 +130,9 @@ import Logging
 
     // MARK: Sealing metadata and feed entries
 
-    private func metadataAAD(_ key: String) -> [UInt8] { storeID + [UInt8(ascii: "m")] + Array(key.utf8) }
+    private func metadataAAD(_ key: String) -> [UInt8] { Self.metadataAAD(storeID, key) }
+    /// What a metadata value is bound to: the store's identity, `m` and the value's name.
+    static func metadataAAD(_ storeID: [UInt8], _ key: String) -> [UInt8] { storeID + [UInt8(ascii: "m")] + Array(key.utf8) }
     private var feedAAD: [UInt8] { storeID + [UInt8(ascii: "f")] }
 
     func sealMetadata(_ value: [UInt8], key: String) throws -> [UInt8] {

@@ -30,6 +30,13 @@ internal import CZlib
     public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability) throws
         -> any DataStore
     {
+        try open(at: path, schema: schema, upgrades: upgrades, durability: durability, key: nil)
+    }
+
+    /// An encrypted file (``SealedStream``) opens with its key, read-only as every JSON Lines store.
+    public func open(at path: String, schema: Schema?, upgrades: SchemaUpgrades, durability: Durability,
+                     key: StoreKey?) throws -> any DataStore
+    {
         guard exists(at: path) else {
             if let source = JSONLStreamWriter.unfinishedPosition(path)?.source {
                 throw StoreError(.incompleteMigration, "jsonl:\(path) is the destination of an unfinished copy from "
@@ -38,7 +45,7 @@ internal import CZlib
             throw StoreError(.notFound, "jsonl:\(path) does not exist; a JSON Lines store is made by "
                 + "migrate-store copy --to jsonl:\(path)")
         }
-        let store = try JSONLinesStore(path: path)
+        let store = try JSONLinesStore(path: path, key: key)
         if let schema, schema != store.schema {
             try? store.close()
             throw StoreError(.schemaMismatch, "jsonl:\(path) holds schema version \(store.schema.version) with "
@@ -50,6 +57,10 @@ internal import CZlib
 
     public func openSource(at path: String, alreadyChecked: Bool) throws -> any DataStore {
         try open(at: path, schema: nil, durability: .full)
+    }
+
+    public func openSource(at path: String, alreadyChecked: Bool, key: StoreKey?) throws -> any DataStore {
+        try open(at: path, schema: nil, upgrades: SchemaUpgrades(), durability: .full, key: key)
     }
 
     public func check(at path: String) throws -> EngineCheck {
@@ -83,8 +94,10 @@ internal import CZlib
 
     // MARK: Streams
 
-    public func beginStream(at path: String, schema: Schema, source: String) throws -> any StreamedStoreWriter {
-        try JSONLStreamWriter.begin(at: path, schema: schema, source: source)
+    public func beginStream(at path: String, schema: Schema, source: String, key: StoreKey?) throws
+        -> any StreamedStoreWriter
+    {
+        try JSONLStreamWriter.begin(at: path, schema: schema, source: source, key: key)
     }
 
     /// A stream a copy left with its checkpoint; one killed before its first checkpoint holds
@@ -97,13 +110,13 @@ internal import CZlib
         JSONLStreamWriter.unfinishedPosition(path)
     }
 
-    public func resumeStream(at path: String, schema: Schema) throws
+    public func resumeStream(at path: String, schema: Schema, key: StoreKey?) throws
         -> (writer: any StreamedStoreWriter, written: any DataStore)
     {
-        guard let writer = try JSONLStreamWriter.resume(at: path) else {
+        guard let writer = try JSONLStreamWriter.resume(at: path, schema: schema, key: key) else {
             throw StoreError(.notFound, "nothing to resume: no unfinished copy into jsonl:\(path)")
         }
-        let written = try JSONLinesStore(path: writer.staging)
+        let written = try JSONLinesStore(path: writer.staging, key: key)
         guard written.schema == schema else {
             try? written.close()
             throw StoreError(.schemaMismatch, "the unfinished copy into jsonl:\(path) was made with another schema "

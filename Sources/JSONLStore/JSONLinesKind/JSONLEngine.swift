@@ -30,6 +30,8 @@ final class JSONLEngine: StorageEngine, CommitCounting {
 
     let path: String
     let schema: Schema
+    /// The header's metadata (an encrypted store's key record and sealed schema).
+    let metadata: [String: [UInt8]]
     let entities: [String: EntityLines]
     private let descriptor: Int32
     /// Readers left where a scan stopped, by entity, for the next page.
@@ -44,6 +46,8 @@ final class JSONLEngine: StorageEngine, CommitCounting {
     /// What one checking pass over a file learned: the schema and each entity's lines.
     struct Scan: @unchecked Sendable {
         var schema: Schema
+        /// The header's metadata: an encrypted store's key record and sealed schema.
+        var metadata: [String: [UInt8]]
         var entities: [String: EntityLines]
         /// The file it read: device, inode, size and modification time.
         var identity: [Int]
@@ -66,8 +70,10 @@ final class JSONLEngine: StorageEngine, CommitCounting {
                 return last.flatMap { $0.path == path && $0.scan.identity == identity ? $0.scan : nil }
             }
             let scan = try checked ?? Self.scan(path, opening: Self.procPath(descriptor), identity: identity)
+            try JSONLHeader.refuseWithoutKey(scan.metadata, path: path)
             self.path = path
             self.schema = scan.schema
+            metadata = scan.metadata
             self.entities = scan.entities
             self.descriptor = descriptor
         } catch {
@@ -101,7 +107,7 @@ final class JSONLEngine: StorageEngine, CommitCounting {
 
     private static func scan(_ path: String, opening: String, identity: [Int]) throws -> Scan {
         var entities: [String: EntityLines] = [:]
-        let schema = try JSONLines.read(path, opening: opening) { reader, entity, key, _ in
+        let (schema, metadata) = try JSONLines.read(path, opening: opening) { reader, entity, key, _ in
             // Seeking to the line's offset, numbered as the line before it, reads it next.
             let here = (offset: reader.lineOffset, lineNumber: reader.lineNumber - 1)
             var lines = entities[entity.name] ?? EntityLines()
@@ -110,7 +116,7 @@ final class JSONLEngine: StorageEngine, CommitCounting {
             lines.count += 1
             entities[entity.name] = lines
         }
-        return Scan(schema: schema, entities: entities, identity: identity)
+        return Scan(schema: schema, metadata: metadata, entities: entities, identity: identity)
     }
 
     deinit { _ = Foundation.close(descriptor) }
@@ -295,7 +301,7 @@ struct JSONLReader: StorageReader {
         return page
     }
 
-    func metadata(forKey key: String) throws -> [UInt8]? { nil }
+    func metadata(forKey key: String) throws -> [UInt8]? { engine.metadata[key] }
 
     func existingKeys(_ entity: EntitySchema, among keyValues: [Value]) throws -> Set<Value> {
         let keys = try engine.keys(of: entity)

@@ -3,11 +3,25 @@ internal import CZlib
 import Foundation
 
 /// The header line of a JSON Lines store: `{"datastore":"jsonl","format":1,"schema":{...}}`.
+///
+/// An encrypted store's header is of format 2: it also holds the store's metadata, the key
+/// record and the sealed schema, each in base64 by its metadata key
+/// (`{"datastore":"jsonl","format":2,"metadata":{...},"schema":{...}}`), and its schema is the one
+/// its lines are written in, each entity as an encrypted store's engine keeps it (``SealedStream``).
+/// A version that reads only format 1 refuses such a file as newer rather than reading ciphertext
+/// as values.
 enum JSONLHeader {
-    static let format = 1
+    static let format = 2
 
-    static func encode(_ schema: Schema) throws -> [UInt8] {
-        Array(#"{"datastore":"jsonl","format":\#(format),"schema":"#.utf8) + (try schemaJSON(schema)) + [0x7D]
+    static func encode(_ schema: Schema, metadata: [String: [UInt8]] = [:]) throws -> [UInt8] {
+        var line = Array(#"{"datastore":"jsonl","format":\#(metadata.isEmpty ? 1 : 2),"#.utf8)
+        if !metadata.isEmpty {
+            let entries = metadata.keys.sorted().map { key in
+                #""\#(key)":"\#(Data(metadata[key]!).base64EncodedString())""#
+            }
+            line += Array(#""metadata":{\#(entries.joined(separator: ","))},"#.utf8)
+        }
+        return line + Array(#""schema":"#.utf8) + (try schemaJSON(schema)) + [0x7D]
     }
 
     /// The schema as JSON with sorted keys: the same schema always gives the same bytes.
@@ -21,10 +35,21 @@ enum JSONLHeader {
         }
     }
 
-    static func decode(_ line: [UInt8], path: String) throws -> Schema {
+    /// Refuses an encrypted store's header unless an encrypted store's engine is reading it.
+    static func refuseWithoutKey(_ metadata: [String: [UInt8]], path: String) throws {
+        if SealedStream.isEncrypted(metadata) && !SealedEngine.physicalSchemas {
+            throw StoreError(.wrongKey, "\(path) is encrypted: open it with its key (migrate-store's --key-file)")
+        }
+    }
+
+    /// The schema and metadata of a header line.
+    /// - Throws: `notAStore`, `incompatibleFormat`; `wrongKey` for an encrypted store's header
+    ///   unless an encrypted store's engine is opening it (``SealedEngine/physicalSchemas``).
+    static func decode(_ line: [UInt8], path: String) throws -> (schema: Schema, metadata: [String: [UInt8]]) {
         struct Header: Decodable {
             var datastore: String
             var format: Int
+            var metadata: [String: String]?
             var schema: Schema
         }
         guard let header = try? JSONDecoder().decode(Header.self, from: Data(line)), header.datastore == "jsonl" else {
@@ -35,8 +60,16 @@ enum JSONLHeader {
             throw StoreError(.incompatibleFormat, "\(path) was written by JSON Lines format \(header.format); this "
                 + "version reads up to \(format)")
         }
+        var metadata: [String: [UInt8]] = [:]
+        for (key, value) in header.metadata ?? [:] {
+            guard let bytes = Data(base64Encoded: value) else {
+                throw StoreError(.corrupt, "\(path): line 1 holds metadata '\(key)' that is not base64")
+            }
+            metadata[key] = Array(bytes)
+        }
+        try refuseWithoutKey(metadata, path: path)
         try header.schema.validate()
-        return header.schema
+        return (header.schema, metadata)
     }
 }
 
@@ -156,6 +189,10 @@ final class JSONLStreamWriter: StreamedStoreWriter {
     private var gzip: gzFile?
     private var pending: [UInt8] = []
     private var closed = false
+    /// An encrypted stream's sealing: each item is written as its sealed record.
+    private var sealing: SealedStream?
+    /// An encrypted stream's key, which opens what it wrote.
+    private var key: StoreKey?
 
     private struct Mark: Codable {
         var position: StreamPosition
@@ -174,17 +211,23 @@ final class JSONLStreamWriter: StreamedStoreWriter {
     }
 
     /// A new stream into `path`: the header line, then a first checkpoint.
-    static func begin(at path: String, schema: Schema, source: String) throws -> JSONLStreamWriter {
+    /// With `key`, an encrypted store's stream (``JSONLHeader``, ``SealedStream``).
+    static func begin(at path: String, schema: Schema, source: String, key: StoreKey? = nil) throws
+        -> JSONLStreamWriter
+    {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             throw StoreError(.notFound, "\(path): directory \(directory) does not exist")
         }
         let writer = JSONLStreamWriter(path: path, position: StreamPosition(source: source))
+        writer.sealing = try key.map { try SealedStream.create(schema, key: $0) }
+        writer.key = key
         try requireLeftover(at: writer.staging, compressed: writer.compressed)
         try? FileManager.default.removeItem(atPath: writer.checkpointPath)
         try writer.open(truncating: true)
         do {
-            try writer.write(line: JSONLHeader.encode(schema))
+            try writer.write(line: JSONLHeader.encode(writer.sealing?.physicalSchema ?? schema,
+                                                      metadata: writer.sealing?.metadata ?? [:]))
             try writer.checkpoint(writer.position)
         } catch {
             writer.abandon()
@@ -239,7 +282,8 @@ final class JSONLStreamWriter: StreamedStoreWriter {
 
     /// The unfinished stream into `path`, cut back to its last checkpoint; `nil` when there is
     /// none (or it never reached a first checkpoint, so it holds nothing worth keeping).
-    static func resume(at path: String) throws -> JSONLStreamWriter? {
+    /// `schema` is the stream's, `key` its key (`nil` for a stream without encryption).
+    static func resume(at path: String, schema: Schema, key: StoreKey?) throws -> JSONLStreamWriter? {
         let checkpointPath = Self.checkpointPath(path)
         guard FileManager.default.fileExists(atPath: stagingPath(path)),
             let data = FileManager.default.contents(atPath: checkpointPath)
@@ -251,6 +295,17 @@ final class JSONLStreamWriter: StreamedStoreWriter {
             throw StoreError(.corrupt, "\(checkpointPath) cannot be read (\(error)); start over with --overwrite")
         }
         let writer = JSONLStreamWriter(path: path, position: mark.position)
+        if let key {
+            let metadata = try SealedEngine.$physicalSchemas.withValue(true) { () throws -> [String: [UInt8]] in
+                let reader = try JSONLLineReader(path: writer.staging)
+                guard let header = try reader.next() else {
+                    throw StoreError(.corrupt, "\(writer.staging) has no header line; start over with --overwrite")
+                }
+                return try JSONLHeader.decode(header, path: writer.staging).metadata
+            }
+            writer.sealing = try SealedStream.resume(metadata, schema: schema, key: key, location: "jsonl:\(path)")
+            writer.key = key
+        }
         guard truncate(writer.staging, off_t(mark.bytes)) == 0 else {
             throw StoreError(.io, "\(writer.staging) cannot be cut back to its checkpoint (\(mark.bytes) bytes): "
                 + String(cString: strerror(errno)))
@@ -274,6 +329,10 @@ final class JSONLStreamWriter: StreamedStoreWriter {
     }
 
     func append(_ record: Record, of entity: EntitySchema) throws {
+        if let sealing {
+            let (sealed, physical) = try sealing.seal(record, of: entity)
+            return try write(line: JSONLineCodec.encode(sealed, of: physical))
+        }
         try write(line: JSONLineCodec.encode(record, of: entity))
     }
 
@@ -359,7 +418,7 @@ final class JSONLStreamWriter: StreamedStoreWriter {
     }
 
     func openWritten() throws -> any DataStore {
-        try JSONLinesStore(path: staging)
+        try JSONLinesStore(path: staging, key: key)
     }
 
     func finish() throws {

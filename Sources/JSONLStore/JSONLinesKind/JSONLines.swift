@@ -44,7 +44,7 @@ public enum JSONLines {
     public static func schema(of path: String) throws -> Schema {
         let reader = try JSONLLineReader(path: path)
         guard let header = try reader.next() else { throw StoreError(.notAStore, "\(path) is empty") }
-        return try JSONLHeader.decode(header, path: path)
+        return try JSONLHeader.decode(header, path: path).schema
     }
 
     /// Checks every line of `path` without writing anything: the header, each line's JSON and
@@ -93,13 +93,15 @@ public enum JSONLines {
     }
 
     /// Streams every item of `path` (read through the file `opening` names, when given),
-    /// checking every line and the order as it goes; returns the header's schema.
+    /// checking every line and the order as it goes; returns the header's schema and metadata.
     @discardableResult
     static func read(_ path: String, opening: String? = nil,
-                     _ body: (JSONLLineReader, EntitySchema, [UInt8], Record) throws -> Void) throws -> Schema {
+                     _ body: (JSONLLineReader, EntitySchema, [UInt8], Record) throws -> Void) throws
+        -> (schema: Schema, metadata: [String: [UInt8]])
+    {
         let reader = try JSONLLineReader(path: path, opening: opening)
         guard let header = try reader.next() else { throw StoreError(.notAStore, "\(path) is empty") }
-        let schema = try JSONLHeader.decode(header, path: path)
+        let (schema, metadata) = try JSONLHeader.decode(header, path: path)
         let decoder = CanonicalLineDecoder(schema: schema)
         var entityIndex = 0
         var lastKey: (entity: String, key: [UInt8])?
@@ -130,7 +132,7 @@ public enum JSONLines {
             lastKey = (entity.name, key)
             try body(reader, entity, key, record)
         }
-        return schema
+        return (schema, metadata)
     }
 
     /// Calls `body` with each page of the entity's items, in key order.

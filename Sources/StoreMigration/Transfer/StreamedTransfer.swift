@@ -17,7 +17,7 @@ extension Migrator {
         var written: (any DataStore)?
         var writer: any StreamedStoreWriter
         if options.resume {
-            let resumed = try backend.resumeStream(at: destination.path, schema: schema)
+            let resumed = try backend.resumeStream(at: destination.path, schema: schema, key: destination.key)
             writer = resumed.writer
             written = resumed.written
         } else {
@@ -34,7 +34,8 @@ extension Migrator {
                 }
             }
             if options.dryRun { return try dryRun(run, sourceStore, schema) }
-            writer = try backend.beginStream(at: destination.path, schema: schema, source: source.description)
+            writer = try backend.beginStream(at: destination.path, schema: schema, source: source.description,
+                                             key: destination.key)
             try FilePermissions(of: source)?.apply(to: destination.path)
         }
         defer { try? written?.close() }
@@ -48,7 +49,8 @@ extension Migrator {
                     written = nil
                     if !same {
                         writer.abandon()
-                        writer = try backend.beginStream(at: destination.path, schema: schema, source: source.description)
+                        writer = try backend.beginStream(at: destination.path, schema: schema, source: source.description,
+                                                         key: destination.key)
                         run.report.startedOver = true
                     }
                 }
@@ -106,7 +108,8 @@ extension Migrator {
         try requireEntities(of: schema, in: old.schema, destination, selected: options.entities)
         let run = MigrationRun(operation: .sync, source, destination, options, shouldStop, progress)
         run.report.sourceCheck = sourceCheck
-        let writer = try backend.beginStream(at: destination.path, schema: old.schema, source: source.description)
+        let writer = try backend.beginStream(at: destination.path, schema: old.schema, source: source.description,
+                                             key: destination.key)
         do {
             try run.interruptible {
                 try sourceStore.read { snapshot in
