@@ -70,4 +70,44 @@ private let key = try! StoreKey(rawKey: (0..<32).map { UInt8(99 &+ $0) })
                                              "-c", "SELECT count(*) FROM pg_namespace WHERE nspname = '\(location.schema)'"])
         .trimmingCharacters(in: .whitespacesAndNewlines) == "0")
 }
+
+/// Every byte of one item's sealed values changed in turn in the server's table (as a byte
+/// damaged on its disk, or changed by anyone with access to the server): each change is refused
+/// by the client naming the item, the other item still reads, and the original bytes read again.
+/// (Damage to a plain store's pages is the server's to find: `initdb --data-checksums`.)
+@Test func everyChangedByteOfASealedValueOnTheServerIsRefused() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.path("flips"))
+    try? PostgresStore.destroy(location)
+    defer { try? PostgresStore.destroy(location) }
+    let store = try PostgresStore(location: location, schema: ledgerSchema, key: key)
+    defer { try? store.close() }
+    try store.writeSync { writer in
+        for i in 1...2 {
+            try writer.insert(["id": .int(Int64(i)), "account": "acct", "memo": .string("memo \(i)"), "amount": 1.5,
+                               "receipt": .bytes([1, 2, 3])], into: "Entry")
+        }
+    }
+    let table = "\"\(location.schema)\".\"Entry\""
+    func psql(_ sql: String) throws -> String {
+        try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore", "-At",
+                                         "-v", "ON_ERROR_STOP=1", "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    let length = try #require(Int(try psql("SELECT length(_ds_sealed) FROM \(table) WHERE id = 1")))
+    #expect(length > 29)
+    func flip(_ index: Int) -> String {
+        "UPDATE \(table) SET _ds_sealed = set_byte(_ds_sealed, \(index), get_byte(_ds_sealed, \(index)) # 1) WHERE id = 1;"
+    }
+    var refused = 0
+    for index in 0..<length {
+        // The previous byte put back and this one changed, in one transaction.
+        _ = try psql("BEGIN;" + (index > 0 ? flip(index - 1) : "") + flip(index) + "COMMIT;")
+        let error = #expect(throws: StoreError.self) { try store.read { try $0.get("Entry", key: 1) } }
+        if error?.code == .corrupt, error?.message.contains("Entry[1]") == true { refused += 1 }
+        #expect(try store.read { try $0.get("Entry", key: 2) }?["memo"] == "memo 2")
+    }
+    #expect(refused == length)
+    _ = try psql(flip(length - 1))
+    #expect(try store.read { try $0.get("Entry", key: 1) }?["memo"] == "memo 1")
+}
 #endif
