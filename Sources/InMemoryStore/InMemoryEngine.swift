@@ -13,7 +13,8 @@
         self.database = database
         let metadata = database.state.withLock { $0.metadata }
         let location = "in-memory database"
-        let stored = try StoreHeader.read(location: location, supportedFormat: Self.formatVersion) {
+        let stored = try StoreHeader.read(location: location, supportedFormat: Self.formatVersion,
+                                          sealedSince: Self.formatVersion) {
             metadata[Array($0.utf8)]
         }
         let (schema, isNew) = try Schema.resolve(stored: stored?.schema, requested: requested, location: location)

@@ -13,6 +13,8 @@ import Logging
     /// to 3 wrote the header without its checksum (``StoreHeader``); the same transaction writes
     /// it again with one.
     static let formatVersion = 4
+    /// The first format whose header carries its checksum.
+    static let headerSealedSince = 4
 
     public let schema: Schema
     /// The environment directory.
@@ -50,7 +52,8 @@ import Logging
         var stored: Schema?
         var storedFormat = Self.formatVersion
         if let meta = existingMeta {
-            let header = try StoreHeader.read(location: path, supportedFormat: Self.formatVersion) { key in
+            let header = try StoreHeader.read(location: path, supportedFormat: Self.formatVersion,
+                                              sealedSince: Self.headerSealedSince) { key in
                 try txn.withValue(meta, Array(key.utf8)) { Array($0) }
             }
             guard let header else { throw StoreError(.corrupt, "\(path): the store's header is missing") }

@@ -23,9 +23,11 @@ import Synchronization
     @unchecked Sendable {
     /// 2: the feed's numbers come from a sequence (format 1 moved a counter row in every write
     /// transaction, `_ds_commits`); a store of format 1 is upgraded when opened. 3: the header
-    /// carries its checksum (``StoreHeader``); a store of format 1 or 2 has its header written
-    /// again when opened.
+    /// carries its checksum (``StoreHeader``); a store of format 2 has its header written again
+    /// by the first open that gives a schema (an app's, not a source's or a check's).
     static let formatVersion = 3
+    /// The first format whose header carries its checksum.
+    static let headerSealedSince = 3
 
     public let schema: Schema
     public let location: PostgresLocation
@@ -179,12 +181,16 @@ import Synchronization
             if tables.contains("_ds_meta") {
                 let reader = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
                 guard let header = try StoreHeader.read(location: location.description, supportedFormat: formatVersion,
-                                                        reader.metadata(forKey:)) else {
+                                                        sealedSince: headerSealedSince, reader.metadata(forKey:)) else {
                     throw StoreError(.corrupt, "\(location): the store's header is missing from _ds_meta")
                 }
                 stored = header.schema
                 if header.format < 2 { try upgradeToSequence(db, feed: PostgresFeedSQL(s: s, lockKey: lockKey)) }
-                if header.format < formatVersion { try writeHeader(header.schema, db, quotedSchema: s) }
+                // Opened with a schema (an app's open): the header of format 2 written again with its
+                // sum. Opened without one (a source, a check), it is read as it is: neither writes.
+                if header.format < formatVersion && (header.format < 2 || requested != nil) {
+                    try writeHeader(header.schema, db, quotedSchema: s)
+                }
             } else if !tables.isEmpty {
                 throw StoreError(.notAStore, "\(location): schema \(location.schema) holds tables but is not a "
                     + "DataStore store (no _ds_meta table)")
@@ -814,7 +820,7 @@ import Synchronization
                 // An encrypted store is dropped without its key: its header names its tables.
                 guard let header = try SealedEngine.$physicalSchemas.withValue(true, operation: {
                     try StoreHeader.read(location: location.description, supportedFormat: formatVersion,
-                                         reader.metadata(forKey:))
+                                         sealedSince: headerSealedSince, reader.metadata(forKey:))
                 }) else {
                     throw StoreError(.corrupt, "\(location): the store's header is missing from _ds_meta")
                 }

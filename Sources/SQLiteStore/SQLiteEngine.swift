@@ -19,6 +19,8 @@ import Synchronization
     /// read-only one reads the rows as they are. Formats 1 and 2 wrote the header without its
     /// checksum (``StoreHeader``): a writable open writes it again, in the same transaction.
     static let formatVersion = 3
+    /// The first format whose header carries its checksum.
+    static let headerSealedSince = 3
 
     public let schema: Schema
     /// The database file.
@@ -93,7 +95,7 @@ import Synchronization
             if hasMeta == 1 {
                 let transaction = SQLiteTransaction(connection: db, statements: [:])
                 guard let header = try StoreHeader.read(location: path, supportedFormat: formatVersion,
-                                                        transaction.metadata(forKey:)) else {
+                                                        sealedSince: headerSealedSince, transaction.metadata(forKey:)) else {
                     throw StoreError(.corrupt, "\(path): the store's header is missing from _ds_meta")
                 }
                 (format, stored) = header

@@ -171,7 +171,10 @@ func expectNoJournalFile(in path: String) throws {
 
     let newer = dir.path("newer")
     let store = try LMDBStore(path: newer, schema: itemSchema)
-    try store.writeSync { try $0.setReservedMetadata(Array("99".utf8), forKey: "datastore.format") }
+    // The header a newer version would write: format 99, the schema sealed with that format.
+    try store.writeSync { writer in
+        try StoreHeader.write(itemSchema, format: 99) { try writer.setReservedMetadata($1, forKey: $0) }
+    }
     try store.close()
     expectError(.incompatibleFormat, newer, schema: nil, naming: "99")
 }

@@ -105,11 +105,17 @@ func aStoredSchemaThatHidesTablesIsDamageOnPostgreSQL() throws {
     defer { try? PostgresStore.destroy(location) }
     let store = StoreLocation(kind: "postgres", path: String(location.description.dropFirst(9)))
     try DemoData.seed(store, items: 100, seed: 2)
-    _ = try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
-                                         "-v", "ON_ERROR_STOP=1", "-c", """
-        UPDATE "\(location.schema)"._ds_meta SET value = convert_to('{"entities":[],"version":1}', 'UTF8')
-            WHERE key = 'datastore.schema'
-        """])
+    // An empty schema, with its checksum, as a program computing it would write it.
+    let psql = ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore", "-At", "-v", "ON_ERROR_STOP=1", "-c"]
+    let format = try #require(Int(try runCommand("/usr/bin/psql", psql + ["SELECT convert_from(value, 'UTF8') FROM "
+        + "\"\(location.schema)\"._ds_meta WHERE key = 'datastore.format'"]).trimmingCharacters(in: .whitespacesAndNewlines)))
+    var header: [(String, [UInt8])] = []
+    try StoreHeader.write(Schema(entities: []), format: format) { header.append(($0, $1)) }
+    let updates = header.map { key, value in
+        "UPDATE \"\(location.schema)\"._ds_meta SET value = decode('"
+            + value.map { String(format: "%02x", $0) }.joined() + "', 'hex') WHERE key = '\(key)';"
+    }
+    _ = try runCommand("/usr/bin/psql", psql + [updates.joined()])
     #expect(throws: StoreError.self) { try store.check() }
     do {
         _ = try store.check()

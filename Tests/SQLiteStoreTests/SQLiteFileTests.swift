@@ -105,7 +105,14 @@ func seed(_ store: any DataStore, _ count: Int) throws {
 
     let newer = dir.path("newer.sqlite")
     try SQLiteStore(path: newer, schema: itemSchema).close()
-    _ = try runCommand("/usr/bin/sqlite3", [newer, "UPDATE _ds_meta SET value = CAST('99' AS BLOB) WHERE key = 'datastore.format'"])
+    // The header a newer version would write: format 99, the schema sealed with that format.
+    do {
+        let engine = try SQLiteEngine(path: newer, schema: nil)
+        try engine.withWriter { writer in
+            try StoreHeader.write(itemSchema, format: 99) { try writer.setMetadata($1, forKey: $0) }
+        }
+        try engine.close()
+    }
     do {
         _ = try SQLiteStore(path: newer, schema: nil)
         Issue.record("a newer format opened")

@@ -349,11 +349,16 @@ func anEncryptedJSONLinesStoreHoldsNoValueThatIsNotIndexed(_ name: String) throw
                           shouldStop: { batches += 1; return batches > 2 })
     }
     #expect(try Migrator.copyState(of: jsonl) == .unfinished)
-    #expect(throws: StoreError.self) {
+    // Another key is refused before the unfinished file is touched.
+    let staging = jsonl.path + ".migrating"
+    let stopped = FileManager.default.contents(atPath: staging)
+    #expect(stopped != nil)
+    #expect {
         try Migrator.copy(from: source, to: jsonl.with(key: otherKey), options: MigrationOptions(resume: true))
-    }
+    } throws: { ($0 as? StoreError)?.code == .wrongKey }
+    #expect(FileManager.default.contents(atPath: staging) == stopped)
     let report = try Migrator.copy(from: source, to: jsonl, options: MigrationOptions(resume: true))
-    #expect(report.resumed && report.verified && report.differences == 0)
+    #expect(report.resumed && !report.startedOver && report.verified && report.differences == 0)
     #expect(try found(jsonl.path) == [])
     #expect(occurrences(of: Array("ward-1".utf8), in: try text(jsonl.path)[0].1) > 0)
     #expect(try contents(jsonl) == contents(source))

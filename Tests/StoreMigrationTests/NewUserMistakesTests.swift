@@ -42,8 +42,7 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
     // A store whose stored schema lists no entities (the tables are still there).
     let emptied = dir.location(.sqlite, "emptied")
     _ = try Migrator.copy(from: good, to: emptied)
-    _ = try runCommand("/usr/bin/sqlite3", [emptied.path, "UPDATE _ds_meta SET value=CAST('{\"entities\":[],"
-        + "\"version\":1}' AS BLOB) WHERE key='datastore.schema'"])
+    try emptyTheStoredSchema(emptied)
     let files: [String: String] = [
         "misspelled.json": #"{"versions":[{"version":2,"steps":[{"addAtribute":{"entity":"Product"}}]}]}"#,
         "badtype.json": #"{"versions":[{"version":2,"steps":[{"addAttribute":{"entity":"Product","attribute":"#

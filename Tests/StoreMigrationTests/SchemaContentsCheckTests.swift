@@ -2,23 +2,27 @@
 import DataStoreTestSupport
 import Foundation
 @_spi(Backend) import LMDBStore
+@_spi(Backend) import SQLiteStore
 import StoreMigration
 import Testing
 
 /// Replaces a store's stored schema with one that lists no entity, as damage (or a program
 /// outside the package) could, leaving its tables or databases and their items in place.
-private func emptyTheStoredSchema(_ location: StoreLocation) throws {
-    let empty = #"{"entities":[],"version":1}"#
+/// The schema is written with its checksum, as such a program computing it would.
+func emptyTheStoredSchema(_ location: StoreLocation) throws {
+    let engine: any StorageEngine
     switch location.kind {
-    case .sqlite:
-        _ = try runCommand("/usr/bin/sqlite3", [location.path, "UPDATE _ds_meta SET value = CAST('\(empty)' AS BLOB) "
-            + "WHERE key = '\(StoreHeader.schemaKey)'"])
-    case .lmdb:
-        let engine = try LMDBEngine(path: location.path, schema: nil)
-        defer { try? engine.close() }
-        try engine.withWriter { try $0.setMetadata(Array(empty.utf8), forKey: StoreHeader.schemaKey) }
+    case .sqlite: engine = try SQLiteEngine(path: location.path, schema: nil)
+    case .lmdb: engine = try LMDBEngine(path: location.path, schema: nil)
     default:
         Issue.record("no way to damage \(location.kind)")
+        return
+    }
+    defer { try? engine.close() }
+    try engine.withWriter { writer in
+        let format = try #require(Int(String(decoding: try writer.metadata(forKey: StoreHeader.formatKey) ?? [],
+                                             as: UTF8.self)))
+        try StoreHeader.write(Schema(entities: []), format: format) { try writer.setMetadata($1, forKey: $0) }
     }
 }
 

@@ -9,8 +9,9 @@ import Foundation
 /// format's text, a NUL byte, the schema's JSON and the NUL byte: a changed byte in either is
 /// damage, where it could have been read as another schema or an older format to upgrade from.
 /// A schema record of JSON alone (no NUL byte, which JSON never holds) is one that a version
-/// before header checksums wrote; it is read as it is, and the backend's format step writes it
-/// again with its sum.
+/// before header checksums wrote: it is read as it is in a store of a format before the
+/// backend's first with checksums (`sealedSince`), whose format step writes it again with its
+/// sum, and is damage in any later one (a sum cut off the record).
 @_spi(Backend) public enum StoreHeader {
     /// The metadata key of the format version (decimal text).
     public static let formatKey = "datastore.format"
@@ -20,10 +21,10 @@ import Foundation
     /// Reads the header through `metadata`.
     /// - Returns: the format and schema, or `nil` for a store that has no header yet.
     /// - Throws: `incompatibleFormat` for a format newer than `supportedFormat`; `corrupt` when
-    ///   half of the header is missing, it cannot be read, or its checksum does not match;
-    ///   naming `location`.
+    ///   half of the header is missing, it cannot be read, or its checksum does not match or is
+    ///   missing from a store of format `sealedSince` or later; naming `location`.
     public static func read(
-        location: String, supportedFormat: Int,
+        location: String, supportedFormat: Int, sealedSince: Int,
         _ metadata: (String) throws -> [UInt8]?
     ) throws -> (format: Int, schema: Schema)? {
         let formatBytes = try metadata(formatKey)
@@ -36,28 +37,31 @@ import Foundation
         guard let formatBytes, let format = Int(String(decoding: formatBytes, as: UTF8.self)) else {
             throw StoreError(.corrupt, "\(location): the store's format version is missing or unreadable")
         }
+        guard let schemaBytes else {
+            throw StoreError(.corrupt, "\(location): the store's schema is missing")
+        }
+        let sealed = schemaBytes.count >= 5 && schemaBytes[schemaBytes.count - 5] == 0
+        let sumMatches = !sealed || schemaBytes[(schemaBytes.count - 4)...].withUnsafeBytes {
+            sum(formatBytes, schemaBytes[..<(schemaBytes.count - 4)]) == UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self))
+        }
+        let damaged = StoreError(.corrupt, "\(location): the store's header is damaged: the checksum of its format "
+            + "version (\(format)) and schema does not match them")
         guard format <= supportedFormat else {
+            // A digit damaged into a higher one is damage, not a newer version.
+            guard sumMatches else { throw damaged }
             throw StoreError(
                 .incompatibleFormat,
                 "\(location) was written by format version \(format); this "
                     + "version reads up to \(supportedFormat)")
         }
-        guard let schemaBytes else {
-            throw StoreError(.corrupt, "\(location): the store's schema is missing")
-        }
-        let sealed = schemaBytes.count >= 5 && schemaBytes[schemaBytes.count - 5] == 0
-        let json = sealed ? Array(schemaBytes[..<(schemaBytes.count - 5)]) : schemaBytes
-        // The JSON first, so that a record that is not a schema's says what it is not; then the
-        // sum, which finds what still decodes.
-        let schema = try Schema.decodeFromStorage(json, location: location)
-        if sealed {
-            let stored = schemaBytes[(schemaBytes.count - 4)...].withUnsafeBytes {
-                UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self))
-            }
-            guard sum(formatBytes, schemaBytes[..<(schemaBytes.count - 4)]) == stored else {
-                throw StoreError(.corrupt, "\(location): the store's header is damaged: the checksum of its format "
-                    + "version (\(format)) and schema does not match them")
-            }
+        // The JSON before the sum, so that a record that is not a schema's says what it is
+        // not; then the sum, which finds what still decodes.
+        let schema = try Schema.decodeFromStorage(sealed ? Array(schemaBytes[..<(schemaBytes.count - 5)]) : schemaBytes,
+                                                  location: location)
+        guard sumMatches else { throw damaged }
+        guard sealed || format < sealedSince else {
+            throw StoreError(.corrupt, "\(location): the store's header is damaged: its schema has no checksum, which "
+                + "format \(format) writes")
         }
         return (format, schema)
     }

@@ -378,26 +378,26 @@ package enum ChangeLog {
         return out.bytes
     }
 
+    private static func unknownStateVersion(_ version: UInt8) -> StoreError {
+        StoreError(.incompatibleFormat, "the change feed's state has an unknown version (\(version)): a newer version "
+            + "of the toolkit wrote this store's feed")
+    }
+
     static func decodeState(_ stored: [UInt8]) throws -> State {
         var bytes = stored
         // A state of the sealed length is read by its sum before its version byte, so that a
         // changed version byte is damage too, not a version this one does not know.
         if stored.count == sealedStateLength {
-            guard let unsealed = SealedBytes.unsealed(stored) else {
-                throw StoreError(.corrupt, "the change feed's state is damaged: its checksum does not match its bytes "
-                    + "(they changed after it was written)")
-            }
-            bytes = unsealed
+            bytes = try SealedBytes.unsealed(stored, what: "the change feed's state")
+            // Intact, of a version after this one's (which may keep the sealed length).
+            if let version = bytes.first, version > stateVersion { throw unknownStateVersion(version) }
             guard bytes.first == stateVersion else { throw StoreError(.corrupt, "the change feed's state is damaged") }
         } else if bytes.first == stateVersion {
             throw StoreError(.corrupt, "the change feed's state is damaged")
         }
         var input = FeedReader(bytes, what: "the change feed's state")
         let version = try input.byte()
-        guard version == 1 || version == 2 || version == stateVersion else {
-            throw StoreError(.incompatibleFormat, "the change feed's state has an unknown version (\(version)): a newer "
-                + "version of the toolkit wrote this store's feed")
-        }
+        guard version == 1 || version == 2 || version == stateVersion else { throw unknownStateVersion(version) }
         let id = UUID(uuid: try input.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
         let next = try input.u64(), held = try input.u64()
         let retention = try input.u64(), maxKeys = try input.u64()
@@ -456,11 +456,7 @@ package enum ChangeLog {
         let what = "the change feed's transaction \(token.sequence)"
         var bytes = stored
         if stored.first == entryVersion {
-            guard let unsealed = SealedBytes.unsealed(stored) else {
-                throw StoreError(.corrupt, "\(what) is damaged: its checksum does not match its bytes (they changed "
-                    + "after it was written)")
-            }
-            bytes = unsealed
+            bytes = try SealedBytes.unsealed(stored, what: what)
         } else if stored.first != unsealedEntryVersion {
             throw StoreError(.incompatibleFormat, "\(what) has an unknown version")
         }

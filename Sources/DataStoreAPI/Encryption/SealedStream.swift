@@ -45,6 +45,9 @@ import Foundation
         return SealedStream(schema: try schema.resolved(), metadata: metadata, dataKey: dataKey, storeID: envelope.storeID)
     }
 
+    /// The metadata keys a stream's header holds: the key record's and the sealed schema's.
+    public static let metadataKeys = [KeyEnvelope.key, SealedEngine.schemaKey].sorted()
+
     /// Whether a stream's header `metadata` is an encrypted store's.
     public static func isEncrypted(_ metadata: [String: [UInt8]]) -> Bool { metadata[KeyEnvelope.key] != nil }
 

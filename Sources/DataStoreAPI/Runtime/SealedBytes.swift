@@ -10,6 +10,16 @@ enum SealedBytes {
         withUnsafeBytes(of: sum.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// What ``seal(_:)`` sealed, without its checksum.
+    /// - Throws: `corrupt` naming `what` when the checksum does not match.
+    static func unsealed(_ sealed: [UInt8], what: String) throws -> [UInt8] {
+        guard let bytes = unsealed(sealed) else {
+            throw StoreError(.corrupt, "\(what) is damaged: its checksum does not match its bytes (they changed after "
+                + "it was written)")
+        }
+        return bytes
+    }
+
     /// What ``seal(_:)`` sealed, without its checksum; `nil` when the checksum does not match.
     static func unsealed(_ sealed: [UInt8]) -> [UInt8]? {
         guard sealed.count > 4 else { return nil }

@@ -60,8 +60,16 @@ enum JSONLHeader {
             throw StoreError(.incompatibleFormat, "\(path) was written by JSON Lines format \(header.format); this "
                 + "version reads up to \(format)")
         }
+        // Only an encrypted store's header (format 2) holds metadata, and only its key record and
+        // sealed schema: a file cannot hand a store any other reserved record.
+        let stored = header.metadata ?? [:]
+        if header.format == 2 ? stored.keys.sorted() != SealedStream.metadataKeys : !stored.isEmpty {
+            throw StoreError(.corrupt, "\(path): line 1 is a damaged header: format \(header.format) with metadata "
+                + (stored.isEmpty ? "none" : stored.keys.sorted().map { "'\($0)'" }.joined(separator: ", "))
+                + "; an encrypted file's header holds " + SealedStream.metadataKeys.map { "'\($0)'" }.joined(separator: " and "))
+        }
         var metadata: [String: [UInt8]] = [:]
-        for (key, value) in header.metadata ?? [:] {
+        for (key, value) in stored.sorted(by: { $0.key < $1.key }) {
             guard let bytes = Data(base64Encoded: value) else {
                 throw StoreError(.corrupt, "\(path): line 1 holds metadata '\(key)' that is not base64")
             }

@@ -46,7 +46,9 @@ extension StoreLocation {
         let engineCheck = try Migrator.withResumeCommand(self) {
             try SealedEngine.$physicalSchemas.withValue(key != nil) { try backend.check(at: path) }
         }
-        let items = try engineCheck.itemsChecked ?? countCheckedItems()
+        // An encrypted store's items are also read through the store, which opens (and so
+        // authenticates) each one: the engine's check read them sealed.
+        let items = try (key == nil ? engineCheck.itemsChecked : nil) ?? countCheckedItems()
         try refuseUnfinishedCopy()
         let references = try checkReferences()
         let entries = try checkChangeFeed()
