@@ -50,8 +50,10 @@ extension StoreLocation {
         // authenticates) each one: the engine's check read them sealed.
         let items = try (key == nil ? engineCheck.itemsChecked : nil) ?? countCheckedItems()
         try refuseUnfinishedCopy()
-        let references = try checkReferences()
-        let entries = try checkChangeFeed()
+        let store = try Migrator.acceptingUnfinished { try openSource(alreadyChecked: true) }
+        defer { try? store.close() }
+        let references = try checkReferences(in: store)
+        let entries = try checkChangeFeed(in: store)
         return StoreCheckReport(
             store: description, engineCheck: engineCheck.description, items: items, references: references,
             changeFeedEntries: entries, seconds: Date().timeIntervalSince(started))
@@ -80,9 +82,7 @@ extension StoreLocation {
     }
 
     /// Checks every to-one reference; returns how many were checked (`nil` without relationships).
-    private func checkReferences() throws -> Int? {
-        let store = try Migrator.acceptingUnfinished { try openSource(alreadyChecked: true) }
-        defer { try? store.close() }
+    private func checkReferences(in store: any DataStore) throws -> Int? {
         guard store.schema.entities.contains(where: { !$0.relationships.isEmpty }) else { return nil }
         let report = try store.read { try $0.checkReferences() }
         guard report.danglingCount == 0 else {
@@ -93,9 +93,7 @@ extension StoreLocation {
     }
 
     /// Reads the change feed's state and every entry it holds; returns how many entries.
-    private func checkChangeFeed() throws -> Int {
-        let store = try Migrator.acceptingUnfinished { try openSource(alreadyChecked: true) }
-        defer { try? store.close() }
+    private func checkChangeFeed(in store: any DataStore) throws -> Int {
         do {
             return try store.read { try $0.checkChangeFeed() }
         } catch let error as StoreError where error.code == .corrupt {
