@@ -83,6 +83,12 @@ struct LibpqParameters {
     mutating func append(_ value: UUID) {
         add(2950) { data in withUnsafeBytes(of: value.uuid) { data.append(contentsOf: $0) } }
     }
+
+    /// A value of a result as the server sent it: its bytes, with its column's type.
+    mutating func append(_ cell: LibpqCell) {
+        let type = UInt32(PQftype(cell.result.pointer, cell.column))
+        if cell.isNull { appendNull() } else { add(type) { $0.append(contentsOf: cell.raw) } }
+    }
 }
 
 /// A result's rows, read in binary; freed with the value.

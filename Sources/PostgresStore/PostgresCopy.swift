@@ -6,8 +6,9 @@ extension PostgresSession {
     /// `COPY schema.table FROM STDIN` of `records` in binary format (the values as the server
     /// keeps them: no number printed and parsed again), inside the session's transaction,
     /// 64 KiB at a time.
-    func copy(_ records: [(record: Record, key: PrimaryKey)], into entity: EntitySchema, quotedSchema: String) throws {
-        let columns = entity.attributes.map { PostgresSQL.quote($0.name) }.joined(separator: ", ")
+    func copy(_ records: [(record: Record, key: PrimaryKey)], into entity: EntitySchema, quotedSchema: String,
+              sealed: Bool) throws {
+        let columns = PostgresSQL.columns(entity, sealed: sealed)
         let sql = "COPY \(PostgresSQL.table(entity, schema: quotedSchema)) (\(columns)) FROM STDIN (FORMAT binary)"
         var next = records.startIndex
         var started = false
@@ -18,7 +19,7 @@ extension PostgresSession {
                     started = true
                 }
                 while next < records.endIndex, buffer.count < 1 << 16 {
-                    PostgresCopyBinary.append(records[next].record, of: entity, to: &buffer)
+                    PostgresCopyBinary.append(records[next].record, of: entity, sealed: sealed, to: &buffer)
                     next += 1
                 }
                 if next == records.endIndex { PostgresCopyBinary.trailer(to: &buffer) }
@@ -53,8 +54,10 @@ enum PostgresCopyBinary {
         withUnsafeBytes(of: value.bigEndian) { buffer += $0 }
     }
 
-    static func append(_ record: Record, of entity: EntitySchema, to buffer: inout [UInt8]) {
-        withUnsafeBytes(of: Int16(entity.attributes.count).bigEndian) { buffer += $0 }
+    /// A row: `record`'s values in `entity`'s order, then their sum (``PostgresRowSum``) when
+    /// `sealed`.
+    static func append(_ record: Record, of entity: EntitySchema, sealed: Bool, to buffer: inout [UInt8]) {
+        withUnsafeBytes(of: Int16(entity.attributes.count + (sealed ? 1 : 0)).bigEndian) { buffer += $0 }
         for attribute in entity.attributes {
             switch record[attribute.name] {
             case .null: append32(-1, to: &buffer)
@@ -76,6 +79,7 @@ enum PostgresCopyBinary {
                 withUnsafeBytes(of: u.uuid) { buffer += $0 }
             }
         }
+        if sealed { append64(UInt64(bitPattern: PostgresRowSum.sum(record, entity)), to: &buffer) }
     }
 }
 

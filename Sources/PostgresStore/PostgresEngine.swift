@@ -24,10 +24,18 @@ import Synchronization
     /// 2: the feed's numbers come from a sequence (format 1 moved a counter row in every write
     /// transaction, `_ds_commits`); a store of format 1 is upgraded when opened. 3: the header
     /// carries its checksum (``StoreHeader``); a store of format 2 has its header written again
-    /// by the first open that gives a schema (an app's, not a source's or a check's).
-    static let formatVersion = 3
+    /// by the first open that gives a schema (an app's, not a source's or a check's). 4: each
+    /// entity's rows carry their checksum (`_ds_sum`, ``PostgresRowSum``); the same open adds the
+    /// column and writes the sums of the rows already there.
+    static let formatVersion = 4
     /// The first format whose header carries its checksum.
     static let headerSealedSince = 3
+    /// The first format whose rows carry their checksum.
+    static let rowsSealedSince = 4
+
+    /// Whether the entities' rows carry their checksum: a store opened at an older format without
+    /// a schema (a source, a check) is read as it is, its rows unchecked.
+    let sealedRows: Bool
 
     public let schema: Schema
     public let location: PostgresLocation
@@ -114,7 +122,8 @@ import Synchronization
         do {
             commitSetting = try Self.commitSetting(writer, durability: durability)
             serverStart = Mutex(try Self.serverStart(writer))
-            schema = try Self.prepare(writer, requested: requested, location: location, lockKey: lockKey)
+            (schema, sealedRows) = try Self.prepare(writer, requested: requested, location: location,
+                                                    lockKey: lockKey)
         } catch {
             writer.close()
             throw error
@@ -166,7 +175,7 @@ import Synchronization
     private let beginTicket: String
 
     private static func prepare(_ db: PostgresSession, requested: Schema?, location: PostgresLocation,
-                                lockKey: Int64) throws -> Schema {
+                                lockKey: Int64) throws -> (Schema, sealedRows: Bool) {
         let s = PostgresSQL.quote(location.schema)
         var binds = LibpqParameters()
         binds.append(lockKey)
@@ -178,6 +187,7 @@ import Synchronization
             let tables = try db.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
                                       name).rows.compactMap { try? $0[0].string() }
             var stored: Schema?
+            var sealedRows = true
             if tables.contains("_ds_meta") {
                 let reader = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
                 guard let header = try StoreHeader.read(location: location.description, supportedFormat: formatVersion,
@@ -189,7 +199,12 @@ import Synchronization
                 // Opened with a schema (an app's open): the header of format 2 written again with its
                 // sum. Opened without one (a source, a check), it is read as it is: neither writes.
                 if header.format < formatVersion && (header.format < 2 || requested != nil) {
+                    if header.format < rowsSealedSince {
+                        try PostgresRowSum.add(to: header.schema, in: db, quotedSchema: s)
+                    }
                     try writeHeader(header.schema, db, quotedSchema: s)
+                } else {
+                    sealedRows = header.format >= rowsSealedSince
                 }
             } else if !tables.isEmpty {
                 throw StoreError(.notAStore, "\(location): schema \(location.schema) holds tables but is not a "
@@ -203,7 +218,7 @@ import Synchronization
             }
             try foreignKeys(schema, in: db, quotedSchema: s, location: location)
             try db.query("COMMIT")
-            return schema
+            return (schema, sealedRows)
         } catch {
             _ = try? db.query("ROLLBACK")
             throw error
@@ -327,8 +342,10 @@ import Synchronization
         // index expression needs.
         try db.query("CREATE FUNCTION \(s)._ds_hash(text) RETURNS bytea IMMUTABLE STRICT PARALLEL SAFE "
             + "LANGUAGE sql AS 'SELECT sha256(textsend($1))'")
+        try db.query(PostgresRowSum.createFunction(schema: s))
         for entity in schema.entities {
             try db.query(PostgresSQL.createTable(entity, schema: s))
+            try db.query(PostgresRowSum.createTrigger(entity, schema: s))
             for index in entity.indexes { try db.query(PostgresSQL.createIndex(index, of: entity, schema: s)) }
         }
         let transaction = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
@@ -349,7 +366,7 @@ import Synchronization
             if let known = cache[entity.name], known.attributes.elementsEqual(entity.attributes.lazy.map(\.name)) {
                 return known
             }
-            let made = EntityStatements(entity, schema: quotedSchema)
+            let made = EntityStatements(entity, schema: quotedSchema, sealed: sealedRows)
             cache[entity.name] = made
             return made
         }
@@ -445,6 +462,24 @@ import Synchronization
     /// it (``PostgresReadTarget``), else to the primary; a read whose standby is lost while it
     /// runs, or that reads the change feed, runs again on the primary: a read block may run more
     /// than once.
+    /// Reads every row of every entity in one read transaction, each checked as a read checks it
+    /// (its values against the schema, its checksum), and goes on past the damaged ones.
+    /// - Returns: the rows read, those without a checksum (written by another program), and a
+    ///   description of each damaged row.
+    func checkRows() throws -> (rows: Int, unsealed: Int, damage: [String]) {
+        try withReader { reader in
+            guard let transaction = reader as? PostgresTransaction else { return (0, 0, []) }
+            var damage: [String] = []
+            var (rows, unsealed) = (0, 0)
+            for entity in schema.entities {
+                let found = try transaction.checkRows(entity, damage: &damage)
+                rows += found.rows
+                unsealed += found.unsealed
+            }
+            return (rows, unsealed, damage)
+        }
+    }
+
     public func withReader<T>(_ body: (any StorageReader) throws -> T) throws -> T {
         guard readSlots.wait(timeout: .now() + .seconds(30)) == .success else {
             throw StoreError(.busy, "\(location): every one of the \(readConnections) read connections stayed in use "
@@ -838,6 +873,7 @@ import Synchronization
             }
             try session.query("DROP SEQUENCE IF EXISTS \(s)._ds_feed_seq RESTRICT")
             try session.query("DROP FUNCTION IF EXISTS \(s)._ds_hash(text) RESTRICT")
+            try session.query("DROP FUNCTION IF EXISTS \(s).\(PostgresRowSum.function)() RESTRICT")
             try session.query("DROP SCHEMA \(s) RESTRICT")
             try session.query("COMMIT")
         } catch let error as StoreError {
@@ -900,7 +936,7 @@ import Synchronization
         var foreignKeys: [String: Set<String>] = [:]
         for entity in entities {
             let table = PostgresSQL.identifier(entity.name)
-            columns[table] = Set(entity.attributes.map { PostgresSQL.identifier($0.name) })
+            columns[table] = Set(entity.attributes.map { PostgresSQL.identifier($0.name) } + [PostgresRowSum.name])
             indexes[table] = Set(entity.indexes.map { PostgresSQL.identifier("\(entity.name).\($0.name)") })
             foreignKeys[table] = Set(entity.relationships.filter { $0.cardinality == .toOne }
                 .map { PostgresSQL.identifier("\(entity.name).\($0.name)") })
@@ -932,6 +968,7 @@ import Synchronization
             .map { "the \(constraintKinds[$0.kind] ?? "constraint") \($0.name) of the table \($0.table)" }
         let triggers = try pairs("SELECT t.relname::text, g.tgname::text, '' FROM pg_trigger g JOIN pg_class t ON "
             + "t.oid = g.tgrelid \(onTables) AND NOT g.tgisinternal AND g.tgconstraint = 0")
+            .filter { $0.name != PostgresRowSum.name }
             .map { "the trigger \($0.name) on the table \($0.table)" }
         let rules = try pairs("SELECT t.relname::text, r.rulename::text, '' FROM pg_rewrite r JOIN pg_class t ON "
             + "t.oid = r.ev_class \(onTables)")
@@ -1009,12 +1046,20 @@ enum PostgresSQL {
         type == .string ? "text" : columnType(type)
     }
 
+    /// The table of an entity: a column per attribute, then the row's checksum
+    /// (``PostgresRowSum``); its trigger is made apart (``PostgresRowSum/createTrigger(_:schema:)``).
     static func createTable(_ entity: EntitySchema, schema: String) -> String {
         let columns = entity.attributes.map { attribute in
             quote(attribute.name) + " " + columnType(attribute.type) + (attribute.isOptional ? "" : " NOT NULL")
         }
         return "CREATE TABLE \(table(entity, schema: schema)) (" + columns.joined(separator: ", ")
-            + ", PRIMARY KEY (\(quote(entity.primaryKey))))"
+            + ", \(PostgresRowSum.column) bigint, PRIMARY KEY (\(quote(entity.primaryKey))))"
+    }
+
+    /// The columns every select and insert of an entity's rows names: its attributes', then the
+    /// row's checksum where the rows carry it.
+    static func columns(_ entity: EntitySchema, sealed: Bool) -> String {
+        entity.attributes.map { quote($0.name) }.joined(separator: ", ") + (sealed ? ", " + PostgresRowSum.column : "")
     }
 
     /// An index term: long strings and bytes by their SHA-256, which keeps every entry within

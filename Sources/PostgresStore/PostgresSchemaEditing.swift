@@ -9,6 +9,7 @@ import Foundation
 extension PostgresTransaction: SchemaEditingWriter {
     func createEntity(_ entity: EntitySchema) throws {
         try run(PostgresSQL.createTable(entity, schema: s))
+        try run(PostgresRowSum.createTrigger(entity, schema: s))
         for index in entity.indexes { try run(PostgresSQL.createIndex(index, of: entity, schema: s)) }
     }
 
@@ -46,6 +47,8 @@ extension PostgresTransaction: SchemaEditingWriter {
         staging.name = "_ds_migrating"
         staging.indexes = []
         try run(PostgresSQL.createTable(staging, schema: s))
+        // (Its trigger goes with it through the rename.)
+        try run(PostgresRowSum.createTrigger(staging, schema: s))
         // Pages into the empty staging table by COPY (a clean batch: keys are unique and it has no
         // index yet), one by one only if it were not.
         try forEachRewrittenPage(change) { page in

@@ -97,25 +97,36 @@ public final class PostgresStore: Store, @unchecked Sendable {
         try PostgresStore(location: PostgresLocation(parsing: path), schema: nil, key: key)
     }
 
-    /// Opens the store (its header and stored schema are checked), then compares the tables of
-    /// its PostgreSQL schema with the stored schema: a table the stored schema does not name, or
-    /// one it names that is missing, is damage.
+    /// Opens the store (its header and stored schema are checked), compares the tables of its
+    /// PostgreSQL schema with the stored schema, then reads every row of every entity against its
+    /// checksum: a table the stored schema does not name, one it names that is missing, or a
+    /// damaged row, is damage.
     public func check(at path: String) throws -> EngineCheck {
         let location = try PostgresLocation(parsing: path)
         let store = try PostgresStore(location: location, schema: nil)
-        let schema = store.schema
-        try store.close()
-        // A table the stored schema does not name is damage (the stored schema may be what was
-        // damaged, as when it lost an entity): a store's schema holds the store only.
-        let found = try PostgresEngine.objectsNotOfStore(location, schema: schema)
-            .map { "\($0), which the stored schema does not name" }
-            + PostgresEngine.missingTables(location, schema: schema)
-                .map { "no table \($0) although the stored schema names it" }
-        guard found.isEmpty else {
-            throw StoreError(.corrupt, "\(location) is damaged: it holds " + found.prefix(3).joined(separator: "; ")
-                + (found.count > 3 ? "; and \(found.count - 3) more" : ""))
+        let rows: (rows: Int, unsealed: Int, damage: [String])
+        do {
+            // A table the stored schema does not name is damage (the stored schema may be what was
+            // damaged, as when it lost an entity): a store's schema holds the store only.
+            let found = try PostgresEngine.objectsNotOfStore(location, schema: store.schema)
+                .map { "\($0), which the stored schema does not name" }
+                + PostgresEngine.missingTables(location, schema: store.schema)
+                    .map { "no table \($0) although the stored schema names it" }
+            guard found.isEmpty else {
+                throw StoreError(.corrupt, "\(location) is damaged: it holds " + found.prefix(3).joined(separator: "; ")
+                    + (found.count > 3 ? "; and \(found.count - 3) more" : ""))
+            }
+            rows = try store.postgres.checkRows()
+            try store.close()
+        } catch {
+            try? store.close()
+            throw error
         }
-        return EngineCheck("the schema's tables and header read (PostgreSQL checks its own pages)")
+        if !rows.damage.isEmpty { throw StoreError.damagedRecords(location.description, rows.damage, checked: rows.rows) }
+        let unsealed = rows.unsealed == 0 ? ""
+            : "; \(rows.unsealed) row\(rows.unsealed == 1 ? "" : "s") written by another program, without a checksum"
+        return EngineCheck("the schema's tables, header and rows read, each row against its checksum (PostgreSQL "
+            + "checks its own pages)\(unsealed)", itemsChecked: rows.rows)
     }
 
     public func destroy(at path: String) throws { try PostgresStore.destroy(PostgresLocation(parsing: path)) }

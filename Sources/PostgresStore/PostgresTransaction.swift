@@ -177,47 +177,110 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     }
 
     private func table(_ entity: EntitySchema) -> String { PostgresSQL.table(entity, schema: s) }
-    private func columns(_ entity: EntitySchema) -> String {
-        entity.attributes.map { PostgresSQL.quote($0.name) }.joined(separator: ", ")
-    }
+    /// Whether the rows carry their checksum (``PostgresRowSum``): every store of this format
+    /// (the transactions of an open, without an engine, run after its upgrade).
+    private var sealed: Bool { engine?.sealedRows ?? true }
+    /// The attributes' columns, then the sum's: what every select and insert of rows names.
+    private func columns(_ entity: EntitySchema) -> String { PostgresSQL.columns(entity, sealed: sealed) }
     private func pk(_ entity: EntitySchema) -> String { PostgresSQL.quote(entity.primaryKey) }
 
-    /// The rows as records, their values in one arena's shared storage.
+    /// The rows as records, their values in one arena's shared storage; each row's values
+    /// checked against its checksum (``PostgresRowSum``) when it has one.
     private func records(_ rows: LibpqResult, _ entity: EntitySchema) throws -> [Record] {
         var arena = RecordArena()
         var records: [Record] = []
         records.reserveCapacity(rows.count)
-        let (attributes, layout) = (entity.attributes, entity.layout)
-        for row in rows.rows {
-            let cells = row
-            var failure: (any Error)?
-            let record = arena.record(layout: layout) { sink in
-                do {
-                    for (i, attribute) in attributes.enumerated() {
-                        let value = try PostgresSQL.value(cells[i], attribute, entity: entity)
-                        if value.isNull && !attribute.isOptional {
-                            throw StoreError(.corrupt, "\(session.location): \(entity.name).\(attribute.name) is "
-                                + "null, but the attribute is required")
-                        }
-                        sink.append(value)
+        for row in rows.rows { records.append(try record(row, entity, arena: &arena)) }
+        return records
+    }
+
+    /// One row as a record in `arena`.
+    /// - Throws: `corrupt` naming the item when a value cannot be read or its checksum does not
+    ///   match.
+    private func record(_ cells: LibpqRow, _ entity: EntitySchema, arena: inout RecordArena) throws -> Record {
+        let attributes = entity.attributes
+        var failure: (any Error)?
+        let record = arena.record(layout: entity.layout) { sink in
+            do {
+                for (i, attribute) in attributes.enumerated() {
+                    let value = try PostgresSQL.value(cells[i], attribute, entity: entity)
+                    if value.isNull && !attribute.isOptional {
+                        throw StoreError(.corrupt, "\(session.location): \(entity.name).\(attribute.name) is "
+                            + "null, but the attribute is required")
                     }
-                    return true
-                } catch {
-                    failure = error
-                    return false
+                    sink.append(value)
+                }
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        guard let record else {
+            throw failure ?? StoreError(.corrupt, "\(session.location): a row of '\(entity.name)' could not be read")
+        }
+        if sealed {
+            let cell = cells[attributes.count]
+            if !cell.isNull, try cell.int64() != RecordSum.of(record.values(in: entity.layout)) {
+                throw StoreError(.corrupt, "\(session.location): \(entity.name)[\(Self.keyText(record[entity.primaryKey]))]: "
+                    + "its checksum does not match its values (they changed after it was written)")
+            }
+        }
+        return record
+    }
+
+    private static func keyText(_ key: Value) -> String {
+        switch key {
+        case .int(let n): return String(n)
+        case .string(let text): return text
+        default: return "\(key)"
+        }
+    }
+
+    /// Reads every row of `entity` in key order, a page at a time, each checked as a read checks
+    /// it; a row that does not read is described in `damage` and the check goes on.
+    /// - Returns: the rows read, and those without a sum (written by another program).
+    func checkRows(_ entity: EntitySchema, damage: inout [String]) throws -> (rows: Int, unsealed: Int) {
+        let pk = pk(entity)
+        var (rows, unsealed) = (0, 0)
+        var after: LibpqParameters?
+        var arena = RecordArena()
+        while true {
+            let select = "SELECT \(columns(entity)), \(pk) FROM \(table(entity))"
+            var binds = after ?? LibpqParameters()
+            binds.append(Int64(1_000))
+            let page = try run(select + (after == nil ? " ORDER BY \(pk) LIMIT $1" : " WHERE \(pk) > $1 ORDER BY \(pk) LIMIT $2"),
+                               binds)
+            for row in page.rows {
+                rows += 1
+                if sealed, row[entity.attributes.count].isNull { unsealed += 1 }
+                do {
+                    _ = try record(row, entity, arena: &arena)
+                } catch let error as StoreError where error.code == .corrupt {
+                    damage.append(error.message)
                 }
             }
-            guard let record else {
-                throw failure ?? StoreError(.corrupt, "\(session.location): a row of '\(entity.name)' could not be read")
-            }
-            records.append(record)
+            guard page.count == 1_000, let last = page.rows.last else { break }
+            // The next page from the last key as the server has it, which reads whatever its value.
+            var next = LibpqParameters()
+            next.append(last[entity.attributes.count + (sealed ? 1 : 0)])
+            after = next
         }
-        return records
+        return (rows, unsealed)
     }
 
     private func binds(_ values: [Value]) -> LibpqParameters {
         var binds = LibpqParameters()
         for value in values { PostgresSQL.bind(value, into: &binds) }
+        return binds
+    }
+
+    /// The binds of a row's insert: its values in `entity`'s order, then their sum.
+    private func rowBinds(_ record: Record, _ entity: EntitySchema) -> LibpqParameters {
+        let values = record.values(in: entity.layout)
+        var binds = LibpqParameters()
+        for value in values { PostgresSQL.bind(value, into: &binds) }
+        if sealed { binds.append(RecordSum.of(values)) }
         return binds
     }
 
@@ -229,7 +292,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
 
     /// The statements of one entity, made once per store and entity.
     private func statements(_ entity: EntitySchema) -> EntityStatements {
-        engine?.statements(entity) ?? EntityStatements(entity, schema: s)
+        engine?.statements(entity) ?? EntityStatements(entity, schema: s, sealed: sealed)
     }
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
@@ -347,7 +410,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             if let bound = keyBounds[entity.name] {
                 if bound.map({ k > $0 }) ?? true {
                     sentUncheckedInserts = true
-                    try session.send(statements(entity).insertPlain, binds(entity.attributes.map { record[$0.name] }),
+                    try session.send(statements(entity).insertPlain, rowBinds(record, entity),
                                      wanted: false)
                     keyBounds[entity.name] = .some(k)
                     return
@@ -355,7 +418,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             } else if insertsSeen.contains(entity.name) {
                 // The second insert: the bound is read with it, in the same round trip.
                 let max = try session.send(statements(entity).maxKey)
-                let inserted = try run(statements(entity).insert, binds(entity.attributes.map { record[$0.name] }))
+                let inserted = try run(statements(entity).insert, rowBinds(record, entity))
                 let row = try session.wait(max, sql: statements(entity).maxKey)
                 let stored: Int64? = try row.first.flatMap { $0[0].isNull ? nil : try $0[0].int64() }
                 keyBounds[entity.name] = .some([stored, k].compactMap { $0 }.max())
@@ -364,7 +427,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             }
             insertsSeen.insert(entity.name)
         }
-        let inserted = try run(statements(entity).insert, binds(entity.attributes.map { record[$0.name] }))
+        let inserted = try run(statements(entity).insert, rowBinds(record, entity))
         if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
     }
 
@@ -391,7 +454,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             guard Set(records.map(\.key)).count == records.count else { return false }
             try session.send("SAVEPOINT ds_bulk", wanted: false)
             do {
-                try session.copy(records, into: entity, quotedSchema: s)
+                try session.copy(records, into: entity, quotedSchema: s, sealed: sealed)
             } catch let error as StoreError where error.code == .uniqueViolation {
                 try run("ROLLBACK TO SAVEPOINT ds_bulk")
                 return false
@@ -407,6 +470,11 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             var marks: [String] = []
             for attribute in entity.attributes {
                 PostgresSQL.bind(record[attribute.name], into: &binds)
+                n += 1
+                marks.append("$\(n)")
+            }
+            if sealed {
+                binds.append(PostgresRowSum.sum(record, entity))
                 n += 1
                 marks.append("$\(n)")
             }
@@ -465,7 +533,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         if entity.indexes.contains(where: \.isUnique) { try checkUnique(record, key: key, in: entity) }
-        try run(statements(entity).put, binds(entity.attributes.map { record[$0.name] }))
+        try run(statements(entity).put, rowBinds(record, entity))
         wrote(key, in: entity)
     }
 
@@ -646,12 +714,12 @@ struct EntityStatements {
     /// The largest key.
     let maxKey: String
 
-    init(_ entity: EntitySchema, schema s: String) {
+    init(_ entity: EntitySchema, schema s: String, sealed: Bool) {
         attributes = entity.attributes.map(\.name)
         let table = PostgresSQL.table(entity, schema: s)
-        let columns = entity.attributes.map { PostgresSQL.quote($0.name) }.joined(separator: ", ")
+        let columns = PostgresSQL.columns(entity, sealed: sealed)
         let pk = PostgresSQL.quote(entity.primaryKey)
-        let placeholders = (1...entity.attributes.count).map { "$\($0)" }.joined(separator: ", ")
+        let placeholders = (1...entity.attributes.count + (sealed ? 1 : 0)).map { "$\($0)" }.joined(separator: ", ")
         get = "SELECT \(columns) FROM \(table) WHERE \(pk) = $1"
         contains = "SELECT 1 FROM \(table) WHERE \(pk) = $1"
         insert = "INSERT INTO \(table) (\(columns)) VALUES (\(placeholders)) ON CONFLICT (\(pk)) DO NOTHING RETURNING 1"
@@ -659,6 +727,7 @@ struct EntityStatements {
         maxKey = "SELECT max(\(pk)) FROM \(table)"
         let updates = entity.attributes.filter { $0.name != entity.primaryKey }
             .map { "\(PostgresSQL.quote($0.name)) = EXCLUDED.\(PostgresSQL.quote($0.name))" }
+            + (sealed ? ["\(PostgresRowSum.column) = EXCLUDED.\(PostgresRowSum.column)"] : [])
         put = "INSERT INTO \(table) (\(columns)) VALUES (\(placeholders)) ON CONFLICT (\(pk)) DO "
             + (updates.isEmpty ? "NOTHING" : "UPDATE SET " + updates.joined(separator: ", "))
         delete = "DELETE FROM \(table) WHERE \(pk) = $1 RETURNING 1"

@@ -51,19 +51,7 @@ enum SQLiteRowSum {
     /// (a bool as 0 or 1, a date as its microseconds: each read back as the field its type
     /// makes): what an insert binds, with no call into SQL.
     static func sum(_ values: RecordValues) -> Int64 {
-        values.withUnsafeBufferPointer { values in
-            var size = 0
-            for value in values { size += FieldWriter.size(of: value) }
-            return withUnsafeTemporaryAllocation(byteCount: max(size, 1), alignment: 1) { buffer in
-                let base = buffer.baseAddress.unsafelyUnwrapped
-                var (at, end) = (0, 0)
-                for value in values {
-                    at += FieldWriter.write(value, at: base + at)
-                    if !value.isNull { end = at }
-                }
-                return sum(base, end)
-            }
-        }
+        RecordSum.of(values)
     }
 
     /// One letter per attribute, its type: the first argument of the SQL function.

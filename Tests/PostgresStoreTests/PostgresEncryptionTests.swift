@@ -89,10 +89,7 @@ private let key = try! StoreKey(rawKey: (0..<32).map { UInt8(99 &+ $0) })
         }
     }
     let table = "\"\(location.schema)\".\"Entry\""
-    func psql(_ sql: String) throws -> String {
-        try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore", "-At",
-                                         "-v", "ON_ERROR_STOP=1", "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
+    let psql = PostgresTestServer.psql
     let length = try #require(Int(try psql("SELECT length(_ds_sealed) FROM \(table) WHERE id = 1")))
     #expect(length > 29)
     func flip(_ index: Int) -> String {

@@ -9,11 +9,7 @@ private let noteSchema = Schema(version: 1, entities: [
     EntitySchema("Note", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("title", .string)]),
 ])
 
-/// Runs `sql` on the test server as the superuser.
-private func psql(_ sql: String) throws -> String {
-    try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore", "-At",
-                                     "-v", "ON_ERROR_STOP=1", "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
-}
+private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(sql) }
 
 /// A flipped byte in the header (format version, schema) or in the feed's state of a
 /// PostgreSQL store is damage, as on the embedded backends (which flip every byte of them): the
@@ -76,13 +72,18 @@ private func psql(_ sql: String) throws -> String {
         + "DELETE FROM \(s)._ds_meta WHERE key = 'datastore.feed-floor'; "
         + "CREATE TABLE \(s)._ds_commits (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO \(s)._ds_commits VALUES (1, 5); "
         + "UPDATE \(s)._ds_meta SET value = '1'::bytea WHERE key = 'datastore.format'; "
+        // Rows without their checksum column, its trigger and function.
+        + "DROP TRIGGER \"_ds_sum\" ON \(s).\"Note\"; ALTER TABLE \(s).\"Note\" DROP COLUMN \"_ds_sum\"; "
+        + "DROP FUNCTION \(s)._ds_unsum(); "
         // The schema's JSON without its NUL byte and checksum, as format 1 wrote it.
         + "UPDATE \(s)._ds_meta SET value = substring(value from 1 for length(value) - 5) WHERE key = 'datastore.schema'; "
         + "COMMIT")
 
     let store = try PostgresStore(location: location, schema: noteSchema)
     defer { try? store.close() }
-    #expect(try psql("SELECT convert_from(value, 'UTF8') FROM \(s)._ds_meta WHERE key = 'datastore.format'") == "3")
+    #expect(try psql("SELECT convert_from(value, 'UTF8') FROM \(s)._ds_meta WHERE key = 'datastore.format'") == "4")
+    // Each row was given its checksum by the upgrade.
+    #expect(try psql("SELECT count(*) FILTER (WHERE \"_ds_sum\" IS NOT NULL) FROM \(s).\"Note\"") == "5")
     #expect(try psql("SELECT count(*) FROM pg_tables WHERE schemaname = '\(location.schema)' AND tablename = '_ds_commits'")
         == "0")
     #expect(try store.changes(since: tokens[1], limit: 10).map(\.sequence) == [3, 4, 5])

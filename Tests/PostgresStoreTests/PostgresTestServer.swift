@@ -19,6 +19,14 @@ enum PostgresTestServer {
         return try! PostgresLocation(parsing: "postgres://postgres@/datastore?schema=t\(String(hash, radix: 16))&host=\(host)")
     }
 
+    /// Runs `sql` on the test server as the superuser, with `psql`; its rows, one per line, the
+    /// values separated by `|`.
+    @discardableResult
+    static func psql(_ sql: String) throws -> String {
+        try runCommand("/usr/bin/psql", ["-h", host, "-U", "postgres", "-d", "datastore", "-AtF", "|", "-v", "ON_ERROR_STOP=1",
+                                         "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// The same through the test pgbouncer (transaction pooling): observers `LISTEN` on the
     /// server directly, since notifications cannot pass a pooler in transaction mode.
     static func pooledLocation(_ key: String) -> PostgresLocation {

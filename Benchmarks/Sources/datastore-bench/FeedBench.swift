@@ -67,11 +67,12 @@ import SQLiteStore
 /// off, each operation timed on a fresh store, the two alternating three times (best of each).
 @MainActor var memoryFeedRows: [(String, Int, Double, Double)] = []
 
-@MainActor func benchmarkMemoryFeed(n: Int) throws {
+/// With `key`, the stores encrypted.
+@MainActor func benchmarkMemoryFeed(n: Int, key: StoreKey? = nil) throws {
     let small = 2_000
     let workload = Workload(count: max(n, small))
     func open(feed: Bool) throws -> any DataStore {
-        let store = try InMemoryStore(schema: Workload.schema)
+        let store = try InMemoryStore(schema: Workload.schema, key: key)
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: feed)) }
         return store
     }
@@ -86,7 +87,7 @@ import SQLiteStore
                 try store.close()
             }
         }
-        memoryFeedRows.append((operation, count, Double(count) / best[false]!, Double(count) / best[true]!))
+        memoryFeedRows.append((operation + (key == nil ? "" : ", encrypted"), count, Double(count) / best[false]!, Double(count) / best[true]!))
     }
 }
 

@@ -46,12 +46,14 @@ struct FluentRow {
 /// Both sides run with the same durability (SQLite synchronous=NORMAL, PostgreSQL asynchronous
 /// commit). Fluent's inserts go as its batched `create(on:)`, 1,000 models a statement (the
 /// largest batch under SQLite's limit of bound variables with 5 columns).
-@MainActor func fluentComparison(count: Int) throws -> [FluentRow] {
+/// With `key`, each backend's rows again with the store encrypted (Fluent's side as it is).
+@MainActor func fluentComparison(count: Int, key: StoreKey? = nil) throws -> [FluentRow] {
     let (host, url) = (postgresHost, postgresURL("bench_typed"))
-    return try blocking { try await fluentComparison(count: count, postgresHost: host, postgresURL: url) }
+    return try blocking { try await fluentComparison(count: count, postgresHost: host, postgresURL: url, key: key) }
 }
 
-private func fluentComparison(count: Int, postgresHost: String, postgresURL: String) async throws -> [FluentRow] {
+private func fluentComparison(count: Int, postgresHost: String, postgresURL: String, key: StoreKey?) async throws
+    -> [FluentRow] {
     let tracks = (0..<count).map(Track.make)
     var entity = try Track.entitySchema()
     entity.indexes = [Index("byPlays", on: ["plays"])]
@@ -71,15 +73,18 @@ private func fluentComparison(count: Int, postgresHost: String, postgresURL: Str
     let sqlite = databases.database(.sqlite, logger: logger, on: group.any())!
     try await (sqlite as! any SQLDatabase).raw("PRAGMA journal_mode=WAL").run()
     try await (sqlite as! any SQLDatabase).raw("PRAGMA synchronous=NORMAL").run()
-    let sqliteStore = try SQLiteStore(path: directory + "/store.sqlite", schema: schema,
-                                      options: SQLiteOptions(durability: .normal))
-    rows += try await fluentRows("SQLite", fluent: sqlite, store: sqliteStore, tracks: tracks)
-    try sqliteStore.close()
+    for key in key == nil ? [nil] : [nil, key] {
+        let name = key == nil ? "store" : "encrypted"
+        let sqliteStore = try SQLiteStore(path: directory + "/\(name).sqlite", schema: schema,
+                                          options: SQLiteOptions(durability: .normal, key: key))
+        rows += try await fluentRows("SQLite" + (key == nil ? "" : ", encrypted"), fluent: sqlite, store: sqliteStore,
+                                     tracks: tracks)
+        try sqliteStore.close()
+    }
 
     // PostgreSQL: the benchmarks' server, a schema each.
     let location = try PostgresLocation(parsing: postgresURL)
     try? PostgresStore.destroy(location)
-    let postgresStore = try PostgresStore(url: postgresURL, schema: schema, durability: .normal)
     var configuration = SQLPostgresConfiguration(unixDomainSocketPath: postgresHost + "/.s.PGSQL.5432",
                                                  username: "postgres", password: nil, database: "datastore")
     configuration.searchPath = ["bench_fluent"]
@@ -89,9 +94,13 @@ private func fluentComparison(count: Int, postgresHost: String, postgresURL: Str
     try await sql.raw("DROP SCHEMA IF EXISTS bench_fluent CASCADE").run()
     try await sql.raw("CREATE SCHEMA bench_fluent").run()
     try await sql.raw("SET synchronous_commit TO off").run()
-    rows += try await fluentRows("PostgreSQL", fluent: postgres, store: postgresStore, tracks: tracks)
-    try postgresStore.close()
-    try? PostgresStore.destroy(location)
+    for key in key == nil ? [nil] : [nil, key] {
+        let postgresStore = try PostgresStore(url: postgresURL, schema: schema, durability: .normal, key: key)
+        rows += try await fluentRows("PostgreSQL" + (key == nil ? "" : ", encrypted"), fluent: postgres,
+                                     store: postgresStore, tracks: tracks)
+        try postgresStore.close()
+        try? PostgresStore.destroy(location)
+    }
     try await sql.raw("DROP SCHEMA bench_fluent CASCADE").run()
     await databases.shutdownAsync()
     return rows
@@ -164,6 +173,8 @@ private func fluentRows(_ backend: String, fluent: any Database, store: any Data
     }
     rows.append(FluentRow(backend: backend, operation: "one-insert transactions (\(small))", operations: small,
                           fluent: fluentSmall, store: storeSmall))
+    // (The next rows make Fluent's table again.)
+    try await fluent.schema("Track").delete()
     return rows
 }
 

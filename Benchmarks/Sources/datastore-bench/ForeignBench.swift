@@ -10,7 +10,9 @@ import StoreMigration
 /// column of every row, in key order); plain SQLite into PostgreSQL also next to pgloader, when
 /// it is installed. The copies run without verification (as the migration rows do); the Core
 /// Data store's model comes from a model file (the model cache is read once, before timing).
-@MainActor func benchmarkForeignSources(n: Int) throws {
+/// With `key`, only the copies, into encrypted stores (the sources are the same files).
+@MainActor func benchmarkForeignSources(n: Int, key: StoreKey? = nil) throws {
+    let suffix = key == nil ? "" : ", encrypted"
     let directory = scratch("foreign")
     defer { try? FileManager.default.removeItem(atPath: directory) }
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -30,17 +32,19 @@ import StoreMigration
         var rows = 0
         let raw = bestOf(3) { rows = rawRead(source.location.path.components(separatedBy: "?")[0], source.table, source.columns) }
         check(rows, n, "rows the raw loop read")
-        let store = try source.location.openSource()
-        var read = 0
-        record(source.name, "read every item (forEach) vs raw C loop reading the table", n, operations: n,
-               api: try bestOf(3) {
-                   read = 0
-                   try store.read { try $0.forEach(FetchRequest(source.entity)) { _ in read += 1 } }
-               }, raw: raw, memory: false)
-        check(read, n, "items read")
-        try store.close()
-        let lmdb = StoreLocation(kind: .lmdb, path: directory + "/\(source.table).lmdb")
-        record(source.name, "-> LMDB (Migrator.copy, no verify) vs raw C loop reading the table", n, operations: n,
+        if key == nil {
+            let store = try source.location.openSource()
+            var read = 0
+            record(source.name, "read every item (forEach) vs raw C loop reading the table", n, operations: n,
+                   api: try bestOf(3) {
+                       read = 0
+                       try store.read { try $0.forEach(FetchRequest(source.entity)) { _ in read += 1 } }
+                   }, raw: raw, memory: false)
+            check(read, n, "items read")
+            try store.close()
+        }
+        let lmdb = StoreLocation(kind: .lmdb, path: directory + "/\(source.table).lmdb", key: key)
+        record(source.name + suffix, "-> LMDB (Migrator.copy, no verify) vs raw C loop reading the table", n, operations: n,
                api: try time {
                    _ = try Migrator.copy(from: source.location, to: lmdb,
                                          options: MigrationOptions(batchSize: 10_000, verify: false, checkSource: false))
@@ -48,9 +52,9 @@ import StoreMigration
         try lmdb.destroy()
         if !options.noPostgres {
             let url = postgresURL("bench_foreign")
-            let postgres = try StoreLocation(parsing: url)
+            let postgres = try StoreLocation(parsing: url).with(key: key)
             try? postgres.destroy()
-            record(source.name, "-> PostgreSQL (Migrator.copy, no verify) vs raw C loop reading the table", n, operations: n,
+            record(source.name + suffix, "-> PostgreSQL (Migrator.copy, no verify) vs raw C loop reading the table", n, operations: n,
                    api: try time {
                        _ = try Migrator.copy(from: source.location, to: postgres,
                                              options: MigrationOptions(batchSize: 10_000, verify: false, checkSource: false))
@@ -58,7 +62,7 @@ import StoreMigration
             try postgres.destroy()
         }
     }
-    guard !options.noPostgres, FileManager.default.isExecutableFile(atPath: "/usr/bin/pgloader") else { return }
+    guard key == nil, !options.noPostgres, FileManager.default.isExecutableFile(atPath: "/usr/bin/pgloader") else { return }
     // pgloader copies the tables into the database's public schema; the store copies into a schema of its own.
     let target = "postgresql://postgres@unix:\(postgresHost):5432/datastore"
     let drop = "psql -q -h '\(postgresHost)' -U postgres -d datastore -c 'DROP TABLE IF EXISTS public.note, public.folder CASCADE'"

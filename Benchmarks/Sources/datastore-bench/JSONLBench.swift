@@ -19,8 +19,11 @@ struct PlainItem: Codable {
 /// Export and load of `n` items through JSON Lines on every backend, next to a plain loop over
 /// the same items: `JSONEncoder` encoding each into a line of a file (export), and
 /// `JSONSerialization` parsing each line of that file into a dictionary (load). The loops neither
-/// read nor write a store, nor check types or order: they are the floor of JSON work.
-@MainActor func benchmarkJSONLines(n: Int) throws {
+/// read nor write a store, nor check types or order: they are the floor of JSON work. With `key`,
+/// the stores and the migration's `jsonl:` file encrypted (an export through `JSONLines` is
+/// written in the clear, as the user asks; the loops as they are).
+@MainActor func benchmarkJSONLines(n: Int, key: StoreKey? = nil) throws {
+    let suffix = key == nil ? "" : ", encrypted"
     let workload = Workload(count: n)
     let directory = scratch("jsonl")
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -56,12 +59,12 @@ struct PlainItem: Codable {
             switch backend {
             case "SQLite":
                 return try SQLiteStore(path: "\(directory)/\(name).sqlite", schema: Workload.schema,
-                                       options: SQLiteOptions(durability: .normal))
+                                       options: SQLiteOptions(durability: .normal, key: key))
             case "LMDB":
                 return try LMDBStore(path: "\(directory)/\(name).lmdb", schema: Workload.schema,
-                                     options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
+                                     options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30, key: key))
             default:
-                return try InMemoryStore(schema: Workload.schema)
+                return try InMemoryStore(schema: Workload.schema, key: key)
             }
         }
         let source = try open("source")
@@ -76,21 +79,21 @@ struct PlainItem: Codable {
         let loadSeconds = try time { loaded = try JSONLines.load(path, into: destination, batchSize: 10_000) }
         precondition(loaded == n)
         try destination.close()
-        record(backend, "JSON Lines export (vs JSONEncoder loop)", n, operations: n, api: exportSeconds, raw: encodeSeconds, memory: false)
-        record(backend, "JSON Lines load, one transaction (vs JSONSerialization loop)", n, operations: n,
+        record(backend + suffix, "JSON Lines export (vs JSONEncoder loop)", n, operations: n, api: exportSeconds, raw: encodeSeconds, memory: false)
+        record(backend + suffix, "JSON Lines load, one transaction (vs JSONSerialization loop)", n, operations: n,
                api: loadSeconds, raw: parseSeconds, memory: false)
         // The same through the jsonl: kind of the migration engine (checkpointed batches; the
         // source file checked by a pass of its own, then read once more while opening).
         let kind: StoreKind = backend == "SQLite" ? .sqlite : backend == "LMDB" ? .lmdb : .memory
         func location(_ name: String) -> StoreLocation {
-            kind == .memory ? StoreLocation(kind: .memory, path: "bench-\(name)-\(n)")
-                : StoreLocation(kind: kind, path: "\(directory)/\(name).\(kind.rawValue)")
+            kind == .memory ? StoreLocation(kind: .memory, path: "bench-\(name)-\(n)\(suffix)", key: key)
+                : StoreLocation(kind: kind, path: "\(directory)/\(name).\(kind.rawValue)", key: key)
         }
         let from = location("kind-source")
         let kindSource = try from.open(schema: Workload.schema, durability: .normal)
         try APIBench(store: kindSource, workload: workload).insertAll(from: 0, count: n, batch: 10_000)
         try kindSource.close()
-        let file = StoreLocation(kind: .jsonl, path: "\(directory)/\(backend)-kind.jsonl")
+        let file = StoreLocation(kind: .jsonl, path: "\(directory)/\(backend)-kind.jsonl", key: key)
         let options = MigrationOptions(batchSize: 10_000, verify: false, checkSource: false)
         let copyOutSeconds = try time { _ = try Migrator.copy(from: from, to: file, options: options) }
         var checked = options
@@ -100,9 +103,9 @@ struct PlainItem: Codable {
         let differences = try Migrator.verify(from: from, to: into).differences
         precondition(differences == 0)
         for l in [from, into] { try l.destroy() }
-        record(backend, "copy --to jsonl: (vs JSONEncoder loop)", n, operations: n, api: copyOutSeconds,
+        record(backend + suffix, "copy --to jsonl: (vs JSONEncoder loop)", n, operations: n, api: copyOutSeconds,
                raw: encodeSeconds, memory: false)
-        record(backend, "copy --from jsonl:, checked (vs JSONSerialization loop)", n, operations: n,
+        record(backend + suffix, "copy --from jsonl:, checked (vs JSONSerialization loop)", n, operations: n,
                api: copyInSeconds, raw: parseSeconds, memory: false)
     }
 }

@@ -99,7 +99,9 @@ nonisolated(unsafe) var postgresStop: String?
 /// The migration SQLite -> PostgreSQL (`Migrator.copy`, as `migrate-store copy` runs it, with
 /// its checkpoints, without the integrity check and verify) next to the classic hand-made move:
 /// `sqlite3 -csv … | psql -c '\copy … FROM STDIN'` into the same table and index, one COPY.
-@MainActor func benchmarkPostgresMigration(n: Int) throws {
+/// With `key`, the PostgreSQL store encrypted (the source and `psql \\copy` as they are).
+@MainActor func benchmarkPostgresMigration(n: Int, key: StoreKey? = nil) throws {
+    let suffix = key == nil ? "" : ", encrypted"
     let workload = Workload(count: n)
     let directory = scratch("pg-migration")
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -109,7 +111,7 @@ nonisolated(unsafe) var postgresStop: String?
     try source.close()
     let url = postgresURL("bench_migration")
     try? PostgresStore.destroy(PostgresLocation(parsing: url))
-    let destination = try StoreLocation(parsing: url)
+    let destination = try StoreLocation(parsing: url).with(key: key)
     let rawTable = try RawPostgresBench(host: postgresHost, schema: "bench_psql", workload: workload)
     let select = "SELECT id, name, score, printf('%.17g', ratio), '\\x' || lower(hex(payload)) FROM \"Item\" ORDER BY id"
     let pipeline = "sqlite3 -csv '\(sqlite.path)' \"\(select.replacingOccurrences(of: "\"", with: "\\\""))\" | "
@@ -117,7 +119,7 @@ nonisolated(unsafe) var postgresStop: String?
         + "-c '\\copy bench_psql.\"Item\" (id, name, score, ratio, payload) FROM STDIN WITH (FORMAT csv)'"
     let command = "/bin/bash -o pipefail -c '\(pipeline.replacingOccurrences(of: "'", with: "'\\''"))'"
     let psqlCopy = { precondition(system(command) == 0, "\(command) failed") }
-    record("migration", "SQLite -> PostgreSQL (Migrator.copy, no verify) vs sqlite3 piped to psql \\copy", n, operations: n,
+    record("migration" + suffix, "SQLite -> PostgreSQL (Migrator.copy, no verify) vs sqlite3 piped to psql \\copy", n, operations: n,
            api: try time {
                _ = try Migrator.copy(from: sqlite, to: destination,
                                      options: MigrationOptions(verify: false, checkSource: false))
@@ -130,7 +132,7 @@ nonisolated(unsafe) var postgresStop: String?
     try PostgresStore.destroy(PostgresLocation(parsing: url))
     // The same with batches (and checkpoints) of 10,000 items: `--batch-size 10000`.
     try rawTable.query("TRUNCATE bench_psql.\"Item\"")
-    record("migration", "SQLite -> PostgreSQL, --batch-size 10000, vs sqlite3 piped to psql \\copy", n, operations: n,
+    record("migration" + suffix, "SQLite -> PostgreSQL, --batch-size 10000, vs sqlite3 piped to psql \\copy", n, operations: n,
            api: try time {
                _ = try Migrator.copy(from: sqlite, to: destination,
                                      options: MigrationOptions(batchSize: 10_000, verify: false, checkSource: false))

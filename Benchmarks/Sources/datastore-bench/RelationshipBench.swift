@@ -62,15 +62,18 @@ struct GRDBUserWithNotes: FetchableRecord {
 
 /// The relationship rows: eager loading against one query per user, GRDB's `including(all:)`
 /// and a raw SQL join; a cascade delete against SQLite's own `ON DELETE CASCADE`; bulk inserts
-/// with references checked against the same inserts without relationships.
-@MainActor func benchmarkRelationships(users: Int, notesPerUser: Int) throws {
+/// with references checked against the same inserts without relationships. With `key`, every
+/// store encrypted (the raw sides as they are), without the rows that read the store's file with
+/// GRDB or SQL, which an encrypted store's columns do not hold in the clear.
+@MainActor func benchmarkRelationships(users: Int, notesPerUser: Int, key: StoreKey? = nil) throws {
     let notes = users * notesPerUser
     let directory = scratch("graph")
     defer { try? FileManager.default.removeItem(atPath: directory) }
+    let suffix = key == nil ? "" : ", encrypted"
 
     // Eager loading, SQLite.
     let store = try SQLiteStore(path: directory + "/store.sqlite", schema: GraphWorkload.schema,
-                                options: SQLiteOptions(durability: .normal))
+                                options: SQLiteOptions(durability: .normal, key: key))
     try GraphWorkload.load(store, users: users, notesPerUser: notesPerUser)
     var loaded = 0
     let eager = try bestOf(3) {
@@ -87,11 +90,19 @@ struct GRDBUserWithNotes: FetchableRecord {
         }
     }
     precondition(loaded == users + notes)
-    record("SQLite", "eager load \(users) users with their notes, against one query per user", users + notes,
+    record("SQLite" + suffix, "eager load \(users) users with their notes, against one query per user", users + notes,
            operations: users + notes, api: eager, raw: perUser)
+    if key == nil { try compareEagerLoad(directory + "/store.sqlite", eager: eager, users: users, notes: notes) }
+    try store.close()
 
+    try cascadeAndBulkRows(directory, users: users, notesPerUser: notesPerUser, key: key)
+}
+
+/// Eager loading against GRDB's `including(all:)` and a raw SQL join over the same file.
+@MainActor private func compareEagerLoad(_ path: String, eager: Double, users: Int, notes: Int) throws {
+    var loaded = 0
     // GRDB's including(all:) over the same file.
-    let pool = try DatabasePool(path: directory + "/store.sqlite")
+    let pool = try DatabasePool(path: path)
     let grdb = try bestOf(3) {
         loaded = try pool.read { db in
             try GRDBUser.including(all: GRDBUser.notes).asRequest(of: GRDBUserWithNotes.self).fetchAll(db)
@@ -104,7 +115,7 @@ struct GRDBUserWithNotes: FetchableRecord {
 
     // A raw SQL join read into rows, through the C API.
     var handle: OpaquePointer?
-    sqlite3_open_v2(directory + "/store.sqlite", &handle, SQLITE_OPEN_READONLY, nil)
+    sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil)
     let join = bestOf(3) {
         var statement: OpaquePointer?
         sqlite3_prepare_v2(handle, "SELECT u.id, u.name, n.id, n.title, n.author FROM User u LEFT JOIN Note n "
@@ -122,15 +133,20 @@ struct GRDBUserWithNotes: FetchableRecord {
     sqlite3_close_v2(handle)
     record("SQLite", "eager load, against a raw SQL join", users + notes, operations: users + notes,
            api: eager, raw: join)
-    try store.close()
+}
 
+/// The cascade-delete and bulk-insert rows, on SQLite and LMDB (encrypted with `key`).
+@MainActor private func cascadeAndBulkRows(_ directory: String, users: Int, notesPerUser: Int, key: StoreKey?) throws {
+    let notes = users * notesPerUser
+    let suffix = key == nil ? "" : ", encrypted"
     // Cascade delete of every user: the users and all their notes, one transaction.
     for backend in ["SQLite", "LMDB"] {
         let path = directory + "/cascade-\(backend)"
         let graph: any DataStore = backend == "SQLite"
-            ? try SQLiteStore(path: path + ".sqlite", schema: GraphWorkload.schema, options: SQLiteOptions(durability: .normal))
+            ? try SQLiteStore(path: path + ".sqlite", schema: GraphWorkload.schema,
+                              options: SQLiteOptions(durability: .normal, key: key))
             : try LMDBStore(path: path + ".lmdb", schema: GraphWorkload.schema,
-                            options: LMDBOptions(durability: .normal, initialMapSize: 4 << 30))
+                            options: LMDBOptions(durability: .normal, initialMapSize: 4 << 30, key: key))
         try GraphWorkload.load(graph, users: users, notesPerUser: notesPerUser)
         var deleted = 0
         let cascade = try time { deleted = try graph.writeSync { try $0.deleteAll("User") } }
@@ -138,7 +154,7 @@ struct GRDBUserWithNotes: FetchableRecord {
         precondition(deleted == users && left == 0)
         try graph.close()
         let raw = rawCascade(directory + "/raw-cascade-\(backend).sqlite", users: users, notesPerUser: notesPerUser)
-        record(backend, "cascade delete of \(users + notes) items, against SQLite's ON DELETE CASCADE",
+        record(backend + suffix, "cascade delete of \(users + notes) items, against SQLite's ON DELETE CASCADE",
                users + notes, operations: users + notes, api: cascade, raw: raw)
     }
 
@@ -147,9 +163,9 @@ struct GRDBUserWithNotes: FetchableRecord {
         func open(_ name: String, _ schema: Schema) throws -> any DataStore {
             backend == "SQLite"
                 ? try SQLiteStore(path: directory + "/\(name).sqlite", schema: schema,
-                                  options: SQLiteOptions(durability: .normal))
+                                  options: SQLiteOptions(durability: .normal, key: key))
                 : try LMDBStore(path: directory + "/\(name).lmdb", schema: schema,
-                                options: LMDBOptions(durability: .normal, initialMapSize: 4 << 30))
+                                options: LMDBOptions(durability: .normal, initialMapSize: 4 << 30, key: key))
         }
         var seconds: [Double] = []
         for (name, schema) in [("checked-\(backend)", GraphWorkload.schema), ("plain-\(backend)", GraphWorkload.plainSchema)] {
@@ -159,7 +175,7 @@ struct GRDBUserWithNotes: FetchableRecord {
             seconds.append(try time { try graph.writeSync { try $0.insert(contentsOf: batch, into: "Note") } })
             try graph.close()
         }
-        record(backend, "bulk insert of \(notes) notes with references checked, against no relationships", notes,
+        record(backend + suffix, "bulk insert of \(notes) notes with references checked, against no relationships", notes,
                operations: notes, api: seconds[0], raw: seconds[1], memory: false)
     }
 }

@@ -19,15 +19,17 @@ struct ScalingRow {
 
 @MainActor var scalingRows: [ScalingRow] = []
 
-@MainActor func benchmarkScaling(n: Int) throws {
+/// With `key`, the stores encrypted.
+@MainActor func benchmarkScaling(n: Int, key: StoreKey? = nil) throws {
     let directory = scratch("scaling")
     defer { try? FileManager.default.removeItem(atPath: directory) }
+    let suffix = key == nil ? "" : ", encrypted"
     let stores: [(String, any DataStore)] = [
-        ("in-memory", try InMemoryStore(schema: Workload.schema)),
-        ("SQLite", try SQLiteStore(path: directory + "/s.sqlite", schema: Workload.schema,
-                                   options: SQLiteOptions(durability: .normal))),
-        ("LMDB", try LMDBStore(path: directory + "/s.lmdb", schema: Workload.schema,
-                               options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30))),
+        ("in-memory" + suffix, try InMemoryStore(schema: Workload.schema, key: key)),
+        ("SQLite" + suffix, try SQLiteStore(path: directory + "/s.sqlite", schema: Workload.schema,
+                                            options: SQLiteOptions(durability: .normal, key: key))),
+        ("LMDB" + suffix, try LMDBStore(path: directory + "/s.lmdb", schema: Workload.schema,
+                                        options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30, key: key))),
     ]
     let workload = Workload(count: n)
     for (name, store) in stores {

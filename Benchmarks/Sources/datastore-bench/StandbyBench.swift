@@ -10,7 +10,7 @@ import Synchronization
 /// one writer thread committing an update every 10 ms through the same store (so that
 /// read-your-writes has commits to wait for). Prints one row per setup: reads per second, and
 /// how many of them the primary served (the store's count, and `pg_stat_database` per server).
-func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Double = 5) throws {
+func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Double = 5, keys: [StoreKey?] = [nil]) throws {
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Scripts/postgres-replicas.sh").path
     let dir = scratch("replicas")
@@ -24,13 +24,15 @@ func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Doub
     let schema = Schema(entities: [EntitySchema("Item", primaryKey: "id", attributes: [
         Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
     ])])
-    let base = "postgres://postgres@127.0.0.1:\(primaryPort)/datastore?schema=reads"
-    let seed = try PostgresStore(url: base, schema: schema)
-    try seed.writeSync { w in
-        try w.insert(contentsOf: (0..<items).map { ["id": .int(Int64($0)), "name": .string("item \($0)"), "score": .int(Int64($0))] },
-                     into: "Item")
+    for key in keys {
+        let base = "postgres://postgres@127.0.0.1:\(primaryPort)/datastore?schema=reads" + (key == nil ? "" : "_encrypted")
+        let seed = try PostgresStore(url: base, schema: schema, key: key)
+        try seed.writeSync { w in
+            try w.insert(contentsOf: (0..<items).map { ["id": .int(Int64($0)), "name": .string("item \($0)"), "score": .int(Int64($0))] },
+                         into: "Item")
+        }
+        try seed.close()
     }
-    try seed.close()
 
     /// `pg_stat_database`'s committed transactions of the database on the server at `port`.
     func committed(_ port: Int) -> Int {
@@ -52,55 +54,61 @@ func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Doub
         + "standby's transactions |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     var alone = 0.0
-    for (label, extra) in [("primary alone", ""), ("one standby, read-your-writes on", "&read_hosts=127.0.0.1:\(standbyPort)"),
-                           ("one standby, read-your-writes off", "&read_hosts=127.0.0.1:\(standbyPort)&read_your_writes=off")] {
-        let store = try PostgresStore(url: base + extra, schema: schema, readConnections: readers)
-        let stop = Atomic<Bool>(false)
-        let reads = Atomic<Int>(0)
-        let failures = Atomic<Int>(0)
-        let writer = Thread {
-            var n: Int64 = 0
-            while !stop.load(ordering: .relaxed) {
-                n += 1
-                do { try store.writeSync { try $0.save(["id": 0, "name": "item 0", "score": .int(n)], into: "Item") } } catch {
-                    failures.add(1, ordering: .relaxed)
-                }
-                usleep(10_000)
-            }
-        }
-        let threads = (0..<readers).map { r in
-            Thread {
-                var key = Int64(r)
+    for key in keys {
+        let base = "postgres://postgres@127.0.0.1:\(primaryPort)/datastore?schema=reads" + (key == nil ? "" : "_encrypted")
+        let suffix = key == nil ? "" : ", encrypted"
+        for (label, extra) in [("primary alone" + suffix, ""),
+                               ("one standby, read-your-writes on" + suffix, "&read_hosts=127.0.0.1:\(standbyPort)"),
+                               ("one standby, read-your-writes off" + suffix,
+                                "&read_hosts=127.0.0.1:\(standbyPort)&read_your_writes=off")] {
+            let store = try PostgresStore(url: base + extra, schema: schema, readConnections: readers, key: key)
+            let stop = Atomic<Bool>(false)
+            let reads = Atomic<Int>(0)
+            let failures = Atomic<Int>(0)
+            let writer = Thread {
+                var n: Int64 = 0
                 while !stop.load(ordering: .relaxed) {
-                    key = (key &* 7 &+ 13) % Int64(items)
-                    do {
-                        _ = try store.read { try $0.get("Item", key: .int(key)) }
-                        reads.add(1, ordering: .relaxed)
-                    } catch {
+                    n += 1
+                    do { try store.writeSync { try $0.save(["id": 0, "name": "item 0", "score": .int(n)], into: "Item") } } catch {
                         failures.add(1, ordering: .relaxed)
+                    }
+                    usleep(10_000)
+                }
+            }
+            let threads = (0..<readers).map { r in
+                Thread {
+                    var key = Int64(r)
+                    while !stop.load(ordering: .relaxed) {
+                        key = (key &* 7 &+ 13) % Int64(items)
+                        do {
+                            _ = try store.read { try $0.get("Item", key: .int(key)) }
+                            reads.add(1, ordering: .relaxed)
+                        } catch {
+                            failures.add(1, ordering: .relaxed)
+                        }
                     }
                 }
             }
+            let (primaryBefore, standbyBefore) = (committed(primaryPort), committed(standbyPort))
+            let servedBefore = store.readsServed
+            let start = ContinuousClock.now
+            writer.start()
+            for thread in threads { thread.start() }
+            usleep(UInt32(seconds * 1_000_000))
+            stop.store(true, ordering: .relaxed)
+            while threads.contains(where: { !$0.isFinished }) || !writer.isFinished { usleep(1_000) }
+            let elapsed = ContinuousClock.now - start
+            let served = store.readsServed
+            let (primaryAfter, standbyAfter) = (committed(primaryPort), committed(standbyPort))
+            try store.close()
+            precondition(failures.load(ordering: .relaxed) == 0, "\(failures.load(ordering: .relaxed)) reads or writes failed")
+            let rate = Double(reads.load(ordering: .relaxed)) / (Double(elapsed.components.seconds)
+                + Double(elapsed.components.attoseconds) / 1e18)
+            if extra.isEmpty { alone = rate }
+            let primaryReads = served.primary - servedBefore.primary, standbyReads = served.standbys - servedBefore.standbys
+            print(String(format: "| %@ | %.0f | %.2f | %.1f %% | %d | %d |", label, rate, rate / alone,
+                         100 * Double(primaryReads) / Double(max(1, primaryReads + standbyReads)),
+                         primaryAfter - primaryBefore, standbyAfter - standbyBefore))
         }
-        let (primaryBefore, standbyBefore) = (committed(primaryPort), committed(standbyPort))
-        let servedBefore = store.readsServed
-        let start = ContinuousClock.now
-        writer.start()
-        for thread in threads { thread.start() }
-        usleep(UInt32(seconds * 1_000_000))
-        stop.store(true, ordering: .relaxed)
-        while threads.contains(where: { !$0.isFinished }) || !writer.isFinished { usleep(1_000) }
-        let elapsed = ContinuousClock.now - start
-        let served = store.readsServed
-        let (primaryAfter, standbyAfter) = (committed(primaryPort), committed(standbyPort))
-        try store.close()
-        precondition(failures.load(ordering: .relaxed) == 0, "\(failures.load(ordering: .relaxed)) reads or writes failed")
-        let rate = Double(reads.load(ordering: .relaxed)) / (Double(elapsed.components.seconds)
-            + Double(elapsed.components.attoseconds) / 1e18)
-        if extra.isEmpty { alone = rate }
-        let primaryReads = served.primary - servedBefore.primary, standbyReads = served.standbys - servedBefore.standbys
-        print(String(format: "| %@ | %.0f | %.2f | %.1f %% | %d | %d |", label, rate, rate / alone,
-                     100 * Double(primaryReads) / Double(max(1, primaryReads + standbyReads)),
-                     primaryAfter - primaryBefore, standbyAfter - standbyBefore))
     }
 }

@@ -13,8 +13,9 @@ import SQLiteStore
 /// key and index on the note's user, LMDB with the same key encoding and a reverse index); and an
 /// export of the users with their notes nested, next to a `JSONEncoder` loop over the same
 /// objects read back through the raw C API's equivalent (the items already in memory: the floor
-/// of the JSON work).
-@MainActor func benchmarkSyncJSON(users: Int, notesPerUser: Int) throws {
+/// of the JSON work). With `key`, the stores encrypted (the raw sides as they are).
+@MainActor func benchmarkSyncJSON(users: Int, notesPerUser: Int, key: StoreKey? = nil) throws {
+    let suffix = key == nil ? "" : ", encrypted"
     let directory = scratch("syncjson")
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let payload = directory + "/users.json"
@@ -56,9 +57,9 @@ import SQLiteStore
     for (backend, path) in [("SQLite", sqlitePath), ("LMDB", lmdbPath)] {
         let importSeconds = try time {
             let store: any DataStore = backend == "SQLite"
-                ? try SQLiteStore(path: path, schema: schema, options: SQLiteOptions(durability: .normal))
+                ? try SQLiteStore(path: path, schema: schema, options: SQLiteOptions(durability: .normal, key: key))
                 : try LMDBStore(path: path, schema: schema,
-                                options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
+                                options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30, key: key))
             let report = try JSONImport.run(payload, into: store, entity: "User", options: options)
             precondition(report.inserted == users && report.entities["Note"]?.inserted == users * notesPerUser)
             try store.close()
@@ -70,7 +71,7 @@ import SQLiteStore
                 try rawLMDBSync(payload, directory + "/raw.lmdb")
             }
         }
-        record(backend, "JSON import, \(notesPerUser) nested notes per user (vs JSONSerialization + raw C loop)",
+        record(backend + suffix, "JSON import, \(notesPerUser) nested notes per user (vs JSONSerialization + raw C loop)",
                items, operations: items, api: importSeconds, raw: rawSeconds)
     }
 
@@ -104,14 +105,15 @@ import SQLiteStore
     }
     for (backend, path) in [("SQLite", sqlitePath), ("LMDB", lmdbPath)] {
         let store: any DataStore = backend == "SQLite"
-            ? try SQLiteStore(path: path, schema: schema, options: SQLiteOptions(durability: .normal))
-            : try LMDBStore(path: path, schema: schema, options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30))
+            ? try SQLiteStore(path: path, schema: schema, options: SQLiteOptions(durability: .normal, key: key))
+            : try LMDBStore(path: path, schema: schema,
+                            options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30, key: key))
         let exportSeconds = try time {
             let count = try JSONExport.run(from: store, entity: "User", to: directory + "/export-\(backend).json")
             precondition(count == users)
         }
         try store.close()
-        record(backend, "JSON export, notes nested (vs JSONEncoder loop over objects in memory)", items,
+        record(backend + suffix, "JSON export, notes nested (vs JSONEncoder loop over objects in memory)", items,
                operations: items, api: exportSeconds, raw: encodeSeconds, memory: false)
     }
 }

@@ -18,6 +18,8 @@ struct WriterRow {
     var pgbenchStore: Double
     var pgbenchPlain: Double
     var fluent: Double
+    /// The same `writeSync`s on an encrypted store (`--encryption`).
+    var encryptedThreads: Double?
 }
 
 /// The entity the pgbench scripts write (Benchmarks/pgbench/setup.sql): `Item(id, name)`.
@@ -49,8 +51,8 @@ private let writerSeconds = 5.0
 /// (`Benchmarks/pgbench/store-write.sql`) and a plain `BEGIN; INSERT; COMMIT`, and Fluent with
 /// N tasks on its own pool (as many connections as the store's). Each for 5 s. Then one
 /// connection: 10,000 one-insert `writeSync`s on a store with `write_connections=1` against
-/// libpq's three-round-trip loop.
-@MainActor func benchmarkPostgresWriterScaling(clients: [Int]) throws {
+/// libpq's three-round-trip loop. With `key`, the threads' row again on an encrypted store.
+@MainActor func benchmarkPostgresWriterScaling(clients: [Int], key: StoreKey? = nil) throws {
     if ProcessInfo.processInfo.environment["PGHOST"] == nil { setenv("PG_OPTIONS", "-c synchronous_commit=off", 1) }
     let host = postgresHost
     let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -63,6 +65,10 @@ private let writerSeconds = 5.0
     try? PostgresStore.destroy(PostgresLocation(parsing: url))
     let store = try PostgresStore(url: url, schema: writerSchema, durability: .normal)
     defer { try? PostgresStore.destroy(store.location) }
+    let encryptedURL = postgresURL("bench_writers_encrypted")
+    try? PostgresStore.destroy(PostgresLocation(parsing: encryptedURL))
+    let encrypted = try key.map { try PostgresStore(url: encryptedURL, schema: writerSchema, durability: .normal, key: $0) }
+    defer { if let encrypted { try? PostgresStore.destroy(encrypted.location) } }
     var rows: [WriterRow] = []
     var base = 0
     func nextBase() -> Int {
@@ -76,12 +82,15 @@ private let writerSeconds = 5.0
         let pgbenchStore = try pgbench(host, scripts + "/store-write.sql", clients: n)
         let pgbenchPlain = try pgbench(host, scripts + "/plain-write.sql", clients: n)
         let fluent = try fluentWriters(host: host, clients: n, base: nextBase())
+        let encryptedThreads = try encrypted.map { try storeThreads($0, n, base: nextBase()) }
         let row = WriterRow(clients: n, storeThreads: threads, storeTasks: tasks, storeProcesses: processes,
-                            pgbenchStore: pgbenchStore, pgbenchPlain: pgbenchPlain, fluent: fluent)
+                            pgbenchStore: pgbenchStore, pgbenchPlain: pgbenchPlain, fluent: fluent,
+                            encryptedThreads: encryptedThreads)
         FileHandle.standardError.write(Data("writers \(n): \(row)\n".utf8))
         rows.append(row)
     }
     try store.close()
+    try encrypted?.close()
 
     // One connection against libpq's three-round-trip loop, with the harness's usual record.
     let workload = Workload(count: 0)
@@ -105,6 +114,16 @@ private let writerSeconds = 5.0
                      row.storeThreads, row.storeTasks, row.storeProcesses, row.pgbenchStore,
                      row.storeThreads / row.pgbenchStore, row.storeProcesses / row.pgbenchStore, row.pgbenchPlain,
                      row.fluent, row.storeTasks / row.fluent))
+    }
+    if key != nil {
+        print("")
+        print("| callers | store writeSync, N threads | encrypted | encrypted / plain |")
+        print("| ---: | ---: | ---: | ---: |")
+        for row in rows {
+            let encrypted = row.encryptedThreads ?? 0
+            print(String(format: "| %d | %.0f | %.0f | %.2f |", row.clients, row.storeThreads, encrypted,
+                         encrypted / row.storeThreads))
+        }
     }
     let count = Double(Workload.smallTransactions)
     print("")

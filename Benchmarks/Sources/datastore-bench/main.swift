@@ -35,7 +35,7 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: ArgumentHelp("Only the Realm source: a generated Realm file read, and copied into LMDB and "
         + "PostgreSQL, next to a raw Swift loop over the file's bytes; the same file encrypted.")) var realm = false
     @Flag(help: "Leave out the PostgreSQL rows.") var noPostgres = false
-    @Flag(help: "With the SQLite, LMDB and PostgreSQL rows, the migration, schema step, feed and async rows, the same rows on encrypted stores (a raw key).")
+    @Flag(help: "Every row that a store runs in, again on encrypted stores (a raw key): the SQLite, LMDB and PostgreSQL rows, the migration, schema-step, feed, async, relationship, Sync JSON, JSON Lines, scaling and writer rows.")
     var encryption = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
     @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
@@ -70,19 +70,21 @@ do {
 }
 if let child = options.writerChild { runWriterChild(child) }
 if let child = options.realmCopyChild { runRealmCopyChild(child) }
+/// The raw key of `--encryption`'s encrypted stores.
+let benchmarkKey = try StoreKey(rawKey: (0..<32).map { UInt8($0) })
 if options.standbys {
-    try benchmarkStandbyReads()
+    try benchmarkStandbyReads(keys: options.encryption ? [nil, benchmarkKey] : [nil])
     exit(0)
 }
 if options.writers {
-    try benchmarkPostgresWriterScaling(clients: options.sizeList ?? [1, 4, 16, 64])
+    try benchmarkPostgresWriterScaling(clients: options.sizeList ?? [1, 4, 16, 64], key: options.encryption ? benchmarkKey : nil)
     exit(0)
 }
 let quick = options.quick
 var sizes = options.sizeList ?? (quick ? [20_000] : [100_000, 1_000_000])
 if options.fluent {
     let count = options.sizeList?.first ?? (quick ? 20_000 : 100_000)
-    printFluentTable(try fluentComparison(count: count), count: count)
+    printFluentTable(try fluentComparison(count: count, key: options.encryption ? benchmarkKey : nil), count: count)
     exit(0)
 }
 
@@ -225,7 +227,7 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
 
 /// The keys each row runs with: none, and with --encryption a raw key too (the same rows on
 /// encrypted stores, next to the plain ones).
-let benchmarkKeys: [StoreKey?] = options.encryption ? [nil, try StoreKey(rawKey: (0..<32).map { UInt8($0) })] : [nil]
+let benchmarkKeys: [StoreKey?] = options.encryption ? [nil, benchmarkKey] : [nil]
 let onlySchemaSteps = options.schemaSteps
 let onlyFeed = options.feed
 let onlyJSONL = options.jsonl
@@ -237,15 +239,19 @@ let onlyBackends = options.backends
 let onlyMigration = options.migration
 /// Only the relationship rows: 10,000 users with 10 notes each (1,000 with --quick).
 let onlyRelationships = options.relationships
-if onlyRelationships { try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10) }
+if onlyRelationships {
+    for key in benchmarkKeys { try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10, key: key) }
+}
 /// Only Sync's JSON rows.
 let onlySyncJSON = options.syncJSON
-if onlySyncJSON { try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10) }
+if onlySyncJSON {
+    for key in benchmarkKeys { try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10, key: key) }
+}
 /// Only the async rows.
 let onlyAsync = options.async
 if onlyAsync { for n in sizes { for key in benchmarkKeys { try benchmarkAsync(n: n, key: key) } } }
 if options.foreign {
-    for n in sizes { try benchmarkForeignSources(n: n) }
+    for n in sizes { for key in benchmarkKeys { try benchmarkForeignSources(n: n, key: key) } }
 }
 if options.realm {
     for n in sizes { try benchmarkRealm(n: n) }
@@ -255,30 +261,34 @@ if options.realm {
 let scalingSizes = options.sizes != nil ? sizes : [2_000, 200_000]
 for n in scalingSizes where onlyScaling || !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyBackends
                                              || onlyMigration || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign || options.realm) {
-    try benchmarkScaling(n: n)
+    for key in benchmarkKeys { try benchmarkScaling(n: n, key: key) }
 }
 for n in sizes where onlyPostgres {
     try benchmarkPostgres(n: n)
     for key in benchmarkKeys where key != nil { try benchmarkPostgres(n: n, key: key) }
-    try benchmarkPostgresMigration(n: n)
+    for key in benchmarkKeys { try benchmarkPostgresMigration(n: n, key: key) }
 }
 for n in sizes where onlyJSONL {
-    try benchmarkJSONLines(n: n)
+    for key in benchmarkKeys { try benchmarkJSONLines(n: n, key: key) }
 }
 for n in sizes where onlySchemaSteps {
     for key in benchmarkKeys { try benchmarkSchemaSteps(n: n, key: key) }
 }
 for n in sizes where onlyFeed && !onlyJSONL {
-    for key in benchmarkKeys { try benchmarkFeed(n: n, key: key) }
-    try benchmarkMemoryFeed(n: n)
+    for key in benchmarkKeys {
+        try benchmarkFeed(n: n, key: key)
+        try benchmarkMemoryFeed(n: n, key: key)
+    }
 }
 for n in sizes where onlyMigration {
     for key in benchmarkKeys { try benchmarkMigration(n: n, key: key) }
 }
 if !(onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling || onlyMigration || onlyBackends
       || onlyRelationships || onlySyncJSON || onlyAsync || options.foreign || options.realm) {
-    try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10)
-    try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10)
+    for key in benchmarkKeys {
+        try benchmarkRelationships(users: quick ? 1_000 : 10_000, notesPerUser: 10, key: key)
+        try benchmarkSyncJSON(users: quick ? 1_000 : 100_000, notesPerUser: 10, key: key)
+    }
 }
 for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgres && !onlyScaling && !onlyMigration
     && !onlyRelationships && !onlySyncJSON && !onlyAsync && !options.foreign && !options.realm {
@@ -309,11 +319,15 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
         try benchmarkFeed(n: n, key: key)
         try benchmarkAsync(n: n, key: key)
     }
-    try benchmarkMemoryFeed(n: n)
-    try benchmarkJSONLines(n: n)
+    for key in benchmarkKeys {
+        try benchmarkMemoryFeed(n: n, key: key)
+        try benchmarkJSONLines(n: n, key: key)
+    }
     if !options.noPostgres {
-        try benchmarkPostgres(n: n)
-        try benchmarkPostgresMigration(n: n)
+        for key in benchmarkKeys {
+            try benchmarkPostgres(n: n, key: key)
+            try benchmarkPostgresMigration(n: n, key: key)
+        }
     }
 }
 
@@ -393,4 +407,6 @@ if let (insert, fetch) = grdb.encrypted {
 let fluentCount = options.noFluent || options.noPostgres || onlySchemaSteps || onlyFeed || onlyJSONL || onlyScaling
     || onlyRelationships || onlyMigration || onlyBackends || onlySyncJSON || onlyAsync || options.foreign || options.realm || onlyPostgres ? 0
     : (quick ? 20_000 : 100_000)
-if fluentCount > 0 { printFluentTable(try fluentComparison(count: fluentCount), count: fluentCount) }
+if fluentCount > 0 {
+    printFluentTable(try fluentComparison(count: fluentCount, key: options.encryption ? benchmarkKey : nil), count: fluentCount)
+}
