@@ -86,8 +86,11 @@ import Synchronization
     /// The reads served so far by the primary and by standbys (for tests and the harness).
     let readsServed = Mutex<(primary: Int, standbys: Int)>((0, 0))
 
+    /// - Parameter upgradesFormat: whether a store of an older format is upgraded to this one
+    ///   (an app's open; `requested` alone does not say, since an existing store's engine is
+    ///   opened with its stored schema first); a store of format 1 always is.
     public init(location: PostgresLocation, schema requested: Schema?, durability: Durability = .full,
-                readConnections: Int = 16, writeConnections: Int? = nil) throws {
+                readConnections: Int = 16, writeConnections: Int? = nil, upgradesFormat: Bool? = nil) throws {
         guard readConnections >= 1 else {
             throw StoreError(.invalidArgument, "readConnections must be at least 1, not \(readConnections)")
         }
@@ -123,7 +126,7 @@ import Synchronization
             commitSetting = try Self.commitSetting(writer, durability: durability)
             serverStart = Mutex(try Self.serverStart(writer))
             (schema, sealedRows) = try Self.prepare(writer, requested: requested, location: location,
-                                                    lockKey: lockKey)
+                                                    lockKey: lockKey, upgradesFormat: upgradesFormat ?? (requested != nil))
         } catch {
             writer.close()
             throw error
@@ -175,7 +178,7 @@ import Synchronization
     private let beginTicket: String
 
     private static func prepare(_ db: PostgresSession, requested: Schema?, location: PostgresLocation,
-                                lockKey: Int64) throws -> (Schema, sealedRows: Bool) {
+                                lockKey: Int64, upgradesFormat: Bool) throws -> (Schema, sealedRows: Bool) {
         let s = PostgresSQL.quote(location.schema)
         var binds = LibpqParameters()
         binds.append(lockKey)
@@ -196,9 +199,10 @@ import Synchronization
                 }
                 stored = header.schema
                 if header.format < 2 { try upgradeToSequence(db, feed: PostgresFeedSQL(s: s, lockKey: lockKey)) }
-                // Opened with a schema (an app's open): the header of format 2 written again with its
-                // sum. Opened without one (a source, a check), it is read as it is: neither writes.
-                if header.format < formatVersion && (header.format < 2 || requested != nil) {
+                // An app's open: the header of format 2 written again with its sum, the rows of
+                // format 3 given theirs. A source's or a check's reads the store as it is: neither
+                // writes.
+                if header.format < formatVersion && (header.format < 2 || upgradesFormat) {
                     if header.format < rowsSealedSince {
                         try PostgresRowSum.add(to: header.schema, in: db, quotedSchema: s)
                     }
@@ -466,9 +470,9 @@ import Synchronization
     /// (its values against the schema, its checksum), and goes on past the damaged ones.
     /// - Returns: the rows read, those without a checksum (written by another program), and a
     ///   description of each damaged row.
-    func checkRows() throws -> (rows: Int, unsealed: Int, damage: [String]) {
+    func checkRows() throws -> (rows: Int, unsealed: Int, damage: [String], sealed: Bool) {
         try withReader { reader in
-            guard let transaction = reader as? PostgresTransaction else { return (0, 0, []) }
+            guard let transaction = reader as? PostgresTransaction else { return (0, 0, [], sealedRows) }
             var damage: [String] = []
             var (rows, unsealed) = (0, 0)
             for entity in schema.entities {
@@ -476,7 +480,7 @@ import Synchronization
                 rows += found.rows
                 unsealed += found.unsealed
             }
-            return (rows, unsealed, damage)
+            return (rows, unsealed, damage, sealedRows)
         }
     }
 

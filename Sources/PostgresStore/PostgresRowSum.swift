@@ -20,9 +20,11 @@ enum PostgresRowSum {
     /// The trigger function (in the store's schema) that takes the sum off a changed row.
     static let function = "_ds_unsum"
 
+    /// The rows are compared as text, doubles printed exactly whatever the session's setting (so
+    /// that a change in a double's last bits, or `-0.0` for `0.0`, counts).
     static func createFunction(schema s: String) -> String {
-        "CREATE FUNCTION \(s).\(function)() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN "
-            + "IF NEW::text IS DISTINCT FROM OLD::text THEN NEW.\(column) := NULL; END IF; RETURN NEW; END$$"
+        "CREATE OR REPLACE FUNCTION \(s).\(function)() RETURNS trigger LANGUAGE plpgsql SET extra_float_digits = 3 "
+            + "AS $$BEGIN IF NEW::text IS DISTINCT FROM OLD::text THEN NEW.\(column) := NULL; END IF; RETURN NEW; END$$"
     }
 
     /// The trigger, named `_ds_sum` on each table (it follows the table through a rename).
@@ -37,13 +39,15 @@ enum PostgresRowSum {
     }
 
     /// Format 3 to 4, in the transaction that opens the store: each entity's table gets the
-    /// column and its trigger, and every row its sum, a page of 1,000 rows per statement.
+    /// column and its trigger, and every row its sum, a page of 1,000 rows per statement. Each
+    /// step may find itself done (a table whose header a process of format 3 wrote again).
     static func add(to stored: Schema, in db: PostgresSession, quotedSchema s: String) throws {
         try db.query(createFunction(schema: s))
         let reader = PostgresTransaction(session: db, engine: nil, quotedSchema: s)
         for entity in ((try? stored.resolved()) ?? stored).entities {
             let table = PostgresSQL.table(entity, schema: s)
-            try db.query("ALTER TABLE \(table) ADD COLUMN \(column) bigint")
+            try db.query("ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS \(column) bigint")
+            try db.query("DROP TRIGGER IF EXISTS \(column) ON \(table)")
             try db.query(createTrigger(entity, schema: s))
             guard let key = entity.attribute(named: entity.primaryKey) else { continue }
             let keyType = PostgresSQL.castType(key.type)

@@ -34,8 +34,11 @@ public final class PostgresStore: Store, @unchecked Sendable {
                 key: StoreKey? = nil, instrumentation: Instrumentation = .none) throws {
         let (engine, postgres) = try SealedEngine.open(key: key, requested: schema, upgrades: upgrades,
                                                        location: location.description) {
+            // An app's open (with a schema) upgrades the store's format, whatever schema its
+            // engines are opened with (the stored one first); a source's or a check's never does.
             try PostgresEngine(location: location, schema: $0, durability: durability,
-                               readConnections: readConnections, writeConnections: writeConnections)
+                               readConnections: readConnections, writeConnections: writeConnections,
+                               upgradesFormat: schema != nil)
         }
         self.postgres = postgres
         try super.init(engine: engine, instrumentation: instrumentation)
@@ -104,7 +107,7 @@ public final class PostgresStore: Store, @unchecked Sendable {
     public func check(at path: String) throws -> EngineCheck {
         let location = try PostgresLocation(parsing: path)
         let store = try PostgresStore(location: location, schema: nil)
-        let rows: (rows: Int, unsealed: Int, damage: [String])
+        let rows: (rows: Int, unsealed: Int, damage: [String], sealed: Bool)
         do {
             // A table the stored schema does not name is damage (the stored schema may be what was
             // damaged, as when it lost an entity): a store's schema holds the store only.
@@ -125,6 +128,10 @@ public final class PostgresStore: Store, @unchecked Sendable {
         if !rows.damage.isEmpty { throw StoreError.damagedRecords(location.description, rows.damage, checked: rows.rows) }
         let unsealed = rows.unsealed == 0 ? ""
             : "; \(rows.unsealed) row\(rows.unsealed == 1 ? "" : "s") written by another program, without a checksum"
+        guard rows.sealed else {
+            return EngineCheck("the schema's tables, header and rows read (PostgreSQL checks its own pages); the store's "
+                + "format has no row checksums yet: an app's next open adds them", itemsChecked: rows.rows)
+        }
         return EngineCheck("the schema's tables, header and rows read, each row against its checksum (PostgreSQL "
             + "checks its own pages)\(unsealed)", itemsChecked: rows.rows)
     }

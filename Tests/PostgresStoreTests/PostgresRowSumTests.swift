@@ -131,3 +131,79 @@ private func makeStore(_ dir: TemporaryDirectory) throws -> (PostgresLocation, t
     #expect(try PostgresBackend().check(at: path).description.contains("without a checksum") == false)
 }
 #endif
+
+#if Postgres
+/// A store of format 3 (rows without checksums), as the last version left it. A source's open
+/// reads it as it is and writes nothing, and `check` says its rows have no sums yet. The app's
+/// next open (here with a schema version that adds an entity, a step that makes a table) adds
+/// the column, the trigger and the sum of each of its 2,500 rows (string keys: three pages of
+/// the upgrade), then runs its step; every row then reads checked, and a changed byte is refused.
+@Test func aStoreOfFormat3GetsItsRowSumsFromTheAppsNextOpen() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let tag = EntitySchema("Tag", primaryKey: "name", attributes: [
+        Attribute("name", .string), Attribute("uses", .int), Attribute("seen", .uuid, optional: true),
+    ])
+    let first = Schema(version: 1, entities: [tag])
+    let stored: Schema
+    do {
+        let store = try PostgresStore(location: location, schema: first)
+        defer { try? store.close() }
+        try store.writeSync { writer in
+            try writer.insert(contentsOf: (0..<2_500).map { ["name": .string("tag \($0)"), "uses": .int(Int64($0))] },
+                              into: "Tag")
+        }
+        stored = store.schema
+    }
+    // Back to format 3: no column, trigger or function, the header of that format with its sum.
+    let s = "\"\(location.schema)\""
+    var header: [(String, [UInt8])] = []
+    try StoreHeader.write(stored, format: 3) { header.append(($0, $1)) }
+    let updates = header.map { key, value in
+        "UPDATE \(s)._ds_meta SET value = decode('" + value.map { String(format: "%02x", $0) }.joined()
+            + "', 'hex') WHERE key = '\(key)';"
+    }
+    try PostgresTestServer.psql("BEGIN; DROP TRIGGER \"_ds_sum\" ON \(s).\"Tag\"; ALTER TABLE \(s).\"Tag\" DROP COLUMN "
+        + "\"_ds_sum\"; DROP FUNCTION \(s)._ds_unsum(); " + updates.joined() + " COMMIT;")
+    let format = "SELECT convert_from(value, 'UTF8') FROM \(s)._ds_meta WHERE key = 'datastore.format'"
+    let path = String(location.description.dropFirst("postgres:".count))
+
+    do {
+        let source = try PostgresStore(location: location, schema: nil)
+        defer { try? source.close() }
+        #expect(try source.read { try $0.count(FetchRequest("Tag")) } == 2_500)
+    }
+    let before = try PostgresBackend().check(at: path)
+    #expect(before.description.contains("no row checksums yet") && before.itemsChecked == 2_500, "\(before.description)")
+    #expect(try PostgresTestServer.psql(format) == "3")
+
+    var second = first
+    second.version = 2
+    second.entities.append(EntitySchema("Note", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("text", .string)]))
+    do {
+        var upgrades = SchemaUpgrades()
+        upgrades.version(2, .addEntity(second.entities[1]))
+        let store = try PostgresStore(location: location, schema: second, upgrades: upgrades)
+        defer { try? store.close() }
+        try store.writeSync { try $0.insert(["id": 1, "text": "noted"], into: "Note") }
+        #expect(try store.read { try $0.count(FetchRequest("Tag")) } == 2_500)
+    }
+    #expect(try PostgresTestServer.psql(format) == "4")
+    #expect(try PostgresTestServer.psql("SELECT count(*) FROM \(s).\"Tag\" WHERE \"_ds_sum\" IS NULL") == "0")
+    #expect(try PostgresTestServer.psql("SELECT count(*) FROM \(s).\"Note\" WHERE \"_ds_sum\" IS NOT NULL") == "1")
+    let after = try PostgresBackend().check(at: path)
+    #expect(after.itemsChecked == 2_501 && !after.description.contains("without a checksum")
+            && !after.description.contains("no row checksums"), "\(after.description)")
+
+    try PostgresTestServer.psql("SET session_replication_role = replica; UPDATE \(s).\"Tag\" SET uses = uses # 256 "
+        + "WHERE name = 'tag 1234'")
+    let store = try PostgresStore(location: location, schema: nil)
+    defer { try? store.close() }
+    #expect {
+        try store.read { try $0.fetch(FetchRequest("Tag")) }
+    } throws: { error in
+        (error as? StoreError)?.code == .corrupt && "\(error)".contains("Tag[tag 1234]")
+    }
+}
+#endif
