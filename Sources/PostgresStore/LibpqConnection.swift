@@ -155,8 +155,14 @@ struct LibpqCell {
         return raw[0] != 0
     }
 
+    /// The text, checked as UTF-8. libpq ends every value with a NUL byte, and text holds none,
+    /// so it is read as a C string (the standard library's specialized check, where the generic
+    /// `String(validating:as:)` looked up type metadata for each value); a length that differs
+    /// from the value's is damage.
     func string() throws(StoreError) -> String {
-        guard let text = String(validating: raw.bindMemory(to: UInt8.self), as: UTF8.self) else {
+        guard let base = PQgetvalue(result.pointer, row, column) else { return "" }
+        guard let text = String(validatingCString: base),
+              text.utf8.count == Int(PQgetlength(result.pointer, row, column)) else {
             throw StoreError(.corrupt, "a PostgreSQL text value is not UTF-8")
         }
         return text

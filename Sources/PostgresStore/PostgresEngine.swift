@@ -1104,7 +1104,10 @@ enum PostgresSQL {
     }
 
     static func unescape(_ text: String) -> String? {
-        guard text.utf8.contains(1) else { return text }
+        let holdsEscape = text.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.baseAddress.map { memchr($0, 1, bytes.count) != nil } ?? false
+        }
+        guard holdsEscape ?? text.utf8.contains(1) else { return text }
         var bytes: [UInt8] = []
         var escaped = false
         for byte in text.utf8 {
@@ -1134,27 +1137,33 @@ enum PostgresSQL {
         }
     }
 
-    static func value(_ cell: LibpqCell, _ attribute: Attribute, entity: EntitySchema) throws -> Value {
+    /// The value of `cell`, a column of `type`: the `index`th attribute of `entity`, named in errors.
+    static func value(_ cell: LibpqCell, _ type: ValueType, entity: EntitySchema, index: Int) throws -> Value {
         guard !cell.isNull else { return .null }
-        do {
-            switch attribute.type {
-            case .int: return .int(try cell.int64())
-            case .date: return .date(Timestamp(microsecondsSinceEpoch: try cell.int64()))
-            case .double: return .double(try cell.double())
-            case .bool: return .bool(try cell.bool())
-            case .string:
-                guard let text = unescape(try cell.string()) else {
-                    throw StoreError(.corrupt, "\(entity.name).\(attribute.name) holds text with a bad escape")
-                }
-                return .string(text)
-            case .bytes: return .bytes(cell.bytes())
-            case .uuid: return .uuid(try cell.uuid())
+        let value: Value
+        do throws(StoreError) {
+            switch type {
+            case .int: value = .int(try cell.int64())
+            case .date: value = .date(Timestamp(microsecondsSinceEpoch: try cell.int64()))
+            case .double: value = .double(try cell.double())
+            case .bool: value = .bool(try cell.bool())
+            case .string: value = .string(try cell.string())
+            case .bytes: value = .bytes(cell.bytes())
+            case .uuid: value = .uuid(try cell.uuid())
             }
-        } catch let error as StoreError {
-            throw error
         } catch {
-            throw StoreError(.corrupt, "\(entity.name).\(attribute.name) cannot be read as \(attribute.type): \(error)")
+            throw StoreError(.corrupt, "\(entity.name).\(entity.attributes[index].name) cannot be read as \(type): "
+                + error.message)
         }
+        // Most text holds no escape: its bytes are looked at once, by memchr.
+        let raw = cell.raw
+        guard case .string(let text) = value, let base = raw.baseAddress, memchr(base, 1, raw.count) != nil else {
+            return value
+        }
+        guard let unescaped = unescape(text) else {
+            throw StoreError(.corrupt, "\(entity.name).\(entity.attributes[index].name) holds text with a bad escape")
+        }
+        return .string(unescaped)
     }
 }
 

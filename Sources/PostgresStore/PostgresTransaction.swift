@@ -190,22 +190,26 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         var arena = RecordArena()
         var records: [Record] = []
         records.reserveCapacity(rows.count)
-        for row in rows.rows { records.append(try record(row, entity, arena: &arena)) }
+        let types = entity.attributes.map(\.type)
+        for index in 0..<rows.count {
+            records.append(try record(LibpqRow(result: rows, index: index), entity, types: types, arena: &arena))
+        }
         return records
     }
 
     /// One row as a record in `arena`.
     /// - Throws: `corrupt` naming the item when a value cannot be read or its checksum does not
     ///   match.
-    private func record(_ cells: LibpqRow, _ entity: EntitySchema, arena: inout RecordArena) throws -> Record {
-        let attributes = entity.attributes
+    /// - Parameter types: the attributes' types, in order (taken once per result).
+    private func record(_ cells: LibpqRow, _ entity: EntitySchema, types: [ValueType], arena: inout RecordArena) throws
+        -> Record {
         var failure: (any Error)?
         let record = arena.record(layout: entity.layout) { sink in
             do {
-                for (i, attribute) in attributes.enumerated() {
-                    let value = try PostgresSQL.value(cells[i], attribute, entity: entity)
-                    if value.isNull && !attribute.isOptional {
-                        throw StoreError(.corrupt, "\(session.location): \(entity.name).\(attribute.name) is "
+                for i in types.indices {
+                    let value = try PostgresSQL.value(cells[i], types[i], entity: entity, index: i)
+                    if value.isNull && !entity.attributes[i].isOptional {
+                        throw StoreError(.corrupt, "\(session.location): \(entity.name).\(entity.attributes[i].name) is "
                             + "null, but the attribute is required")
                     }
                     sink.append(value)
@@ -220,7 +224,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             throw failure ?? StoreError(.corrupt, "\(session.location): a row of '\(entity.name)' could not be read")
         }
         if sealed {
-            let cell = cells[attributes.count]
+            let cell = cells[types.count]
             if !cell.isNull, try cell.int64() != RecordSum.of(record.values(in: entity.layout)) {
                 throw StoreError(.corrupt, "\(session.location): \(entity.name)[\(Self.keyText(record[entity.primaryKey]))]: "
                     + "its checksum does not match its values (they changed after it was written)")
@@ -245,6 +249,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         var (rows, unsealed) = (0, 0)
         var after: LibpqParameters?
         var arena = RecordArena()
+        let types = entity.attributes.map(\.type)
         while true {
             let select = "SELECT \(columns(entity)), \(pk) FROM \(table(entity))"
             var binds = after ?? LibpqParameters()
@@ -255,7 +260,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                 rows += 1
                 if sealed, row[entity.attributes.count].isNull { unsealed += 1 }
                 do {
-                    _ = try record(row, entity, arena: &arena)
+                    _ = try record(row, entity, types: types, arena: &arena)
                 } catch let error as StoreError where error.code == .corrupt {
                     damage.append(error.message)
                 }
