@@ -127,56 +127,61 @@ struct LibpqCell {
         return UnsafeRawBufferPointer(start: base, count: length)
     }
 
-    private func wrong(_ type: String) -> StoreError {
-        StoreError(.corrupt, "a PostgreSQL value of \(raw.count) bytes cannot be read as \(type)")
+    func int64() throws(StoreError) -> Int64 { try Self.int64(raw) }
+    func double() throws(StoreError) -> Double { try Self.double(raw) }
+    func bool() throws(StoreError) -> Bool { try Self.bool(raw) }
+    func string() throws(StoreError) -> String { try Self.string(raw) }
+    func uuid() throws(StoreError) -> UUID { try Self.uuid(raw) }
+
+    // The decoders of a value's bytes, for a reader that took them once (``raw``).
+
+    private static func wrong(_ bytes: UnsafeRawBufferPointer, _ type: String) -> StoreError {
+        StoreError(.corrupt, "a PostgreSQL value of \(bytes.count) bytes cannot be read as \(type)")
     }
 
-    func int64() throws(StoreError) -> Int64 {
-        let bytes = raw
+    static func int64(_ bytes: UnsafeRawBufferPointer) throws(StoreError) -> Int64 {
         switch bytes.count {
         case 8: return Int64(bigEndian: bytes.loadUnaligned(as: Int64.self))
         case 4: return Int64(Int32(bigEndian: bytes.loadUnaligned(as: Int32.self)))
         case 2: return Int64(Int16(bigEndian: bytes.loadUnaligned(as: Int16.self)))
-        default: throw wrong("an integer")
+        default: throw wrong(bytes, "an integer")
         }
     }
 
-    func double() throws(StoreError) -> Double {
-        let bytes = raw
+    static func double(_ bytes: UnsafeRawBufferPointer) throws(StoreError) -> Double {
         switch bytes.count {
         case 8: return Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)))
         case 4: return Double(Float(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self))))
-        default: throw wrong("a double")
+        default: throw wrong(bytes, "a double")
         }
     }
 
-    func bool() throws(StoreError) -> Bool {
-        guard raw.count == 1 else { throw wrong("a boolean") }
-        return raw[0] != 0
+    static func bool(_ bytes: UnsafeRawBufferPointer) throws(StoreError) -> Bool {
+        guard bytes.count == 1 else { throw wrong(bytes, "a boolean") }
+        return bytes[0] != 0
     }
 
     /// The text, checked as UTF-8. libpq ends every value with a NUL byte, and text holds none,
     /// so it is read as a C string (the standard library's specialized check, where the generic
     /// `String(validating:as:)` looked up type metadata for each value); a length that differs
     /// from the value's is damage.
-    func string() throws(StoreError) -> String {
-        guard let base = PQgetvalue(result.pointer, row, column) else { return "" }
-        guard let text = String(validatingCString: base),
-              text.utf8.count == Int(PQgetlength(result.pointer, row, column)) else {
+    static func string(_ bytes: UnsafeRawBufferPointer) throws(StoreError) -> String {
+        guard let base = bytes.baseAddress else { return "" }
+        guard let text = String(validatingCString: base.assumingMemoryBound(to: CChar.self)),
+              text.utf8.count == bytes.count else {
             throw StoreError(.corrupt, "a PostgreSQL text value is not UTF-8")
         }
         return text
     }
 
-    func bytes() -> [UInt8] { Array(raw) }
-
-    func uuid() throws(StoreError) -> UUID {
-        let bytes = raw
-        guard bytes.count == 16 else { throw wrong("a uuid") }
+    static func uuid(_ bytes: UnsafeRawBufferPointer) throws(StoreError) -> UUID {
+        guard bytes.count == 16 else { throw wrong(bytes, "a uuid") }
         var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: bytes) }
         return UUID(uuid: value)
     }
+
+    func bytes() -> [UInt8] { Array(raw) }
 }
 
 /// One libpq connection in pipeline mode, used from one thread at a time: statements are

@@ -1140,23 +1140,24 @@ enum PostgresSQL {
     /// The value of `cell`, a column of `type`: the `index`th attribute of `entity`, named in errors.
     static func value(_ cell: LibpqCell, _ type: ValueType, entity: EntitySchema, index: Int) throws -> Value {
         guard !cell.isNull else { return .null }
+        // The value's bytes, taken from libpq once.
+        let raw = cell.raw
         let value: Value
         do throws(StoreError) {
             switch type {
-            case .int: value = .int(try cell.int64())
-            case .date: value = .date(Timestamp(microsecondsSinceEpoch: try cell.int64()))
-            case .double: value = .double(try cell.double())
-            case .bool: value = .bool(try cell.bool())
-            case .string: value = .string(try cell.string())
-            case .bytes: value = .bytes(cell.bytes())
-            case .uuid: value = .uuid(try cell.uuid())
+            case .int: value = .int(try LibpqCell.int64(raw))
+            case .date: value = .date(Timestamp(microsecondsSinceEpoch: try LibpqCell.int64(raw)))
+            case .double: value = .double(try LibpqCell.double(raw))
+            case .bool: value = .bool(try LibpqCell.bool(raw))
+            case .string: value = .string(try LibpqCell.string(raw))
+            case .bytes: value = .bytes(Array(raw))
+            case .uuid: value = .uuid(try LibpqCell.uuid(raw))
             }
         } catch {
             throw StoreError(.corrupt, "\(entity.name).\(entity.attributes[index].name) cannot be read as \(type): "
                 + error.message)
         }
         // Most text holds no escape: its bytes are looked at once, by memchr.
-        let raw = cell.raw
         guard case .string(let text) = value, let base = raw.baseAddress, memchr(base, 1, raw.count) != nil else {
             return value
         }
