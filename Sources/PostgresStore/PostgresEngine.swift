@@ -1,4 +1,5 @@
 #if Postgres
+import CLibPQ
 @_spi(Backend) import DataStoreAPI
 import Foundation
 import Logging
@@ -1134,6 +1135,37 @@ enum PostgresSQL {
         case .bytes(let b): binds.append(bytes: b)
         case .date(let t): binds.append(t.microsecondsSinceEpoch)
         case .uuid(let u): binds.append(u)
+        }
+    }
+
+    /// The column `column` of the result's row `row`, of `type`, as a field of a compact record
+    /// when it reads as ``value(_:_:entity:index:)`` reads it without a conversion: `nil` when it
+    /// does not read (a null for a required attribute, a wrong length, text that is not UTF-8),
+    /// and for text that holds the store's escape byte. ``value(_:_:entity:index:)`` then reads it,
+    /// and names what is wrong. Nothing is built: a text's or bytes' field points into the result.
+    @inline(__always)
+    static func field(_ result: OpaquePointer, _ row: Int32, _ column: Int32, _ type: ValueType,
+                      optional: Bool) -> StoredField? {
+        if PQgetisnull(result, row, column) != 0 { return optional ? StoredField(tag: .null) : nil }
+        guard let base = PQgetvalue(result, row, column) else { return nil }
+        let bytes = UnsafeRawBufferPointer(start: base, count: Int(PQgetlength(result, row, column)))
+        switch type {
+        case .int, .date:
+            guard let n = try? LibpqCell.int64(bytes) else { return nil }
+            return StoredField(tag: type == .int ? .int : .date, bits: UInt64(bitPattern: n))
+        case .double:
+            guard let d = try? LibpqCell.double(bytes) else { return nil }
+            return StoredField(tag: .double, bits: d.bitPattern)
+        case .bool:
+            guard bytes.count == 1 else { return nil }
+            return StoredField(tag: bytes[0] != 0 ? .trueValue : .falseValue)
+        case .string:
+            // No NUL (text holds none), no escape byte (unescaped by `value`), and UTF-8.
+            guard bytes.count == 0 || memchr(base, 0, bytes.count) == nil && memchr(base, 1, bytes.count) == nil
+                && UTF8Text.isValid(bytes) else { return nil }
+            return StoredField(tag: .string, bytes: bytes)
+        case .bytes: return StoredField(tag: .bytes, bytes: bytes)
+        case .uuid: return bytes.count == 16 ? StoredField(tag: .uuid, bytes: bytes) : nil
         }
     }
 

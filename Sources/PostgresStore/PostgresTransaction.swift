@@ -1,4 +1,5 @@
 #if Postgres
+import CLibPQ
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
@@ -184,17 +185,48 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     private func columns(_ entity: EntitySchema) -> String { PostgresSQL.columns(entity, sealed: sealed) }
     private func pk(_ entity: EntitySchema) -> String { PostgresSQL.quote(entity.primaryKey) }
 
-    /// The rows as records, their values in one arena's shared storage; each row's values
-    /// checked against its checksum (``PostgresRowSum``) when it has one.
+    /// The rows as compact records in one arena's shared chunks, each row's values checked against
+    /// its checksum (``PostgresRowSum``) when it has one.
     private func records(_ rows: LibpqResult, _ entity: EntitySchema) throws -> [Record] {
-        var arena = RecordArena()
+        var arena = CompactArena()
         var records: [Record] = []
         records.reserveCapacity(rows.count)
         let types = entity.attributes.map(\.type)
         for index in 0..<rows.count {
-            records.append(try record(LibpqRow(result: rows, index: index), entity, types: types, arena: &arena))
+            records.append(try record(rows, Int32(index), entity, types: types, arena: &arena))
         }
         return records
+    }
+
+    /// The result's row `row` as a compact record of `arena`: each column read once, its bytes
+    /// copied once, into the record, and the sum taken over the record's fields. A row that does
+    /// not read so (damage, or text holding the escape byte) is read value by value, which
+    /// unescapes the text and names what is wrong.
+    private func record(_ result: LibpqResult, _ row: Int32, _ entity: EntitySchema, types: [ValueType],
+                        arena: inout CompactArena) throws -> Record {
+        let compact = withExtendedLifetime(result) { () -> Record? in
+            let pointer = result.pointer
+            return types.withUnsafeBufferPointer { types in
+                withUnsafeTemporaryAllocation(of: StoredField.self, capacity: max(types.count, 1)) { fields -> Record? in
+                    for i in types.indices {
+                        guard let field = PostgresSQL.field(pointer, row, Int32(i), types[i],
+                                                            optional: entity.attributes[i].isOptional) else { return nil }
+                        fields.initializeElement(at: i, to: field)
+                    }
+                    let sumColumn = Int32(types.count)
+                    return arena.record(layout: entity.layout,
+                                        fields: UnsafeBufferPointer(rebasing: fields[0..<types.count])) { sum in
+                        guard sealed, PQgetisnull(pointer, row, sumColumn) == 0 else { return true }
+                        guard PQgetlength(pointer, row, sumColumn) == 8, let base = PQgetvalue(pointer, row, sumColumn)
+                        else { return false }
+                        return Int64(bigEndian: UnsafeRawPointer(base).loadUnaligned(as: Int64.self)) == sum
+                    }
+                }
+            }
+        }
+        if let compact { return compact }
+        var values = RecordArena()
+        return try record(LibpqRow(result: result, index: Int(row)), entity, types: types, arena: &values)
     }
 
     /// One row as a record in `arena`.
@@ -248,7 +280,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         let pk = pk(entity)
         var (rows, unsealed) = (0, 0)
         var after: LibpqParameters?
-        var arena = RecordArena()
+        var arena = CompactArena()
         let types = entity.attributes.map(\.type)
         while true {
             let select = "SELECT \(columns(entity)), \(pk) FROM \(table(entity))"
@@ -256,11 +288,11 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             binds.append(Int64(1_000))
             let page = try run(select + (after == nil ? " ORDER BY \(pk) LIMIT $1" : " WHERE \(pk) > $1 ORDER BY \(pk) LIMIT $2"),
                                binds)
-            for row in page.rows {
+            for (index, row) in page.rows.enumerated() {
                 rows += 1
                 if sealed, row[entity.attributes.count].isNull { unsealed += 1 }
                 do {
-                    _ = try record(row, entity, types: types, arena: &arena)
+                    _ = try record(page, Int32(index), entity, types: types, arena: &arena)
                 } catch let error as StoreError where error.code == .corrupt {
                     damage.append(error.message)
                 }

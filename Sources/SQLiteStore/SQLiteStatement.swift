@@ -253,21 +253,12 @@ final class SQLiteStatement {
     func readRow(_ plan: SQLiteRowPlan, into arena: inout CompactArena) -> Record? {
         plan.kinds.withUnsafeBufferPointer { kinds in
             withUnsafeTemporaryAllocation(of: ColumnField.self, capacity: kinds.count) { fields -> Record? in
-                var size = 0
                 for i in kinds.indices {
                     guard let field = Self.checkedField(sqlite3_column_value(handle, Int32(i)), kinds[i]) else { return nil }
                     fields.initializeElement(at: i, to: field)
-                    size += field.size
                 }
-                return arena.record(layout: plan.layout, size: size) { base, offsets in
-                    var (at, end) = (0, 0)
-                    for i in kinds.indices {
-                        offsets.append(at)
-                        at += fields[i].write(at: base + at)
-                        if fields[i].tag != .null { end = at }
-                    }
-                    offsets.append(at)
-                    return !plan.sealed || sumMatches(SQLiteRowSum.sum(base, end), column: Int32(kinds.count))
+                return arena.record(layout: plan.layout, fields: UnsafeBufferPointer(fields)) { sum in
+                    !plan.sealed || sumMatches(sum, column: Int32(kinds.count))
                 }
             }
         }
@@ -275,43 +266,7 @@ final class SQLiteStatement {
 
     /// A column as a field of a compact record: its tag, and its number or where its bytes are
     /// (valid until the statement steps).
-    struct ColumnField {
-        var tag: FieldTag
-        var bits: UInt64 = 0
-        var bytes = UnsafeRawBufferPointer(start: nil, count: 0)
-
-        var size: Int {
-            switch tag {
-            case .null, .falseValue, .trueValue: return 1
-            case .int, .double, .date: return FieldWriter.numberSize
-            case .string, .bytes: return FieldWriter.size(ofBytes: bytes.count)
-            case .uuid: return 17
-            }
-        }
-
-        /// The field's value, built (a string or bytes copied out).
-        var value: Value {
-            switch tag {
-            case .null: return .null
-            case .falseValue: return .bool(false)
-            case .trueValue: return .bool(true)
-            case .int: return .int(Int64(bitPattern: bits))
-            case .date: return .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
-            case .double: return .double(Double(bitPattern: bits))
-            case .string: return .string(String(decoding: bytes, as: UTF8.self))
-            case .bytes: return .bytes(Array(bytes))
-            case .uuid: return UUID(bytes: bytes).map(Value.uuid) ?? .null
-            }
-        }
-
-        func write(at base: UnsafeMutableRawPointer) -> Int {
-            switch tag {
-            case .null, .falseValue, .trueValue: return FieldWriter.write(tag: tag, at: base)
-            case .int, .double, .date: return FieldWriter.write(tag, bits: bits, at: base)
-            case .string, .bytes, .uuid: return FieldWriter.write(tag, bytes: bytes, at: base)
-            }
-        }
-    }
+    typealias ColumnField = StoredField
 
     /// The column as a field when it holds what `kind` asks for, `nil` when it does not: the one
     /// check of a column (its type, a null's place, a boolean's 0 or 1, the limits, UTF-8, a uuid's

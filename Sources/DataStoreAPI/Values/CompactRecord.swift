@@ -338,3 +338,79 @@ struct CompactRow {
         return offset + bytes.count
     }
 }
+
+/// One field of a row as a store reads it, before it is copied into a compact record: its tag,
+/// and its number or where its bytes are (valid as long as the store's row is: until its
+/// statement steps, or while its result lives). A reader checks each column once and makes one
+/// of these; ``CompactArena/record(layout:fields:sumMatches:)`` then copies them into a record.
+@_spi(Backend) public struct StoredField {
+    public var tag: FieldTag
+    public var bits: UInt64
+    public var bytes: UnsafeRawBufferPointer
+
+    @inlinable
+    public init(tag: FieldTag, bits: UInt64 = 0, bytes: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
+        self.tag = tag
+        self.bits = bits
+        self.bytes = bytes
+    }
+
+    /// The bytes the field takes in a compact record (``FieldWriter``).
+    @inlinable
+    public var size: Int {
+        switch tag {
+        case .null, .falseValue, .trueValue: return 1
+        case .int, .double, .date: return FieldWriter.numberSize
+        case .string, .bytes: return FieldWriter.size(ofBytes: bytes.count)
+        case .uuid: return 17
+        }
+    }
+
+    /// The field's value, built (a string or bytes copied out).
+    public var value: Value {
+        switch tag {
+        case .null: return .null
+        case .falseValue: return .bool(false)
+        case .trueValue: return .bool(true)
+        case .int: return .int(Int64(bitPattern: bits))
+        case .date: return .date(Timestamp(microsecondsSinceEpoch: Int64(bitPattern: bits)))
+        case .double: return .double(Double(bitPattern: bits))
+        case .string: return .string(String(decoding: bytes, as: UTF8.self))
+        case .bytes: return .bytes(Array(bytes))
+        case .uuid: return UUID(bytes: bytes).map(Value.uuid) ?? .null
+        }
+    }
+
+    /// Writes the field at `base`, which has room for ``size`` bytes. - Returns: the bytes written.
+    @inlinable
+    public func write(at base: UnsafeMutableRawPointer) -> Int {
+        switch tag {
+        case .null, .falseValue, .trueValue: return FieldWriter.write(tag: tag, at: base)
+        case .int, .double, .date: return FieldWriter.write(tag, bits: bits, at: base)
+        case .string, .bytes, .uuid: return FieldWriter.write(tag, bytes: bytes, at: base)
+        }
+    }
+}
+
+extension CompactArena {
+    /// A record of `layout` holding `fields` (one per name, in order, each checked by its
+    /// reader), or `nil` when `sumMatches` refuses the checksum of its fields (``RecordSum``: the
+    /// CRC-32C of the fields up to the last that is not null) or they are too large for a compact
+    /// record. The fields are written once, into the record, and the sum is taken over them there.
+    @inlinable
+    public mutating func record(layout: RecordLayout, fields: UnsafeBufferPointer<StoredField>,
+                                sumMatches: (Int64) -> Bool) -> Record? {
+        var size = 0
+        for field in fields { size += field.size }
+        return record(layout: layout, size: size) { base, offsets in
+            var (at, end) = (0, 0)
+            for field in fields {
+                offsets.append(at)
+                at += field.write(at: base + at)
+                if field.tag != .null { end = at }
+            }
+            offsets.append(at)
+            return sumMatches(RecordSum.of(UnsafeRawPointer(base), count: end))
+        }
+    }
+}
