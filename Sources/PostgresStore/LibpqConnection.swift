@@ -60,13 +60,13 @@ struct LibpqParameters {
     }
 
     mutating func append(_ value: Int64) {
-        add(20) { data in withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) } }
+        add(20) { $0.appendBigEndian(value) }
     }
 
     mutating func append(_ value: Int) { append(Int64(value)) }
 
     mutating func append(_ value: Double) {
-        add(701) { data in withUnsafeBytes(of: value.bitPattern.bigEndian) { data.append(contentsOf: $0) } }
+        add(701) { $0.appendBigEndian(value.bitPattern) }
     }
 
     mutating func append(_ value: Bool) { add(16) { $0.append(value ? 1 : 0) } }
@@ -81,13 +81,13 @@ struct LibpqParameters {
     mutating func append(bytes: some Sequence<UInt8>) { add(17) { $0.append(contentsOf: bytes) } }
 
     mutating func append(_ value: UUID) {
-        add(2950) { data in withUnsafeBytes(of: value.uuid) { data.append(contentsOf: $0) } }
+        add(2950) { data in withUnsafeBytes(of: value.uuid) { data.appendBytes($0) } }
     }
 
     /// A value of a result as the server sent it: its bytes, with its column's type.
     mutating func append(_ cell: LibpqCell) {
         let type = UInt32(PQftype(cell.result.pointer, cell.column))
-        if cell.isNull { appendNull() } else { add(type) { $0.append(contentsOf: cell.raw) } }
+        if cell.isNull { appendNull() } else { add(type) { $0.appendBytes(cell.raw) } }
     }
 }
 
@@ -103,6 +103,21 @@ final class LibpqResult: @unchecked Sendable {
     var rows: [LibpqRow] { (0..<count).map { LibpqRow(result: self, index: $0) } }
     /// The rows a command changed or returned (`INSERT`, `DELETE`).
     var affectedRows: Int { Int(String(cString: PQcmdTuples(pointer))) ?? 0 }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends raw bytes in one copy: `Array`'s generic `append(contentsOf:)` walks an
+    /// `UnsafeRawBufferPointer` byte by byte, where an `UnsafeBufferPointer<UInt8>` is copied whole.
+    @inline(__always)
+    mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) {
+        append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// Appends an integer's bytes in network order (the wire's).
+    @inline(__always)
+    mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { appendBytes($0) }
+    }
 }
 
 /// One row of a result.
@@ -669,9 +684,9 @@ final class LibpqConnection {
         return channels
     }
 
-    /// Writes `rows` (COPY's text format, built by `fill` a chunk at a time) into the COPY
-    /// `sql` starts; returns the rows the server counted.
-    func copyIn(_ sql: String, _ fill: (inout [UInt8]) throws -> Bool) throws -> Int {
+    /// Writes the data `fill` writes into the buffer it is given, a chunk at a time until it
+    /// returns `false`, into the COPY `sql` starts; returns the rows the server counted.
+    func copyIn(_ sql: String, _ fill: (CopyBuffer) throws -> Bool) throws -> Int {
         try outsidePipeline { connection in
             guard let started = PQexec(connection, sql) else { throw lostError }
             guard PQresultStatus(started) == PGRES_COPY_IN else {
@@ -680,24 +695,20 @@ final class LibpqConnection {
                 throw error
             }
             PQclear(started)
-            var buffer: [UInt8] = []
-            buffer.reserveCapacity(1 << 17)
+            let buffer = CopyBuffer(capacity: 1 << 17)
             var more = true
             var failure: (any Error)?
             while more {
-                buffer.removeAll(keepingCapacity: true)
+                buffer.removeAll()
                 do {
-                    more = try fill(&buffer)
+                    more = try fill(buffer)
                 } catch {
                     failure = error
                     break
                 }
-                if !buffer.isEmpty {
-                    let put = buffer.withUnsafeBufferPointer { pointer in
-                        pointer.withMemoryRebound(to: CChar.self) {
-                            PQputCopyData(connection, $0.baseAddress, Int32($0.count))
-                        }
-                    }
+                if buffer.count > 0 {
+                    let put = PQputCopyData(connection, buffer.bytes.baseAddress?.assumingMemoryBound(to: CChar.self),
+                                            Int32(buffer.count))
                     guard put == 1 else { throw lostError }
                 }
             }

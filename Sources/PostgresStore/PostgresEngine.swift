@@ -1091,7 +1091,11 @@ enum PostgresSQL {
 
     /// Text for a string: NUL as `\u{1}\u{1}`, `\u{1}` as `\u{1}\u{2}`.
     static func escape(_ string: String) -> String {
-        guard string.utf8.contains(where: { $0 < 2 }) else { return string }
+        // Most text holds neither byte: looked for with memchr where the string is contiguous.
+        let holdsEither = string.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.baseAddress.map { memchr($0, 0, bytes.count) != nil || memchr($0, 1, bytes.count) != nil } ?? false
+        }
+        guard holdsEither ?? string.utf8.contains(where: { $0 < 2 }) else { return string }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(string.utf8.count + 4)
         for byte in string.utf8 {

@@ -505,13 +505,14 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         var n = 0
         for (record, _) in records {
             var marks: [String] = []
-            for attribute in entity.attributes {
-                PostgresSQL.bind(record[attribute.name], into: &binds)
+            let values = record.values(in: entity.layout)
+            for value in values {
+                PostgresSQL.bind(value, into: &binds)
                 n += 1
                 marks.append("$\(n)")
             }
             if sealed {
-                binds.append(PostgresRowSum.sum(record, entity))
+                binds.append(RecordSum.of(values))
                 n += 1
                 marks.append("$\(n)")
             }
