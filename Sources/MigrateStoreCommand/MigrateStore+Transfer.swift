@@ -277,7 +277,7 @@ func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst:
     let report: FollowReport
     do {
         report = try Migrator.follow(from: source, to: destination,
-                                     options: FollowOptions(untilIdle: follow.untilIdle.map { .seconds($0) }, batchSize: options.batchSize,
+                                     options: FollowOptions(untilIdle: follow.untilIdle.map { .seconds($0) }, batchSize: options.batchSize ?? 1_000,
                                                             compareFirst: compareFirst),
                                      shouldStop: { interrupt.isSet }, progress: { display.show($0) })
     } catch {

@@ -450,6 +450,8 @@ enum ResumePlan: Equatable {
 final class MigrationRun {
     var report: MigrationReport
     let options: MigrationOptions
+    /// Items per write transaction of the copy (``MigrationOptions/copyBatchSize(into:)``).
+    let copyBatchSize: PositiveInt
     let shouldStop: () -> Bool
     let progress: (MigrationProgress) -> Void
     private let started = Date()
@@ -459,6 +461,7 @@ final class MigrationRun {
          _ shouldStop: @escaping () -> Bool, _ progress: @escaping (MigrationProgress) -> Void) {
         report = MigrationReport(operation: operation, source: source.description, destination: destination.description)
         self.options = options
+        copyBatchSize = options.copyBatchSize(into: try? destination.backend)
         self.shouldStop = shouldStop
         let instruments = MigrationInstruments(options.instrumentation, report: report)
         self.instruments = instruments
@@ -517,7 +520,7 @@ final class MigrationRun {
     /// by the paged copy (``PagedCopy``), each page with its checkpoint.
     func copyEntity(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, after start: Value?,
                     _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter, _ tick: (Int) -> Void) throws {
-        let pages = PagedCopy(destination: destination, batchSize: options.batchSize, shouldStop: shouldStop)
+        let pages = PagedCopy(destination: destination, batchSize: copyBatchSize, shouldStop: shouldStop)
         let done = entry.itemsRead
         var committed = 0
         defer {

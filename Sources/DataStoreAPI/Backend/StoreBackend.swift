@@ -54,6 +54,9 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     /// kind whose stores are not files (two locations naming one file are one store, whatever
     /// their spelling: a symbolic link, a hard link, `./`).
     func fileSystemPath(of path: String) -> String?
+    /// Items per write transaction of a copy into a store of this kind when the migration is
+    /// given no batch size (each also writes a checkpoint): 1,000 by default.
+    var copyBatchSize: Int { get }
     /// What the store at `path` sits beside that is not its own (a user's files beside
     /// `data.mdb`, a user's table in a PostgreSQL store's schema): `--overwrite` must never
     /// delete it. Empty for a kind whose store is one file.
@@ -69,6 +72,8 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
 }
 
 extension StoreBackend {
+    public var copyBatchSize: Int { 1_000 }
+
     /// Where a migration stages a new store before it moves it to `path`: `PATH.migrating`,
     /// unless the backend's paths are not file names (a PostgreSQL URL names another schema).
     public func stagingPath(for path: String) -> String { path + ".migrating" }
