@@ -191,26 +191,41 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         var arena = CompactArena()
         var records: [Record] = []
         records.reserveCapacity(rows.count)
-        let types = entity.attributes.map(\.type)
+        let columns = RowColumns(entity, sealed: sealed)
         for index in 0..<rows.count {
-            records.append(try record(rows, Int32(index), entity, types: types, arena: &arena))
+            records.append(try record(rows, Int32(index), entity, columns, arena: &arena))
         }
         return records
+    }
+
+    /// What reading a result's rows of an entity needs of it, taken once per result: each
+    /// attribute's type and whether it may be null, and whether the rows carry their sum.
+    private struct RowColumns {
+        let types: [ValueType]
+        let optional: [Bool]
+        let sealed: Bool
+
+        init(_ entity: EntitySchema, sealed: Bool) {
+            types = entity.attributes.map(\.type)
+            optional = entity.attributes.map(\.isOptional)
+            self.sealed = sealed
+        }
     }
 
     /// The result's row `row` as a compact record of `arena`: each column read once, its bytes
     /// copied once, into the record, and the sum taken over the record's fields. A row that does
     /// not read so (damage, or text holding the escape byte) is read value by value, which
     /// unescapes the text and names what is wrong.
-    private func record(_ result: LibpqResult, _ row: Int32, _ entity: EntitySchema, types: [ValueType],
+    private func record(_ result: LibpqResult, _ row: Int32, _ entity: EntitySchema, _ columns: RowColumns,
                         arena: inout CompactArena) throws -> Record {
         let compact = withExtendedLifetime(result) { () -> Record? in
             let pointer = result.pointer
-            return types.withUnsafeBufferPointer { types in
+            let sealed = columns.sealed
+            return columns.types.withUnsafeBufferPointer { types in
                 withUnsafeTemporaryAllocation(of: StoredField.self, capacity: max(types.count, 1)) { fields -> Record? in
                     for i in types.indices {
                         guard let field = PostgresSQL.field(pointer, row, Int32(i), types[i],
-                                                            optional: entity.attributes[i].isOptional) else { return nil }
+                                                            optional: columns.optional[i]) else { return nil }
                         fields.initializeElement(at: i, to: field)
                     }
                     let sumColumn = Int32(types.count)
@@ -226,7 +241,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         }
         if let compact { return compact }
         var values = RecordArena()
-        return try record(LibpqRow(result: result, index: Int(row)), entity, types: types, arena: &values)
+        return try record(LibpqRow(result: result, index: Int(row)), entity, types: columns.types, arena: &values)
     }
 
     /// One row as a record in `arena`.
@@ -281,7 +296,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         var (rows, unsealed) = (0, 0)
         var after: LibpqParameters?
         var arena = CompactArena()
-        let types = entity.attributes.map(\.type)
+        let plan = RowColumns(entity, sealed: sealed)
         while true {
             let select = "SELECT \(columns(entity)), \(pk) FROM \(table(entity))"
             var binds = after ?? LibpqParameters()
@@ -292,7 +307,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                 rows += 1
                 if sealed, row[entity.attributes.count].isNull { unsealed += 1 }
                 do {
-                    _ = try record(page, Int32(index), entity, types: types, arena: &arena)
+                    _ = try record(page, Int32(index), entity, plan, arena: &arena)
                 } catch let error as StoreError where error.code == .corrupt {
                     damage.append(error.message)
                 }
