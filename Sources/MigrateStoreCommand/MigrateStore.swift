@@ -162,8 +162,8 @@ struct TransferOptions: ParsableArguments {
     @Option(help: "Only these entities, comma-separated (default: all).")
     var entities: String?
 
-    @Option(help: ArgumentHelp("Items per write transaction and checkpoint (default: the destination's, 10000 into "
-        + "postgres, 1000 into the others)."), transform: { try positiveCount($0, "--batch-size") })
+    @Option(help: ArgumentHelp("Items per write transaction and checkpoint (default: 1000; a copy into postgres "
+        + "writes up to 10000, as many as fit in 32 MiB)."), transform: { try positiveCount($0, "--batch-size") })
     var batchSize: PositiveInt?
 
     @Option(help: "Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain or none.")

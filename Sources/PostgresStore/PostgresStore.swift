@@ -68,8 +68,8 @@ public final class PostgresStore: Store, @unchecked Sendable {
 /// The `postgres` kind: `postgres://USER@HOST:PORT/DB?schema=NAME` names a store in a schema of
 /// a PostgreSQL database.
 @_spi(Backend) public struct PostgresBackend: StoreBackend {
-    /// A copy into PostgreSQL writes 10,000 items a transaction: each is round trips to the
-    /// server (its `BEGIN`, `COPY`, checkpoint and `COMMIT`), which at 1,000 took 0.52 of
+    /// A copy into PostgreSQL writes up to 10,000 items a transaction: each is round trips to
+    /// the server (its `BEGIN`, `COPY`, checkpoint and `COMMIT`), which at 1,000 took 0.52 of
     /// `psql \copy`'s rate in the benchmark harness, and at 10,000 0.77 to 0.81.
     public var copyBatchSize: Int { 10_000 }
 

@@ -11,8 +11,8 @@ public struct MigrationOptions: Sendable {
         set { chosenBatchSize = newValue }
     }
     /// The batch size given, if any: without one, a copy writes transactions of its
-    /// destination's size (10,000 items into PostgreSQL, whose every transaction is round trips to
-    /// a server, 1,000 into the others).
+    /// destination's size (into PostgreSQL, whose every transaction is round trips to a server,
+    /// 1,000 items first, then up to 10,000, as many as fit in 32 MiB; 1,000 into the others).
     public var chosenBatchSize: PositiveInt?
     /// Finish an interrupted migration into the destination.
     public var resume: Bool

@@ -520,7 +520,9 @@ final class MigrationRun {
     /// by the paged copy (``PagedCopy``), each page with its checkpoint.
     func copyEntity(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, after start: Value?,
                     _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter, _ tick: (Int) -> Void) throws {
-        let pages = PagedCopy(destination: destination, batchSize: copyBatchSize, shouldStop: shouldStop)
+        var pages = PagedCopy(destination: destination, batchSize: copyBatchSize, shouldStop: shouldStop)
+        // A batch the destination chose grows only while its pages stay small (32 MiB of values).
+        if options.chosenBatchSize == nil, copyBatchSize.value > 1_000 { pages.pageBytes = 32 << 20 }
         let done = entry.itemsRead
         var committed = 0
         defer {

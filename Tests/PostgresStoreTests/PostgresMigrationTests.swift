@@ -172,9 +172,10 @@ private func runCLI(_ arguments: [String]) throws -> (status: Int32, errors: Str
 /// `--overwrite` drops a PostgreSQL store's schema, so it refuses a schema that also holds what
 /// is not the store's (an app's table, a view, a function), naming it; one location spelled two
 /// ways is one store; a server that does not answer is `unavailable`, never "not a store".
-/// A copy given no batch size writes 10,000 items a transaction into PostgreSQL (each a round trip
-/// or four to the server) and 1,000 into the other kinds; a size given is kept. Each copy is
-/// stopped at its first chance, after its first transaction, so the destination holds one batch.
+/// A copy given no batch size writes up to 10,000 items a transaction into PostgreSQL (each a
+/// round trip or four to the server): its first page of 1,000, then as many as fit in 32 MiB;
+/// into the other kinds 1,000; a size given is kept. Each copy is stopped after its second
+/// transaction, so the destination holds two pages.
 @Test func aCopyTakesItsDestinationsBatchSizeUnlessGivenOne() throws {
     let dir = try TemporaryDirectory()
     let source = StoreLocation(kind: .sqlite, path: dir.url.appendingPathComponent("items.sqlite").path)
@@ -185,15 +186,19 @@ private func runCLI(_ arguments: [String]) throws -> (status: Int32, errors: Str
     let sqlite = dir.url.appendingPathComponent("copy.sqlite").path
     let (a, b) = (PostgresTestServer.location(dir.url.path + "/a"), PostgresTestServer.location(dir.url.path + "/b"))
     let cases: [(destination: StoreLocation, schema: String?, given: PositiveInt?, batch: Int)] = [
-        (StoreLocation(kind: "postgres", path: String(a.description.dropFirst(9))), a.schema, nil, 10_000),
-        (StoreLocation(kind: "postgres", path: String(b.description.dropFirst(9))), b.schema, 2_500, 2_500),
-        (StoreLocation(kind: .sqlite, path: sqlite), nil, nil, 1_000),
+        (StoreLocation(kind: "postgres", path: String(a.description.dropFirst(9))), a.schema, nil, 1_000 + 10_000),
+        (StoreLocation(kind: "postgres", path: String(b.description.dropFirst(9))), b.schema, 2_500, 2 * 2_500),
+        (StoreLocation(kind: .sqlite, path: sqlite), nil, nil, 2 * 1_000),
     ]
     for (destination, schema, given, batch) in cases {
         defer { try? destination.destroy() }
+        var asked = 0
         #expect(throws: MigrationInterrupted.self) {
             try Migrator.copy(from: source, to: destination, options: MigrationOptions(batchSize: given, verify: false),
-                              shouldStop: { true })
+                              shouldStop: {
+                                  asked += 1
+                                  return asked == 2
+                              })
         }
         let count = if let schema {
             try PostgresTestServer.psql("SELECT count(*) FROM \"\(schema)\".\"Item\"")

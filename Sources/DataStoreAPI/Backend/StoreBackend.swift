@@ -55,7 +55,9 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     /// their spelling: a symbolic link, a hard link, `./`).
     func fileSystemPath(of path: String) -> String?
     /// Items per write transaction of a copy into a store of this kind when the migration is
-    /// given no batch size (each also writes a checkpoint): 1,000 by default.
+    /// given no batch size (each also writes a checkpoint): 1,000 by default. Above 1,000, a
+    /// copy's first transaction takes 1,000 and the later ones as many as fit in 32 MiB, up to
+    /// this.
     var copyBatchSize: Int { get }
     /// What the store at `path` sits beside that is not its own (a user's files beside
     /// `data.mdb`, a user's table in a PostgreSQL store's schema): `--overwrite` must never

@@ -20,6 +20,11 @@ struct PagedCopy {
     let shouldStop: () -> Bool
     /// Runs before each page is read (the switch's pacing).
     var beforePage: () -> Void = {}
+    /// When set, the first page reads at most 1,000 items, and each later page as many as fit in
+    /// about this many bytes (measured on the first page, as compact records hold the values),
+    /// at least 1,000 and at most `batchSize`: a large batch that the destination chose, not the
+    /// user, then holds no more memory than pages of 1,000 did when items are large.
+    var pageBytes: Int?
 
     /// Copies the items of `entity` after `start` (all when `nil`), up to and including `bound`
     /// when one is given.
@@ -36,7 +41,8 @@ struct PagedCopy {
               reading: ((ReadAccessor) throws -> Void) throws -> Void,
               checkpoint: @escaping (WriteAccessor, Value) throws -> Void,
               committed: (Int) -> Void) throws -> Int {
-        let limit = batchSize.value
+        var limit = pageBytes == nil ? batchSize.value : min(batchSize.value, 1_000)
+        var measured = false
         let name = entity.name
         let destination = self.destination
         var after = start
@@ -59,7 +65,8 @@ struct PagedCopy {
         while true {
             if let bound, let after, try KeyEncoding.compareKeys(after, bound) >= 0 { break }
             beforePage()
-            try reading { try $0.scan(name, after: after, limit: limit, into: &page) }
+            let asked = limit
+            try reading { try $0.scan(name, after: after, limit: asked, into: &page) }
             if let bound {
                 while let key = page.last?[entity.primaryKey], try KeyEncoding.compareKeys(key, bound) > 0 {
                     page.removeLast()
@@ -67,6 +74,13 @@ struct PagedCopy {
             }
             guard let last = page.last?[entity.primaryKey] else { break }
             let count = page.count
+            if let pageBytes, !measured {
+                measured = true
+                let bytes = page.reduce(0) { total, record in
+                    record.values(in: entity.layout).reduce(total) { $0 + FieldWriter.size(of: $1) }
+                }
+                limit = min(batchSize.value, max(limit, pageBytes / max(1, bytes / count)))
+            }
             let spare = try settle()
             writes.start(page) { page in
                 try destination.writeSync { writer in
@@ -82,7 +96,7 @@ struct PagedCopy {
                 throw StopRequested()
             }
             // A short page (or one cut at the bound) is the entity's last.
-            if count < limit { break }
+            if count < asked { break }
         }
         _ = try settle()
         return copied
