@@ -195,7 +195,7 @@ public struct Row: ~Copyable {
 @usableFromInline final class RowAccess {
     let cursor: any RowCursor
     private let layout: RecordLayout
-    @usableFromInline typealias Words = (UInt64, UInt64)
+    @usableFromInline typealias Words = NameWords
     /// The layout's names, as words; the cursor's field table (`nil` when it has none); a cell for
     /// the field of a cursor without one.
     @usableFromInline let words: UnsafeMutablePointer<Words>
@@ -242,7 +242,7 @@ public struct Row: ~Copyable {
             let position = self.position
             if position < orderCount {
                 let slot = order[position]
-                if words[slot] == unsafeBitCast(name, to: Words.self) {
+                if sameWords(words[slot], unsafeBitCast(name, to: Words.self)) {
                     self.position = position + 1
                     return cells + slot
                 }
@@ -263,7 +263,7 @@ public struct Row: ~Copyable {
         let position = self.position
         if position < orderCount {
             let slot = order[position]
-            if words[slot] == unsafeBitCast(name, to: Words.self) {
+            if sameWords(words[slot], unsafeBitCast(name, to: Words.self)) {
                 self.position = position + 1
                 return slot
             }
