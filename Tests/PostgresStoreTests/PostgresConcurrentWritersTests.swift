@@ -10,6 +10,8 @@ final class WorkerProcess: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
     private var text = ""
+    /// Whether the pipe reached its end: every line the process printed is in `text`.
+    private var ended = false
 
     init(_ arguments: [String]) throws {
         process.executableURL = CrashRecovery.tool
@@ -22,17 +24,21 @@ final class WorkerProcess: @unchecked Sendable {
         pipe.fileHandleForReading.readabilityHandler = { [self] handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil }
-            lock.withLock { text += String(decoding: data, as: UTF8.self) }
+            lock.withLock {
+                text += String(decoding: data, as: UTF8.self)
+                if data.isEmpty { ended = true }
+            }
         }
     }
 
     var lines: [String] { lock.withLock { text }.split(separator: "\n").map(String.init) }
 
-    /// Waits until the process printed `line` (or exited, or a minute passed).
+    /// Waits until the process printed `line` (or its output ended, or a minute passed). An exited
+    /// process's last lines can still be in the pipe: its output has ended only at the pipe's end.
     func wait(for line: String) -> Bool {
         let deadline = Date().addingTimeInterval(60)
         while !lines.contains(line) {
-            if !process.isRunning || Date() > deadline { return lines.contains(line) }
+            if lock.withLock({ ended }) || Date() > deadline { return lines.contains(line) }
             usleep(5_000)
         }
         return true
