@@ -560,6 +560,18 @@ final class LibpqConnection {
         return try outcome.get()
     }
 
+    /// Gives up the answer to `ticket` without waiting for it: it is dropped when it comes (its
+    /// error, if it has one, still fails the statements after it in its pipeline segment).
+    func discard(_ ticket: Ticket) {
+        if outcomes.removeValue(forKey: ticket.id) != nil { return }
+        for index in entries.indices[head...] {
+            if case .statement(ticket.id, true) = entries[index] {
+                entries[index] = .statement(id: ticket.id, wanted: false)
+                return
+            }
+        }
+    }
+
     /// Sends `sql` and waits for its answer.
     @discardableResult
     func query(_ sql: String, _ params: LibpqParameters = LibpqParameters()) throws(LibpqError) -> LibpqResult {

@@ -544,12 +544,13 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     /// Queues `sql`; it goes to the server with the next statement waited for, or at ``flush()``.
+    /// Unless `prepared` is `false`, it is prepared by name on the connection and kept.
     @discardableResult
-    func send(_ sql: String, _ params: LibpqParameters = LibpqParameters(), wanted: Bool = true) throws(StoreError)
-        -> LibpqConnection.Ticket
+    func send(_ sql: String, _ params: LibpqParameters = LibpqParameters(), wanted: Bool = true, prepared: Bool = true)
+        throws(StoreError) -> LibpqConnection.Ticket
     {
         do {
-            return try connection.send(sql, params, wanted: wanted)
+            return try connection.send(sql, params, wanted: wanted, prepared: prepared)
         } catch {
             throw failure(error, sql: sql)
         }
@@ -564,6 +565,9 @@ final class PostgresSession: @unchecked Sendable {
             throw failure(error, sql: sql)
         }
     }
+
+    /// Gives up the answer to a statement queued with ``send(_:_:wanted:prepared:)``.
+    func discard(_ ticket: LibpqConnection.Ticket) { connection.discard(ticket) }
 
     /// Sends what is queued without waiting for its answers.
     func flush() throws(StoreError) {

@@ -94,6 +94,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// dropped and the transaction begun again.
     private func startsAgain(after error: StoreError) throws -> Bool {
         guard !answered, let replayBegin else { return false }
+        // A transaction begun again has none of this one's settings (one not begun again is over).
+        plansCursorsWhole = false
         // The connection lost (or reaching a server that no longer takes writes, after a
         // failover): a new one.
         if error.code == .unavailable {
@@ -196,6 +198,84 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             records.append(try record(rows, Int32(index), entity, columns, arena: &arena))
         }
         return records
+    }
+
+    /// Whether this transaction set `cursor_tuple_fraction` for its cursors.
+    private var plansCursorsWhole = false
+
+    /// The rows of a cursor's first page; the most a later page holds, and the bytes it aims at.
+    static let firstPageRows = 1_000
+    static let maxPageRows = 10_000
+    static let pageBytes = 8 << 20
+    private static let fetchFirstPage = "FETCH \(firstPageRows) FROM _ds_rows"
+
+    /// The rows of a read that may return more than a page, through a cursor (the transaction's
+    /// `_ds_rows`, closed after it) whose pages are fetched one ahead: the server finds the next
+    /// page while this one is decoded, and libpq holds two pages rather than the whole result,
+    /// which it holds for one statement. The first page is 1,000 rows; a later one as many as
+    /// fit in 8 MiB by the size of the rows before it, from 16 to 10,000. The second page is
+    /// asked for with the first, so that a result of one page is one round trip, as a plain
+    /// query's. A transaction's statements share its snapshot, so the rows are those of one
+    /// query.
+    private func pagedRecords(_ sql: String, _ binds: LibpqParameters, _ entity: EntitySchema) throws -> [Record] {
+        try beginIfPending()
+        if !plansCursorsWhole {
+            // A cursor's query planned for its whole result, as a plain query's is (a cursor's is
+            // otherwise planned for its first tenth, which favors plans that start fast).
+            try session.send("SET LOCAL cursor_tuple_fraction = 1", wanted: false)
+            plansCursorsWhole = true
+        }
+        try session.send("DECLARE _ds_rows NO SCROLL CURSOR FOR " + sql, binds, wanted: false)
+        var open = true
+        defer { if open { _ = try? session.send("CLOSE _ds_rows", wanted: false) } }
+        var pages: [(ticket: LibpqConnection.Ticket, rows: Int)] = []
+        func ask(_ rows: Int) throws {
+            // The first pages' statement prepared, as the others are; a later page's count varies.
+            let sql = rows == Self.firstPageRows ? Self.fetchFirstPage : "FETCH \(rows) FROM _ds_rows"
+            pages.append((try session.send(sql, prepared: rows == Self.firstPageRows), rows))
+        }
+        try ask(Self.firstPageRows)
+        try ask(Self.firstPageRows)
+        var arena = CompactArena()
+        var records: [Record] = []
+        let columns = RowColumns(entity, sealed: sealed)
+        var next = 0
+        while true {
+            let page: LibpqResult
+            do {
+                page = try session.wait(pages[next].ticket, sql: sql)
+            } catch {
+                guard try startsAgain(after: error) else { throw conflictOfUncheckedInsert(error) }
+                // The transaction begun again, without the cursor.
+                open = false
+                return try pagedRecords(sql, binds, entity)
+            }
+            answered = true
+            let full = page.count == pages[next].rows
+            if full {
+                // The page after the one on its way, asked for before this one is decoded.
+                try ask(Self.pageRows(after: page, columns: Int32(columns.types.count + (columns.sealed ? 1 : 0))))
+                try session.flush()
+            }
+            for index in 0..<page.count {
+                records.append(try record(page, Int32(index), entity, columns, arena: &arena))
+            }
+            next += 1
+            guard full else { break }
+        }
+        // The page asked for ahead, empty: not waited for.
+        for page in pages[next...] { session.discard(page.ticket) }
+        return records
+    }
+
+    /// The rows of the next page: as many as fit in ``pageBytes`` by the size of `page`'s first
+    /// and last rows, from 16 to ``maxPageRows``.
+    private static func pageRows(after page: LibpqResult, columns: Int32) -> Int {
+        var bytes = 0
+        for row in [0, Int32(page.count - 1)] {
+            for column in 0..<columns { bytes += Int(PQgetlength(page.pointer, row, column)) + 8 }
+        }
+        return min(maxPageRows, max(16, pageBytes / max(1, bytes / 2)))
     }
 
     /// What reading a result's rows of an entity needs of it, taken once per result: each
@@ -371,6 +451,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     func fetch(_ request: FetchRequest, in entity: EntitySchema) throws -> [Record] {
         if let select = PostgresRequestSQL.select(request, entity, columns: columns(entity), table: table(entity),
                                                    schema: s) {
+            if engine != nil, request.limit.map({ $0 > Self.firstPageRows }) ?? true {
+                return try pagedRecords(select.sql, select.binds, entity)
+            }
             return try records(run(select.sql, select.binds), entity)
         }
         var stages = RequestStages(request)

@@ -1,0 +1,72 @@
+#if Postgres
+@_spi(Backend) import DataStoreAPI
+import DataStoreTestSupport
+import Foundation
+@_spi(Backend) import PostgresStore
+import Testing
+
+/// A read of more rows than a page goes through a cursor a page at a time: every row comes back
+/// once, in the request's order, with its offset and limit, from a read and from a write
+/// transaction (its own uncommitted rows included); pages shrink for large rows; a damaged row
+/// in a later page is refused naming it, and the reads after it on the same connections work.
+@Test func aReadOfManyRowsComesAPageAtATimeInTheRequestsOrder() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let schema = Schema(entities: [EntitySchema("Row", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("rank", .int), Attribute("text", .string),
+    ])])
+    let store = try PostgresStore(location: location, schema: schema)
+    defer { try? store.close() }
+    let count = 25_000
+    // Unique ranks in another order than the keys (7,919 and 25,000 share no factor); every
+    // 1,000th row holds 256 KiB of text, so that pages after the first hold fewer rows.
+    func rank(_ id: Int) -> Int64 { Int64(id * 7_919 % count) }
+    func text(_ id: Int) -> String { id % 1_000 == 999 ? String(repeating: "\(id % 10)", count: 256 << 10) : "row \(id)" }
+    try store.writeSync { writer in
+        try writer.insert(contentsOf: (0..<count).map { id -> Record in
+            ["id": .int(Int64(id)), "rank": .int(rank(id)), "text": .string(text(id))]
+        }, into: "Row")
+    }
+    func check(_ records: [Record], _ ids: [Int], _ what: String) {
+        #expect(records.count == ids.count, "\(what): \(records.count) rows, expected \(ids.count)")
+        let wrong = zip(records, ids).first { record, id in
+            record["id"] != .int(Int64(id)) || record["rank"] != .int(rank(id)) || record["text"] != .string(text(id))
+        }
+        #expect(wrong == nil, "\(what): the first wrong row is \(wrong.map { "\($0.0["id"])" } ?? ""), expected \(wrong?.1 ?? -1)")
+    }
+    let all = try store.read { try $0.fetch(FetchRequest("Row")) }
+    check(all, Array(0..<count), "every row")
+    let byRank = (0..<count).sorted { rank($0) > rank($1) }
+    let window = try store.read { reader in
+        try reader.fetch(FetchRequest("Row", sort: [.descending("rank")], offset: 1_234, limit: 20_000))
+    }
+    check(window, Array(byRank[1_234..<21_234]), "rank descending, offset 1,234, limit 20,000")
+    let filtered = try store.read { try $0.fetch(FetchRequest("Row", filter: Field("rank") >= 5_000)) }
+    check(filtered, (0..<count).filter { rank($0) >= 5_000 }, "rank >= 5,000")
+    // In a write transaction, with a row of its own not yet committed.
+    do {
+        try store.writeSync { writer in
+            try writer.insert(["id": .int(Int64(count)), "rank": .int(rank(count)), "text": .string(text(count))], into: "Row")
+            check(try writer.fetch(FetchRequest("Row")), Array(0...count), "every row in a write transaction")
+            throw CancellationError()
+        }
+    } catch is CancellationError {}
+
+    // A row of a later page damaged under the store: the read names it, and reads go on.
+    try PostgresTestServer.psql("SET session_replication_role = replica; UPDATE \"\(location.schema)\".\"Row\" "
+        + "SET rank = rank + 1 WHERE id = 23456")
+    for _ in 0..<2 {
+        do {
+            let rows = try store.read { try $0.fetch(FetchRequest("Row")) }
+            Issue.record("a damaged row read: \(rows.count) rows")
+        } catch let error as StoreError {
+            #expect(error.code == .corrupt && error.message.contains("Row[23456]"), "\(error)")
+        }
+        #expect(try store.read { try $0.fetch(FetchRequest("Row", limit: 10)) }.count == 10)
+    }
+    try PostgresTestServer.psql("SET session_replication_role = replica; UPDATE \"\(location.schema)\".\"Row\" "
+        + "SET rank = rank - 1 WHERE id = 23456")
+    check(try store.read { try $0.fetch(FetchRequest("Row")) }, Array(0..<count), "every row, mended")
+}
+#endif
