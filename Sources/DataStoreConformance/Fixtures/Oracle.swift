@@ -5,15 +5,26 @@ import Foundation
 /// every backend (the in-memory one included) so that a shared mistake cannot hide.
 enum Oracle {
     static func answer(_ request: FetchRequest, over items: [Record], primaryKey: String) -> [Record] {
-        var rows = items.filter { matches(request.filter, $0) }
-        rows.sort { a, b in
-            for key in request.sort {
-                var c = order(a[key.attribute], b[key.attribute], fold: key.caseInsensitive)
-                if !key.ascending { c = -c }
+        // Each row's sort values (and their bytes) taken once, not at every comparison.
+        let sort = request.sort
+        var keyed = items.filter { matches(request.filter, $0) }.map { row -> (row: Record, keys: [SortValue]) in
+            var keys: [SortValue] = []
+            keys.reserveCapacity(sort.count + 1)
+            for index in sort.indices {
+                keys.append(SortValue(row[sort[index].attribute], fold: sort[index].caseInsensitive))
+            }
+            keys.append(SortValue(row[primaryKey], fold: false))
+            return (row, keys)
+        }
+        keyed.sort { a, b in
+            for index in sort.indices {
+                var c = order(a.keys[index], b.keys[index], fold: sort[index].caseInsensitive)
+                if !sort[index].ascending { c = -c }
                 if c != 0 { return c < 0 }
             }
-            return order(a[primaryKey], b[primaryKey], fold: false) < 0
+            return order(a.keys[sort.count], b.keys[sort.count], fold: false) < 0
         }
+        var rows = keyed.map(\.row)
         if request.offset >= rows.count { return [] }
         rows.removeFirst(request.offset)
         if let limit = request.limit, rows.count > limit { rows.removeLast(rows.count - limit) }
@@ -27,6 +38,32 @@ enum Oracle {
         case .bytes(let b): return b
         case .uuid(let u): return withUnsafeBytes(of: u.uuid) { Array($0) }
         default: return []
+        }
+    }
+
+    /// A value to sort by, with the bytes ``order(_:_:fold:)`` compares it by.
+    struct SortValue {
+        let value: Value
+        let bytes: [UInt8]
+
+        init(_ value: Value, fold: Bool) {
+            self.value = value
+            bytes = Oracle.bytes(value, fold: fold)
+        }
+    }
+
+    /// ``order(_:_:fold:)`` of the two values, their bytes taken beforehand.
+    static func order(_ a: SortValue, _ b: SortValue, fold: Bool) -> Int {
+        switch (a.value, b.value) {
+        case (.string, .string), (.bytes, .bytes), (.uuid, .uuid):
+            let (x, y) = (a.bytes, b.bytes)
+            let shorter = min(x.count, y.count)
+            let common = shorter == 0 ? 0
+                : x.withUnsafeBytes { x in y.withUnsafeBytes { y in memcmp(x.baseAddress!, y.baseAddress!, shorter) } }
+            if common != 0 { return common < 0 ? -1 : 1 }
+            return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
+        default:
+            return order(a.value, b.value, fold: fold)
         }
     }
 
