@@ -245,9 +245,10 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             do {
                 page = try session.wait(pages[next].ticket, sql: sql)
             } catch {
-                guard try startsAgain(after: error) else { throw conflictOfUncheckedInsert(error) }
-                // The transaction begun again, without the cursor.
+                // The server refused: the transaction is over (a CLOSE now would fail too, and
+                // take the caller's ROLLBACK with it), and its cursor with it; or it is begun again.
                 open = false
+                guard try startsAgain(after: error) else { throw conflictOfUncheckedInsert(error) }
                 return try pagedRecords(sql, binds, entity)
             }
             answered = true
