@@ -52,33 +52,41 @@ extension MigrateStore {
     public static func main() {
         InterruptHandler.install()
         let arguments = Array(CommandLine.arguments.dropFirst())
-        if let mistake = mistakenWord(in: arguments) ?? invalidValue(in: arguments) {
+        func refuse(_ mistake: String) -> Never {
             FileHandle.standardError.write(Data("migrate-store: error: \(LocationSecrets.redacted(mistake))\n".utf8))
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
-        main(arguments)
+        if let mistake = mistakenWord(in: arguments) { refuse(mistake) }
+        // Parsed once, then run, as the parser's own `main` does.
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            if let mistake = invalidValue(error) { refuse(mistake) }
+            exit(withError: error)
+        }
+        do {
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
     }
 
     /// A mistake the parser or a command's `validate()` refuses (`--batch-size 0`, `--progress
     /// sometimes`, `--until-idle` without `--follow`, a missing `--to`), said in one line, or
-    /// `nil`. The parser itself follows such a message with the option's help and the command's
-    /// usage: four lines for one mistake.
-    static func invalidValue(in arguments: [String]) -> String? {
-        do {
-            _ = try parseAsRoot(arguments)
+    /// `nil` for another error of the parser's. The parser itself follows such a message with the
+    /// option's help and the command's usage: four lines for one mistake.
+    static func invalidValue(_ error: any Error) -> String? {
+        // The parser's own exit code (a request for help or the version is no mistake).
+        guard (MigrateStore.self as any ParsableCommand.Type).exitCode(for: error) == .validationFailure else {
             return nil
-        } catch {
-            // The parser's own exit code (a request for help or the version is no mistake).
-            guard (MigrateStore.self as any ParsableCommand.Type).exitCode(for: error) == .validationFailure else {
-                return nil
-            }
-            let message = self.message(for: error)
-            var line = message.split(separator: "\n").first.map(String.init) ?? message
-            if line.hasPrefix("Error: ") { line.removeFirst("Error: ".count) }
-            // A refusal of our own (an option's transform) comes after the parser's "The value …': ".
-            if line.hasPrefix("The value '"), let own = line.range(of: "': ") { return String(line[own.upperBound...]) }
-            return line
         }
+        let message = self.message(for: error)
+        var line = message.split(separator: "\n").first.map(String.init) ?? message
+        if line.hasPrefix("Error: ") { line.removeFirst("Error: ".count) }
+        // A refusal of our own (an option's transform) comes after the parser's "The value …': ".
+        if line.hasPrefix("The value '"), let own = line.range(of: "': ") { return String(line[own.upperBound...]) }
+        return line
     }
 
     /// A word of the command line that no command of migrate-store knows, said in one line with
