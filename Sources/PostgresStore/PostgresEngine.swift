@@ -585,8 +585,12 @@ import Synchronization
             }
             return result
         } catch {
-            // A connection whose transaction cannot be rolled back is not used again.
-            if !session.isClosed, (try? session.query("ROLLBACK")) == nil { session.abandonConnection() }
+            // A connection whose transaction cannot be rolled back is not used again. The answers
+            // still on their way are read first, so that the ROLLBACK goes after a sync point
+            // (a statement that failed among them would make the server skip it).
+            if !session.isClosed, (try? session.settle()) == nil || (try? session.query("ROLLBACK")) == nil {
+                session.abandonConnection()
+            }
             throw error
         }
     }

@@ -255,11 +255,17 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             let full = page.count == pages[next].rows
             if full {
                 // The page after the one on its way, asked for before this one is decoded.
-                try ask(Self.pageRows(after: page, columns: Int32(columns.types.count + (columns.sealed ? 1 : 0))))
+                try ask(Self.pageRows(after: page))
                 try session.flush()
             }
-            for index in 0..<page.count {
-                records.append(try record(page, Int32(index), entity, columns, arena: &arena))
+            do {
+                for index in 0..<page.count {
+                    records.append(try record(page, Int32(index), entity, columns, arena: &arena))
+                }
+            } catch {
+                // A row that does not read: the pages asked for ahead are not waited for.
+                for ahead in pages[(next + 1)...] { session.discard(ahead.ticket) }
+                throw error
             }
             next += 1
             guard full else { break }
@@ -269,14 +275,11 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         return records
     }
 
-    /// The rows of the next page: as many as fit in ``pageBytes`` by the size of `page`'s first
-    /// and last rows, from 16 to ``maxPageRows``.
-    private static func pageRows(after page: LibpqResult, columns: Int32) -> Int {
-        var bytes = 0
-        for row in [0, Int32(page.count - 1)] {
-            for column in 0..<columns { bytes += Int(PQgetlength(page.pointer, row, column)) + 8 }
-        }
-        return min(maxPageRows, max(16, pageBytes / max(1, bytes / 2)))
+    /// The rows of the next page: as many as fit in ``pageBytes`` by the memory libpq took for
+    /// each row of `page`, from 16 to ``maxPageRows``.
+    private static func pageRows(after page: LibpqResult) -> Int {
+        let perRow = PQresultMemorySize(page.pointer) / max(1, page.count)
+        return min(maxPageRows, max(16, pageBytes / max(1, perRow)))
     }
 
     /// What reading a result's rows of an entity needs of it, taken once per result: each
@@ -420,7 +423,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// One query for many keys (each get is a round trip to the server).
     func get(_ entity: EntitySchema, keyValues: [Value]) throws -> [Record] {
         guard keyValues.count > 1 else { return try keyValues.compactMap { try get(entity, keyValue: $0) } }
-        return try fetch(FetchRequest(entity.name, filter: .among(entity.primaryKey, keyValues)), in: entity)
+        // As many rows as keys at most: a plain query, not a cursor, for up to a page of keys.
+        return try fetch(FetchRequest(entity.name, filter: .among(entity.primaryKey, keyValues), limit: keyValues.count),
+                         in: entity)
     }
 
     /// The statements of one entity, made once per store and entity.
