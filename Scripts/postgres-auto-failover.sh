@@ -12,7 +12,8 @@
 #   wait-failover DIR PORT wait until a node other than the one on PORT is primary
 #   rejoin DIR PORT        run the keeper of the node on PORT again, waiting until it is secondary
 #                          and the other node is primary again (replicating synchronously)
-#   stop DIR               stop everything and remove DIR
+#   stop DIR               stop everything and remove DIR (first copying the monitor's and the
+#                          nodes' logs into $DATASTORE_FORMATION_LOGS when it is set)
 # Runs them as the postgres user (initdb refuses root).
 set -euo pipefail
 usage="usage: postgres-auto-failover.sh start DIR MONITOR_PORT NODE1_PORT NODE2_PORT | primary DIR | wait-healthy DIR | kill-primary DIR | wait-failover DIR PORT | rejoin DIR PORT | stop DIR"
@@ -32,13 +33,17 @@ monitor_sql() {
 states() {
     monitor_sql "SELECT nodeport || '|' || reportedstate || '|' || goalstate FROM pgautofailover.node ORDER BY nodeid"
 }
-# The node (node1, node2) whose server listens on PORT.
+# The node (node1, node2) whose server listens on PORT, as the monitor registered it. (Not from
+# the node's configuration: pg_rewind, which a node that rejoins after a failover runs, copies
+# the new primary's postgresql.conf, port included, over its own; the keeper starts the server
+# with -p.)
 node_on_port() {
-    for node in node1 node2; do
-        if [ "$(as_postgres "$bin/postgres" -D "$dir/$node" -C port 2>/dev/null)" = "$1" ]; then echo "$node"; return 0; fi
-    done
-    echo "postgres-auto-failover.sh: no node has port $1" >&2
-    return 1
+    local name
+    name=$(monitor_sql "SELECT nodename FROM pgautofailover.node WHERE nodeport = $1")
+    case "$name" in
+    node1 | node2) echo "$name" ;;
+    *) echo "postgres-auto-failover.sh: no node has port $1" >&2; return 1 ;;
+    esac
 }
 # SIGKILLs the keeper of DIR/NAME with every process of its session (its supervisors and the
 # server it runs), and the server itself.
@@ -158,6 +163,7 @@ rejoin)
     ;;
 stop)
     for node in node1 node2 monitor; do kill_node "$node"; done
+    if [ -n "${DATASTORE_FORMATION_LOGS:-}" ]; then mkdir -p "$DATASTORE_FORMATION_LOGS" && cp "$dir"/*.log "$DATASTORE_FORMATION_LOGS"/ 2>/dev/null || true; fi
     rm -rf "$dir"
     ;;
 *) echo "$usage" >&2; exit 64 ;;

@@ -24,9 +24,9 @@
 # (initdb as the postgres user in a temporary directory, Unix socket only) and stop it at the
 # end. The conformance suite also runs through pgbouncer in transaction pooling mode
 # (Scripts/pgbouncer.sh, Debian's pgbouncer, installed when missing), the failover test
-# starts a primary and a streaming standby of its own, and the standby-read tests an asynchronous
-# pair (the pg_auto_failover test, Scripts/postgres-auto-failover.sh, is not in the command until
-# it is steady; docs/postgresql.md). Where PostgreSQL cannot be installed,
+# starts a primary and a streaming standby of its own, the standby-read tests an asynchronous
+# pair, and the pg_auto_failover test a monitor and two nodes (Scripts/postgres-auto-failover.sh,
+# with Debian's postgresql-15-auto-failover). Where PostgreSQL cannot be installed,
 # the command says so and runs everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
