@@ -7,10 +7,14 @@
 #                                      (Postgres, ExampleServer), in debug and in release (before
 #                                      a release: Scripts/release-check.sh)
 #
-# One scratch path (.build-ci) for all of them, so that a trait change rebuilds only this
-# package's modules, not its dependencies.
+# One scratch path (.build-ci, or DATASTORE_CHECK_BUILDS_SCRATCH) for all of them, so that a trait
+# change rebuilds only this package's modules, not its dependencies: warnings as errors applies to
+# this package's modules only, and the dependencies' commands are the same with and without a
+# trait. CI builds into the test command's scratch path (.build-pg), whose build then compiles
+# only this package's modules again, not swift-syntax and the other dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scratch=${DATASTORE_CHECK_BUILDS_SCRATCH:-.build-ci}
 configurations=(debug)
 trait_sets=("")
 if [ "${1:-}" = all ]; then
@@ -21,8 +25,8 @@ for configuration in "${configurations[@]}"; do
     for traits in "${trait_sets[@]}"; do
         label="${traits:-no trait}, $configuration"
         started=$(date +%s)
-        log=".build-ci-$configuration-${traits:-none}.log"
-        if ! swift build -c "$configuration" --scratch-path .build-ci ${traits:+--traits "$traits"} \
+        log="$scratch-$configuration-${traits:-none}.log"
+        if ! swift build -c "$configuration" --scratch-path "$scratch" ${traits:+--traits "$traits"} \
             -Xswiftc -warnings-as-errors >"$log" 2>&1; then
             grep -E "error:|warning:" "$log" | grep -v "^\s*|" | sort -u | head -40 >&2
             echo "check-builds: the build with $label fails (the whole log: $log)" >&2
