@@ -257,9 +257,9 @@ enum CRUDCases {
     }
 
     /// `insert(contentsOf:)` is inserting each item in order: a clean batch stores every item; a
-    /// batch with a taken key, a key given twice or a unique value held or repeated fails at
-    /// the first item that cannot be stored, with those before it stored (caught inside the
-    /// block) and none after it.
+    /// batch with a taken key, a key given twice, a unique value held or repeated or a value of
+    /// the wrong type fails at the first item that cannot be stored, with those before it stored
+    /// (caught inside the block) and none after it.
     static func insertContentsOfIsInsertingEachInOrder(_ c: ConformanceContext) throws {
         let store = try c.open()
         let items = (1...300).map { i -> Record in
@@ -293,6 +293,13 @@ enum CRUDCases {
                                                           ["id": 4_002, "name": "b", "code": "new"],
                                                           ["id": 4_003, "name": "c"]],
                  code: .uniqueViolation, stored: 1),
+            Case(what: "a value of the wrong type", batch: [["id": 5_001, "name": "a"], ["id": 5_002, "name": "b"],
+                                                            ["id": 5_003, "name": .int(3)], ["id": 5_004, "name": "d"]],
+                 code: .typeMismatch, stored: 2),
+            // Past the first of the batches that the items go to the backend in.
+            Case(what: "a taken key after 10,200 items", batch: (0..<10_500).map { i -> Record in
+                ["id": .int(i == 10_200 ? 5 : Int64(100_000 + i)), "name": .string("bulk \(i)")]
+            }, code: .keyExists, stored: 10_200),
         ]
         for testCase in cases {
             let before = try store.read { try $0.count(FetchRequest("Item")) }
@@ -300,7 +307,8 @@ enum CRUDCases {
                 c.expectError(testCase.code, testCase.what) { try w.insert(contentsOf: testCase.batch, into: "Item") }
             }
             c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, before + testCase.stored, testCase.what)
-            for record in testCase.batch.prefix(testCase.stored) {
+            let stored = testCase.batch.prefix(testCase.stored)
+            for record in stored.prefix(3) + stored.suffix(3) {
                 c.expectEqual(try store.read { try $0.get("Item", key: record["id"])?["name"] }, record["name"],
                               testCase.what)
             }

@@ -590,9 +590,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         keyBounds[entity.name] = nil
         // Large batches go by COPY, under a savepoint: the table's primary key and unique
         // indexes refuse a clash, which rolls the COPY back to the savepoint, and the batch then
-        // goes one by one, for the exact error. (A check by query first cost a look-up per key.)
+        // goes one by one, for the exact error. (A check by query first cost a look-up per key;
+        // a key given twice in the batch is refused by the primary key too.)
         if records.count >= 64 {
-            guard Set(records.map(\.key)).count == records.count else { return false }
             try session.send("SAVEPOINT ds_bulk", wanted: false)
             do {
                 try session.copy(records, into: entity, quotedSchema: s, sealed: sealed)

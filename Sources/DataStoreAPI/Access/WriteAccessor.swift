@@ -21,15 +21,38 @@ public final class WriteAccessor: ReadAccessor {
 
     /// Inserts new items, as ``insert(_:into:)`` does each in order, in as few round trips as
     /// the backend allows: what a bulk load (a migration's batch) calls.
-    /// - Throws: as ``insert(_:into:)``, for the first item that cannot be stored.
+    ///
+    /// The items go to the backend ``bulkInsertBatch`` at a time, so that a large array is not
+    /// held twice (the backend's form of each item and its key live only for its batch).
+    /// - Throws: as ``insert(_:into:)``, for the first item that cannot be stored; the items
+    ///   before it are stored (in the transaction, which the error rolls back unless it is caught
+    ///   inside the block), none after it.
     public func insert(contentsOf records: [Record], into entityName: String) throws {
         let entity = try entity(entityName)
-        let normalized = try records.map { record -> (record: Record, key: PrimaryKey) in
-            let normalized = try entity.normalize(record)
-            return (normalized, try PrimaryKey(entity.primaryKeyValue(of: normalized)))
+        var batch: [(record: Record, key: PrimaryKey)] = []
+        batch.reserveCapacity(Swift.min(records.count, Self.bulkInsertBatch))
+        for record in records {
+            let item: (record: Record, key: PrimaryKey)
+            do {
+                let normalized = try entity.normalize(record)
+                item = (normalized, try PrimaryKey(entity.primaryKeyValue(of: normalized)))
+            } catch {
+                // Those before it are stored, as inserting each in order would have stored them.
+                try writer.insertAll(batch, in: entity)
+                throw error
+            }
+            batch.append(item)
+            if batch.count == Self.bulkInsertBatch {
+                try writer.insertAll(batch, in: entity)
+                batch.removeAll(keepingCapacity: true)
+            }
         }
-        try writer.insertAll(normalized, in: entity)
+        try writer.insertAll(batch, in: entity)
     }
+
+    /// How many items ``insert(contentsOf:into:)`` hands the backend at once (a COPY each on
+    /// PostgreSQL): a copy's largest batch into PostgreSQL, so that its batches stay whole.
+    static let bulkInsertBatch = 10_000
 
     /// Stores an item, replacing any item with the same primary key (upsert).
     public func save(_ record: Record, into entityName: String) throws {
