@@ -22,8 +22,8 @@ public final class WriteAccessor: ReadAccessor {
     /// Inserts new items, as ``insert(_:into:)`` does each in order, in as few round trips as
     /// the backend allows: what a bulk load (a migration's batch) calls.
     ///
-    /// The items go to the backend ``bulkInsertBatch`` at a time, so that a large array is not
-    /// held twice (the backend's form of each item and its key live only for its batch).
+    /// The items go to the backend 10,000 at a time, so that a large array is not held twice
+    /// (the backend's form of each item and its key live only for its batch).
     /// - Throws: as ``insert(_:into:)``, for the first item that cannot be stored; the items
     ///   before it are stored (in the transaction, which the error rolls back unless it is caught
     ///   inside the block), none after it.
