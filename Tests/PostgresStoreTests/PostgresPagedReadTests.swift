@@ -69,4 +69,33 @@ import Testing
         + "SET rank = rank - 1 WHERE id = 23456")
     check(try store.read { try $0.fetch(FetchRequest("Row")) }, Array(0..<count), "every row, mended")
 }
+
+/// Reads at a page's edges through the cursor: no row, one row short of a page, a page exactly,
+/// one past it, two pages exactly and one past them, each row once in key order; and a read
+/// whose connections the server ended between two reads (`pg_terminate_backend`) is run again on
+/// a new connection, its `BEGIN` replayed, with every row.
+@Test func pagedReadsAtAPagesEdgesAndAfterTheConnectionsEnded() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let schema = Schema(entities: [EntitySchema("Row", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("text", .string),
+    ])])
+    let store = try PostgresStore(location: location, schema: schema)
+    defer { try? store.close() }
+    try store.writeSync { writer in
+        try writer.insert(contentsOf: (0..<2_001).map { ["id": .int(Int64($0)), "text": .string("row \($0)")] }, into: "Row")
+    }
+    func expectRows(below count: Int, _ what: String) throws {
+        let rows = try store.read { try $0.fetch(FetchRequest("Row", filter: Field("id") < Int64(count))) }
+        #expect(rows.map { $0["id"] } == (0..<count).map { .int(Int64($0)) }, "\(what): \(rows.count) rows")
+        #expect(rows.map { $0["text"] } == (0..<count).map { .string("row \($0)") }, "\(what)")
+    }
+    for count in [0, 999, 1_000, 1_001, 2_000, 2_001] { try expectRows(below: count, "ids below \(count)") }
+    let ended = try PostgresTestServer.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        + "WHERE application_name = 'datastore:\(location.schema)'")
+    #expect((Int(ended) ?? 0) > 0, "no connection of the store was ended: \(ended)")
+    try expectRows(below: 2_001, "every row, after the connections ended")
+    for count in [0, 1_000, 2_000] { try expectRows(below: count, "ids below \(count), again") }
+}
 #endif

@@ -204,5 +204,98 @@ import Testing
             #expect(error?.message.contains(named) == true, "\(error?.message ?? "")")
         }
     }
+    /// Paged reads on a standby: at a page's edges (no row, a page exactly, two pages exactly,
+    /// one past), each row once in key order; then, with the standby cancelling at once every
+    /// read in the way of its replay (`max_standby_streaming_delay = 0`) and the primary taking
+    /// the table's `ACCESS EXCLUSIVE` lock over and over, reads of 25,000 rows in five pages,
+    /// whose cursor the standby cancels during a `FETCH` (an error) or ends with its connection
+    /// between two (a FATAL): no reader sees an error or a short result, the read runs again on
+    /// the primary.
+    @Test func pagedReadsOnAStandbyAndTheirRecoveryConflicts() throws {
+        let directory = try TemporaryDirectory()
+        let servers = try ReplicatedServers(dir: directory.path("replicas"), synchronous: false)
+        let schema = Schema(entities: [EntitySchema("Row", primaryKey: "id", attributes: [
+            Attribute("id", .int), Attribute("text", .string),
+        ])])
+        let store = try PostgresStore(url: "postgres://postgres@127.0.0.1:\(servers.primaryPort)/datastore?schema=standby_pages"
+                                          + "&read_hosts=127.0.0.1:\(servers.standbyPort)&connect_timeout=2", schema: schema)
+        defer { try? store.close() }
+        let count = 25_000
+        try store.writeSync { writer in
+            try writer.insert(contentsOf: (0..<count).map { ["id": .int(Int64($0)), "text": .string("row \($0)")] }, into: "Row")
+        }
+        @Sendable func rows(below bound: Int) throws -> [Value?] {
+            try store.read { try $0.fetch(FetchRequest("Row", filter: Field("id") < Int64(bound))) }.map { $0["id"] }
+        }
+        try wait("a read on the standby") {
+            let served = store.readsServed.standbys
+            _ = try rows(below: 1)
+            return store.readsServed.standbys > served
+        }
+        let before = store.readsServed
+        for bound in [0, 1_000, 2_000, 2_001] {
+            #expect(try rows(below: bound) == (0..<bound).map { .int(Int64($0)) }, "ids below \(bound)")
+        }
+        #expect(store.readsServed.standbys - before.standbys == 4, "\(store.readsServed)")
+
+        try psql(servers.standbyPort, "ALTER SYSTEM SET max_standby_streaming_delay = 0")
+        try psql(servers.standbyPort, "SELECT pg_reload_conf()")
+        func conflicts() throws -> Int {
+            Int(try runCommand("/usr/bin/psql", ["-h", "127.0.0.1", "-p", "\(servers.standbyPort)", "-U", "postgres",
+                                                 "-d", "datastore", "-Atc", "SELECT confl_lock FROM pg_stat_database_conflicts "
+                                                     + "WHERE datname = 'datastore'"])
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        let conflictsBefore = try conflicts()
+        let stop = Atomic<Bool>(false)
+        let failures = Mutex<[String]>([])
+        let reads = Atomic<Int>(0)
+        let primaryPort = servers.primaryPort
+        let locker = Thread {
+            let locks = String(repeating: "BEGIN; LOCK TABLE standby_pages.\"Row\" IN ACCESS EXCLUSIVE MODE; COMMIT; "
+                                   + "SELECT pg_sleep(0.02);\n", count: 20)
+            while !stop.load(ordering: .relaxed) {
+                if (try? runCommand("/usr/bin/psql", ["-q", "-h", "127.0.0.1", "-p", "\(primaryPort)", "-U", "postgres",
+                                                      "-d", "datastore", "-c", locks])) == nil {
+                    failures.withLock { $0.append("the primary refused the lock") }
+                }
+            }
+        }
+        let readers = (0..<2).map { _ in
+            Thread {
+                while !stop.load(ordering: .relaxed) {
+                    do {
+                        let ids = try rows(below: count)
+                        if ids.count != count || ids.first != .int(0) || ids.last != .int(Int64(count - 1)) {
+                            failures.withLock { $0.append("a read of \(ids.count) rows") }
+                        }
+                        reads.add(1, ordering: .relaxed)
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+        }
+        locker.start()
+        for reader in readers { reader.start() }
+        defer { stop.store(true, ordering: .relaxed) }
+        let started = store.readsServed
+        try wait("5 reads cancelled by the standby's replay") { try conflicts() >= conflictsBefore + 5 }
+        try wait("20 reads after them") { reads.load(ordering: .relaxed) >= 20 }
+        stop.store(true, ordering: .relaxed)
+        while !locker.isFinished || readers.contains(where: { !$0.isFinished }) { usleep(1_000) }
+        #expect(failures.withLock { $0 } == [])
+        let served = store.readsServed
+        // What the standby did to each read: a FETCH cancelled (ERROR), or the connection ended
+        // between two (FATAL, when the read was idle in its transaction).
+        let log = (try? String(contentsOfFile: servers.dir + "/standby.log", encoding: .utf8)) ?? ""
+        func lines(_ text: String) -> Int { log.components(separatedBy: text).count - 1 }
+        print("recovery conflicts under paged reads: \(try conflicts() - conflictsBefore) on the standby "
+            + "(\(lines("ERROR:  canceling statement due to conflict with recovery")) statements cancelled, "
+            + "\(lines("FATAL:  terminating connection due to conflict with recovery")) connections ended), "
+            + "\(reads.load(ordering: .relaxed)) reads, the standby served \(served.standbys - started.standbys), "
+            + "the primary \(served.primary - started.primary)")
+        #expect(served.primary > started.primary, "no read ran again on the primary: \(served)")
+    }
 }
 #endif

@@ -2,7 +2,9 @@
 import DataStoreAPI
 import DataStoreTestSupport
 import Foundation
-import StoreMigration
+@_spi(Backend) import PostgresStore
+@_spi(Backend) import SQLiteStore
+@testable import StoreMigration
 import Testing
 
 /// A SQLite store switching to PostgreSQL: the old store in `dir`, the new one a schema of its own.
@@ -37,5 +39,16 @@ func aSwitchToPostgreSQLKilledAtRandomAndAtItsCutoverLosesNothing() throws {
                                    gap: 10)
     print("SQLite to PostgreSQL: launches ended in \(runs.map(\.lastPhase)); cutover pauses (µs): "
         + "\(SwitchCrash.pauses(runs))")
+}
+
+/// A switch's copy given no batch size takes the new store's, as a migration's copy does: into
+/// PostgreSQL 10,000 (1,000 first, then as many as fit in 32 MiB), into SQLite 1,000; a paced copy
+/// 1,000 (its pauses come between batches); a size given is kept.
+@Test func aSwitchsCopyTakesTheNewStoresBatchSizeUnlessPacedOrGivenOne() {
+    #expect(SwitchingStore.Policy().copyBatchSize(into: PostgresBackend()).value == 10_000)
+    #expect(SwitchingStore.Policy().copyBatchSize(into: SQLiteBackend()).value == 1_000)
+    #expect(SwitchingStore.Policy(pace: .itemsPerSecond(500)).copyBatchSize(into: PostgresBackend()).value == 1_000)
+    #expect(SwitchingStore.Policy(batchSize: 2_500).copyBatchSize(into: PostgresBackend()).value == 2_500)
+    #expect(SwitchingStore.Policy().batchSize.value == 1_000)
 }
 #endif

@@ -1,6 +1,7 @@
 import DataStoreAPI
 import DataStoreTestSupport
 import Foundation
+import InMemoryStore
 @testable import StoreMigration
 import Testing
 
@@ -68,4 +69,34 @@ func aStoppedCopyHoldsEveryPageItReadAndResumes(_ from: StoreKind, _ to: StoreKi
     #expect(ticks.count >= 20)
     #expect(ticks.last?.done == 1_000)
     for tick in ticks { #expect(tick.held >= tick.done, "progress \(tick.done) with \(tick.held) items committed") }
+}
+
+/// A copy whose batch the destination chose (PostgreSQL's 10,000) reads 1,000 items first, then
+/// pages of as many items as fit in 32 MiB of values by the size of the first page's items, never
+/// fewer than 1,000 nor more than the batch: large items keep a page's memory near 32 MiB, small
+/// ones fill the batch; every item is copied once, in key order.
+@Test(arguments: [(valueBytes: 4_000, pages: [1_000, 8_363, 8_363, 248]), (valueBytes: 100, pages: [1_000, 10_000, 7_000])])
+func aCopysPagesAfterTheFirstHoldWhatFitsIn32MiB(_ valueBytes: Int, _ pages: [Int]) throws {
+    let source = try InMemoryStore(schema: pipelineSchema)
+    let total = pages.reduce(0, +)
+    let text = String(repeating: "x", count: valueBytes)
+    try source.writeSync { w in
+        try w.insert(contentsOf: (0..<total).map { ["id": .int(Int64($0)), "name": .string(text)] }, into: "Item")
+    }
+    let destination = try InMemoryStore(schema: pipelineSchema)
+    var copy = PagedCopy(destination: destination, batchSize: 10_000, shouldStop: { false })
+    copy.pageBytes = 32 << 20
+    var committed: [Int] = []
+    let copied = try source.read { snapshot in
+        try copy.copy(pipelineSchema.entities[0], after: nil, reading: { try $0(snapshot) },
+                      checkpoint: { _, _ in }, committed: { committed.append($0) })
+    }
+    #expect(copied == total)
+    let sizes = zip(committed, [0] + committed).map { $0 - $1 }
+    #expect(sizes == pages, "pages of \(sizes)")
+    // Each later page's values within 32 MiB: an item is its key's 9 bytes and its text's tag,
+    // length (2 bytes at most here) and bytes (4,012 bytes: 8,363 fit).
+    for size in sizes.dropFirst() { #expect(size * (valueBytes + 12) <= 32 << 20) }
+    let keys = try destination.read { try $0.fetch(FetchRequest("Item")) }.map { $0["id"] }
+    #expect(keys == (0..<total).map { .int(Int64($0)) })
 }

@@ -150,7 +150,10 @@ extension SwitchingStore {
             try schema.entities.reduce(0) { $0 + (try reader.count(FetchRequest($1.name))) }
         }
         update { $0.itemsCopied = copied }
-        var pages = PagedCopy(destination: new, batchSize: policy.batchSize, shouldStop: { [self] in shouldStop })
+        let batchSize = policy.copyBatchSize(into: try newLocation.backend)
+        var pages = PagedCopy(destination: new, batchSize: batchSize, shouldStop: { [self] in shouldStop })
+        // A batch the new store chose grows only while its pages stay small, as a migration's.
+        if policy.chosenBatchSize == nil, batchSize.value > 1_000 { pages.pageBytes = 32 << 20 }
         pages.beforePage = { [self] in
             pacer.pause(items: copied, lastAppWrite: { gate.lastAppWrite }, stop: { shouldStop })
         }

@@ -36,8 +36,16 @@ extension SwitchingStore {
         public var pace: Pace
         /// When the cutover happens.
         public var cutover: Cutover
-        /// Items per write transaction of the copy.
-        public var batchSize: PositiveInt
+        /// Items per write transaction of the copy, and per batch that the follow and the
+        /// verification read: the size given (``chosenBatchSize``), else 1,000.
+        public var batchSize: PositiveInt {
+            get { chosenBatchSize ?? 1_000 }
+            set { chosenBatchSize = newValue }
+        }
+        /// The batch size given, if any: without one, an unpaced copy writes transactions of the
+        /// new store's size, as `migrate-store copy` does (into PostgreSQL 1,000 items first, then
+        /// up to 10,000, as many as fit in 32 MiB; 1,000 into the others), and a paced copy 1,000.
+        public var chosenBatchSize: PositiveInt?
         /// Whether the old store is kept after the cutover (for ``SwitchingStore/rollBack()``)
         /// until ``SwitchingStore/dropOldStore()``; when false it is deleted at the cutover.
         public var keepsOldStore: Bool
@@ -51,13 +59,13 @@ extension SwitchingStore {
 
         /// A policy; by default the copy runs at full speed, the cutover follows as soon as the
         /// new store has caught up, and the old store is kept.
-        public init(pace: Pace = .unlimited, cutover: Cutover = .automatic, batchSize: PositiveInt = 1_000,
+        public init(pace: Pace = .unlimited, cutover: Cutover = .automatic, batchSize: PositiveInt? = nil,
                     keepsOldStore: Bool = true, durability: Durability = .full,
                     maximumPause: Duration = .milliseconds(100)) {
             self.pace = pace
             self.maximumPause = maximumPause
             self.cutover = cutover
-            self.batchSize = batchSize
+            self.chosenBatchSize = batchSize
             self.keepsOldStore = keepsOldStore
             self.durability = durability
         }
@@ -107,5 +115,14 @@ extension SwitchingStore {
         public var switchedAt: Date?
         /// Whether a rollback was asked for and has not finished.
         public var rollingBack: Bool
+    }
+}
+
+extension SwitchingStore.Policy {
+    /// Items per write transaction of the copy into a store of `backend`: the size given, else
+    /// the backend's when the copy is not paced, else 1,000.
+    func copyBatchSize(into backend: any StoreBackend) -> PositiveInt {
+        if case .unlimited = pace { return MigrationOptions(batchSize: chosenBatchSize).copyBatchSize(into: backend) }
+        return batchSize
     }
 }
