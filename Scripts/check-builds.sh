@@ -2,7 +2,7 @@
 # Builds every product the way its users build it, with warnings treated as errors.
 #
 #     Scripts/check-builds.sh          what users build first: every product without any trait,
-#                                      debug (CI runs this one)
+#                                      debug
 #     Scripts/check-builds.sh all      without any trait and with each trait on its own
 #                                      (Postgres, ExampleServer), in debug and in release (before
 #                                      a release: Scripts/release-check.sh)
@@ -10,8 +10,8 @@
 # One scratch path (.build-ci, or DATASTORE_CHECK_BUILDS_SCRATCH) for all of them, so that a trait
 # change rebuilds only this package's modules, not its dependencies: warnings as errors applies to
 # this package's modules only, and the dependencies' commands are the same with and without a
-# trait. CI builds into the test command's scratch path (.build-pg), whose build then compiles
-# only this package's modules again, not swift-syntax and the other dependencies.
+# trait. (CI builds fewer: the release builds of its first steps without a trait, and the test
+# command's with both traits, every one with warnings as errors; see .ci/run.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=${DATASTORE_CHECK_BUILDS_SCRATCH:-.build-ci}

@@ -49,6 +49,8 @@ else
     echo "test.sh: PostgreSQL 15 or pgbouncer is neither installed nor installable here; the PostgreSQL tests do not run" >&2
     build=(--traits ExampleServer)
 fi
+# DATASTORE_WARNINGS_AS_ERRORS=1 (CI sets it) treats this package's warnings as errors.
+[ "${DATASTORE_WARNINGS_AS_ERRORS:-}" = 1 ] && build+=(-Xswiftc -warnings-as-errors)
 swift build --build-tests "${build[@]}"
 # The documentation's programs (Scripts/check-code-blocks.sh) and the DocC build (Scripts/docs.sh)
 # build packages of their own (.build-blocks, .build-docs) beside the tests, which spend much of

@@ -23,17 +23,17 @@ func aReaderProcessReadsWhileAnotherProcessGrowsTheWAL() throws {
     #expect(seen.items >= 60 * 100, "the reader saw the final state: \(seen.output)")
 }
 
-/// A schema upgrade of 200,000 items killed with SIGKILL at random points: every reopen is all
+/// A schema upgrade of 50,000 items killed with SIGKILL at random points: every reopen is all
 /// version 1 or all version 2, and the next open finishes the migration.
 @Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
 func aSchemaMigrationKilledAtRandomPointsIsAllOldOrAllNewAndTheNextOpenFinishesIt() throws {
     let dir = try TemporaryDirectory()
-    let outcome = try SchemaUpgradeCrash.run(kind: "sqlite", directory: dir, items: 200_000, kills: 10) {
+    let outcome = try SchemaUpgradeCrash.run(kind: "sqlite", directory: dir, items: 50_000, kills: 10) {
         try SQLiteStore(path: $0, schema: nil)
     }
     #expect(outcome.old + outcome.new == 10)
     #expect(outcome.oldAfterProgress >= 2, "kills must land inside the migration: \(outcome)")
-    print("sqlite schema upgrade of 200,000 items: \(String(format: "%.2f", outcome.seconds)) s unkilled; kills: "
+    print("sqlite schema upgrade of 50,000 items: \(String(format: "%.2f", outcome.seconds)) s unkilled; kills: "
         + "\(outcome.oldAfterProgress) mid-migration (old), \(outcome.old - outcome.oldAfterProgress) before it began, "
         + "\(outcome.new) after its commit")
 }

@@ -12,7 +12,7 @@ func ctrlCEndsEveryLongOperationWithinASecondWithExit130() throws {
     let dir = try TemporaryDirectory()
     let path = dir.url.path
     let source = dir.location(.sqlite, "source")
-    try DemoData.seed(source, items: 200_000, seed: 4)
+    try DemoData.seed(source, items: 100_000, seed: 4)
     let copied = dir.location(.lmdb, "copied")
     try Migrator.copy(from: source, to: copied)
     let small = dir.location(.sqlite, "small")
