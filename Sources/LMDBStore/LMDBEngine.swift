@@ -93,14 +93,22 @@ import Logging
     }
 
     /// Walks every page of the snapshot that a read transaction pins for the walk's duration.
-    private static func walk(_ environment: LMDBEnvironment) throws -> LMDBCheckReport {
-        let txn = try LMDBRawTransaction(environment: environment, write: false)
-        defer { txn.finish() }
+    /// A writer of another process that commits twice between the transaction's start and the
+    /// walk's read of the meta pages leaves no meta page naming the snapshot: the walk then takes
+    /// a new one, up to 1,000 times.
+    static func walk(_ environment: LMDBEnvironment) throws -> LMDBCheckReport {
         let check = try LMDBPageCheck(path: environment.path)
         defer { check.close() }
-        let report = try check.walk(txnid: UInt64(mdb_txn_id(txn.txn)))
-        return LMDBCheckReport(pageSize: report.pageSize, pages: report.pages, entries: report.entries,
-                               databases: report.databases)
+        for _ in 0..<1_000 {
+            let txn = try LMDBRawTransaction(environment: environment, write: false)
+            defer { txn.finish() }
+            if let report = try check.walk(txnid: UInt64(mdb_txn_id(txn.txn))) {
+                return LMDBCheckReport(pageSize: report.pageSize, pages: report.pages, entries: report.entries,
+                                       databases: report.databases)
+            }
+        }
+        throw StoreError(.busy, "\(environment.path): a writer committed faster than the page check could read the "
+            + "meta page of a snapshot, 1,000 times; check the store when it writes less")
     }
 
     /// Checks the environment at `path` without letting liblmdb read a page first: the meta

@@ -203,18 +203,29 @@ struct LMDBPageCheck {
     // MARK: Tree walk
 
     /// Walks every tree of the meta page whose transaction is `txnid`.
+    /// - Returns: `nil` when a writer has committed twice since that transaction began, so that
+    ///   both meta pages now name newer ones (the caller's snapshot is intact, but its meta page
+    ///   is gone: the caller walks a newer snapshot).
     /// - Throws: `corrupt` naming the file, the database and the page at the first damage.
-    func walk(txnid: UInt64? = nil) throws(StoreError) -> Report {
+    func walk(txnid: UInt64? = nil) throws(StoreError) -> Report? {
         let newest = try checkMeta()
         var meta = newest
         if let txnid, txnid != newest.txnid {
             var candidates: [Meta] = []
             for offset in [0, UInt64(newest.pageSize)] {
-                if let parsed = parseMeta(try read(offset: offset, count: 160), pageSize: newest.pageSize) {
-                    candidates.append(parsed)
+                // A meta page a writer is writing may be read half old, half new: it is read until
+                // two reads agree.
+                var bytes = try read(offset: offset, count: 160)
+                for _ in 0..<100 {
+                    let again = try read(offset: offset, count: 160)
+                    if again == bytes { break }
+                    bytes = again
                 }
+                if let parsed = parseMeta(bytes, pageSize: newest.pageSize) { candidates.append(parsed) }
             }
             guard let match = candidates.first(where: { $0.txnid == txnid }) else {
+                // Both meta pages newer than the snapshot: a live writer moved on.
+                if candidates.count == 2, candidates.allSatisfy({ $0.txnid > txnid }) { return nil }
                 throw corrupt("no meta page holds transaction \(txnid)")
             }
             meta = match

@@ -313,9 +313,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                         fields.initializeElement(at: i, to: field)
                     }
                     let sumColumn = Int32(types.count)
-                    return arena.record(layout: entity.layout,
-                                        fields: UnsafeBufferPointer(rebasing: fields[0..<types.count])) { sum in
-                        guard sealed, PQgetisnull(pointer, row, sumColumn) == 0 else { return true }
+                    return arena.record(layout: entity.layout, fields: UnsafeBufferPointer(rebasing: fields[0..<types.count]),
+                                        summed: sealed && PQgetisnull(pointer, row, sumColumn) == 0) { sum in
                         guard PQgetlength(pointer, row, sumColumn) == 8, let base = PQgetvalue(pointer, row, sumColumn)
                         else { return false }
                         return Int64(bigEndian: UnsafeRawPointer(base).loadUnaligned(as: Int64.self)) == sum

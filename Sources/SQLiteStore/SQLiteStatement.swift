@@ -257,8 +257,8 @@ final class SQLiteStatement {
                     guard let field = Self.checkedField(sqlite3_column_value(handle, Int32(i)), kinds[i]) else { return nil }
                     fields.initializeElement(at: i, to: field)
                 }
-                return arena.record(layout: plan.layout, fields: UnsafeBufferPointer(fields)) { sum in
-                    !plan.sealed || sumMatches(sum, column: Int32(kinds.count))
+                return arena.record(layout: plan.layout, fields: UnsafeBufferPointer(fields), summed: plan.sealed) { sum in
+                    sumMatches(sum, column: Int32(kinds.count))
                 }
             }
         }

@@ -1,5 +1,6 @@
 @_spi(Backend) import DataStoreAPI
 import DataStoreConformance
+import CLMDB
 import DataStoreTestSupport
 import Foundation
 @_spi(Backend) @testable import LMDBStore
@@ -634,4 +635,49 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
         (error as? StoreError)?.code == .invalidValue && "\(error)".contains("Item[1].name holds")
             && "\(error)".contains("does not convert to int")
     })
+}
+
+/// A read transaction two commits old has no meta page left (LMDB keeps two, and each commit
+/// writes the older), though its pages are intact while it is open: the page check says so
+/// rather than calling the file damaged, and the check of a store that a writer of its own
+/// commits to as fast as it can (as another process's would) takes a newer snapshot and passes.
+@Test func aSnapshotWhoseMetaPageAWriterReusedIsNotDamage() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("moving.lmdb")
+    let engine = try LMDBEngine(path: path, schema: itemSchema, options: LMDBOptions(durability: .normal))
+    defer { try? engine.close() }
+    @Sendable func commit(_ n: UInt8) throws {
+        let writer = try LMDBRawTransaction(environment: engine.environment, write: true, journaled: false)
+        let dbi = try #require(try writer.openDatabase("scratch", create: true))
+        try writer.put(dbi, [n], [n])
+        try writer.commit()
+    }
+    try commit(0)
+    let check = try LMDBPageCheck(path: path)
+    defer { check.close() }
+    let reader = try LMDBRawTransaction(environment: engine.environment, write: false)
+    let snapshot = UInt64(mdb_txn_id(reader.txn))
+    #expect(try check.walk(txnid: snapshot) != nil, "the snapshot's meta page is the newest")
+    try commit(1)
+    #expect(try check.walk(txnid: snapshot) != nil, "one commit later, the other meta page still holds it")
+    try commit(2)
+    #expect(try check.walk(txnid: snapshot) == nil, "two commits later, no meta page holds it")
+    reader.finish()
+
+    // A writer that never stops, and checks of the store under it.
+    let stop = Atomic<Bool>(false)
+    let writer = Thread {
+        var n: UInt8 = 3
+        while !stop.load(ordering: .relaxed) {
+            try? commit(n)
+            n &+= 1
+        }
+    }
+    writer.start()
+    defer { stop.store(true, ordering: .relaxed) }
+    for _ in 0..<200 {
+        #expect(try LMDBEngine.walk(engine.environment).pages > 0)
+    }
+    stop.store(true, ordering: .relaxed)
+    while !writer.isFinished { usleep(1_000) }
 }

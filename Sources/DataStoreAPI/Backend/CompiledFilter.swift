@@ -7,6 +7,9 @@
         case all
         case compare(Int, ComparisonOperator, Value)
         case among(Int, [Value])
+        /// `among` of many candidates, sorted by ``Value/compareCanonical(_:_:foldingASCIICase:)``
+        /// and searched by halves (the same equality as `Filter.among`'s, in log time).
+        case amongSorted(Int, [Value])
         case isNull(Int)
         case hasPrefix(Int, [UInt8])
         case contains(Int, [UInt8])
@@ -52,7 +55,10 @@
             return .compare(at, op, value)
         case let .among(attribute, values):
             guard let at = slot(attribute) else { return .constant(Filter.among(.null, values)) }
-            return .among(at, values)
+            // (A NaN compares equal to every double, so a list holding one is searched in order.)
+            guard values.count > 16, !values.contains(where: { if case .double(let d) = $0 { d.isNaN } else { false } })
+            else { return .among(at, values) }
+            return .amongSorted(at, values.sorted { Value.compareCanonical($0, $1) < 0 })
         case .isNull(let attribute):
             guard let at = slot(attribute) else { return .constant(true) }
             return .isNull(at)
@@ -92,12 +98,27 @@
         Self.evaluate(root, TableValues(table: table))
     }
 
+    /// Whether `candidates`, sorted by `Value.compareCanonical`, hold a value equal to `value`.
+    private static func sorted(_ candidates: [Value], hold value: Value) -> Bool {
+        // A NaN equals every double, as in `Filter.among`.
+        if case .double(let d) = value, d.isNaN { return candidates.contains { if case .double = $0 { true } else { false } } }
+        var (low, high) = (0, candidates.count)
+        while low < high {
+            let middle = (low + high) / 2
+            let order = Value.compareCanonical(candidates[middle], value)
+            if order == 0 { return true }
+            if order < 0 { low = middle + 1 } else { high = middle }
+        }
+        return false
+    }
+
     private static func evaluate(_ node: Node, _ values: some SlotValues) -> Bool {
         switch node {
         case .all: return true
         case .constant(let result): return result
         case let .compare(slot, op, value): return Filter.compare(values[slot], op, value)
         case let .among(slot, candidates): return Filter.among(values[slot], candidates)
+        case let .amongSorted(slot, candidates): return Self.sorted(candidates, hold: values[slot])
         case .isNull(let slot): return values[slot].isNull
         case let .hasPrefix(slot, prefix): return Filter.hasPrefix(values[slot], prefix)
         case let .contains(slot, needle): return Filter.contains(values[slot], needle)

@@ -396,9 +396,10 @@ extension CompactArena {
     /// A record of `layout` holding `fields` (one per name, in order, each checked by its
     /// reader), or `nil` when `sumMatches` refuses the checksum of its fields (``RecordSum``: the
     /// CRC-32C of the fields up to the last that is not null) or they are too large for a compact
-    /// record. The fields are written once, into the record, and the sum is taken over them there.
+    /// record. The fields are written once, into the record, and the sum is taken over them there;
+    /// with `summed` false (a row that carries no sum) no sum is taken and `sumMatches` is not called.
     @inlinable
-    public mutating func record(layout: RecordLayout, fields: UnsafeBufferPointer<StoredField>,
+    public mutating func record(layout: RecordLayout, fields: UnsafeBufferPointer<StoredField>, summed: Bool,
                                 sumMatches: (Int64) -> Bool) -> Record? {
         var size = 0
         for field in fields { size += field.size }
@@ -410,7 +411,7 @@ extension CompactArena {
                 if field.tag != .null { end = at }
             }
             offsets.append(at)
-            return sumMatches(RecordSum.of(UnsafeRawPointer(base), count: end))
+            return !summed || sumMatches(RecordSum.of(UnsafeRawPointer(base), count: end))
         }
     }
 }
