@@ -13,7 +13,7 @@
 #
 # --quick leaves out the slow tests (the damaged-store corpus, the SIGKILL loops, the
 # cross-process and PostgreSQL tests), the timing step and the documentation build, and draws 1,000 random
-# edge requests per backend instead of 3,000.
+# edge requests per backend instead of 2,000.
 #
 # The example server (Examples/NotesServer) is built with the package trait ExampleServer, and
 # its tests start it and talk to it with curl.
@@ -37,9 +37,9 @@ if [ "${1:-}" = "--quick" ]; then
     export DATASTORE_QUICK=1
     export DATASTORE_EDGE_REQUESTS=${DATASTORE_EDGE_REQUESTS:-1000}
 fi
-# Random edge requests per backend: 3,000 a run (each run draws new ones);
+# Random edge requests per backend: 2,000 a run (each run draws new ones);
 # Scripts/release-check.sh draws 20,000.
-export DATASTORE_EDGE_REQUESTS=${DATASTORE_EDGE_REQUESTS:-3000}
+export DATASTORE_EDGE_REQUESTS=${DATASTORE_EDGE_REQUESTS:-2000}
 started=$(date +%s)
 Scripts/install-deps.sh
 Scripts/check-markdown.py
