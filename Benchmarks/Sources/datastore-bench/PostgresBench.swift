@@ -113,10 +113,11 @@ nonisolated(unsafe) var postgresStop: String?
     try? PostgresStore.destroy(PostgresLocation(parsing: url))
     let destination = try StoreLocation(parsing: url).with(key: key)
     let rawTable = try RawPostgresBench(host: postgresHost, schema: "bench_psql", workload: workload)
-    let select = "SELECT id, name, score, printf('%.17g', ratio), '\\x' || lower(hex(payload)) FROM \"Item\" ORDER BY id"
+    // (The key stands in for the row's checksum, which the store computes: the same bytes to the server.)
+    let select = "SELECT id, name, score, printf('%.17g', ratio), '\\x' || lower(hex(payload)), id FROM \"Item\" ORDER BY id"
     let pipeline = "sqlite3 -csv '\(sqlite.path)' \"\(select.replacingOccurrences(of: "\"", with: "\\\""))\" | "
         + "psql -q -h '\(postgresHost)' -U postgres -d datastore -v ON_ERROR_STOP=1 "
-        + "-c '\\copy bench_psql.\"Item\" (id, name, score, ratio, payload) FROM STDIN WITH (FORMAT csv)'"
+        + "-c '\\copy bench_psql.\"Item\" (id, name, score, ratio, payload, _ds_sum) FROM STDIN WITH (FORMAT csv)'"
     let command = "/bin/bash -o pipefail -c '\(pipeline.replacingOccurrences(of: "'", with: "'\\''"))'"
     let psqlCopy = { precondition(system(command) == 0, "\(command) failed") }
     record("migration" + suffix, "SQLite -> PostgreSQL (Migrator.copy at its default batch, no verify) vs sqlite3 piped to psql \\copy", n, operations: n,

@@ -3,7 +3,9 @@ import Foundation
 import RawLibpq
 
 /// The same work through libpq called from C (`Sources/RawLibpq`): the same table and index as
-/// the store creates, binary parameters and results, `COPY … FROM STDIN` for bulk loads, one
+/// the store creates (its rows' checksum column `_ds_sum` included, written and read as the store
+/// writes and reads it, though the raw side computes and checks no checksum: it writes the key
+/// there), binary parameters and results, `COPY … FROM STDIN` for bulk loads, one
 /// REPEATABLE READ READ ONLY transaction per read, small transactions as `BEGIN; INSERT;
 /// COMMIT` with each statement waited for (three round trips) or pipelined (one).
 final class RawPostgresBench {
@@ -28,7 +30,8 @@ final class RawPostgresBench {
     /// DDL identical to what PostgresStore creates for ``Workload/schema``.
     static func ddl(_ schema: String) -> String {
         "CREATE TABLE \"\(schema)\".\"Item\" (\"id\" bigint NOT NULL, \"name\" text COLLATE \"C\" NOT NULL, "
-            + "\"score\" bigint NOT NULL, \"ratio\" float8 NOT NULL, \"payload\" bytea NOT NULL, PRIMARY KEY (\"id\"))"
+            + "\"score\" bigint NOT NULL, \"ratio\" float8 NOT NULL, \"payload\" bytea NOT NULL, \"_ds_sum\" bigint, "
+            + "PRIMARY KEY (\"id\"))"
     }
 
     func close() {
@@ -49,7 +52,7 @@ final class RawPostgresBench {
                 buffer.append(hex[Int(byte >> 4)])
                 buffer.append(hex[Int(byte & 15)])
             }
-            buffer.append(0x0A)
+            buffer += "\t\(i)\n".utf8
         }
     }
 
@@ -61,7 +64,7 @@ final class RawPostgresBench {
             let end = min(start + count, i + batch)
             text.removeAll(keepingCapacity: true)
             copyText(i, end - i, into: &text)
-            let sql = "COPY \(table) (\"id\", \"name\", \"score\", \"ratio\", \"payload\") FROM STDIN"
+            let sql = "COPY \(table) (\"id\", \"name\", \"score\", \"ratio\", \"payload\", \"_ds_sum\") FROM STDIN"
             guard raw_pg_copy(connection, sql, text, text.count) == 0 else { throw BenchError("raw COPY failed") }
             i = end
         }
@@ -74,7 +77,8 @@ final class RawPostgresBench {
         let payloads = (start..<(start + count)).map { workload.payload($0) }
         let scores = (start..<(start + count)).map { workload.score($0) }
         let ratios = (start..<(start + count)).map { workload.ratio($0) }
-        let sql = "INSERT INTO \(table) (\"id\", \"name\", \"score\", \"ratio\", \"payload\") VALUES ($1, $2, $3, $4, $5)"
+        let sql = "INSERT INTO \(table) (\"id\", \"name\", \"score\", \"ratio\", \"payload\", \"_ds_sum\") "
+            + "VALUES ($1, $2, $3, $4, $5, $1)"
         let status = withPointers(names) { namePointers in
             withPointers(payloads) { payloadPointers in
                 raw_pg_small_transactions(connection, sql, Int64(start), Int64(count), pipelined ? 1 : 0,
@@ -85,7 +89,7 @@ final class RawPostgresBench {
         guard status == 0 else { throw BenchError("raw small transactions failed") }
     }
 
-    var columns: String { "SELECT \"id\", \"name\", \"score\", \"ratio\", \"payload\" FROM \(table)" }
+    var columns: String { "SELECT \"id\", \"name\", \"score\", \"ratio\", \"payload\", \"_ds_sum\" FROM \(table)" }
 
     func pointGets(_ keys: [Int]) throws -> Int {
         let rows = raw_pg_point_gets(connection, columns + " WHERE \"id\" = $1", keys.map(Int64.init), Int64(keys.count))

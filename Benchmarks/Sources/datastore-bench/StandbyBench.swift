@@ -8,9 +8,12 @@ import Synchronization
 /// streaming standby of their own (`Scripts/postgres-replicas.sh`, on loopback, both on this
 /// machine's cores), `readers` threads each reading one item by key in a loop for `seconds`, and
 /// one writer thread committing an update every 10 ms through the same store (so that
-/// read-your-writes has commits to wait for). Prints one row per setup: reads per second, and
-/// how many of them the primary served (the store's count, and `pg_stat_database` per server).
-func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Double = 5, keys: [StoreKey?] = [nil]) throws {
+/// read-your-writes has commits to wait for). The setups take turns, `rounds` times each, so that
+/// a drift of the machine's speed (server and client share 2 cores) falls on all of them alike.
+/// Prints one row per setup: reads per second over all its rounds, and how many of them the
+/// primary served (the store's count, and `pg_stat_database` per server, summed over the rounds).
+func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Double = 5, rounds: Int = 3,
+                           keys: [StoreKey?] = [nil]) throws {
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Scripts/postgres-replicas.sh").path
     let dir = scratch("replicas")
@@ -53,62 +56,74 @@ func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Doub
         + "vs the primary alone | primary's share (store) | primary's transactions (pg_stat_database) | "
         + "standby's transactions |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    var alone = 0.0
+    struct Totals {
+        var reads = 0, seconds = 0.0, primaryReads = 0, standbyReads = 0, primaryCommits = 0, standbyCommits = 0
+    }
     for key in keys {
         let base = "postgres://postgres@127.0.0.1:\(primaryPort)/datastore?schema=reads" + (key == nil ? "" : "_encrypted")
         let suffix = key == nil ? "" : ", encrypted"
-        for (label, extra) in [("primary alone" + suffix, ""),
-                               ("one standby, read-your-writes on" + suffix, "&read_hosts=127.0.0.1:\(standbyPort)"),
-                               ("one standby, read-your-writes off" + suffix,
-                                "&read_hosts=127.0.0.1:\(standbyPort)&read_your_writes=off")] {
-            let store = try PostgresStore(url: base + extra, schema: schema, readConnections: readers, key: key)
-            let stop = Atomic<Bool>(false)
-            let reads = Atomic<Int>(0)
-            let failures = Atomic<Int>(0)
-            let writer = Thread {
-                var n: Int64 = 0
-                while !stop.load(ordering: .relaxed) {
-                    n += 1
-                    do { try store.writeSync { try $0.save(["id": 0, "name": "item 0", "score": .int(n)], into: "Item") } } catch {
-                        failures.add(1, ordering: .relaxed)
-                    }
-                    usleep(10_000)
-                }
-            }
-            let threads = (0..<readers).map { r in
-                Thread {
-                    var key = Int64(r)
+        let setups = [("primary alone" + suffix, ""),
+                      ("one standby, read-your-writes on" + suffix, "&read_hosts=127.0.0.1:\(standbyPort)"),
+                      ("one standby, read-your-writes off" + suffix,
+                       "&read_hosts=127.0.0.1:\(standbyPort)&read_your_writes=off")]
+        var totals = [Totals](repeating: Totals(), count: setups.count)
+        for _ in 0..<rounds {
+            for (setup, (_, extra)) in setups.enumerated() {
+                let store = try PostgresStore(url: base + extra, schema: schema, readConnections: readers, key: key)
+                let stop = Atomic<Bool>(false)
+                let reads = Atomic<Int>(0)
+                let failures = Atomic<Int>(0)
+                let writer = Thread {
+                    var n: Int64 = 0
                     while !stop.load(ordering: .relaxed) {
-                        key = (key &* 7 &+ 13) % Int64(items)
-                        do {
-                            _ = try store.read { try $0.get("Item", key: .int(key)) }
-                            reads.add(1, ordering: .relaxed)
-                        } catch {
+                        n += 1
+                        do { try store.writeSync { try $0.save(["id": 0, "name": "item 0", "score": .int(n)], into: "Item") } } catch {
                             failures.add(1, ordering: .relaxed)
+                        }
+                        usleep(10_000)
+                    }
+                }
+                let threads = (0..<readers).map { r in
+                    Thread {
+                        var key = Int64(r)
+                        while !stop.load(ordering: .relaxed) {
+                            key = (key &* 7 &+ 13) % Int64(items)
+                            do {
+                                _ = try store.read { try $0.get("Item", key: .int(key)) }
+                                reads.add(1, ordering: .relaxed)
+                            } catch {
+                                failures.add(1, ordering: .relaxed)
+                            }
                         }
                     }
                 }
+                let (primaryBefore, standbyBefore) = (committed(primaryPort), committed(standbyPort))
+                let servedBefore = store.readsServed
+                let start = ContinuousClock.now
+                writer.start()
+                for thread in threads { thread.start() }
+                usleep(UInt32(seconds * 1_000_000))
+                stop.store(true, ordering: .relaxed)
+                while threads.contains(where: { !$0.isFinished }) || !writer.isFinished { usleep(1_000) }
+                let elapsed = ContinuousClock.now - start
+                let served = store.readsServed
+                let (primaryAfter, standbyAfter) = (committed(primaryPort), committed(standbyPort))
+                try store.close()
+                precondition(failures.load(ordering: .relaxed) == 0, "\(failures.load(ordering: .relaxed)) reads or writes failed")
+                totals[setup].reads += reads.load(ordering: .relaxed)
+                totals[setup].seconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                totals[setup].primaryReads += served.primary - servedBefore.primary
+                totals[setup].standbyReads += served.standbys - servedBefore.standbys
+                totals[setup].primaryCommits += primaryAfter - primaryBefore
+                totals[setup].standbyCommits += standbyAfter - standbyBefore
             }
-            let (primaryBefore, standbyBefore) = (committed(primaryPort), committed(standbyPort))
-            let servedBefore = store.readsServed
-            let start = ContinuousClock.now
-            writer.start()
-            for thread in threads { thread.start() }
-            usleep(UInt32(seconds * 1_000_000))
-            stop.store(true, ordering: .relaxed)
-            while threads.contains(where: { !$0.isFinished }) || !writer.isFinished { usleep(1_000) }
-            let elapsed = ContinuousClock.now - start
-            let served = store.readsServed
-            let (primaryAfter, standbyAfter) = (committed(primaryPort), committed(standbyPort))
-            try store.close()
-            precondition(failures.load(ordering: .relaxed) == 0, "\(failures.load(ordering: .relaxed)) reads or writes failed")
-            let rate = Double(reads.load(ordering: .relaxed)) / (Double(elapsed.components.seconds)
-                + Double(elapsed.components.attoseconds) / 1e18)
-            if extra.isEmpty { alone = rate }
-            let primaryReads = served.primary - servedBefore.primary, standbyReads = served.standbys - servedBefore.standbys
+        }
+        let alone = Double(totals[0].reads) / totals[0].seconds
+        for ((label, _), total) in zip(setups, totals) {
+            let rate = Double(total.reads) / total.seconds
             print(String(format: "| %@ | %.0f | %.2f | %.1f %% | %d | %d |", label, rate, rate / alone,
-                         100 * Double(primaryReads) / Double(max(1, primaryReads + standbyReads)),
-                         primaryAfter - primaryBefore, standbyAfter - standbyBefore))
+                         100 * Double(total.primaryReads) / Double(max(1, total.primaryReads + total.standbyReads)),
+                         total.primaryCommits, total.standbyCommits))
         }
     }
 }

@@ -46,7 +46,8 @@ struct BenchOptions: ParsableCommand {
     @Option(help: .hidden) var writerChild: String?
     @Option(help: .hidden) var realmCopyChild: String?
     @Flag(help: ArgumentHelp("Only reads from a standby: 16 readers against a primary alone and a primary with an "
-        + "asynchronous standby of their own, read-your-writes on and off.")) var standbys = false
+        + "asynchronous standby of their own, read-your-writes on and off (with --postgres, the PostgreSQL table "
+        + "follows in the same run).")) var standbys = false
 
     /// The item counts of `--sizes`, when given.
     var sizeList: [Int]? {
@@ -74,7 +75,8 @@ if let child = options.realmCopyChild { runRealmCopyChild(child) }
 let benchmarkKey = try StoreKey(rawKey: (0..<32).map { UInt8($0) })
 if options.standbys {
     try benchmarkStandbyReads(keys: options.encryption ? [nil, benchmarkKey] : [nil])
-    exit(0)
+    // With --postgres, the PostgreSQL table follows in the same run.
+    if !options.postgres { exit(0) }
 }
 if options.writers {
     try benchmarkPostgresWriterScaling(clients: options.sizeList ?? [1, 4, 16, 64], key: options.encryption ? benchmarkKey : nil)
