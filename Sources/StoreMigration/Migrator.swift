@@ -521,8 +521,7 @@ final class MigrationRun {
     func copyEntity(_ entity: EntitySchema, _ snapshot: ReadAccessor, _ destination: any DataStore, after start: Value?,
                     _ entry: inout EntityReport, _ checkpoint: @escaping CheckpointWriter, _ tick: (Int) -> Void) throws {
         var pages = PagedCopy(destination: destination, batchSize: copyBatchSize, shouldStop: shouldStop)
-        // A batch the destination chose grows only while its pages stay small (32 MiB of values).
-        if options.chosenBatchSize == nil, copyBatchSize.value > 1_000 { pages.pageBytes = 32 << 20 }
+        pages.measurePages(batchChosen: options.chosenBatchSize != nil)
         let done = entry.itemsRead
         var committed = 0
         defer {

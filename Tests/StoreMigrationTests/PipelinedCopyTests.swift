@@ -85,7 +85,7 @@ func aCopysPagesAfterTheFirstHoldWhatFitsIn32MiB(_ valueBytes: Int, _ pages: [In
     }
     let destination = try InMemoryStore(schema: pipelineSchema)
     var copy = PagedCopy(destination: destination, batchSize: 10_000, shouldStop: { false })
-    copy.pageBytes = 32 << 20
+    copy.measurePages(batchChosen: false)
     var committed: [Int] = []
     let copied = try source.read { snapshot in
         try copy.copy(pipelineSchema.entities[0], after: nil, reading: { try $0(snapshot) },

@@ -152,8 +152,7 @@ extension SwitchingStore {
         update { $0.itemsCopied = copied }
         let batchSize = policy.copyBatchSize(into: try newLocation.backend)
         var pages = PagedCopy(destination: new, batchSize: batchSize, shouldStop: { [self] in shouldStop })
-        // A batch the new store chose grows only while its pages stay small, as a migration's.
-        if policy.chosenBatchSize == nil, batchSize.value > 1_000 { pages.pageBytes = 32 << 20 }
+        pages.measurePages(batchChosen: policy.chosenBatchSize != nil)
         pages.beforePage = { [self] in
             pacer.pause(items: copied, lastAppWrite: { gate.lastAppWrite }, stop: { shouldStop })
         }

@@ -26,6 +26,12 @@ struct PagedCopy {
     /// user, then holds no more memory than pages of 1,000 did when items are large.
     var pageBytes: Int?
 
+    /// Sets ``pageBytes`` to 32 MiB when the batch is the destination's choice (`chosen` false)
+    /// and above 1,000: a large batch then grows only while its pages stay small.
+    mutating func measurePages(batchChosen chosen: Bool) {
+        if !chosen, batchSize.value > 1_000 { pageBytes = 32 << 20 }
+    }
+
     /// Copies the items of `entity` after `start` (all when `nil`), up to and including `bound`
     /// when one is given.
     ///
