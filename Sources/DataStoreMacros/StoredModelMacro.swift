@@ -86,6 +86,12 @@ public struct StoredModelMacro: ExtensionMacro {
                     return try builder.record()
                 }
                 """)
+            members.append("\(access)static var storedModelLayout: DataStoreAPI.StoredModelLayout? { Self._storedModelLayout }")
+            members.append("""
+                \(access)func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
+                \(properties.map { "    try sink.append(self.\($0.name).storedValue())" }.joined(separator: "\n"))
+                }
+                """)
         } else {
             // A generic struct cannot hold a static stored property: a literal in the same order.
             members.append("""

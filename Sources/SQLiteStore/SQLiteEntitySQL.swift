@@ -17,6 +17,8 @@ final class SQLiteEntitySQL: Sendable {
     let scanAfter: String
     /// How to read a row of `columns`.
     let row: SQLiteRowPlan
+    /// Where the primary key is among the attributes.
+    let keySlot: Int
 
     /// - Parameter sealed: whether the table's rows carry their checksum (``SQLiteRowSum``), as
     ///   every table of a store of the current format does: its reads then select it after the
@@ -43,5 +45,6 @@ final class SQLiteEntitySQL: Sendable {
         scanFirst = "\(select) ORDER BY \(pk) LIMIT ?"
         scanAfter = "\(select) WHERE \(pk) > ? ORDER BY \(pk) LIMIT ?"
         row = SQLiteRowPlan(entity, sealed: sealed)
+        keySlot = entity.attributes.firstIndex { $0.name == entity.primaryKey } ?? 0
     }
 }

@@ -20,6 +20,58 @@ internal import CSQLite
 /// that changes the fields of rows written before (a column dropped, one added with a default,
 /// a table rebuilt) writes the sums again (``reseal(_:table:in:)``).
 enum SQLiteRowSum {
+    /// The sum of a row's fields taken one at a time, as ``sum(_:)`` sums them at once: each
+    /// field as a compact record holds it, fed to the CRC in pieces (its tag and length, then
+    /// its bytes where they are), and the CRC as it was after the last field that is not null.
+    struct Running {
+        private var crc: UInt32 = 0
+        private var end: UInt32 = 0
+
+        var value: Int64 { Int64(end) }
+
+        mutating func add(_ value: Value) {
+            // A tag and at most 10 bytes of LEB128 length, or a tag and 16 bytes.
+            var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            withUnsafeMutableBytes(of: &scratch) { buffer in
+                let base = buffer.baseAddress.unsafelyUnwrapped
+                switch value {
+                case .null:
+                    crc = ds_crc32c(crc, base, FieldWriter.write(tag: .null, at: base))
+                    return
+                case .bool(let b): crc = ds_crc32c(crc, base, FieldWriter.write(tag: b ? .trueValue : .falseValue, at: base))
+                case .int(let i): crc = ds_crc32c(crc, base, FieldWriter.write(.int, bits: UInt64(bitPattern: i), at: base))
+                case .double(let d): crc = ds_crc32c(crc, base, FieldWriter.write(.double, bits: d.bitPattern, at: base))
+                case .date(let t):
+                    crc = ds_crc32c(crc, base, FieldWriter.write(.date, bits: UInt64(bitPattern: t.microsecondsSinceEpoch), at: base))
+                case .uuid(let u):
+                    crc = withUnsafeBytes(of: u.uuid) { ds_crc32c(crc, base, FieldWriter.write(.uuid, bytes: $0, at: base)) }
+                case .string(var s):
+                    crc = s.withUTF8 { add(.string, UnsafeRawBufferPointer($0), scratch: base) }
+                case .bytes(let b):
+                    crc = b.withUnsafeBytes { add(.bytes, $0, scratch: base) }
+                }
+                end = crc
+            }
+        }
+
+        /// The CRC after a text's or blob's tag and LEB128 length (written at `scratch`), then
+        /// its bytes.
+        private func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer, scratch: UnsafeMutableRawPointer) -> UInt32 {
+            scratch.storeBytes(of: tag.rawValue, as: UInt8.self)
+            var n = UInt64(bytes.count)
+            var offset = 1
+            repeat {
+                let low = UInt8(n & 0x7F)
+                n >>= 7
+                scratch.storeBytes(of: n == 0 ? low : low | 0x80, toByteOffset: offset, as: UInt8.self)
+                offset += 1
+            } while n != 0
+            let afterHeader = ds_crc32c(crc, scratch, offset)
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return afterHeader }
+            return ds_crc32c(afterHeader, base, bytes.count)
+        }
+    }
+
     /// The column, and the SQL function that computes it.
     static let column = "\"_ds_sum\""
     static let function = "_ds_sum"

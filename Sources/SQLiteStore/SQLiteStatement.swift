@@ -65,6 +65,35 @@ final class SQLiteStatement {
         }
     }
 
+    /// Starts binding a row's values one at a time (``bindField(_:at:)``, every parameter in
+    /// turn), after resetting the statement, with as much of the parameter buffer as the last
+    /// such row used. Returns the buffer replaced, for ``endFields(_:)``.
+    func beginFields() -> UnsafeMutableRawBufferPointer {
+        sqlite3_reset(handle)
+        fieldBytesWanted = 0
+        return reserveParameterBytes(fieldBytes)
+    }
+
+    /// Binds the value of parameter `index` of a row begun with ``beginFields()``.
+    func bindField(_ value: Value, at index: Int32) throws(StoreError) {
+        let inPlace = Self.inPlaceCount(value)
+        fieldBytesWanted += inPlace
+        try bind(value, at: index)
+    }
+
+    /// Ends a row begun with ``beginFields()``: `complete` when every parameter was bound,
+    /// else the parameters are cleared (some may point into the replaced buffer). Frees the
+    /// buffer replaced, and notes how much the row wanted for the next.
+    func endFields(_ replaced: UnsafeMutableRawBufferPointer, complete: Bool) {
+        if !complete { sqlite3_clear_bindings(handle) }
+        replaced.deallocate()
+        fieldBytes = min(max(fieldBytes, fieldBytesWanted), Self.maxParameterBuffer)
+    }
+
+    /// The parameter bytes rows bound one value at a time want (the most any took so far).
+    private var fieldBytes = 256
+    private var fieldBytesWanted = 0
+
     /// Binds the one parameter of a statement that has one (a point get's key), without an
     /// array around it.
     func bind(only value: Value) throws(StoreError) {

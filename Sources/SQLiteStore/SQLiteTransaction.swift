@@ -17,8 +17,17 @@ final class SQLiteTransaction: StorageWriter {
     /// the rows it writes.
     private var built: [String: (EntitySchema, SQLiteEntitySQL)] = [:]
 
+    /// The engine's fixed SQL of the entity asked for last: a loop of writes names one entity
+    /// again and again, and finding it by name hashed the name each time (`statements` does not
+    /// change during a transaction).
+    private var lastFixed: (name: String, sql: SQLiteEntitySQL)?
+
     private func sql(_ entity: EntitySchema) -> SQLiteEntitySQL {
-        if let fixed = statements[entity.name] { return fixed }
+        if let last = lastFixed, last.name == entity.name { return last.sql }
+        if let fixed = statements[entity.name] {
+            lastFixed = (entity.name, fixed)
+            return fixed
+        }
         if let (known, sql) = built[entity.name], known == entity { return sql }
         let sql = SQLiteEntitySQL(entity)
         built[entity.name] = (entity, sql)
@@ -280,16 +289,19 @@ final class SQLiteTransaction: StorageWriter {
     /// entity again and again; finding the statement by its SQL hashed the whole text).
     private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
 
-    private func write(_ sql: @autoclosure () -> String, sealed: Bool, _ record: Record, key: PrimaryKey,
-                       in entity: EntitySchema, inserting: Bool) throws {
-        let statement: SQLiteStatement
+    private func writeStatement(_ sql: String, of entity: EntitySchema, inserting: Bool) throws -> SQLiteStatement {
         if let last = lastWrite, last.inserting == inserting, last.name == entity.name,
            sqlite3_stmt_busy(last.statement.handle) == 0 {
-            statement = last.statement
-        } else {
-            statement = try connection.statement(sql())
-            lastWrite = statements[entity.name] == nil ? nil : (entity.name, inserting, statement)
+            return last.statement
         }
+        let statement = try connection.statement(sql)
+        lastWrite = statements[entity.name] == nil ? nil : (entity.name, inserting, statement)
+        return statement
+    }
+
+    private func write(_ sql: String, sealed: Bool, _ record: Record, key: PrimaryKey,
+                       in entity: EntitySchema, inserting: Bool) throws {
+        let statement = try writeStatement(sql, of: entity, inserting: inserting)
         let values = record.values(in: entity.layout)
         try statement.bind(values, sum: sealed ? SQLiteRowSum.sum(values) : nil)
         defer { sqlite3_reset(statement.handle) }
@@ -297,6 +309,49 @@ final class SQLiteTransaction: StorageWriter {
             _ = try statement.step()
         } catch where error.code == .uniqueViolation {
             throw try constraintError(error, record, key: key, in: entity, inserting: inserting)
+        }
+    }
+
+    /// Binds each value the model hands over to the insert's parameter as it comes, checked as
+    /// the record's values are (``SQLiteFieldBinder``), with the row's sum taken as it goes: no
+    /// record, no array of values. A value that must be converted or refused leaves the insert
+    /// to the model's record.
+    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey? {
+        let texts = sql(entity)
+        let statement = try writeStatement(texts.insert, of: entity, inserting: true)
+        guard let key = try bindFields(of: object, to: statement, texts) else { return nil }
+        do {
+            _ = try statement.step()
+            sqlite3_reset(statement.handle)
+        } catch where error.code == .uniqueViolation {
+            sqlite3_reset(statement.handle)
+            throw try constraintError(error, entity.normalize(object.record()), key: key, in: entity, inserting: true)
+        } catch {
+            sqlite3_reset(statement.handle)
+            throw error
+        }
+        return key
+    }
+
+    /// Binds the model's values and the row's sum to the insert; its key, or `nil` (nothing
+    /// left bound) when a value did not fit as it is.
+    private func bindFields<T: RowCodable>(of object: T, to statement: SQLiteStatement,
+                                           _ texts: SQLiteEntitySQL) throws -> PrimaryKey? {
+        var binder = SQLiteFieldBinder(statement: statement, kinds: texts.row.kinds, keySlot: texts.keySlot,
+                                       summed: texts.sealed)
+        let replaced = statement.beginFields()
+        do {
+            try object.writeStoredFields(to: &binder)
+            guard binder.complete, let key = try? PrimaryKey(binder.key) else {
+                statement.endFields(replaced, complete: false)
+                return nil
+            }
+            if texts.sealed { try statement.bindField(.int(binder.sum.value), at: Int32(binder.position + 1)) }
+            statement.endFields(replaced, complete: true)
+            return key
+        } catch {
+            statement.endFields(replaced, complete: false)
+            throw error
         }
     }
 
@@ -386,5 +441,63 @@ extension SQLiteTransaction: ChangeLogWriting {
     func removeChangeLog(before sequence: UInt64) throws {
         guard try connection.hasFeedTable() else { return }
         try connection.execute("DELETE FROM _ds_feed WHERE seq < ?", [.int(Int64(sequence))])
+    }
+}
+
+/// A model's values bound to an insert's parameters as the model hands them over
+/// (``RowCodable/writeStoredFields(to:)``). Each is bound only when the entity's attribute
+/// holds it as it is, the check ``EntitySchema/normalize(_:)`` makes of a record's value (its
+/// type, null only where optional, a double that is a number, a text or blob within its limit,
+/// a text key within the key's); the first that is not stops the binding, and the insert goes
+/// the record's way, which converts it or names it.
+struct SQLiteFieldBinder: StoredFieldSink {
+    let statement: SQLiteStatement
+    let kinds: [SQLiteColumnKind]
+    let keySlot: Int
+    let summed: Bool
+    /// How many values were bound.
+    private(set) var position = 0
+    private var fits = true
+    /// The primary key's value, once bound.
+    private(set) var key = Value.null
+    /// The row's checksum, when ``summed``.
+    private(set) var sum = SQLiteRowSum.Running()
+
+    init(statement: SQLiteStatement, kinds: [SQLiteColumnKind], keySlot: Int, summed: Bool) {
+        self.statement = statement
+        self.kinds = kinds
+        self.keySlot = keySlot
+        self.summed = summed
+    }
+
+    /// Whether a value was bound for every attribute, and none failed its check.
+    var complete: Bool { fits && position == kinds.count }
+
+    mutating func append(_ value: Value) throws {
+        guard fits, position < kinds.count, Self.holds(value, kinds[position], isKey: position == keySlot) else {
+            fits = false
+            return
+        }
+        try statement.bindField(value, at: Int32(position + 1))
+        if summed { sum.add(value) }
+        if position == keySlot { key = value }
+        position += 1
+    }
+
+    @inline(__always)
+    private static func holds(_ value: Value, _ kind: SQLiteColumnKind, isKey: Bool) -> Bool {
+        switch value {
+        case .null: return kind.optional
+        case .bool: return kind.type == .bool
+        case .int: return kind.type == .int
+        case .double(let d): return kind.type == .double && !d.isNaN
+        case .string(let s):
+            guard kind.type == .string else { return false }
+            let count = s.utf8.count
+            return count <= Limits.maxStringKeyBytes || count <= Limits.maxValueBytes && !isKey
+        case .bytes(let b): return kind.type == .bytes && b.count <= Limits.maxValueBytes
+        case .date: return kind.type == .date
+        case .uuid: return kind.type == .uuid
+        }
     }
 }

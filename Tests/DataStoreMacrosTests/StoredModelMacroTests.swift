@@ -76,6 +76,17 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 try builder.append(self.views)
                 return try builder.record()
             }
+            public static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
+                Self._storedModelLayout
+            }
+            public func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
+                try sink.append(self.id.storedValue())
+                try sink.append(self.title.storedValue())
+                try sink.append(self.body.storedValue())
+                try sink.append(self.stars.storedValue())
+                try sink.append(self.slug.storedValue())
+                try sink.append(self.views.storedValue())
+            }
         }
         """)
 }
@@ -113,6 +124,12 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 var builder = DataStoreAPI.StoredRecordBuilder(Self._storedModelLayout)
                 try builder.append(self.id)
                 return try builder.record()
+            }
+            static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
+                Self._storedModelLayout
+            }
+            func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
+                try sink.append(self.id.storedValue())
             }
         }
         """)
@@ -342,6 +359,13 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 try builder.append(self.author)
                 return try builder.record()
             }
+            static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
+                Self._storedModelLayout
+            }
+            func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
+                try sink.append(self.id.storedValue())
+                try sink.append(self.author.storedValue())
+            }
         }
         """)
 }
@@ -423,6 +447,16 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 try builder.append(self.tag)
                 return try builder.record()
             }
+            static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
+                Self._storedModelLayout
+            }
+            func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
+                try sink.append(self.id.storedValue())
+                try sink.append(self.stars.storedValue())
+                try sink.append(self.mood.storedValue())
+                try sink.append(self.title.storedValue())
+                try sink.append(self.tag.storedValue())
+            }
         }
         """)
 }
@@ -460,6 +494,12 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 var builder = DataStoreAPI.StoredRecordBuilder(Self._storedModelLayout)
                 try builder.append(self.`default`)
                 return try builder.record()
+            }
+            static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
+                Self._storedModelLayout
+            }
+            func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
+                try sink.append(self.`default`.storedValue())
             }
         }
         """)

@@ -190,10 +190,21 @@ extension StorageReader {
     /// predicted must differ (the store then reads the state anew), never match. `nil`, the
     /// default, means the engine cannot tell: the feed's state is read in every transaction.
     func commitVersion(afterWrites: Bool) throws -> CommitVersion?
+    /// Stores a new item from the values a model hands over one at a time
+    /// (``RowCodable/writeStoredFields(to:)``), without a record, when the model's
+    /// ``RowCodable/storedModelLayout`` is the entity's layout (the caller checks it), and
+    /// returns its key; throws as ``insert(_:key:in:)`` does. Returns `nil`, having stored
+    /// nothing, when this writer takes records only (the default) or when a value must be
+    /// converted or refused: the caller then inserts the model's record, which converts the
+    /// value or names what is wrong, as every other insert does.
+    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey?
 }
 
 extension StorageWriter {
     public func commitVersion(afterWrites: Bool) throws -> CommitVersion? { nil }
+
+    /// Takes records only: `nil`, and the caller inserts the model's record.
+    public func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey? { nil }
 }
 
 /// A backend's identity of a committed state (``StorageWriter/commitVersion(afterWrites:)``):

@@ -221,6 +221,12 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         try touch(entity, key, existed: { false }, after: true)
     }
 
+    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey? {
+        guard let key = try writer.insertFields(object, in: entity) else { return nil }
+        try touch(entity, key, existed: { false }, after: true)
+        return key
+    }
+
     /// A clean batch goes to the engine in one go and each item is noted as inserted (none
     /// existed: the batch would not be clean); otherwise ``StorageWriter/insertAll(_:in:)``
     /// inserts one by one through ``insert(_:key:in:)``, noting each as it succeeds.

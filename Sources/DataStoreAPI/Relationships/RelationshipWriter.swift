@@ -52,6 +52,13 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
         try note(record, of: entity)
     }
 
+    /// A model of an entity that refers to none goes through as it is; one that refers to items
+    /// is inserted as a record, whose references are noted.
+    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey? {
+        guard graph.references[entity.name] == nil else { return nil }
+        return try writer.insertFields(object, in: entity)
+    }
+
     func insertAllOrNone(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws -> Bool {
         guard let bulk = writer as? any BulkInserting, try bulk.insertAllOrNone(records, in: entity) else {
             return false

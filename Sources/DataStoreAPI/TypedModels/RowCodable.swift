@@ -35,9 +35,38 @@ public protocol RowCodable: DataObject {
     init(row: borrowing Row) throws
     /// The model's record: a value for every attribute of its entity.
     func record() throws -> Record
+    /// The names of the values ``writeStoredFields(to:)`` hands over, in that order; `nil` (the
+    /// default) when the model writes records only. A store whose entity has these names in
+    /// this order may take the values one at a time, without a record (`insert`).
+    static var storedModelLayout: StoredModelLayout? { get }
+    /// Hands the value of each attribute of ``storedModelLayout``, in its order, to `sink`
+    /// (each one ``RowValue/storedValue()``): what `@StoredModel` writes. Called only when
+    /// ``storedModelLayout`` is given; the values must be those of ``record()``.
+    func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws
+}
+
+/// Takes a model's values one at a time, in its ``RowCodable/storedModelLayout``'s order: what a
+/// store gives ``RowCodable/writeStoredFields(to:)`` to write the model without building a
+/// record.
+public protocol StoredFieldSink {
+    /// Takes the next attribute's value.
+    mutating func append(_ value: Value) throws
 }
 
 extension RowCodable {
+    public static var storedModelLayout: StoredModelLayout? { nil }
+
+    /// Hands over the values of ``record()`` in the order of ``storedModelLayout``.
+    /// - Throws: `invalidArgument` when the model gives no ``storedModelLayout``, and what
+    ///   ``record()`` throws.
+    public func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws {
+        guard let layout = Self.storedModelLayout else {
+            throw StoreError(.invalidArgument, "\(Self.self) gives no storedModelLayout to write its values in")
+        }
+        let record = try record()
+        for name in layout.layout.names { try sink.append(record[name]) }
+    }
+
     /// The object's primary key, from its record.
     public func primaryKeyValue() throws -> Value {
         try record()[Self.primaryKey]
@@ -76,7 +105,15 @@ extension ReadAccessor {
 
 extension WriteAccessor {
     /// Stores a new object, from its `record()`. Throws `keyExists` when its key is taken.
+    ///
+    /// A model that gives a ``RowCodable/storedModelLayout`` equal to its entity's (what
+    /// `@StoredModel` writes) hands its values to a backend that takes them one at a time
+    /// (SQLite) without a record; every check and error is the record's.
     public func insert<T: RowCodable>(_ object: T) throws {
+        if let layout = T.storedModelLayout {
+            let entity = try entity(T.entityName)
+            if layout.layout == entity.layout, try writer.insertFields(object, in: entity) != nil { return }
+        }
         try insert(object.record(), into: T.entityName)
     }
 

@@ -1,4 +1,4 @@
-import DataStoreAPI
+@_spi(Backend) import DataStoreAPI
 import Foundation
 
 /// The typed model the suite stores: one property of each kind, optionals included.
@@ -76,7 +76,90 @@ struct HandPancake: RowCodable, Equatable {
         ]
     }
 
+    /// The names of ``writeStoredFields(to:)``'s values: the entity's, in its order.
+    static let storedModelLayout: StoredModelLayout? = StoredModelLayout(Pancake.schema.entities[0].attributes.map(\.name))
+
+    /// The values of ``record()``, one at a time in the entity's order, as `@StoredModel` writes them.
+    func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws {
+        try sink.append(.uuid(pancake.id))
+        try sink.append(.string(pancake.flavor))
+        try sink.append(.int(Int64(pancake.rating)))
+        try sink.append(pancake.weight.map { .double($0) } ?? .null)
+        try sink.append(.bool(pancake.crispy))
+        try sink.append(.date(try Timestamp(pancake.bakedAt)))
+        try sink.append(pancake.photo.map { .bytes(Array($0)) } ?? .null)
+        try sink.append(.string(pancake.size.rawValue))
+    }
+
     // The same type, through Codable, for the schema (the model's own is `Pancake`'s).
     init(from decoder: any Decoder) throws { pancake = try Pancake(from: decoder) }
     func encode(to encoder: any Encoder) throws { try pancake.encode(to: encoder) }
+}
+
+/// A model that hands its values over one at a time (``RowCodable/writeStoredFields(to:)``), or
+/// the values it is told to (its record then holds the same, under the layout's names and
+/// `extra`): for the cases where a store cannot take them as they are (a value to convert or
+/// refuse, one value too few or too many).
+struct Blini: RowCodable, Equatable {
+    static let entityName = "Blini"
+    static let primaryKey = "id"
+    static let schema = Schema(entities: [
+        EntitySchema("Blini", primaryKey: "id", attributes: [
+            Attribute("id", .int), Attribute("name", .string), Attribute("weight", .double),
+            Attribute("note", .string, optional: true),
+        ], indexes: [Index("Blini_name", on: ["name"], unique: true)]),
+    ])
+    static let storedModelLayout: StoredModelLayout? = StoredModelLayout(["id", "name", "weight", "note"])
+
+    var id: Int64
+    var name: String
+    var weight: Double
+    var note: String?
+    /// What ``writeStoredFields(to:)`` hands over in place of the values (`nil`: the values).
+    var handed: [Value]? = nil
+
+    init(id: Int64, name: String, weight: Double, note: String? = nil, handed: [Value]? = nil) {
+        (self.id, self.name, self.weight, self.note, self.handed) = (id, name, weight, note, handed)
+    }
+
+    init(row: borrowing Row) throws {
+        id = try row.int("id")
+        name = try row.string("name")
+        weight = try row.double("weight")
+        note = try row.isNull("note") ? nil : try row.string("note")
+    }
+
+    func record() throws -> Record {
+        guard let handed else {
+            return ["id": .int(id), "name": .string(name), "weight": .double(weight), "note": note.map { .string($0) } ?? .null]
+        }
+        return Record(pairs: Array(zip(["id", "name", "weight", "note", "extra"], handed)))
+    }
+
+    func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws {
+        for value in handed ?? [.int(id), .string(name), .double(weight), note.map { .string($0) } ?? .null] {
+            try sink.append(value)
+        }
+    }
+
+    static func == (a: Blini, b: Blini) -> Bool {
+        a.id == b.id && a.name == b.name && a.weight.bitPattern == b.weight.bitPattern && a.note == b.note
+    }
+
+    // Codable for the protocol; the schema is declared above.
+    enum CodingKeys: String, CodingKey { case id, name, weight, note }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(Int64.self, forKey: .id)
+        name = try container.decode(String.self, forKey: .name)
+        weight = try container.decode(Double.self, forKey: .weight)
+        note = try container.decodeIfPresent(String.self, forKey: .note)
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
+        try container.encode(weight, forKey: .weight)
+        try container.encodeIfPresent(note, forKey: .note)
+    }
 }
