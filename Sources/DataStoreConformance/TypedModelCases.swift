@@ -119,16 +119,20 @@ enum TypedModelCases {
         try store.writeSync { w in
             c.expectError(.keyExists, "inside a block") { try w.insert(Blini(id: 2, name: "dup", weight: 0)) }
             try w.insert(Blini(id: 13, name: "after", weight: 13, note: "kept"))
+            // A text whose length takes two bytes (a row's checksum covers its length).
+            try w.insert(Blini(id: 14, name: "long", weight: 14, note: String(repeating: "é", count: 200)))
         }
         c.expectEqual(try store.read { try $0.get(Blini.self, key: .int(13)) }, Blini(id: 13, name: "after", weight: 13, note: "kept"))
-        c.expectEqual(try store.read { try $0.count(FetchRequest("Blini")) }, 5)
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Blini")) }, 6)
         let feed = try store.changes(since: start, limit: 10)
         c.expectEqual(feed.count, 2, "one entry per committed transaction")
         c.expectEqual(feed.first?.items.map(\.key), (1...4).map { .int(Int64($0)) })
-        c.expectEqual(feed.last?.items, [ItemChange(entity: "Blini", key: .int(13), kind: .inserted)])
+        c.expectEqual(feed.last?.items, [ItemChange(entity: "Blini", key: .int(13), kind: .inserted),
+                                         ItemChange(entity: "Blini", key: .int(14), kind: .inserted)])
         // The stored rows read back whole: what a store checks when it reads (a row's checksum
         // on SQLite) holds for rows written either way.
-        c.expectEqual(try store.read { try $0.fetch(FetchRequest("Blini")) }.count, 5)
+        c.expectEqual(try store.read { try $0.fetch(FetchRequest("Blini")) }.count, 6)
+        c.expectEqual(try store.read { try $0.get(Blini.self, key: .int(14)) }?.note?.utf8.count, 400)
     }
 
     static func derivedSchemaMatchesTheCodableType(_ c: ConformanceContext) throws {

@@ -57,15 +57,7 @@ enum SQLiteRowSum {
         /// The CRC after a text's or blob's tag and LEB128 length (written at `scratch`), then
         /// its bytes.
         private func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer, scratch: UnsafeMutableRawPointer) -> UInt32 {
-            scratch.storeBytes(of: tag.rawValue, as: UInt8.self)
-            var n = UInt64(bytes.count)
-            var offset = 1
-            repeat {
-                let low = UInt8(n & 0x7F)
-                n >>= 7
-                scratch.storeBytes(of: n == 0 ? low : low | 0x80, toByteOffset: offset, as: UInt8.self)
-                offset += 1
-            } while n != 0
+            let offset = FieldWriter.writeHeader(tag, count: bytes.count, at: scratch)
             let afterHeader = ds_crc32c(crc, scratch, offset)
             guard let base = bytes.baseAddress, bytes.count > 0 else { return afterHeader }
             return ds_crc32c(afterHeader, base, bytes.count)

@@ -317,14 +317,14 @@ struct CompactRow {
         return numberSize
     }
 
-    /// Writes a tag, the LEB128 length of `bytes` (none for a uuid) and the bytes.
-    /// - Returns: the bytes written.
+    /// Writes the part of a field before its bytes: a tag and the LEB128 length `count` (none
+    /// for a uuid, at most 11 bytes in all). - Returns: the bytes written.
     @inlinable
-    public static func write(_ tag: FieldTag, bytes: UnsafeRawBufferPointer, at base: UnsafeMutableRawPointer) -> Int {
+    public static func writeHeader(_ tag: FieldTag, count: Int, at base: UnsafeMutableRawPointer) -> Int {
         base.storeBytes(of: tag.rawValue, as: UInt8.self)
         var offset = 1
         if tag != .uuid {
-            var n = UInt64(bytes.count)
+            var n = UInt64(count)
             repeat {
                 let low = UInt8(n & 0x7F)
                 n >>= 7
@@ -332,6 +332,14 @@ struct CompactRow {
                 offset += 1
             } while n != 0
         }
+        return offset
+    }
+
+    /// Writes a tag, the LEB128 length of `bytes` (none for a uuid) and the bytes.
+    /// - Returns: the bytes written.
+    @inlinable
+    public static func write(_ tag: FieldTag, bytes: UnsafeRawBufferPointer, at base: UnsafeMutableRawPointer) -> Int {
+        let offset = writeHeader(tag, count: bytes.count, at: base)
         if let source = bytes.baseAddress, bytes.count > 0 {
             (base + offset).copyMemory(from: source, byteCount: bytes.count)
         }
