@@ -67,7 +67,7 @@ final class SQLiteStatement {
 
     /// Starts binding a row's values one at a time (``bindField(_:at:)``, every parameter in
     /// turn), after resetting the statement, with as much of the parameter buffer as the last
-    /// such row used. Returns the buffer replaced, for ``endFields(_:)``.
+    /// such row used. Returns the buffer replaced, for ``endFields(_:complete:)``.
     func beginFields() -> UnsafeMutableRawBufferPointer {
         sqlite3_reset(handle)
         fieldBytesWanted = 0

@@ -474,7 +474,9 @@ struct SQLiteFieldBinder: StoredFieldSink {
     var complete: Bool { fits && position == kinds.count }
 
     mutating func append(_ value: Value) throws {
-        guard fits, position < kinds.count, Self.holds(value, kinds[position], isKey: position == keySlot) else {
+        guard fits, position < kinds.count,
+              value.isStoredAsIs(by: kinds[position].type, optional: kinds[position].optional, isKey: { position == keySlot })
+        else {
             fits = false
             return
         }
@@ -482,22 +484,5 @@ struct SQLiteFieldBinder: StoredFieldSink {
         if summed { sum.add(value) }
         if position == keySlot { key = value }
         position += 1
-    }
-
-    @inline(__always)
-    private static func holds(_ value: Value, _ kind: SQLiteColumnKind, isKey: Bool) -> Bool {
-        switch value {
-        case .null: return kind.optional
-        case .bool: return kind.type == .bool
-        case .int: return kind.type == .int
-        case .double(let d): return kind.type == .double && !d.isNaN
-        case .string(let s):
-            guard kind.type == .string else { return false }
-            let count = s.utf8.count
-            return count <= Limits.maxStringKeyBytes || count <= Limits.maxValueBytes && !isKey
-        case .bytes(let b): return kind.type == .bytes && b.count <= Limits.maxValueBytes
-        case .date: return kind.type == .date
-        case .uuid: return kind.type == .uuid
-        }
     }
 }

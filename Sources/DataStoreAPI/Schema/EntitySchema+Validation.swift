@@ -100,19 +100,8 @@ extension EntitySchema {
     /// a double) or is wrong, which ``checkSlot(_:for:)`` then converts or names.
     @inline(__always)
     private func fits(_ value: Value, at position: Int) -> Bool {
-        let type = attributes[position].type
-        switch value {
-        case .null: return attributes[position].isOptional
-        case .bool: return type == .bool
-        case .int: return type == .int
-        case .double(let d): return type == .double && !d.isNaN
-        case .string(let s):
-            let count = s.utf8.count
-            return type == .string && count <= Limits.maxStringKeyBytes
-                || type == .string && count <= Limits.maxValueBytes && attributes[position].name != primaryKey
-        case .bytes(let b): return type == .bytes && b.count <= Limits.maxValueBytes
-        case .date: return type == .date
-        case .uuid: return type == .uuid
+        value.isStoredAsIs(by: attributes[position].type, optional: attributes[position].isOptional) {
+            attributes[position].name == primaryKey
         }
     }
 

@@ -288,7 +288,7 @@ struct CompactRow {
 
     /// Writes a value's field at `base`, which has room for ``size(of:)`` bytes.
     /// - Returns: the bytes written.
-    @inlinable
+    @inlinable @inline(__always)
     public static func write(_ value: Value, at base: UnsafeMutableRawPointer) -> Int {
         switch value {
         case .null: return write(tag: .null, at: base)

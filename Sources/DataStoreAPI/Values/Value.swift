@@ -106,6 +106,30 @@ extension Value: Hashable {
 }
 
 extension Value {
+    /// Whether an attribute of `type` stores this value as it is: a value of that type, null
+    /// only when `optional`, a double that is not NaN, a text or bytes within
+    /// ``Limits/maxValueBytes``, and a text key within ``Limits/maxStringKeyBytes`` (`isKey` is
+    /// asked only of a text longer than that). `false` when the value must be converted (an int
+    /// for a double) or refused, which `EntitySchema.normalize(_:)` then does or names.
+    @_spi(Backend) @inlinable @inline(__always)
+    public func isStoredAsIs(by type: ValueType, optional: Bool, isKey: () -> Bool) -> Bool {
+        switch self {
+        case .null: return optional
+        case .bool: return type == .bool
+        case .int: return type == .int
+        case .double(let d): return type == .double && !d.isNaN
+        case .string(let s):
+            guard type == .string else { return false }
+            let count = s.utf8.count
+            return count <= Limits.maxStringKeyBytes || count <= Limits.maxValueBytes && !isKey()
+        case .bytes(let b): return type == .bytes && b.count <= Limits.maxValueBytes
+        case .date: return type == .date
+        case .uuid: return type == .uuid
+        }
+    }
+}
+
+extension Value {
     /// Compares two values in the canonical order shared by every backend.
     ///
     /// `null` sorts before every other value; strings compare by UTF-8 bytes (optionally with
