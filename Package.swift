@@ -88,11 +88,21 @@ let package = Package(
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
-        .macro(
-            name: "DataStoreMacros",
+        // The macros' code, a library the expansion tests import; the macro target is only the
+        // compiler plugin that serves them. (A test target that depends on a macro target is built
+        // for the host, and with it every module the tests import: the package twice.)
+        .target(
+            name: "DataStoreMacroExpansion",
             dependencies: [.product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
                            .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
-                           .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                           .product(name: "SwiftDiagnostics", package: "swift-syntax")],
+            swiftSettings: swiftSettings
+        ),
+        .macro(
+            name: "DataStoreMacros",
+            dependencies: ["DataStoreMacroExpansion",
+                           .product(name: "SwiftSyntax", package: "swift-syntax"),
+                           .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
                            .product(name: "SwiftCompilerPlugin", package: "swift-syntax")],
             swiftSettings: swiftSettings
         ),
@@ -141,7 +151,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DataStoreMacrosTests",
-            dependencies: ["DataStoreMacros",
+            dependencies: ["DataStoreMacroExpansion",
                            .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax")],
             swiftSettings: swiftSettings
         ),

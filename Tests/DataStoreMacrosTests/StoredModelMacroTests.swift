@@ -1,4 +1,4 @@
-import DataStoreMacros
+import DataStoreMacroExpansion
 import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacrosGenericTestSupport
 import Testing

@@ -1,13 +1,7 @@
-import SwiftCompilerPlugin
 import SwiftDiagnostics
 import SwiftSyntax
 import SwiftSyntaxBuilder
 import SwiftSyntaxMacros
-
-@main
-struct DataStoreMacrosPlugin: CompilerPlugin {
-    let providingMacros: [any Macro.Type] = [StoredModelMacro.self, StoredPropertyMarker.self]
-}
 
 /// `@StoredKey`, `@StoredIndex`, `@StoredUnique`: marks that `@StoredModel` reads; they add
 /// nothing themselves.
