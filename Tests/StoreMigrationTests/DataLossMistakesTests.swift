@@ -501,7 +501,7 @@ func oneStoreUnderTwoNamesIsRefused(_ kind: StoreKind) throws {
 func aCopyStoppedWithCtrlCPrintsWhatItWrote() throws {
     let dir = try TemporaryDirectory()
     let source = dir.location(.sqlite, "source")
-    try DemoData.seed(source, items: 60_000, seed: 8)
+    try DemoData.seed(source, items: 20_000, seed: 8)
     let destination = dir.location(.lmdb, "destination")
     let (process, output, errors) = try startCLI(["copy", "--no-check", "--from", source.description, "--to",
                                                   destination.description, "--batch-size", "200", "--progress", "plain"],

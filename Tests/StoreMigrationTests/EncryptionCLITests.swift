@@ -83,13 +83,13 @@ func aRekeyKilledWithSIGKILLFinishesWhenRunAgain(_ kind: String, _ phase: String
     let k1 = try keyFile(dir, "k1", hexKey1)
     let k2 = try keyFile(dir, "k2", hexKey2)
     let reference = dir.location(.sqlite, "reference")
-    try DemoData.seed(reference, items: 12_000, seed: 4)
+    try DemoData.seed(reference, items: 4_000, seed: 4)
     let store = dir.location(StoreKind(rawValue: kind), "store")
     #expect(try runCLI(["copy", "--from", reference.description, "--to", store.description, "--to-key-file", k1,
                         "--progress", "none"]).status == 0)
     let expected = try contents(reference)
 
-    let arguments = ["rekey", store.description, "--key-file", k1, "--new-key-file", k2, "--batch-size", "500",
+    let arguments = ["rekey", store.description, "--key-file", k1, "--new-key-file", k2, "--batch-size", "100",
                      "--progress", "plain"]
     let (process, _, err) = try startCLI(arguments)
     // Killed once its progress says it reached the phase (a state, not a time).

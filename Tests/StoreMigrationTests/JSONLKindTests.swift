@@ -188,13 +188,13 @@ func everyBackendRoundTripsThroughJSONLinesItemForItem(_ kind: StoreKind, _ comp
 func aCopyIntoJSONLinesKilledWithSIGKILLFinishesWithResume() throws {
     let dir = try TemporaryDirectory()
     let source = dir.location(.sqlite, "source")
-    try DemoData.seed(source, items: 40_000, seed: 9)
+    try DemoData.seed(source, items: 8_000, seed: 9)
     var resumes = 0
     // Killed once the copy has written its first checkpoint, then once it has written three.
     for (n, checkpoints) in [1, 3].enumerated() {
         let destination = dir.jsonl("killed-\(n)", compressed: n == 1)
         let (process, _, _) = try startCLI(["copy", "--from", source.description, "--to", destination.description,
-                                            "--batch-size", "500", "--progress", "none"])
+                                            "--batch-size", "100", "--progress", "none"])
         let checkpoint = destination.path + ".migrating.checkpoint"
         var seen: [Data] = []
         let deadline = Date().addingTimeInterval(120)
@@ -260,7 +260,7 @@ func aCopyIntoJSONLinesKilledWithSIGKILLFinishesWithResume() throws {
 func aCopyIntoJSONLinesKilledWhileVerifyingLeavesNoFileInPlace() throws {
     let dir = try TemporaryDirectory()
     let source = dir.location(.sqlite, "source")
-    try DemoData.seed(source, items: 60_000, seed: 3)
+    try DemoData.seed(source, items: 15_000, seed: 3)
     let destination = dir.jsonl("verifying", compressed: false)
     let (process, _, errors) = try startCLI(["copy", "--from", source.description, "--to", destination.description,
                                              "--progress", "plain"])

@@ -48,6 +48,11 @@ public struct CommandFailed: Error, CustomStringConvertible {
 /// PostgreSQL tests. The plain test command runs everything.
 public let runsSlowTests = ProcessInfo.processInfo.environment["DATASTORE_QUICK"] == nil
 
+/// Whether the run takes the longer draws of the tests that have one (`DATASTORE_THOROUGH=1`,
+/// which Scripts/release-check.sh sets): every combination of a SIGKILL test's backends and
+/// moments rather than a few of them. The test command runs each such test on its shorter draw.
+public let runsThoroughTests = ProcessInfo.processInfo.environment["DATASTORE_THOROUGH"] == "1"
+
 /// Whether the tests that measure scheduling delays run: `Scripts/test.sh` runs them in a step
 /// of their own after the others (`DATASTORE_TIMING_TESTS=1`), so that no other test's work
 /// shares the cores with what they measure.
