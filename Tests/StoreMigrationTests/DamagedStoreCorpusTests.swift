@@ -179,11 +179,17 @@ func runGuarded(_ arguments: [String], seconds: Double = 60) throws -> GuardedRu
         hung: hung.withLock { $0 }, errors: String(decoding: errors, as: UTF8.self))
 }
 
-/// Random damages per kind of store: `DATASTORE_CORPUS` in the environment (100 by default,
-/// giving 223 inputs and 892 runs; the README's longer run uses 500).
+/// Random damages per kind of store: `DATASTORE_CORPUS` in the environment, else 50 in the test
+/// command (123 inputs and 492 runs) and 200 in Scripts/release-check.sh (`DATASTORE_THOROUGH=1`);
+/// docs/damage-and-durability.md's longer run uses 500.
 var corpusDamagesPerKind: Int {
-    ProcessInfo.processInfo.environment["DATASTORE_CORPUS"].flatMap(Int.init) ?? 100
+    ProcessInfo.processInfo.environment["DATASTORE_CORPUS"].flatMap(Int.init) ?? (runsThoroughTests ? 200 : 50)
 }
+
+/// The seed of the random damages: `DATASTORE_CORPUS_SEED` in the environment, else a new one
+/// each run, which the run prints (with it, the same corpus is made again).
+let corpusSeed: UInt64 =
+    ProcessInfo.processInfo.environment["DATASTORE_CORPUS_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
 
 @Test(.enabled(if: runsSlowTests, "slow: Scripts/test.sh --quick leaves it out"))
 func everyCommandOnEveryDamagedStoreEndsWithADocumentedExitAndLeavesTheSourceUnchanged() throws {
@@ -197,7 +203,8 @@ func everyCommandOnEveryDamagedStoreEndsWithADocumentedExitAndLeavesTheSourceUnc
             .status == 0)
     let corpusDirectory = dir.path("corpus")
     try FileManager.default.createDirectory(atPath: corpusDirectory, withIntermediateDirectories: false)
-    var corpus = DamageCorpus(directory: corpusDirectory, seed: 2026)
+    var corpus = DamageCorpus(directory: corpusDirectory, seed: corpusSeed)
+    print("damaged-store corpus: seed \(corpusSeed) (DATASTORE_CORPUS_SEED=\(corpusSeed) makes the same inputs again)")
     try corpus.generate(sqlite: sqlite, lmdb: lmdb, count: corpusDamagesPerKind)
     let inputs = corpus.inputs
 
@@ -247,17 +254,18 @@ func everyCommandOnEveryDamagedStoreEndsWithADocumentedExitAndLeavesTheSourceUnc
     for outcome in all {
         let what = "\(outcome.command) of \(outcome.input)"
         let lines = outcome.run.errors.split(separator: "\n")
-        #expect(!outcome.run.signaled, "\(what) died of a signal: \(outcome.run.errors)")
-        #expect(!outcome.run.hung, "\(what) hung")
+        let seed = "DATASTORE_CORPUS_SEED=\(corpusSeed)"
+        #expect(!outcome.run.signaled, "\(what) died of a signal (\(seed)): \(outcome.run.errors)")
+        #expect(!outcome.run.hung, "\(what) hung (\(seed))")
         #expect(
             [0, 1, 2].contains(outcome.run.status),
-            "\(what) exited \(outcome.run.status): \(outcome.run.errors)")
+            "\(what) exited \(outcome.run.status) (\(seed)): \(outcome.run.errors)")
         if outcome.run.status != 0 {
             #expect(
                 lines.count == 1 && lines[0].hasPrefix("migrate-store: "),
-                "\(what) should print one line, printed: \(outcome.run.errors)")
+                "\(what) should print one line (\(seed)), printed: \(outcome.run.errors)")
         }
-        #expect(!outcome.sourceChanged, "\(what) changed its source")
+        #expect(!outcome.sourceChanged, "\(what) changed its source (\(seed))")
     }
     // A crafted model's names are read as the columns they name (quoted), never run as SQL.
     for crafted in all where crafted.input.hasPrefix("crafted-model") && ["inspect", "check"].contains(crafted.command) {
