@@ -6,19 +6,22 @@
 #
 #     Scripts/instruction-counts.sh            check (exit 1 when an operation costs 5 % more)
 #     Scripts/instruction-counts.sh --update   write the counts of this build as the thresholds
+#     Scripts/instruction-counts.sh --install  only install valgrind when it is missing
 #
 # Builds hot-paths in release into .build without traits, where the demo (Scripts/demo.sh) then
 # builds migrate-store in release, so that CI builds their common modules once. Installs
 # valgrind when it is missing (Debian's package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-update=0
+update=0 install_only=0
 [ "${1:-}" = "--update" ] && update=1
+[ "${1:-}" = "--install" ] && install_only=1
 if ! command -v valgrind >/dev/null; then
     echo "instruction-counts: installing valgrind" >&2
     if [ "$(id -u)" -eq 0 ]; then apt-get install -y -q valgrind >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q valgrind >/dev/null; }
     else sudo apt-get install -y -q valgrind >/dev/null; fi
 fi
+[ "$install_only" -eq 1 ] && exit 0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # (DATASTORE_WARNINGS_AS_ERRORS=1, which CI sets, treats this package's warnings as errors, as the

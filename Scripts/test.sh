@@ -6,13 +6,15 @@
 # shows (Scripts/check-code-blocks.sh), and the DocC catalog built, which must have no warning
 # (Scripts/docs.sh).
 #
-#     Scripts/test.sh [--quick] [swift test arguments]
+#     Scripts/test.sh [--quick | --build-only] [swift test arguments]
 #
 # The tests that measure the async API's scheduling delays under load run last, in a step of
 # their own, so that no other test shares the cores with them.
 #
 # --quick leaves out the slow tests (the damaged-store corpus, the SIGKILL loops, the
 # cross-process and PostgreSQL tests), the timing step and the documentation build.
+# --build-only installs what is missing and builds the tests, then stops: .ci/run builds them
+# beside its release build, and the test command that follows finds them built.
 #
 # The tests that draw at random draw a short run here, new each time: 500 random edge requests per
 # backend, and a few of the SIGKILL tests' combinations of backend and moment. Scripts/release-check.sh
@@ -33,11 +35,14 @@
 # the command says so and runs everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=0
+quick=0 build_only=0
 if [ "${1:-}" = "--quick" ]; then
     quick=1
     shift
     export DATASTORE_QUICK=1
+elif [ "${1:-}" = "--build-only" ]; then
+    build_only=1
+    shift
 fi
 # Random edge requests per backend: 500 a run (each run draws new ones);
 # Scripts/release-check.sh draws 20,000.
@@ -54,6 +59,10 @@ fi
 # DATASTORE_WARNINGS_AS_ERRORS=1 (CI sets it) treats this package's warnings as errors.
 [ "${DATASTORE_WARNINGS_AS_ERRORS:-}" = 1 ] && build+=(-Xswiftc -warnings-as-errors)
 swift build --build-tests "${build[@]}"
+if [ "$build_only" -eq 1 ]; then
+    echo "test.sh: the tests are built ($(( $(date +%s) - started )) s)"
+    exit 0
+fi
 # The documentation's programs (Scripts/check-code-blocks.sh) and the DocC build (Scripts/docs.sh)
 # build packages of their own (.build-blocks, .build-docs) beside the tests, which spend much of
 # their time waiting for the processes and servers they start; their output follows the tests'.
