@@ -3,15 +3,10 @@ import Foundation
 import CompilerPluginSupport
 import PackageDescription
 
-// DATASTORE_OPTIMIZE=1 (the test command sets it for its own build): this package's modules are
-// compiled with -O in the debug configuration too, so that the tests, and the migrate-store and
-// crash-writer processes they start, run optimized code; the dependencies stay as the
-// configuration builds them (swift-syntax's release build alone takes longer than the tests).
-let optimized = ProcessInfo.processInfo.environment["DATASTORE_OPTIMIZE"] == "1"
 let swiftSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("ExistentialAny"),
-] + (optimized ? [.unsafeFlags(["-O"])] : [])
+]
 
 let package = Package(
     name: "DataStore",

@@ -58,11 +58,7 @@ else
 fi
 # DATASTORE_WARNINGS_AS_ERRORS=1 (CI sets it) treats this package's warnings as errors.
 [ "${DATASTORE_WARNINGS_AS_ERRORS:-}" = 1 ] && build+=(-Xswiftc -warnings-as-errors)
-# DATASTORE_OPTIMIZE=1 compiles this package's modules with -O (Package.swift; the dependencies
-# stay debug builds): the tests, and the migrate-store and crash-writer processes they start,
-# then take 687 s instead of 1,141 s. Only the tests' build and runs get it: the side job's
-# packages depend on this one by path, where SwiftPM refuses -O as an unsafe flag.
-DATASTORE_OPTIMIZE=1 swift build --build-tests "${build[@]}"
+swift build --build-tests "${build[@]}"
 if [ "$build_only" -eq 1 ]; then
     echo "test.sh: the tests are built ($(( $(date +%s) - started )) s)"
     exit 0
@@ -93,7 +89,7 @@ trap 'exit 143' TERM
 ) >"$side_log" 2>&1 &
 side=$!
 tests=0
-DATASTORE_OPTIMIZE=1 swift test --skip-build "${build[@]}" "$@" &
+swift test --skip-build "${build[@]}" "$@" &
 tests_pid=$!
 wait "$tests_pid" || tests=$?
 tests_pid=""
@@ -104,6 +100,6 @@ cat "$side_log"
 [ "$tests" -eq 0 ] || { echo "test.sh: tests failed (above)" >&2; exit "$tests"; }
 [ "$documentation" -eq 0 ] || { echo "test.sh: a documentation block or the DocC build failed (above)" >&2; exit 1; }
 # The timing tests last, alone on the cores.
-[ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 DATASTORE_OPTIMIZE=1 swift test --skip-build "${build[@]}" --no-parallel \
+[ "$quick" -eq 1 ] || DATASTORE_TIMING_TESTS=1 swift test --skip-build "${build[@]}" --no-parallel \
     --filter KeepTheCooperativePoolResponsive
 echo "test.sh: every test passed in $(( ($(date +%s) - started) / 60 )) min $(( ($(date +%s) - started) % 60 )) s"
