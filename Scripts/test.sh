@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs the system libraries when missing, checks the Markdown
 # (Scripts/check-markdown.py), then builds and runs every test target, the conformance suite on
-# every backend included. Beside the tests, in a process of their own: every Swift block of the
-# README and the DocC articles compiled and run as a program of its own, with only the imports it
-# shows (Scripts/check-code-blocks.sh), and the DocC catalog built, which must have no warning
-# (Scripts/docs.sh).
+# every backend included. Every Swift block of the README and the DocC articles is compiled as a
+# program of its own, with only the imports it shows, after the tests' build and into its scratch
+# path (Scripts/check-code-blocks.sh), and run beside the tests, in a process of their own, with
+# the DocC catalog's build, which must have no warning (Scripts/docs.sh).
 #
 #     Scripts/test.sh [--quick | --build-only] [swift test arguments]
 #
@@ -54,18 +54,24 @@ if Scripts/postgres-server.sh install && Scripts/pgbouncer.sh install; then
     build=(--traits Postgres,ExampleServer --scratch-path .build-pg)
 else
     echo "test.sh: PostgreSQL 15 or pgbouncer is neither installed nor installable here; the PostgreSQL tests do not run" >&2
-    build=(--traits ExampleServer)
+    build=(--traits ExampleServer --scratch-path .build)
 fi
 # DATASTORE_WARNINGS_AS_ERRORS=1 (CI sets it) treats this package's warnings as errors.
 [ "${DATASTORE_WARNINGS_AS_ERRORS:-}" = 1 ] && build+=(-Xswiftc -warnings-as-errors)
-swift build --build-tests "${build[@]}"
+# SwiftPM writes a package's trait flags into the compiler's command lines in a Set's order, which
+# changes from one run to the next (and a changed command line compiles its module again): the
+# builds run with a fixed hash seed. The tests do not: they run in processes of random seeds.
+SWIFT_DETERMINISTIC_HASHING=1 swift build --build-tests "${build[@]}"
+# The documentation's programs, into the same scratch path with the same traits: only the
+# programs are compiled (Scripts/check-code-blocks.sh).
+Scripts/check-code-blocks.sh --build-only "${build[@]}"
 if [ "$build_only" -eq 1 ]; then
     echo "test.sh: the tests are built ($(( $(date +%s) - started )) s)"
     exit 0
 fi
-# The documentation's programs (Scripts/check-code-blocks.sh) and the DocC build (Scripts/docs.sh)
-# build packages of their own (.build-blocks, .build-docs) beside the tests, which spend much of
-# their time waiting for the processes and servers they start; their output follows the tests'.
+# The documentation's programs run (Scripts/check-code-blocks.sh) and the DocC catalog builds
+# (Scripts/docs.sh, into .build-docs) beside the tests, which spend much of their time waiting for
+# the processes and servers they start; their output follows the tests'.
 side_log=$(mktemp)
 # An interrupted or cancelled run stops what it started: the side job and the tests, with every
 # process under them (a build, a server), rather than leaving them on the cores. Both run in the
@@ -81,7 +87,7 @@ trap 'for pid in $side $tests_pid; do kill_tree "$pid"; done; rm -f "$side_log"'
 trap 'exit 130' INT
 trap 'exit 143' TERM
 (
-    Scripts/check-code-blocks.sh
+    Scripts/check-code-blocks.sh --run-only "${build[@]}"
     if [ "$quick" -eq 0 ]; then
         Scripts/docs.sh
         echo "test.sh: the documentation built without warnings"
