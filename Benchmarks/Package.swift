@@ -75,6 +75,7 @@ let package = Package(
             name: "profile-store",
             dependencies: ["BenchSupport", .product(name: "DataStoreAPI", package: root), .product(name: "DataStoreModels", package: root), .product(name: "LMDBStore", package: root),
                            .product(name: "InMemoryStore", package: root), .product(name: "JSONLStore", package: root),
+                           .product(name: "PostgresStore", package: root),
                            .product(name: "SQLiteStore", package: root), .product(name: "StoreMigration", package: root)],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),

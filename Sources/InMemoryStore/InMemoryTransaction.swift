@@ -99,6 +99,9 @@ final class InMemoryTransaction: StorageWriter {
 }
 
 extension InMemoryTransaction: ChangeLogWriting {
+    var changeLogStorage: (any ChangeLogStoring)? { self }
+    var changeLogWriter: (any ChangeLogWriting)? { self }
+
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
         state.feedBounds.map { ($0.first, $0.last) }
     }

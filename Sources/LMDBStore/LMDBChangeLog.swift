@@ -6,6 +6,9 @@
 /// its entry and not the feed's state beside it. Stores written before keep their entries; the
 /// state they hold is a floor under the bounds (``ChangeLogStoring``).
 extension LMDBTransaction: ChangeLogWriting {
+    var changeLogStorage: (any ChangeLogStoring)? { self }
+    var changeLogWriter: (any ChangeLogWriting)? { self }
+
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
         var firstKey: [UInt8]?
         try txn.forEach(databases.meta, from: ChangeLog.entryKeyPrefix) { key, _ in

@@ -45,7 +45,18 @@ struct LibpqParameters {
 
     var count: Int { types.count }
 
+    /// Room for a statement's usual parameters, made at the first: four arrays grown one
+    /// append at a time reallocate each two or three times.
+    private mutating func reserve() {
+        guard types.capacity == 0 else { return }
+        types.reserveCapacity(8)
+        lengths.reserveCapacity(8)
+        offsets.reserveCapacity(8)
+        data.reserveCapacity(128)
+    }
+
     private mutating func add(_ type: UInt32, _ body: (inout [UInt8]) -> Void) {
+        reserve()
         let start = data.count
         body(&data)
         types.append(type)
@@ -54,6 +65,7 @@ struct LibpqParameters {
     }
 
     mutating func appendNull() {
+        reserve()
         types.append(0)
         offsets.append(data.count)
         lengths.append(-1)
@@ -511,7 +523,10 @@ final class LibpqConnection {
         guard preparesStatements, isPipelined, params.count <= Self.maxPreparedParameters else { return nil }
         // The statements sent most are found by their text's identity (the same stored string,
         // compared in one step), without hashing it.
-        for recent in recentStatements.reversed() where recent.key.sql == sql && recent.key.types == params.types {
+        // (The length first: `==` on two strings of different storage compares their contents.)
+        let length = sql.utf8.count
+        for recent in recentStatements.reversed()
+        where recent.key.sql.utf8.count == length && recent.key.sql == sql && recent.key.types == params.types {
             return recent.name
         }
         let key = PreparedKey(sql: sql, types: params.types)

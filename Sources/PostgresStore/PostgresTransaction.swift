@@ -16,8 +16,10 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     var feedState: [UInt8]??
     private var issuedAtBegin: UInt64?
     private var floorAtBegin: UInt64?
-    /// A write transaction's snapshot, as its first statement read it.
+    /// A write transaction's snapshot, as its first statement read it: its text
+    /// (`pg_current_snapshot()`), parsed when the feed's window is read in this transaction.
     private var snapshotAtBegin: FeedWatermark.Snapshot?
+    private var snapshotTextAtBegin: String?
     /// The feed's entry not yet sent, with the removal of old entries that goes with it: one
     /// statement, queued before COMMIT without a wait of its own (``sendPending()``), or sent
     /// before any read of the feed (``flush()``).
@@ -156,7 +158,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             if feedState == nil { feedState = .some(cells[0].isNull ? nil : cells[0].bytes()) }
             if issuedAtBegin == nil { issuedAtBegin = UInt64(clamping: try cells[1].int64()) }
             if floorAtBegin == nil { floorAtBegin = PostgresFeedSQL.floor(cells[2]) }
-            if snapshotAtBegin == nil { snapshotAtBegin = try FeedWatermark.Snapshot(try cells[3].string()) }
+            // Kept as text: only a read of the feed's window in this transaction parses it.
+            if snapshotAtBegin == nil && snapshotTextAtBegin == nil { snapshotTextAtBegin = try cells[3].string() }
         }
     }
 
@@ -707,6 +710,10 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
 
     // MARK: The change feed's entries
 
+    var changeLogStorage: (any ChangeLogStoring)? { self }
+    var changeLogWriter: (any ChangeLogWriting)? { self }
+    var changeLogNumbering: (any ChangeLogNumbering)? { self }
+
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
         let window = try changeLogWindow()
         return (window.floor, window.released)
@@ -720,6 +727,10 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             // A write transaction's snapshot was taken before it could probe: what this process's
             // earlier probes say of it (a feed read in a write block may lag; it never skips).
             try resolveBegin()
+            if snapshotAtBegin == nil, let text = snapshotTextAtBegin {
+                snapshotAtBegin = try FeedWatermark.Snapshot(text)
+                snapshotTextAtBegin = nil
+            }
             if floorAtBegin == nil || snapshotAtBegin == nil {
                 // (Forgotten after this transaction moved the floor.)
                 guard let row = try run(feedSQL.window).first else {

@@ -413,6 +413,9 @@ final class SQLiteTransaction: StorageWriter {
 /// BLOB)`: a rowid table, so a recorded transaction appends at its right edge and the retention
 /// deletes batches from its left; and its bounds are two rowid lookups.
 extension SQLiteTransaction: ChangeLogWriting {
+    var changeLogStorage: (any ChangeLogStoring)? { self }
+    var changeLogWriter: (any ChangeLogWriting)? { self }
+
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)? {
         guard try connection.hasFeedTable() else { return nil }
         // Two queries: SQLite answers a lone min() or max() from one end of the B-tree, but scans

@@ -17,7 +17,8 @@
 // 10,000 small transactions, one insert each, through writeSync and writeAsync, on the seeded store
 // with the change feed on, as the main table runs them); jsonl-load (JSONLines.load, into a new store
 // of the backend, of a file the seeded store was exported to). The backend `memory` is an in-memory store
-// (no raw C side; no migration operations). The backends `raw-lmdb` and `raw-sqlite`
+// (no raw C side; no migration operations); `postgres` a PostgresStore in a schema of its own on the
+// server whose socket directory PGHOST names (no raw C side; no migration operations). The backends `raw-lmdb` and `raw-sqlite`
 // run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small and copy, so
 // that the API's count has the raw one beside it.
 // `PROFILE_REPEAT=N` runs the operation N times after one seeding (a read operation; an insert
@@ -30,13 +31,14 @@ import Foundation
 import InMemoryStore
 import JSONLStore
 import LMDBStore
+import PostgresStore
 import SQLiteStore
 import StoreMigration
 
 let arguments = CommandLine.arguments
-let backends = ["lmdb", "sqlite", "memory", "raw-lmdb", "raw-sqlite"]
+let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -229,6 +231,14 @@ do {
     func open(_ name: String) throws -> any DataStore {
         let path = directory + "/" + name
         if backend == "memory" { return try InMemoryStore(schema: Workload.schema) }
+        if backend == "postgres" {
+            guard let host = ProcessInfo.processInfo.environment["PGHOST"], host.hasPrefix("/") else {
+                throw StoreError(.invalidArgument, "the backend postgres needs PGHOST, a server's socket directory (Scripts/postgres-server.sh start DIR prints it)")
+            }
+            let schema = "profile_\(name)_\(ProcessInfo.processInfo.processIdentifier)"
+            return try PostgresStore(url: "postgres://postgres@/datastore?schema=\(schema)&host=\(host)",
+                                     schema: Workload.schema, durability: .normal)
+        }
         if backend == "lmdb" {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             return try LMDBStore(path: path, schema: Workload.schema,

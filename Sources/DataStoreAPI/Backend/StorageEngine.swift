@@ -101,9 +101,21 @@ extension StorageEngine {
     /// point gets cost a scan (a JSON Lines file) answers from a set of the entity's keys, so
     /// that checking every reference of a store reads each entity once, not once per page.
     func existingKeys(_ entity: EntitySchema, among keyValues: [Value]) throws -> Set<Value>
+
+    /// The backend transaction the change feed reads its state and entries from: this one
+    /// (the default), or, for a transaction that wraps another (a recorder of changes, a child
+    /// store's overlay), the one it wraps. Requirements rather than casts: the feed asks at
+    /// every commit, and a dynamic cast to a class or a protocol costs a conformance lookup.
+    var feedTransaction: any StorageReader { get }
+    /// This transaction as storage of the change feed's entries, when its backend keeps them
+    /// itself (``ChangeLogStoring``); `nil` (the default): the entries are metadata.
+    var changeLogStorage: (any ChangeLogStoring)? { get }
 }
 
 extension StorageReader {
+    public var feedTransaction: any StorageReader { self }
+    public var changeLogStorage: (any ChangeLogStoring)? { nil }
+
     public func get(_ entity: EntitySchema, keyValue: Value) throws -> Record? {
         try get(entity, key: PrimaryKey(keyValue))
     }
@@ -198,9 +210,19 @@ extension StorageReader {
     /// converted or refused: the caller then inserts the model's record, which converts the
     /// value or names what is wrong, as every other insert does.
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey?
+
+    /// The backend transaction the change feed appends its entries to: this one (the
+    /// default), or the one a recorder of changes wraps (``StorageReader/feedTransaction``).
+    var feedWriter: any StorageWriter { get }
+    /// This transaction as the writer of the change feed's entries, when its backend keeps
+    /// them itself (``ChangeLogWriting``); `nil` (the default): the entries are metadata.
+    var changeLogWriter: (any ChangeLogWriting)? { get }
 }
 
 extension StorageWriter {
+    public var feedWriter: any StorageWriter { self }
+    public var changeLogWriter: (any ChangeLogWriting)? { nil }
+
     public func commitVersion(afterWrites: Bool) throws -> CommitVersion? { nil }
 
     /// Takes records only: `nil`, and the caller inserts the model's record.
@@ -286,6 +308,13 @@ extension CommitCounting {
     func changeLogBounds() throws -> (first: UInt64, last: UInt64)?
     /// The entry numbered `sequence`.
     func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]?
+    /// This storage as one that numbers its entries itself (``ChangeLogNumbering``), or `nil`
+    /// (the default).
+    var changeLogNumbering: (any ChangeLogNumbering)? { get }
+}
+
+extension ChangeLogStoring {
+    public var changeLogNumbering: (any ChangeLogNumbering)? { nil }
 }
 
 /// The write side of ``ChangeLogStoring``.

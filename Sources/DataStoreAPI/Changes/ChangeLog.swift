@@ -95,22 +95,8 @@ package enum ChangeLog {
 
     // MARK: Where entries live
 
-    /// The backend transaction under a recorder or a child store's overlay (whose reads of the
-    /// feed are its parent's).
-    static func base(_ reader: any StorageReader) -> any StorageReader {
-        if let recorder = reader as? ChangeRecorder { return base(recorder.writer) }
-        if let overlay = reader as? OverlayTransaction { return base(overlay.parent.reader) }
-        return reader
-    }
-
-    /// The backend transaction under a recorder.
-    static func base(_ writer: any StorageWriter) -> any StorageWriter {
-        if let recorder = writer as? ChangeRecorder { return base(recorder.writer) }
-        return writer
-    }
-
     private static func entry(_ reader: any StorageReader, _ sequence: UInt64) throws -> [UInt8]? {
-        if let log = reader as? any ChangeLogStoring { return try log.changeLogEntry(sequence) }
+        if let log = reader.changeLogStorage { return try log.changeLogEntry(sequence) }
         return try reader.metadata(forKey: entryKey(sequence))
     }
 
@@ -133,7 +119,7 @@ package enum ChangeLog {
     /// Removes the entries below `sequence`, from `state.held` on.
     private static func remove(_ writer: any StorageWriter, _ state: State, before sequence: UInt64) throws {
         guard state.held < sequence else { return }
-        if let log = writer as? any ChangeLogWriting { return try log.removeChangeLog(before: sequence) }
+        if let log = writer.changeLogWriter { return try log.removeChangeLog(before: sequence) }
         for old in state.held..<sequence { try writer.setMetadata(nil, forKey: entryKey(old)) }
     }
 
@@ -141,17 +127,22 @@ package enum ChangeLog {
 
     /// The feed's state. With a backend's own entry storage, the stored value keeps the identity,
     /// the settings and a floor for `next` (written when those change); the bounds come from the
-    /// entries themselves.
-    static func readState(_ reader: any StorageReader) throws -> State? {
-        let reader = base(reader)
+    /// entries themselves. Without `window`, a backend that numbers its entries itself is not
+    /// asked for its window (its snapshot's watermark, which costs a write a parse of the
+    /// server's snapshot): `next` and `held` are then the stored floor, not the feed's, which is
+    /// all a write needs (the settings; the backend numbers its entry itself).
+    static func readState(_ reader: any StorageReader, window: Bool = true) throws -> State? {
+        let reader = reader.feedTransaction
         guard let bytes = try reader.metadata(forKey: stateKey) else { return nil }
         var state = try decodeState(bytes)
-        if let numbering = reader as? any ChangeLogNumbering {
+        let log = reader.changeLogStorage
+        if let numbering = log?.changeLogNumbering {
+            state.numbered = true
+            guard window else { return state }
             let window = try numbering.changeLogWindow()
             state.held = window.floor
-            state.numbered = true
             state.next = max(window.released, window.floor > 0 ? window.floor - 1 : 0) + 1
-        } else if let log = reader as? any ChangeLogStoring {
+        } else if let log {
             if let bounds = try log.changeLogBounds() {
                 state.next = max(state.next, bounds.last + 1)
                 state.held = bounds.first
@@ -167,8 +158,8 @@ package enum ChangeLog {
     /// - Throws: `corrupt` naming the state or the first damaged entry.
     static func checkEntries(_ reader: any StorageReader) throws -> Int {
         guard let state = try readState(reader), state.settings.isEnabled, state.first < state.next else { return 0 }
-        let reader = base(reader)
-        if let numbering = reader as? any ChangeLogNumbering {
+        let reader = reader.feedTransaction
+        if let numbering = reader.changeLogStorage?.changeLogNumbering {
             var count = 0
             var after = state.first > 0 ? state.first - 1 : 0
             while after < state.next - 1 {
@@ -206,8 +197,8 @@ package enum ChangeLog {
             throw StoreError(.invalidArgument, "change token \(token) is from another store (this one's feed is "
                 + "\(state.head))")
         }
-        let reader = base(reader)
-        let numbering = reader as? any ChangeLogNumbering
+        let reader = reader.feedTransaction
+        let numbering = reader.changeLogStorage?.changeLogNumbering
         // A token past the watermark but not past the numbers taken: its transactions are not
         // all final yet.
         if let numbering, token.sequence >= state.next, token.sequence <= (try numbering.changeLogIssued()) {
@@ -262,11 +253,10 @@ package enum ChangeLog {
         var state = known ?? State(id: UUID(), next: 1, held: 1, settings: ChangeFeedSettings())
         guard state.settings.isEnabled else { return nil }
         let now = (try? Timestamp(Date())) ?? Timestamp(microsecondsSinceEpoch: 0)
-        // One cast per append (each costs a conformance lookup).
-        let log = writer as? any ChangeLogWriting
+        let log = writer.changeLogWriter
         try store(writer, log, state.next, encodeEntry(changes, committedAt: now))
         state.next += 1
-        if let numbering = log as? any ChangeLogNumbering {
+        if let numbering = log?.changeLogNumbering {
             try numbering.trimChangeLog(keeping: UInt64(state.settings.retainedTransactions), slack: max(1, state.trimSlack))
         } else {
             try trim(writer, &state)
@@ -294,9 +284,9 @@ package enum ChangeLog {
     /// Drops every entry, so that every token before now expires: what a transaction the feed
     /// does not record (a schema upgrade, a migration copy) must do.
     package static func restart(_ writer: any StorageWriter) throws {
-        let writer = base(writer)
+        let writer = writer.feedWriter
         guard var state = try readState(writer) else { return }
-        if let numbering = writer as? any ChangeLogNumbering { return try numbering.restartChangeLog() }
+        if let numbering = writer.changeLogWriter?.changeLogNumbering { return try numbering.restartChangeLog() }
         try remove(writer, state, before: state.next)
         // The unrecorded transaction takes a number of its own, so even the head token before it
         // expires.
@@ -311,9 +301,9 @@ package enum ChangeLog {
     package static func continueFeed(_ writer: any StorageWriter, after head: ChangeToken,
                                      settings: ChangeFeedSettings) throws {
         (writer as? ChangeRecorder)?.forgetFeedState()
-        let writer = base(writer)
+        let writer = writer.feedWriter
         let next = head.sequence + 1
-        if let numbering = writer as? any ChangeLogNumbering {
+        if let numbering = writer.changeLogWriter?.changeLogNumbering {
             try numbering.continueChangeLog(after: head.sequence)
             let state = State(id: head.store ?? UUID(), next: next, held: next, settings: settings)
             return try writer.setMetadata(encodeState(state), forKey: stateKey)
@@ -327,11 +317,11 @@ package enum ChangeLog {
         // The transaction's recorder read the state at its first write: the append at its commit
         // must read the state this leaves.
         (writer as? ChangeRecorder)?.forgetFeedState()
-        let writer = base(writer)
+        let writer = writer.feedWriter
         var state = try readState(writer) ?? State(id: UUID(), next: 1, held: 1, settings: settings)
         let wasEnabled = state.settings.isEnabled
         // Entries the old retention already expired stay expired under a longer one.
-        if let numbering = writer as? any ChangeLogNumbering {
+        if let numbering = writer.changeLogWriter?.changeLogNumbering {
             try numbering.expireChangeLog(keeping: UInt64(state.settings.retainedTransactions))
         }
         try remove(writer, state, before: state.first)

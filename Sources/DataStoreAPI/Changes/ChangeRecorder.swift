@@ -108,6 +108,9 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     }
 
     let writer: any StorageWriter
+    /// The feed's state and entries are those of the transaction this recorder wraps.
+    var feedTransaction: any StorageReader { writer.feedWriter }
+    var feedWriter: any StorageWriter { writer.feedWriter }
     // `@exclusivity(unchecked)` on the hot mutable state of this recorder and of its entities'
     // changes: each is used by one thread at a time and none of those accesses overlaps another,
     // so the runtime's exclusivity check (`swift_beginAccess`) would only cost time. Defended by
@@ -144,7 +147,8 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     /// The feed's settings, read at the first write of the transaction.
     private func feedSettings() throws -> ChangeFeedSettings {
         if let settings { return settings }
-        let found = try ChangeLog.readState(writer)
+        // (Not a numbering backend's window: the commit's entry takes its number itself.)
+        let found = try ChangeLog.readState(writer, window: false)
         state = .some(found)
         let read = found?.settings ?? ChangeFeedSettings()
         settings = read

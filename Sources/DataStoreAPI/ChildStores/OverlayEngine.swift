@@ -62,6 +62,8 @@ struct Overlay: Sendable {
 final class OverlayTransaction: StorageWriter {
     let parent: ReadAccessor
     var overlay: Overlay
+    /// A child store's reads of the feed are its parent's.
+    var feedTransaction: any StorageReader { parent.reader.feedTransaction }
 
     init(parent: ReadAccessor, overlay: Overlay) {
         self.parent = parent

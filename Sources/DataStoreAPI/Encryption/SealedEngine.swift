@@ -387,6 +387,10 @@ class SealedTransaction: StorageWriter, SchemaEditingWriter, ChangeLogWriting {
 
     // MARK: The change feed
 
+    var changeLogStorage: (any ChangeLogStoring)? { self }
+    var changeLogWriter: (any ChangeLogWriting)? { self }
+    var changeLogNumbering: (any ChangeLogNumbering)? { nil }
+
     private var log: any ChangeLogStoring {
         get throws {
             guard let log = inner as? any ChangeLogStoring else {
@@ -480,6 +484,7 @@ class SealedTransaction: StorageWriter, SchemaEditingWriter, ChangeLogWriting {
 /// A ``SealedTransaction`` over an engine that numbers its feed's entries itself (PostgreSQL's).
 final class SealedNumberingTransaction: SealedTransaction, ChangeLogNumbering, BulkInserting {
     private var numbering: any ChangeLogNumbering { inner as! any ChangeLogNumbering }
+    override var changeLogNumbering: (any ChangeLogNumbering)? { self }
 
     func changeLogWindow() throws -> (floor: UInt64, released: UInt64) { try numbering.changeLogWindow() }
     func changeLogIssued() throws -> UInt64 { try numbering.changeLogIssued() }
