@@ -116,15 +116,19 @@ import Synchronization
         feedSQL = feed
         sharedGate = "LOCK TABLE \(s)._ds_gate IN ACCESS SHARE MODE"
         exclusiveGate = "LOCK TABLE \(s)._ds_gate IN ACCESS EXCLUSIVE MODE"
-        beginTicket = "SELECT (SELECT value FROM \(s)._ds_meta WHERE key = $1), (\(feed.issued)), (SELECT value FROM "
-            + "\(s)._ds_meta WHERE key = '\(PostgresFeedSQL.floorKey)'), pg_current_snapshot()::text"
         let writer = try PostgresSession(location)
         let watermark = feedWatermark
         writer.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
         idleWriters.withLock { $0 = [writer] }
         allWriters.withLock { $0 = [writer] }
         do {
-            commitSetting = try Self.commitSetting(writer, durability: durability)
+            let commitSetting = try Self.commitSetting(writer, durability: durability)
+            self.commitSetting = commitSetting
+            // The setting goes in the same statement (`set_config(…, true)` is `SET LOCAL`): one
+            // statement fewer for the server to run in every write.
+            beginTicket = "SELECT (SELECT value FROM \(s)._ds_meta WHERE key = $1), (\(feed.issued)), (SELECT value FROM "
+                + "\(s)._ds_meta WHERE key = '\(PostgresFeedSQL.floorKey)'), pg_current_snapshot()::text"
+                + (commitSetting.map { ", set_config('synchronous_commit', '\($0)', true)" } ?? "")
             serverStart = Mutex(try Self.serverStart(writer))
             (schema, sealedRows) = try Self.prepare(writer, requested: requested, location: location,
                                                     lockKey: lockKey, upgradesFormat: upgradesFormat ?? (requested != nil))
@@ -147,18 +151,20 @@ import Synchronization
         }
     }
 
-    /// `SET LOCAL synchronous_commit …` when the server's setting does not give the store's
-    /// durability (`on` for `.full`: with `synchronous_standby_names` set, a commit then waits
-    /// for a synchronous standby to have it on disk; `off` for `.normal`), sent in each write
-    /// transaction rather than once per connection, so that no session state is assumed (a
-    /// pooler in transaction mode hands each transaction a server connection of its choice).
+    /// The `synchronous_commit` every write transaction sets for itself when the server's
+    /// setting does not give the store's durability (`on` for `.full`: with
+    /// `synchronous_standby_names` set, a commit then waits for a synchronous standby to have it
+    /// on disk; `off` for `.normal`), in each write transaction (in its first statement, as
+    /// `set_config(…, true)`) rather than once per connection, so that no session state is
+    /// assumed (a pooler in transaction mode hands each transaction a server connection of its
+    /// choice).
     let commitSetting: String?
 
     private static func commitSetting(_ session: PostgresSession, durability: Durability) throws -> String? {
         let current = try session.query("SHOW synchronous_commit").first.map { try $0[0].string() } ?? "on"
         switch durability {
-        case .full: return current == "off" || current == "local" ? "SET LOCAL synchronous_commit TO on" : nil
-        case .normal: return current == "off" ? nil : "SET LOCAL synchronous_commit TO off"
+        case .full: return current == "off" || current == "local" ? "on" : nil
+        case .normal: return current == "off" ? nil : "off"
         }
     }
 
@@ -721,7 +727,6 @@ import Synchronization
     private func sendBegin(_ transaction: PostgresTransaction, alone: Bool) throws {
         let writer = transaction.session
         try writer.send("BEGIN ISOLATION LEVEL SERIALIZABLE", wanted: false)
-        if let commitSetting { try writer.send(commitSetting, wanted: false) }
         // The gate: every write transaction takes `_ds_gate` in ACCESS SHARE mode, which no
         // other writer's conflicts with; one whose block conflicted twice in a row takes it in
         // ACCESS EXCLUSIVE mode instead, waiting for the writers in flight and holding off new
