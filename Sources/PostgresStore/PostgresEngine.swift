@@ -68,10 +68,10 @@ import Synchronization
     /// The standbys that serve reads (``PostgresLocation/readHosts``), tried in turn.
     let standbys: [StandbyPool]
     /// The standby the next read tries first.
-    private let nextStandby = Mutex(0)
+    private let nextStandby = Atomic<Int>(0)
     /// Where the primary's WAL was just after this store's last commit: a read that must see
     /// the store's own writes waits until its standby has replayed this far.
-    let lastCommitPosition = Mutex<UInt64>(0)
+    let lastCommitPosition = Atomic<UInt64>(0)
     /// Where the primary's WAL was once the store was open (its tables made or upgraded): what
     /// a standby must have replayed for any read.
     private(set) var openedPosition: UInt64 = 0
@@ -79,13 +79,17 @@ import Synchronization
     private(set) var walPageSize: UInt64 = 8_192
     /// The primary's WAL positions the store saw (its commits', and a sample a second while
     /// standbys serve reads), for the lag bound.
-    let primaryPositions = Mutex(PrimaryPositions())
+    let primaryPositions: PrimaryPositionLog
     /// Whether this store's last commit's WAL position could not be learned.
     let commitPositionUnknown = Atomic<Bool>(false)
     /// Whether a read is asking the primary for its position now (one at a time).
     private let samplingPrimary = Atomic<Bool>(false)
+    /// The reads served so far by the primary and by standbys.
+    private let primaryReads = Atomic<Int>(0), standbyReads = Atomic<Int>(0)
     /// The reads served so far by the primary and by standbys (for tests and the harness).
-    let readsServed = Mutex<(primary: Int, standbys: Int)>((0, 0))
+    var readsServed: (primary: Int, standbys: Int) {
+        (primaryReads.load(ordering: .relaxed), standbyReads.load(ordering: .relaxed))
+    }
 
     /// - Parameter upgradesFormat: whether a store of an older format is upgraded to this one
     ///   (an app's open; `requested` alone does not say, since an existing store's engine is
@@ -110,6 +114,7 @@ import Synchronization
         readSlots = DispatchSemaphore(value: readConnections)
         lockKey = Self.lockKey(location.schema)
         standbys = location.readHosts.map { StandbyPool(server: $0, of: location) }
+        primaryPositions = PrimaryPositionLog(lag: location.maxStandbyLag)
         let s = PostgresSQL.quote(location.schema)
         quotedSchema = s
         let feed = PostgresFeedSQL(s: s, lockKey: lockKey)
@@ -146,8 +151,8 @@ import Synchronization
            let opened = WALPosition.parse(text).map({ WALPosition.recordsEnd($0, pageSize: size) }) {
             walPageSize = size
             openedPosition = opened
-            lastCommitPosition.withLock { $0 = opened }
-            primaryPositions.withLock { $0.note(opened, keeping: location.maxStandbyLag) }
+            lastCommitPosition.raise(to: opened)
+            primaryPositions.note(opened)
         }
     }
 
@@ -500,10 +505,11 @@ import Synchronization
         // (Until a commit's position is known again, a read that must see it goes to the primary.)
         if !standbys.isEmpty, case .standbys(let readYourWrites) = Self.readTarget ?? defaultReadTarget,
            !(readYourWrites && commitPositionUnknown.load(ordering: .acquiring)) {
-            let (newest, floor) = primaryPositions.withLock { ($0.newest, $0.floor(lag: location.maxStandbyLag)) }
-            if newest.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true { samplePrimaryPosition() }
-            let position = max(readYourWrites ? lastCommitPosition.withLock { $0 } : openedPosition, floor)
-            let first = nextStandby.withLock { next in defer { next = (next + 1) % standbys.count }; return next }
+            if primaryPositions.isOlder(than: .seconds(1)) { samplePrimaryPosition() }
+            let position = max(readYourWrites ? lastCommitPosition.load(ordering: .acquiring) : openedPosition,
+                               primaryPositions.floor())
+            let turn = UInt(bitPattern: nextStandby.wrappingAdd(1, ordering: .relaxed).oldValue)
+            let first = Int(turn % UInt(standbys.count))
             // One deadline for the waits on every standby tried.
             let deadline = ContinuousClock.now + location.standbyWait
             for offset in 0..<standbys.count {
@@ -513,7 +519,7 @@ import Synchronization
                 do {
                     let result = try read(on: session, body, onStandby: true)
                     pool.give(session)
-                    readsServed.withLock { $0.standbys += 1 }
+                    standbyReads.add(1, ordering: .relaxed)
                     return result
                 } catch is ReadNeedsPrimary {
                     pool.give(session)
@@ -542,7 +548,7 @@ import Synchronization
         }
         do {
             let result = try read(on: session, body, onStandby: false)
-            readsServed.withLock { $0.primary += 1 }
+            primaryReads.add(1, ordering: .relaxed)
             return result
         } catch {
             if session.isClosed {
@@ -561,15 +567,15 @@ import Synchronization
         guard samplingPrimary.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         defer { samplingPrimary.store(false, ordering: .releasing) }
         guard let session = try? openReadSession() else {
-            primaryPositions.withLock { $0.asked() }
+            primaryPositions.asked()
             return
         }
         let text = try? session.query("SELECT pg_current_wal_insert_lsn()::text").first?[0].string()
         if session.isClosed { session.close() } else { readers.withLock { $0.append(session) } }
         if let position = text.flatMap(WALPosition.parse).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
-            primaryPositions.withLock { $0.note(position, keeping: location.maxStandbyLag) }
+            primaryPositions.note(position)
         } else {
-            primaryPositions.withLock { $0.asked() }
+            primaryPositions.asked()
         }
     }
 
@@ -638,8 +644,8 @@ import Synchronization
             if let position {
                 if let text = try? writer.wait(position, sql: "the WAL position").first?[0].string(),
                    let reached = WALPosition.parse(text).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
-                    lastCommitPosition.withLock { $0 = max($0, reached) }
-                    primaryPositions.withLock { $0.note(reached, keeping: location.maxStandbyLag) }
+                    lastCommitPosition.raise(to: reached)
+                    primaryPositions.note(reached)
                     commitPositionUnknown.store(false, ordering: .releasing)
                 } else {
                     // Committed, but where the WAL is was not learned (the connection went after

@@ -55,7 +55,7 @@ public final class PostgresStore: Store, @unchecked Sendable {
     }
 
     /// The reads the primary and the standbys served so far, for tests and the benchmark harness.
-    @_spi(Backend) public var readsServed: (primary: Int, standbys: Int) { postgres.readsServed.withLock { $0 } }
+    @_spi(Backend) public var readsServed: (primary: Int, standbys: Int) { postgres.readsServed }
 
     /// The round trips the writer connections made so far (its sync points), for tests and
     /// the benchmark harness.
