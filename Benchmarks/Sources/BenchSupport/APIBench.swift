@@ -80,14 +80,14 @@ package struct APIBench {
         try store.read { try $0.fetch(FetchRequest("Item", filter: Field("ratio") < .double(Workload.ratioBound))).count }
     }
 
-    package func smallTransactions(from start: Int) throws {
-        for i in start..<(start + Workload.smallTransactions) {
+    package func smallTransactions(from start: Int, count: Int = Workload.smallTransactions) throws {
+        for i in start..<(start + count) {
             try store.writeSync { try $0.insert(workload.record(i), into: "Item") }
         }
     }
 
-    package func asyncWrites(from start: Int) throws {
-        for i in start..<(start + Workload.smallTransactions) {
+    package func asyncWrites(from start: Int, count: Int = Workload.smallTransactions) throws {
+        for i in start..<(start + count) {
             let record = workload.record(i)
             store.enqueueWrite { try $0.insert(record, into: "Item") }
         }

@@ -71,8 +71,7 @@ final class RawPostgresBench {
     }
 
     /// One INSERT per transaction: `BEGIN`, `INSERT`, `COMMIT`, each waited for, or pipelined.
-    func smallTransactions(from start: Int, pipelined: Bool = false) throws {
-        let count = Workload.smallTransactions
+    func smallTransactions(from start: Int, count: Int = Workload.smallTransactions, pipelined: Bool = false) throws {
         let names = (start..<(start + count)).map { Array(workload.name($0).utf8) }
         let payloads = (start..<(start + count)).map { workload.payload($0) }
         let scores = (start..<(start + count)).map { workload.score($0) }

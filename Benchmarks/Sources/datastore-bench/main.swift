@@ -107,10 +107,10 @@ var rows: [Row] = []
 /// `memory`: whether `api` was timed just before `raw`, the last two blocks timed, so that their
 /// memory peaks are the last two (rows whose times were taken earlier show none).
 @MainActor func record(_ backend: String, _ operation: String, _ n: Int, operations: Int, api: Double, raw: Double,
-                       memory: Bool = true) {
+                       memory: Bool = true, peaks: (api: Int, raw: Int)? = nil) {
     rows.append(Row(backend: backend, operation: operation, n: n, operations: operations, apiSeconds: api, rawSeconds: raw,
-                    apiPeak: memory ? RssAnonSampler.shared.peak(back: 2) : -1,
-                    rawPeak: memory ? RssAnonSampler.shared.peak(back: 1) : -1))
+                    apiPeak: memory ? peaks?.api ?? RssAnonSampler.shared.peak(back: 2) : -1,
+                    rawPeak: memory ? peaks?.raw ?? RssAnonSampler.shared.peak(back: 1) : -1))
     let ratio = raw / api
     FileHandle.standardError.write(Data(String(format: "%@ %@ n=%d: api %.3fs raw %.3fs (%.2f of raw)\n", backend,
                                                operation, n, api, raw, ratio).utf8))

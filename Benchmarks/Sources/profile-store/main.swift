@@ -38,7 +38,7 @@ import StoreMigration
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -71,6 +71,10 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     switch operation {
     case "insert":
         try api.insertAll(from: 0, count: count, batch: count)
+        return count
+    case "bulk":
+        // The harness's bulk row: one writeSync of insert(contentsOf:) (COPY on PostgreSQL).
+        try store.writeSync { w in try w.insert(contentsOf: (0..<count).map(workload.record), into: "Item") }
         return count
     case "scan": return try api.scan()
     case "get": return try api.pointGets(workload.lookups)
