@@ -69,7 +69,7 @@ struct InTurns {
 }
 
 /// With `best`, each side's fastest part rather than their sum (reads, which run the same
-/// work in every part, as the other backends' reads are the fastest of three).
+/// work in every part, as the other backends' reads are the fastest of several).
 @MainActor func inTurns(_ parts: Int, best: Bool = false, api: (Int) throws -> Void, raw: (Int) throws -> Void) rethrows
     -> InTurns {
     quietPostgres()
@@ -85,12 +85,12 @@ struct InTurns {
     return turns
 }
 
-/// A read row: three turns of each side on a server at rest, each side's fastest, and the two
+/// A read row: five turns of each side on a server at rest, each side's fastest, and the two
 /// sides' answers compared.
 @MainActor func readInTurns(_ backend: String, _ operation: String, _ n: Int, operations: Int, _ what: String,
                             api: () throws -> Int, raw: () throws -> Int) rethrows {
     var (a, b) = (0, 0)
-    let turns = try inTurns(3, best: true, api: { _ in a = try api() }, raw: { _ in b = try raw() })
+    let turns = try inTurns(5, best: true, api: { _ in a = try api() }, raw: { _ in b = try raw() })
     record(backend, operation, n, operations: operations, api: turns.api, raw: turns.raw, peaks: turns.peaks)
     check(a, b, what)
 }
