@@ -101,10 +101,10 @@ private let writerSeconds = 5.0
     let raw = try RawPostgresBench(host: host, schema: "bench_writer_raw", workload: workload)
     defer { raw.close() }
     let api = APIBench(store: one, workload: workload)
-    // Ten parts of 1,000 each side, in turns (as the PostgreSQL table's small transactions).
+    // Fifty parts of 200 each side, in turns (as the PostgreSQL table's small transactions).
     let (apiBase, rawBase) = (nextBase(), nextBase())
-    let part = Workload.smallTransactions / 10
-    let turns = try inTurns(10, api: { try api.smallTransactions(from: apiBase + $0 * part, count: part) },
+    let part = Workload.smallTransactions / 50
+    let turns = try inTurns(50, api: { try api.smallTransactions(from: apiBase + $0 * part, count: part) },
                             raw: { try raw.smallTransactions(from: rawBase + $0 * part, count: part) })
     let (apiSeconds, rawSeconds) = (turns.api, turns.raw)
     try one.close()
@@ -133,7 +133,7 @@ private let writerSeconds = 5.0
     print("")
     print("| one connection | store writeSync/s | libpq BEGIN; INSERT; COMMIT (three round trips)/s | store / libpq |")
     print("| --- | ---: | ---: | ---: |")
-    print(String(format: "| 10,000 one-insert transactions, ten parts of 1,000 in turns | %.0f | %.0f | %.2f |", count / apiSeconds,
+    print(String(format: "| 10,000 one-insert transactions, fifty parts of 200 in turns | %.0f | %.0f | %.2f |", count / apiSeconds,
                  count / rawSeconds, rawSeconds / apiSeconds))
 }
 
