@@ -195,8 +195,33 @@ final class SQLiteConnection {
                               cause: cause)
         case SQLITE_CONSTRAINT: return StoreError(.uniqueViolation, message, cause: cause)
         case SQLITE_TOOBIG: return StoreError(.limitExceeded, message, cause: cause)
+        case SQLITE_NOMEM:
+            // A damaged page or record can claim a size SQLite then fails to allocate (an
+            // allocation over its 2 GiB ceiling fails at once). With memory to spare, that is what
+            // happened: no value of a store's is larger than its limits let it be.
+            if let available = availableMemory(), available >= spareMemory {
+                return StoreError(.corrupt, message + ": SQLite could not allocate what the file asks for, with "
+                    + "\(available >> 20) MiB of memory free: the database file is damaged", cause: cause)
+            }
+            return StoreError(.io, message + ": out of memory", cause: cause)
         default: return StoreError(.io, message, cause: cause)
         }
+    }
+
+    /// The memory free that makes an allocation SQLite could not make one a damaged file asked
+    /// for: twice the largest row a store holds (``Limits/maxAttributes`` values of
+    /// ``Limits/maxValueBytes``, 1 GiB).
+    static let spareMemory = 2 << 30
+
+    /// `MemAvailable` of /proc/meminfo in bytes, or `nil` where it cannot be read.
+    static func availableMemory() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("MemAvailable:") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, let kibibytes = Int(fields[1]) else { return nil }
+            return kibibytes << 10
+        }
+        return nil
     }
 
     /// An uncached prepared statement, for SQL run once (as GRDB's `makeStatement`).

@@ -326,3 +326,17 @@ private let thingDamages: [(sql: String, named: String)] = [
         try damaged.close()
     }
 }
+
+/// SQLite's out of memory (SQLITE_NOMEM) with memory to spare is what a damaged page or record
+/// that claims a huge size gives: it is reported as damage (migrate-store's exit 2, bad input),
+/// as SQLITE_CORRUPT is; without memory to spare it stays an I/O failure (exit 3). A damaged file
+/// of the damaged-store corpus (DATASTORE_CORPUS_SEED=14306635990209794336,
+/// overwritten-100-at-178897) gave it to `check`, `copy` and `verify`.
+@Test func anAllocationSQLiteCannotMakeWithMemoryToSpareIsDamage() throws {
+    let dir = try TemporaryDirectory()
+    let connection = try SQLiteConnection(path: dir.url.path + "/store.sqlite", create: true)
+    let error = connection.error(7, "cannot run a query")  // SQLITE_NOMEM
+    let spare = try #require(SQLiteConnection.availableMemory()) >= SQLiteConnection.spareMemory
+    #expect(error.code == (spare ? .corrupt : .io), "\(error)")
+    #expect(error.message.hasSuffix(spare ? "the database file is damaged" : "out of memory"), "\(error)")
+}
