@@ -46,14 +46,24 @@ node_on_port() {
     esac
 }
 # SIGKILLs the keeper of DIR/NAME with every process of its session (its supervisors and the
-# server it runs), and the server itself.
+# server it runs), and the server with every process it started. The server is stopped first
+# (SIGSTOP), so that it starts no process while they are listed: its processes each run in a
+# session of their own, and one that outlived the server (the monitor's health check worker,
+# and the logger that waits for it) would run until the machine stops.
 kill_node() {
-    local keeper server
-    for keeper in $(pgrep -f "pg_autoctl run --pgdata $dir/$1\$" || true); do pkill -9 -s "$keeper" 2>/dev/null || true; done
+    local keeper server children=""
     server=$(head -1 "$dir/$1/postmaster.pid" 2>/dev/null || true)
     # (A pid file left by a server killed before may name a process that is no longer it.)
     if [ -n "$server" ] && tr '\0' ' ' <"/proc/$server/cmdline" 2>/dev/null | grep -q -- "-D $dir/$1 "; then
-        kill -9 "$server" $(pgrep -P "$server" || true) 2>/dev/null || true
+        kill -STOP "$server" 2>/dev/null || true
+        children=$(pgrep -P "$server" || true)
+    else
+        server=""
+    fi
+    for keeper in $(pgrep -f "pg_autoctl run --pgdata $dir/$1\$" || true); do pkill -9 -s "$keeper" 2>/dev/null || true; done
+    if [ -n "$server" ]; then
+        # shellcheck disable=SC2086 # (one pid a word)
+        kill -9 "$server" $children 2>/dev/null || true
     fi
 }
 # Runs the keeper of the node in DIR/NAME in the background, in a session of its own.
