@@ -8,6 +8,14 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+// The test command builds the tests in the debug configuration (testable imports, assertions) but
+// compiles the libraries and the tools the tests start with optimization (DATASTORE_OPTIMIZE=1,
+// which Scripts/test.sh sets): the tests spend most of their time in the stores' code, and
+// unoptimized generic code runs many times slower. Only when the variable is set, so that
+// packages that depend on this one never see an unsafe flag.
+let librarySettings: [SwiftSetting] = swiftSettings
+    + (ProcessInfo.processInfo.environment["DATASTORE_OPTIMIZE"] == "1" ? [.unsafeFlags(["-O"])] : [])
+
 let package = Package(
     name: "DataStore",
     platforms: [.macOS(.v15)],
@@ -49,21 +57,21 @@ let package = Package(
         .target(name: "DataStoreAPI",
                 dependencies: ["CChecksum", "COpenSSL", .product(name: "Logging", package: "swift-log"),
                                .product(name: "CoreMetrics", package: "swift-metrics")],
-                swiftSettings: swiftSettings),
+                swiftSettings: librarySettings),
         .target(name: "InMemoryStore",
                 dependencies: ["DataStoreAPI", .product(name: "HashTreeCollections", package: "swift-collections")],
-                swiftSettings: swiftSettings),
+                swiftSettings: librarySettings),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-        .target(name: "JSONLStore", dependencies: ["DataStoreAPI", "CZlib"], swiftSettings: swiftSettings),
+        .target(name: "JSONLStore", dependencies: ["DataStoreAPI", "CZlib"], swiftSettings: librarySettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite", "CChecksum"], swiftSettings: swiftSettings),
+        .target(name: "SQLiteStore", dependencies: ["DataStoreAPI", "CSQLite", "CChecksum"], swiftSettings: librarySettings),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "ForeignStores", dependencies: ["DataStoreAPI", "CSQLite", "CZlib", "COpenSSL"],
-                swiftSettings: swiftSettings),
+                swiftSettings: librarySettings),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .target(name: "LMDBStore",
                 dependencies: ["DataStoreAPI", "CLMDB", "CChecksum", .product(name: "Logging", package: "swift-log")],
-                swiftSettings: swiftSettings),
+                swiftSettings: librarySettings),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(
             name: "PostgresStore",
@@ -72,7 +80,7 @@ let package = Package(
                 .target(name: "CLibPQ", condition: .when(traits: ["Postgres"])),
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Postgres"])),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: librarySettings
         ),
         .target(
             name: "StoreMigration",
@@ -80,13 +88,13 @@ let package = Package(
                            "ForeignStores",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "CoreMetrics", package: "swift-metrics")],
-            swiftSettings: swiftSettings
+            swiftSettings: librarySettings
         ),
         .target(
             name: "MigrateStoreCommand",
             dependencies: ["StoreMigration", "DataStoreAPI", "JSONLStore", "ForeignStores",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: swiftSettings
+            swiftSettings: librarySettings
         ),
         // The macros' code, a library the expansion tests import; the macro target is only the
         // compiler plugin that serves them. (A test target that depends on a macro target is built
@@ -106,8 +114,8 @@ let package = Package(
                            .product(name: "SwiftCompilerPlugin", package: "swift-syntax")],
             swiftSettings: swiftSettings
         ),
-        .target(name: "DataStoreModels", dependencies: ["DataStoreAPI", "DataStoreMacros"], swiftSettings: swiftSettings),
-        .executableTarget(name: "migrate-store", dependencies: ["MigrateStoreCommand"], swiftSettings: swiftSettings),
+        .target(name: "DataStoreModels", dependencies: ["DataStoreAPI", "DataStoreMacros"], swiftSettings: librarySettings),
+        .executableTarget(name: "migrate-store", dependencies: ["MigrateStoreCommand"], swiftSettings: librarySettings),
         .executableTarget(
             name: "notes-server",
             dependencies: ["DataStoreAPI", "StoreMigration",
@@ -118,29 +126,29 @@ let package = Package(
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle",
                                     condition: .when(traits: ["ExampleServer"]))],
             path: "Examples/NotesServer/Sources",
-            swiftSettings: swiftSettings
+            swiftSettings: librarySettings
         ),
         // One hot operation of a store, for callgrind's instruction counts (Scripts/instruction-counts.sh).
         .executableTarget(
             name: "hot-paths",
             dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore"],
-            swiftSettings: swiftSettings
+            swiftSettings: librarySettings
         ),
         .executableTarget(
             name: "crash-writer",
             dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore", "PostgresStore", "StoreMigration"],
-            swiftSettings: swiftSettings
+            swiftSettings: librarySettings
         ),
         .target(
             name: "DataStoreConformance",
             dependencies: ["DataStoreAPI", .product(name: "PropertyBased", package: "swift-property-based")],
-            swiftSettings: swiftSettings
+            swiftSettings: librarySettings
         ),
         .target(
             name: "DataStoreTestSupport",
             dependencies: ["DataStoreAPI", "JSONLStore", "DataStoreConformance", "StoreMigration", "CSQLite", "CZlib"],
             path: "Tests/Support",
-            swiftSettings: swiftSettings
+            swiftSettings: librarySettings
         ),
         .testTarget(
             name: "JSONLStoreTests",

@@ -26,47 +26,55 @@ func ctrlCEndsEveryLongOperationWithinASecondWithExit130() throws {
     let upgraded = dir.location(.sqlite, "upgraded")
     try Migrator.copy(from: source, to: upgraded)
 
-    // (what, arguments, how long it runs before Ctrl-C when it shows no progress, what the
-    // message names)
-    let operations: [(String, [String], Double, String)] = [
-        ("copy, checking the source", ["copy", "--from", source.description, "--to", "lmdb:\(path)/c0.lmdb"], 0.3,
-         "to finish, run: migrate-store copy"),
-        ("copy, copying", ["copy", "--no-check", "--from", source.description, "--to", "lmdb:\(path)/c1.lmdb"], 1,
-         "--resume"),
+    // (what, arguments, the file it has open once it is at work, or how long it runs before
+    // Ctrl-C when it runs until stopped, what the message names)
+    let operations: [(String, [String], Start, String)] = [
+        ("copy, checking the source", ["copy", "--from", source.description, "--to", "lmdb:\(path)/c0.lmdb"],
+         .opened(source.path), "to finish, run: migrate-store copy"),
+        ("copy, copying", ["copy", "--no-check", "--from", source.description, "--to", "lmdb:\(path)/c1.lmdb"],
+         .progress, "--resume"),
         ("copy --follow, following", ["copy", "--from", small.description, "--to", "lmdb:\(path)/f.lmdb", "--follow"],
-         4, "sync --follow"),
-        ("sync --follow", ["sync", "--from", source.description, "--to", copied.description, "--follow"], 0.5,
+         .after(4), "sync --follow"),
+        ("sync --follow", ["sync", "--from", source.description, "--to", copied.description, "--follow"], .after(0.5),
          "sync --follow"),
-        ("sync", ["sync", "--from", source.description, "--to", copied.description], 0.5, "migrate-store sync"),
-        ("verify", ["verify", "--from", source.description, "--to", copied.description], 0.5, "migrate-store verify"),
-        ("check", ["check", source.description], 0.3, "interrupted"),
-        ("import", ["import", "--to", upgraded.description, "--entity", "Customer", customers], 0.5, "run again"),
-        ("export", ["export", "--from", source.description, "--entity", "Order", "-o", "\(path)/orders.json"], 0.3,
-         "nothing was exported"),
+        ("sync", ["sync", "--from", source.description, "--to", copied.description], .progress, "migrate-store sync"),
+        ("verify", ["verify", "--from", source.description, "--to", copied.description], .progress,
+         "migrate-store verify"),
+        ("check", ["check", source.description], .opened(source.path), "interrupted"),
+        ("import", ["import", "--to", upgraded.description, "--entity", "Customer", customers], .opened(customers),
+         "run again"),
+        ("export", ["export", "--from", source.description, "--entity", "Order", "-o", "\(path)/orders.json"],
+         .opened("\(path)/orders.json.exporting"), "nothing was exported"),
         ("copy into jsonl", ["copy", "--no-check", "--from", source.description, "--to", "jsonl:\(path)/c.jsonl.gz"],
-         1, "--resume"),
-        ("upgrade", ["upgrade", upgraded.description, "--plan", plan], 0.5, "unchanged"),
+         .progress, "--resume"),
+        ("upgrade", ["upgrade", upgraded.description, "--plan", plan], .opened(upgraded.path), "unchanged"),
     ]
-    for (what, arguments, delay, naming) in operations {
-        let showsProgress = ["copy", "sync", "verify", "upgrade"].contains(arguments[0])
+    for (what, arguments, start, naming) in operations {
         // A copy whose message must say --resume is stopped once its first batch is written (its
-        // progress line says so), not after a time: on a loaded machine it may not have begun.
-        // A sync and a verify are stopped at their first progress line. (An upgrade's one line
-        // comes when its step is done: it is stopped in its check of the store, after a time.)
-        let waitsForABatch = naming == "--resume"
-        let waitsForProgress = ["sync", "verify"].contains(arguments[0]) && !arguments.contains("--follow")
-        let progress = waitsForABatch || waitsForProgress ? ["--progress", "plain"]
-            : showsProgress ? ["--progress", "none"] : []
+        // progress line says so), a sync and a verify at their first progress line, and an
+        // operation that ends by itself once it has its input open (it is then at work: a time
+        // would be too long for a fast build and too short for a loaded machine). Only the
+        // following ones, which run until stopped, are stopped after a time.
+        let progress: [String]
+        switch start {
+        case .progress: progress = ["--progress", "plain"]
+        case .opened, .after: progress = ["copy", "sync", "verify", "upgrade"].contains(arguments[0])
+            ? ["--progress", "none"] : []
+        }
         let (process, _, errors) = try startCLI(arguments + progress)
         var seen = Data()
-        if waitsForABatch || waitsForProgress {
-            while !String(decoding: seen, as: UTF8.self).contains(waitsForABatch ? "copy " : "\n") {
+        switch start {
+        case .progress:
+            let batch = naming == "--resume"
+            while !String(decoding: seen, as: UTF8.self).contains(batch ? "copy " : "\n") {
                 let chunk = errors.fileHandleForReading.availableData
                 if chunk.isEmpty { break }
                 seen.append(chunk)
             }
-        } else {
-            Thread.sleep(forTimeInterval: delay)
+        case .opened(let file):
+            waitUntil(process, hasOpen: file)
+        case .after(let seconds):
+            Thread.sleep(forTimeInterval: seconds)
         }
         try #require(process.isRunning, "\(what) ended before Ctrl-C: the test needs a larger store")
         let sent = ContinuousClock.now
@@ -90,4 +98,29 @@ func ctrlCEndsEveryLongOperationWithinASecondWithExit130() throws {
     let upgradedStore = try upgraded.open(schema: nil)
     #expect(upgradedStore.schema.version == 1, "an interrupted upgrade changes nothing")
     try upgradedStore.close()
+}
+
+/// When an operation in ``ctrlCEndsEveryLongOperationWithinASecondWithExit130()`` gets its Ctrl-C.
+private enum Start {
+    /// At its first progress line (a copy's first batch).
+    case progress
+    /// Once it has this file open.
+    case opened(String)
+    /// After this many seconds (an operation that runs until it is stopped).
+    case after(Double)
+}
+
+/// Returns once `process` has the file at `path` open (its descriptors in /proc), or has ended,
+/// or after a minute.
+private func waitUntil(_ process: Process, hasOpen path: String) {
+    let file = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    let descriptors = "/proc/\(process.processIdentifier)/fd"
+    let deadline = ContinuousClock.now + .seconds(60)
+    while process.isRunning, ContinuousClock.now < deadline {
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: descriptors)) ?? []
+        if open.contains(where: { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(descriptors)/\($0)")) == file }) {
+            return
+        }
+        Thread.sleep(forTimeInterval: 0.001)
+    }
 }
