@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DATASTORE_DOCS=1
+# The catalog needs the symbol graphs only: built unoptimized, even when the test command (which
+# runs this beside its tests, with DATASTORE_OPTIMIZE=1 for its own build) calls it.
+unset DATASTORE_OPTIMIZE
 if [ "${1:-}" = "--preview" ]; then
     exec swift package --scratch-path .build-docs --disable-sandbox preview-documentation --target DataStoreAPI
 fi
