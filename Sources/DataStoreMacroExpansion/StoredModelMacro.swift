@@ -83,7 +83,7 @@ public struct StoredModelMacro: ExtensionMacro {
             members.append("\(access)static var storedModelLayout: DataStoreAPI.StoredModelLayout? { Self._storedModelLayout }")
             members.append("""
                 \(access)func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                \(properties.map { "    try sink.append(self.\($0.name).storedValue())" }.joined(separator: "\n"))
+                \(properties.map { "    try self.\($0.name).appendStored(to: &sink)" }.joined(separator: "\n"))
                 }
                 """)
         } else {

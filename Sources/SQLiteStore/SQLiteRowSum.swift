@@ -56,6 +56,34 @@ enum SQLiteRowSum {
 
         /// The CRC after a text's or blob's tag and LEB128 length (written at `scratch`), then
         /// its bytes.
+        // A model's values without a ``Value`` around them, as ``add(_:)`` adds ``Value/bytes(_:)``,
+        // ``Value/string(_:)``, ``Value/int(_:)`` and ``Value/double(_:)``.
+
+        mutating func add(bytes: UnsafeRawBufferPointer) { add(.bytes, bytes) }
+
+        mutating func add(text utf8: UnsafeRawBufferPointer) { add(.string, utf8) }
+
+        mutating func add(int value: Int64) { add(.int, bits: UInt64(bitPattern: value)) }
+
+        mutating func add(double value: Double) { add(.double, bits: value.bitPattern) }
+
+        @inline(__always)
+        private mutating func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer) {
+            var scratch: (UInt64, UInt64) = (0, 0)
+            crc = withUnsafeMutableBytes(of: &scratch) { add(tag, bytes, scratch: $0.baseAddress.unsafelyUnwrapped) }
+            end = crc
+        }
+
+        @inline(__always)
+        private mutating func add(_ tag: FieldTag, bits: UInt64) {
+            var scratch: (UInt64, UInt64) = (0, 0)
+            crc = withUnsafeMutableBytes(of: &scratch) {
+                let base = $0.baseAddress.unsafelyUnwrapped
+                return ds_crc32c(crc, base, FieldWriter.write(tag, bits: bits, at: base))
+            }
+            end = crc
+        }
+
         private func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer, scratch: UnsafeMutableRawPointer) -> UInt32 {
             let offset = FieldWriter.writeHeader(tag, count: bytes.count, at: scratch)
             let afterHeader = ds_crc32c(crc, scratch, offset)

@@ -81,6 +81,32 @@ final class SQLiteStatement {
         try bind(value, at: index)
     }
 
+    // A row's values bound without a ``Value`` around them, as ``bindField(_:at:)`` binds
+    // ``Value/bytes(_:)``, ``Value/int(_:)``, ``Value/double(_:)`` and ``Value/string(_:)``.
+
+    func bindFieldBytes(_ bytes: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
+        if bytes.count <= Self.maxParameterBytes { fieldBytesWanted += bytes.count }
+        try check(bindBlob(index, bytes), index)
+    }
+
+    func bindFieldText(_ utf8: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
+        if utf8.count <= Self.maxParameterBytes { fieldBytesWanted += utf8.count }
+        try check(bindText(index, utf8), index)
+    }
+
+    func bindFieldInt(_ value: Int64, at index: Int32) throws(StoreError) {
+        try check(sqlite3_bind_int64(handle, index, value), index)
+    }
+
+    func bindFieldDouble(_ value: Double, at index: Int32) throws(StoreError) {
+        try check(sqlite3_bind_double(handle, index, value), index)
+    }
+
+    @inline(__always)
+    private func check(_ rc: Int32, _ index: Int32) throws(StoreError) {
+        guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
+    }
+
     /// Ends a row begun with ``beginFields()``: `complete` when every parameter was bound,
     /// else the parameters are cleared (some may point into the replaced buffer). Frees the
     /// buffer replaced, and notes how much the row wanted for the next.
@@ -151,20 +177,20 @@ final class SQLiteStatement {
         case .int(let n): rc = sqlite3_bind_int64(handle, index, n)
         case .double(let d): rc = sqlite3_bind_double(handle, index, d)
         case .date(let t): rc = sqlite3_bind_int64(handle, index, t.microsecondsSinceEpoch)
-        case .string(var s):
-            rc = s.withUTF8 { buffer in
-                if buffer.isEmpty { return sqlite3_bind_text(handle, index, "", 0, sqliteStatic) }
-                if let kept = parameterCopy(UnsafeRawBufferPointer(buffer)) {
-                    return sqlite3_bind_text(handle, index, kept.assumingMemoryBound(to: CChar.self),
-                                             Int32(buffer.count), sqliteStatic)
-                }
-                return sqlite3_bind_text(handle, index, buffer.baseAddress.map { UnsafeRawPointer($0) }?
-                    .assumingMemoryBound(to: CChar.self), Int32(buffer.count), sqliteTransient)
-            }
+        case .string(var s): rc = s.withUTF8 { bindText(index, UnsafeRawBufferPointer($0)) }
         case .bytes(let b): rc = b.withUnsafeBytes { bindBlob(index, $0) }
         case .uuid(let u): rc = withUnsafeBytes(of: u.uuid) { bindBlob(index, $0) }
         }
-        guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
+        try check(rc, index)
+    }
+
+    private func bindText(_ index: Int32, _ utf8: UnsafeRawBufferPointer) -> Int32 {
+        if utf8.isEmpty { return sqlite3_bind_text(handle, index, "", 0, sqliteStatic) }
+        if let kept = parameterCopy(utf8) {
+            return sqlite3_bind_text(handle, index, kept.assumingMemoryBound(to: CChar.self), Int32(utf8.count), sqliteStatic)
+        }
+        return sqlite3_bind_text(handle, index, utf8.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(utf8.count),
+                                 sqliteTransient)
     }
 
     /// Binds raw bytes as a TEXT value (used for the upper bound of a prefix range, which need

@@ -316,7 +316,7 @@ final class SQLiteTransaction: StorageWriter {
     /// the record's values are (``SQLiteFieldBinder``), with the row's sum taken as it goes: no
     /// record, no array of values. A value that must be converted or refused leaves the insert
     /// to the model's record.
-    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey? {
+    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
         let texts = sql(entity)
         let statement = try writeStatement(texts.insert, of: entity, inserting: true)
         guard let key = try bindFields(of: object, to: statement, texts) else { return nil }
@@ -325,7 +325,8 @@ final class SQLiteTransaction: StorageWriter {
             sqlite3_reset(statement.handle)
         } catch where error.code == .uniqueViolation {
             sqlite3_reset(statement.handle)
-            throw try constraintError(error, entity.normalize(object.record()), key: key, in: entity, inserting: true)
+            throw try constraintError(error, entity.normalize(object.record()), key: PrimaryKey(key), in: entity,
+                                      inserting: true)
         } catch {
             sqlite3_reset(statement.handle)
             throw error
@@ -333,22 +334,24 @@ final class SQLiteTransaction: StorageWriter {
         return key
     }
 
-    /// Binds the model's values and the row's sum to the insert; its key, or `nil` (nothing
-    /// left bound) when a value did not fit as it is.
+    /// Binds the model's values and the row's sum to the insert; its key's value, or `nil`
+    /// (nothing left bound) when a value did not fit as it is.
     private func bindFields<T: RowCodable>(of object: T, to statement: SQLiteStatement,
-                                           _ texts: SQLiteEntitySQL) throws -> PrimaryKey? {
+                                           _ texts: SQLiteEntitySQL) throws -> Value? {
         var binder = SQLiteFieldBinder(statement: statement, kinds: texts.row.kinds, keySlot: texts.keySlot,
                                        summed: texts.sealed)
         let replaced = statement.beginFields()
         do {
             try object.writeStoredFields(to: &binder)
-            guard binder.complete, let key = try? PrimaryKey(binder.key) else {
+            // The key attribute's type is an int, string or uuid (the schema's rule), so a
+            // value bound for it is a key.
+            guard binder.complete else {
                 statement.endFields(replaced, complete: false)
                 return nil
             }
-            if texts.sealed { try statement.bindField(.int(binder.sum.value), at: Int32(binder.position + 1)) }
+            if texts.sealed { try statement.bindFieldInt(binder.sum.value, at: Int32(binder.position + 1)) }
             statement.endFields(replaced, complete: true)
-            return key
+            return binder.key
         } catch {
             statement.endFields(replaced, complete: false)
             throw error
@@ -487,5 +490,55 @@ struct SQLiteFieldBinder: StoredFieldSink {
         if summed { sum.add(value) }
         if position == keySlot { key = value }
         position += 1
+    }
+
+    // The typed forms below bind a model's value without a ``Value`` around it (a `Data`'s bytes
+    // from where they are), with the checks and the sum of ``append(_:)`` for that value.
+
+    mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let index = next(.bytes, fitting: bytes.count <= Limits.maxValueBytes) else { return }
+        try statement.bindFieldBytes(bytes, at: index)
+        if summed { sum.add(bytes: bytes) }
+        if position == keySlot { key = .bytes(Array(bytes)) }
+        position += 1
+    }
+
+    mutating func appendInt(_ value: Int64) throws {
+        guard let index = next(.int) else { return }
+        try statement.bindFieldInt(value, at: index)
+        if summed { sum.add(int: value) }
+        if position == keySlot { key = .int(value) }
+        position += 1
+    }
+
+    mutating func appendDouble(_ value: Double) throws {
+        guard let index = next(.double, fitting: !value.isNaN) else { return }
+        try statement.bindFieldDouble(value, at: index)
+        if summed { sum.add(double: value) }
+        position += 1
+    }
+
+    mutating func appendString(_ value: String) throws {
+        let count = value.utf8.count
+        guard let index = next(.string, fitting: count <= Limits.maxStringKeyBytes
+                               || count <= Limits.maxValueBytes && position != keySlot) else { return }
+        var text = value
+        try text.withUTF8 { utf8 in
+            try statement.bindFieldText(UnsafeRawBufferPointer(utf8), at: index)
+            if summed { sum.add(text: UnsafeRawBufferPointer(utf8)) }
+        }
+        if position == keySlot { key = .string(value) }
+        position += 1
+    }
+
+    /// The parameter of the next attribute when it is of `type` and the value `fitting` it as
+    /// it is; else `nil`, and nothing more is bound.
+    @inline(__always)
+    private mutating func next(_ type: ValueType, fitting: Bool = true) -> Int32? {
+        guard fits, fitting, position < kinds.count, kinds[position].type == type else {
+            fits = false
+            return nil
+        }
+        return Int32(position + 1)
     }
 }

@@ -80,12 +80,12 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 Self._storedModelLayout
             }
             public func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try sink.append(self.id.storedValue())
-                try sink.append(self.title.storedValue())
-                try sink.append(self.body.storedValue())
-                try sink.append(self.stars.storedValue())
-                try sink.append(self.slug.storedValue())
-                try sink.append(self.views.storedValue())
+                try self.id.appendStored(to: &sink)
+                try self.title.appendStored(to: &sink)
+                try self.body.appendStored(to: &sink)
+                try self.stars.appendStored(to: &sink)
+                try self.slug.appendStored(to: &sink)
+                try self.views.appendStored(to: &sink)
             }
         }
         """)
@@ -129,7 +129,7 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 Self._storedModelLayout
             }
             func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try sink.append(self.id.storedValue())
+                try self.id.appendStored(to: &sink)
             }
         }
         """)
@@ -363,8 +363,8 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 Self._storedModelLayout
             }
             func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try sink.append(self.id.storedValue())
-                try sink.append(self.author.storedValue())
+                try self.id.appendStored(to: &sink)
+                try self.author.appendStored(to: &sink)
             }
         }
         """)
@@ -451,11 +451,11 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 Self._storedModelLayout
             }
             func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try sink.append(self.id.storedValue())
-                try sink.append(self.stars.storedValue())
-                try sink.append(self.mood.storedValue())
-                try sink.append(self.title.storedValue())
-                try sink.append(self.tag.storedValue())
+                try self.id.appendStored(to: &sink)
+                try self.stars.appendStored(to: &sink)
+                try self.mood.appendStored(to: &sink)
+                try self.title.appendStored(to: &sink)
+                try self.tag.appendStored(to: &sink)
             }
         }
         """)
@@ -499,7 +499,7 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 Self._storedModelLayout
             }
             func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try sink.append(self.`default`.storedValue())
+                try self.`default`.appendStored(to: &sink)
             }
         }
         """)

@@ -100,11 +100,12 @@ struct HandWrittenTracks {
 /// Inserts and fetches `count` tracks through GRDB (DatabasePool, WAL, synchronous=NORMAL),
 /// through SQLiteStore's typed layer and by hand through SQLite's C API; returns the seconds of each.
 /// With `key`, the generated model's insert and fetch on an encrypted store too.
-func grdbComparison(count: Int, key: StoreKey?) throws -> (grdbInsert: Double, storeInsert: Double, grdbFetch: Double,
-                                                           storeFetch: Double, handInsert: Double, handFetch: Double,
-                                                           generatedInsert: Double, generatedFetch: Double,
-                                                           generatedInsertFeedOff: Double,
-                                                           encrypted: (insert: Double, fetch: Double)?) {
+/// The seconds of each side of the typed layer's table.
+typealias TypedComparison = (grdbInsert: Double, storeInsert: Double, grdbFetch: Double, storeFetch: Double,
+                             handInsert: Double, handFetch: Double, generatedInsert: Double, generatedFetch: Double,
+                             generatedInsertFeedOff: Double, encrypted: (insert: Double, fetch: Double)?)
+
+func grdbComparison(count: Int, key: StoreKey?) throws -> TypedComparison {
     let tracks = (0..<count).map(Track.make)
     let grdbDirectory = scratch("grdb")
     defer { try? FileManager.default.removeItem(atPath: grdbDirectory) }

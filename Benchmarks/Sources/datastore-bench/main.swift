@@ -38,6 +38,8 @@ struct BenchOptions: ParsableCommand {
     @Flag(help: "Every row that a store runs in, again on encrypted stores (a raw key): the SQLite, LMDB and PostgreSQL rows, the migration, schema-step, feed, async, relationship, Sync JSON, JSON Lines, scaling and writer rows.")
     var encryption = false
     @Flag(help: "Leave out the GRDB table.") var noGrdb = false
+    @Flag(help: "Only the typed layer's table (GRDB, Codable, @StoredModel, the hand-written loop; 100,000 records).")
+    var typed = false
     @Flag(help: "Leave out the Fluent table (it needs PostgreSQL too).") var noFluent = false
     @Flag(help: "Only the Fluent table (SQLite and PostgreSQL).") var fluent = false
     @Flag(help: ArgumentHelp("Only PostgreSQL's writers: one-insert transactions from 1, 4, 16 and 64 threads, tasks "
@@ -87,6 +89,47 @@ var sizes = options.sizeList ?? (quick ? [20_000] : [100_000, 1_000_000])
 if options.fluent {
     let count = options.sizeList?.first ?? (quick ? 20_000 : 100_000)
     printFluentTable(try fluentComparison(count: count, key: options.encryption ? benchmarkKey : nil), count: count)
+    exit(0)
+}
+
+/// The typed layer's table: GRDB, the typed layer through `Codable` and through the code
+/// `@StoredModel` generates, and the hand-written C-API loop, `grdbCount` records each.
+func printTypedTable(_ grdb: TypedComparison, count grdbCount: Int) {
+    print("")
+    print("| Codable records (\(grdbCount)) | GRDB 7 records/s | SQLiteStore typed layer records/s | hand-written C-API loop records/s | SQLiteStore / GRDB | SQLiteStore / hand-written |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print(String(format: "| insert in one transaction | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbInsert,
+                 Double(grdbCount) / grdb.storeInsert, Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.storeInsert,
+                 grdb.handInsert / grdb.storeInsert))
+    print(String(format: "| fetch all | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
+                 Double(grdbCount) / grdb.storeFetch, Double(grdbCount) / grdb.handFetch, grdb.grdbFetch / grdb.storeFetch,
+                 grdb.handFetch / grdb.storeFetch))
+    // The same records declared with @StoredModel: the generated row decoder and record encoder.
+    print(String(format: "| insert in one transaction, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.2f |",
+                 Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / grdb.generatedInsert,
+                 Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.generatedInsert,
+                 grdb.handInsert / grdb.generatedInsert))
+    print(String(format: "| insert in one transaction, @StoredModel, change feed off | %.0f | %.0f | %.0f | %.2f | %.2f |",
+                 Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / grdb.generatedInsertFeedOff,
+                 Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.generatedInsertFeedOff,
+                 grdb.handInsert / grdb.generatedInsertFeedOff))
+    print(String(format: "| fetch all, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
+                 Double(grdbCount) / grdb.generatedFetch, Double(grdbCount) / grdb.handFetch,
+                 grdb.grdbFetch / grdb.generatedFetch, grdb.handFetch / grdb.generatedFetch))
+    if let (insert, fetch) = grdb.encrypted {
+        // The same generated model on an encrypted store (--encryption), next to the same columns.
+        print(String(format: "| insert in one transaction, @StoredModel, encrypted | %.0f | %.0f | %.0f | %.2f | %.2f |",
+                     Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / insert, Double(grdbCount) / grdb.handInsert,
+                     grdb.grdbInsert / insert, grdb.handInsert / insert))
+        print(String(format: "| fetch all, @StoredModel, encrypted | %.0f | %.0f | %.0f | %.2f | %.2f |",
+                     Double(grdbCount) / grdb.grdbFetch, Double(grdbCount) / fetch, Double(grdbCount) / grdb.handFetch,
+                     grdb.grdbFetch / fetch, grdb.handFetch / fetch))
+    }
+}
+
+if options.typed {
+    let count = options.sizeList?.first ?? (quick ? 20_000 : 100_000)
+    printTypedTable(try grdbComparison(count: count, key: options.encryption ? benchmarkKey : nil), count: count)
     exit(0)
 }
 
@@ -373,37 +416,7 @@ if !latencyRows.isEmpty {
 let grdbCount = options.noGrdb || options.foreign || options.realm || onlySchemaSteps || onlyFeed || onlyJSONL || onlyPostgres || onlyScaling
     || onlyRelationships ? 0 : (quick ? 20_000 : 100_000)
 if grdbCount > 0 {
-let grdb = try grdbComparison(count: grdbCount, key: benchmarkKeys.last ?? nil)
-print("")
-print("| Codable records (\(grdbCount)) | GRDB 7 records/s | SQLiteStore typed layer records/s | hand-written C-API loop records/s | SQLiteStore / GRDB | SQLiteStore / hand-written |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
-print(String(format: "| insert in one transaction | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbInsert,
-             Double(grdbCount) / grdb.storeInsert, Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.storeInsert,
-             grdb.handInsert / grdb.storeInsert))
-print(String(format: "| fetch all | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
-             Double(grdbCount) / grdb.storeFetch, Double(grdbCount) / grdb.handFetch, grdb.grdbFetch / grdb.storeFetch,
-             grdb.handFetch / grdb.storeFetch))
-// The same records declared with @StoredModel: the generated row decoder and record encoder.
-print(String(format: "| insert in one transaction, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.2f |",
-             Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / grdb.generatedInsert,
-             Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.generatedInsert,
-             grdb.handInsert / grdb.generatedInsert))
-print(String(format: "| insert in one transaction, @StoredModel, change feed off | %.0f | %.0f | %.0f | %.2f | %.2f |",
-             Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / grdb.generatedInsertFeedOff,
-             Double(grdbCount) / grdb.handInsert, grdb.grdbInsert / grdb.generatedInsertFeedOff,
-             grdb.handInsert / grdb.generatedInsertFeedOff))
-print(String(format: "| fetch all, @StoredModel | %.0f | %.0f | %.0f | %.2f | %.2f |", Double(grdbCount) / grdb.grdbFetch,
-             Double(grdbCount) / grdb.generatedFetch, Double(grdbCount) / grdb.handFetch,
-             grdb.grdbFetch / grdb.generatedFetch, grdb.handFetch / grdb.generatedFetch))
-if let (insert, fetch) = grdb.encrypted {
-    // The same generated model on an encrypted store (--encryption), next to the same columns.
-    print(String(format: "| insert in one transaction, @StoredModel, encrypted | %.0f | %.0f | %.0f | %.2f | %.2f |",
-                 Double(grdbCount) / grdb.grdbInsert, Double(grdbCount) / insert, Double(grdbCount) / grdb.handInsert,
-                 grdb.grdbInsert / insert, grdb.handInsert / insert))
-    print(String(format: "| fetch all, @StoredModel, encrypted | %.0f | %.0f | %.0f | %.2f | %.2f |",
-                 Double(grdbCount) / grdb.grdbFetch, Double(grdbCount) / fetch, Double(grdbCount) / grdb.handFetch,
-                 grdb.grdbFetch / fetch, grdb.handFetch / fetch))
-}
+    printTypedTable(try grdbComparison(count: grdbCount, key: benchmarkKeys.last ?? nil), count: grdbCount)
 }
 
 let fluentCount = options.noFluent || options.noPostgres || onlySchemaSteps || onlyFeed || onlyJSONL || onlyScaling

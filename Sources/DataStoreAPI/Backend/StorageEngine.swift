@@ -205,11 +205,11 @@ extension StorageReader {
     /// Stores a new item from the values a model hands over one at a time
     /// (``RowCodable/writeStoredFields(to:)``), without a record, when the model's
     /// ``RowCodable/storedModelLayout`` is the entity's layout (the caller checks it), and
-    /// returns its key; throws as ``insert(_:key:in:)`` does. Returns `nil`, having stored
+    /// returns its key's value (an `int`, `string` or `uuid`); throws as ``insert(_:key:in:)`` does. Returns `nil`, having stored
     /// nothing, when this writer takes records only (the default) or when a value must be
     /// converted or refused: the caller then inserts the model's record, which converts the
     /// value or names what is wrong, as every other insert does.
-    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey?
+    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value?
 
     /// The backend transaction the change feed appends its entries to: this one (the
     /// default), or the one a recorder of changes wraps (``StorageReader/feedTransaction``).
@@ -226,7 +226,7 @@ extension StorageWriter {
     public func commitVersion(afterWrites: Bool) throws -> CommitVersion? { nil }
 
     /// Takes records only: `nil`, and the caller inserts the model's record.
-    public func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey? { nil }
+    public func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? { nil }
 }
 
 /// A backend's identity of a committed state (``StorageWriter/commitVersion(afterWrites:)``):

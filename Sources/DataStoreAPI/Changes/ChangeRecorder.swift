@@ -47,28 +47,30 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
 
         var count: Int { touches.count }
 
-        /// Where `key` is in `keys`, if it was touched.
-        func position(of key: PrimaryKey) -> Int? {
-            if let positions { return positions[key.bytes] }
-            guard !touches.isEmpty, keys.compare(touches.count - 1, key.bytes) >= 0 else { return nil }
+        /// Where the key encoded as `key` is in `keys`, if it was touched.
+        func position(of key: UnsafeRawBufferPointer) -> Int? {
+            if let positions { return positions[Array(key)] }
+            guard !touches.isEmpty, keys.compare(touches.count - 1, key) >= 0 else { return nil }
             var low = 0
             var high = touches.count
             while low < high {
                 let middle = (low + high) / 2
-                if keys.compare(middle, key.bytes) < 0 { low = middle + 1 } else { high = middle }
+                if keys.compare(middle, key) < 0 { low = middle + 1 } else { high = middle }
             }
-            return low < touches.count && keys.compare(low, key.bytes) == 0 ? low : nil
+            return low < touches.count && keys.compare(low, key) == 0 ? low : nil
         }
 
-        /// Adds a key that was not touched before.
-        func add(_ key: PrimaryKey, _ touch: Touch) {
-            if positions == nil, !touches.isEmpty, keys.compare(touches.count - 1, key.bytes) >= 0 {
+        func position(of key: PrimaryKey) -> Int? { key.bytes.withUnsafeBytes { position(of: $0) } }
+
+        /// Adds a key, encoded as `key`, that was not touched before.
+        func add(_ key: UnsafeRawBufferPointer, _ touch: Touch) {
+            if positions == nil, !touches.isEmpty, keys.compare(touches.count - 1, key) >= 0 {
                 var made = [[UInt8]: Int](minimumCapacity: touches.count * 2)
                 for position in touches.indices { made[keys.key(position)] = position }
                 positions = made
             }
-            positions?[key.bytes] = touches.count
-            keys.append(key.bytes)
+            positions?[Array(key)] = touches.count
+            keys.append(key)
             touches.append(touch)
         }
 
@@ -159,6 +161,12 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
 
     /// Notes that `key` is about to change; `existed` tells (lazily) whether it exists now.
     private func touch(_ entity: EntitySchema, _ key: PrimaryKey, existed: () throws -> Bool, after: Bool) throws {
+        try key.bytes.withUnsafeBytes { try touch(entity, encoded: $0, existed: existed, after: after) }
+    }
+
+    /// ``touch(_:_:existed:after:)`` of the key encoded as `key` (``KeyEncoding``).
+    private func touch(_ entity: EntitySchema, encoded key: UnsafeRawBufferPointer, existed: () throws -> Bool,
+                       after: Bool) throws {
         guard try isRecording() else { return }
         let changes = changesOf(entity)
         if changes.overflowed { return }
@@ -225,9 +233,10 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         try touch(entity, key, existed: { false }, after: true)
     }
 
-    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey? {
+    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
         guard let key = try writer.insertFields(object, in: entity) else { return nil }
-        try touch(entity, key, existed: { false }, after: true)
+        // The key encoded on the stack: an array is made only for the list of keys.
+        try KeyEncoding.withEncodedKey(key) { try touch(entity, encoded: $0, existed: { false }, after: true) }
         return key
     }
 

@@ -11,7 +11,7 @@ struct TouchedKeys {
     /// Where key `i`'s bytes are in ``bytes``.
     func range(_ i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
 
-    mutating func append(_ key: [UInt8]) {
+    mutating func append(_ key: UnsafeRawBufferPointer) {
         bytes.append(contentsOf: key)
         ends.append(bytes.count)
     }
@@ -28,11 +28,9 @@ struct TouchedKeys {
     }
 
     /// Key `i`'s bytes against `key`, three ways, in the canonical key order (bytes, a prefix first).
-    func compare(_ i: Int, _ key: [UInt8]) -> Int {
+    func compare(_ i: Int, _ key: UnsafeRawBufferPointer) -> Int {
         let range = range(i)
-        return bytes.withUnsafeBytes { all in
-            key.withUnsafeBytes { Value.compareBytes(Self.slice(all, range), $0) }
-        }
+        return bytes.withUnsafeBytes { Value.compareBytes(Self.slice($0, range), key) }
     }
 
     /// `range` of `all`, without the bounds checks of a slice (`range` comes from `ends`).

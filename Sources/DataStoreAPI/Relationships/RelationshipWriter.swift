@@ -54,7 +54,7 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
 
     /// A model of an entity that refers to none goes through as it is; one that refers to items
     /// is inserted as a record, whose references are noted.
-    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> PrimaryKey? {
+    func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
         guard graph.references[entity.name] == nil else { return nil }
         return try writer.insertFields(object, in: entity)
     }

@@ -40,7 +40,7 @@ public protocol RowCodable: DataObject {
     /// this order may take the values one at a time, without a record (`insert`).
     static var storedModelLayout: StoredModelLayout? { get }
     /// Hands the value of each attribute of ``storedModelLayout``, in its order, to `sink`
-    /// (each one ``RowValue/storedValue()``): what `@StoredModel` writes. Called only when
+    /// (each one through ``RowValue/appendStored(to:)``): what `@StoredModel` writes. Called only when
     /// ``storedModelLayout`` is given; the values must be those of ``record()``.
     func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws
 }
@@ -51,6 +51,30 @@ public protocol RowCodable: DataObject {
 public protocol StoredFieldSink {
     /// Takes the next attribute's value.
     mutating func append(_ value: Value) throws
+    /// Takes the next attribute's value when it is bytes (a `Data`'s or a `[UInt8]`'s), read
+    /// where they are: what ``append(_:)`` takes as ``Value/bytes(_:)``, without copying them
+    /// into an array first. The bytes are valid only during the call.
+    mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) throws
+    /// Takes the next attribute's value when it is an integer: ``append(_:)`` of
+    /// ``Value/int(_:)``, without the value around it.
+    mutating func appendInt(_ value: Int64) throws
+    /// Takes the next attribute's value when it is a double: ``append(_:)`` of
+    /// ``Value/double(_:)``.
+    mutating func appendDouble(_ value: Double) throws
+    /// Takes the next attribute's value when it is a string: ``append(_:)`` of
+    /// ``Value/string(_:)``.
+    mutating func appendString(_ value: String) throws
+}
+
+extension StoredFieldSink {
+    /// Copies the bytes into a value for ``append(_:)``.
+    public mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) throws {
+        try append(.bytes(Array(bytes)))
+    }
+
+    public mutating func appendInt(_ value: Int64) throws { try append(.int(value)) }
+    public mutating func appendDouble(_ value: Double) throws { try append(.double(value)) }
+    public mutating func appendString(_ value: String) throws { try append(.string(value)) }
 }
 
 extension RowCodable {

@@ -21,11 +21,18 @@ public protocol RowValue: StoreValueConvertible {
     /// The value to store: ``StoreValueConvertible/storeValue``, except where the `Codable`
     /// encoder refuses a value (a date past the range a store holds throws `invalidValue`).
     func storedValue() throws -> Value
+    /// Hands ``storedValue()`` to `sink`: what the code `@StoredModel` writes calls for each
+    /// property. `Int64`, `Int`, `Double` and `String` hand over their value without a
+    /// ``Value`` around it, and `Data` and `[UInt8]` their bytes where they are
+    /// (``StoredFieldSink/appendBytes(_:)``).
+    func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws
 }
 
 extension RowValue {
     public static var isOptionalStoreValue: Bool { false }
     @inlinable @inline(__always) public func storedValue() throws -> Value { storeValue }
+    @inlinable @inline(__always)
+    public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.append(storedValue()) }
 }
 
 extension Optional: RowValue where Wrapped: RowValue {
@@ -38,6 +45,11 @@ extension Optional: RowValue where Wrapped: RowValue {
     }
 
     @inlinable public func storedValue() throws -> Value { try self?.storedValue() ?? .null }
+
+    @inlinable
+    public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws {
+        if let self { try self.appendStored(to: &sink) } else { try sink.append(.null) }
+    }
 }
 
 extension Bool: RowValue {
@@ -48,6 +60,8 @@ extension Bool: RowValue {
 extension Int64: RowValue {
     public static var storeType: ValueType { .int }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.int(name) }
+    @inlinable
+    public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendInt(self) }
 }
 
 extension FixedWidthInteger where Self: RowValue {
@@ -65,6 +79,8 @@ extension FixedWidthInteger where Self: RowValue {
 extension Int: RowValue {
     public static var storeType: ValueType { .int }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try .exactly(row, name) }
+    @inlinable
+    public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendInt(Int64(self)) }
 }
 
 extension Int32: RowValue {
@@ -100,6 +116,8 @@ extension UInt8: RowValue {
 extension Double: RowValue {
     public static var storeType: ValueType { .double }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.double(name) }
+    @inlinable
+    public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendDouble(self) }
 }
 
 extension Float: RowValue {
@@ -110,6 +128,8 @@ extension Float: RowValue {
 extension String: RowValue {
     public static var storeType: ValueType { .string }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.string(name) }
+    @inlinable
+    public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendString(self) }
 }
 
 extension Timestamp: RowValue {
@@ -134,11 +154,21 @@ extension Data: RowValue {
     @inlinable public init(row: borrowing Row, attribute name: String) throws {
         self = try row.withBytes(name) { Data($0) }
     }
+
+    @inlinable
+    public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws {
+        try withUnsafeBytes { try sink.appendBytes($0) }
+    }
 }
 
 extension Array: RowValue where Element == UInt8 {
     public static var storeType: ValueType { .bytes }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.bytes(name) }
+
+    @inlinable
+    public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws {
+        try withUnsafeBytes { try sink.appendBytes($0) }
+    }
 }
 
 extension RowValue where Self: RawRepresentable, RawValue: RowValue {

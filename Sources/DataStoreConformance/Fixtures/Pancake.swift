@@ -79,16 +79,18 @@ struct HandPancake: RowCodable, Equatable {
     /// The names of ``writeStoredFields(to:)``'s values: the entity's, in its order.
     static let storedModelLayout: StoredModelLayout? = StoredModelLayout(Pancake.schema.entities[0].attributes.map(\.name))
 
-    /// The values of ``record()``, one at a time in the entity's order, as `@StoredModel` writes them.
+    /// The values of ``record()``, one at a time in the entity's order, as `@StoredModel` writes
+    /// them (``RowValue/appendStored(to:)``: the string, int, double and bytes without a value
+    /// around them).
     func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws {
-        try sink.append(.uuid(pancake.id))
-        try sink.append(.string(pancake.flavor))
-        try sink.append(.int(Int64(pancake.rating)))
-        try sink.append(pancake.weight.map { .double($0) } ?? .null)
-        try sink.append(.bool(pancake.crispy))
-        try sink.append(.date(try Timestamp(pancake.bakedAt)))
-        try sink.append(pancake.photo.map { .bytes(Array($0)) } ?? .null)
-        try sink.append(.string(pancake.size.rawValue))
+        try pancake.id.appendStored(to: &sink)
+        try pancake.flavor.appendStored(to: &sink)
+        try pancake.rating.appendStored(to: &sink)
+        try pancake.weight.appendStored(to: &sink)
+        try pancake.crispy.appendStored(to: &sink)
+        try pancake.bakedAt.appendStored(to: &sink)
+        try pancake.photo.appendStored(to: &sink)
+        try pancake.size.rawValue.appendStored(to: &sink)
     }
 
     // The same type, through Codable, for the schema (the model's own is `Pancake`'s).
@@ -137,9 +139,15 @@ struct Blini: RowCodable, Equatable {
     }
 
     func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws {
-        for value in handed ?? [.int(id), .string(name), .double(weight), note.map { .string($0) } ?? .null] {
-            try sink.append(value)
+        guard let handed else {
+            // As `@StoredModel` writes them: the int, string and double without a value around them.
+            try id.appendStored(to: &sink)
+            try name.appendStored(to: &sink)
+            try weight.appendStored(to: &sink)
+            try note.appendStored(to: &sink)
+            return
         }
+        for value in handed { try sink.append(value) }
     }
 
     static func == (a: Blini, b: Blini) -> Bool {
