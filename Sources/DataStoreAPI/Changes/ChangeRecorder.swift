@@ -47,24 +47,37 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
 
         var count: Int { touches.count }
 
-        /// Where the key encoded as `key` is in `keys`, if it was touched.
-        func position(of key: UnsafeRawBufferPointer) -> Int? {
-            if let positions { return positions[Array(key)] }
-            guard !touches.isEmpty, keys.compare(touches.count - 1, key) >= 0 else { return nil }
+        /// Where a key is among the touched ones: at a position, or not touched and going after
+        /// every touched key (`last`, as a bulk load's keys do) or among them (`inside`).
+        enum Location: Equatable {
+            case at(Int), last, inside
+        }
+
+        /// Where the key encoded as `key` is (``Location``).
+        func locate(_ key: UnsafeRawBufferPointer) -> Location {
+            if let positions { return positions[Array(key)].map { .at($0) } ?? .inside }
+            guard !touches.isEmpty else { return .last }
+            let order = keys.compare(touches.count - 1, key)
+            if order < 0 { return .last }
+            if order == 0 { return .at(touches.count - 1) }
             var low = 0
-            var high = touches.count
+            var high = touches.count - 1
             while low < high {
                 let middle = (low + high) / 2
                 if keys.compare(middle, key) < 0 { low = middle + 1 } else { high = middle }
             }
-            return low < touches.count && keys.compare(low, key) == 0 ? low : nil
+            return keys.compare(low, key) == 0 ? .at(low) : .inside
         }
 
-        func position(of key: PrimaryKey) -> Int? { key.bytes.withUnsafeBytes { position(of: $0) } }
+        /// Where `key` is in `keys`, if it was touched.
+        func position(of key: PrimaryKey) -> Int? {
+            guard case .at(let position) = key.bytes.withUnsafeBytes({ locate($0) }) else { return nil }
+            return position
+        }
 
-        /// Adds a key, encoded as `key`, that was not touched before.
-        func add(_ key: UnsafeRawBufferPointer, _ touch: Touch) {
-            if positions == nil, !touches.isEmpty, keys.compare(touches.count - 1, key) >= 0 {
+        /// Adds a key, encoded as `key`, that was not touched before, where ``locate(_:)`` put it.
+        func add(_ key: UnsafeRawBufferPointer, _ touch: Touch, _ location: Location) {
+            if positions == nil, location == .inside {
                 var made = [[UInt8]: Int](minimumCapacity: touches.count * 2)
                 for position in touches.indices { made[keys.key(position)] = position }
                 positions = made
@@ -170,7 +183,8 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         guard try isRecording() else { return }
         let changes = changesOf(entity)
         if changes.overflowed { return }
-        if let position = changes.position(of: key) {
+        let location = changes.locate(key)
+        if case .at(let position) = location {
             changes.setAfter(after, at: position)
             return
         }
@@ -181,7 +195,7 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
             return
         }
         let before = changes.cleared ? false : try existed()
-        changes.add(key, Touch(before: before, after: after))
+        changes.add(key, Touch(before: before, after: after), location)
         keysListed += 1
     }
 

@@ -12,7 +12,8 @@ struct TouchedKeys {
     func range(_ i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
 
     mutating func append(_ key: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: key)
+        // As typed bytes, which an array copies in one go.
+        key.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) }
         ends.append(bytes.count)
     }
 
