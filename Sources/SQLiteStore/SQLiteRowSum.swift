@@ -30,34 +30,23 @@ enum SQLiteRowSum {
         var value: Int64 { Int64(end) }
 
         mutating func add(_ value: Value) {
-            // A tag and at most 10 bytes of LEB128 length, or a tag and 16 bytes.
-            var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)
-            withUnsafeMutableBytes(of: &scratch) { buffer in
-                let base = buffer.baseAddress.unsafelyUnwrapped
-                switch value {
-                case .null:
-                    crc = ds_crc32c(crc, base, FieldWriter.write(tag: .null, at: base))
-                    return
-                case .bool(let b): crc = ds_crc32c(crc, base, FieldWriter.write(tag: b ? .trueValue : .falseValue, at: base))
-                case .int(let i): crc = ds_crc32c(crc, base, FieldWriter.write(.int, bits: UInt64(bitPattern: i), at: base))
-                case .double(let d): crc = ds_crc32c(crc, base, FieldWriter.write(.double, bits: d.bitPattern, at: base))
-                case .date(let t):
-                    crc = ds_crc32c(crc, base, FieldWriter.write(.date, bits: UInt64(bitPattern: t.microsecondsSinceEpoch), at: base))
-                case .uuid(let u):
-                    crc = withUnsafeBytes(of: u.uuid) { ds_crc32c(crc, base, FieldWriter.write(.uuid, bytes: $0, at: base)) }
-                case .string(var s):
-                    crc = s.withUTF8 { add(.string, UnsafeRawBufferPointer($0), scratch: base) }
-                case .bytes(let b):
-                    crc = b.withUnsafeBytes { add(.bytes, $0, scratch: base) }
-                }
+            switch value {
+            case .null:
+                // A null leaves `end` where the last field that is not null put it.
+                crc = afterTag(.null)
+            case .bool(let b):
+                crc = afterTag(b ? .trueValue : .falseValue)
                 end = crc
+            case .int(let i): add(int: i)
+            case .double(let d): add(double: d)
+            case .date(let t): add(.date, bits: UInt64(bitPattern: t.microsecondsSinceEpoch))
+            case .uuid(let u): withUnsafeBytes(of: u.uuid) { add(.uuid, $0) }
+            case .string(var s): s.withUTF8 { add(text: UnsafeRawBufferPointer($0)) }
+            case .bytes(let b): b.withUnsafeBytes { add(bytes: $0) }
             }
         }
 
-        /// The CRC after a text's or blob's tag and LEB128 length (written at `scratch`), then
-        /// its bytes.
-        // A model's values without a ``Value`` around them, as ``add(_:)`` adds ``Value/bytes(_:)``,
-        // ``Value/string(_:)``, ``Value/int(_:)`` and ``Value/double(_:)``.
+        // A model's values without a ``Value`` around them (the forms ``add(_:)`` uses too).
 
         mutating func add(bytes: UnsafeRawBufferPointer) { add(.bytes, bytes) }
 
@@ -67,6 +56,8 @@ enum SQLiteRowSum {
 
         mutating func add(double value: Double) { add(.double, bits: value.bitPattern) }
 
+        /// A text's, blob's or uuid's field: its tag and LEB128 length (none for a uuid), then its
+        /// bytes where they are.
         @inline(__always)
         private mutating func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer) {
             var scratch: (UInt64, UInt64) = (0, 0)
@@ -74,6 +65,17 @@ enum SQLiteRowSum {
             end = crc
         }
 
+        /// The CRC after a field that is its tag alone (a null, a bool).
+        @inline(__always)
+        private func afterTag(_ tag: FieldTag) -> UInt32 {
+            var byte: UInt8 = 0
+            return withUnsafeMutableBytes(of: &byte) {
+                let base = $0.baseAddress.unsafelyUnwrapped
+                return ds_crc32c(crc, base, FieldWriter.write(tag: tag, at: base))
+            }
+        }
+
+        /// A number's field: its tag and 8 bytes.
         @inline(__always)
         private mutating func add(_ tag: FieldTag, bits: UInt64) {
             var scratch: (UInt64, UInt64) = (0, 0)
@@ -84,6 +86,8 @@ enum SQLiteRowSum {
             end = crc
         }
 
+        /// The CRC after a text's or blob's tag and LEB128 length (written at `scratch`), then
+        /// its bytes.
         private func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer, scratch: UnsafeMutableRawPointer) -> UInt32 {
             let offset = FieldWriter.writeHeader(tag, count: bytes.count, at: scratch)
             let afterHeader = ds_crc32c(crc, scratch, offset)
