@@ -1,3 +1,4 @@
+internal import CChecksum
 internal import CSQLite
 @_spi(Backend) import DataStoreAPI
 
@@ -25,25 +26,17 @@ final class SQLiteRowCursor: RowCursor {
         kinds = plan.kinds
         sealed = plan.sealed
         fields = FieldTable(count: kinds.count)
+        pending = .allocate(byteCount: 11 * max(kinds.count, 1), alignment: 8)
     }
 
-    /// The current row's fields as a compact record holds them, written by ``check()`` as it
-    /// notes each (for the row's checksum), and how many bytes it has room for.
-    @exclusivity(unchecked) private var written = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 8)
-    @exclusivity(unchecked) private var room = 256
+    /// The part of the current row's fields that ``check()`` has not yet summed: each field as a
+    /// compact record holds it (``FieldWriter``), up to a text's or blob's bytes, which are summed
+    /// where SQLite keeps them. Room for every field's tag and number or length (11 bytes at
+    /// most), so that it never grows.
+    private let pending: UnsafeMutableRawPointer
 
     deinit {
-        written.deallocate()
-    }
-
-    /// Room for `count` more bytes after the first `used`.
-    @inline(__always)
-    private func reserve(_ count: Int, after used: Int) {
-        guard used + count > room else { return }
-        let larger = UnsafeMutableRawPointer.allocate(byteCount: max(2 * room, used + count), alignment: 8)
-        larger.copyMemory(from: written, byteCount: used)
-        written.deallocate()
-        (written, room) = (larger, max(2 * room, used + count))
+        pending.deallocate()
     }
 
     /// Whether every column of the statement's row reads as its kind says, with exactly the
@@ -51,57 +44,62 @@ final class SQLiteRowCursor: RowCursor {
     /// UTF-8 and a text's or blob's length within the limits, a uuid's 16 bytes); each column's
     /// field is noted in the table as it is checked, from the same `sqlite3_value_*` calls (one
     /// call for each of the column's type, number, pointer and length): what the visit checks
-    /// before it hands the row over; then the row's checksum.
+    /// before it hands the row over; then the row's checksum, taken as the fields go (the CRC of
+    /// the fields written as a compact record holds them, up to the last that is not null).
     func check() -> Bool {
-        kinds.withUnsafeBufferPointer { kinds in
-            // Where the fields written so far end, and where the last that is not null ends.
+        let fields = self.fields
+        let pending = self.pending
+        let handle = self.handle
+        return kinds.withUnsafeBufferPointer { kinds in
+            // The CRC of the fields before `pending`'s; how many bytes `pending` holds; where the
+            // last field in it that is not null ends (0: none, the sum is `summed`).
+            var summed: UInt32 = 0
             var (at, end) = (0, 0)
-            for i in kinds.indices {
+            for i in 0..<kinds.count {
                 let kind = kinds[i]
-                guard let cell = sqlite3_column_value(handle, Int32(i)) else {
+                guard let value = sqlite3_column_value(handle, Int32(truncatingIfNeeded: i)) else {
                     guard kind.optional else { return false }
                     fields[i] = .null
-                    reserve(1, after: at)
-                    at += FieldWriter.write(tag: .null, at: written + at)
+                    at &+= FieldWriter.write(tag: .null, at: pending + at)
                     continue
                 }
-                let stored = sqlite3_value_type(cell)
+                let stored = sqlite3_value_type(value)
                 guard stored == kind.storage else {
                     guard stored == SQLITE_NULL, kind.optional else { return false }
                     fields[i] = .null
-                    reserve(1, after: at)
-                    at += FieldWriter.write(tag: .null, at: written + at)
+                    at &+= FieldWriter.write(tag: .null, at: pending + at)
                     continue
                 }
                 switch kind.type {
                 case .bool:
-                    let n = sqlite3_value_int64(cell)
+                    let n = sqlite3_value_int64(value)
                     guard n == 0 || n == 1 else { return false }
                     fields[i] = RowField(.bool, bits: UInt64(n))
-                    reserve(1, after: at)
-                    at += FieldWriter.write(tag: n == 1 ? .trueValue : .falseValue, at: written + at)
+                    at &+= FieldWriter.write(tag: n == 1 ? .trueValue : .falseValue, at: pending + at)
+                    end = at
                 case .int, .date:
-                    let bits = UInt64(bitPattern: sqlite3_value_int64(cell))
+                    let bits = UInt64(bitPattern: sqlite3_value_int64(value))
                     fields[i] = RowField(kind.type, bits: bits)
-                    reserve(FieldWriter.numberSize, after: at)
-                    at += FieldWriter.write(kind.type == .int ? .int : .date, bits: bits, at: written + at)
+                    at &+= FieldWriter.write(kind.type == .int ? .int : .date, bits: bits, at: pending + at)
+                    end = at
                 case .double:
-                    let bits = sqlite3_value_double(cell).bitPattern
+                    let bits = sqlite3_value_double(value).bitPattern
                     fields[i] = RowField(.double, bits: bits)
-                    reserve(FieldWriter.numberSize, after: at)
-                    at += FieldWriter.write(.double, bits: bits, at: written + at)
+                    at &+= FieldWriter.write(.double, bits: bits, at: pending + at)
+                    end = at
                 case .string:
                     // The pointer first, then its length (SQLite's documented order).
-                    guard let text = sqlite3_value_text(cell) else { return false }
-                    let count = Int(sqlite3_value_bytes(cell))
+                    guard let text = sqlite3_value_text(value) else { return false }
+                    let count = Int(sqlite3_value_bytes(value))
                     let bytes = UnsafeRawBufferPointer(start: count > 0 ? UnsafeRawPointer(text) : nil, count: count)
                     guard count == 0 || count <= kind.maxBytes && UTF8Text.isValid(bytes) else { return false }
                     fields[i] = RowField(.string, bytes: bytes)
-                    reserve(FieldWriter.size(ofBytes: count), after: at)
-                    at += FieldWriter.write(.string, bytes: bytes, at: written + at)
+                    at &+= FieldWriter.writeHeader(.string, count: count, at: pending + at)
+                    summed = Self.sum(summed, pending, at, bytes)
+                    (at, end) = (0, 0)
                 case .bytes, .uuid:
-                    let pointer = sqlite3_value_blob(cell)
-                    let count = Int(sqlite3_value_bytes(cell))
+                    let pointer = sqlite3_value_blob(value)
+                    let count = Int(sqlite3_value_bytes(value))
                     if kind.type == .uuid {
                         guard count == 16, pointer != nil else { return false }
                     } else {
@@ -109,13 +107,24 @@ final class SQLiteRowCursor: RowCursor {
                     }
                     let bytes = UnsafeRawBufferPointer(start: count > 0 ? pointer : nil, count: pointer == nil ? 0 : count)
                     fields[i] = RowField(kind.type, bytes: bytes)
-                    reserve(FieldWriter.size(ofBytes: count), after: at)
-                    at += FieldWriter.write(kind.type == .uuid ? .uuid : .bytes, bytes: bytes, at: written + at)
+                    at &+= FieldWriter.writeHeader(kind.type == .uuid ? .uuid : .bytes, count: bytes.count, at: pending + at)
+                    summed = Self.sum(summed, pending, at, bytes)
+                    (at, end) = (0, 0)
                 }
-                end = at
             }
-            return !sealed || SQLiteStatement.sumMatches(handle, SQLiteRowSum.sum(written, end), column: Int32(kinds.count))
+            guard sealed else { return true }
+            let sum = end == 0 ? summed : ds_crc32c(summed, pending, end)
+            return SQLiteStatement.sumMatches(handle, Int64(sum), column: Int32(truncatingIfNeeded: kinds.count))
         }
+    }
+
+    /// The CRC after `count` bytes at `pending`, then `bytes`.
+    @inline(__always)
+    private static func sum(_ crc: UInt32, _ pending: UnsafeRawPointer, _ count: Int,
+                            _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        let crc = ds_crc32c(crc, pending, count)
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
+        return ds_crc32c(crc, base, bytes.count)
     }
 
     func type(at slot: Int) -> ValueType { types[slot] }

@@ -66,10 +66,11 @@ final class SQLiteStatement {
     }
 
     /// Starts binding a row's values one at a time (``bindField(_:at:)``, every parameter in
-    /// turn), after resetting the statement, with as much of the parameter buffer as the last
-    /// such row used. Returns the buffer replaced, for ``endFields(_:complete:)``.
+    /// turn), after resetting the statement if it is running, with as much of the parameter
+    /// buffer as the last such row used. Returns the buffer replaced, for
+    /// ``endFields(_:complete:)``.
     func beginFields() -> UnsafeMutableRawBufferPointer {
-        sqlite3_reset(handle)
+        if sqlite3_stmt_busy(handle) != 0 { sqlite3_reset(handle) }
         fieldBytesWanted = 0
         return reserveParameterBytes(fieldBytes)
     }
@@ -94,17 +95,24 @@ final class SQLiteStatement {
         try check(bindText(index, utf8), index)
     }
 
+    @inline(__always)
     func bindFieldInt(_ value: Int64, at index: Int32) throws(StoreError) {
         try check(sqlite3_bind_int64(handle, index, value), index)
     }
 
+    @inline(__always)
     func bindFieldDouble(_ value: Double, at index: Int32) throws(StoreError) {
         try check(sqlite3_bind_double(handle, index, value), index)
     }
 
     @inline(__always)
     private func check(_ rc: Int32, _ index: Int32) throws(StoreError) {
-        guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
+        guard rc == SQLITE_OK else { throw bindError(rc, index) }
+    }
+
+    @inline(never)
+    private func bindError(_ rc: Int32, _ index: Int32) -> StoreError {
+        connection.error(rc, "cannot bind parameter \(index) of \(sql)")
     }
 
     /// Ends a row begun with ``beginFields()``: `complete` when every parameter was bound,

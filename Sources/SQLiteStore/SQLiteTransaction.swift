@@ -289,6 +289,21 @@ final class SQLiteTransaction: StorageWriter {
     /// entity again and again; finding the statement by its SQL hashed the whole text).
     private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
 
+    /// The entity a model was inserted into last (``insertFields(_:in:)``), its SQL and its
+    /// insert statement: a loop of inserts finds both by the entity's identity (one object, one
+    /// retain per insert).
+    private var lastInsert: InsertPlan?
+
+    private final class InsertPlan {
+        let entity: EntitySchema
+        let texts: SQLiteEntitySQL
+        let statement: SQLiteStatement
+
+        init(_ entity: EntitySchema, _ texts: SQLiteEntitySQL, _ statement: SQLiteStatement) {
+            (self.entity, self.texts, self.statement) = (entity, texts, statement)
+        }
+    }
+
     private func writeStatement(_ sql: String, of entity: EntitySchema, inserting: Bool) throws -> SQLiteStatement {
         if let last = lastWrite, last.inserting == inserting, last.name == entity.name,
            sqlite3_stmt_busy(last.statement.handle) == 0 {
@@ -317,8 +332,15 @@ final class SQLiteTransaction: StorageWriter {
     /// record, no array of values. A value that must be converted or refused leaves the insert
     /// to the model's record.
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
-        let texts = sql(entity)
-        let statement = try writeStatement(texts.insert, of: entity, inserting: true)
+        let plan: InsertPlan
+        if let last = lastInsert, last.entity.isSameDefinition(as: entity), sqlite3_stmt_busy(last.statement.handle) == 0 {
+            plan = last
+        } else {
+            let texts = sql(entity)
+            plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
+            lastInsert = statements[entity.name] == nil ? nil : plan
+        }
+        let (texts, statement) = (plan.texts, plan.statement)
         guard let key = try bindFields(of: object, to: statement, texts) else { return nil }
         do {
             _ = try statement.step()
@@ -338,8 +360,14 @@ final class SQLiteTransaction: StorageWriter {
     /// (nothing left bound) when a value did not fit as it is.
     private func bindFields<T: RowCodable>(of object: T, to statement: SQLiteStatement,
                                            _ texts: SQLiteEntitySQL) throws -> Value? {
-        var binder = SQLiteFieldBinder(statement: statement, kinds: texts.row.kinds, keySlot: texts.keySlot,
-                                       summed: texts.sealed)
+        try texts.row.kinds.withUnsafeBufferPointer { kinds in
+            try bindFields(of: object, to: statement, texts, kinds: kinds)
+        }
+    }
+
+    private func bindFields<T: RowCodable>(of object: T, to statement: SQLiteStatement, _ texts: SQLiteEntitySQL,
+                                           kinds: UnsafeBufferPointer<SQLiteColumnKind>) throws -> Value? {
+        var binder = SQLiteFieldBinder(statement: statement, kinds: kinds, keySlot: texts.keySlot, summed: texts.sealed)
         let replaced = statement.beginFields()
         do {
             try object.writeStoredFields(to: &binder)
@@ -458,7 +486,9 @@ extension SQLiteTransaction: ChangeLogWriting {
 /// the record's way, which converts it or names it.
 struct SQLiteFieldBinder: StoredFieldSink {
     let statement: SQLiteStatement
-    let kinds: [SQLiteColumnKind]
+    /// The entity's kinds (not retained per insert: the binder lives inside the call of
+    /// ``SQLiteTransaction/insertFields(_:in:)`` that holds them).
+    let kinds: UnsafeBufferPointer<SQLiteColumnKind>
     let keySlot: Int
     let summed: Bool
     /// How many values were bound.
@@ -469,7 +499,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
     /// The row's checksum, when ``summed``.
     private(set) var sum = SQLiteRowSum.Running()
 
-    init(statement: SQLiteStatement, kinds: [SQLiteColumnKind], keySlot: Int, summed: Bool) {
+    init(statement: SQLiteStatement, kinds: UnsafeBufferPointer<SQLiteColumnKind>, keySlot: Int, summed: Bool) {
         self.statement = statement
         self.kinds = kinds
         self.keySlot = keySlot

@@ -116,14 +116,35 @@ func fastestStoreInsert<Model: DataObject>(_ path: String, _ model: Model.Type, 
                                            _ insert: (WriteAccessor) throws -> Void) throws -> (Double, SQLiteStore) {
     var store: SQLiteStore?
     let seconds = try fastestInsert { run in
-        try store?.close()
-        let fresh = try SQLiteStore(path: path + "-\(run).sqlite", schema: Schema(entities: [try Model.entitySchema()]),
-                                    options: SQLiteOptions(durability: .normal, key: key))
-        if feedOff { try fresh.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) } }
+        let (seconds, fresh) = try timedStoreInsert(path + "-\(run).sqlite", Model.self, feedOff: feedOff, key: key,
+                                               replacing: &store, insert)
         store = fresh
-        return try time { try fresh.writeSync(insert) }
+        return seconds
     }
     return (seconds, store!)
+}
+
+/// One timed insert into a new SQLite store of `model`'s entity at `path`, after closing the
+/// store it replaces; the seconds, and the store, open.
+func timedStoreInsert<Model: DataObject>(_ path: String, _ model: Model.Type, feedOff: Bool = false, key: StoreKey? = nil,
+                                    replacing previous: inout SQLiteStore?,
+                                    _ insert: (WriteAccessor) throws -> Void) throws -> (Double, SQLiteStore) {
+    try previous?.close()
+    previous = nil
+    let fresh = try SQLiteStore(path: path, schema: Schema(entities: [try Model.entitySchema()]),
+                                options: SQLiteOptions(durability: .normal, key: key))
+    if feedOff { try fresh.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) } }
+    return (try time { try fresh.writeSync(insert) }, fresh)
+}
+
+/// The fastest of `runs` rounds of each side, the sides run in turn within each round (given the
+/// round's number), so that no side has all its runs in one stretch of the machine's load.
+func fastestInTurn(_ runs: Int, _ sides: [(Int) throws -> Double]) rethrows -> [Double] {
+    var best = Array(repeating: Double.infinity, count: sides.count)
+    for run in 0..<runs {
+        for (i, side) in sides.enumerated() { best[i] = min(best[i], try side(run)) }
+    }
+    return best
 }
 
 /// The seconds of each side of the typed layer's table.
@@ -166,18 +187,50 @@ func grdbComparison(count: Int, key: StoreKey?) throws -> TypedComparison {
     precondition(fetched == count)
     try store.close()
 
+    // The generated code and the hand-written loop run in turn (the feed-off insert between
+    // them): each round inserts into a new database on every side, then the fetches alternate.
+    // The machine's speed drifts by more than the difference measured; this way a slow stretch
+    // falls on both sides.
     let generatedTracks = tracks.map(GeneratedTrack.init)
-    let (generatedInsert, generatedStore) = try fastestStoreInsert(storeDirectory + "/generated", GeneratedTrack.self) { w in
-        for track in generatedTracks { try w.insert(track) }
-    }
-    let generatedFetch = try bestOf(5) { fetched = try generatedStore.read { try $0.fetch(GeneratedTrack.self) }.count }
-    precondition(fetched == count)
-    try generatedStore.close()
-    // The same insert with the change feed off: what the feed's bookkeeping costs a bulk insert.
-    let (quietInsert, quiet) = try fastestStoreInsert(storeDirectory + "/quiet", GeneratedTrack.self, feedOff: true) { w in
-        for track in generatedTracks { try w.insert(track) }
-    }
-    try quiet.close()
+    var generatedStore: SQLiteStore?
+    var quiet: SQLiteStore?
+    var hand: HandWrittenTracks?
+    defer { hand?.close() }
+    let inserts = try fastestInTurn(3, [
+        { run in
+            let (seconds, fresh) = try timedStoreInsert(storeDirectory + "/generated-\(run).sqlite", GeneratedTrack.self,
+                                                   replacing: &generatedStore) { w in
+                for track in generatedTracks { try w.insert(track) }
+            }
+            generatedStore = fresh
+            return seconds
+        },
+        { run in
+            // The same insert with the change feed off: what the feed's bookkeeping costs a bulk insert.
+            let (seconds, fresh) = try timedStoreInsert(storeDirectory + "/quiet-\(run).sqlite", GeneratedTrack.self,
+                                                   feedOff: true, replacing: &quiet) { w in
+                for track in generatedTracks { try w.insert(track) }
+            }
+            quiet = fresh
+            return seconds
+        },
+        { run in
+            hand?.close()
+            let fresh = HandWrittenTracks(path: storeDirectory + "/hand-\(run).sqlite")
+            hand = fresh
+            return time { fresh.insert(tracks) }
+        },
+    ])
+    let (generatedInsert, quietInsert, handInsert) = (inserts[0], inserts[1], inserts[2])
+    try quiet?.close()
+    var handFetched = 0
+    let fetches = try fastestInTurn(5, [
+        { _ in try time { fetched = try generatedStore!.read { try $0.fetch(GeneratedTrack.self) }.count } },
+        { _ in time { handFetched = hand!.fetchAll().count } },
+    ])
+    let (generatedFetch, handFetch) = (fetches[0], fetches[1])
+    precondition(fetched == count && handFetched == count)
+    try generatedStore?.close()
     var encrypted: (insert: Double, fetch: Double)?
     if let key {
         let (insert, sealed) = try fastestStoreInsert(storeDirectory + "/encrypted", GeneratedTrack.self, key: key) { w in
@@ -189,16 +242,6 @@ func grdbComparison(count: Int, key: StoreKey?) throws -> TypedComparison {
         encrypted = (insert, fetch)
     }
 
-    var hand: HandWrittenTracks?
-    defer { hand?.close() }
-    let handInsert = fastestInsert { run in
-        hand?.close()
-        let fresh = HandWrittenTracks(path: storeDirectory + "/hand-\(run).sqlite")
-        hand = fresh
-        return time { fresh.insert(tracks) }
-    }
-    let handFetch = bestOf(5) { fetched = hand!.fetchAll().count }
-    precondition(fetched == count)
     return (grdbInsert, storeInsert, grdbFetch, storeFetch, handInsert, handFetch, generatedInsert, generatedFetch,
             quietInsert, encrypted)
 }

@@ -4,6 +4,10 @@
 /// uncommitted writes. Not `Sendable`, and valid only until its block returns.
 public final class WriteAccessor: ReadAccessor {
     let writer: any StorageWriter
+    /// The last model layout ``insert(_:)`` compared with its entity's layout, that layout and
+    /// whether they were equal: a loop of inserts of one model compares them once. Both held, so
+    /// that the identities stay theirs; the accessor is used by one thread at a time.
+    var lastLayoutMatch: (model: StoredModelLayout, entity: RecordLayout, equal: Bool)?
 
     init(writer: any StorageWriter, catalog: Catalog) {
         self.writer = writer

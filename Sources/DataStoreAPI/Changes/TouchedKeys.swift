@@ -31,7 +31,15 @@ struct TouchedKeys {
     /// Key `i`'s bytes against `key`, three ways, in the canonical key order (bytes, a prefix first).
     func compare(_ i: Int, _ key: UnsafeRawBufferPointer) -> Int {
         let range = range(i)
-        return bytes.withUnsafeBytes { Value.compareBytes(Self.slice($0, range), key) }
+        return bytes.withUnsafeBytes { all in
+            // Two ints' keys (8 big-endian bytes each) as the numbers they are: memcmp's order.
+            if range.count == 8, key.count == 8 {
+                let a = UInt64(bigEndian: all.loadUnaligned(fromByteOffset: range.lowerBound, as: UInt64.self))
+                let b = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                return a < b ? -1 : (a == b ? 0 : 1)
+            }
+            return Value.compareBytes(Self.slice(all, range), key)
+        }
     }
 
     /// `range` of `all`, without the bounds checks of a slice (`range` comes from `ends`).

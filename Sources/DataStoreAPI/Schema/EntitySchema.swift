@@ -61,6 +61,11 @@ public struct EntitySchema: Sendable, Hashable, Codable {
     /// The layout of the records a store returns for this entity (its attribute names in order).
     @_spi(Backend) public var layout: RecordLayout { parts.layout }
 
+    /// Whether `other` is this very definition (a copy of it, not an equal one built again):
+    /// what a backend that keeps what it derived from an entity compares, without comparing
+    /// names.
+    @_spi(Backend) @inlinable public func isSameDefinition(as other: EntitySchema) -> Bool { parts === other.parts }
+
     /// An entity; ``Schema/validate()`` checks it when a store opens.
     ///
     /// A to-one relationship is stored in an attribute of its name, holding the related item's

@@ -136,9 +136,17 @@ extension WriteAccessor {
     public func insert<T: RowCodable>(_ object: T) throws {
         if let layout = T.storedModelLayout {
             let entity = try entity(T.entityName)
-            if layout.layout == entity.layout, try writer.insertFields(object, in: entity) != nil { return }
+            if matches(layout, entity.layout), try writer.insertFields(object, in: entity) != nil { return }
         }
         try insert(object.record(), into: T.entityName)
+    }
+
+    /// Whether a model's layout is its entity's (``lastLayoutMatch``).
+    private func matches(_ model: StoredModelLayout, _ entity: RecordLayout) -> Bool {
+        if let last = lastLayoutMatch, last.model === model, last.entity === entity { return last.equal }
+        let equal = model.layout == entity
+        lastLayoutMatch = (model, entity, equal)
+        return equal
     }
 
     /// Stores new objects as `insert(_:)` does each, in as few round trips as the backend allows.

@@ -152,7 +152,7 @@ extension UUID: RowValue {
 extension Data: RowValue {
     public static var storeType: ValueType { .bytes }
     @inlinable public init(row: borrowing Row, attribute name: String) throws {
-        self = try row.withBytes(name) { Data($0) }
+        self = try StoredModelSupport.read(row, name)
     }
 
     @inlinable
@@ -193,6 +193,28 @@ public enum StoredModelSupport {
     @inlinable @inline(__always)
     public static func read<V: RowValue>(_ row: borrowing Row, _ name: String) throws -> V {
         try V(row: row, attribute: name)
+    }
+
+    // The common types read by the row's accessors inlined into the model's `init(row:)` (the
+    // generic form above calls the type's `init(row:attribute:)`, about 40 instructions more per
+    // property). The property's type picks the overload; the results are the generic form's.
+
+    @inlinable @inline(__always)
+    public static func read(_ row: borrowing Row, _ name: String) throws -> Int64 { try row.int(name) }
+
+    @inlinable @inline(__always)
+    public static func read(_ row: borrowing Row, _ name: String) throws -> Double { try row.double(name) }
+
+    @inlinable @inline(__always)
+    public static func read(_ row: borrowing Row, _ name: String) throws -> Bool { try row.bool(name) }
+
+    @inlinable @inline(__always)
+    public static func read(_ row: borrowing Row, _ name: String) throws -> String { try row.string(name) }
+
+    @inlinable @inline(__always)
+    public static func read(_ row: borrowing Row, _ name: String) throws -> Data {
+        let bytes = try row.field(name, .bytes).pointee.bytes
+        return bytes.isEmpty ? Data() : Data(bytes: bytes.baseAddress.unsafelyUnwrapped, count: bytes.count)
     }
 
     /// The attribute that holds the property at `keyPath`.
