@@ -139,7 +139,7 @@ func timedStoreInsert<Model: DataObject>(_ path: String, _ model: Model.Type, fe
 
 /// The fastest of `runs` rounds of each side, the sides run in turn within each round (given the
 /// round's number), so that no side has all its runs in one stretch of the machine's load.
-func fastestInTurn(_ runs: Int, _ sides: [(Int) throws -> Double]) rethrows -> [Double] {
+func fastestInTurn(_ runs: Int, _ sides: [(Int) throws -> Double]) throws -> [Double] {
     var best = Array(repeating: Double.infinity, count: sides.count)
     for run in 0..<runs {
         for (i, side) in sides.enumerated() { best[i] = min(best[i], try side(run)) }
@@ -158,48 +158,47 @@ func grdbComparison(count: Int, key: StoreKey?) throws -> TypedComparison {
     defer { try? FileManager.default.removeItem(atPath: grdbDirectory) }
     var configuration = Configuration()
     configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous=NORMAL") }
-    var pool: DatabasePool?
-    let grdbInsert = try fastestInsert { run in
-        let fresh = try DatabasePool(path: grdbDirectory + "/grdb-\(run).sqlite", configuration: configuration)
-        try fresh.write { db in
-            try db.create(table: "Track") { t in
-                t.primaryKey("id", .integer)
-                t.column("title", .text).notNull()
-                t.column("plays", .integer).notNull()
-                t.column("rating", .double).notNull()
-                t.column("artwork", .blob).notNull()
-            }
-        }
-        pool = fresh
-        return try time { try fresh.write { db in for track in tracks { try track.insert(db) } } }
-    }
-    var fetched = 0
-    let grdbFetch = try bestOf(5) { fetched = try pool!.read { db in try Track.fetchAll(db) }.count }
-    precondition(fetched == count)
-    pool = nil
-
     let storeDirectory = scratch("typed")
     defer { try? FileManager.default.removeItem(atPath: storeDirectory) }
-    let (storeInsert, store) = try fastestStoreInsert(storeDirectory + "/store", Track.self) { w in
-        for track in tracks { try w.insert(track) }
-    }
-    let storeFetch = try bestOf(5) { fetched = try store.read { try $0.fetch(Track.self) }.count }
-    precondition(fetched == count)
-    try store.close()
-
-    // The generated code and the hand-written loop run in turn (the feed-off insert between
-    // them): each round inserts into a new database on every side, then the fetches alternate.
-    // The machine's speed drifts by more than the difference measured; this way a slow stretch
-    // falls on both sides.
     let generatedTracks = tracks.map(GeneratedTrack.init)
+    // Every side runs in turn (GRDB, the typed layer through Codable, the generated code, the
+    // generated code with the change feed off, the hand-written loop): each round inserts into a
+    // new database on every side, then the fetches alternate, and each side's best is kept. The
+    // machine's speed drifts by more than the differences measured; this way a slow stretch
+    // falls on every side.
+    var pool: DatabasePool?
+    var store: SQLiteStore?
     var generatedStore: SQLiteStore?
     var quiet: SQLiteStore?
     var hand: HandWrittenTracks?
     defer { hand?.close() }
     let inserts = try fastestInTurn(3, [
         { run in
+            pool = nil
+            let fresh = try DatabasePool(path: grdbDirectory + "/grdb-\(run).sqlite", configuration: configuration)
+            try fresh.write { db in
+                try db.create(table: "Track") { t in
+                    t.primaryKey("id", .integer)
+                    t.column("title", .text).notNull()
+                    t.column("plays", .integer).notNull()
+                    t.column("rating", .double).notNull()
+                    t.column("artwork", .blob).notNull()
+                }
+            }
+            pool = fresh
+            return try time { try fresh.write { db in for track in tracks { try track.insert(db) } } }
+        },
+        { run in
+            let (seconds, fresh) = try timedStoreInsert(storeDirectory + "/store-\(run).sqlite", Track.self,
+                                                        replacing: &store) { w in
+                for track in tracks { try w.insert(track) }
+            }
+            store = fresh
+            return seconds
+        },
+        { run in
             let (seconds, fresh) = try timedStoreInsert(storeDirectory + "/generated-\(run).sqlite", GeneratedTrack.self,
-                                                   replacing: &generatedStore) { w in
+                                                        replacing: &generatedStore) { w in
                 for track in generatedTracks { try w.insert(track) }
             }
             generatedStore = fresh
@@ -208,7 +207,7 @@ func grdbComparison(count: Int, key: StoreKey?) throws -> TypedComparison {
         { run in
             // The same insert with the change feed off: what the feed's bookkeeping costs a bulk insert.
             let (seconds, fresh) = try timedStoreInsert(storeDirectory + "/quiet-\(run).sqlite", GeneratedTrack.self,
-                                                   feedOff: true, replacing: &quiet) { w in
+                                                        feedOff: true, replacing: &quiet) { w in
                 for track in generatedTracks { try w.insert(track) }
             }
             quiet = fresh
@@ -221,23 +220,28 @@ func grdbComparison(count: Int, key: StoreKey?) throws -> TypedComparison {
             return time { fresh.insert(tracks) }
         },
     ])
-    let (generatedInsert, quietInsert, handInsert) = (inserts[0], inserts[1], inserts[2])
+    let (grdbInsert, storeInsert, generatedInsert, quietInsert, handInsert) =
+        (inserts[0], inserts[1], inserts[2], inserts[3], inserts[4])
     try quiet?.close()
-    var handFetched = 0
+    var fetched = [0, 0, 0, 0]
     let fetches = try fastestInTurn(5, [
-        { _ in try time { fetched = try generatedStore!.read { try $0.fetch(GeneratedTrack.self) }.count } },
-        { _ in time { handFetched = hand!.fetchAll().count } },
+        { _ in try time { fetched[0] = try pool!.read { db in try Track.fetchAll(db) }.count } },
+        { _ in try time { fetched[1] = try store!.read { try $0.fetch(Track.self) }.count } },
+        { _ in try time { fetched[2] = try generatedStore!.read { try $0.fetch(GeneratedTrack.self) }.count } },
+        { _ in time { fetched[3] = hand!.fetchAll().count } },
     ])
-    let (generatedFetch, handFetch) = (fetches[0], fetches[1])
-    precondition(fetched == count && handFetched == count)
+    let (grdbFetch, storeFetch, generatedFetch, handFetch) = (fetches[0], fetches[1], fetches[2], fetches[3])
+    precondition(fetched == [count, count, count, count])
+    pool = nil
+    try store?.close()
     try generatedStore?.close()
     var encrypted: (insert: Double, fetch: Double)?
     if let key {
         let (insert, sealed) = try fastestStoreInsert(storeDirectory + "/encrypted", GeneratedTrack.self, key: key) { w in
             for track in generatedTracks { try w.insert(track) }
         }
-        let fetch = try bestOf(5) { fetched = try sealed.read { try $0.fetch(GeneratedTrack.self) }.count }
-        precondition(fetched == count)
+        let fetch = try bestOf(5) { fetched[2] = try sealed.read { try $0.fetch(GeneratedTrack.self) }.count }
+        precondition(fetched[2] == count)
         try sealed.close()
         encrypted = (insert, fetch)
     }
