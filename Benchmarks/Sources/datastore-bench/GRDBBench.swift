@@ -172,6 +172,14 @@ func grdbComparison(count: Int, key: StoreKey?) throws -> TypedComparison {
     var quiet: SQLiteStore?
     var hand: HandWrittenTracks?
     defer { hand?.close() }
+    func insertGenerated(_ name: String, feedOff: Bool, replacing previous: inout SQLiteStore?) throws -> Double {
+        let (seconds, fresh) = try timedStoreInsert(storeDirectory + "/\(name).sqlite", GeneratedTrack.self,
+                                                    feedOff: feedOff, replacing: &previous) { w in
+            for track in generatedTracks { try w.insert(track) }
+        }
+        previous = fresh
+        return seconds
+    }
     let inserts = try fastestInTurn(3, [
         { run in
             pool = nil
@@ -196,23 +204,9 @@ func grdbComparison(count: Int, key: StoreKey?) throws -> TypedComparison {
             store = fresh
             return seconds
         },
-        { run in
-            let (seconds, fresh) = try timedStoreInsert(storeDirectory + "/generated-\(run).sqlite", GeneratedTrack.self,
-                                                        replacing: &generatedStore) { w in
-                for track in generatedTracks { try w.insert(track) }
-            }
-            generatedStore = fresh
-            return seconds
-        },
-        { run in
-            // The same insert with the change feed off: what the feed's bookkeeping costs a bulk insert.
-            let (seconds, fresh) = try timedStoreInsert(storeDirectory + "/quiet-\(run).sqlite", GeneratedTrack.self,
-                                                        feedOff: true, replacing: &quiet) { w in
-                for track in generatedTracks { try w.insert(track) }
-            }
-            quiet = fresh
-            return seconds
-        },
+        { run in try insertGenerated("generated-\(run)", feedOff: false, replacing: &generatedStore) },
+        // The same insert with the change feed off: what the feed's bookkeeping costs a bulk insert.
+        { run in try insertGenerated("quiet-\(run)", feedOff: true, replacing: &quiet) },
         { run in
             hand?.close()
             let fresh = HandWrittenTracks(path: storeDirectory + "/hand-\(run).sqlite")
