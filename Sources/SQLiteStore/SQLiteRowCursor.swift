@@ -95,7 +95,7 @@ final class SQLiteRowCursor: RowCursor {
                     guard count == 0 || count <= kind.maxBytes && UTF8Text.isValid(bytes) else { return false }
                     fields[i] = RowField(.string, bytes: bytes)
                     at &+= FieldWriter.writeHeader(.string, count: count, at: pending + at)
-                    summed = Self.sum(summed, pending, at, bytes)
+                    summed = SQLiteRowSum.crc(summed, pending, at, then: bytes)
                     (at, end) = (0, 0)
                 case .bytes, .uuid:
                     let pointer = sqlite3_value_blob(value)
@@ -108,7 +108,7 @@ final class SQLiteRowCursor: RowCursor {
                     let bytes = UnsafeRawBufferPointer(start: count > 0 ? pointer : nil, count: pointer == nil ? 0 : count)
                     fields[i] = RowField(kind.type, bytes: bytes)
                     at &+= FieldWriter.writeHeader(kind.type == .uuid ? .uuid : .bytes, count: bytes.count, at: pending + at)
-                    summed = Self.sum(summed, pending, at, bytes)
+                    summed = SQLiteRowSum.crc(summed, pending, at, then: bytes)
                     (at, end) = (0, 0)
                 }
             }
@@ -116,15 +116,6 @@ final class SQLiteRowCursor: RowCursor {
             let sum = end == 0 ? summed : ds_crc32c(summed, pending, end)
             return SQLiteStatement.sumMatches(handle, Int64(sum), column: Int32(truncatingIfNeeded: kinds.count))
         }
-    }
-
-    /// The CRC after `count` bytes at `pending`, then `bytes`.
-    @inline(__always)
-    private static func sum(_ crc: UInt32, _ pending: UnsafeRawPointer, _ count: Int,
-                            _ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        let crc = ds_crc32c(crc, pending, count)
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
-        return ds_crc32c(crc, base, bytes.count)
     }
 
     func type(at slot: Int) -> ValueType { types[slot] }

@@ -89,11 +89,18 @@ enum SQLiteRowSum {
         /// The CRC after a text's or blob's tag and LEB128 length (written at `scratch`), then
         /// its bytes.
         private func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer, scratch: UnsafeMutableRawPointer) -> UInt32 {
-            let offset = FieldWriter.writeHeader(tag, count: bytes.count, at: scratch)
-            let afterHeader = ds_crc32c(crc, scratch, offset)
-            guard let base = bytes.baseAddress, bytes.count > 0 else { return afterHeader }
-            return ds_crc32c(afterHeader, base, bytes.count)
+            SQLiteRowSum.crc(crc, scratch, FieldWriter.writeHeader(tag, count: bytes.count, at: scratch), then: bytes)
         }
+    }
+
+    /// The CRC after `count` bytes at `written` (fields, or the part of a field before its
+    /// bytes), then `bytes` where they are: how a text's or blob's bytes are summed without a
+    /// copy, by an insert's running sum and by a read's check.
+    @inline(__always)
+    static func crc(_ crc: UInt32, _ written: UnsafeRawPointer, _ count: Int, then bytes: UnsafeRawBufferPointer) -> UInt32 {
+        let crc = ds_crc32c(crc, written, count)
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
+        return ds_crc32c(crc, base, bytes.count)
     }
 
     /// The column, and the SQL function that computes it.
