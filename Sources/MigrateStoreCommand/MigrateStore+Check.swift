@@ -20,6 +20,8 @@ extension MigrateStore {
         var store: String
 
         func run() throws {
+            // The check only reads: Ctrl-C has nothing to wait for.
+            InterruptHandler.shared.endAtOnce()
             let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil, takesStoreOption: false)[0]) }
             let report = try CommandFailure.catching { try location.check() }
             print("\(location): no damage found in \(String(format: "%.2f", report.seconds)) s: "

@@ -52,6 +52,8 @@ extension MigrateStore {
         }
 
         func run() throws {
+            // Inspecting only reads: Ctrl-C has nothing to wait for.
+            InterruptHandler.shared.endAtOnce()
             let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([store], store: nil, takesStoreOption: false)[0]) }
             try CommandFailure.catching {
                 // A store written whole (JSON Lines) is not in place until its copy finishes:

@@ -51,12 +51,18 @@ enum SchemaPlanFile {
 /// Runs an upgrade with progress and prints what it did.
 func runUpgrade(_ location: StoreLocation, _ plan: SchemaPlan, dryRun: Bool, progress: ProgressStyle) throws {
     let display = ProgressDisplay(style: progress)
-    InterruptHandler.shared.setMessage(dryRun ? "migrate-store: interrupted; the dry run wrote nothing"
+    let interrupt = InterruptHandler.shared
+    interrupt.setMessage(dryRun ? "migrate-store: interrupted; the dry run wrote nothing"
         : "migrate-store: interrupted; the upgrade is one transaction and \(location) is unchanged")
+    // Ctrl-C ends the upgrade from inside its transaction, at its next progress report (every
+    // 10,000 items), where nothing is committed; one that comes after the last report ends the
+    // process once the upgrade is over, saying so.
+    interrupt.holdEnding()
     let report: UpgradeReport
     do {
         let started = Date()
         report = try SchemaUpgrade.upgrade(location, plan: plan, dryRun: dryRun) { step in
+            interrupt.endIfInterrupted()
             let seconds = Date().timeIntervalSince(started)
             display.show(MigrationProgress(phase: .upgrade, entity: "v\(step.version) \(step.step)", done: step.items,
                                            total: step.totalItems,
@@ -64,9 +70,15 @@ func runUpgrade(_ location: StoreLocation, _ plan: SchemaPlan, dryRun: Bool, pro
         }
     } catch {
         display.finish()
+        // Nothing was committed.
+        interrupt.releaseEnding()
         throw CommandFailure.exit(for: error)
     }
     display.finish()
+    interrupt.setMessage(dryRun ? "migrate-store: interrupted; the dry run wrote nothing"
+        : "migrate-store: interrupted after the upgrade had committed: \(location) is at schema version "
+            + "\(report.toVersion)")
+    interrupt.releaseEnding()
     if report.fromVersion == report.toVersion {
         print("\(location) is at schema version \(report.fromVersion); the plan has nothing to apply")
         return

@@ -25,6 +25,9 @@ func ctrlCEndsEveryLongOperationWithinASecondWithExit130() throws {
         .write(toFile: plan, atomically: true, encoding: .utf8)
     let upgraded = dir.location(.sqlite, "upgraded")
     try Migrator.copy(from: source, to: upgraded)
+    // The store at version 1 again, for an upgrade that finished before its Ctrl-C.
+    let pristine = "\(path)/pristine.sqlite"
+    try FileManager.default.copyItem(atPath: upgraded.path, toPath: pristine)
 
     // (what, arguments, the file it has open once it is at work, or how long it runs before
     // Ctrl-C when it runs until stopped, what the message names)
@@ -50,47 +53,18 @@ func ctrlCEndsEveryLongOperationWithinASecondWithExit130() throws {
         ("upgrade", ["upgrade", upgraded.description, "--plan", plan], .opened(upgraded.path), "unchanged"),
     ]
     for (what, arguments, start, naming) in operations {
-        // A copy whose message must say --resume is stopped once its first batch is written (its
-        // progress line says so), a sync and a verify at their first progress line, and an
-        // operation that ends by itself once it has its input open (it is then at work: a time
-        // would be too long for a fast build and too short for a loaded machine). Only the
-        // following ones, which run until stopped, are stopped after a time.
-        let progress: [String]
-        switch start {
-        case .progress: progress = ["--progress", "plain"]
-        case .opened, .after: progress = ["copy", "sync", "verify", "upgrade"].contains(arguments[0])
-            ? ["--progress", "none"] : []
-        }
-        let (process, _, errors) = try startCLI(arguments + progress)
-        var seen = Data()
-        switch start {
-        case .progress:
-            let batch = naming == "--resume"
-            while !String(decoding: seen, as: UTF8.self).contains(batch ? "copy " : "\n") {
-                let chunk = errors.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                seen.append(chunk)
+        // An operation that ends by itself can end before the Ctrl-C lands, on a loaded machine
+        // (a check of this store takes under a second): it then says it finished, and runs again
+        // on the same input, up to three times.
+        for attempt in 1...3 {
+            let outcome = try interrupt(what, arguments, start, naming)
+            guard case .finishedFirst(let message) = outcome else { break }
+            #expect(attempt < 3, "\(what) ended before its Ctrl-C three times: \(message)")
+            if arguments[0] == "export" { try? FileManager.default.removeItem(atPath: "\(path)/orders.json") }
+            if arguments[0] == "upgrade" {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: upgraded.path + suffix) }
+                try FileManager.default.copyItem(atPath: pristine, toPath: upgraded.path)
             }
-        case .opened(let file):
-            waitUntil(process, hasOpen: file)
-        case .after(let seconds):
-            Thread.sleep(forTimeInterval: seconds)
-        }
-        try #require(process.isRunning, "\(what) ended before Ctrl-C: the test needs a larger store")
-        let sent = ContinuousClock.now
-        kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
-        let took = ContinuousClock.now - sent
-        let message = String(decoding: seen + errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 130, "\(what): exit \(process.terminationStatus) \(message)")
-        #expect(took < .seconds(1), "\(what): ended \(took) after Ctrl-C")
-        let last = message.split(separator: "\n").last.map(String.init) ?? ""
-        #expect(last.hasPrefix("migrate-store: interrupted") && last.contains(naming), "\(what): \(message)")
-        // The command the message gives finishes the job.
-        if let range = last.range(of: "to finish, run: migrate-store ") {
-            let again = last[range.upperBound...].split(separator: " ").map(String.init)
-            let finished = try runCLI(again + ["--progress", "none"])
-            #expect(finished.status == 0, "\(what): \(again) \(finished.errors)")
         }
     }
     #expect(!FileManager.default.fileExists(atPath: "\(path)/orders.json.exporting"), "the export's temporary file")
@@ -98,6 +72,67 @@ func ctrlCEndsEveryLongOperationWithinASecondWithExit130() throws {
     let upgradedStore = try upgraded.open(schema: nil)
     #expect(upgradedStore.schema.version == 1, "an interrupted upgrade changes nothing")
     try upgradedStore.close()
+}
+
+/// What became of an operation sent Ctrl-C.
+private enum Interrupted {
+    /// It ended with exit 130, within a second, saying what to do next (checked here).
+    case stopped
+    /// It had finished its work when the Ctrl-C landed: exit 0, or an upgrade that says it had
+    /// committed.
+    case finishedFirst(String)
+}
+
+/// Starts migrate-store with `arguments`, sends Ctrl-C once it is at work (`start`), and checks
+/// that it ends with exit 130 within a second, its last line naming what to do next (and that
+/// line's command finishes the job).
+private func interrupt(_ what: String, _ arguments: [String], _ start: Start, _ naming: String) throws -> Interrupted {
+    // A copy whose message must say --resume is stopped once its first batch is written (its
+    // progress line says so), a sync and a verify at their first progress line, and an
+    // operation that ends by itself once it has its input open (it is then at work: a time
+    // would be too long for a fast build and too short for a loaded machine). Only the
+    // following ones, which run until stopped, are stopped after a time.
+    let progress: [String]
+    switch start {
+    case .progress: progress = ["--progress", "plain"]
+    case .opened, .after: progress = ["copy", "sync", "verify", "upgrade"].contains(arguments[0])
+        ? ["--progress", "none"] : []
+    }
+    let (process, _, errors) = try startCLI(arguments + progress)
+    var seen = Data()
+    switch start {
+    case .progress:
+        let batch = naming == "--resume"
+        while !String(decoding: seen, as: UTF8.self).contains(batch ? "copy " : "\n") {
+            let chunk = errors.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+    case .opened(let file):
+        waitUntil(process, hasOpen: file)
+    case .after(let seconds):
+        Thread.sleep(forTimeInterval: seconds)
+    }
+    try #require(process.isRunning, "\(what) ended before Ctrl-C: the test needs a larger store")
+    let sent = ContinuousClock.now
+    kill(process.processIdentifier, SIGINT)
+    process.waitUntilExit()
+    let took = ContinuousClock.now - sent
+    let message = String(decoding: seen + errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let last = message.split(separator: "\n").last.map(String.init) ?? ""
+    if case .opened = start, process.terminationStatus == 0 || last.contains("had committed") {
+        return .finishedFirst(message)
+    }
+    #expect(process.terminationStatus == 130, "\(what): exit \(process.terminationStatus) \(message)")
+    #expect(took < .seconds(1), "\(what): ended \(took) after Ctrl-C")
+    #expect(last.hasPrefix("migrate-store: interrupted") && last.contains(naming), "\(what): \(message)")
+    // The command the message gives finishes the job.
+    if let range = last.range(of: "to finish, run: migrate-store ") {
+        let again = last[range.upperBound...].split(separator: " ").map(String.init)
+        let finished = try runCLI(again + ["--progress", "none"])
+        #expect(finished.status == 0, "\(what): \(again) \(finished.errors)")
+    }
+    return .stopped
 }
 
 /// When an operation in ``ctrlCEndsEveryLongOperationWithinASecondWithExit130()`` gets its Ctrl-C.
