@@ -212,9 +212,3 @@ let package = Package(
         ),
     ]
 )
-
-// The DocC plugin, only for those who build the documentation (`Scripts/docs.sh` sets
-// DATASTORE_DOCS=1), so that users of the libraries never fetch it.
-if ProcessInfo.processInfo.environment["DATASTORE_DOCS"] != nil {
-    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
-}

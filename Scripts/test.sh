@@ -51,10 +51,12 @@ started=$(date +%s)
 Scripts/install-deps.sh
 Scripts/check-markdown.py
 if Scripts/postgres-server.sh install && Scripts/pgbouncer.sh install; then
-    build=(--traits Postgres,ExampleServer --scratch-path .build-pg)
+    scratch=.build-pg
+    build=(--traits Postgres,ExampleServer --scratch-path "$scratch")
 else
     echo "test.sh: PostgreSQL 15 or pgbouncer is neither installed nor installable here; the PostgreSQL tests do not run" >&2
-    build=(--traits ExampleServer --scratch-path .build)
+    scratch=.build
+    build=(--traits ExampleServer --scratch-path "$scratch")
 fi
 # The libraries and the tools the tests start are compiled with optimization, the tests without
 # (Package.swift reads DATASTORE_OPTIMIZE): unoptimized, the same run takes nearly twice as long.
@@ -75,8 +77,9 @@ if [ "$build_only" -eq 1 ]; then
     exit 0
 fi
 # The documentation's programs run (Scripts/check-code-blocks.sh) and the DocC catalog builds
-# (Scripts/docs.sh, into .build-docs) beside the tests, which spend much of their time waiting for
-# the processes and servers they start; their output follows the tests'.
+# (Scripts/docs.sh, into .build-docs, from the DataStoreAPI module just built) beside the tests,
+# which spend much of their time waiting for the processes and servers they start; their output
+# follows the tests'.
 side_log=$(mktemp)
 # An interrupted or cancelled run stops what it started: the side job and the tests, with every
 # process under them (a build, a server), rather than leaving them on the cores. Both run in the
@@ -94,7 +97,7 @@ trap 'exit 143' TERM
 (
     Scripts/check-code-blocks.sh --run-only "${build[@]}"
     if [ "$quick" -eq 0 ]; then
-        Scripts/docs.sh
+        Scripts/docs.sh --modules "$scratch/debug"
         echo "test.sh: the documentation built without warnings"
     fi
 ) >"$side_log" 2>&1 &

@@ -674,8 +674,9 @@ import Testing
                 guard pair.count == 2, case .int(let ref) = pair[0], case .string(let kind) = pair[1] else { continue }
                 byKind[kind, default: []].append(Int(ref))
             }
-            // Nodes of each kind spread over the file; fewer of the large file's.
-            let perKind = name == "kotlin-random-games.f23" ? 1 : 8
+            // Nodes of each kind spread over the file; fewer of the large file's, and half as many
+            // in the test command as in Scripts/release-check.sh (DATASTORE_THOROUGH=1).
+            let perKind = name == "kotlin-random-games.f23" ? 1 : runsThoroughTests ? 8 : 4
             for kind in byKind.keys.sorted() {
                 let refs = byKind[kind] ?? []
                 let step = max(1, refs.count / perKind)
