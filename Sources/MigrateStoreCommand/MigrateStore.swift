@@ -56,13 +56,14 @@ extension MigrateStore {
             FileHandle.standardError.write(Data("migrate-store: error: \(LocationSecrets.redacted(mistake))\n".utf8))
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
-        if let mistake = mistakenWord(in: arguments) { refuse(mistake) }
-        // Parsed once, then run, as the parser's own `main` does.
+        // Parsed once, then run, as the parser's own `main` does. A command line with a word no
+        // command knows never parses, so the words are looked at only when the parser refuses
+        // (rendering every option's help to learn their names costs a third of a run's start).
         var command: any ParsableCommand
         do {
             command = try parseAsRoot(arguments)
         } catch {
-            if let mistake = invalidValue(error) { refuse(mistake) }
+            if let mistake = mistakenWord(in: arguments) ?? invalidValue(error) { refuse(mistake) }
             exit(withError: error)
         }
         do {
@@ -90,9 +91,10 @@ extension MigrateStore {
     }
 
     /// A word of the command line that no command of migrate-store knows, said in one line with
-    /// what the user probably meant, or `nil`. Checked before parsing because the parser reports
-    /// a misspelled option (`--form`) as the missing one it stands for (`--from`), and a word
-    /// that is no command (`migrate`) as an unexpected argument of the default command, `copy`.
+    /// what the user probably meant, or `nil`. Checked before the parser's own error is shown,
+    /// because the parser reports a misspelled option (`--form`) as the missing one it stands
+    /// for (`--from`), and a word that is no command (`migrate`) as an unexpected argument of the
+    /// default command, `copy`.
     static func mistakenWord(in arguments: [String]) -> String? {
         let commands = configuration.subcommands.map { $0._commandName }
         var command: any ParsableCommand.Type = Copy.self

@@ -189,6 +189,15 @@ import Testing
                         only: Set<String>? = nil) throws {
         let tables = Dictionary(uniqueKeysWithValues: expected.tables.map { ($0.name, $0) })
         let byTableKey = Dictionary(uniqueKeysWithValues: expected.tables.map { ($0.tableKey, $0) })
+        // Each table's store keys by Realm object key, made once per table the first time a link
+        // needs it (not once per link: a file of thousands of links would make it quadratic).
+        var madeKeys: [String: [Int64: Value]] = [:]
+        func storeKeys(of table: Expected.Table) -> [Int64: Value] {
+            if let made = madeKeys[table.name] { return made }
+            let made = Dictionary(uniqueKeysWithValues: table.objects.map { ($0.key, key(of: table, $0)) })
+            madeKeys[table.name] = made
+            return made
+        }
         func key(of table: Expected.Table, _ object: Expected.Object) -> Value {
             guard let primaryKey = table.primaryKey else { return .int(object.key) }
             let column = table.columns.first { $0.name == primaryKey }
@@ -213,9 +222,8 @@ import Testing
                                 expected = value == .null && column.collection == nil ? .null
                                     : .string(expectedJSON(value, type: column.type) { tableKey, objectKey in
                                         guard let target = byTableKey[tableKey],
-                                              let object = target.objects.first(where: { $0.key == objectKey })
-                                        else { return nil }
-                                        return (target.name, key(of: target, object))
+                                              let key = storeKeys(of: target)[objectKey] else { return nil }
+                                        return (target.name, key)
                                     })
                             } else if column.type == 11 {
                                 guard case .string(let text) = value, let decimal = decimal(text) else {
@@ -229,7 +237,7 @@ import Testing
                             #expect(record[column.name] == expected, "\(label): \(table.name) \(itemKey).\(column.name)")
                             continue
                         }
-                        let targets = Dictionary(uniqueKeysWithValues: target.objects.map { ($0.key, key(of: target, $0)) })
+                        let targets = storeKeys(of: target)
                         if column.collection == nil {
                             let expectedTarget: Value
                             if case .int(let k) = value, let t = targets[k] { expectedTarget = t } else { expectedTarget = .null }
