@@ -18,6 +18,14 @@ command=${1:?$usage}
 dir=${2:?DIR}
 bin=/usr/lib/postgresql/15/bin
 . "$(dirname "${BASH_SOURCE[0]}")/lib/as-postgres.sh"
+# Starts the server of $dir/$1 (primary, standby); when it does not start, says why: the end of
+# its log, where PostgreSQL writes the reason (a port taken, the memory it could not have).
+start_server() {
+    as_postgres "$bin/pg_ctl" -D "$dir/$1" -l "$dir/$1.log" -w start >/dev/null && return 0
+    echo "postgres-replicas.sh: the $1 did not start; the end of $dir/$1.log:" >&2
+    tail -n 15 "$dir/$1.log" >&2 || true
+    return 1
+}
 case "$command" in
 start)
     primary_port=${3:?PRIMARY_PORT}
@@ -35,14 +43,14 @@ max_wal_senders = 5
 synchronous_commit = on
 fsync = on
 CONF
-    as_postgres "$bin/pg_ctl" -D "$dir/primary" -l "$dir/primary.log" -w start >/dev/null
+    start_server primary
     as_postgres "$bin/createdb" -h "$dir/primary-socket" -p "$primary_port" -U postgres datastore
     as_postgres "$bin/pg_basebackup" -h "$dir/primary-socket" -p "$primary_port" -U postgres -D "$dir/standby" -R -X stream -c fast
     cat >> "$dir/standby/postgresql.conf" <<CONF
 port = $standby_port
 unix_socket_directories = '$dir/standby-socket'
 CONF
-    as_postgres "$bin/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w start >/dev/null
+    start_server standby
     # Waits (at most 10 s) until pg_stat_replication's COLUMN says VALUE for the standby.
     replication_is() {
         local state=""
@@ -77,7 +85,7 @@ stop-standby)
     as_postgres "$bin/pg_ctl" -D "$dir/standby" -m fast -w stop >/dev/null
     ;;
 start-standby)
-    as_postgres "$bin/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w start >/dev/null
+    start_server standby
     ;;
 stop)
     for server in primary standby; do

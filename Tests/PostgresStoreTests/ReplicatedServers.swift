@@ -11,11 +11,14 @@ final class ReplicatedServers {
     var standbyPort: Int { primaryPort + 1 }
 
     /// Random ports may be taken (another test's server, one still shutting down): a start
-    /// that fails is cleaned up and tried again on other ports, three times at most.
+    /// that fails is cleaned up and tried again on other ports, three times at most. The ports
+    /// are below Linux's range for the local ports of outgoing connections (32,768 to 60,999),
+    /// where the tests' own connections to 127.0.0.1 would take them, and away from the
+    /// pg_auto_failover and TLS tests' servers (20,000 to 29,999).
     init(dir: String, synchronous: Bool = true) throws {
         self.dir = dir
         for attempt in 1...3 {
-            primaryPort = Int.random(in: 30_000..<40_000)
+            primaryPort = Int.random(in: 10_000..<20_000)
             do {
                 try run("start", "\(primaryPort) \(standbyPort)" + (synchronous ? "" : " async"))
                 return
