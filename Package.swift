@@ -139,16 +139,19 @@ let package = Package(
             dependencies: ["SQLiteStore", "LMDBStore", "InMemoryStore", "PostgresStore", "StoreMigration"],
             swiftSettings: librarySettings
         ),
+        // The conformance suite and the tests' support code drive the stores and spend little of
+        // the tests' time themselves: compiled without optimization, like the tests (measured
+        // here: 122 CPU-s less to build, the test run's time and CPU unchanged).
         .target(
             name: "DataStoreConformance",
             dependencies: ["DataStoreAPI", .product(name: "PropertyBased", package: "swift-property-based")],
-            swiftSettings: librarySettings
+            swiftSettings: swiftSettings
         ),
         .target(
             name: "DataStoreTestSupport",
             dependencies: ["DataStoreAPI", "JSONLStore", "DataStoreConformance", "StoreMigration", "CSQLite", "CZlib"],
             path: "Tests/Support",
-            swiftSettings: librarySettings
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "JSONLStoreTests",
