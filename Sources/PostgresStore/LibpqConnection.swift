@@ -36,22 +36,37 @@ struct LibpqError: Error {
 /// Parameters sent in binary with their types, so that the server never guesses: `bigint`,
 /// `float8`, `boolean`, `text`, `bytea` and `uuid`, in one contiguous buffer.
 struct LibpqParameters {
-    private(set) var types: [UInt32] = []
-    private(set) var lengths: [Int32] = []
-    private(set) var offsets: [Int] = []
+    /// A parameter: its type, its length (-1: NULL) and where its bytes begin in ``data``.
+    struct Slot {
+        var type: UInt32
+        var length: Int32
+        var offset: Int
+    }
+    /// (Two arrays, not one per column libpq takes: a write sends several statements, and each
+    /// array is an allocation; ``LibpqConnection/send(_:_:wanted:prepared:)`` lays the types
+    /// and lengths out for libpq on the stack.)
+    private(set) var slots: [Slot] = []
     private(set) var data: [UInt8] = []
 
     init() {}
 
-    var count: Int { types.count }
+    var count: Int { slots.count }
 
-    /// Room for a statement's usual parameters, made at the first: four arrays grown one
-    /// append at a time reallocate each two or three times.
+    /// The parameters' types, in order.
+    var types: [UInt32] { slots.map(\.type) }
+
+    /// Whether the parameters' types are `types`, in order (without making an array).
+    func hasTypes(_ types: [UInt32]) -> Bool {
+        guard types.count == slots.count else { return false }
+        for i in 0..<types.count where types[i] != slots[i].type { return false }
+        return true
+    }
+
+    /// Room for a statement's usual parameters, made at the first: arrays grown one append at a
+    /// time reallocate two or three times.
     private mutating func reserve() {
-        guard types.capacity == 0 else { return }
-        types.reserveCapacity(8)
-        lengths.reserveCapacity(8)
-        offsets.reserveCapacity(8)
+        guard slots.capacity == 0 else { return }
+        slots.reserveCapacity(8)
         data.reserveCapacity(128)
     }
 
@@ -59,16 +74,12 @@ struct LibpqParameters {
         reserve()
         let start = data.count
         body(&data)
-        types.append(type)
-        offsets.append(start)
-        lengths.append(Int32(data.count - start))
+        slots.append(Slot(type: type, length: Int32(data.count - start), offset: start))
     }
 
     mutating func appendNull() {
         reserve()
-        types.append(0)
-        offsets.append(data.count)
-        lengths.append(-1)
+        slots.append(Slot(type: 0, length: -1, offset: data.count))
     }
 
     mutating func append(_ value: Int64) {
@@ -459,14 +470,21 @@ final class LibpqConnection {
         let count = params.count
         let sent: Int32 = params.data.withUnsafeBufferPointer { data in
             withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(1, count)) { values in
-                withUnsafeTemporaryAllocation(of: Int32.self, capacity: max(1, count)) { formats in
+                withUnsafeTemporaryAllocation(of: Int32.self, capacity: max(1, 3 * count)) { columns in
+                    // The formats, the lengths and the types, one after the other.
+                    let formats = columns.baseAddress!
+                    let lengths = formats + count
+                    let types = UnsafeMutableRawPointer(lengths + count).assumingMemoryBound(to: UInt32.self)
                     let base = data.baseAddress.map { UnsafeRawPointer($0) }
                     for i in 0..<count {
+                        let slot = params.slots[i]
                         formats[i] = 1
-                        if params.lengths[i] < 0 {
+                        lengths[i] = slot.length
+                        types[i] = slot.type
+                        if slot.length < 0 {
                             values[i] = nil
                         } else if let base {
-                            values[i] = (base + params.offsets[i]).assumingMemoryBound(to: CChar.self)
+                            values[i] = (base + slot.offset).assumingMemoryBound(to: CChar.self)
                         } else {
                             // A zero-length value needs a pointer all the same (not null, which
                             // means NULL).
@@ -474,17 +492,19 @@ final class LibpqConnection {
                         }
                     }
                     let valuePointers = count == 0 ? nil : UnsafePointer(values.baseAddress)
-                    let formatPointer = count == 0 ? nil : UnsafePointer(formats.baseAddress)
+                    let formatPointer = count == 0 ? nil : UnsafePointer(formats)
+                    let lengthPointer = count == 0 ? nil : UnsafePointer(lengths)
+                    let typePointer = count == 0 ? nil : UnsafePointer(types)
                     // (withCString: a native string's own bytes, where passing the String makes a
                     // C copy of it on the heap.)
                     if let name {
                         return name.withCString { name in
-                            PQsendQueryPrepared(connection, name, Int32(count), valuePointers, params.lengths,
+                            PQsendQueryPrepared(connection, name, Int32(count), valuePointers, lengthPointer,
                                                 formatPointer, 1)
                         }
                     }
                     return sql.withCString { sql in
-                        PQsendQueryParams(connection, sql, Int32(count), params.types, valuePointers, params.lengths,
+                        PQsendQueryParams(connection, sql, Int32(count), typePointer, valuePointers, lengthPointer,
                                           formatPointer, 1)
                     }
                 }
@@ -539,7 +559,7 @@ final class LibpqConnection {
         // (The length first: `==` on two strings of different storage compares their contents.)
         let length = sql.utf8.count
         for recent in recentStatements.reversed()
-        where recent.key.sql.utf8.count == length && recent.key.sql == sql && recent.key.types == params.types {
+        where recent.key.sql.utf8.count == length && recent.key.sql == sql && params.hasTypes(recent.key.types) {
             return recent.name
         }
         let key = PreparedKey(sql: sql, types: params.types)
