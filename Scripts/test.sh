@@ -58,8 +58,9 @@ else
     scratch=.build
     build=(--traits ExampleServer --scratch-path "$scratch")
 fi
-# The libraries and the tools the tests start are compiled with optimization, the tests without
-# (Package.swift reads DATASTORE_OPTIMIZE): unoptimized, the same run takes nearly twice as long.
+# The libraries and the tools the tests start are compiled with optimization, the tests, the
+# conformance suite and the tests' support code without (Package.swift reads DATASTORE_OPTIMIZE):
+# unoptimized, the same run takes nearly twice as long.
 # The documentation's programs and the test run below see the same variable, so that they find
 # the same build.
 export DATASTORE_OPTIMIZE=1
