@@ -8,9 +8,9 @@
 #     Scripts/instruction-counts.sh --update   write the counts of this build as the thresholds
 #     Scripts/instruction-counts.sh --install  only install valgrind when it is missing
 #
-# Builds hot-paths in release into .build without traits, where the demo (Scripts/demo.sh) then
-# builds migrate-store in release, so that CI builds their common modules once. Installs
-# valgrind when it is missing (Debian's package).
+# Builds hot-paths in release into .build without traits (where Scripts/demo.sh, run by hand,
+# builds migrate-store in release and reuses the modules they share). Installs valgrind when it
+# is missing (Debian's package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 update=0 install_only=0
@@ -25,7 +25,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # (DATASTORE_WARNINGS_AS_ERRORS=1, which CI sets, treats this package's warnings as errors, as the
-# demo's build then does: the same flags, so that the demo reuses what this build compiled.)
+# demo's build does: the same flags, so that a demo after it reuses what this build compiled.)
 flags=()
 [ "${DATASTORE_WARNINGS_AS_ERRORS:-}" = 1 ] && flags=(-Xswiftc -warnings-as-errors)
 swift build -c release --product hot-paths "${flags[@]}" >"$work/build.log" 2>&1 \
