@@ -1,15 +1,18 @@
-// hot-paths: one hot operation of a store, for callgrind to count its instructions
-// (Scripts/instruction-counts.sh runs each under `valgrind --tool=callgrind
-// --toggle-collect='*runHotPath*'` and compares the count per item with the committed thresholds).
+// hot-paths: hot operations of a store, for callgrind to count their instructions
+// (Scripts/instruction-counts.sh runs every operation of a backend in one process under `valgrind
+// --tool=callgrind --toggle-collect='*runHotPath*' --dump-after='*runHotPath*'`, which writes each
+// operation's count to a file of its own, and compares the count per item with the committed
+// thresholds).
 //
-//     hot-paths sqlite|lmdb|memory[-encrypted] insert|get|fetch|forEach|visit|query|unindexed|typed-fetch|typed-insert COUNT
+//     hot-paths sqlite|lmdb|memory[-encrypted] insert|get|fetch|forEach|visit|query|unindexed|typed-fetch|typed-insert[,...] COUNT
 //
 // A backend with `-encrypted` opens an encrypted store (a raw key): the cost of the sealing.
 //
 // query: 100 fetches of one value of the indexed attribute (`score == n`); unindexed: one fetch
 // filtered on the double, which no index covers (`ratio < 0.01`).
 //
-// The store is seeded with COUNT items first (for the reads), outside the collected function. The
+// Each operation runs on a new store, seeded with COUNT items first (for the reads), outside the
+// collected function. The
 // items are the benchmark harness's: an int key, a short string, an indexed int, a double and 16
 // bytes. Run with SWIFT_DETERMINISTIC_HASHING=1, so that hashing, and with it the count, is the
 // same from run to run.
@@ -55,13 +58,14 @@ let schema = Schema(entities: [
 let backends = ["sqlite", "lmdb", "memory"].flatMap { [$0, $0 + "-encrypted"] }
 let operations = ["insert", "get", "fetch", "forEach", "visit", "query", "unindexed", "typed-fetch", "typed-insert"]
 let arguments = CommandLine.arguments
-guard arguments.count == 4, backends.contains(arguments[1]), operations.contains(arguments[2]),
+let chosen = arguments.count == 4 ? arguments[2].split(separator: ",").map(String.init) : []
+guard arguments.count == 4, backends.contains(arguments[1]), !chosen.isEmpty, chosen.allSatisfy(operations.contains),
       let count = Int(arguments[3]), count > 0 else {
     FileHandle.standardError.write(Data(("usage: hot-paths \(backends.joined(separator: "|")) "
-        + "\(operations.joined(separator: "|")) COUNT\n").utf8))
+        + "\(operations.joined(separator: "|"))[,...] COUNT\n").utf8))
     exit(2)
 }
-let (backend, operation) = (arguments[1], arguments[2])
+let backend = arguments[1]
 
 /// Hands a value to code the optimizer cannot see into.
 @inline(never) func consume<T>(_ value: T) { withExtendedLifetime(value) {} }
@@ -122,20 +126,26 @@ func operate(_ store: any DataStore, _ operation: String, _ items: [Item], _ rec
 let directory = NSTemporaryDirectory() + "hot-paths-\(getpid())"
 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: directory) }
-let store: any DataStore
 let key = backend.hasSuffix("-encrypted") ? try StoreKey(rawKey: (0..<32).map { UInt8($0) }) : nil
-switch backend.split(separator: "-").first {
-case "sqlite": store = try SQLiteStore(path: directory + "/store.sqlite", schema: schema,
-                                       options: SQLiteOptions(durability: .normal, key: key))
-case "lmdb": store = try LMDBStore(path: directory + "/store.lmdb", schema: schema,
-                                   options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30, key: key))
-default: store = try InMemoryStore(schema: schema, key: key)
-}
 let items = (0..<count).map(Item.init)
 let records = items.map(\.record)
-if !operation.hasSuffix("insert") {
-    try store.writeSync { w in for record in records { try w.insert(record, into: "Item") } }
+// Each operation on a store of its own, in the order given (one process for several saves
+// callgrind's start, about 2.4 s of each run here; `--dump-after='*runHotPath*'` then writes
+// each operation's count to a file of its own).
+for (index, operation) in chosen.enumerated() {
+    let path = directory + "/\(index)"
+    let store: any DataStore
+    switch backend.split(separator: "-").first {
+    case "sqlite": store = try SQLiteStore(path: path + ".sqlite", schema: schema,
+                                           options: SQLiteOptions(durability: .normal, key: key))
+    case "lmdb": store = try LMDBStore(path: path + ".lmdb", schema: schema,
+                                       options: LMDBOptions(durability: .normal, initialMapSize: 1 << 30, key: key))
+    default: store = try InMemoryStore(schema: schema, key: key)
+    }
+    if !operation.hasSuffix("insert") {
+        try store.writeSync { w in for record in records { try w.insert(record, into: "Item") } }
+    }
+    let result = try runHotPath(store, operation, items, records)
+    try store.close()
+    print("\(backend) \(operation) \(count): \(result)")
 }
-let result = try runHotPath(store, operation, items, records)
-try store.close()
-print("\(backend) \(operation) \(count): \(result)")
