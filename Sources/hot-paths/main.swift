@@ -1,8 +1,7 @@
 // hot-paths: hot operations of a store, for callgrind to count their instructions
 // (Scripts/instruction-counts.sh runs every operation of a backend in one process under `valgrind
-// --tool=callgrind --toggle-collect='*runHotPath*' --dump-after='*runHotPath*'`, which writes each
-// operation's count to a file of its own, and compares the count per item with the committed
-// thresholds).
+// --tool=callgrind --toggle-collect='*runHotPath*'`, with a dump of the counts as each operation
+// begins, and compares the count per item with the committed thresholds).
 //
 //     hot-paths sqlite|lmdb|memory[-encrypted] insert|get|fetch|forEach|visit|query|unindexed|typed-fetch|typed-insert[,...] COUNT
 //
@@ -12,10 +11,9 @@
 // filtered on the double, which no index covers (`ratio < 0.01`).
 //
 // Each operation runs on a new store, seeded with COUNT items first (for the reads), outside the
-// collected function. The
-// items are the benchmark harness's: an int key, a short string, an indexed int, a double and 16
-// bytes. Run with SWIFT_DETERMINISTIC_HASHING=1, so that hashing, and with it the count, is the
-// same from run to run.
+// collected function. The items are the benchmark harness's: an int key, a short string, an
+// indexed int, a double and 16 bytes. Run with SWIFT_DETERMINISTIC_HASHING=1, so that hashing,
+// and with it the count, is the same from run to run.
 import DataStoreAPI
 import Foundation
 import InMemoryStore
@@ -130,8 +128,8 @@ let key = backend.hasSuffix("-encrypted") ? try StoreKey(rawKey: (0..<32).map { 
 let items = (0..<count).map(Item.init)
 let records = items.map(\.record)
 // Each operation on a store of its own, in the order given (one process for several saves
-// callgrind's start, about 2.4 s of each run here; `--dump-after='*runHotPath*'` then writes
-// each operation's count to a file of its own).
+// callgrind's start, about 2.4 s of each run here; a dump as `runHotPath` is entered leaves each
+// operation's count in a file of its own).
 for (index, operation) in chosen.enumerated() {
     let path = directory + "/\(index)"
     let store: any DataStore
