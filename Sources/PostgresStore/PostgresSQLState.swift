@@ -11,6 +11,7 @@ enum PostgresSQLState {
     static let uniqueViolation = "23505"
     static let foreignKeyViolation = "23503"
     static let readOnlyTransaction = "25006"
+    static let inFailedTransaction = "25P02"
     static let serializationFailure = "40001"
     static let deadlockDetected = "40P01"
     static let lockNotAvailable = "55P03"

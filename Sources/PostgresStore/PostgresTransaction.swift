@@ -108,6 +108,16 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             try replayBegin()
             return true
         }
+        // The connection was left in a failed transaction by one before this (a statement
+        // whose answer was not waited for failed, so the COMMIT after it in its pipeline
+        // segment was skipped): that one is rolled back and this one begun again.
+        if error.cause?.sqlState == PostgresSQLState.inFailedTransaction {
+            answered = true
+            try session.send("ROLLBACK", wanted: false)
+            probe = nil
+            try replayBegin()
+            return true
+        }
         // "cached plan must not change result type" is SQLSTATE 0A000 (feature_not_supported), which
         // no statement of the store meets otherwise; decided on the code, not the server's words.
         guard error.cause?.sqlState == PostgresSQLState.featureNotSupported else { return false }
@@ -273,8 +283,17 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             next += 1
             guard full else { break }
         }
-        // The page asked for ahead, empty: not waited for.
-        for page in pages[next...] { session.discard(page.ticket) }
+        // The page asked for ahead, empty, is waited for all the same (it is on its way): a
+        // failure of its FETCH (a standby cancelling it for its replay) aborts the transaction,
+        // and a read that went on unaware would leave its connection in a failed transaction.
+        for page in pages[next...] {
+            do {
+                _ = try session.wait(page.ticket, sql: sql)
+            } catch {
+                open = false
+                throw conflictOfUncheckedInsert(error)
+            }
+        }
         return records
     }
 
