@@ -26,12 +26,18 @@ bin=/usr/lib/postgresql/15/bin
 autoctl() {
     as_postgres env "PATH=$bin:$PATH" "XDG_CONFIG_HOME=$dir/config" "XDG_DATA_HOME=$dir/data" pg_autoctl "$@"
 }
+# (psql as whoever runs the script: the monitor trusts loopback connections, and a look every
+# fraction of a second through runuser would cost a login each time.)
 monitor_sql() {
-    as_postgres psql -h 127.0.0.1 -p "$(cat "$dir/monitor-port")" -U postgres -d pg_auto_failover -Atc "$1"
+    psql -X -h 127.0.0.1 -p "$(<"$dir/monitor-port")" -U postgres -d pg_auto_failover -Atc "$1"
 }
 # The node's port and state as the monitor has them: "PORT|reported|assigned", one line per node.
 states() {
     monitor_sql "SELECT nodeport || '|' || reportedstate || '|' || goalstate FROM pgautofailover.node ORDER BY nodeid"
+}
+# The port of the node the monitor has as primary (or is promoting), if any.
+primary_port() {
+    states | awk -F'|' '$3 == "primary" || $3 == "wait_primary" { print $1 }' | head -1
 }
 # The node (node1, node2) whose server listens on PORT, as the monitor registered it. (Not from
 # the node's configuration: pg_rewind, which a node that rejoins after a failover runs, copies
@@ -121,7 +127,7 @@ start)
     wait_state "$node1_port" primary
     ;;
 primary)
-    states | awk -F'|' '$3 == "primary" || $3 == "wait_primary" { print $1 }' | head -1
+    primary_port
     ;;
 wait-healthy)
     # One node primary and the other secondary, both as reported and as assigned, for 6 s
@@ -129,22 +135,25 @@ wait-healthy)
     # Under load it may take a secondary that answers its health checks late for unhealthy (and
     # a node that rejoined did so a few seconds after it became secondary), set it to
     # catchingup, and then promote nobody.
-    steady=0
-    for _ in $(seq 1800); do
+    # (Timed by the clock: each look is a psql that takes tens of milliseconds under the load.)
+    since=""
+    deadline=$((SECONDS + 180))
+    while [ "$SECONDS" -lt "$deadline" ]; do
         if [ "$(states | awk -F'|' '$2 == $3 && ($2 == "primary" || $2 == "secondary") { print $2 }' | sort | tr '\n' ' ')" \
             = "primary secondary " ]; then
-            steady=$((steady + 1))
-            [ "$steady" -ge 60 ] && exit 0
+            now=$(date +%s%N)
+            since=${since:-$now}
+            [ $(((now - since) / 1000000)) -ge 6000 ] && exit 0
         else
-            steady=0
+            since=""
         fi
-        sleep 0.1
+        sleep 0.25
     done
     echo "postgres-auto-failover.sh: the formation is not primary and secondary: $(states 2>&1 | tr '\n' ' ')" >&2
     exit 1
     ;;
 kill-primary)
-    port=$("$0" primary "$dir")
+    port=$(primary_port)
     [ -n "$port" ] || { echo "postgres-auto-failover.sh: no primary to kill" >&2; exit 1; }
     kill_node "$(node_on_port "$port")"
     echo "$port"
@@ -152,7 +161,7 @@ kill-primary)
 wait-failover)
     old=${3:?PORT}
     for _ in $(seq 600); do
-        port=$("$0" primary "$dir" 2>/dev/null || true)
+        port=$(primary_port 2>/dev/null || true)
         if [ -n "$port" ] && [ "$port" != "$old" ]; then exit 0; fi
         sleep 0.1
     done
