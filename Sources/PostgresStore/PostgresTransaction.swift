@@ -111,23 +111,21 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         // The connection was left in a failed transaction by one before this (a statement
         // whose answer was not waited for failed, so the COMMIT after it in its pipeline
         // segment was skipped): that one is rolled back and this one begun again.
-        if error.cause?.sqlState == PostgresSQLState.inFailedTransaction {
-            answered = true
-            try session.send("ROLLBACK", wanted: false)
-            probe = nil
-            try replayBegin()
-            return true
-        }
-        // "cached plan must not change result type" is SQLSTATE 0A000 (feature_not_supported), which
-        // no statement of the store meets otherwise; decided on the code, not the server's words.
-        guard error.cause?.sqlState == PostgresSQLState.featureNotSupported else { return false }
+        // "cached plan must not change result type" is SQLSTATE 0A000 (feature_not_supported),
+        // which no statement of the store meets otherwise (decided on the code, not the server's
+        // words): the same, with the connection's prepared statements forgotten first.
+        let state = error.cause?.sqlState
+        guard state == PostgresSQLState.inFailedTransaction || state == PostgresSQLState.featureNotSupported
+        else { return false }
         answered = true
         try session.send("ROLLBACK", wanted: false)
         probe = nil
-        do {
-            try session.connection.forgetStatements()
-        } catch {
-            throw PostgresSession.storeError(error, sql: "DEALLOCATE ALL", location: session.location)
+        if state == PostgresSQLState.featureNotSupported {
+            do {
+                try session.connection.forgetStatements()
+            } catch {
+                throw PostgresSession.storeError(error, sql: "DEALLOCATE ALL", location: session.location)
+            }
         }
         try replayBegin()
         return true
