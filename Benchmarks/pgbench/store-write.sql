@@ -5,7 +5,7 @@
 
 BEGIN ISOLATION LEVEL SERIALIZABLE;
 LOCK TABLE bench._ds_gate IN ACCESS SHARE MODE;
-SELECT (SELECT value FROM bench._ds_meta WHERE key = 'datastore.feed'), (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM bench._ds_feed_seq), (SELECT value FROM bench._ds_meta WHERE key = 'datastore.feed-floor'), pg_current_snapshot()::text;
+SELECT (SELECT value FROM bench._ds_meta WHERE key = 'datastore.feed');
 INSERT INTO bench."Item" (id, name, "_ds_sum") SELECT nextval('bench.ids'), 'item', 1234567 ON CONFLICT (id) DO NOTHING RETURNING 1;
 WITH added AS (INSERT INTO bench._ds_feed (seq, entry) SELECT nextval('bench._ds_feed_seq'), '\x0100000000000000000100000004000000497465'::bytea FROM (SELECT pg_advisory_xact_lock_shared(42) FROM (SELECT pg_current_xact_id() AS id OFFSET 0) x WHERE x.id IS NOT NULL OFFSET 0) y RETURNING seq) SELECT seq, pg_notify('ds_bench', '') FROM added;
 COMMIT;

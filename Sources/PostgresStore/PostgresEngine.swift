@@ -130,9 +130,11 @@ import Synchronization
             let commitSetting = try Self.commitSetting(writer, durability: durability)
             self.commitSetting = commitSetting
             // The setting goes in the same statement (`set_config(…, true)` is `SET LOCAL`): one
-            // statement fewer for the server to run in every write.
-            beginTicket = "SELECT (SELECT value FROM \(s)._ds_meta WHERE key = $1), (\(feed.issued)), (SELECT value FROM "
-                + "\(s)._ds_meta WHERE key = '\(PostgresFeedSQL.floorKey)'), pg_current_snapshot()::text"
+            // statement fewer for the server to run in every write. Only the feed's state is read
+            // ahead (every recorded write needs its settings); the feed's window and the numbers
+            // taken, which only a read of the feed inside a write block needs, are read when
+            // asked, in the same snapshot.
+            beginTicket = "SELECT (SELECT value FROM \(s)._ds_meta WHERE key = $1)"
                 + (commitSetting.map { ", set_config('synchronous_commit', '\($0)', true)" } ?? "")
             serverStart = Mutex(try Self.serverStart(writer))
             (schema, sealedRows) = try Self.prepare(writer, requested: requested, location: location,

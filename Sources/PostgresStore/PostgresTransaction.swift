@@ -9,17 +9,15 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     let engine: PostgresEngine?
     let s: String
 
-    /// The change feed's stored state (`_ds_meta`'s `datastore.feed`) and the highest number
-    /// taken, as a write transaction's first statement read them ahead (the feed asks for the
-    /// state before each recorded commit); the state is kept up to date by this transaction's
-    /// own writes. `nil`: not known, ask the server.
+    /// The change feed's stored state (`_ds_meta`'s `datastore.feed`), as a write transaction's
+    /// first statement read it ahead (the feed asks for the state before each recorded commit);
+    /// kept up to date by this transaction's own writes. `nil`: not known, ask the server.
     var feedState: [UInt8]??
-    private var issuedAtBegin: UInt64?
+    /// A write transaction's snapshot (`pg_current_snapshot()`, the transaction's own at
+    /// `SERIALIZABLE`) and the feed's floor in it, read at the first read of the feed's window in
+    /// the transaction; the floor is forgotten when the transaction moves it.
     private var floorAtBegin: UInt64?
-    /// A write transaction's snapshot, as its first statement read it: its text
-    /// (`pg_current_snapshot()`), parsed when the feed's window is read in this transaction.
     private var snapshotAtBegin: FeedWatermark.Snapshot?
-    private var snapshotTextAtBegin: String?
     /// The feed's entry not yet sent, with the removal of old entries that goes with it: one
     /// statement, queued before COMMIT without a wait of its own (``sendPending()``), or sent
     /// before any read of the feed (``flush()``).
@@ -162,13 +160,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             return
         }
         answered = true
-        if let cells = row.first {
-            if feedState == nil { feedState = .some(cells[0].isNull ? nil : cells[0].bytes()) }
-            if issuedAtBegin == nil { issuedAtBegin = UInt64(clamping: try cells[1].int64()) }
-            if floorAtBegin == nil { floorAtBegin = PostgresFeedSQL.floor(cells[2]) }
-            // Kept as text: only a read of the feed's window in this transaction parses it.
-            if snapshotAtBegin == nil && snapshotTextAtBegin == nil { snapshotTextAtBegin = try cells[3].string() }
-        }
+        if let cells = row.first, feedState == nil { feedState = .some(cells[0].isNull ? nil : cells[0].bytes()) }
     }
 
     /// Sends what this transaction holds back and waits for it.
@@ -744,10 +736,6 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             // A write transaction's snapshot was taken before it could probe: what this process's
             // earlier probes say of it (a feed read in a write block may lag; it never skips).
             try resolveBegin()
-            if snapshotAtBegin == nil, let text = snapshotTextAtBegin {
-                snapshotAtBegin = try FeedWatermark.Snapshot(text)
-                snapshotTextAtBegin = nil
-            }
             if floorAtBegin == nil || snapshotAtBegin == nil {
                 // (Forgotten after this transaction moved the floor.)
                 guard let row = try run(feedSQL.window).first else {
@@ -784,10 +772,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
 
     func changeLogIssued() throws -> UInt64 {
         if onStandby { throw ReadNeedsPrimary() }
-        if isWrite {
-            try resolveBegin()
-            if let issuedAtBegin { return issuedAtBegin }
-        }
+        // (In a write transaction, read when asked: a number taken since its snapshot counts a
+        // token up to it as not final yet, as it is.)
         guard let row = try run(feedSQL.issued).first else { return 0 }
         return UInt64(clamping: try row[0].int64())
     }
@@ -854,7 +840,6 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         try run("WITH taken AS (SELECT nextval(\(feedSQL.sequenceLiteral)) AS v), gone AS (DELETE FROM \(s)._ds_feed "
             + "WHERE seq <= (SELECT v FROM taken) RETURNING 1) " + feedSQL.raiseFloor("v + 1", from: "FROM taken"))
         window = nil
-        issuedAtBegin = nil
         floorAtBegin = nil
     }
 
@@ -870,7 +855,6 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         floor.append(Int64(clamping: head) + 1)
         try run(feed.raiseFloor("$1::int8", greatest: false), floor)
         window = nil
-        issuedAtBegin = nil
         floorAtBegin = nil
     }
 }

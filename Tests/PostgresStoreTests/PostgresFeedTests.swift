@@ -49,6 +49,46 @@ private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(
     #expect(try store.read { try $0.count(FetchRequest("Note")) } == 2)
 }
 
+/// A write block that reads the feed sees it as of its own snapshot, taken at its first
+/// statement: the commits before the block, and not one that another store made while the
+/// block ran; its token is the head the store had before it.
+@Test func aWriteBlockReadsTheFeedAsOfItsSnapshot() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let store = try PostgresStore(location: location, schema: noteSchema)
+    defer { try? store.close() }
+    let other = try PostgresStore(location: location, schema: nil)
+    defer { try? other.close() }
+    let start = try store.currentChangeToken()
+    for id in 1...3 {
+        try store.writeSync { try $0.insert(["id": .int(Int64(id)), "title": "note \(id)"], into: "Note") }
+    }
+    let before = try store.currentChangeToken()
+    func ids(_ sets: [ChangeSet]) -> [Int64] {
+        sets.flatMap(\.items).compactMap { change -> Int64? in
+            if case .int(let id) = change.key { return id }
+            return nil
+        }
+    }
+    var runs = 0
+    let (inside, seen) = try store.writeSync { w -> (ChangeToken, [ChangeSet]) in
+        runs += 1
+        // The block's first statement takes its snapshot; then another store commits.
+        _ = try w.get("Note", key: .int(1))
+        if runs == 1 {
+            try other.writeSync { try $0.insert(["id": 10, "title": "from the other store"], into: "Note") }
+        }
+        return (try w.changeToken(), try w.changes(since: start))
+    }
+    #expect(runs == 1)
+    #expect(inside == before)
+    #expect(seen.last?.token == before)
+    #expect(ids(seen) == [1, 2, 3])
+    // After the block, the other store's commit.
+    #expect(ids(try store.read { try $0.changes(since: before) }) == [10])
+}
+
 /// A store that format 1 made (a counter row that every write moved, dense numbers, no
 /// sequence) opens, is upgraded to the sequence, and keeps its feed: tokens taken before the
 /// upgrade are followed after it, and the next commit's number follows the last one's.
