@@ -141,9 +141,9 @@ wait-healthy)
     while [ "$SECONDS" -lt "$deadline" ]; do
         if [ "$(states | awk -F'|' '$2 == $3 && ($2 == "primary" || $2 == "secondary") { print $2 }' | sort | tr '\n' ' ')" \
             = "primary secondary " ]; then
-            now=$(date +%s%N)
+            now=${EPOCHREALTIME/./}
             since=${since:-$now}
-            [ $(((now - since) / 1000000)) -ge 6000 ] && exit 0
+            [ $(((now - since) / 1000)) -ge 6000 ] && exit 0
         else
             since=""
         fi

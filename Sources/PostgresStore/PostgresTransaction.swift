@@ -16,8 +16,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// A write transaction's snapshot (`pg_current_snapshot()`, the transaction's own at
     /// `SERIALIZABLE`) and the feed's floor in it, read at the first read of the feed's window in
     /// the transaction; the floor is forgotten when the transaction moves it.
-    private var floorAtBegin: UInt64?
-    private var snapshotAtBegin: FeedWatermark.Snapshot?
+    private var floorInSnapshot: UInt64?
+    private var writeSnapshot: FeedWatermark.Snapshot?
     /// The feed's entry not yet sent, with the removal of old entries that goes with it: one
     /// statement, queued before COMMIT without a wait of its own (``sendPending()``), or sent
     /// before any read of the feed (``flush()``).
@@ -736,17 +736,17 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             // A write transaction's snapshot was taken before it could probe: what this process's
             // earlier probes say of it (a feed read in a write block may lag; it never skips).
             try resolveBegin()
-            if floorAtBegin == nil || snapshotAtBegin == nil {
+            if floorInSnapshot == nil || writeSnapshot == nil {
                 // (Forgotten after this transaction moved the floor.)
                 guard let row = try run(feedSQL.window).first else {
                     throw StoreError(.corrupt, "\(session.location): the server returned no snapshot")
                 }
-                snapshotAtBegin = try FeedWatermark.Snapshot(try row[0].string())
-                floorAtBegin = PostgresFeedSQL.floor(row[1])
+                writeSnapshot = try FeedWatermark.Snapshot(try row[0].string())
+                floorInSnapshot = PostgresFeedSQL.floor(row[1])
             }
-            guard let floorAtBegin, let snapshotAtBegin else { return (0, 0) }
-            let released = engine?.feedWatermark.released(in: snapshotAtBegin, begun: begunAtEpoch, probe: nil) ?? 0
-            return (floorAtBegin, released)
+            guard let floorInSnapshot, let writeSnapshot else { return (0, 0) }
+            let released = engine?.feedWatermark.released(in: writeSnapshot, begun: begunAtEpoch, probe: nil) ?? 0
+            return (floorInSnapshot, released)
         }
         try beginIfPending(probing: true)
         var read: FeedWatermark.Probe?
@@ -808,7 +808,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         guard keeping >= 1, let released = engine?.feedWatermark.highestReleased, released > 0 else { return }
         try run(feedSQL.retain(removing: false), PostgresFeedSQL.retainBinds(released: released, keeping: keeping))
         window = nil
-        floorAtBegin = nil
+        floorInSnapshot = nil
     }
 
     func changeLogEntry(_ sequence: UInt64) throws -> [UInt8]? {
@@ -832,7 +832,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         try run("WITH gone AS (DELETE FROM \(s)._ds_feed WHERE seq < $1 RETURNING 1) "
             + feedSQL.raiseFloor("$1::int8"), binds)
         window = nil
-        floorAtBegin = nil
+        floorInSnapshot = nil
     }
 
     func restartChangeLog() throws {
@@ -840,7 +840,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         try run("WITH taken AS (SELECT nextval(\(feedSQL.sequenceLiteral)) AS v), gone AS (DELETE FROM \(s)._ds_feed "
             + "WHERE seq <= (SELECT v FROM taken) RETURNING 1) " + feedSQL.raiseFloor("v + 1", from: "FROM taken"))
         window = nil
-        floorAtBegin = nil
+        floorInSnapshot = nil
     }
 
     func continueChangeLog(after head: UInt64) throws {
@@ -855,7 +855,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         floor.append(Int64(clamping: head) + 1)
         try run(feed.raiseFloor("$1::int8", greatest: false), floor)
         window = nil
-        floorAtBegin = nil
+        floorInSnapshot = nil
     }
 }
 /// The SQL of one entity's single-item statements.
