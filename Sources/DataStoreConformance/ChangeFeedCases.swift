@@ -259,6 +259,28 @@ enum ChangeFeedCases {
         }
     }
 
+    /// A write block that reads the feed sees it as it stood when the block began: its token is
+    /// the head before it, and the commits before it are listed; after the block, its own commit
+    /// is next.
+    static func aWriteBlockReadsTheFeedAsItStoodBeforeIt(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let start = try store.currentChangeToken()
+        for key in ["a", "b", "c"] {
+            try store.writeSync { try $0.insert(["key": .string(key)], into: "Keyed") }
+        }
+        let before = try store.currentChangeToken()
+        let (inside, listed) = try store.writeSync { w -> (ChangeToken, [ChangeSet]) in
+            let read = (try w.changeToken(), try w.changes(since: start))
+            try w.insert(["key": "d"], into: "Keyed")
+            return read
+        }
+        c.expectEqual(inside, before, "the token inside the block")
+        c.expectEqual(listed.map(\.items), ["a", "b", "c"].map { [ItemChange(entity: "Keyed", key: .string($0), kind: .inserted)] })
+        c.expectEqual(listed.last?.token, before)
+        let after = try store.changes(since: before, limit: 10)
+        c.expectEqual(after.map(\.items), [[ItemChange(entity: "Keyed", key: "d", kind: .inserted)]])
+    }
+
     static func tokensOlderThanTheRetentionExpireWithAClearError(_ c: ConformanceContext) throws {
         let store = try c.open()
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 5)) }
@@ -768,6 +790,7 @@ enum ChangeFeedCases {
                         aTransactionOverManyEntitiesListsEachOnceInNameOrder),
         ConformanceCase("Change feed", "concurrentWritersCommitOrderIsFeedOrder", concurrentWritersCommitOrderIsFeedOrder),
         ConformanceCase("Change feed", "tokensSurviveReopenAndEncoding", tokensSurviveReopenAndEncoding),
+        ConformanceCase("Change feed", "aWriteBlockReadsTheFeedAsItStoodBeforeIt", aWriteBlockReadsTheFeedAsItStoodBeforeIt),
         ConformanceCase("Change feed", "tokensOlderThanTheRetentionExpireWithAClearError",
                         tokensOlderThanTheRetentionExpireWithAClearError),
         ConformanceCase("Change feed", "theRetentionBoundIsExactAfterEveryCommit", theRetentionBoundIsExactAfterEveryCommit),
