@@ -414,7 +414,7 @@ import Synchronization
         }
     }
 
-    private func giveBack(_ writer: PostgresSession) {
+    fileprivate func giveBack(_ writer: PostgresSession) {
         idleWriters.withLock { $0.append(writer) }
         writeSlots.signal()
     }
@@ -617,17 +617,50 @@ import Synchronization
     /// the block's first statement go together; the feed's entry (with its number), the
     /// notification and `COMMIT` go together.
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
-        let writer = try takeWriter()
-        defer { giveBack(writer) }
+        try withWriter(after: nil, leavingCommitInFlight: false, body).0
+    }
+
+    public var pipelinesCommits: Bool { true }
+
+    /// A write transaction; after `previous`, on its connection, and with
+    /// `leavingCommitInFlight` returning once its `COMMIT` is sent (see
+    /// ``StorageEngine/withWriter(after:leavingCommitInFlight:_:)``). Its statements go in their
+    /// own pipeline segment after the `COMMIT` before them, so that they run in a transaction of
+    /// their own whatever that `COMMIT` met; that `COMMIT`'s answer comes with theirs, and is read
+    /// before this transaction commits.
+    public func withWriter<T>(after previous: (any CommitInFlight)?, leavingCommitInFlight: Bool,
+                              _ body: (any StorageWriter) throws -> T) throws -> (T, (any CommitInFlight)?) {
+        let preceding = previous as? PostgresCommitInFlight
+        let writer: PostgresSession
+        if let preceding, preceding.engine === self, preceding.adopt() {
+            writer = preceding.session
+        } else {
+            if let previous, case .failed = previous.outcome() { throw PrecedingCommitFailed() }
+            writer = try takeWriter()
+        }
+        var leftInFlight = false
+        defer { if !leftInFlight { giveBack(writer) } }
+        /// Whether the commit before this transaction failed (its answer waited for).
+        func precedingFailed() -> Bool {
+            guard let preceding, case .failed = preceding.outcome() else { return false }
+            return true
+        }
         let attempts = WriteAttempts.current
         let outer = attempts.begin(self, on: writer)
         defer { attempts.end(restoring: outer) }
-        let transaction = try beginWrite(on: writer, alone: attempts.conflictsInARow(of: self) >= Self.runsAloneAfter)
+        let transaction: PostgresTransaction
+        do {
+            transaction = try beginWrite(on: writer, alone: attempts.conflictsInARow(of: self) >= Self.runsAloneAfter)
+        } catch {
+            if precedingFailed() { throw PrecedingCommitFailed() }
+            throw error
+        }
         defer { writer.connection.forgetAnswers() }
         var committing = false
         do {
             let result = try body(transaction)
             try transaction.resolveBegin()
+            if precedingFailed() { throw PrecedingCommitFailed() }
             // The notification is delivered to the store's listeners when the transaction commits
             // (see `subscribeToCommits`); it goes in the feed entry's statement when there is one.
             let feed = try transaction.sendPending(notifying: commitChannel)
@@ -642,30 +675,34 @@ import Synchronization
             let position = standbys.isEmpty ? nil
                 : try writer.send(durability == .full ? "SELECT pg_current_wal_flush_lsn()::text"
                                                       : "SELECT pg_current_wal_insert_lsn()::text")
-            try writer.wait(commit, sql: "COMMIT")
-            if let position {
-                if let text = try? writer.wait(position, sql: "the WAL position").first?[0].string(),
-                   let reached = WALPosition.parse(text).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
-                    lastCommitPosition.raise(to: reached)
-                    primaryPositions.note(reached)
-                    commitPositionUnknown.store(false, ordering: .releasing)
-                } else {
-                    // Committed, but where the WAL is was not learned (the connection went after
-                    // COMMIT's answer): reads that must see it go to the primary until a commit's
-                    // position is known again.
-                    commitPositionUnknown.store(true, ordering: .releasing)
-                }
+            let sent = PostgresCommitInFlight(engine: self, session: writer, transaction: transaction, commit: commit,
+                                              position: position, entry: feed, notify: notify)
+            // A trim of the feed that an earlier commit in flight could not run goes after a
+            // commit waited for.
+            if leavingCommitInFlight, !trimOwed.load(ordering: .relaxed) {
+                try writer.flush()
+                attempts.succeeded(self)
+                leftInFlight = true
+                return (result, sent)
             }
-            let entry = try feed.map { try writer.wait($0, sql: "the change feed's entry (the transaction was rolled back)") }
-            if let notify { try writer.wait(notify, sql: "the commit's notification (the transaction was rolled back)") }
+            try readCommit(sent, followed: false)
             attempts.succeeded(self)
-            if let (keeping, slack) = transaction.pendingTrim, let number = try entry?.first?[0].int64(),
-               number % Int64(clamping: slack) == 0 {
-                // Committed: a failure to trim is not the write's (the next trim does it).
-                try? trimFeed(keeping: keeping, on: writer)
+            return (result, nil)
+        } catch is PrecedingCommitFailed {
+            // Rolled back (on a live connection) whatever it met: it runs again after the one before.
+            if !writer.isClosed {
+                _ = try? writer.settle()
+                _ = try? writer.query("ROLLBACK")
             }
-            return result
+            throw PrecedingCommitFailed()
         } catch {
+            if precedingFailed() {
+                if !writer.isClosed {
+                    _ = try? writer.settle()
+                    _ = try? writer.query("ROLLBACK")
+                }
+                throw PrecedingCommitFailed()
+            }
             // Only a connection that is gone (or going: the server said so, 57P01) leaves the
             // transaction's outcome to the server. A refusal on a live connection (a write
             // refused as read-only, 25006, is `unavailable` too) is rolled back here, so that the
@@ -674,29 +711,110 @@ import Synchronization
             let error: any Error = failure ?? error
             // (A run alone that still failed goes back to shared mode.)
             attempts.failed(self, conflicted: writer.conflicted, limit: Self.runsAloneAfter)
-            let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
-            guard lost else {
+            throw failedWrite(error, failure, on: writer, committing: committing)
+        }
+    }
+
+    /// A commit's answers: the `COMMIT`'s, the WAL position after it, the feed's entry and the
+    /// notification; then the feed's trim when its number says so (on `session` when nothing
+    /// follows on it, else owed to the next commit waited for).
+    fileprivate func readCommit(_ sent: PostgresCommitInFlight, followed: Bool) throws {
+        let connection = sent.connection
+        func wait(_ ticket: LibpqConnection.Ticket, _ sql: String) throws -> LibpqResult {
+            do {
+                return try connection.result(ticket)
+            } catch {
+                if let state = error.sqlState, state == PostgresSQLState.serializationFailure
+                    || state == PostgresSQLState.deadlockDetected || state == PostgresSQLState.lockNotAvailable {
+                    sent.session.conflicted = true
+                }
+                throw PostgresSession.storeError(error, sql: sql, location: location)
+            }
+        }
+        _ = try wait(sent.commit, "COMMIT")
+        if let position = sent.position {
+            if let text = try? wait(position, "the WAL position").first?[0].string(),
+               let reached = WALPosition.parse(text).map({ WALPosition.recordsEnd($0, pageSize: walPageSize) }) {
+                lastCommitPosition.raise(to: reached)
+                primaryPositions.note(reached)
+                commitPositionUnknown.store(false, ordering: .releasing)
+            } else {
+                // Committed, but where the WAL is was not learned (the connection went after
+                // COMMIT's answer): reads that must see it go to the primary until a commit's
+                // position is known again.
+                commitPositionUnknown.store(true, ordering: .releasing)
+            }
+        }
+        let entry = try sent.entry.map { try wait($0, "the change feed's entry (the transaction was rolled back)") }
+        if let notify = sent.notify { _ = try wait(notify, "the commit's notification (the transaction was rolled back)") }
+        if let (keeping, slack) = sent.transaction.pendingTrim, let number = try entry?.first?[0].int64(),
+           number % Int64(clamping: slack) == 0 || trimOwed.load(ordering: .relaxed) {
+            if followed {
+                trimOwed.store(true, ordering: .relaxed)
+            } else {
+                // Committed: a failure to trim is not the write's (the next trim does it).
+                trimOwed.store(false, ordering: .relaxed)
+                try? trimFeed(keeping: keeping, on: sent.session)
+            }
+        }
+    }
+
+    /// The outcome of a commit in flight (``PostgresCommitInFlight/outcome()``).
+    fileprivate func outcome(of sent: PostgresCommitInFlight, followed: Bool) -> CommitOutcome {
+        do {
+            try readCommit(sent, followed: followed)
+            return .committed
+        } catch {
+            let failure = (error as? StoreError).map(sent.transaction.conflictOfUncheckedInsert)
+            let retryable = sent.connection.isAlive && (failure.map(isConflictState) ?? false)
+            return .failed(failedWrite(failure ?? error, failure, on: sent.session, committing: true, rollBack: !followed),
+                           retryable: retryable)
+        }
+    }
+
+    private func isConflictState(_ error: StoreError) -> Bool {
+        guard let state = error.cause?.sqlState else { return false }
+        return state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected
+            || state == PostgresSQLState.lockNotAvailable
+    }
+
+    /// Set when a commit in flight found the feed's trim due and another write followed on its
+    /// connection: the next commit waited for trims.
+    private let trimOwed = Atomic<Bool>(false)
+
+    /// A write that failed, as the caller sees it; a live connection's transaction rolled back
+    /// (unless `rollBack` is false: a write follows on the connection, and rolls back what it
+    /// finds), a lost one dropped.
+    private func failedWrite(_ error: any Error, _ failure: StoreError?, on writer: PostgresSession, committing: Bool,
+                             rollBack: Bool = true) -> any Error {
+        // Only a connection that is gone (or going: the server said so, 57P01) leaves the
+        // transaction's outcome to the server. A refusal on a live connection (a write
+        // refused as read-only, 25006, is `unavailable` too) is rolled back here, so that the
+        // connection's next transaction is not refused as part of an aborted one.
+        let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
+        guard lost else {
+            if rollBack {
                 _ = try? writer.settle()
                 _ = try? writer.query("ROLLBACK")
-                throw error
             }
-            // A connection taken for lost that is still open (an error that said `unavailable`
-            // without the server's 25006, a cause lost on the way up) may still be inside the
-            // aborted transaction: it is dropped, never handed to the next write, whose
-            // statements would all fail with 25P02. The next write connects again.
-            if !writer.isClosed { writer.abandonConnection() }
-            let reason = Self.reason(of: error, at: location)
-            if committing {
-                throw StoreError(.io, "\(location): the connection to the server was lost while the transaction "
-                    + "committed: whether it did is unknown (\(reason))")
-            }
-            if let failure, PostgresLocation.isConnectFailure(failure) {
-                throw StoreError(.unavailable, "\(location): no server that accepts writes could be reached; nothing "
-                    + "of the transaction was stored (\(reason))")
-            }
-            throw StoreError(.unavailable, "\(location): the connection to the server was lost during the "
-                + "transaction, which the server rolled back; nothing of it was stored (\(reason))")
+            return error
         }
+        // A connection taken for lost that is still open (an error that said `unavailable`
+        // without the server's 25006, a cause lost on the way up) may still be inside the
+        // aborted transaction: it is dropped, never handed to the next write, whose
+        // statements would all fail with 25P02. The next write connects again.
+        if !writer.isClosed { writer.abandonConnection() }
+        let reason = Self.reason(of: error, at: location)
+        if committing {
+            return StoreError(.io, "\(location): the connection to the server was lost while the transaction "
+                + "committed: whether it did is unknown (\(reason))")
+        }
+        if let failure, PostgresLocation.isConnectFailure(failure) {
+            return StoreError(.unavailable, "\(location): no server that accepts writes could be reached; nothing "
+                + "of the transaction was stored (\(reason))")
+        }
+        return StoreError(.unavailable, "\(location): the connection to the server was lost during the "
+            + "transaction, which the server rolled back; nothing of it was stored (\(reason))")
     }
 
     /// What went wrong, without the location the message of a store error already begins with
@@ -1257,5 +1375,52 @@ final class PostgresCommitSubscription: CommitSubscription, @unchecked Sendable 
     func ended() { active.withLock { $0 = false } }
 
     func cancel() { ended() }
+}
+#endif
+
+#if Postgres
+/// A write transaction's `COMMIT` sent on `session`'s connection, its answers not yet read.
+final class PostgresCommitInFlight: CommitInFlight {
+    let engine: PostgresEngine
+    let session: PostgresSession
+    /// The connection the `COMMIT` went on (the session may connect again before it is read).
+    let connection: LibpqConnection
+    let transaction: PostgresTransaction
+    let commit: LibpqConnection.Ticket
+    let position: LibpqConnection.Ticket?
+    let entry: LibpqConnection.Ticket?
+    let notify: LibpqConnection.Ticket?
+    private var outcomeRead: CommitOutcome?
+    /// Whether a write took the session to run after this commit (and gives it back).
+    private var followed = false
+
+    init(engine: PostgresEngine, session: PostgresSession, transaction: PostgresTransaction,
+         commit: LibpqConnection.Ticket, position: LibpqConnection.Ticket?, entry: LibpqConnection.Ticket?,
+         notify: LibpqConnection.Ticket?) {
+        self.engine = engine
+        self.session = session
+        connection = session.connection
+        self.transaction = transaction
+        self.commit = commit
+        self.position = position
+        self.entry = entry
+        self.notify = notify
+    }
+
+    /// The next write takes the session, unless the outcome was already read (and the session
+    /// given back).
+    func adopt() -> Bool {
+        guard outcomeRead == nil else { return false }
+        followed = true
+        return true
+    }
+
+    func outcome() -> CommitOutcome {
+        if let outcomeRead { return outcomeRead }
+        let read = engine.outcome(of: self, followed: followed)
+        outcomeRead = read
+        if !followed { engine.giveBack(session) }
+        return read
+    }
 }
 #endif

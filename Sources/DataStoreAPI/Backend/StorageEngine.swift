@@ -45,6 +45,49 @@ import Logging
     /// after another (PostgreSQL's `SERIALIZABLE`), reporting those it cannot order as
     /// retryable conflicts.
     var concurrentWriters: Int { get }
+    /// Whether ``withWriter(after:leavingCommitInFlight:_:)`` may leave a transaction's `COMMIT`
+    /// unanswered for the next write to read (the default, false): ``Store`` then sends the
+    /// blocks enqueued without awaiting one after another on one connection, each `COMMIT` with
+    /// the next block's first statements.
+    var pipelinesCommits: Bool { get }
+    /// Runs `body` as ``withWriter(_:)`` does, after `previous`, a write whose `COMMIT` was sent
+    /// and not yet answered, and on its connection: the answer is read before this transaction
+    /// commits, and when `previous` did not commit, this one is rolled back and throws
+    /// ``PrecedingCommitFailed``. With `leavingCommitInFlight`, this transaction's `COMMIT` may
+    /// be sent without waiting for its answer: it is returned, and the store reads its outcome
+    /// (``CommitInFlight/outcome()``) before it tells the caller.
+    func withWriter<T>(after previous: (any CommitInFlight)?, leavingCommitInFlight: Bool,
+                       _ body: (any StorageWriter) throws -> T) throws -> (T, (any CommitInFlight)?)
+}
+
+/// A write transaction whose `COMMIT` was sent and whose answer is still on its way
+/// (``StorageEngine/withWriter(after:leavingCommitInFlight:_:)``).
+@_spi(Backend) public protocol CommitInFlight: AnyObject {
+    /// Whether the transaction committed: waited for at the first call (which also gives its
+    /// connection back when no write follows on it), then kept.
+    func outcome() -> CommitOutcome
+}
+
+@_spi(Backend) public enum CommitOutcome: Sendable {
+    case committed
+    /// Not committed (or not known to be): `retryable` when the server rolled it back for a
+    /// conflict with concurrent transactions, so that running the block again may succeed.
+    case failed(any Error, retryable: Bool)
+}
+
+/// What a write that followed a ``CommitInFlight`` throws when that commit failed: this write was
+/// rolled back too, and runs again after the one before it.
+@_spi(Backend) public struct PrecedingCommitFailed: Error {
+    public init() {}
+}
+
+extension StorageEngine {
+    public var pipelinesCommits: Bool { false }
+    public func withWriter<T>(after previous: (any CommitInFlight)?, leavingCommitInFlight: Bool,
+                              _ body: (any StorageWriter) throws -> T) throws -> (T, (any CommitInFlight)?) {
+        if let previous, case .failed = previous.outcome() { throw PrecedingCommitFailed() }
+        return (try withWriter(body), nil)
+    }
 }
 
 extension StorageEngine {

@@ -173,6 +173,13 @@ import Logging
         try inner.withWriter { try body(transaction($0)) }
     }
 
+    public var pipelinesCommits: Bool { inner.pipelinesCommits }
+
+    public func withWriter<T>(after previous: (any CommitInFlight)?, leavingCommitInFlight: Bool,
+                              _ body: (any StorageWriter) throws -> T) throws -> (T, (any CommitInFlight)?) {
+        try inner.withWriter(after: previous, leavingCommitInFlight: leavingCommitInFlight) { try body(transaction($0)) }
+    }
+
     public func restartableWrite<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         try inner.withRestartableWriter { try body(transaction($0)) }
     }

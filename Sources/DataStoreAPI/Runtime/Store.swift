@@ -195,6 +195,16 @@ open class Store: DataStore, @unchecked Sendable {
     }
 
     private func performWrite<T>(allowWhileClosing: Bool, _ body: (WriteAccessor) throws -> T) throws -> T {
+        try performWrite(allowWhileClosing: allowWhileClosing, after: nil, leavingCommitInFlight: false, body).0
+    }
+
+    /// Runs a write block in its transaction, again after a conflict; after `previous` and with
+    /// `leavingCommitInFlight` as ``StorageEngine/withWriter(after:leavingCommitInFlight:_:)``
+    /// (only the first run follows `previous`: the engine reads its outcome in that run).
+    private func performWrite<T>(allowWhileClosing: Bool, after previous: (any CommitInFlight)?,
+                                 leavingCommitInFlight: Bool, _ body: (WriteAccessor) throws -> T)
+        throws -> (T, (any CommitInFlight)?)
+    {
         try lifecycle.begin(allowWhileClosing: allowWhileClosing)
         defer { lifecycle.end() }
         // An engine with concurrent writers orders its transactions itself (the server does);
@@ -207,7 +217,8 @@ open class Store: DataStore, @unchecked Sendable {
         var attempt = 0
         while true {
             do {
-                return try performWriteOnce(body)
+                return try performWriteOnce(body, after: attempt == 0 ? previous : nil,
+                                            leavingCommitInFlight: leavingCommitInFlight)
             } catch let error as StoreError where engine.isRetryableConflict(error) {
                 guard attempt < engine.conflictRetries else {
                     guard attempt > 0 else { throw error }
@@ -222,7 +233,8 @@ open class Store: DataStore, @unchecked Sendable {
         }
     }
 
-    private func performWriteOnce<T>(_ body: (WriteAccessor) throws -> T) throws -> T {
+    private func performWriteOnce<T>(_ body: (WriteAccessor) throws -> T, after previous: (any CommitInFlight)?,
+                                     leavingCommitInFlight: Bool) throws -> (T, (any CommitInFlight)?) {
         let started = instruments == nil ? 0 : StoreInstruments.now()
         var committed = false
         defer { if let instruments { instruments.wrote(since: started, committed: committed) } }
@@ -230,7 +242,8 @@ open class Store: DataStore, @unchecked Sendable {
         let feedBefore = writesConcurrently ? nil : feedState
         if !writesConcurrently { feedState = nil }
         var feedAfter: FeedStateCache?
-        let result = try engine.withWriter { engineWriter in
+        let (result, inFlight) = try engine.withWriter(after: previous, leavingCommitInFlight: leavingCommitInFlight) {
+            engineWriter in
             let recorder = try recordsChanges
                 ? ChangeRecorder(engineWriter, knownState: feedBefore.flatMap { try Self.state($0, for: engineWriter) })
                 : nil
@@ -255,8 +268,9 @@ open class Store: DataStore, @unchecked Sendable {
         // none (it reads the state itself).
         if !writesConcurrently { feedState = feedAfter }
         committed = true
-        hubStorage.withLock { $0 }?.signal()
-        return result
+        // (A commit in flight signals when it is known: ``finishEnqueued``.)
+        if inFlight == nil { hubStorage.withLock { $0 }?.signal() }
+        return (result, inFlight)
     }
 
     /// The change feed's state as the last write transaction left it, and the engine's version
@@ -343,10 +357,96 @@ open class Store: DataStore, @unchecked Sendable {
             completion(.failure(error))
             return
         }
+        guard pipelinesCommits else {
+            writerThread.submit {
+                let result = Result { try self.performWrite(allowWhileClosing: true, body) }
+                self.lifecycle.end()
+                completion(result)
+            }
+            return
+        }
+        enqueuedWrites.add(1, ordering: .sequentiallyConsistent)
         writerThread.submit {
-            let result = Result { try self.performWrite(allowWhileClosing: true, body) }
-            self.lifecycle.end()
-            completion(result)
+            self.enqueuedWrites.subtract(1, ordering: .sequentiallyConsistent)
+            self.runEnqueued(body, completion)
+        }
+    }
+
+    /// Whether blocks enqueued without awaiting go one after another on one connection, each
+    /// transaction's `COMMIT` sent with the next block's first statements and its answer read
+    /// with theirs (``StorageEngine/pipelinesCommits``): one round trip to the server per block
+    /// rather than two. Not when the store fails a conflicted block instead of running it again:
+    /// a block that follows a commit that failed is rolled back and runs again.
+    private var pipelinesCommits: Bool {
+        writesConcurrently && engine.pipelinesCommits && engine.conflictRetries > 0
+    }
+
+    /// The blocks enqueued on ``writerThread`` that have not begun.
+    private let enqueuedWrites = Atomic<Int>(0)
+
+    /// The enqueued block whose `COMMIT` is on its way, with what tells its caller (only
+    /// ``writerThread`` reads and writes it).
+    private struct EnqueuedCommit {
+        let commit: any CommitInFlight
+        /// Tells the caller the block committed.
+        let committed: () -> Void
+        /// Tells the caller it failed with `error`.
+        let failed: (any Error) -> Void
+        /// Runs the block again, as a write of its own, and tells the caller.
+        let runAgain: () -> Void
+    }
+
+    private var commitInFlight: EnqueuedCommit?
+
+    /// Runs an enqueued block after the one whose commit is in flight, leaving its own `COMMIT`
+    /// unanswered when another enqueued block is waiting; then tells the caller of the one
+    /// before its outcome. When that commit failed, this block was rolled back: the one before
+    /// runs again (after a conflict) or fails, and then this one runs again. Callers are told in
+    /// the order their blocks were enqueued.
+    private func runEnqueued<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T,
+                                          _ completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        let previous = commitInFlight
+        commitInFlight = nil
+        let leaving = enqueuedWrites.load(ordering: .sequentiallyConsistent) > 0
+        let attempt = Result {
+            try performWrite(allowWhileClosing: true, after: previous?.commit, leavingCommitInFlight: leaving, body)
+        }
+        if let previous {
+            switch previous.commit.outcome() {
+            case .committed:
+                previous.committed()
+            case let .failed(error, retryable):
+                if retryable { previous.runAgain() } else { previous.failed(error) }
+                if case .failure(let failure) = attempt, failure is PrecedingCommitFailed {
+                    runEnqueued(body, completion)
+                    return
+                }
+            }
+        }
+        switch attempt {
+        case .success(let (value, inFlight?)):
+            commitInFlight = EnqueuedCommit(
+                commit: inFlight,
+                committed: {
+                    self.hubStorage.withLock { $0 }?.signal()
+                    self.lifecycle.end()
+                    completion(.success(value))
+                },
+                failed: { error in
+                    self.lifecycle.end()
+                    completion(.failure(error))
+                },
+                runAgain: {
+                    let result = Result { try self.performWrite(allowWhileClosing: true, body) }
+                    self.lifecycle.end()
+                    completion(result)
+                })
+        case .success(let (value, nil)):
+            lifecycle.end()
+            completion(.success(value))
+        case .failure(let error):
+            lifecycle.end()
+            completion(.failure(error))
         }
     }
 
