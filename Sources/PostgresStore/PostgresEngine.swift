@@ -767,7 +767,13 @@ import Synchronization
         } catch {
             let failure = (error as? StoreError).map(sent.transaction.conflictOfUncheckedInsert)
             let retryable = sent.connection.isAlive && (failure.map(isConflictState) ?? false)
-            return .failed(failedWrite(failure ?? error, failure, on: sent.session, committing: true, rollBack: !followed),
+            // (Counted as a conflicted run of its block, which runs again on this thread.)
+            if retryable { WriteAttempts.current.failed(self, conflicted: true, limit: Self.runsAloneAfter) }
+            // The session connected again since the COMMIT (the next write found its connection
+            // gone): that connection is lost, and the new one is not this commit's to drop.
+            let replaced = sent.session.connection !== sent.connection
+            return .failed(failedWrite(failure ?? error, failure, on: sent.session, committing: true,
+                                       rollBack: !followed, connectionReplaced: replaced),
                            retryable: retryable)
         }
     }
@@ -786,12 +792,13 @@ import Synchronization
     /// (unless `rollBack` is false: a write follows on the connection, and rolls back what it
     /// finds), a lost one dropped.
     private func failedWrite(_ error: any Error, _ failure: StoreError?, on writer: PostgresSession, committing: Bool,
-                             rollBack: Bool = true) -> any Error {
+                             rollBack: Bool = true, connectionReplaced: Bool = false) -> any Error {
         // Only a connection that is gone (or going: the server said so, 57P01) leaves the
         // transaction's outcome to the server. A refusal on a live connection (a write
         // refused as read-only, 25006, is `unavailable` too) is rolled back here, so that the
         // connection's next transaction is not refused as part of an aborted one.
-        let lost = writer.isClosed || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
+        let lost = connectionReplaced || writer.isClosed
+            || (failure?.code == .unavailable && failure?.cause?.sqlState != PostgresSQLState.readOnlyTransaction)
         guard lost else {
             if rollBack {
                 _ = try? writer.settle()
@@ -803,7 +810,7 @@ import Synchronization
         // without the server's 25006, a cause lost on the way up) may still be inside the
         // aborted transaction: it is dropped, never handed to the next write, whose
         // statements would all fail with 25P02. The next write connects again.
-        if !writer.isClosed { writer.abandonConnection() }
+        if !connectionReplaced && !writer.isClosed { writer.abandonConnection() }
         let reason = Self.reason(of: error, at: location)
         if committing {
             return StoreError(.io, "\(location): the connection to the server was lost while the transaction "

@@ -175,3 +175,44 @@ private func storedIDs(_ store: PostgresStore) throws -> [Int64] {
     #expect(try storedIDs(store) == [0, 1, 3])
 }
 #endif
+
+#if Postgres
+/// `waitForPendingWrites()` returns after the callers of every block enqueued before it were
+/// told, also when a block enqueued after the wait began lets the one before it leave its
+/// `COMMIT` unanswered (the wait comes between them in the queue when its thread is first to
+/// give it; either order must hold).
+@Test func waitingForPendingWritesWaitsForACommitInFlight() throws {
+    let dir = try TemporaryDirectory()
+    let (store, location, helpers) = try storeFailingAtCommit(dir.url.path)
+    defer {
+        try? store.close()
+        try? PostgresStore.destroy(location)
+        _ = try? psql("DROP SCHEMA IF EXISTS \(helpers) CASCADE")
+    }
+    for round in 0..<5 {
+        let told = Mutex(false)
+        let gate = DispatchSemaphore(value: 0)
+        store.enqueueWrite { _ in gate.wait() }
+        let id = Int64(round * 10)
+        store.writeAsync({ w in
+            try w.insert(["id": .int(id + 1), "title": round == 0 ? "conflict" : "a"], into: "Note")
+        }, completion: { (_: Result<Void, any Error>) in told.withLock { $0 = true } })
+        let waiting = DispatchSemaphore(value: 0)
+        let toldWhenWaitEnded = Mutex<Bool?>(nil)
+        let waiter = Thread {
+            waiting.signal()
+            try? store.waitForPendingWrites()
+            toldWhenWaitEnded.withLock { $0 = told.withLock { $0 } }
+            waiting.signal()
+        }
+        waiter.start()
+        waiting.wait()
+        store.enqueueWrite { w in try w.insert(["id": .int(id + 2), "title": "b"], into: "Note") }
+        gate.signal()
+        waiting.wait()
+        #expect(toldWhenWaitEnded.withLock { $0 } == true, "round \(round)")
+        try store.waitForPendingWrites()
+    }
+    #expect(try storedIDs(store).count == 10)
+}
+#endif

@@ -30,7 +30,9 @@ public protocol DataStore: AnyObject, Sendable {
 
     /// Enqueues `body` on the store's background writer. Blocks run in FIFO order, each in its
     /// own transaction; `completion` gets the result once it committed or rolled back. As with
-    /// ``writeSync(_:)``, a PostgreSQL block may run more than once.
+    /// ``writeSync(_:)``, a PostgreSQL block may run more than once: there, a block may also
+    /// begin before the `COMMIT` of the one before it is answered, and runs again after it when
+    /// that `COMMIT` failed (not with `write_retries=0`).
     func writeAsync<T: Sendable>(
         _ body: @escaping @Sendable (WriteAccessor) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void

@@ -201,8 +201,11 @@ open class Store: DataStore, @unchecked Sendable {
     /// Runs a write block in its transaction, again after a conflict; after `previous` and with
     /// `leavingCommitInFlight` as ``StorageEngine/withWriter(after:leavingCommitInFlight:_:)``
     /// (only the first run follows `previous`: the engine reads its outcome in that run).
+    /// `runsBefore`: how many times the block ran already (its last run's commit conflicted).
+    /// `afterFirstRun` is called when the first run returned or threw, before any other.
     private func performWrite<T>(allowWhileClosing: Bool, after previous: (any CommitInFlight)?,
-                                 leavingCommitInFlight: Bool, _ body: (WriteAccessor) throws -> T)
+                                 leavingCommitInFlight: Bool, runsBefore: Int = 0, afterFirstRun: () -> Void = {},
+                                 _ body: (WriteAccessor) throws -> T)
         throws -> (T, (any CommitInFlight)?)
     {
         try lifecycle.begin(allowWhileClosing: allowWhileClosing)
@@ -214,10 +217,11 @@ open class Store: DataStore, @unchecked Sendable {
         // A transaction the server rolled back for a conflict with concurrent ones (another
         // connection's, on PostgreSQL) runs again, a bounded number of times, after a random
         // wait that doubles each time ("full jitter"): nothing of it was stored.
-        var attempt = 0
+        var attempt = runsBefore
         while true {
             do {
-                return try performWriteOnce(body, after: attempt == 0 ? previous : nil,
+                defer { if attempt == runsBefore { afterFirstRun() } }
+                return try performWriteOnce(body, after: attempt == runsBefore ? previous : nil,
                                             leavingCommitInFlight: leavingCommitInFlight)
             } catch let error as StoreError where engine.isRetryableConflict(error) {
                 guard attempt < engine.conflictRetries else {
@@ -399,29 +403,32 @@ open class Store: DataStore, @unchecked Sendable {
     private var commitInFlight: EnqueuedCommit?
 
     /// Runs an enqueued block after the one whose commit is in flight, leaving its own `COMMIT`
-    /// unanswered when another enqueued block is waiting; then tells the caller of the one
-    /// before its outcome. When that commit failed, this block was rolled back: the one before
-    /// runs again (after a conflict) or fails, and then this one runs again. Callers are told in
-    /// the order their blocks were enqueued.
+    /// unanswered when another enqueued block is waiting. The caller of the one before is told
+    /// once this block's first run ended (its `COMMIT`'s answer came with this block's); when that
+    /// commit failed, this block was rolled back: the one before runs again (after a conflict)
+    /// or fails, and then this one runs again. Callers are told in the order their blocks were
+    /// enqueued.
     private func runEnqueued<T: Sendable>(_ body: @escaping @Sendable (WriteAccessor) throws -> T,
                                           _ completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         let previous = commitInFlight
         commitInFlight = nil
+        var told = previous == nil
         let leaving = enqueuedWrites.load(ordering: .sequentiallyConsistent) > 0
         let attempt = Result {
-            try performWrite(allowWhileClosing: true, after: previous?.commit, leavingCommitInFlight: leaving, body)
+            try performWrite(allowWhileClosing: true, after: previous?.commit, leavingCommitInFlight: leaving,
+                             afterFirstRun: {
+                                 // Told now, unless its block must run again first (this one then
+                                 // threw PrecedingCommitFailed, which is not retried).
+                                 guard let previous else { return }
+                                 if case .failed(_, retryable: true) = previous.commit.outcome() { return }
+                                 Self.tell(previous)
+                                 told = true
+                             }, body)
         }
-        if let previous {
-            switch previous.commit.outcome() {
-            case .committed:
-                previous.committed()
-            case let .failed(error, retryable):
-                if retryable { previous.runAgain() } else { previous.failed(error) }
-                if case .failure(let failure) = attempt, failure is PrecedingCommitFailed {
-                    runEnqueued(body, completion)
-                    return
-                }
-            }
+        if let previous, !told { Self.tell(previous) }
+        if case .failure(let failure) = attempt, failure is PrecedingCommitFailed {
+            runEnqueued(body, completion)
+            return
         }
         switch attempt {
         case .success(let (value, inFlight?)):
@@ -437,7 +444,11 @@ open class Store: DataStore, @unchecked Sendable {
                     completion(.failure(error))
                 },
                 runAgain: {
-                    let result = Result { try self.performWrite(allowWhileClosing: true, body) }
+                    // (Its first run's commit conflicted: that run counts.)
+                    let result = Result {
+                        try self.performWrite(allowWhileClosing: true, after: nil, leavingCommitInFlight: false,
+                                              runsBefore: 1, body).0
+                    }
                     self.lifecycle.end()
                     completion(result)
                 })
@@ -448,6 +459,35 @@ open class Store: DataStore, @unchecked Sendable {
             lifecycle.end()
             completion(.failure(error))
         }
+    }
+
+    /// Tells the caller of a block whose commit was in flight what it came to (its outcome
+    /// waited for), running the block again after a conflict.
+    private static func tell(_ commit: EnqueuedCommit) {
+        switch commit.commit.outcome() {
+        case .committed: commit.committed()
+        case let .failed(error, retryable): if retryable { commit.runAgain() } else { commit.failed(error) }
+        }
+    }
+
+    /// On ``writerThread``, before a job that is not an enqueued block (an awaited block handed
+    /// on, a wait for the queue): the commit in flight is settled and its caller told, so that
+    /// such a job comes after it as it came after its block in the queue.
+    private func settleCommitInFlight() {
+        guard let previous = commitInFlight else { return }
+        commitInFlight = nil
+        Self.tell(previous)
+    }
+
+    /// Waits until every job given to ``writerThread`` before ran, and every commit they left
+    /// in flight is settled.
+    private func waitForWriterThread() {
+        let done = DispatchSemaphore(value: 0)
+        writerThread.submit {
+            self.settleCommitInFlight()
+            done.signal()
+        }
+        done.wait()
     }
 
     /// Runs `body` as ``writeAsync(_:completion:)`` does and awaits its result; on an engine with
@@ -475,6 +515,7 @@ open class Store: DataStore, @unchecked Sendable {
         return try await withCheckedThrowingContinuation { continuation in
             let ticket = pending.given()
             writerThread.submit {
+                self.settleCommitInFlight()
                 threads.submit {
                     let result = Result { try self.performWrite(allowWhileClosing: true, body) }
                     self.lifecycle.end()
@@ -507,14 +548,14 @@ open class Store: DataStore, @unchecked Sendable {
     public final func waitForPendingWrites() throws {
         try checkNotReentrant("waitForPendingWrites")
         let last = awaitedWrites.lastGiven
-        writerThread.waitForSubmittedJobs()
+        waitForWriterThread()
         awaitedWrites.wait(upTo: last)
     }
 
     public final func close() throws {
         try checkNotReentrant("close")
         guard lifecycle.beginClosing() else { return }
-        writerThread.waitForSubmittedJobs()
+        waitForWriterThread()
         awaitedWrites.wait(upTo: awaitedWrites.lastGiven)
         lifecycle.waitUntilIdle()
         hubStorage.withLock { $0 }?.close()
