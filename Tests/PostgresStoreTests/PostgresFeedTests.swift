@@ -5,7 +5,8 @@ import Foundation
 @_spi(Backend) @testable import PostgresStore
 import Testing
 
-private let noteSchema = Schema(version: 1, entities: [
+/// A note with an id and a title (also the pipelined commits' tests').
+let noteSchema = Schema(version: 1, entities: [
     EntitySchema("Note", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("title", .string)]),
 ])
 
