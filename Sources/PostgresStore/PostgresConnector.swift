@@ -525,11 +525,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// The store error for `error`, noting a conflict the server reported.
     private func failure(_ error: LibpqError, sql: String) -> StoreError {
-        if let state = error.sqlState,
-           state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected
-               || state == PostgresSQLState.lockNotAvailable {
-            conflicted = true
-        }
+        if PostgresSQLState.isConflict(error.sqlState) { conflicted = true }
         return Self.storeError(error, sql: sql, location: location)
     }
 
@@ -556,11 +552,13 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    /// The answer to a statement queued with ``send(_:_:wanted:)``.
+    /// The answer to a statement queued with ``send(_:_:wanted:)``; on `connection`, one this
+    /// session had before it connected again (a commit's answer still on its way), when given.
     @discardableResult
-    func wait(_ ticket: LibpqConnection.Ticket, sql: String) throws(StoreError) -> LibpqResult {
+    func wait(_ ticket: LibpqConnection.Ticket, on connection: LibpqConnection? = nil, sql: String) throws(StoreError)
+        -> LibpqResult {
         do {
-            return try connection.result(ticket)
+            return try (connection ?? self.connection).result(ticket)
         } catch {
             throw failure(error, sql: sql)
         }

@@ -688,25 +688,16 @@ import Synchronization
             try readCommit(sent, followed: false)
             attempts.succeeded(self)
             return (result, nil)
-        } catch is PrecedingCommitFailed {
-            // Rolled back (on a live connection) whatever it met: it runs again after the one before.
-            if !writer.isClosed {
-                _ = try? writer.settle()
-                _ = try? writer.query("ROLLBACK")
-            }
-            throw PrecedingCommitFailed()
         } catch {
-            if precedingFailed() {
+            // After a commit that failed, rolled back (on a live connection) whatever it met: it
+            // runs again after the one before.
+            if error is PrecedingCommitFailed || precedingFailed() {
                 if !writer.isClosed {
                     _ = try? writer.settle()
                     _ = try? writer.query("ROLLBACK")
                 }
                 throw PrecedingCommitFailed()
             }
-            // Only a connection that is gone (or going: the server said so, 57P01) leaves the
-            // transaction's outcome to the server. A refusal on a live connection (a write
-            // refused as read-only, 25006, is `unavailable` too) is rolled back here, so that the
-            // connection's next transaction is not refused as part of an aborted one.
             let failure = (error as? StoreError).map(transaction.conflictOfUncheckedInsert)
             let error: any Error = failure ?? error
             // (A run alone that still failed goes back to shared mode.)
@@ -719,17 +710,8 @@ import Synchronization
     /// notification; then the feed's trim when its number says so (on `session` when nothing
     /// follows on it, else owed to the next commit waited for).
     fileprivate func readCommit(_ sent: PostgresCommitInFlight, followed: Bool) throws {
-        let connection = sent.connection
         func wait(_ ticket: LibpqConnection.Ticket, _ sql: String) throws -> LibpqResult {
-            do {
-                return try connection.result(ticket)
-            } catch {
-                if let state = error.sqlState, state == PostgresSQLState.serializationFailure
-                    || state == PostgresSQLState.deadlockDetected || state == PostgresSQLState.lockNotAvailable {
-                    sent.session.conflicted = true
-                }
-                throw PostgresSession.storeError(error, sql: sql, location: location)
-            }
+            try sent.session.wait(ticket, on: sent.connection, sql: sql)
         }
         _ = try wait(sent.commit, "COMMIT")
         if let position = sent.position {
@@ -766,7 +748,7 @@ import Synchronization
             return .committed
         } catch {
             let failure = (error as? StoreError).map(sent.transaction.conflictOfUncheckedInsert)
-            let retryable = sent.connection.isAlive && (failure.map(isConflictState) ?? false)
+            let retryable = sent.connection.isAlive && PostgresSQLState.isConflict(failure?.cause?.sqlState)
             // (Counted as a conflicted run of its block, which runs again on this thread.)
             if retryable { WriteAttempts.current.failed(self, conflicted: true, limit: Self.runsAloneAfter) }
             // The session connected again since the COMMIT (the next write found its connection
@@ -776,12 +758,6 @@ import Synchronization
                                        rollBack: !followed, connectionReplaced: replaced),
                            retryable: retryable)
         }
-    }
-
-    private func isConflictState(_ error: StoreError) -> Bool {
-        guard let state = error.cause?.sqlState else { return false }
-        return state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected
-            || state == PostgresSQLState.lockNotAvailable
     }
 
     /// Set when a commit in flight found the feed's trim due and another write followed on its
@@ -918,12 +894,7 @@ import Synchronization
     /// A conflict the writer's own transaction met (its session saw the server's 40001 or 40P01),
     /// never one that a block rethrows from another store, whose commits a retry would repeat.
     public func isRetryableConflict(_ error: StoreError) -> Bool {
-        guard let state = error.cause?.sqlState,
-              state == PostgresSQLState.serializationFailure || state == PostgresSQLState.deadlockDetected
-                  || state == PostgresSQLState.lockNotAvailable else {
-            return false
-        }
-        return WriteAttempts.current.lastConflicted(self)
+        PostgresSQLState.isConflict(error.cause?.sqlState) && WriteAttempts.current.lastConflicted(self)
     }
 
     /// The feed's watermark as a probe of its own finds it (which also releases what earlier

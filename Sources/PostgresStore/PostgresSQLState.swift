@@ -33,6 +33,13 @@ enum PostgresSQLState {
     /// The server ended the session (it is shutting down, crashed, or was told to).
     static let sessionEnded: Set<String> = [adminShutdown, crashShutdown, cannotConnectNow]
 
+    /// Whether the server rolled a transaction back for a conflict with concurrent ones (a
+    /// serialization failure, a deadlock, or the gate's lock not taken in time): running its
+    /// block again may succeed.
+    static func isConflict(_ state: String?) -> Bool {
+        state == serializationFailure || state == deadlockDetected || state == lockNotAvailable
+    }
+
     /// Whether a connection failing with `state` may succeed later: the server is going down,
     /// starting, in recovery, out of connection slots, or the network lost the connection.
     static func isTransient(_ state: String) -> Bool {

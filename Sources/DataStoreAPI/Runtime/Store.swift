@@ -272,7 +272,7 @@ open class Store: DataStore, @unchecked Sendable {
         // none (it reads the state itself).
         if !writesConcurrently { feedState = feedAfter }
         committed = true
-        // (A commit in flight signals when it is known: ``finishEnqueued``.)
+        // (A commit in flight signals when its answer came: ``runEnqueued(_:_:)``.)
         if inFlight == nil { hubStorage.withLock { $0 }?.signal() }
         return (result, inFlight)
     }
@@ -482,12 +482,7 @@ open class Store: DataStore, @unchecked Sendable {
     /// Waits until every job given to ``writerThread`` before ran, and every commit they left
     /// in flight is settled.
     private func waitForWriterThread() {
-        let done = DispatchSemaphore(value: 0)
-        writerThread.submit {
-            self.settleCommitInFlight()
-            done.signal()
-        }
-        done.wait()
+        writerThread.waitForSubmittedJobs { self.settleCommitInFlight() }
     }
 
     /// Runs `body` as ``writeAsync(_:completion:)`` does and awaits its result; on an engine with

@@ -74,10 +74,14 @@ package final class StoreThreads: Sendable {
         }
     }
 
-    /// Waits until every job given before has run (with one thread: has returned).
-    package func waitForSubmittedJobs() {
+    /// Waits until every job given before has run (with one thread: has returned), then
+    /// `last` on one of the threads.
+    package func waitForSubmittedJobs(then last: @escaping @Sendable () -> Void = {}) {
         let done = DispatchSemaphore(value: 0)
-        submit { done.signal() }
+        submit {
+            last()
+            done.signal()
+        }
         done.wait()
     }
 
