@@ -61,6 +61,6 @@ func asyncCallsKeepTheCooperativePoolResponsiveUnderLoadOnPostgreSQL() throws {
     print("postgres under load: async API: \(async); synchronous API in tasks: \(blocking)")
     #expect(async.samples > 1_000 && async.reads > 0 && async.writes > 0, "\(async.output)")
     #expect(async.p99Microseconds >= 0 && async.p99Microseconds < 25_000, "\(async.output)")
-    #expect(blocking.p99Microseconds > 100_000, "\(blocking.output)")
+    #expect(blocking.p99Microseconds > 4 * 25_000, "\(blocking.output)")
 }
 #endif

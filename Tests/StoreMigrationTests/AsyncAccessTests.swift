@@ -19,7 +19,8 @@ func asyncReadsAndWritesLeaveTheCooperativePoolFree(_ kind: String) throws {
 /// while another task sleeps 1 ms at a time: it wakes less than 10 ms late at the 99th
 /// percentile. The same load through the synchronous `read` and `writeSync` (which hold a
 /// thread of the pool for each block) is measured beside it: there the task waits for the
-/// pool's threads, more than 100 ms, which shows the probe sees a stall when there is one.
+/// pool's threads, at least four times the async bound (81 to 1,200 ms measured here, so the
+/// margin is twice the fastest run), which shows the probe sees a stall when there is one.
 /// A p99 over 10 ms is measured once more, on a new store: a pause of the machine itself (seen
 /// once here, 12.6 ms, where three runs after it gave 3 to 5 ms) falls on one run, a stall the
 /// API causes on both.
@@ -36,5 +37,5 @@ func asyncCallsKeepTheCooperativePoolResponsiveUnderLoad(_ kind: String) throws 
     print("\(kind) under load: async API: \(async); synchronous API in tasks: \(blocking)")
     #expect(async.samples > 1_000 && async.reads > 0 && async.writes > 0, "\(async.output)")
     #expect(async.p99Microseconds >= 0 && async.p99Microseconds < 10_000, "\(async.output)")
-    #expect(blocking.p99Microseconds > 100_000, "\(blocking.output)")
+    #expect(blocking.p99Microseconds > 4 * 10_000, "\(blocking.output)")
 }
