@@ -381,7 +381,8 @@ import Synchronization
     /// attributes changed).
     func statements(_ entity: EntitySchema) -> EntityStatements {
         entityStatements.withLock { cache in
-            if let known = cache[entity.name], known.attributes.elementsEqual(entity.attributes.lazy.map(\.name)) {
+            if let known = cache[entity.name],
+               known.layout === entity.layout || known.attributes.elementsEqual(entity.attributes.lazy.map(\.name)) {
                 return known
             }
             let made = EntityStatements(entity, schema: quotedSchema, sealed: sealedRows)

@@ -441,8 +441,15 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
 
     /// The statements of one entity, made once per store and entity.
     private func statements(_ entity: EntitySchema) -> EntityStatements {
-        engine?.statements(entity) ?? EntityStatements(entity, schema: s, sealed: sealed)
+        // The entity written last, again: its statements without the store's lock.
+        if let last = lastStatements, last.layout === entity.layout, last.entityName == entity.name { return last.made }
+        let made = engine?.statements(entity) ?? EntityStatements(entity, schema: s, sealed: sealed)
+        lastStatements = (entity.name, made.layout, made)
+        return made
     }
+
+    /// The statements ``statements(_:)`` gave last, with the entity they were for.
+    private var lastStatements: (entityName: String, layout: RecordLayout, made: EntityStatements)?
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         try records(run(statements(entity).get, binds([key.value])), entity).first
@@ -549,7 +556,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// comes after it, and carries its error if it had one): a loop of inserts in one
     /// transaction is not one round trip per insert.
     private var keyBounds: [String: Int64?] = [:]
-    private var insertsSeen: Set<String> = []
+    /// The entities this transaction inserted into, in the order of their first insert (a write
+    /// touches one or a few: an array, which a one-insert write does not allocate a hash table for).
+    private var insertsSeen: [String] = []
 
     /// Forgets the bounds (after the tables changed other than by single-item writes).
     func forgetKeyBounds() { keyBounds.removeAll() }
@@ -577,7 +586,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                 if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
                 return
             }
-            insertsSeen.insert(entity.name)
+            insertsSeen.append(entity.name)
         }
         let inserted = try run(statements(entity).insert, rowBinds(record, entity))
         if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
@@ -859,8 +868,12 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     }
 }
 /// The SQL of one entity's single-item statements.
-struct EntityStatements {
+/// One entity's statements, shared by the writes that use them (a reference: a write copies no
+/// strings to take them).
+final class EntityStatements: Sendable {
     let attributes: [String]
+    /// The layout they were made for: the same layout object has the same attribute names.
+    let layout: RecordLayout
     let get, contains, insert, put, delete: String
     /// An insert that fails on a taken key (sent without waiting, where none can be taken).
     let insertPlain: String
@@ -869,6 +882,7 @@ struct EntityStatements {
 
     init(_ entity: EntitySchema, schema s: String, sealed: Bool) {
         attributes = entity.attributes.map(\.name)
+        layout = entity.layout
         let table = PostgresSQL.table(entity, schema: s)
         let columns = PostgresSQL.columns(entity, sealed: sealed)
         let pk = PostgresSQL.quote(entity.primaryKey)
