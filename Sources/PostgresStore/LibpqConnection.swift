@@ -701,6 +701,11 @@ final class LibpqConnection {
             if let first {
                 switch PQresultStatus(first) {
                 case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+                    // An answer nobody waits for is freed here, without an object around it.
+                    guard wanted else {
+                        PQclear(first)
+                        return nil
+                    }
                     outcome = .success(LibpqResult(first))
                 case PGRES_PIPELINE_ABORTED:
                     PQclear(first)
