@@ -442,14 +442,16 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// The statements of one entity, made once per store and entity.
     private func statements(_ entity: EntitySchema) -> EntityStatements {
         // The entity written last, again: its statements without the store's lock.
-        if let last = lastStatements, last.layout === entity.layout, last.entityName == entity.name { return last.made }
+        if let last = lastStatements, last.made.layout === entity.layout, last.entityName == entity.name {
+            return last.made
+        }
         let made = engine?.statements(entity) ?? EntityStatements(entity, schema: s, sealed: sealed)
-        lastStatements = (entity.name, made.layout, made)
+        lastStatements = (entity.name, made)
         return made
     }
 
-    /// The statements ``statements(_:)`` gave last, with the entity they were for.
-    private var lastStatements: (entityName: String, layout: RecordLayout, made: EntityStatements)?
+    /// The statements ``statements(_:)`` gave last, with the name of the entity they were for.
+    private var lastStatements: (entityName: String, made: EntityStatements)?
 
     func get(_ entity: EntitySchema, key: PrimaryKey) throws -> Record? {
         try records(run(statements(entity).get, binds([key.value])), entity).first
@@ -867,9 +869,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         floorInSnapshot = nil
     }
 }
-/// The SQL of one entity's single-item statements.
-/// One entity's statements, shared by the writes that use them (a reference: a write copies no
-/// strings to take them).
+/// The SQL of one entity's single-item statements, shared by the writes that use them (a
+/// reference: a write copies no strings to take them).
 final class EntityStatements: Sendable {
     let attributes: [String]
     /// The layout they were made for: the same layout object has the same attribute names.

@@ -19,8 +19,9 @@ func asyncReadsAndWritesLeaveTheCooperativePoolFree(_ kind: String) throws {
 /// while another task sleeps 1 ms at a time: it wakes less than 10 ms late at the 99th
 /// percentile. The same load through the synchronous `read` and `writeSync` (which hold a
 /// thread of the pool for each block) is measured beside it: there the task waits for the
-/// pool's threads, at least four times the async bound (81 to 1,200 ms measured here, so the
-/// margin is twice the fastest run), which shows the probe sees a stall when there is one.
+/// pool's threads, at least four times the async bound (87.8 to 208 ms at the 99th percentile
+/// in one CI run on the three backends, so the margin is twice the fastest), which shows the
+/// probe sees a stall when there is one.
 /// A p99 over 10 ms is measured once more, on a new store: a pause of the machine itself (seen
 /// once here, 12.6 ms, where three runs after it gave 3 to 5 ms) falls on one run, a stall the
 /// API causes on both.
