@@ -647,6 +647,13 @@ final class LibpqConnection {
         fail(remaining: lostError)
     }
 
+    /// Moves what the server has sent so far from the socket into libpq's buffer, without
+    /// waiting and without parsing it: a reader that decodes one answer while the next is on its
+    /// way calls this between rows, so that the server, whose sends stop once the socket's
+    /// buffer (about 200 KiB) is full, keeps producing the next answer meanwhile. A lost
+    /// connection is seen by the next wait, as without it.
+    func drainSocket() { _ = PQconsumeInput(connection) }
+
     /// Forgets the answers nobody asked for (at the end of a transaction).
     func forgetAnswers() { outcomes.removeAll(keepingCapacity: true) }
 

@@ -567,6 +567,9 @@ final class PostgresSession: @unchecked Sendable {
     /// Gives up the answer to a statement queued with ``send(_:_:wanted:prepared:)``.
     func discard(_ ticket: LibpqConnection.Ticket) { connection.discard(ticket) }
 
+    /// Reads what the server has sent so far, without waiting (``LibpqConnection/drainSocket()``).
+    func drainSocket() { connection.drainSocket() }
+
     /// Sends what is queued without waiting for its answers.
     func flush() throws(StoreError) {
         do {

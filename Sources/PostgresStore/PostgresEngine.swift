@@ -1264,9 +1264,11 @@ enum PostgresSQL {
     @inline(__always)
     static func field(_ result: OpaquePointer, _ row: Int32, _ column: Int32, _ type: ValueType,
                       optional: Bool) -> StoredField? {
-        if PQgetisnull(result, row, column) != 0 { return optional ? StoredField(tag: .null) : nil }
+        // libpq gives a null's length as 0, so only an empty value asks whether it is null.
+        let length = PQgetlength(result, row, column)
+        if length == 0 && PQgetisnull(result, row, column) != 0 { return optional ? StoredField(tag: .null) : nil }
         guard let base = PQgetvalue(result, row, column) else { return nil }
-        let bytes = UnsafeRawBufferPointer(start: base, count: Int(PQgetlength(result, row, column)))
+        let bytes = UnsafeRawBufferPointer(start: base, count: Int(length))
         switch type {
         case .int, .date:
             guard let n = try? LibpqCell.int64(bytes) else { return nil }

@@ -262,7 +262,16 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                 try session.flush()
             }
             do {
+                // The next page's rows taken off the socket as they come, so that the server goes
+                // on sending them while this page is decoded.
+                let drainEvery = full ? Self.rowsBetweenDrains(page) : Int.max
+                var untilDrain = drainEvery
                 for index in 0..<page.count {
+                    untilDrain -= 1
+                    if untilDrain == 0 {
+                        session.drainSocket()
+                        untilDrain = drainEvery
+                    }
                     records.append(try record(page, Int32(index), entity, columns, arena: &arena))
                 }
             } catch {
@@ -292,6 +301,14 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     private static func pageRows(after page: LibpqResult) -> Int {
         let perRow = PQresultMemorySize(page.pointer) / max(1, page.count)
         return min(maxPageRows, max(16, pageBytes / max(1, perRow)))
+    }
+
+    /// Every how many rows of `page` the socket is read while the next page is on its way: about
+    /// 64 KiB of rows as libpq holds them (a third of a Unix socket's default buffer), at most
+    /// 256 rows.
+    private static func rowsBetweenDrains(_ page: LibpqResult) -> Int {
+        let perRow = PQresultMemorySize(page.pointer) / max(1, page.count)
+        return min(256, max(1, (64 << 10) / max(1, perRow)))
     }
 
     /// What reading a result's rows of an entity needs of it, taken once per result: each
@@ -325,10 +342,11 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                         fields.initializeElement(at: i, to: field)
                     }
                     let sumColumn = Int32(types.count)
+                    let sumLength = sealed ? PQgetlength(pointer, row, sumColumn) : 0
+                    let summed = sealed && (sumLength != 0 || PQgetisnull(pointer, row, sumColumn) == 0)
                     return arena.record(layout: entity.layout, fields: UnsafeBufferPointer(rebasing: fields[0..<types.count]),
-                                        summed: sealed && PQgetisnull(pointer, row, sumColumn) == 0) { sum in
-                        guard PQgetlength(pointer, row, sumColumn) == 8, let base = PQgetvalue(pointer, row, sumColumn)
-                        else { return false }
+                                        summed: summed) { sum in
+                        guard sumLength == 8, let base = PQgetvalue(pointer, row, sumColumn) else { return false }
                         return Int64(bigEndian: UnsafeRawPointer(base).loadUnaligned(as: Int64.self)) == sum
                     }
                 }
