@@ -5,7 +5,7 @@ import Foundation
 @_spi(Backend) import PostgresStore
 import Testing
 
-/// A read of more rows than a page goes through a cursor a page at a time: every row comes back
+/// A read of more rows than a page comes a page at a time (by key, or through a cursor): every row comes back
 /// once, in the request's order, with its offset and limit, from a read and from a write
 /// transaction (its own uncommitted rows included); pages shrink for large rows; a damaged row
 /// in a later page is refused naming it, and the reads after it on the same connections work.
@@ -92,10 +92,55 @@ import Testing
         #expect(rows.map { $0["text"] } == (0..<count).map { .string("row \($0)") }, "\(what)")
     }
     for count in [0, 999, 1_000, 1_001, 2_000, 2_001] { try expectRows(below: count, "ids below \(count)") }
+    // With no filter and no sort, pages go by key (each a query after the last page's key): a
+    // limit at and around the pages' edges.
+    for limit in [1_001, 1_999, 2_000, 2_001, 5_000] {
+        let rows = try store.read { try $0.fetch(FetchRequest("Row", limit: limit)) }
+        #expect(rows.map { $0["id"] } == (0..<min(limit, 2_001)).map { .int(Int64($0)) }, "limit \(limit): \(rows.count) rows")
+    }
     let ended = try PostgresTestServer.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
         + "WHERE application_name = 'datastore:\(location.schema)'")
     #expect((Int(ended) ?? 0) > 0, "no connection of the store was ended: \(ended)")
     try expectRows(below: 2_001, "every row, after the connections ended")
     for count in [0, 1_000, 2_000] { try expectRows(below: count, "ids below \(count), again") }
+}
+
+/// Pages by key on text keys (the server's order of the bytes it stores, escapes included): every
+/// row once, in the order the same read sorted by its key through a cursor gives, in a read and
+/// in a write transaction that holds rows of its own; the next page starts after the bytes the
+/// last row's key came back as.
+@Test func pagesByTextKeyComeInTheKeysOrder() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let schema = Schema(entities: [EntitySchema("Word", primaryKey: "key", attributes: [
+        Attribute("key", .string), Attribute("n", .int),
+    ])])
+    let store = try PostgresStore(location: location, schema: schema)
+    defer { try? store.close() }
+    // Keys that sort across the pages' edges: ASCII, accented and CJK text, upper and lower case,
+    // the store's escape byte, and prefixes of one another.
+    let stems = ["a", "A", "é", "\u{1}", "x\u{1}y", "日本", "z", ""]
+    let keys = (0..<2_600).map { i in stems[i % stems.count] + String(i / stems.count) + stems[(i / 7) % stems.count] }
+    #expect(Set(keys).count == keys.count)
+    try store.writeSync { writer in
+        try writer.insert(contentsOf: keys.enumerated().map { ["key": .string($1), "n": .int(Int64($0))] }, into: "Word")
+    }
+    func ids(_ records: [Record]) -> [Value] { records.map { $0["key"] } }
+    let sorted = try store.read { try $0.fetch(FetchRequest("Word", sort: [.ascending("key")])) }
+    #expect(sorted.count == keys.count)
+    #expect(Set(ids(sorted)) == Set(keys.map(Value.string)))
+    let byKey = try store.read { try $0.fetch(FetchRequest("Word")) }
+    #expect(ids(byKey) == ids(sorted), "pages by key and the sorted cursor disagree")
+    #expect(byKey.map { $0["n"] } == sorted.map { $0["n"] })
+    do {
+        try store.writeSync { writer in
+            try writer.insert(["key": .string("é\u{1}new"), "n": .int(-1)], into: "Word")
+            let withOwn = try writer.fetch(FetchRequest("Word"))
+            #expect(ids(withOwn) == ids(try writer.fetch(FetchRequest("Word", sort: [.ascending("key")]))))
+            #expect(withOwn.count == keys.count + 1)
+            throw CancellationError()
+        }
+    } catch is CancellationError {}
 }
 #endif
