@@ -261,12 +261,13 @@ do {
         try loaded.close()
         exit(0)
     }
-    // `insert-feed`, `small`, `async`: with the change feed on, as a store opens by default (the
-    // seeding below then records one transaction).
-    if !["insert-feed", "insert-generated", "small", "async"].contains(operation) {
+    // `insert-feed`, `bulk`, `small`, `async`: with the change feed on, as a store opens by default
+    // and as the harness runs them (the seeding below then records one transaction).
+    if !["insert-feed", "insert-generated", "bulk", "small", "async"].contains(operation) {
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
     }
-    if !operation.hasPrefix("insert") {
+    // (An insert's keys are those the seeding would take: it runs on an empty store.)
+    if !operation.hasPrefix("insert") && operation != "bulk" {
         try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: count)
     }
     let result = try repeated { try runOperation(store, operation == "insert-feed" ? "insert" : operation, count: count) }
