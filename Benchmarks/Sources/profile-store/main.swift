@@ -6,7 +6,8 @@
 //     valgrind --tool=callgrind --toggle-collect='*runOperation*' \
 //         .build/release/profile-store lmdb scan 20000
 //
-// Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), scan (one
+// Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), bulk (one
+// writeSync of insert(contentsOf:) of COUNT items into an empty store, change feed on), scan (one
 // full fetch), foreach (one full visit), rows (one visit of Rows, each decoded into a struct), inplace
 // (one visit of Rows, their fields read in place), get (COUNT point gets, at most 100,000), query (100 indexed
 // equality fetches), unindexed (one filtered fetch), typed (one typed fetch through Codable), generated (one
