@@ -53,7 +53,15 @@ extension MigrateStore {
                 .appendingPathComponent("migrate-store-export-\(getpid()).json").path
             InterruptHandler.shared.removeOnInterrupt(destination + ".exporting")
             if output == nil { InterruptHandler.shared.removeOnInterrupt(destination) }
-            InterruptHandler.shared.setMessage("migrate-store: interrupted; nothing was exported")
+            // Nothing to finish: the first Ctrl-C ends the export (its temporary file removed).
+            // One that lands after the file took its name says so: the export is complete.
+            InterruptHandler.shared.setMessage { [output] in
+                if let output, FileManager.default.fileExists(atPath: output) {
+                    return "migrate-store: interrupted; the export had finished: \(output) is complete"
+                }
+                return "migrate-store: interrupted; nothing was exported"
+            }
+            InterruptHandler.shared.endAtOnce()
             do {
                 let store = try location.openSource(alreadyChecked: false)
                 defer { try? store.close() }

@@ -120,7 +120,8 @@ private func interrupt(_ what: String, _ arguments: [String], _ start: Start, _ 
     let took = ContinuousClock.now - sent
     let message = String(decoding: seen + errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let last = message.split(separator: "\n").last.map(String.init) ?? ""
-    if case .opened = start, process.terminationStatus == 0 || last.contains("had committed") {
+    if case .opened = start,
+       process.terminationStatus == 0 || last.contains("had committed") || last.contains("had finished") {
         return .finishedFirst(message)
     }
     #expect(process.terminationStatus == 130, "\(what): exit \(process.terminationStatus) \(message)")
