@@ -300,6 +300,14 @@ enum CRUDCases {
             Case(what: "a taken key after 10,200 items", batch: (0..<10_500).map { i -> Record in
                 ["id": .int(i == 10_200 ? 5 : Int64(100_000 + i)), "name": .string("bulk \(i)")]
             }, code: .keyExists, stored: 10_200),
+            // A value refused while the batch before it is being stored (batches after the first
+            // are checked ahead), in the third batch and at the first item of the second.
+            Case(what: "a value of the wrong type after 20,100 items", batch: (0..<20_500).map { i -> Record in
+                ["id": .int(Int64(200_000 + i)), "name": i == 20_100 ? .int(1) : .string("bulk \(i)")]
+            }, code: .typeMismatch, stored: 20_100),
+            Case(what: "a value of the wrong type after 10,000 items", batch: (0..<10_500).map { i -> Record in
+                ["id": .int(Int64(300_000 + i)), "name": i == 10_000 ? .int(1) : .string("bulk \(i)")]
+            }, code: .typeMismatch, stored: 10_000),
         ]
         for testCase in cases {
             let before = try store.read { try $0.count(FetchRequest("Item")) }

@@ -1,4 +1,5 @@
-
+import Foundation
+import Synchronization
 
 /// Reads and writes a store inside a `writeSync` or `writeAsync` block; sees its own
 /// uncommitted writes. Not `Sendable`, and valid only until its block returns.
@@ -27,31 +28,75 @@ public final class WriteAccessor: ReadAccessor {
     /// the backend allows: what a bulk load (a migration's batch) calls.
     ///
     /// The items go to the backend 10,000 at a time, so that a large array is not held twice
-    /// (the backend's form of each item and its key live only for its batch).
+    /// (the backend's form of each item and its key live only for its batch and the next). While
+    /// the backend stores a batch, the next one is checked on a thread of Dispatch's pool.
     /// - Throws: as ``insert(_:into:)``, for the first item that cannot be stored; the items
     ///   before it are stored (in the transaction, which the error rolls back unless it is caught
     ///   inside the block), none after it.
     public func insert(contentsOf records: [Record], into entityName: String) throws {
         let entity = try entity(entityName)
-        var batch: [(record: Record, key: PrimaryKey)] = []
-        batch.reserveCapacity(Swift.min(records.count, Self.bulkInsertBatch))
+        let size = Self.bulkInsertBatch
+        var batch = Self.checked(records[..<Swift.min(records.count, size)], of: entity)
+        var next = batch.items.count
+        while true {
+            // The next batch is checked on another thread while the backend stores this one
+            // (a server parses and indexes a COPY while the client would otherwise wait for it;
+            // an embedded engine writes while the other core checks): a load of many batches
+            // keeps both sides busy. Checking is a pure function of the items and the schema.
+            let ahead = batch.failure == nil && next < records.count
+                ? CheckedAhead(records[next..<Swift.min(records.count, next + size)], of: entity) : nil
+            defer { _ = ahead?.wait() }
+            // Those before a refused item are stored, as inserting each in order would have
+            // stored them.
+            try writer.insertAll(batch.items, in: entity)
+            if let failure = batch.failure { throw failure }
+            guard let ahead else { return }
+            batch = ahead.wait()
+            next += batch.items.count
+        }
+    }
+
+    /// Items of a batch, normalized with their keys, up to the first that cannot be stored, and
+    /// that one's error.
+    struct CheckedBatch: Sendable {
+        var items: [(record: Record, key: PrimaryKey)] = []
+        var failure: StoreError?
+    }
+
+    static func checked(_ records: ArraySlice<Record>, of entity: EntitySchema) -> CheckedBatch {
+        var batch = CheckedBatch()
+        batch.items.reserveCapacity(records.count)
         for record in records {
-            let item: (record: Record, key: PrimaryKey)
             do {
                 let normalized = try entity.normalize(record)
-                item = (normalized, try PrimaryKey(entity.primaryKeyValue(of: normalized)))
+                batch.items.append((normalized, try PrimaryKey(entity.primaryKeyValue(of: normalized))))
             } catch {
-                // Those before it are stored, as inserting each in order would have stored them.
-                try writer.insertAll(batch, in: entity)
-                throw error
-            }
-            batch.append(item)
-            if batch.count == Self.bulkInsertBatch {
-                try writer.insertAll(batch, in: entity)
-                batch.removeAll(keepingCapacity: true)
+                batch.failure = error
+                break
             }
         }
-        try writer.insertAll(batch, in: entity)
+        return batch
+    }
+
+    /// A batch being checked on a thread of Dispatch's pool (``checked(_:of:)``).
+    final class CheckedAhead: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let result = Mutex(CheckedBatch())
+
+        init(_ records: ArraySlice<Record>, of entity: EntitySchema) {
+            DispatchQueue.global().async { [self] in
+                let batch = WriteAccessor.checked(records, of: entity)
+                result.withLock { $0 = batch }
+                done.signal()
+            }
+        }
+
+        /// The batch, once checked (waits for it; a second call returns at once).
+        func wait() -> CheckedBatch {
+            done.wait()
+            done.signal()
+            return result.withLock { $0 }
+        }
     }
 
     /// How many items ``insert(contentsOf:into:)`` hands the backend at once (a COPY each on
