@@ -64,6 +64,9 @@ struct GeneratedItem {
 }
 
 
+/// How many times `bulk` ran in this process.
+nonisolated(unsafe) var bulkRounds = 0
+
 /// The harness's own code for each side (`APIBench`, `RawLMDBBench`, `RawSQLiteBench`), so that
 /// the counts of the API and of raw C are of the same work.
 @inline(never)
@@ -75,7 +78,10 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
         return count
     case "bulk":
         // The harness's bulk row: one writeSync of insert(contentsOf:) (COPY on PostgreSQL).
-        try store.writeSync { w in try w.insert(contentsOf: (0..<count).map(workload.record), into: "Item") }
+        // Each repetition (PROFILE_REPEAT) inserts keys of its own, after the last one's.
+        let first = bulkRounds * count
+        bulkRounds += 1
+        try store.writeSync { w in try w.insert(contentsOf: (first..<(first + count)).map(workload.record), into: "Item") }
         return count
     case "scan": return try api.scan()
     case "get": return try api.pointGets(workload.lookups)
@@ -205,6 +211,26 @@ do {
             let source = RawLMDBBench(path: directory + "/source.lmdb", workload: workload)
             source.insertAll(from: 0, count: count, batch: count)
             result = runOperationRawCopy(source.forEachRow, RawSQLiteBench(path: directory + "/copy.sqlite", workload: workload).write)
+        }
+        print("\(backend) \(operation) \(count): \(result)")
+        exit(0)
+    }
+    if backend == "postgres" && operation == "copy" {
+        // The harness's migration row: SQLite -> PostgreSQL at the destination's batch, no verify.
+        guard let host = ProcessInfo.processInfo.environment["PGHOST"], host.hasPrefix("/") else {
+            throw StoreError(.invalidArgument, "the backend postgres needs PGHOST, a server's socket directory")
+        }
+        let sqlite = StoreLocation(kind: .sqlite, path: directory + "/store.sqlite")
+        let source = try sqlite.open(schema: Workload.schema, durability: .normal)
+        try APIBench(store: source, workload: workload).insertAll(from: 0, count: count, batch: 10_000)
+        try source.close()
+        var urls: [String] = []
+        defer { for url in urls { try? PostgresStore.destroy(PostgresLocation(parsing: url)) } }
+        let result = try repeated {
+            urls.append("postgres://postgres@/datastore?schema=profile_copy_\(urls.count)_\(getpid())&host=\(host)")
+            let destination = try StoreLocation(parsing: urls[urls.count - 1])
+            return try Migrator.copy(from: sqlite, to: destination, options: MigrationOptions(verify: false, checkSource: false))
+                .entities.reduce(0) { $0 + $1.itemsWritten }
         }
         print("\(backend) \(operation) \(count): \(result)")
         exit(0)
