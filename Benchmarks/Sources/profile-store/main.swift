@@ -225,13 +225,13 @@ do {
         try APIBench(store: source, workload: workload).insertAll(from: 0, count: count, batch: 10_000)
         try source.close()
         var urls: [String] = []
-        defer { for url in urls { try? PostgresStore.destroy(PostgresLocation(parsing: url)) } }
         let result = try repeated {
             urls.append("postgres://postgres@/datastore?schema=profile_copy_\(urls.count)_\(getpid())&host=\(host)")
             let destination = try StoreLocation(parsing: urls[urls.count - 1])
             return try Migrator.copy(from: sqlite, to: destination, options: MigrationOptions(verify: false, checkSource: false))
                 .entities.reduce(0) { $0 + $1.itemsWritten }
         }
+        for url in urls { try PostgresStore.destroy(PostgresLocation(parsing: url)) }
         print("\(backend) \(operation) \(count): \(result)")
         exit(0)
     }
