@@ -29,7 +29,7 @@ public final class WriteAccessor: ReadAccessor {
     ///
     /// The items go to the backend 10,000 at a time, so that a large array is not held twice
     /// (the backend's form of each item and its key live only for its batch and the next). While
-    /// the backend stores a batch, the next one is checked on a thread of Dispatch's pool.
+    /// the backend stores a batch, the next one is checked on a thread of the toolkit's.
     /// - Throws: as ``insert(_:into:)``, for the first item that cannot be stored; the items
     ///   before it are stored (in the transaction, which the error rolls back unless it is caught
     ///   inside the block), none after it.
@@ -78,13 +78,17 @@ public final class WriteAccessor: ReadAccessor {
         return batch
     }
 
-    /// A batch being checked on a thread of Dispatch's pool (``checked(_:of:)``).
+    /// The thread that checks the batches ahead, one for the process: a job never waits for
+    /// anything, so the bulk inserts of several stores at once take turns on it.
+    static let checkingThread = StoreThreads(label: "DataStore.bulk-check")
+
+    /// A batch being checked on ``checkingThread`` (``checked(_:of:)``).
     final class CheckedAhead: Sendable {
         private let done = DispatchSemaphore(value: 0)
         private let result = Mutex(CheckedBatch())
 
         init(_ records: ArraySlice<Record>, of entity: EntitySchema) {
-            DispatchQueue.global().async { [self] in
+            WriteAccessor.checkingThread.submit { [self] in
                 let batch = WriteAccessor.checked(records, of: entity)
                 result.withLock { $0 = batch }
                 done.signal()

@@ -11,6 +11,8 @@ import Synchronization
 /// - a store's async reads: its reader threads (one per core, or per PostgreSQL read
 ///   connection), at nice 5 so that the app's tasks get the CPU first;
 /// - a store's `writeAsync` blocks: its writer thread, one, in submission order;
+/// - the checking of a bulk insert's next batch while the backend stores one: one thread for the
+///   process;
 /// - a migration's second thread (the copy's writes, a verify's read-ahead, the checksum's
 ///   destination pass): one thread per worker.
 ///
