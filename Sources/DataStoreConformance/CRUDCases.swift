@@ -308,6 +308,10 @@ enum CRUDCases {
             Case(what: "a value of the wrong type after 10,000 items", batch: (0..<10_500).map { i -> Record in
                 ["id": .int(Int64(300_000 + i)), "name": i == 10_000 ? .int(1) : .string("bulk \(i)")]
             }, code: .typeMismatch, stored: 10_000),
+            // Refused by the backend while the next batch is being checked.
+            Case(what: "a taken key after 5,000 items of 20,500", batch: (0..<20_500).map { i -> Record in
+                ["id": .int(i == 5_000 ? 5 : Int64(400_000 + i)), "name": .string("bulk \(i)")]
+            }, code: .keyExists, stored: 5_000),
         ]
         for testCase in cases {
             let before = try store.read { try $0.count(FetchRequest("Item")) }

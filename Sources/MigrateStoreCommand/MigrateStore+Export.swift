@@ -54,9 +54,12 @@ extension MigrateStore {
             InterruptHandler.shared.removeOnInterrupt(destination + ".exporting")
             if output == nil { InterruptHandler.shared.removeOnInterrupt(destination) }
             // Nothing to finish: the first Ctrl-C ends the export (its temporary file removed).
-            // One that lands after the file took its name says so: the export is complete.
+            // One that lands after the file took its name says so: the export is complete. The
+            // file is this export's when it is not the one that was there before (the rename
+            // gives the name the temporary file's identity).
+            let before = output.flatMap(Self.identity)
             InterruptHandler.shared.setMessage { [output] in
-                if let output, FileManager.default.fileExists(atPath: output) {
+                if let output, let now = Self.identity(of: output), before.map({ $0 != now }) ?? true {
                     return "migrate-store: interrupted; the export had finished: \(output) is complete"
                 }
                 return "migrate-store: interrupted; nothing was exported"
@@ -77,6 +80,8 @@ extension MigrateStore {
                 throw CommandFailure.exit(for: error)
             }
             if output == nil {
+                InterruptHandler.shared.setMessage("migrate-store: interrupted; the export written to standard output "
+                    + "was cut short")
                 defer { unlink(destination) }
                 guard let handle = FileHandle(forReadingAtPath: destination) else { throw ExitCode(3) }
                 defer { try? handle.close() }
@@ -86,6 +91,13 @@ extension MigrateStore {
             } else {
                 FileHandle.standardError.write(Data("export \(location) \(entity) -> \(destination): \(count) items\n".utf8))
             }
+        }
+
+        /// The device and inode of the file at `path`, or `nil` when there is none.
+        static func identity(of path: String) -> [UInt64]? {
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            return [UInt64(status.st_dev), UInt64(status.st_ino)]
         }
     }
 }

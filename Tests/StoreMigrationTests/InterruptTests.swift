@@ -67,6 +67,20 @@ func ctrlCEndsEveryLongOperationWithinASecondWithExit130() throws {
             }
         }
     }
+    // An export over an earlier export's file: a Ctrl-C leaves that file as it was and says that
+    // nothing was exported (the file's name alone does not tell the two exports apart).
+    let earlier = "\(path)/earlier.json"
+    for attempt in 1...3 {
+        try "[]\n".write(toFile: earlier, atomically: true, encoding: .utf8)
+        let outcome = try interrupt("export over an earlier file", ["export", "--from", source.description, "--entity",
+                                                                    "Order", "-o", earlier],
+                                    .opened(earlier + ".exporting"), "nothing was exported")
+        guard case .finishedFirst(let message) = outcome else {
+            #expect(try String(contentsOfFile: earlier, encoding: .utf8) == "[]\n", "the earlier export's file")
+            break
+        }
+        #expect(attempt < 3, "export over an earlier file ended before its Ctrl-C three times: \(message)")
+    }
     #expect(!FileManager.default.fileExists(atPath: "\(path)/orders.json.exporting"), "the export's temporary file")
     #expect(!FileManager.default.fileExists(atPath: "\(path)/orders.json"))
     let upgradedStore = try upgraded.open(schema: nil)

@@ -95,11 +95,15 @@ public final class WriteAccessor: ReadAccessor {
             }
         }
 
-        /// The batch, once checked (waits for it; a second call returns at once).
+        /// The batch, once checked (waits for it); a second call returns an empty batch at once
+        /// (the first one took it, so that the batch is not held twice).
         func wait() -> CheckedBatch {
             done.wait()
             done.signal()
-            return result.withLock { $0 }
+            return result.withLock { batch in
+                defer { batch = CheckedBatch() }
+                return batch
+            }
         }
     }
 

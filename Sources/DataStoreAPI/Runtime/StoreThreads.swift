@@ -109,6 +109,9 @@ package final class StoreThreads: Sendable {
                 return
             }
             let job = jobs.waiting[jobs.head]
+            // The slot lets go of the job (and what it captured) now, not when the queue next
+            // empties: a queue that never empties (several streams of jobs) would hold them all.
+            jobs.waiting[jobs.head] = {}
             jobs.head += 1
             if jobs.head == jobs.waiting.count {
                 jobs.waiting.removeAll(keepingCapacity: true)
