@@ -7,7 +7,8 @@
 //         .build/release/profile-store lmdb scan 20000
 //
 // Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), bulk (one
-// writeSync of insert(contentsOf:) of COUNT items into an empty store, change feed on), scan (one
+// writeSync of insert(contentsOf:) of COUNT items into an empty store, change feed on; each
+// repetition inserts the COUNT keys after the last one's), scan (one
 // full fetch), foreach (one full visit), rows (one visit of Rows, each decoded into a struct), inplace
 // (one visit of Rows, their fields read in place), get (COUNT point gets, at most 100,000), query (100 indexed
 // equality fetches), unindexed (one filtered fetch), typed (one typed fetch through Codable), generated (one
@@ -19,12 +20,13 @@
 // with the change feed on, as the main table runs them); jsonl-load (JSONLines.load, into a new store
 // of the backend, of a file the seeded store was exported to). The backend `memory` is an in-memory store
 // (no raw C side; no migration operations); `postgres` a PostgresStore in a schema of its own on the
-// server whose socket directory PGHOST names (no raw C side; no migration operations). The backends `raw-lmdb` and `raw-sqlite`
+// server whose socket directory PGHOST names (no raw C side; its copy is the SQLite -> PostgreSQL
+// migration at the destination's batch, into a schema of its own each time). The backends `raw-lmdb` and `raw-sqlite`
 // run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small and copy, so
 // that the API's count has the raw one beside it.
-// `PROFILE_REPEAT=N` runs the operation N times after one seeding (a read operation; an insert
-// would insert its keys again) and prints each run's time to standard error, so that `perf record`
-// sees the operation rather than the seeding.
+// `PROFILE_REPEAT=N` runs the operation N times after one seeding (a read operation, bulk, or
+// postgres copy; an insert would insert its keys again) and prints each run's time to standard
+// error, so that `perf record` sees the operation rather than the seeding.
 import BenchSupport
 import DataStoreAPI
 import DataStoreModels
@@ -224,15 +226,18 @@ do {
         let source = try sqlite.open(schema: Workload.schema, durability: .normal)
         try APIBench(store: source, workload: workload).insertAll(from: 0, count: count, batch: 10_000)
         try source.close()
-        var urls: [String] = []
-        let result = try repeated {
-            urls.append("postgres://postgres@/datastore?schema=profile_copy_\(urls.count)_\(getpid())&host=\(host)")
-            let destination = try StoreLocation(parsing: urls[urls.count - 1])
-            return try Migrator.copy(from: sqlite, to: destination, options: MigrationOptions(verify: false, checkSource: false))
-                .entities.reduce(0) { $0 + $1.itemsWritten }
+        do {
+            var urls: [String] = []
+            // Each schema copied into is dropped, also when a copy fails.
+            defer { for url in urls { try? PostgresStore.destroy(PostgresLocation(parsing: url)) } }
+            let result = try repeated {
+                urls.append("postgres://postgres@/datastore?schema=profile_copy_\(urls.count)_\(getpid())&host=\(host)")
+                let destination = try StoreLocation(parsing: urls[urls.count - 1])
+                return try Migrator.copy(from: sqlite, to: destination, options: MigrationOptions(verify: false, checkSource: false))
+                    .entities.reduce(0) { $0 + $1.itemsWritten }
+            }
+            print("\(backend) \(operation) \(count): \(result)")
         }
-        for url in urls { try PostgresStore.destroy(PostgresLocation(parsing: url)) }
-        print("\(backend) \(operation) \(count): \(result)")
         exit(0)
     }
     if ["copy", "verify", "checksum"].contains(operation) {
