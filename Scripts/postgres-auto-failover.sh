@@ -20,6 +20,11 @@ usage="usage: postgres-auto-failover.sh start DIR MONITOR_PORT NODE1_PORT NODE2_
 command=${1:?$usage}
 dir=${2:?DIR}
 bin=/usr/lib/postgresql/15/bin
+# libpq's variables of the caller's shell (a PGHOST naming another server, as
+# Scripts/postgres-server.sh prints) would send pg_autoctl's own connections there: everything
+# here names its server explicitly.
+unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGSERVICE PGSERVICEFILE PGOPTIONS PGPASSFILE PGPASSWORD \
+    PGSSLMODE PGTARGETSESSIONATTRS PGDATA
 . "$(dirname "${BASH_SOURCE[0]}")/lib/as-postgres.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/close-inherited.sh"
 # pg_autoctl as the postgres user, finding pg_ctl, with its state files in DIR.
