@@ -92,4 +92,30 @@ struct StoreThreadsTests {
         let answer = try await threads.run { 6 * 7 }
         #expect(answer == 42)
     }
+
+    /// What a job captured is let go once the job has run, also while jobs are still queued
+    /// behind it (a queue that never empties must not hold every job it ran: several stores'
+    /// bulk inserts share one thread for their batches checked ahead).
+    @Test func aJobThatRanLetsGoOfWhatItCapturedWhileOthersWait() {
+        final class Captured: Sendable {}
+        weak var captured: Captured?
+        let worker = StoreThreads(label: "test.worker")
+        let secondRunning = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        do {
+            let object = Captured()
+            captured = object
+            worker.submit { _ = object }
+        }
+        worker.submit {
+            secondRunning.signal()
+            release.wait()
+        }
+        // A third job waits behind the second, so the queue is not empty.
+        worker.submit {}
+        secondRunning.wait()
+        #expect(captured == nil, "the first job's closure is still held by the queue")
+        release.signal()
+        worker.waitForSubmittedJobs()
+    }
 }
