@@ -40,9 +40,13 @@ public enum SchemaUpgradeCrash {
         for kill in 0..<kills {
             let path = directory.path("kill\(kill).\(suffix)")
             try copy(pristine, path)
-            // Spread the kills over the run, and a little past it.
-            let delay = Double.random(in: 0.05...(outcome.seconds * 1.1), using: &rng)
-            let result = try tool(kind, path, ["upgrade"], killAfter: delay)
+            // Every other kill waits for the migration's first, second or third progress line (of
+            // six), so that kills land inside it however long the machine takes; the others are
+            // spread over the time the unkilled run took, and a little past it.
+            let when: Kill = kill % 2 == 0
+                ? .atProgressLine(1 + kill / 2 % 3)
+                : .after(Double.random(in: 0.05...(outcome.seconds * 1.1), using: &rng))
+            let result = try tool(kind, path, ["upgrade"], kill: when)
             let store = try open(path)
             let version = store.schema.version
             try check(store, items: items, expectVersion: version, sourceLocation: sourceLocation)
@@ -102,26 +106,43 @@ public enum SchemaUpgradeCrash {
         var output: String
     }
 
-    /// Runs `crash-writer kind path arguments…`, killing it with SIGKILL after `killAfter` seconds.
-    static func tool(_ kind: String, _ path: String, _ arguments: [String], killAfter: Double? = nil) throws
+    /// When to send SIGKILL.
+    enum Kill {
+        /// After this many seconds.
+        case after(Double)
+        /// As soon as the tool has printed this many progress lines (never, if it prints fewer).
+        case atProgressLine(Int)
+    }
+
+    /// Runs `crash-writer kind path arguments…`, killing it with SIGKILL when `kill` says.
+    static func tool(_ kind: String, _ path: String, _ arguments: [String], kill when: Kill? = nil) throws
         -> ToolResult
     {
         let process = Process()
         process.executableURL = CrashRecovery.tool
         process.arguments = [kind, path] + arguments
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("upgrade-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        defer { try? FileManager.default.removeItem(at: output) }
-        process.standardOutput = handle
+        let pipe = Pipe()
+        process.standardOutput = pipe
         try process.run()
-        if let killAfter {
-            usleep(UInt32(killAfter * 1_000_000))
+        try pipe.fileHandleForWriting.close()
+        var output = Data()
+        switch when {
+        case .after(let seconds):
+            usleep(UInt32(seconds * 1_000_000))
             kill(process.processIdentifier, SIGKILL)
+        case .atProgressLine(let line):
+            // Reads what the tool prints as it prints it, until the line it waits for.
+            while String(decoding: output, as: UTF8.self).components(separatedBy: "progress ").count - 1 < line {
+                let chunk = pipe.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                output.append(chunk)
+            }
+            kill(process.processIdentifier, SIGKILL)
+        case nil:
+            break
         }
+        output.append(pipe.fileHandleForReading.readDataToEndOfFile())
         process.waitUntilExit()
-        try handle.close()
-        return ToolResult(status: process.terminationStatus,
-                          output: String(decoding: try Data(contentsOf: output), as: UTF8.self))
+        return ToolResult(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self))
     }
 }
