@@ -11,6 +11,9 @@ struct LibpqError: Error {
     var message: String
     /// Whether the connection is gone (what ran of the transaction is rolled back by the server).
     var connectionLost: Bool
+    /// The table and column a constraint's failure names (the server's fields, never its words).
+    var table: String?
+    var column: String?
 
     /// The error of a failed result.
     init(result: OpaquePointer, connection: OpaquePointer?) {
@@ -19,6 +22,8 @@ struct LibpqError: Error {
             return String(cString: text)
         }
         sqlState = field("C")
+        table = field("t")
+        column = field("c")
         let primary = field("M") ?? LibpqConnection.oneLine(String(cString: PQresultErrorMessage(result)))
         message = [primary, field("D")].compactMap { $0 }.joined(separator: ": ")
         connectionLost = connection.map { PQstatus($0) == CONNECTION_BAD } ?? false

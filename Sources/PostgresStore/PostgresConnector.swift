@@ -523,8 +523,21 @@ final class PostgresSession: @unchecked Sendable {
     /// rather than the error coming from somewhere else (another store used inside a block).
     var conflicted = false
 
-    /// The store error for `error`, noting a conflict the server reported.
+    /// The store's record of the feed's state that write transactions assume (set by the engine
+    /// on its writers).
+    var feedStateCache: FeedStateCache?
+
+    /// The store error for `error`, noting a conflict the server reported. The check of the
+    /// feed's state at commit failing (the state changed since the transaction assumed it) is a
+    /// conflict too: the state is read again, and the block runs again.
     private func failure(_ error: LibpqError, sql: String) -> StoreError {
+        var error = error
+        if FeedStateCache.isCheckFailure(error) {
+            feedStateCache?.forget()
+            error = LibpqError(message: "the change feed's settings changed (another connection changed them) after "
+                                   + "this transaction assumed them; it runs again with the new ones",
+                               connectionLost: false, sqlState: PostgresSQLState.serializationFailure)
+        }
         if PostgresSQLState.isConflict(error.sqlState) { conflicted = true }
         return Self.storeError(error, sql: sql, location: location)
     }

@@ -122,6 +122,7 @@ import Synchronization
         sharedGate = "LOCK TABLE \(s)._ds_gate IN ACCESS SHARE MODE"
         exclusiveGate = "LOCK TABLE \(s)._ds_gate IN ACCESS EXCLUSIVE MODE"
         let writer = try PostgresSession(location)
+        writer.feedStateCache = feedStateCache
         let watermark = feedWatermark
         writer.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
         idleWriters.withLock { $0 = [writer] }
@@ -136,6 +137,7 @@ import Synchronization
             // asked, in the same snapshot.
             beginTicket = "SELECT (SELECT value FROM \(s)._ds_meta WHERE key = $1)"
                 + (commitSetting.map { ", set_config('synchronous_commit', '\($0)', true)" } ?? "")
+            checkedFeed = feed.checked(commitSetting: commitSetting)
             serverStart = Mutex(try Self.serverStart(writer))
             (schema, sealedRows) = try Self.prepare(writer, requested: requested, location: location,
                                                     lockKey: lockKey, upgradesFormat: upgradesFormat ?? (requested != nil))
@@ -190,6 +192,10 @@ import Synchronization
     private let sharedGate: String
     private let exclusiveGate: String
     private let beginTicket: String
+    /// The feed's state as last read, which write transactions assume and check at commit.
+    let feedStateCache = FeedStateCache()
+    /// The statements of a write transaction that assumed the feed's state.
+    let checkedFeed: PostgresFeedSQL.Checked
 
     private static func prepare(_ db: PostgresSession, requested: Schema?, location: PostgresLocation,
                                 lockKey: Int64, upgradesFormat: Bool) throws -> (Schema, sealedRows: Bool) {
@@ -445,6 +451,7 @@ import Synchronization
     /// store's connections saw yet, counts as made again too.
     private func session(replacingLost lost: Bool) throws -> PostgresSession {
         let made = try PostgresSession(location)
+        made.feedStateCache = feedStateCache
         let feed = feedSQL, watermark = feedWatermark
         if lost || serverChanged(made) { Self.connectedAgain(made, feed, watermark) }
         made.afterReconnect = { session in Self.connectedAgain(session, feed, watermark) }
@@ -665,6 +672,8 @@ import Synchronization
             // The notification is delivered to the store's listeners when the transaction commits
             // (see `subscribeToCommits`); it goes in the feed entry's statement when there is one.
             let feed = try transaction.sendPending(notifying: commitChannel)
+            // Without an entry, the state the transaction assumed is checked on its own.
+            let check = feed == nil ? try transaction.sendFeedStateCheck() : nil
             let notify = feed == nil ? try writer.send("NOTIFY \(PostgresSQL.quote(commitChannel))") : nil
             committing = true
             let commit = try writer.send("COMMIT")
@@ -677,7 +686,7 @@ import Synchronization
                 : try writer.send(durability == .full ? "SELECT pg_current_wal_flush_lsn()::text"
                                                       : "SELECT pg_current_wal_insert_lsn()::text")
             let sent = PostgresCommitInFlight(engine: self, session: writer, transaction: transaction, commit: commit,
-                                              position: position, entry: feed, notify: notify)
+                                              position: position, entry: feed, check: check, notify: notify)
             // A trim of the feed that an earlier commit in flight could not run goes after a
             // commit waited for.
             if leavingCommitInFlight, !trimOwed.load(ordering: .relaxed) {
@@ -729,6 +738,7 @@ import Synchronization
             }
         }
         let entry = try sent.entry.map { try wait($0, "the change feed's entry (the transaction was rolled back)") }
+        if let check = sent.check { _ = try wait(check, "the check of the change feed's state (the transaction was rolled back)") }
         if let notify = sent.notify { _ = try wait(notify, "the commit's notification (the transaction was rolled back)") }
         if let (keeping, slack) = sent.transaction.pendingTrim, let number = try entry?.first?[0].int64(),
            number % Int64(clamping: slack) == 0 || trimOwed.load(ordering: .relaxed) {
@@ -853,9 +863,15 @@ import Synchronization
         } else {
             try writer.send(sharedGate, wanted: false)
         }
+        transaction.isWrite = true
+        // The feed's state as last read, assumed and checked at commit (``FeedStateCache``);
+        // read first when none was, or after a check failed.
+        if let assumed = feedStateCache.assumed {
+            transaction.assume(feedState: assumed)
+            return
+        }
         var key = LibpqParameters()
         key.append(PostgresTransaction.feedStateKey)
-        transaction.isWrite = true
         transaction.beginTicket = try writer.send(beginTicket, key)
     }
 
@@ -1370,6 +1386,7 @@ final class PostgresCommitInFlight: CommitInFlight {
     let commit: LibpqConnection.Ticket
     let position: LibpqConnection.Ticket?
     let entry: LibpqConnection.Ticket?
+    let check: LibpqConnection.Ticket?
     let notify: LibpqConnection.Ticket?
     private var outcomeRead: CommitOutcome?
     /// Whether a write took the session to run after this commit (and gives it back).
@@ -1377,7 +1394,7 @@ final class PostgresCommitInFlight: CommitInFlight {
 
     init(engine: PostgresEngine, session: PostgresSession, transaction: PostgresTransaction,
          commit: LibpqConnection.Ticket, position: LibpqConnection.Ticket?, entry: LibpqConnection.Ticket?,
-         notify: LibpqConnection.Ticket?) {
+         check: LibpqConnection.Ticket?, notify: LibpqConnection.Ticket?) {
         self.engine = engine
         self.session = session
         connection = session.connection
@@ -1385,6 +1402,7 @@ final class PostgresCommitInFlight: CommitInFlight {
         self.commit = commit
         self.position = position
         self.entry = entry
+        self.check = check
         self.notify = notify
     }
 

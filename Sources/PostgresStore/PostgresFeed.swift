@@ -220,6 +220,50 @@ struct PostgresFeedSQL: Sendable {
     /// ``appendEntry`` with the commit's notification on the channel of the third bind.
     let appendEntryNotifying: String
 
+    /// The statements of a write transaction that assumed the feed's state
+    /// (``FeedStateCache``) rather than reading it first: each checks, in the transaction's
+    /// snapshot, that the stored state is the assumed one, and fails with a null number
+    /// (`23502` on `_ds_feed.seq`, which nothing else the store sends can meet) when it is not,
+    /// which rolls the transaction back; each also sets the commit's durability when the store
+    /// sets one (`set_config(…, true)`, which the read of the state carries otherwise).
+    struct Checked: Sendable {
+        /// The entry's statement (binds: the entry, ``PostgresFeedSQL/writerLock``, the assumed
+        /// state), answering its number: ``PostgresFeedSQL/appendEntry`` with the check first.
+        let appendEntry: String
+        /// ``appendEntry`` with the commit's notification on the channel of the fourth bind.
+        let appendEntryNotifying: String
+        /// The check alone, for a transaction that records no entry (binds: the assumed state).
+        let check: String
+        /// The check as a value (binds: the assumed state), for a transaction about to write the
+        /// state, which must have read it in its snapshot: `true` when it is the assumed one.
+        let verify: String
+    }
+
+    /// The checked statements; `commitSetting` is the `synchronous_commit` every write sets, if any.
+    func checked(commitSetting: String?) -> Checked {
+        func same(_ bind: Int) -> String {
+            "(SELECT value FROM \(s)._ds_meta WHERE key = '\(PostgresTransaction.feedStateKey)') "
+                + "IS NOT DISTINCT FROM $\(bind)::bytea"
+        }
+        let setting = commitSetting.map { ", set_config('synchronous_commit', '\($0)', true) AS setting" } ?? ""
+        let setSetting = commitSetting == nil ? "" : " AND x.setting IS NOT NULL"
+        // The id first, then the check and the setting, in the innermost query (a volatile
+        // function's column is never dropped, and each is used by the query around it); the
+        // number only when the check held.
+        let entry = "WITH added AS (INSERT INTO \(s)._ds_feed (seq, entry) SELECT CASE WHEN y.same THEN "
+            + "nextval(\(sequenceLiteral)) END, $1 FROM "
+            + "(SELECT pg_advisory_xact_lock_shared($2), x.same FROM (SELECT pg_current_xact_id() AS id, "
+            + same(3) + " AS same\(setting) OFFSET 0) x "
+            + "WHERE x.id IS NOT NULL\(setSetting) OFFSET 0) y "
+            + "RETURNING seq) SELECT seq"
+        let check = "INSERT INTO \(s)._ds_feed (seq, entry) SELECT NULL::int8, ''::bytea FROM (SELECT "
+            + same(1) + " AS same\(setting) OFFSET 0) x WHERE NOT x.same\(setSetting)"
+        let verify = "SELECT " + same(1)
+            + (commitSetting.map { ", set_config('synchronous_commit', '\($0)', true)" } ?? "")
+        return Checked(appendEntry: entry + " FROM added", appendEntryNotifying: entry + ", pg_notify($4, '') FROM added",
+                       check: check, verify: verify)
+    }
+
     /// Sets the floor to the bind `operand` unless it is higher already.
     func raiseFloor(_ operand: String, from source: String = "", greatest: Bool = true) -> String {
         "INSERT INTO \(s)._ds_meta (key, value) SELECT '\(Self.floorKey)', int8send(\(operand)) \(source) "
@@ -250,6 +294,35 @@ struct PostgresFeedSQL: Sendable {
         let bytes = cell.bytes()
         guard bytes.count == 8 else { return 0 }
         return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+
+/// The feed's state (`_ds_meta`'s `datastore.feed`: its identity and settings) as the store last
+/// read it, which its write transactions assume instead of reading it first: one statement fewer
+/// for the server in every write, and nothing for the next write to wait for before it sends
+/// its entry and `COMMIT`. A transaction that assumed it checks it at commit, in its snapshot
+/// (``PostgresFeedSQL/Checked``), and one that writes it reads it first; a check that fails
+/// forgets the record and runs the block again, reading the state. The state changes only when
+/// the feed's settings do (`setChangeFeedSettings`, a switch's cutover), so that a write of any
+/// process assumes a state that is still the stored one, and is checked as it commits.
+final class FeedStateCache: Sendable {
+    private let state = Mutex<[UInt8]?>(nil)
+
+    /// The state to assume, if one was read.
+    var assumed: [UInt8]? { state.withLock { $0 } }
+
+    /// A state read in a transaction's snapshot (a stored one: no state, a new feed, is not kept).
+    func note(_ value: [UInt8]?) {
+        guard let value else { return }
+        state.withLock { $0 = value }
+    }
+
+    /// Forgets the state: the next write transaction reads it.
+    func forget() { state.withLock { $0 = nil } }
+
+    /// Whether `error` is a check of ``PostgresFeedSQL/Checked`` that failed.
+    static func isCheckFailure(_ error: LibpqError) -> Bool {
+        error.sqlState == PostgresSQLState.notNullViolation && error.table == "_ds_feed" && error.column == "seq"
     }
 }
 #endif

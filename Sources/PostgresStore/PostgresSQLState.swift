@@ -9,6 +9,9 @@ enum PostgresSQLState {
     /// every failed connection, whatever the server said).
     static let unableToConnect = "08001"
     static let uniqueViolation = "23505"
+    /// A null in a `NOT NULL` column: the store's own statements meet it only in the check of the
+    /// feed's state at commit (``FeedStateCache``), on `_ds_feed.seq`.
+    static let notNullViolation = "23502"
     static let foreignKeyViolation = "23503"
     static let readOnlyTransaction = "25006"
     static let inFailedTransaction = "25P02"

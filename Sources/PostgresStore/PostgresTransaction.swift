@@ -13,6 +13,15 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// first statement read it ahead (the feed asks for the state before each recorded commit);
     /// kept up to date by this transaction's own writes. `nil`: not known, ask the server.
     var feedState: [UInt8]??
+    /// The feed's state this write transaction assumed (``FeedStateCache``) instead of reading
+    /// it first: checked at commit, or read before the transaction writes the state.
+    private(set) var assumedFeedState: [UInt8]?
+
+    /// Takes `state` for the feed's state without reading it; the commit checks it.
+    func assume(feedState state: [UInt8]) {
+        feedState = .some(state)
+        assumedFeedState = state
+    }
     /// A write transaction's snapshot (`pg_current_snapshot()`, the transaction's own at
     /// `SERIALIZABLE`) and the feed's floor in it, read at the first read of the feed's window in
     /// the transaction; the floor is forgotten when the transaction moves it.
@@ -160,7 +169,20 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             return
         }
         answered = true
-        if let cells = row.first, feedState == nil { feedState = .some(cells[0].isNull ? nil : cells[0].bytes()) }
+        if let cells = row.first, feedState == nil {
+            let state = cells[0].isNull ? nil : cells[0].bytes()
+            feedState = .some(state)
+            engine?.feedStateCache.note(state)
+        }
+    }
+
+    /// Queues the check of the feed's state this transaction assumed, for a commit without an
+    /// entry (whose statement checks it otherwise); `nil` when it read the state.
+    func sendFeedStateCheck() throws -> LibpqConnection.Ticket? {
+        guard let assumed = assumedFeedState, let engine else { return nil }
+        var binds = LibpqParameters()
+        binds.append(bytes: assumed)
+        return try session.send(engine.checkedFeed.check, binds)
     }
 
     /// Sends what this transaction holds back and waits for it.
@@ -177,9 +199,18 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         var binds = LibpqParameters()
         binds.append(bytes: entry)
         binds.append(feed.writerLock)
+        // With the state assumed, the entry's statement checks it.
+        let checked = assumedFeedState.flatMap { assumed in engine.map { ($0.checkedFeed, assumed) } }
+        if let (_, assumed) = checked { binds.append(bytes: assumed) }
         if let channel { binds.append(channel) }
         pendingEntry = nil
-        return try session.send(channel == nil ? feed.appendEntry : feed.appendEntryNotifying, binds)
+        let sql = switch (checked, channel) {
+        case (let (statements, _)?, nil): statements.appendEntry
+        case (let (statements, _)?, _?): statements.appendEntryNotifying
+        case (nil, nil): feed.appendEntry
+        case (nil, _?): feed.appendEntryNotifying
+        }
+        return try session.send(sql, binds)
     }
 
     private func table(_ entity: EntitySchema) -> String { PostgresSQL.table(entity, schema: s) }
@@ -619,6 +650,26 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
 
     // MARK: Writing
 
+    /// Before a write of the feed's state, which must follow what the transaction's snapshot
+    /// holds: checks that the state it assumed is the stored one (and sets the commit's
+    /// durability, which that read carries otherwise). When it is not, the transaction is a
+    /// conflict: the block runs again and reads the state.
+    private func readAssumedFeedState() throws {
+        guard let assumed = assumedFeedState, let engine else { return }
+        var binds = LibpqParameters()
+        binds.append(bytes: assumed)
+        let same = try run(engine.checkedFeed.verify, binds).first.map { try $0[0].bool() } ?? false
+        assumedFeedState = nil
+        guard same else {
+            engine.feedStateCache.forget()
+            session.conflicted = true
+            throw StoreError(.conflict, "\(session.location): the change feed's settings changed (another connection "
+                + "changed them) after this transaction assumed them; it runs again with the new ones",
+                cause: .postgres(sqlState: PostgresSQLState.serializationFailure,
+                                 message: "the change feed's state changed"))
+        }
+    }
+
     /// The unique-index rule, checked before a write so that a violation leaves the transaction
     /// usable (a failed statement would abort it).
     private func checkUnique(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
@@ -800,7 +851,10 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         if key == Self.feedStateKey {
             try resolveBegin()
+            try readAssumedFeedState()
             feedState = nil
+            // Every write after this one reads the state until one has read what it commits.
+            engine?.feedStateCache.forget()
         }
         // Keys are text: NUL and the escape's own byte are escaped as in values.
         var binds = LibpqParameters()

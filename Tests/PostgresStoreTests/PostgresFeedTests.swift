@@ -203,4 +203,115 @@ private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(
     let total = try store.read { try $0.get("Counter", key: "hot")?["value"] }
     #expect(total == .int(Int64(2 * increments)))
 }
+
+/// A write assumes the feed's state (its identity and settings) that the store last read, and
+/// checks it as it commits: when another store changed the settings in between, the write runs
+/// again with the new ones. Turned off, the feed records nothing of the writes after; turned on
+/// again, it records the next one; a write of the settings made on an assumed state that
+/// changed runs again, on the stored one. Each row checks the runs of the block, so that a
+/// write that kept the old settings (no check) fails the test; and the feed's rows.
+@Test func aWriteThatAssumedTheFeedsSettingsFollowsAnotherStoresChangeOfThem() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let store = try PostgresStore(location: location, schema: noteSchema)
+    defer { try? store.close() }
+    let other = try PostgresStore(location: location, schema: nil)
+    defer { try? other.close() }
+    let feedRows = "SELECT count(*) FROM \"\(location.schema)\"._ds_feed"
+    func insert(_ id: Int64) throws -> Int {
+        var runs = 0
+        try store.writeSync { w in
+            runs += 1
+            try w.insert(["id": .int(id), "title": .string("note \(id)")], into: "Note")
+        }
+        return runs
+    }
+    // The first write reads the state; the second assumes it, unchanged.
+    #expect(try insert(1) == 1)
+    #expect(try insert(2) == 1)
+    #expect(try psql(feedRows) == "2")
+
+    // Off, by the other store: the write that assumed it on runs again, and records nothing.
+    try other.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+    #expect(try psql(feedRows) == "0")
+    #expect(try insert(3) == 2)
+    #expect(try insert(4) == 1)
+    #expect(try psql(feedRows) == "0")
+
+    // On again: the write that assumed it off runs again, and is recorded.
+    try other.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: true)) }
+    let head = try other.currentChangeToken()
+    #expect(try insert(5) == 2)
+    #expect(try insert(6) == 1)
+    let recorded = try other.read { try $0.changes(since: head) }.flatMap(\.items).compactMap { change -> Int64? in
+        if case .int(let id) = change.key { return id }
+        return nil
+    }
+    #expect(recorded == [5, 6])
+
+    // A write of the settings on an assumed state that another store changed runs again on
+    // the stored one: the retention both set, the other's kept where this one's does not apply.
+    try other.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 50)) }
+    var runs = 0
+    try store.writeSync { w in
+        runs += 1
+        let now = try w.changeFeedSettings()
+        try w.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: now.retainedTransactions + 1))
+    }
+    #expect(runs == 2)
+    #expect(try other.read { try $0.changeFeedSettings() }.retainedTransactions == 51)
+    #expect(try insert(7) == 1)
+}
+
+/// Each statement that checks an assumed feed state also sets the commit's durability (which the
+/// read of the state carries when it is read): after it, the transaction's `synchronous_commit`
+/// is the store's, on a server whose setting is the other one; the check holds for the stored
+/// state, and fails with the number null (what the session takes for a conflict) for another.
+@Test func theChecksOfAnAssumedFeedStateSetTheCommitsDurability() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    do {
+        let store = try PostgresStore(location: location, schema: noteSchema)
+        defer { try? store.close() }
+        try store.writeSync { try $0.insert(["id": 1, "title": "note 1"], into: "Note") }
+    }
+    let schema = "\"\(location.schema)\""
+    let feed = PostgresFeedSQL(s: schema, lockKey: PostgresEngine.lockKey(location.schema))
+    let session = try PostgresSession(location)
+    defer { session.close() }
+    let stored = try #require(try session.query("SELECT value FROM \(schema)._ds_meta WHERE key = 'datastore.feed'")
+        .first?[0].bytes())
+    for (server, store) in [("on", "off"), ("off", "on")] {
+        let checked = feed.checked(commitSetting: store)
+        _ = try session.query("SET synchronous_commit = \(server)")
+        func binds(_ state: [UInt8], entry: Bool) -> LibpqParameters {
+            var binds = LibpqParameters()
+            if entry {
+                binds.append(bytes: [1, 2, 3])
+                binds.append(feed.writerLock)
+            }
+            binds.append(bytes: state)
+            return binds
+        }
+        for (sql, entry) in [(checked.appendEntry, true), (checked.check, false), (checked.verify, false)] {
+            _ = try session.query("BEGIN ISOLATION LEVEL SERIALIZABLE")
+            _ = try session.query(sql, binds(stored, entry: entry))
+            #expect(try session.query("SHOW synchronous_commit").first?[0].string() == store, "\(sql)")
+            _ = try session.query("ROLLBACK")
+        }
+        for (sql, entry) in [(checked.appendEntry, true), (checked.check, false)] {
+            _ = try session.query("BEGIN ISOLATION LEVEL SERIALIZABLE")
+            do {
+                _ = try session.query(sql, binds(stored + [0], entry: entry))
+                Issue.record("a check of another state held: \(sql)")
+            } catch {
+                #expect(error.code == .conflict && error.cause?.sqlState == "40001", "\(error)")
+            }
+            _ = try session.query("ROLLBACK")
+        }
+        #expect(try session.query(checked.verify, binds(stored + [0], entry: false)).first?[0].bool() == false)
+    }
+}
 #endif
