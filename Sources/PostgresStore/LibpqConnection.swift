@@ -12,6 +12,7 @@ struct LibpqError: Error {
     /// Whether the connection is gone (what ran of the transaction is rolled back by the server).
     var connectionLost: Bool
     /// The table and column a constraint's failure names (the server's fields, never its words).
+    var schema: String?
     var table: String?
     var column: String?
 
@@ -22,6 +23,7 @@ struct LibpqError: Error {
             return String(cString: text)
         }
         sqlState = field("C")
+        schema = field("s")
         table = field("t")
         column = field("c")
         let primary = field("M") ?? LibpqConnection.oneLine(String(cString: PQresultErrorMessage(result)))

@@ -532,7 +532,7 @@ final class PostgresSession: @unchecked Sendable {
     /// conflict too: the state is read again, and the block runs again.
     private func failure(_ error: LibpqError, sql: String) -> StoreError {
         var error = error
-        if FeedStateCache.isCheckFailure(error) {
+        if FeedStateCache.isCheckFailure(error, schema: location.schema) {
             feedStateCache?.forget()
             error = LibpqError(message: "the change feed's settings changed (another connection changed them) after "
                                    + "this transaction assumed them; it runs again with the new ones",

@@ -131,10 +131,10 @@ import Synchronization
             let commitSetting = try Self.commitSetting(writer, durability: durability)
             self.commitSetting = commitSetting
             // The setting goes in the same statement (`set_config(…, true)` is `SET LOCAL`): one
-            // statement fewer for the server to run in every write. Only the feed's state is read
-            // ahead (every recorded write needs its settings); the feed's window and the numbers
-            // taken, which only a read of the feed inside a write block needs, are read when
-            // asked, in the same snapshot.
+            // statement fewer for the server to run. Only the feed's state is read ahead, when
+            // the store has none to assume (``FeedStateCache``; every recorded write needs its
+            // settings); the feed's window and the numbers taken, which only a read of the feed
+            // inside a write block needs, are read when asked, in the same snapshot.
             beginTicket = "SELECT (SELECT value FROM \(s)._ds_meta WHERE key = $1)"
                 + (commitSetting.map { ", set_config('synchronous_commit', '\($0)', true)" } ?? "")
             checkedFeed = feed.checked(commitSetting: commitSetting)
@@ -163,8 +163,9 @@ import Synchronization
     /// The `synchronous_commit` every write transaction sets for itself when the server's
     /// setting does not give the store's durability (`on` for `.full`: with
     /// `synchronous_standby_names` set, a commit then waits for a synchronous standby to have it
-    /// on disk; `off` for `.normal`), in each write transaction (in its first statement, as
-    /// `set_config(…, true)`) rather than once per connection, so that no session state is
+    /// on disk; `off` for `.normal`), in each write transaction (in the read of the feed's state,
+    /// or in the statement that checks the state it assumed, as `set_config(…, true)`) rather
+    /// than once per connection, so that no session state is
     /// assumed (a pooler in transaction mode hands each transaction a server connection of its
     /// choice).
     let commitSetting: String?
@@ -621,8 +622,9 @@ import Synchronization
     /// and the server makes them behave as if one ran after another, rolling back one that
     /// cannot (the store then runs it again). No row is written by every transaction.
     ///
-    /// Two round trips for a write of one statement: `BEGIN`, the read of the feed's state and
-    /// the block's first statement go together; the feed's entry (with its number), the
+    /// Two round trips for a write of one statement: `BEGIN`, the gate's lock (and the read of the
+    /// feed's state, when the store has none to assume) and the block's first statement go
+    /// together; the feed's entry (with its number and the check of an assumed state), the
     /// notification and `COMMIT` go together.
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         try withWriter(after: nil, leavingCommitInFlight: false, body).0
@@ -716,9 +718,9 @@ import Synchronization
         }
     }
 
-    /// A commit's answers: the `COMMIT`'s, the WAL position after it, the feed's entry and the
-    /// notification; then the feed's trim when its number says so (on `session` when nothing
-    /// follows on it, else owed to the next commit waited for).
+    /// A commit's answers: the `COMMIT`'s, the WAL position after it, the feed's entry, the check
+    /// of the feed's state and the notification; then the feed's trim when its number says so
+    /// (on `session` when nothing follows on it, else owed to the next commit waited for).
     fileprivate func readCommit(_ sent: PostgresCommitInFlight, followed: Bool) throws {
         func wait(_ ticket: LibpqConnection.Ticket, _ sql: String) throws -> LibpqResult {
             try sent.session.wait(ticket, on: sent.connection, sql: sql)
@@ -739,6 +741,9 @@ import Synchronization
         }
         let entry = try sent.entry.map { try wait($0, "the change feed's entry (the transaction was rolled back)") }
         if let check = sent.check { _ = try wait(check, "the check of the change feed's state (the transaction was rolled back)") }
+        // A transaction that wrote the feed's state committed it: a state read before that (by a
+        // transaction whose snapshot did not have it) is not kept.
+        if sent.transaction.wroteFeedState { feedStateCache.forget() }
         if let notify = sent.notify { _ = try wait(notify, "the commit's notification (the transaction was rolled back)") }
         if let (keeping, slack) = sent.transaction.pendingTrim, let number = try entry?.first?[0].int64(),
            number % Int64(clamping: slack) == 0 || trimOwed.load(ordering: .relaxed) {
@@ -865,11 +870,16 @@ import Synchronization
         }
         transaction.isWrite = true
         // The feed's state as last read, assumed and checked at commit (``FeedStateCache``);
-        // read first when none was, or after a check failed.
-        if let assumed = feedStateCache.assumed {
+        // read first when none was, after a check failed, or when a failed check could not run
+        // the block again. A transaction begun again keeps the state it assumed (its block may
+        // have used it).
+        let cached = feedStateCache.assumed
+        if let assumed = transaction.assumedFeedState ?? (conflictRetries > 0 ? cached.value : nil) {
+            transaction.beginTicket = nil
             transaction.assume(feedState: assumed)
             return
         }
+        transaction.feedStateGeneration = cached.generation
         var key = LibpqParameters()
         key.append(PostgresTransaction.feedStateKey)
         transaction.beginTicket = try writer.send(beginTicket, key)

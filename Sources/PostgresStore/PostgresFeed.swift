@@ -232,11 +232,9 @@ struct PostgresFeedSQL: Sendable {
         let appendEntry: String
         /// ``appendEntry`` with the commit's notification on the channel of the fourth bind.
         let appendEntryNotifying: String
-        /// The check alone, for a transaction that records no entry (binds: the assumed state).
+        /// The check alone (binds: the assumed state), for a transaction that records no entry,
+        /// and before a transaction writes the state, which must follow the stored one.
         let check: String
-        /// The check as a value (binds: the assumed state), for a transaction about to write the
-        /// state, which must have read it in its snapshot: `true` when it is the assumed one.
-        let verify: String
     }
 
     /// The checked statements; `commitSetting` is the `synchronous_commit` every write sets, if any.
@@ -258,10 +256,8 @@ struct PostgresFeedSQL: Sendable {
             + "RETURNING seq) SELECT seq"
         let check = "INSERT INTO \(s)._ds_feed (seq, entry) SELECT NULL::int8, ''::bytea FROM (SELECT "
             + same(1) + " AS same\(setting) OFFSET 0) x WHERE NOT x.same\(setSetting)"
-        let verify = "SELECT " + same(1)
-            + (commitSetting.map { ", set_config('synchronous_commit', '\($0)', true)" } ?? "")
         return Checked(appendEntry: entry + " FROM added", appendEntryNotifying: entry + ", pg_notify($4, '') FROM added",
-                       check: check, verify: verify)
+                       check: check)
     }
 
     /// Sets the floor to the bind `operand` unless it is higher already.
@@ -301,28 +297,37 @@ struct PostgresFeedSQL: Sendable {
 /// read it, which its write transactions assume instead of reading it first: one statement fewer
 /// for the server in every write, and nothing for the next write to wait for before it sends
 /// its entry and `COMMIT`. A transaction that assumed it checks it at commit, in its snapshot
-/// (``PostgresFeedSQL/Checked``), and one that writes it reads it first; a check that fails
-/// forgets the record and runs the block again, reading the state. The state changes only when
-/// the feed's settings do (`setChangeFeedSettings`, a switch's cutover), so that a write of any
-/// process assumes a state that is still the stored one, and is checked as it commits.
+/// (``PostgresFeedSQL/Checked``), and one that writes it checks it first; a check that fails
+/// forgets the record and runs the block again, reading the state. The state changes when the
+/// feed's settings do (`setChangeFeedSettings`, a switch's cutover), at a new store's first
+/// recorded write and when an older version's state is written again in this one's form; a
+/// write that assumed it is checked as it commits. A store that does not run conflicting blocks
+/// again (`write_retries=0`) reads the state in every write instead, as a check that failed
+/// would otherwise fail its write.
 final class FeedStateCache: Sendable {
-    private let state = Mutex<[UInt8]?>(nil)
+    /// The state, and how many times it was forgotten: a state read by a transaction that
+    /// began before the last time is not kept (its snapshot may predate the change that made
+    /// the store forget it).
+    private let state = Mutex<(value: [UInt8]?, generation: UInt64)>((nil, 0))
 
-    /// The state to assume, if one was read.
-    var assumed: [UInt8]? { state.withLock { $0 } }
+    /// The state to assume, if one was read; and the generation a transaction that reads it
+    /// instead gives back to ``note(_:readSince:)``.
+    var assumed: (value: [UInt8]?, generation: UInt64) { state.withLock { $0 } }
 
-    /// A state read in a transaction's snapshot (a stored one: no state, a new feed, is not kept).
-    func note(_ value: [UInt8]?) {
+    /// A state read in a transaction's snapshot, kept unless the store forgot the state since
+    /// the transaction began (`generation`), or it is none (a new feed's).
+    func note(_ value: [UInt8]?, readSince generation: UInt64) {
         guard let value else { return }
-        state.withLock { $0 = value }
+        state.withLock { if $0.generation == generation { $0.value = value } }
     }
 
     /// Forgets the state: the next write transaction reads it.
-    func forget() { state.withLock { $0 = nil } }
+    func forget() { state.withLock { $0 = (nil, $0.generation &+ 1) } }
 
-    /// Whether `error` is a check of ``PostgresFeedSQL/Checked`` that failed.
-    static func isCheckFailure(_ error: LibpqError) -> Bool {
+    /// Whether `error` is a check of ``PostgresFeedSQL/Checked`` that failed, in `schema`.
+    static func isCheckFailure(_ error: LibpqError, schema: String) -> Bool {
         error.sqlState == PostgresSQLState.notNullViolation && error.table == "_ds_feed" && error.column == "seq"
+            && error.schema == schema
     }
 }
 #endif

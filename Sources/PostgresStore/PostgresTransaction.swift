@@ -10,8 +10,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     let s: String
 
     /// The change feed's stored state (`_ds_meta`'s `datastore.feed`), as a write transaction's
-    /// first statement read it ahead (the feed asks for the state before each recorded commit);
-    /// kept up to date by this transaction's own writes. `nil`: not known, ask the server.
+    /// first statements read it ahead or as it assumed it (the feed asks for the state before
+    /// each recorded commit); kept up to date by this transaction's own writes. `nil`: not
+    /// known, ask the server.
     var feedState: [UInt8]??
     /// The feed's state this write transaction assumed (``FeedStateCache``) instead of reading
     /// it first: checked at commit, or read before the transaction writes the state.
@@ -22,6 +23,13 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         feedState = .some(state)
         assumedFeedState = state
     }
+
+    /// The engine's ``FeedStateCache`` generation when this transaction sent the read of the
+    /// feed's state: what it read is kept only if the store forgot no state since.
+    var feedStateGeneration: UInt64 = 0
+    /// Whether this transaction wrote the feed's state (its commit makes the store forget the
+    /// state it kept).
+    private(set) var wroteFeedState = false
     /// A write transaction's snapshot (`pg_current_snapshot()`, the transaction's own at
     /// `SERIALIZABLE`) and the feed's floor in it, read at the first read of the feed's window in
     /// the transaction; the floor is forgotten when the transaction moves it.
@@ -53,8 +61,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         s = quotedSchema
     }
 
-    /// The write transaction's first statements' answer (the feed's state and bounds), read
-    /// when first needed: it comes with the answer of the block's first statement.
+    /// The write transaction's first statements' answer (the feed's state, when the store had
+    /// none to assume), read when first needed: it comes with the answer of the block's first
+    /// statement.
     var beginTicket: LibpqConnection.Ticket?
 
     /// Sends again what began the transaction, on a new connection (set by the engine).
@@ -172,7 +181,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         if let cells = row.first, feedState == nil {
             let state = cells[0].isNull ? nil : cells[0].bytes()
             feedState = .some(state)
-            engine?.feedStateCache.note(state)
+            engine?.feedStateCache.note(state, readSince: feedStateGeneration)
         }
     }
 
@@ -651,23 +660,18 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     // MARK: Writing
 
     /// Before a write of the feed's state, which must follow what the transaction's snapshot
-    /// holds: checks that the state it assumed is the stored one (and sets the commit's
-    /// durability, which that read carries otherwise). When it is not, the transaction is a
-    /// conflict: the block runs again and reads the state.
-    private func readAssumedFeedState() throws {
+    /// holds: the check of the state it assumed (which also sets the commit's durability, as the
+    /// read of the state does otherwise). A state changed since fails the check on the server,
+    /// which rolls the transaction back (a block that catches the conflict cannot commit what it
+    /// did on the assumed state), and the block runs again, reading the state.
+    private func checkAssumedFeedState() throws {
         guard let assumed = assumedFeedState, let engine else { return }
         var binds = LibpqParameters()
         binds.append(bytes: assumed)
-        let same = try run(engine.checkedFeed.verify, binds).first.map { try $0[0].bool() } ?? false
+        // The block acted on the assumed state: the transaction is never begun again unseen.
+        answered = true
+        try run(engine.checkedFeed.check, binds)
         assumedFeedState = nil
-        guard same else {
-            engine.feedStateCache.forget()
-            session.conflicted = true
-            throw StoreError(.conflict, "\(session.location): the change feed's settings changed (another connection "
-                + "changed them) after this transaction assumed them; it runs again with the new ones",
-                cause: .postgres(sqlState: PostgresSQLState.serializationFailure,
-                                 message: "the change feed's state changed"))
-        }
     }
 
     /// The unique-index rule, checked before a write so that a violation leaves the transaction
@@ -851,8 +855,9 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     func setMetadata(_ value: [UInt8]?, forKey key: String) throws {
         if key == Self.feedStateKey {
             try resolveBegin()
-            try readAssumedFeedState()
+            try checkAssumedFeedState()
             feedState = nil
+            wroteFeedState = true
             // Every write after this one reads the state until one has read what it commits.
             engine?.feedStateCache.forget()
         }

@@ -262,6 +262,45 @@ private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(
     #expect(runs == 2)
     #expect(try other.read { try $0.changeFeedSettings() }.retainedTransactions == 51)
     #expect(try insert(7) == 1)
+
+    // A block that catches the conflict of its write of the settings cannot commit what it did
+    // on the assumed state: the server rolled the transaction back, and the write fails.
+    try other.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 70)) }
+    #expect(throws: StoreError.self) {
+        try store.writeSync { w in
+            _ = try? w.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 80))
+            try w.insert(["id": 8, "title": "after a caught conflict"], into: "Note")
+        }
+    }
+    #expect(try store.read { try $0.get("Note", key: 8) } == nil)
+    #expect(try other.read { try $0.changeFeedSettings() }.retainedTransactions == 70)
+    #expect(try insert(9) == 1)
+}
+
+/// A store that does not run a conflicting block again (`write_retries=0`) reads the feed's
+/// state in every write rather than assume it: another store's change of the settings never
+/// fails its next write, which follows the new settings.
+@Test func aStoreWithoutRetriesReadsTheFeedsStateInEveryWrite() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let created = try PostgresStore(location: location, schema: noteSchema)
+    try created.close()
+    var noRetries = location
+    noRetries.writeRetries = 0
+    let store = try PostgresStore(location: noRetries, schema: nil)
+    defer { try? store.close() }
+    let other = try PostgresStore(location: location, schema: nil)
+    defer { try? other.close() }
+    let feedRows = "SELECT count(*) FROM \"\(location.schema)\"._ds_feed"
+    try store.writeSync { try $0.insert(["id": 1, "title": "note 1"], into: "Note") }
+    try store.writeSync { try $0.insert(["id": 2, "title": "note 2"], into: "Note") }
+    try other.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+    try store.writeSync { try $0.insert(["id": 3, "title": "note 3"], into: "Note") }
+    #expect(try psql(feedRows) == "0")
+    try other.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: true)) }
+    try store.writeSync { try $0.insert(["id": 4, "title": "note 4"], into: "Note") }
+    #expect(try psql(feedRows) == "1")
 }
 
 /// Each statement that checks an assumed feed state also sets the commit's durability (which the
@@ -295,7 +334,7 @@ private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(
             binds.append(bytes: state)
             return binds
         }
-        for (sql, entry) in [(checked.appendEntry, true), (checked.check, false), (checked.verify, false)] {
+        for (sql, entry) in [(checked.appendEntry, true), (checked.check, false)] {
             _ = try session.query("BEGIN ISOLATION LEVEL SERIALIZABLE")
             _ = try session.query(sql, binds(stored, entry: entry))
             #expect(try session.query("SHOW synchronous_commit").first?[0].string() == store, "\(sql)")
@@ -311,7 +350,21 @@ private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(
             }
             _ = try session.query("ROLLBACK")
         }
-        #expect(try session.query(checked.verify, binds(stored + [0], entry: false)).first?[0].bool() == false)
+    }
+    // Without a setting of the store's own, the statements leave the server's.
+    let plain = feed.checked(commitSetting: nil)
+    _ = try session.query("SET synchronous_commit = local")
+    for (sql, entry) in [(plain.appendEntry, true), (plain.check, false)] {
+        var binds = LibpqParameters()
+        if entry {
+            binds.append(bytes: [1, 2, 3])
+            binds.append(feed.writerLock)
+        }
+        binds.append(bytes: stored)
+        _ = try session.query("BEGIN ISOLATION LEVEL SERIALIZABLE")
+        _ = try session.query(sql, binds)
+        #expect(try session.query("SHOW synchronous_commit").first?[0].string() == "local", "\(sql)")
+        _ = try session.query("ROLLBACK")
     }
 }
 #endif
