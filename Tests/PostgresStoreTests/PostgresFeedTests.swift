@@ -12,6 +12,34 @@ let noteSchema = Schema(version: 1, entities: [
 
 private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(sql) }
 
+/// A new store of notes on the test server, and a second store on its schema (as another
+/// process opens it); `close()` closes both and drops the schema.
+private struct TwoNoteStores {
+    let directory: TemporaryDirectory
+    let location: PostgresLocation
+    let store: PostgresStore
+    let other: PostgresStore
+
+    init(_ directory: TemporaryDirectory) throws {
+        self.directory = directory
+        location = PostgresTestServer.location(directory.url.path)
+        store = try PostgresStore(location: location, schema: noteSchema)
+        do {
+            other = try PostgresStore(location: location, schema: nil)
+        } catch {
+            try? store.close()
+            try? PostgresStore.destroy(location)
+            throw error
+        }
+    }
+
+    func close() {
+        try? other.close()
+        try? store.close()
+        try? PostgresStore.destroy(location)
+    }
+}
+
 /// A flipped byte in the header (format version, schema) or in the feed's state of a
 /// PostgreSQL store is damage, as on the embedded backends (which flip every byte of them): the
 /// store refuses to open, or its feed to be read and a commit to be made, with `corrupt`; the
@@ -54,13 +82,9 @@ private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(
 /// statement: the commits before the block, and not one that another store made while the
 /// block ran; its token is the head the store had before it.
 @Test func aWriteBlockReadsTheFeedAsOfItsSnapshot() throws {
-    let dir = try TemporaryDirectory()
-    let location = PostgresTestServer.location(dir.url.path)
-    defer { try? PostgresStore.destroy(location) }
-    let store = try PostgresStore(location: location, schema: noteSchema)
-    defer { try? store.close() }
-    let other = try PostgresStore(location: location, schema: nil)
-    defer { try? other.close() }
+    let stores = try TwoNoteStores(try TemporaryDirectory())
+    defer { stores.close() }
+    let (store, other) = (stores.store, stores.other)
     let start = try store.currentChangeToken()
     for id in 1...3 {
         try store.writeSync { try $0.insert(["id": .int(Int64(id)), "title": "note \(id)"], into: "Note") }
@@ -211,13 +235,9 @@ private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(
 /// changed runs again, on the stored one. Each row checks the runs of the block, so that a
 /// write that kept the old settings (no check) fails the test; and the feed's rows.
 @Test func aWriteThatAssumedTheFeedsSettingsFollowsAnotherStoresChangeOfThem() throws {
-    let dir = try TemporaryDirectory()
-    let location = PostgresTestServer.location(dir.url.path)
-    defer { try? PostgresStore.destroy(location) }
-    let store = try PostgresStore(location: location, schema: noteSchema)
-    defer { try? store.close() }
-    let other = try PostgresStore(location: location, schema: nil)
-    defer { try? other.close() }
+    let stores = try TwoNoteStores(try TemporaryDirectory())
+    defer { stores.close() }
+    let (location, store, other) = (stores.location, stores.store, stores.other)
     let feedRows = "SELECT count(*) FROM \"\(location.schema)\"._ds_feed"
     func insert(_ id: Int64) throws -> Int {
         var runs = 0
@@ -308,14 +328,10 @@ private func psql(_ sql: String) throws -> String { try PostgresTestServer.psql(
 /// is the store's, on a server whose setting is the other one; the check holds for the stored
 /// state, and fails with the number null (what the session takes for a conflict) for another.
 @Test func theChecksOfAnAssumedFeedStateSetTheCommitsDurability() throws {
-    let dir = try TemporaryDirectory()
-    let location = PostgresTestServer.location(dir.url.path)
-    defer { try? PostgresStore.destroy(location) }
-    do {
-        let store = try PostgresStore(location: location, schema: noteSchema)
-        defer { try? store.close() }
-        try store.writeSync { try $0.insert(["id": 1, "title": "note 1"], into: "Note") }
-    }
+    let stores = try TwoNoteStores(try TemporaryDirectory())
+    defer { stores.close() }
+    let location = stores.location
+    try stores.store.writeSync { try $0.insert(["id": 1, "title": "note 1"], into: "Note") }
     let schema = "\"\(location.schema)\""
     let feed = PostgresFeedSQL(s: schema, lockKey: PostgresEngine.lockKey(location.schema))
     let session = try PostgresSession(location)
