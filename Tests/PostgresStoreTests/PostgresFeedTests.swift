@@ -297,6 +297,38 @@ private struct TwoNoteStores {
     #expect(try insert(9) == 1)
 }
 
+/// Blocks queued without awaiting (each `COMMIT` sent with the next block's first statements)
+/// follow another store's change of the feed's settings too: the first block after the change
+/// fails its check at commit, it and the block after it run again in order, and the feed records
+/// exactly the blocks that committed while it was on; every block's item is stored.
+@Test func queuedWritesFollowAnotherStoresChangeOfTheFeedsSettings() throws {
+    let stores = try TwoNoteStores(try TemporaryDirectory())
+    defer { stores.close() }
+    let (location, store, other) = (stores.location, stores.store, stores.other)
+    let feedRows = "SELECT count(*) FROM \"\(location.schema)\"._ds_feed"
+    // The first write stores the feed's state, the second reads it: the blocks after assume it.
+    try store.writeSync { try $0.insert(["id": 0, "title": "note 0"], into: "Note") }
+    try store.writeSync { try $0.insert(["id": 100, "title": "note 100"], into: "Note") }
+    func enqueue(_ ids: ClosedRange<Int64>) throws {
+        for id in ids {
+            store.enqueueWrite { try $0.insert(["id": .int(id), "title": .string("note \(id)")], into: "Note") }
+        }
+        try store.waitForPendingWrites()
+    }
+    try other.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+    try enqueue(1...20)
+    #expect(try psql(feedRows) == "0")
+    try other.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: true)) }
+    let head = try other.currentChangeToken()
+    try enqueue(21...40)
+    let recorded = try other.read { try $0.changes(since: head) }.flatMap(\.items).compactMap { change -> Int64? in
+        if case .int(let id) = change.key { return id }
+        return nil
+    }
+    #expect(recorded == Array(21...40))
+    #expect(try other.read { try $0.count(FetchRequest("Note")) } == 42)
+}
+
 /// A store that does not run a conflicting block again (`write_retries=0`) reads the feed's
 /// state in every write rather than assume it: another store's change of the settings never
 /// fails its next write, which follows the new settings.
