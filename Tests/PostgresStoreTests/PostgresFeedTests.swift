@@ -247,7 +247,7 @@ private struct TwoNoteStores {
         }
         return runs
     }
-    // The first write reads the state; the second assumes it, unchanged.
+    // The first write stores the feed's state, the second reads it; the writes after assume it.
     #expect(try insert(1) == 1)
     #expect(try insert(2) == 1)
     #expect(try psql(feedRows) == "2")
