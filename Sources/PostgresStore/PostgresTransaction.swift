@@ -208,17 +208,16 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         var binds = LibpqParameters()
         binds.append(bytes: entry)
         binds.append(feed.writerLock)
-        // With the state assumed, the entry's statement checks it.
-        let checked = assumedFeedState.flatMap { assumed in engine.map { ($0.checkedFeed, assumed) } }
-        if let (_, assumed) = checked { binds.append(bytes: assumed) }
+        // With the state assumed, the entry's statement checks it (its third bind).
+        let sql: String
+        if let assumed = assumedFeedState, let checked = engine?.checkedFeed {
+            binds.append(bytes: assumed)
+            sql = channel == nil ? checked.appendEntry : checked.appendEntryNotifying
+        } else {
+            sql = channel == nil ? feed.appendEntry : feed.appendEntryNotifying
+        }
         if let channel { binds.append(channel) }
         pendingEntry = nil
-        let sql = switch (checked, channel) {
-        case (let (statements, _)?, nil): statements.appendEntry
-        case (let (statements, _)?, _?): statements.appendEntryNotifying
-        case (nil, nil): feed.appendEntry
-        case (nil, _?): feed.appendEntryNotifying
-        }
         return try session.send(sql, binds)
     }
 
