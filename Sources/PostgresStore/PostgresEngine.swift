@@ -892,8 +892,7 @@ import Synchronization
     /// would conflict with every writer's entry).
     private func trimFeed(keeping: UInt64, on session: PostgresSession) throws {
         guard let (released, _) = try probeFeed(on: session), released > 0, keeping >= 1 else { return }
-        try session.query(feedSQL.retain(removing: true),
-                          PostgresFeedSQL.retainBinds(released: released, keeping: keeping))
+        try session.query(feedSQL.trim, PostgresFeedSQL.trimBinds(released: released, keeping: keeping))
     }
 
     /// A probe of the feed outside any transaction, and a snapshot taken after it (see

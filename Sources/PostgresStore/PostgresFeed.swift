@@ -268,19 +268,65 @@ struct PostgresFeedSQL: Sendable {
     }
 
     /// Raises the floor to the oldest of the newest `$2 + 1` entries, at most `$1` (one past the
-    /// highest number known final), removing the entries below it when `removing`.
-    func retain(removing: Bool) -> String {
+    /// highest number known final), removing none.
+    var expire: String {
         let cut = "cut AS (SELECT (SELECT least($1::int8, k.seq) FROM (SELECT seq FROM \(s)._ds_feed ORDER BY seq DESC "
             + "OFFSET $2 LIMIT 1) k) AS c)"
-        let gone = "gone AS (DELETE FROM \(s)._ds_feed WHERE seq < (SELECT c FROM cut) RETURNING 1)"
-        return "WITH " + (removing ? "\(cut), \(gone) " : "\(cut) ") + raiseFloor("c", from: "FROM cut WHERE c IS NOT NULL")
+        return "WITH \(cut) " + raiseFloor("c", from: "FROM cut WHERE c IS NOT NULL")
     }
 
-    /// The binds of ``retain(removing:)``.
-    static func retainBinds(released: UInt64, keeping: UInt64) -> LibpqParameters {
+    /// The binds of ``expire``.
+    static func expireBinds(released: UInt64, keeping: UInt64) -> LibpqParameters {
         var binds = LibpqParameters()
         binds.append(Int64(clamping: released) + 1)
         binds.append(Int64(clamping: keeping) - 1)
+        return binds
+    }
+
+    /// The metadata key of the feed's count (text: `c t k`): the entries numbered from `c` to
+    /// `t` are `k`, and `c` is the lowest stored. What ``trim`` wrote last.
+    static let countKey = "datastore.feed-count"
+
+    /// Removes all but the newest `$2` entries numbered up to `$1` (the highest number known
+    /// final) and raises the floor to the oldest kept; entries above `$1` are never removed.
+    ///
+    /// Finding the newest `$2` by counting down from the top reads every kept entry (10,000 by
+    /// default, about 3 ms of the server's time, once in 256 commits). The count (``countKey``)
+    /// says how many entries there were from the last cut up to the number it was made at: the
+    /// entries numbered above that, which came since, are counted, and as many as there are now
+    /// too many are skipped from the bottom, so that a trim reads about the entries it removes.
+    /// The count holds while its lowest entry is stored: entries are only ever removed from the
+    /// bottom (a trim, an expiry by another version of the package, a restart of the feed, which
+    /// removes every entry), so an entry `c` still stored means no entry from `c` up was removed,
+    /// and no entry at or below `t` is added after it was found final. When it does not hold (a
+    /// new store, another version trimmed), the trim counts down from `$1`, as a first one does.
+    var trim: String {
+        let count = "convert_from(value, 'UTF8')"
+        let counted = "a AS (SELECT split_part(v, ' ', 1)::int8 AS c, split_part(v, ' ', 2)::int8 AS t, "
+            + "split_part(v, ' ', 3)::int8 AS k FROM (SELECT \(count) AS v FROM \(s)._ds_meta "
+            + "WHERE key = '\(Self.countKey)') x), "
+            + "v AS (SELECT a.c, a.t, a.k + (SELECT count(*) FROM \(s)._ds_feed WHERE seq > a.t AND seq <= $1) AS n "
+            + "FROM a WHERE EXISTS (SELECT 1 FROM \(s)._ds_feed WHERE seq = a.c))"
+        // Either way the cut is an entry numbered at most $1, with $2 entries from it up to $1.
+        let cut = "cut AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM v) "
+            + "THEN (SELECT (SELECT seq FROM \(s)._ds_feed WHERE seq >= v.c ORDER BY seq OFFSET v.n - $2 LIMIT 1) "
+            + "FROM v WHERE v.n > $2) "
+            + "ELSE (SELECT seq FROM \(s)._ds_feed WHERE seq <= $1 ORDER BY seq DESC OFFSET $2 - 1 LIMIT 1) END AS c, "
+            + "greatest((SELECT t FROM v), $1) AS t)"
+        // (A range with both ends, so that the planner takes the index for the few entries removed.)
+        let gone = "gone AS (DELETE FROM \(s)._ds_feed WHERE seq >= coalesce((SELECT c FROM v), -9223372036854775808) "
+            + "AND seq < (SELECT c FROM cut) RETURNING 1)"
+        let store = "stored AS (INSERT INTO \(s)._ds_meta (key, value) SELECT '\(Self.countKey)', "
+            + "convert_to(c::text || ' ' || t::text || ' ' || $2::text, 'UTF8') FROM cut WHERE c IS NOT NULL "
+            + "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value RETURNING 1)"
+        return "WITH \(counted), \(cut), \(gone), \(store) " + raiseFloor("c", from: "FROM cut WHERE c IS NOT NULL")
+    }
+
+    /// The binds of ``trim``.
+    static func trimBinds(released: UInt64, keeping: UInt64) -> LibpqParameters {
+        var binds = LibpqParameters()
+        binds.append(Int64(clamping: released))
+        binds.append(Int64(clamping: keeping))
         return binds
     }
 

@@ -961,7 +961,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     func expireChangeLog(keeping: UInt64) throws {
         try flush()
         guard keeping >= 1, let released = engine?.feedWatermark.highestReleased, released > 0 else { return }
-        try run(feedSQL.retain(removing: false), PostgresFeedSQL.retainBinds(released: released, keeping: keeping))
+        try run(feedSQL.expire, PostgresFeedSQL.expireBinds(released: released, keeping: keeping))
         window = nil
         floorInSnapshot = nil
     }

@@ -415,4 +415,65 @@ private struct TwoNoteStores {
         _ = try session.query("ROLLBACK")
     }
 }
+
+/// A trim of the feed counts from its last cut (`datastore.feed-count`) rather than reading every
+/// kept entry, and keeps exactly the newest entries of the retention: after each of 29 commits
+/// with a retention of 8 (a trim after every commit), across numbers taken and never used (gaps),
+/// entries removed from the bottom by another version of the package (which leaves the count
+/// behind), and a count deleted, the table holds the newest 8 entries, or all when fewer.
+@Test func trimsCountFromTheLastCutAndKeepExactlyTheRetention() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let store = try PostgresStore(location: location, schema: noteSchema)
+    defer { try? store.close() }
+    let s = "\"\(location.schema)\""
+    let keep = 8
+    try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: keep)) }
+    var numbers: [Int] = []
+    var id = 0
+    /// Commits one note and checks the stored entries: `expected` of them, the newest numbers.
+    func commit(expecting expected: Int, _ step: String, retention: Int = keep) throws {
+        id += 1
+        try store.writeSync { try $0.insert(["id": .int(Int64(id)), "title": "note \(id)"], into: "Note") }
+        numbers.append(Int(try store.currentChangeToken().sequence))
+        let stored = try psql("SELECT string_agg(seq::text, ',' ORDER BY seq) FROM \(s)._ds_feed")
+        #expect(stored == numbers.suffix(expected).map(String.init).joined(separator: ","), "\(step), commit \(id)")
+        let count = try psql("SELECT convert_from(value, 'UTF8') FROM \(s)._ds_meta WHERE key = 'datastore.feed-count'")
+        if expected == retention, let lowest = numbers.suffix(expected).first {
+            // The count names the lowest entry kept, and how many are stored up to its number.
+            let parts = count.split(separator: " ").compactMap { Int($0) }
+            #expect(parts.count == 3 && parts[0] == lowest, "the count \(count) after \(step), commit \(id)")
+            if parts.count == 3 {
+                #expect(numbers.suffix(expected).filter { $0 <= parts[1] }.count == parts[2],
+                        "the count \(count) after \(step), commit \(id)")
+            }
+        }
+    }
+    for i in 1...12 { try commit(expecting: min(i, keep), "filling") }
+    // Numbers taken and never used leave gaps: the retention counts entries, not numbers.
+    _ = try psql("SELECT nextval('\(s)._ds_feed_seq') FROM generate_series(1, 5)")
+    for _ in 1...3 {
+        try commit(expecting: keep, "after a gap")
+        _ = try psql("SELECT nextval('\(s)._ds_feed_seq')")
+    }
+    // Another version trims from the bottom without the count: the count's lowest entry is gone,
+    // so the next trim counts down from the top (with the count believed, it would keep 5).
+    _ = try psql("WITH gone AS (DELETE FROM \(s)._ds_feed WHERE seq < \(numbers[numbers.count - 5]) RETURNING 1) "
+        + "UPDATE \(s)._ds_meta SET value = int8send(\(numbers[numbers.count - 5])::int8) WHERE key = 'datastore.feed-floor'")
+    for n in 6...keep { try commit(expecting: n, "after another version's trim") }
+    for _ in 1...4 { try commit(expecting: keep, "after another version's trim") }
+    // A count that is gone is made again from the top.
+    _ = try psql("DELETE FROM \(s)._ds_meta WHERE key = 'datastore.feed-count'")
+    for _ in 1...3 { try commit(expecting: keep, "after the count was deleted") }
+    // A smaller retention takes effect at the next trim; a larger one keeps what is stored and
+    // lets the entries grow to it (a change of the settings records no entry).
+    try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 4)) }
+    try commit(expecting: 4, "after the retention shrank", retention: 4)
+    try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 6)) }
+    try commit(expecting: 5, "after the retention grew", retention: 6)
+    try commit(expecting: 6, "after the retention grew", retention: 6)
+    try commit(expecting: 6, "after the retention grew", retention: 6)
+    #expect(id == 29)
+}
 #endif
