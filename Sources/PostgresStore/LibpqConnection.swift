@@ -256,6 +256,50 @@ final class LibpqConnection {
     @exclusivity(unchecked) private var outcomes: [Int: Result<LibpqResult, LibpqError>] = [:]
     /// The first failure since the last sync point: the cause of the statements skipped after it.
     @exclusivity(unchecked) private var segmentFailure: LibpqError?
+    /// The first statement sent without waiting whose failure the rest of its transaction
+    /// depends on (``watchFailures(from:)``), and that failure once it came.
+    @exclusivity(unchecked) private var watchedFrom: Int?
+    @exclusivity(unchecked) private var watchedFailure: LibpqError?
+
+    /// Watches the statements from `ticket` on (`nil`: none), whose answers nobody waits for
+    /// (inserts sent without waiting): when one fails, the transaction is aborted, and a
+    /// statement after it in another pipeline segment fails with `25P02` ("current transaction is
+    /// aborted"), which says nothing of why; such a statement is given the first watched failure
+    /// instead.
+    func watchFailures(from ticket: Ticket?) {
+        watchedFrom = ticket?.id
+        watchedFailure = nil
+    }
+
+    /// `error`, or the watched failure that aborted the transaction when `error` only says that
+    /// it is aborted (`25P02`, which a statement's preparation meets too).
+    @inline(__always)
+    private func explained(_ error: LibpqError) -> LibpqError {
+        guard error.sqlState == PostgresSQLState.inFailedTransaction, let watchedFailure else { return error }
+        return watchedFailure
+    }
+
+    /// Whether nothing was answered since ``markUnanswered()``, and whether the first answer
+    /// since then was the server's notice that it ended the session (`57P01`, which a backend
+    /// sends after everything it had answered, before it closes): then none of what was sent since
+    /// ran.
+    @exclusivity(unchecked) private var unanswered = false
+    @exclusivity(unchecked) private(set) var endedBeforeAnswering = false
+
+    /// Starts watching for ``endedBeforeAnswering`` (a write transaction's first statements are
+    /// about to be sent).
+    func markUnanswered() {
+        unanswered = true
+        endedBeforeAnswering = false
+    }
+
+    /// Notes an answer read: a success, or `error`.
+    @inline(__always)
+    private func noteAnswer(_ error: LibpqError? = nil) {
+        guard unanswered else { return }
+        unanswered = false
+        endedBeforeAnswering = error?.sqlState == PostgresSQLState.adminShutdown
+    }
 
     /// A statement sent; ``result(_:)`` gives its answer.
     struct Ticket { fileprivate let id: Int }
@@ -693,11 +737,12 @@ final class LibpqConnection {
                 if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil {
                     failure = PQresultStatus(result) == PGRES_PIPELINE_ABORTED
                         ? (segmentFailure ?? LibpqError(message: "an earlier statement failed", connectionLost: false))
-                        : LibpqError(result: result, connection: connection)
+                        : explained(LibpqError(result: result, connection: connection))
                 }
                 PQclear(result)
             }
             if !sawResult { failure = lostError }
+            noteAnswer(failure)
             if let failure {
                 // Not prepared: the next use prepares it again.
                 statementNames[key] = nil
@@ -715,6 +760,7 @@ final class LibpqConnection {
             if let first {
                 switch PQresultStatus(first) {
                 case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+                    noteAnswer()
                     // An answer nobody waits for is freed here, without an object around it.
                     guard wanted else {
                         PQclear(first)
@@ -726,13 +772,17 @@ final class LibpqConnection {
                     outcome = .failure(segmentFailure ?? LibpqError(message: "an earlier statement failed",
                                                                  connectionLost: false))
                 default:
-                    let error = LibpqError(result: first, connection: connection)
+                    var error = LibpqError(result: first, connection: connection)
                     PQclear(first)
+                    noteAnswer(error)
+                    if !wanted, let watchedFrom, id >= watchedFrom, watchedFailure == nil { watchedFailure = error }
+                    error = explained(error)
                     segmentFailure = segmentFailure ?? error
                     outcome = .failure(error)
                 }
             } else {
                 outcome = .failure(lostError)
+                noteAnswer(lostError)
             }
             if case .failure(let error) = outcome, error.connectionLost { fail(remaining: error) }
             return wanted ? (id, outcome) : nil

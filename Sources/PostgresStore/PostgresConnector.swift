@@ -110,7 +110,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var writeConnections: Int?
 
     /// The writer pool's size when neither the location nor the store's options give one:
-    /// twice the machine's cores, and at least 4. A write transaction is two round trips that
+    /// twice the machine's cores, and at least 4. A write transaction is one or two round trips that
     /// keep its connection busy only while the server works, so more connections than the
     /// server can run at once add waits inside the server rather than commits; and each one is
     /// a thread of the app's and a process of the server's. Measured on 2 cores, 16 callers

@@ -622,10 +622,11 @@ import Synchronization
     /// and the server makes them behave as if one ran after another, rolling back one that
     /// cannot (the store then runs it again). No row is written by every transaction.
     ///
-    /// Two round trips for a write of one statement: `BEGIN`, the gate's lock (and the read of the
-    /// feed's state, when the store has none to assume) and the block's first statement go
-    /// together; the feed's entry (with its number and the check of an assumed state), the
-    /// notification and `COMMIT` go together.
+    /// At most two round trips for a write of one statement: `BEGIN`, the gate's lock (and the
+    /// read of the feed's state, when the store has none to assume) and the block's first
+    /// statement go together; the feed's entry (with its number and the check of an assumed
+    /// state), the notification and `COMMIT` go together. One, when that statement is an insert
+    /// sent without waiting (``PostgresTransaction/insertsUnchecked``): all of it goes at once.
     public func withWriter<T>(_ body: (any StorageWriter) throws -> T) throws -> T {
         try withWriter(after: nil, leavingCommitInFlight: false, body).0
     }
@@ -660,7 +661,12 @@ import Synchronization
         defer { attempts.end(restoring: outer) }
         let transaction: PostgresTransaction
         do {
-            transaction = try beginWrite(on: writer, alone: attempts.conflictsInARow(of: self) >= Self.runsAloneAfter)
+            let conflicts = attempts.conflictsInARow(of: self)
+            transaction = try beginWrite(on: writer, alone: conflicts >= Self.runsAloneAfter)
+            // A block's first run inserts without looking for its keys; a run after a conflict
+            // (which such an insert of a taken key is) looks, as does every run of a store that
+            // does not run a block again.
+            transaction.insertsUnchecked = conflicts == 0 && conflictRetries > 0
         } catch {
             if precedingFailed() { throw PrecedingCommitFailed() }
             throw error
@@ -709,6 +715,23 @@ import Synchronization
                     _ = try? writer.query("ROLLBACK")
                 }
                 throw PrecedingCommitFailed()
+            }
+            if conflictRetries > 0, (committing && writer.connection.endedBeforeAnswering)
+                || (transaction.sentUncheckedInserts
+                    && (error as? StoreError)?.cause?.sqlState == PostgresSQLState.readOnlyTransaction) {
+                // Nothing of the transaction was stored: the server ended the session before it
+                // answered any of it (its notice, which comes after every answer it had, came
+                // first), or refused an insert sent without waiting as read-only (a primary
+                // demoted, which the next connection may not reach), which aborted the
+                // transaction, its COMMIT with it, while the block saw the insert stored. The
+                // block runs again on a new connection.
+                if !writer.isClosed { writer.abandonConnection() }
+                writer.conflicted = true
+                attempts.failed(self, conflicted: true, limit: Self.runsAloneAfter)
+                let reason = Self.reason(of: error, at: location)
+                throw StoreError(.conflict, "\(location): the server ran none of the transaction (\(reason)); the "
+                    + "block runs again on a new connection",
+                    cause: .postgres(sqlState: PostgresSQLState.serializationFailure, message: reason))
             }
             let failure = (error as? StoreError).map(transaction.conflictOfUncheckedInsert)
             let error: any Error = failure ?? error
@@ -836,6 +859,8 @@ import Synchronization
             try writer.reconnect()
         }
         let transaction = PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema)
+        writer.connection.watchFailures(from: nil)
+        writer.connection.markUnanswered()
         transaction.replayBegin = { [unowned self, unowned transaction] in try sendBegin(transaction, alone: alone) }
         do {
             try sendBegin(transaction, alone: alone)

@@ -71,6 +71,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// Whether an answer came back: until then, nothing of the transaction ran, the block has
     /// seen nothing, and a lost connection is replaced and the transaction begun again.
     private var answered = false
+    /// Whether an answer came back (see ``run(_:_:)``).
+    var sawAnswer: Bool { answered }
 
     /// Sends `sql` and waits for its answer. A connection found lost at the transaction's first
     /// answer is replaced, the transaction begun again, and `sql` sent again, once.
@@ -90,8 +92,18 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     }
 
     /// Whether this transaction sent an insert without looking for its key first (the key was
-    /// past every key this transaction had read).
+    /// past every key this transaction had read, or ``insertsUnchecked``).
     private(set) var sentUncheckedInserts = false
+
+    /// Whether inserts into an entity without unique indexes go without looking for their key
+    /// and without waiting for their answer (set by the engine for a block's first run, when the
+    /// store runs a block again after a conflict): a one-insert write is then one round trip. A
+    /// key taken fails the insert at the server (`23505`), which rolls the transaction back; that
+    /// is taken for a conflict (``conflictOfUncheckedInsert(_:)``), and the block's next run, which
+    /// checks each key first, throws `keyExists` where the block inserted it, as a run that
+    /// checked would have (or stores it, when another transaction's insert of the key was what
+    /// clashed and it rolled back).
+    var insertsUnchecked = false
 
     /// A key taken by another transaction between this one's read of the keys and an insert
     /// sent without looking (`23505` from it) is a conflict of the two transactions, as the
@@ -100,8 +112,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     func conflictOfUncheckedInsert(_ error: StoreError) -> StoreError {
         guard sentUncheckedInserts, error.cause?.sqlState == PostgresSQLState.uniqueViolation else { return error }
         session.conflicted = true
-        return StoreError(.conflict, "\(session.location): another transaction inserted a key that this one inserted "
-            + "too, at the same time (\(error.cause?.message ?? error.message))",
+        return StoreError(.conflict, "\(session.location): a key this transaction inserted without looking for it "
+            + "first was taken, by another transaction at the same time or before (\(error.cause?.message ?? error.message))",
             cause: .postgres(sqlState: PostgresSQLState.serializationFailure, message: error.cause?.message ?? error.message))
     }
 
@@ -116,14 +128,6 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         plansCursorsWhole = false
         // The connection lost (or reaching a server that no longer takes writes, after a
         // failover): a new one.
-        if error.code == .unavailable {
-            answered = true
-            try session.reconnect()
-            // The probe's answers went with the old connection: this read has none.
-            probe = nil
-            try replayBegin()
-            return true
-        }
         // The connection was left in a failed transaction by one before this (a statement
         // whose answer was not waited for failed, so the COMMIT after it in its pipeline
         // segment was skipped): that one is rolled back and this one begun again.
@@ -131,17 +135,32 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         // which no statement of the store meets otherwise (decided on the code, not the server's
         // words): the same, with the connection's prepared statements forgotten first.
         let state = error.cause?.sqlState
-        guard state == PostgresSQLState.inFailedTransaction || state == PostgresSQLState.featureNotSupported
+        let lost = error.code == .unavailable
+        guard lost || state == PostgresSQLState.inFailedTransaction || state == PostgresSQLState.featureNotSupported
         else { return false }
         answered = true
-        try session.send("ROLLBACK", wanted: false)
         probe = nil
-        if state == PostgresSQLState.featureNotSupported {
-            do {
-                try session.connection.forgetStatements()
-            } catch {
-                throw PostgresSession.storeError(error, sql: "DEALLOCATE ALL", location: session.location)
+        if lost {
+            try session.reconnect()
+        } else {
+            try session.send("ROLLBACK", wanted: false)
+            if state == PostgresSQLState.featureNotSupported {
+                do {
+                    try session.connection.forgetStatements()
+                } catch {
+                    throw PostgresSession.storeError(error, sql: "DEALLOCATE ALL", location: session.location)
+                }
             }
+        }
+        if sentUncheckedInserts {
+            // An insert sent without waiting went with what is lost or rolled back, and the
+            // block has seen it stored: the transaction cannot be begun again without it. Its
+            // COMMIT was not sent: the block runs again, on the connection as it is now.
+            let reason = error.cause?.message ?? error.message
+            session.conflicted = true
+            throw StoreError(.conflict, "\(session.location): the transaction was rolled back before it committed "
+                + "(\(reason)); the block runs again", cause: .postgres(sqlState: PostgresSQLState.serializationFailure,
+                                                                       message: reason))
         }
         try replayBegin()
         return true
@@ -709,12 +728,20 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         if entity.indexes.contains(where: \.isUnique) {
             if try contains(entity, key: key) { throw StoreError.keyExists(entity, record) }
             try checkUnique(record, key: key, in: entity)
+        } else if engine != nil, insertsUnchecked {
+            // Sent without waiting: a key taken fails the statement (23505), which rolls the
+            // transaction back and runs the block again, checking (``insertsUnchecked``).
+            let ticket = try session.send(statements(entity).insertPlain, rowBinds(record, entity), wanted: false)
+            if !sentUncheckedInserts { session.connection.watchFailures(from: ticket) }
+            sentUncheckedInserts = true
+            return
         } else if engine != nil, case .int(let k) = key.value {
             if let bound = keyBounds[entity.name] {
                 if bound.map({ k > $0 }) ?? true {
+                    let ticket = try session.send(statements(entity).insertPlain, rowBinds(record, entity),
+                                                  wanted: false)
+                    if !sentUncheckedInserts { session.connection.watchFailures(from: ticket) }
                     sentUncheckedInserts = true
-                    try session.send(statements(entity).insertPlain, rowBinds(record, entity),
-                                     wanted: false)
                     keyBounds[entity.name] = .some(k)
                     return
                 }
@@ -760,12 +787,17 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                 try session.copy(records, into: entity, quotedSchema: s, sealed: sealed)
             } catch let error as StoreError where error.code == .uniqueViolation {
                 try run("ROLLBACK TO SAVEPOINT ds_bulk")
+                // The batch goes one by one: the inserts look for their keys, one of which is taken.
+                insertsUnchecked = false
                 return false
             }
             try session.send("RELEASE SAVEPOINT ds_bulk", wanted: false)
             return true
         }
-        guard try bulkIsClean(records, entity) else { return false }
+        guard try bulkIsClean(records, entity) else {
+            insertsUnchecked = false
+            return false
+        }
         var binds = LibpqParameters()
         var rows: [String] = []
         var n = 0

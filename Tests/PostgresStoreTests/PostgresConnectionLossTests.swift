@@ -61,6 +61,37 @@ private func endConnections(of location: PostgresLocation) throws -> Int {
     #expect(try store.read { r in try r.fetch(FetchRequest("Keyed")).map { $0["key"] } } == ["after"])
 }
 
+/// A block's first run sends its inserts without waiting: when the connection is then lost
+/// before the block's next answer, the transaction is not begun again without them (the block
+/// saw them stored); the block runs again on a new connection, and every insert of it is stored.
+@Test func aConnectionLostAfterAnInsertSentWithoutWaitingRunsTheBlockAgain() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let store = try PostgresStore(location: location, schema: Fixtures.schema)
+    defer { try? store.close() }
+    // (The first write of a new store stores the feed's state and the second reads it; from the
+    // third on, nothing of a write is answered before its block's first wait.)
+    for key in ["warm", "warm too"] { try store.writeSync { try $0.insert(["key": .string(key), "value": 0], into: "Keyed") } }
+    var runs = 0
+    try store.writeSync { w in
+        runs += 1
+        try w.insert(["key": "first", "value": 1], into: "Keyed")
+        if runs == 1 {
+            try endConnections(of: location)
+            // (Until the server's backends are gone, so that none runs what comes next.)
+            while try runCommand("/usr/bin/psql", ["-h", PostgresTestServer.host, "-U", "postgres", "-d", "datastore",
+                                                   "-At", "-c", "SELECT count(*) FROM pg_stat_activity WHERE "
+                                                       + "application_name = 'datastore:\(location.schema)'"])
+                .trimmingCharacters(in: .whitespacesAndNewlines) != "0" {}
+        }
+        #expect(try w.get("Keyed", key: "absent") == nil)
+        try w.insert(["key": "second", "value": 2], into: "Keyed")
+    }
+    #expect(runs == 2)
+    #expect(try store.read { r in try r.fetch(FetchRequest("Keyed")).map { $0["key"] } } == ["first", "second", "warm", "warm too"])
+}
+
 /// The read pool's size bounds the connections reads use: 16 concurrent async reads on a pool of
 /// 3 open at most 3 read connections (the writer and observers have their own).
 @Test func concurrentReadsUseAtMostThePoolsConnections() async throws {
