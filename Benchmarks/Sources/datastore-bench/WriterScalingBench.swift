@@ -16,6 +16,8 @@ struct WriterRow {
     var storeTasks: Double
     var storeProcesses: Double
     var pgbenchStore: Double
+    /// The same statements in one pipeline (one round trip), as the store sends them.
+    var pgbenchPipelined: Double
     var pgbenchPlain: Double
     var fluent: Double
     /// The same `writeSync`s on an encrypted store (`--encryption`).
@@ -46,9 +48,10 @@ private let writerSeconds = 5.0
 /// One-insert write transactions from N callers (1, 4, 16, 64), on one server with
 /// `synchronous_commit = off` (the harness starts its own server so; a server of `PGHOST` is
 /// taken as it is): a store's `writeSync` from N threads of one process (its writer pool, 16
-/// connections by default), its awaited `writeAsync` from N tasks, N processes with a store
-/// each, pgbench with N clients running the statements the store sends
-/// (`Benchmarks/pgbench/store-write.sql`) and a plain `BEGIN; INSERT; COMMIT`, and Fluent with
+/// connections by default: twice the cores, at least 4), its awaited `writeAsync` from N tasks, N processes with a store
+/// each, pgbench with N clients running the statements the store sends, one at a time
+/// (`Benchmarks/pgbench/store-write.sql`) and in one pipeline, as the store sends them
+/// (`store-write-pipelined.sql`), and a plain `BEGIN; INSERT; COMMIT`, and Fluent with
 /// N tasks on its own pool (as many connections as the store's). Each for 5 s. Then one
 /// connection: 10,000 one-insert `writeSync`s on a store with `write_connections=1` against
 /// libpq's three-round-trip loop. With `key`, the threads' row again on an encrypted store.
@@ -80,11 +83,13 @@ private let writerSeconds = 5.0
         let tasks = try storeTasks(store, n, base: nextBase())
         let processes = try storeProcesses(url, n, base: nextBase())
         let pgbenchStore = try pgbench(host, scripts + "/store-write.sql", clients: n)
+        let pgbenchPipelined = try pgbench(host, scripts + "/store-write-pipelined.sql", clients: n)
         let pgbenchPlain = try pgbench(host, scripts + "/plain-write.sql", clients: n)
         let fluent = try fluentWriters(host: host, clients: n, base: nextBase())
         let encryptedThreads = try encrypted.map { try storeThreads($0, n, base: nextBase()) }
         let row = WriterRow(clients: n, storeThreads: threads, storeTasks: tasks, storeProcesses: processes,
-                            pgbenchStore: pgbenchStore, pgbenchPlain: pgbenchPlain, fluent: fluent,
+                            pgbenchStore: pgbenchStore, pgbenchPipelined: pgbenchPipelined, pgbenchPlain: pgbenchPlain,
+                            fluent: fluent,
                             encryptedThreads: encryptedThreads)
         FileHandle.standardError.write(Data("writers \(n): \(row)\n".utf8))
         rows.append(row)
@@ -111,13 +116,15 @@ private let writerSeconds = 5.0
 
     print("")
     print("| callers | store writeSync, N threads | store writeAsync, N tasks | store, N processes | pgbench store-write.sql "
-        + "| threads / pgbench | processes / pgbench | pgbench plain-write.sql | Fluent, N tasks | tasks / Fluent |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        + "| threads / pgbench | processes / pgbench | pgbench store-write-pipelined.sql | threads / pipelined "
+        + "| processes / pipelined | pgbench plain-write.sql | Fluent, N tasks | tasks / Fluent |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in rows {
-        print(String(format: "| %d | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.0f | %.2f |", row.clients,
-                     row.storeThreads, row.storeTasks, row.storeProcesses, row.pgbenchStore,
-                     row.storeThreads / row.pgbenchStore, row.storeProcesses / row.pgbenchStore, row.pgbenchPlain,
-                     row.fluent, row.storeTasks / row.fluent))
+        print(String(format: "| %d | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.0f | %.0f | %.2f |",
+                     row.clients, row.storeThreads, row.storeTasks, row.storeProcesses, row.pgbenchStore,
+                     row.storeThreads / row.pgbenchStore, row.storeProcesses / row.pgbenchStore, row.pgbenchPipelined,
+                     row.storeThreads / row.pgbenchPipelined, row.storeProcesses / row.pgbenchPipelined,
+                     row.pgbenchPlain, row.fluent, row.storeTasks / row.fluent))
     }
     if key != nil {
         print("")
