@@ -825,7 +825,7 @@ final class LibpqConnection {
         try outsidePipeline { connection in
             guard let started = PQexec(connection, sql) else { throw lostError }
             guard PQresultStatus(started) == PGRES_COPY_IN else {
-                let error = LibpqError(result: started, connection: connection)
+                let error = explained(LibpqError(result: started, connection: connection))
                 PQclear(started)
                 throw error
             }

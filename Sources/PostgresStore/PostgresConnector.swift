@@ -523,6 +523,16 @@ final class PostgresSession: @unchecked Sendable {
     /// rather than the error coming from somewhere else (another store used inside a block).
     var conflicted = false
 
+    /// Whether the server refused a statement of this session as read-only (`25006`) since the
+    /// flag was last cleared (at a write transaction's start): the writer's own refusal, rather
+    /// than one rethrown from another store.
+    var refusedAsReadOnly = false
+
+    /// Whether a statement of this session met a taken key (`23505`) since the flag was last
+    /// cleared (at a write transaction's start): the writer's own, rather than one rethrown
+    /// from another store.
+    var metTakenKey = false
+
     /// The store's record of the feed's state that write transactions assume (set by the engine
     /// on its writers).
     var feedStateCache: FeedStateCache?
@@ -539,6 +549,8 @@ final class PostgresSession: @unchecked Sendable {
                                connectionLost: false, sqlState: PostgresSQLState.serializationFailure)
         }
         if PostgresSQLState.isConflict(error.sqlState) { conflicted = true }
+        if error.sqlState == PostgresSQLState.readOnlyTransaction { refusedAsReadOnly = true }
+        if error.sqlState == PostgresSQLState.uniqueViolation { metTakenKey = true }
         return Self.storeError(error, sql: sql, location: location)
     }
 

@@ -661,12 +661,12 @@ import Synchronization
         defer { attempts.end(restoring: outer) }
         let transaction: PostgresTransaction
         do {
-            let conflicts = attempts.conflictsInARow(of: self)
-            transaction = try beginWrite(on: writer, alone: conflicts >= Self.runsAloneAfter)
-            // A block's first run inserts without looking for its keys; a run after a conflict
-            // (which such an insert of a taken key is) looks, as does every run of a store that
-            // does not run a block again.
-            transaction.insertsUnchecked = conflicts == 0 && conflictRetries > 0
+            transaction = try beginWrite(on: writer, alone: attempts.conflictsInARow(of: self) >= Self.runsAloneAfter)
+            // A block's first run in a store's loop that runs it again after a conflict inserts
+            // without looking for its keys; a later run (after a conflict, which such an insert of
+            // a taken key is) looks, as does a transaction outside that loop (a schema upgrade's)
+            // and every run of a store that does not run a block again.
+            transaction.insertsUnchecked = WriteRun.isFirstOfRetried
         } catch {
             if precedingFailed() { throw PrecedingCommitFailed() }
             throw error
@@ -675,6 +675,8 @@ import Synchronization
         var committing = false
         do {
             let result = try body(transaction)
+            // (The block caught the error that runs it again: nothing of the transaction commits.)
+            if let again = transaction.runsAgain { throw again }
             try transaction.resolveBegin()
             if precedingFailed() { throw PrecedingCommitFailed() }
             // The notification is delivered to the store's listeners when the transaction commits
@@ -716,8 +718,20 @@ import Synchronization
                 }
                 throw PrecedingCommitFailed()
             }
+            if let again = transaction.runsAgain {
+                // Lost or rolled back before it committed, after inserts sent without waiting
+                // (``PostgresTransaction/runsAgain``): rolled back here on a live connection, and
+                // the block runs again (a lost connection is made again by the next write).
+                if !writer.isClosed {
+                    _ = try? writer.settle()
+                    _ = try? writer.query("ROLLBACK")
+                    if transaction.runsAgainForgettingStatements { try? writer.connection.forgetStatements() }
+                }
+                attempts.failed(self, conflicted: true, limit: Self.runsAloneAfter)
+                throw again
+            }
             if conflictRetries > 0, (committing && writer.connection.endedBeforeAnswering)
-                || (transaction.sentUncheckedInserts
+                || (transaction.sentUncheckedInserts && writer.refusedAsReadOnly
                     && (error as? StoreError)?.cause?.sqlState == PostgresSQLState.readOnlyTransaction) {
                 // Nothing of the transaction was stored: the server ended the session before it
                 // answered any of it (its notice, which comes after every answer it had, came
@@ -861,6 +875,8 @@ import Synchronization
         let transaction = PostgresTransaction(session: writer, engine: self, quotedSchema: quotedSchema)
         writer.connection.watchFailures(from: nil)
         writer.connection.markUnanswered()
+        writer.refusedAsReadOnly = false
+        writer.metTakenKey = false
         transaction.replayBegin = { [unowned self, unowned transaction] in try sendBegin(transaction, alone: alone) }
         do {
             try sendBegin(transaction, alone: alone)

@@ -78,6 +78,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// answer is replaced, the transaction begun again, and `sql` sent again, once.
     @discardableResult
     func run(_ sql: String, _ params: LibpqParameters = LibpqParameters()) throws -> LibpqResult {
+        if let runsAgain { throw runsAgain }
         try beginIfPending()
         do {
             let result = try session.query(sql, params)
@@ -94,6 +95,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// Whether this transaction sent an insert without looking for its key first (the key was
     /// past every key this transaction had read, or ``insertsUnchecked``).
     private(set) var sentUncheckedInserts = false
+    /// Whether every insert sent without waiting was answered (read before a batch's COPY).
+    private var uncheckedInsertsAnswered = false
 
     /// Whether inserts into an entity without unique indexes go without looking for their key
     /// and without waiting for their answer (set by the engine for a block's first run, when the
@@ -110,7 +113,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// server reports for what a serializable transaction read: the block runs again, and then
     /// finds the key taken. Any other error is returned as it is.
     func conflictOfUncheckedInsert(_ error: StoreError) -> StoreError {
-        guard sentUncheckedInserts, error.cause?.sqlState == PostgresSQLState.uniqueViolation else { return error }
+        guard sentUncheckedInserts, session.metTakenKey, error.cause?.sqlState == PostgresSQLState.uniqueViolation
+        else { return error }
         session.conflicted = true
         return StoreError(.conflict, "\(session.location): a key this transaction inserted without looking for it "
             + "first was taken, by another transaction at the same time or before (\(error.cause?.message ?? error.message))",
@@ -140,6 +144,22 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         else { return false }
         answered = true
         probe = nil
+        if sentUncheckedInserts {
+            // An insert sent without waiting went with what is lost or aborted, and the block
+            // has seen it stored: the transaction cannot be begun again without it. Its COMMIT
+            // was not sent: the block runs again. The connection is left as it is (lost, or in
+            // the aborted transaction, whose every next statement fails), so that nothing the
+            // block does after catching this is stored; the engine rolls it back when the block
+            // ends.
+            let reason = error.cause?.message ?? error.message
+            session.conflicted = true
+            runsAgainForgettingStatements = state == PostgresSQLState.featureNotSupported
+            let again = StoreError(.conflict, "\(session.location): the transaction was rolled back before it "
+                + "committed (\(reason)); the block runs again",
+                cause: .postgres(sqlState: PostgresSQLState.serializationFailure, message: reason))
+            runsAgain = again
+            throw again
+        }
         if lost {
             try session.reconnect()
         } else {
@@ -152,19 +172,17 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                 }
             }
         }
-        if sentUncheckedInserts {
-            // An insert sent without waiting went with what is lost or rolled back, and the
-            // block has seen it stored: the transaction cannot be begun again without it. Its
-            // COMMIT was not sent: the block runs again, on the connection as it is now.
-            let reason = error.cause?.message ?? error.message
-            session.conflicted = true
-            throw StoreError(.conflict, "\(session.location): the transaction was rolled back before it committed "
-                + "(\(reason)); the block runs again", cause: .postgres(sqlState: PostgresSQLState.serializationFailure,
-                                                                       message: reason))
-        }
         try replayBegin()
         return true
     }
+
+    /// Set when the transaction cannot go on and its block must run again (``startsAgain(after:)``
+    /// after inserts sent without waiting): the error that says so, which the commit throws
+    /// too when the block caught it.
+    private(set) var runsAgain: StoreError?
+    /// Whether the connection's prepared statements are to be forgotten before the block runs
+    /// again (a table changed under them).
+    private(set) var runsAgainForgettingStatements = false
 
     var feedSQL: PostgresFeedSQL {
         engine?.feedSQL ?? PostgresFeedSQL(s: s, lockKey: PostgresEngine.lockKey(session.location.schema))
@@ -731,9 +749,11 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         } else if engine != nil, insertsUnchecked {
             // Sent without waiting: a key taken fails the statement (23505), which rolls the
             // transaction back and runs the block again, checking (``insertsUnchecked``).
+            if let runsAgain { throw runsAgain }
             let ticket = try session.send(statements(entity).insertPlain, rowBinds(record, entity), wanted: false)
             if !sentUncheckedInserts { session.connection.watchFailures(from: ticket) }
             sentUncheckedInserts = true
+            uncheckedInsertsAnswered = false
             return
         } else if engine != nil, case .int(let k) = key.value {
             if let bound = keyBounds[entity.name] {
@@ -742,6 +762,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                                                   wanted: false)
                     if !sentUncheckedInserts { session.connection.watchFailures(from: ticket) }
                     sentUncheckedInserts = true
+                    uncheckedInsertsAnswered = false
                     keyBounds[entity.name] = .some(k)
                     return
                 }
@@ -776,6 +797,13 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// stores nothing and returns `false`.
     func insertAllOrNone(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws -> Bool {
         guard !records.isEmpty else { return true }
+        if let runsAgain { throw runsAgain }
+        // Inserts sent without waiting are answered first: a taken key among them is a conflict
+        // of theirs, not a clash of this batch's (whose COPY would meet their aborted transaction).
+        if sentUncheckedInserts, !uncheckedInsertsAnswered {
+            try run("SELECT 1")
+            uncheckedInsertsAnswered = true
+        }
         keyBounds[entity.name] = nil
         // Large batches go by COPY, under a savepoint: the table's primary key and unique
         // indexes refuse a clash, which rolls the COPY back to the savepoint, and the batch then
@@ -785,6 +813,8 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             try session.send("SAVEPOINT ds_bulk", wanted: false)
             do {
                 try session.copy(records, into: entity, quotedSchema: s, sealed: sealed)
+                // (The block sees the rows stored: the transaction is not begun again without them.)
+                answered = true
             } catch let error as StoreError where error.code == .uniqueViolation {
                 try run("ROLLBACK TO SAVEPOINT ds_bulk")
                 // The batch goes one by one: the inserts look for their keys, one of which is taken.

@@ -60,6 +60,21 @@ import Testing
     }
     #expect(refused == [5, 250], "\(refused)")
     #expect(store.writerRoundTrips - loopStart <= 7, "round trips of 103 inserts: \(store.writerRoundTrips - loopStart)")
-    #expect(try store.read { try $0.count(FetchRequest("Note")) } == 23 + 101)
+
+    // A taken key inserted without waiting, then a batch by COPY in the same block: the taken
+    // key is found before the COPY, and the block's next run throws `keyExists` from the call;
+    // the batch after it is stored when the block catches it.
+    let caughtBeforeBatch = try store.writeSync { writer -> Bool in
+        var caught = false
+        do {
+            try writer.insert(["id": 4, "text": "taken"], into: "Note")
+        } catch let error as StoreError where error.code == .keyExists {
+            caught = true
+        }
+        try writer.insert(contentsOf: (1_000..<1_100).map { ["id": .int(Int64($0)), "text": "batch"] }, into: "Note")
+        return caught
+    }
+    #expect(caughtBeforeBatch)
+    #expect(try store.read { try $0.count(FetchRequest("Note")) } == 23 + 101 + 100)
 }
 #endif

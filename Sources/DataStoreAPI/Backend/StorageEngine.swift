@@ -405,3 +405,30 @@ extension ChangeLogStoring {
     /// taken already), with the floor at `head + 1`, so that a token at `head` is followed.
     func continueChangeLog(after head: UInt64) throws
 }
+
+/// Whether the write block running on this thread is on its first run in a ``DataStore``'s loop
+/// that runs it again after a conflict (``StorageEngine/conflictRetries``): an engine may then
+/// take, on that run, a shortcut that a conflict corrects (PostgreSQL sends inserts without
+/// waiting and takes a key found taken for a conflict). A transaction made outside that loop (a
+/// schema upgrade's) or on a later run sees `false`.
+@_spi(Backend) public enum WriteRun {
+    /// One key for the process; the value is the flag itself (a null pointer or not).
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The calling thread's flag.
+    public static var isFirstOfRetried: Bool {
+        pthread_getspecific(key) != nil
+    }
+
+    /// Runs `body` with the calling thread's flag set to `first`, then puts back what it was.
+    static func with<T>(firstOfRetried first: Bool, _ body: () throws -> T) rethrows -> T {
+        let outer = pthread_getspecific(key)
+        pthread_setspecific(key, first ? UnsafeRawPointer(bitPattern: 1) : nil)
+        defer { pthread_setspecific(key, outer) }
+        return try body()
+    }
+}

@@ -221,8 +221,10 @@ open class Store: DataStore, @unchecked Sendable {
         while true {
             do {
                 defer { if attempt == runsBefore { afterFirstRun() } }
-                return try performWriteOnce(body, after: attempt == runsBefore ? previous : nil,
-                                            leavingCommitInFlight: leavingCommitInFlight)
+                return try WriteRun.with(firstOfRetried: attempt == 0 && engine.conflictRetries > 0) {
+                    try performWriteOnce(body, after: attempt == runsBefore ? previous : nil,
+                                         leavingCommitInFlight: leavingCommitInFlight)
+                }
             } catch let error as StoreError where engine.isRetryableConflict(error) {
                 guard attempt < engine.conflictRetries else {
                     guard attempt > 0 else { throw error }
