@@ -301,10 +301,11 @@ struct PostgresFeedSQL: Sendable {
     /// and no entry at or below `t` is added after it was found final. When it does not hold (a
     /// new store, another version trimmed), the trim counts down from `$1`, as a first one does.
     var trim: String {
-        let count = "convert_from(value, 'UTF8')"
+        // (A count that is not three numbers, which only another program could write, is taken
+        // for none: the trim counts from the top and writes it again.)
         let counted = "a AS (SELECT split_part(v, ' ', 1)::int8 AS c, split_part(v, ' ', 2)::int8 AS t, "
-            + "split_part(v, ' ', 3)::int8 AS k FROM (SELECT \(count) AS v FROM \(s)._ds_meta "
-            + "WHERE key = '\(Self.countKey)') x), "
+            + "split_part(v, ' ', 3)::int8 AS k FROM (SELECT encode(value, 'escape') AS v FROM \(s)._ds_meta "
+            + "WHERE key = '\(Self.countKey)') x WHERE x.v ~ '^[0-9]{1,18} [0-9]{1,18} [0-9]{1,18}$'), "
             + "v AS (SELECT a.c, a.t, a.k + (SELECT count(*) FROM \(s)._ds_feed WHERE seq > a.t AND seq <= $1) AS n "
             + "FROM a WHERE EXISTS (SELECT 1 FROM \(s)._ds_feed WHERE seq = a.c))"
         // Either way the cut is an entry numbered at most $1, with $2 entries from it up to $1.

@@ -417,10 +417,10 @@ private struct TwoNoteStores {
 }
 
 /// A trim of the feed counts from its last cut (`datastore.feed-count`) rather than reading every
-/// kept entry, and keeps exactly the newest entries of the retention: after each of 29 commits
+/// kept entry, and keeps exactly the newest entries of the retention: after each of 30 commits
 /// with a retention of 8 (a trim after every commit), across numbers taken and never used (gaps),
 /// entries removed from the bottom by another version of the package (which leaves the count
-/// behind), and a count deleted, the table holds the newest 8 entries, or all when fewer.
+/// behind), and a count deleted or damaged, the table holds the newest 8 entries, or all when fewer.
 @Test func trimsCountFromTheLastCutAndKeepExactlyTheRetention() throws {
     let dir = try TemporaryDirectory()
     let location = PostgresTestServer.location(dir.url.path)
@@ -463,9 +463,11 @@ private struct TwoNoteStores {
         + "UPDATE \(s)._ds_meta SET value = int8send(\(numbers[numbers.count - 5])::int8) WHERE key = 'datastore.feed-floor'")
     for n in 6...keep { try commit(expecting: n, "after another version's trim") }
     for _ in 1...4 { try commit(expecting: keep, "after another version's trim") }
-    // A count that is gone is made again from the top.
+    // A count that is gone, or is not three numbers, is made again from the top.
     _ = try psql("DELETE FROM \(s)._ds_meta WHERE key = 'datastore.feed-count'")
     for _ in 1...3 { try commit(expecting: keep, "after the count was deleted") }
+    _ = try psql("UPDATE \(s)._ds_meta SET value = '\\xff0031207a'::bytea WHERE key = 'datastore.feed-count'")
+    try commit(expecting: keep, "after the count was damaged")
     // A smaller retention takes effect at the next trim; a larger one keeps what is stored and
     // lets the entries grow to it (a change of the settings records no entry).
     try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: 4)) }
@@ -474,6 +476,6 @@ private struct TwoNoteStores {
     try commit(expecting: 5, "after the retention grew", retention: 6)
     try commit(expecting: 6, "after the retention grew", retention: 6)
     try commit(expecting: 6, "after the retention grew", retention: 6)
-    #expect(id == 29)
+    #expect(id == 30)
 }
 #endif
