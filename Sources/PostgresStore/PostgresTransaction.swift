@@ -750,19 +750,12 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
             // Sent without waiting: a key taken fails the statement (23505), which rolls the
             // transaction back and runs the block again, checking (``insertsUnchecked``).
             if let runsAgain { throw runsAgain }
-            let ticket = try session.send(statements(entity).insertPlain, rowBinds(record, entity), wanted: false)
-            if !sentUncheckedInserts { session.connection.watchFailures(from: ticket) }
-            sentUncheckedInserts = true
-            uncheckedInsertsAnswered = false
+            try sendUnchecked(record, in: entity)
             return
         } else if engine != nil, case .int(let k) = key.value {
             if let bound = keyBounds[entity.name] {
                 if bound.map({ k > $0 }) ?? true {
-                    let ticket = try session.send(statements(entity).insertPlain, rowBinds(record, entity),
-                                                  wanted: false)
-                    if !sentUncheckedInserts { session.connection.watchFailures(from: ticket) }
-                    sentUncheckedInserts = true
-                    uncheckedInsertsAnswered = false
+                    try sendUnchecked(record, in: entity)
                     keyBounds[entity.name] = .some(k)
                     return
                 }
@@ -780,6 +773,15 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         }
         let inserted = try run(statements(entity).insert, rowBinds(record, entity))
         if inserted.isEmpty { throw StoreError.keyExists(entity, record) }
+    }
+
+    /// Sends the plain insert of `record` without waiting for its answer; its failure is
+    /// watched (``LibpqConnection/watchFailures(from:)``) from the transaction's first such insert.
+    private func sendUnchecked(_ record: Record, in entity: EntitySchema) throws {
+        let ticket = try session.send(statements(entity).insertPlain, rowBinds(record, entity), wanted: false)
+        if !sentUncheckedInserts { session.connection.watchFailures(from: ticket) }
+        sentUncheckedInserts = true
+        uncheckedInsertsAnswered = false
     }
 
     /// A write of `key` into `entity` other than an insert: the bound includes it.
