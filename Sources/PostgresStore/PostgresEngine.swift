@@ -208,8 +208,7 @@ import Synchronization
             try db.query("SELECT pg_advisory_xact_lock($1)", binds)
             var name = LibpqParameters()
             name.append(location.schema)
-            let tables = try db.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
-                                      name).rows.compactMap { try? $0[0].string() }
+            let tables = try db.query(tablesOfSchema, name).rows.compactMap { try? $0[0].string() }
             var stored: Schema?
             var sealedRows = true
             if tables.contains("_ds_meta") {
@@ -1170,8 +1169,7 @@ import Synchronization
         defer { session.close() }
         var name = LibpqParameters()
         name.append(location.schema)
-        let tables = Set(try session.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
-                                           name).rows.compactMap { try? $0[0].string() })
+        let tables = Set(try session.query(tablesOfSchema, name).rows.compactMap { try? $0[0].string() })
         return Set(schema.entities.map { PostgresSQL.identifier($0.name) }).subtracting(tables).sorted()
     }
 
@@ -1181,8 +1179,14 @@ import Synchronization
         defer { session.close() }
         var name = LibpqParameters()
         name.append(location.schema)
-        return try !session.query("SELECT 1 FROM information_schema.schemata WHERE schema_name = $1", name).isEmpty
+        return try !session.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", name).isEmpty
     }
+
+    /// The tables, views and foreign tables of the schema `$1`, whoever may read them: from the
+    /// catalog, not `information_schema`, whose views took the server about 2 ms to plan and run
+    /// at every open (a copy into a new store opens three times).
+    static let tablesOfSchema = "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
 }
 
 /// SQL text: identifiers, DDL, and the mapping of values to PostgreSQL types.

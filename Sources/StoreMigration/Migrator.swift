@@ -82,9 +82,9 @@ public enum Migrator {
         if options.resume {
             destinationStore = try openUnfinished(destination, schema: schema)
         } else {
-            try checkNew(destination, overwrite: options.overwrite)
+            let replaced = try checkNew(destination, overwrite: options.overwrite)
             if options.dryRun { return try dryRun(run, sourceStore, schema) }
-            if destination.exists { try destination.destroy() }
+            if replaced { try destination.destroy() }
             destinationStore = try create(destination, schema: schema, marker: source.description,
                                           permissions: FilePermissions(of: source))
         }
@@ -350,9 +350,15 @@ public enum Migrator {
         }
     }
 
-    private static func checkNew(_ destination: StoreLocation, overwrite: Bool) throws {
-        guard destination.exists else { return }
-        if overwrite { return try destination.requireReplaceable() }
+    /// Refuses a destination that exists, unless `overwrite` and it may be replaced.
+    /// - Returns: whether it exists (and is to be replaced): asked once, as on PostgreSQL each
+    ///   asking is a connection.
+    private static func checkNew(_ destination: StoreLocation, overwrite: Bool) throws -> Bool {
+        guard destination.exists else { return false }
+        if overwrite {
+            try destination.requireReplaceable()
+            return true
+        }
         let unfinished = try (try? acceptingUnfinished { try destination.open(schema: nil) }).map { store in
             defer { try? store.close() }
             return try unfinishedMarker(in: store, of: destination) != nil

@@ -111,6 +111,45 @@ public final class WriteAccessor: ReadAccessor {
     /// PostgreSQL): a copy's largest batch into PostgreSQL, so that its batches stay whole.
     static let bulkInsertBatch = 10_000
 
+    /// Items of an entity checked ahead of their insert (``check(_:for:)``), on another thread
+    /// than the writer's: what ``insert(_:)`` stores. A migration's page is checked by the thread
+    /// that read it while the page before is written, and its checked items are let go of there
+    /// too, so that the writer spends its turn only on the backend.
+    @_spi(Backend) public struct CheckedInserts: Sendable {
+        let entity: EntitySchema
+        let batch: CheckedBatch
+    }
+
+    /// `records` checked and normalized for `entity` (as ``insert(contentsOf:into:)`` checks each),
+    /// up to the first that cannot be stored.
+    @_spi(Backend) public static func check(_ records: [Record], for entity: EntitySchema) -> CheckedInserts {
+        CheckedInserts(entity: entity, batch: checked(records[...], of: entity))
+    }
+
+    /// Stores items checked ahead (``check(_:for:)``) as ``insert(contentsOf:into:)`` stores
+    /// them: those before an item that cannot be stored, then that item's error.
+    /// - Throws: `invalidArgument` when they were checked for another schema of the entity than
+    ///   the store's (nothing is stored); what ``insert(contentsOf:into:)`` throws.
+    @_spi(Backend) public func insert(_ checked: CheckedInserts) throws {
+        let entity = try entity(checked.entity.name)
+        guard entity == checked.entity else {
+            throw StoreError(.invalidArgument, "items were checked for another schema of entity '\(entity.name)' "
+                + "than the store's")
+        }
+        let items = checked.batch.items
+        if items.count <= Self.bulkInsertBatch {
+            try writer.insertAll(items, in: entity)
+        } else {
+            var start = 0
+            while start < items.count {
+                let end = Swift.min(items.count, start + Self.bulkInsertBatch)
+                try writer.insertAll(Array(items[start..<end]), in: entity)
+                start = end
+            }
+        }
+        if let failure = checked.batch.failure { throw failure }
+    }
+
     /// Stores an item, replacing any item with the same primary key (upsert).
     public func save(_ record: Record, into entityName: String) throws {
         let entity = try entity(entityName)

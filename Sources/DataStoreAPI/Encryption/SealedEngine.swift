@@ -39,15 +39,18 @@ import Logging
     /// with `key`: what a backend's store type calls in place of ``SchemaUpgrader/open(requested:upgrades:location:_:)``
     /// when it is given a key, and with `key` `nil`, exactly that.
     /// - Returns: the store's engine, and the backend's engine (the same, or the one under it).
+    /// (`requestedFirst`: as ``SchemaUpgrader/open(requested:upgrades:location:requestedFirst:_:)``'s.)
     public static func open<E: StorageEngine>(
-        key: StoreKey?, requested: Schema?, upgrades: SchemaUpgrades, location: String,
+        key: StoreKey?, requested: Schema?, upgrades: SchemaUpgrades, location: String, requestedFirst: Bool = false,
         _ open: (Schema?) throws -> E
     ) throws -> (engine: any StorageEngine, backend: E) {
         guard let key else {
-            let engine = try SchemaUpgrader.open(requested: requested, upgrades: upgrades, location: location, open)
+            let engine = try SchemaUpgrader.open(requested: requested, upgrades: upgrades, location: location,
+                                                 requestedFirst: requestedFirst, open)
             return (engine, engine)
         }
-        let sealed = try SchemaUpgrader.open(requested: requested, upgrades: upgrades, location: location) { logical in
+        let sealed = try SchemaUpgrader.open(requested: requested, upgrades: upgrades, location: location,
+                                             requestedFirst: requestedFirst) { logical in
             try SealedEngine.open(key: key, requested: logical, location: location, open)
         }
         return (sealed, sealed.inner as! E)

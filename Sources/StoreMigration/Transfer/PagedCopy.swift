@@ -57,6 +57,12 @@ struct PagedCopy {
         // Two page buffers, each array's storage kept for the next page once the destination let go
         // of it: this thread reads into one while the worker writes the other.
         var page: [Record] = []
+        // Each page is checked for the destination's entity here, while the worker writes the
+        // page before; the worker stores it (a COPY on PostgreSQL, whose server would otherwise
+        // wait for the check), and the checked items of a page that was written are let go of
+        // here too, once the next page's write has begun.
+        let checkedFor = destination.schema.entity(named: name) ?? entity
+        var written: WriteAccessor.CheckedInserts?
         let writes = PageWorker()
         defer { writes.drain() }
         func settle() throws -> [Record] {
@@ -87,13 +93,17 @@ struct PagedCopy {
                 }
                 limit = min(batchSize.value, max(limit, pageBytes / max(1, bytes / count)))
             }
+            let checked = WriteAccessor.check(page, for: checkedFor)
             let spare = try settle()
-            writes.start(page) { page in
+            writes.start(page) { _ in
                 try destination.writeSync { writer in
-                    try writer.insert(contentsOf: page, into: name)
+                    try writer.insert(checked)
                     try checkpoint(writer, last)
                 }
             }
+            // (The page before's checked items go here: its write is over.)
+            withExtendedLifetime(written) {}
+            written = checked
             inFlight = count
             page = spare
             after = last

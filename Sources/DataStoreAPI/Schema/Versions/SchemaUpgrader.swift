@@ -16,11 +16,23 @@ import Foundation
     /// - Throws: `newerSchemaVersion` when the store's version is newer than `requested`'s;
     ///   `schemaMismatch` listing each difference no step accounts for; what a step throws
     ///   (`invalidValue` for a value that does not convert, `uniqueViolation` listing duplicates).
+    /// - Parameter requestedFirst: open the engine with `requested` first, and with the stored
+    ///   schema only when that open refuses a different one (`schemaMismatch`,
+    ///   `newerSchemaVersion`): one open instead of two for a new store, for a backend whose open
+    ///   costs a connection and takes the same lock with a schema as without (PostgreSQL). An open
+    ///   with a schema must refuse any other stored schema before it writes anything (every
+    ///   engine's goes through `Schema.resolve`). SQLite's open with a schema takes the write
+    ///   lock, which an open of an existing store should not wait for, so it is off by default.
     public static func open<E: StorageEngine>(
-        requested: Schema?, upgrades: SchemaUpgrades, location: String,
+        requested: Schema?, upgrades: SchemaUpgrades, location: String, requestedFirst: Bool = false,
         _ open: (Schema?) throws -> E
     ) throws -> E {
         guard let requested = try requested?.resolved() else { return try open(nil) }
+        if requestedFirst {
+            do {
+                return try open(requested)
+            } catch let error as StoreError where error.code == .schemaMismatch || error.code == .newerSchemaVersion {}
+        }
         let engine: E
         do {
             engine = try open(nil)
