@@ -1,3 +1,4 @@
+internal import CChecksum
 import Foundation
 
 /// The change feed's storage, written once for every backend: a state value in the metadata
@@ -402,43 +403,69 @@ package enum ChangeLog {
             storedVersion: version)
     }
 
+    /// The entry's bytes: its version, the commit's time, each entity's group (its name, flags,
+    /// key type, and each item's kind, key length and key bytes), then the CRC-32C of all of it
+    /// (``SealedBytes``). Written in place into one buffer of the exact size: appended a value at
+    /// a time (five appends of a few bytes, a buffer per group, the checksum's four bytes that
+    /// made the array grow), a one-insert transaction's entry took about 3,000 instructions.
     static func encodeEntry(_ changes: RecordedChanges, committedAt: Timestamp) -> [UInt8] {
-        var out = FeedBytes()
-        out.byte(entryVersion)
-        out.u64(UInt64(bitPattern: committedAt.microsecondsSinceEpoch))
-        out.u32(changes.entities.count)
+        var size = 1 + 8 + 4 + 4
         for group in changes.entities {
-            out.text(group.entity)
-            out.byte((group.cleared ? 1 : 0) | (group.overflowed ? 2 : 0))
-            out.byte(keyTypeCode(group.keyType))
-            out.u32(group.kinds.count)
-            out.raw(encodeItems(group))
+            size += 4 + group.entity.utf8.count + 1 + 1 + 4 + group.kinds.count * 5 + group.keys.bytes.count
         }
-        out.seal()
-        return out.bytes
-    }
-
-    /// A group's items as ``encodeEntry(_:committedAt:)`` writes them (kind, key length, key
-    /// bytes), written in place into one buffer of their exact size: appended a value at a
-    /// time, each append would check the array's capacity and uniqueness.
-    private static func encodeItems(_ group: RecordedChanges.Group) -> [UInt8] {
-        let size = group.kinds.count * 5 + group.keys.bytes.count
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            let out = UnsafeMutableRawBufferPointer(buffer)
-            group.keys.bytes.withUnsafeBytes { keys in
-                var at = 0
-                for (i, kind) in group.kinds.enumerated() {
-                    let range = group.keys.range(i)
-                    out[at] = kind.rawValue
-                    out.storeBytes(of: UInt32(range.count).littleEndian, toByteOffset: at + 1, as: UInt32.self)
-                    at += 5
-                    if let base = out.baseAddress, let key = keys.baseAddress, !range.isEmpty {
-                        (base + at).copyMemory(from: key + range.lowerBound, byteCount: range.count)
+            var out = EntryWriter(UnsafeMutableRawBufferPointer(buffer))
+            out.byte(entryVersion)
+            out.u64(UInt64(bitPattern: committedAt.microsecondsSinceEpoch))
+            out.u32(changes.entities.count)
+            for group in changes.entities {
+                var name = group.entity
+                name.withUTF8 { out.u32($0.count); out.bytes(UnsafeRawBufferPointer($0)) }
+                out.byte((group.cleared ? 1 : 0) | (group.overflowed ? 2 : 0))
+                out.byte(keyTypeCode(group.keyType))
+                out.u32(group.kinds.count)
+                group.keys.bytes.withUnsafeBytes { keys in
+                    for (i, kind) in group.kinds.enumerated() {
+                        let range = group.keys.range(i)
+                        out.byte(kind.rawValue)
+                        out.u32(range.count)
+                        out.bytes(UnsafeRawBufferPointer(rebasing: keys[range]))
                     }
-                    at += range.count
                 }
             }
+            let sum = ds_crc32c(0, buffer.baseAddress, out.at)
+            out.u32(Int(sum))
+            precondition(out.at == size, "a feed entry's size was miscounted")
             initialized = size
+        }
+    }
+
+    /// Writes a feed entry's values into a buffer its caller sized exactly.
+    private struct EntryWriter {
+        let out: UnsafeMutableRawBufferPointer
+        var at = 0
+
+        init(_ out: UnsafeMutableRawBufferPointer) { self.out = out }
+
+        mutating func byte(_ value: UInt8) {
+            out[at] = value
+            at += 1
+        }
+
+        mutating func u32(_ value: Int) {
+            out.storeBytes(of: UInt32(truncatingIfNeeded: value).littleEndian, toByteOffset: at, as: UInt32.self)
+            at += 4
+        }
+
+        mutating func u64(_ value: UInt64) {
+            out.storeBytes(of: value.littleEndian, toByteOffset: at, as: UInt64.self)
+            at += 8
+        }
+
+        mutating func bytes(_ value: UnsafeRawBufferPointer) {
+            guard let source = value.baseAddress, value.count > 0, let base = out.baseAddress else { return }
+            (base + at).copyMemory(from: source, byteCount: value.count)
+            at += value.count
         }
     }
 
