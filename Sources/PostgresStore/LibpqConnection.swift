@@ -585,10 +585,31 @@ final class LibpqConnection {
 
     /// The statements named last, newest last, at most 16.
     @exclusivity(unchecked) private var recentStatements: [(key: PreparedKey, name: String)] = []
+    /// The two words of each of ``recentStatements``' texts, in the same order: a text sent again
+    /// from the same stored string has the same words, found without a reference counted or a
+    /// character compared (the texts' own loop took about 1,100 instructions a write).
+    @exclusivity(unchecked) private var recentWords: [(UInt64, UInt64)] = []
 
     private func remember(_ key: PreparedKey, _ name: String) {
-        if recentStatements.count == 16 { recentStatements.removeFirst() }
+        if recentStatements.count == 16 {
+            recentStatements.removeFirst()
+            recentWords.removeFirst()
+        }
         recentStatements.append((key, name))
+        recentWords.append(Self.words(of: key.sql))
+    }
+
+    private func forgetRecent(_ key: PreparedKey) {
+        while let index = recentStatements.firstIndex(where: { $0.key == key }) {
+            recentStatements.remove(at: index)
+            recentWords.remove(at: index)
+        }
+    }
+
+    /// A string's two words (its count and flags, and its storage or its small contents): equal
+    /// words are equal strings.
+    @inline(__always) private static func words(of text: String) -> (UInt64, UInt64) {
+        unsafeBitCast(text, to: (UInt64, UInt64).self)
     }
 
     /// A prepared statement's text and parameter types.
@@ -608,6 +629,14 @@ final class LibpqConnection {
         // The statements sent most are found by their text's identity (the same stored string,
         // compared in one step), without hashing it.
         // (The length first: `==` on two strings of different storage compares their contents.)
+        let words = Self.words(of: sql)
+        var index = recentWords.count
+        while index > 0 {
+            index -= 1
+            if recentWords[index] == words, params.hasTypes(recentStatements[index].key.types) {
+                return recentStatements[index].name
+            }
+        }
         let length = sql.utf8.count
         for recent in recentStatements.reversed()
         where recent.key.sql.utf8.count == length && recent.key.sql == sql && params.hasTypes(recent.key.types) {
@@ -634,6 +663,7 @@ final class LibpqConnection {
         guard !statementNames.isEmpty else { return }
         statementNames.removeAll()
         recentStatements.removeAll()
+        recentWords.removeAll()
         try send("DEALLOCATE ALL", wanted: false, prepared: false)
     }
 
@@ -746,7 +776,7 @@ final class LibpqConnection {
             if let failure {
                 // Not prepared: the next use prepares it again.
                 statementNames[key] = nil
-                recentStatements.removeAll { $0.key == key }
+                forgetRecent(key)
                 segmentFailure = segmentFailure ?? failure
                 if failure.connectionLost { fail(remaining: failure) }
             }

@@ -1,0 +1,41 @@
+@_spi(Backend) import DataStoreAPI
+import Testing
+
+/// `UTF8Text.isValid`, which every row check calls on every text: a text of up to 8 bytes is
+/// checked as one word, a longer one eight bytes at a time, anything not ASCII by the standard
+/// library's validation. Each length from 0 to 20, with a byte of each kind at each
+/// position, against the standard library's answer. Each text is read from a buffer of its
+/// exact size, so that a run under an address sanitizer catches a load past its end.
+@Suite struct UTF8TextTests {
+    static func standardAnswer(_ bytes: [UInt8]) -> Bool { String(validating: bytes, as: UTF8.self) != nil }
+
+    static func check(_ bytes: [UInt8]) -> Bool {
+        // A buffer of exactly the text's size.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+        defer { buffer.deallocate() }
+        buffer.copyBytes(from: bytes)
+        return UTF8Text.isValid(UnsafeRawBufferPointer(buffer))
+    }
+
+    @Test func everyLengthAndPositionAgreesWithTheStandardLibrary() {
+        // ASCII, a lone continuation byte, a lead byte without its continuation, a two-byte
+        // sequence, a byte that is never UTF-8.
+        let inserts: [[UInt8]] = [[0x41], [0x80], [0xC3], [0xC3, 0xA9], [0xFF], [0xE2, 0x82, 0xAC]]
+        var checked = 0
+        for length in 0...20 {
+            let ascii = [UInt8]((0..<length).map { UInt8(0x61 + $0 % 26) })
+            #expect(Self.check(ascii) == true)
+            for position in 0..<max(length, 1) where length > 0 {
+                for insert in inserts {
+                    var bytes = ascii
+                    bytes.replaceSubrange(position..<min(length, position + insert.count), with: insert)
+                    #expect(Self.check(bytes) == Self.standardAnswer(bytes), "\(bytes)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(Self.check([]) == true)
+        #expect(UTF8Text.isValid(UnsafeRawBufferPointer(start: nil, count: 0)))
+        #expect(checked > 1_000)
+    }
+}
