@@ -9,10 +9,12 @@ import Synchronization
 /// machine's cores), `readers` threads each reading one item by key in a loop for `seconds`, and
 /// one writer thread committing an update every 10 ms through the same store (so that
 /// read-your-writes has commits to wait for). The setups take turns, `rounds` times each, so that
-/// a drift of the machine's speed (server and client share 2 cores) falls on all of them alike.
+/// a drift of the machine's speed (server and client share 2 cores) falls on all of them alike;
+/// each round begins with the next setup (the first of one round is the second of the next), and
+/// the clock starts a quarter of a second after the readers (once their connections are open).
 /// Prints one row per setup: reads per second over all its rounds, and how many of them the
 /// primary served (the store's count, and `pg_stat_database` per server, summed over the rounds).
-func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Double = 5, rounds: Int = 3,
+func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Double = 2.5, rounds: Int = 6,
                            keys: [StoreKey?] = [nil]) throws {
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Scripts/postgres-replicas.sh").path
@@ -67,8 +69,10 @@ func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Doub
                       ("one standby, read-your-writes off" + suffix,
                        "&read_hosts=127.0.0.1:\(standbyPort)&read_your_writes=off")]
         var totals = [Totals](repeating: Totals(), count: setups.count)
-        for _ in 0..<rounds {
-            for (setup, (_, extra)) in setups.enumerated() {
+        for round in 0..<rounds {
+            for turn in 0..<setups.count {
+                let setup = (round + turn) % setups.count
+                let extra = setups[setup].1
                 let store = try PostgresStore(url: base + extra, schema: schema, readConnections: readers, key: key)
                 let stop = Atomic<Bool>(false)
                 let reads = Atomic<Int>(0)
@@ -97,20 +101,25 @@ func benchmarkStandbyReads(readers: Int = 16, items: Int = 10_000, seconds: Doub
                         }
                     }
                 }
-                let (primaryBefore, standbyBefore) = (committed(primaryPort), committed(standbyPort))
-                let servedBefore = store.readsServed
-                let start = ContinuousClock.now
                 writer.start()
                 for thread in threads { thread.start() }
+                // The clock starts once the readers run: a new store's first reads each start a
+                // server backend, which is not what the row measures.
+                usleep(250_000)
+                let (primaryBefore, standbyBefore) = (committed(primaryPort), committed(standbyPort))
+                let servedBefore = store.readsServed
+                let readsBefore = reads.load(ordering: .relaxed)
+                let start = ContinuousClock.now
                 usleep(UInt32(seconds * 1_000_000))
-                stop.store(true, ordering: .relaxed)
-                while threads.contains(where: { !$0.isFinished }) || !writer.isFinished { usleep(1_000) }
+                let readsAfter = reads.load(ordering: .relaxed)
                 let elapsed = ContinuousClock.now - start
                 let served = store.readsServed
                 let (primaryAfter, standbyAfter) = (committed(primaryPort), committed(standbyPort))
+                stop.store(true, ordering: .relaxed)
+                while threads.contains(where: { !$0.isFinished }) || !writer.isFinished { usleep(1_000) }
                 try store.close()
                 precondition(failures.load(ordering: .relaxed) == 0, "\(failures.load(ordering: .relaxed)) reads or writes failed")
-                totals[setup].reads += reads.load(ordering: .relaxed)
+                totals[setup].reads += readsAfter - readsBefore
                 totals[setup].seconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 totals[setup].primaryReads += served.primary - servedBefore.primary
                 totals[setup].standbyReads += served.standbys - servedBefore.standbys
