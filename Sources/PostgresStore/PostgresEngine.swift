@@ -218,6 +218,10 @@ import Synchronization
                     throw StoreError(.corrupt, "\(location): the store's header is missing from _ds_meta")
                 }
                 stored = header.schema
+                // An open with another schema than the stored one refuses before it changes the
+                // store's format (the open with the stored schema that follows does that).
+                if let requested { _ = try Schema.resolve(stored: header.schema, requested: requested,
+                                                          location: location.description) }
                 if header.format < 2 { try upgradeToSequence(db, feed: PostgresFeedSQL(s: s, lockKey: lockKey)) }
                 // An app's open: the header of format 2 written again with its sum, the rows of
                 // format 3 given theirs. A source's or a check's reads the store as it is: neither

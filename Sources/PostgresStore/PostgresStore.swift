@@ -33,9 +33,10 @@ public final class PostgresStore: Store, @unchecked Sendable {
                 durability: Durability = .full, readConnections: Int = 16, writeConnections: Int? = nil,
                 key: StoreKey? = nil, instrumentation: Instrumentation = .none) throws {
         // The engine opened with the app's schema first: a new store is created by the same
-        // connection that found it missing.
+        // connection that found it missing. Not for an encrypted store, whose engine is opened
+        // with the stored (physical) schema first to read its key record either way.
         let (engine, postgres) = try SealedEngine.open(key: key, requested: schema, upgrades: upgrades,
-                                                       location: location.description, requestedFirst: true) {
+                                                       location: location.description, requestedFirst: key == nil) {
             // An app's open (with a schema) upgrades the store's format, whatever schema its
             // engines are opened with (the stored one first); a source's or a check's never does.
             try PostgresEngine(location: location, schema: $0, durability: durability,

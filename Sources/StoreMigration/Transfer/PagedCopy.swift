@@ -94,6 +94,10 @@ struct PagedCopy {
                 limit = min(batchSize.value, max(limit, pageBytes / max(1, bytes / count)))
             }
             let checked = WriteAccessor.check(page, for: checkedFor)
+            // The page's records go once checked (the checked items hold values of their own), so
+            // that while this thread waits it holds one checked page besides the one being
+            // written, as it held one read page before the check moved here.
+            page.removeAll(keepingCapacity: true)
             let spare = try settle()
             writes.start(page) { _ in
                 try destination.writeSync { writer in

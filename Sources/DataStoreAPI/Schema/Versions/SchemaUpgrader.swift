@@ -20,9 +20,11 @@ import Foundation
     ///   schema only when that open refuses a different one (`schemaMismatch`,
     ///   `newerSchemaVersion`): one open instead of two for a new store, for a backend whose open
     ///   costs a connection and takes the same lock with a schema as without (PostgreSQL). An open
-    ///   with a schema must refuse any other stored schema before it writes anything (every
-    ///   engine's goes through `Schema.resolve`). SQLite's open with a schema takes the write
-    ///   lock, which an open of an existing store should not wait for, so it is off by default.
+    ///   with a schema must refuse any other stored schema before it changes the store (every
+    ///   engine's goes through `Schema.resolve`; PostgreSQL's checks it before it upgrades the
+    ///   store's format, in the transaction it rolls back). SQLite's open with a schema takes the
+    ///   write lock, which an open of an existing store should not wait for, so it is off by
+    ///   default.
     public static func open<E: StorageEngine>(
         requested: Schema?, upgrades: SchemaUpgrades, location: String, requestedFirst: Bool = false,
         _ open: (Schema?) throws -> E
