@@ -196,6 +196,12 @@ func repeated(_ body: () throws -> Int) rethrows -> Int {
 }
 
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("profile-\(UUID().uuidString)").path
+/// Ends the process, its stores' directory removed (`exit` runs no `defer`: every run left one
+/// behind).
+func finish(_ code: Int32) -> Never {
+    try? FileManager.default.removeItem(atPath: directory)
+    exit(code)
+}
 defer { try? FileManager.default.removeItem(atPath: directory) }
 do {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -215,7 +221,7 @@ do {
             result = runOperationRawCopy(source.forEachRow, RawSQLiteBench(path: directory + "/copy.sqlite", workload: workload).write)
         }
         print("\(backend) \(operation) \(count): \(result)")
-        exit(0)
+        finish(0)
     }
     if backend == "postgres" && operation == "copy" {
         // The harness's migration row: SQLite -> PostgreSQL at the destination's batch, no verify.
@@ -238,7 +244,7 @@ do {
             }
             print("\(backend) \(operation) \(count): \(result)")
         }
-        exit(0)
+        finish(0)
     }
     if ["copy", "verify", "checksum"].contains(operation) {
         let lmdb = StoreLocation(kind: .lmdb, path: directory + "/store.lmdb")
@@ -253,7 +259,7 @@ do {
         }
         let result = try runOperationMigration(operation, from: source, to: destination)
         print("\(backend) \(operation) \(count): \(result)")
-        exit(0)
+        finish(0)
     }
     if backend.hasPrefix("raw-") {
         let raw = backend == "raw-lmdb"
@@ -262,7 +268,7 @@ do {
         if operation != "insert" { raw.insert(0, count, count) }
         let result = try repeated { try runOperationRaw(raw, operation, count: count) }
         print("\(backend) \(operation) \(count): \(result)")
-        exit(0)
+        finish(0)
     }
     func open(_ name: String) throws -> any DataStore {
         let path = directory + "/" + name
@@ -291,7 +297,7 @@ do {
         let loaded = try open("loaded")
         print("\(backend) \(operation) \(count): \(try runOperationJSONL(file, into: loaded))")
         try loaded.close()
-        exit(0)
+        finish(0)
     }
     // `insert-feed`, `bulk`, `small`, `async`: with the change feed on, as a store opens by default
     // and as the harness runs them (the seeding below then records one transaction).
@@ -307,5 +313,5 @@ do {
     try store.close()
 } catch {
     FileHandle.standardError.write(Data("profile-store: \(error)\n".utf8))
-    exit(1)
+    finish(1)
 }
