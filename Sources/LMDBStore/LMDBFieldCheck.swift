@@ -65,20 +65,6 @@ final class LMDBFieldCheck {
         return walkFields(unsealed, found)
     }
 
-    /// Whether a text's bytes are UTF-8; `readable` bytes can be read from where they begin
-    /// (the rest of the record): a text of up to 8 bytes with 8 readable is checked as one load,
-    /// without copying it into a word first (``UTF8Text/isValid(_:)``, which cannot read past
-    /// the text).
-    @inline(__always)
-    private static func isValidText(_ text: UnsafeRawBufferPointer, readable: Int) -> Bool {
-        let count = text.count
-        if count <= 8, readable >= 8, let base = text.baseAddress {
-            let mask: UInt64 = count == 8 ? ~0 : (1 &<< UInt64(8 &* count)) &- 1
-            if base.loadUnaligned(as: UInt64.self) & mask & 0x8080_8080_8080_8080 == 0 { return true }
-        }
-        return UTF8Text.isValid(text)
-    }
-
     /// ``walk(_:_:)`` over a record whose checksum matched, without it.
     @inline(__always)
     private func walkFields(_ bytes: UnsafeRawBufferPointer,
@@ -121,7 +107,7 @@ final class LMDBFieldCheck {
                 }
                 guard length <= Int(Int32.max), length <= end - offset else { return false }
                 let payload = UnsafeRawBufferPointer(start: length > 0 ? base + offset : nil, count: length)
-                if tag == FieldTag.string.rawValue, !Self.isValidText(payload, readable: end - offset) { return false }
+                if tag == FieldTag.string.rawValue, !UTF8Text.isValid(payload, readable: end - offset) { return false }
                 found(slot, start, RowField(kind.type, bytes: payload))
                 offset += length
             case FieldTag.uuid.rawValue:

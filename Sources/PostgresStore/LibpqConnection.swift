@@ -626,9 +626,9 @@ final class LibpqConnection {
     /// it goes unnamed (too many parameters, the cache full, or preparation off).
     private func statementName(_ sql: String, _ params: LibpqParameters) throws(LibpqError) -> String? {
         guard preparesStatements, isPipelined, params.count <= Self.maxPreparedParameters else { return nil }
-        // The statements sent most are found by their text's identity (the same stored string,
-        // compared in one step), without hashing it.
-        // (The length first: `==` on two strings of different storage compares their contents.)
+        // The statements sent most are found among the recent ones without hashing: first by
+        // their text's words (the same stored string), then by their text (another string of the
+        // same text; the length first, as `==` on two storages compares their contents).
         let words = Self.words(of: sql)
         var index = recentWords.count
         while index > 0 {

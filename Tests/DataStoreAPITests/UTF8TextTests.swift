@@ -5,7 +5,9 @@ import Testing
 /// checked as one word, a longer one eight bytes at a time, anything not ASCII by the standard
 /// library's validation. Each length from 0 to 20, with a byte of each kind at each
 /// position, against the standard library's answer. Each text is read from a buffer of its
-/// exact size, so that a run under an address sanitizer catches a load past its end.
+/// exact size, so that a run under an address sanitizer catches a load past its end, and again
+/// followed by 8 bytes that are not UTF-8 (`isValid(_:readable:)`, which may load them and must
+/// mask them off).
 @Suite struct UTF8TextTests {
     static func standardAnswer(_ bytes: [UInt8]) -> Bool { String(validating: bytes, as: UTF8.self) != nil }
 
@@ -14,7 +16,14 @@ import Testing
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
         defer { buffer.deallocate() }
         buffer.copyBytes(from: bytes)
-        return UTF8Text.isValid(UnsafeRawBufferPointer(buffer))
+        let alone = UTF8Text.isValid(UnsafeRawBufferPointer(buffer))
+        // The same bytes with 8 more after them, read as a record's text is.
+        let padded = bytes + [UInt8](repeating: 0xFF, count: 8)
+        let inRecord = padded.withUnsafeBytes {
+            UTF8Text.isValid(UnsafeRawBufferPointer(rebasing: $0[..<bytes.count]), readable: $0.count)
+        }
+        #expect(inRecord == alone, "\(bytes)")
+        return alone
     }
 
     @Test func everyLengthAndPositionAgreesWithTheStandardLibrary() {
