@@ -27,14 +27,14 @@
     /// ``isValid(_:)`` for bytes after which more can be read: `readable` bytes from where they
     /// begin (a record's rest). Up to 8 bytes with 8 readable are checked as one load masked to
     /// their length, without copying them into a word first.
-    @inlinable
+    @inlinable @inline(__always)
     public static func isValid(_ bytes: UnsafeRawBufferPointer, readable: Int) -> Bool {
         let count = bytes.count
         if count <= 8, readable >= 8, let base = bytes.baseAddress {
             let mask: UInt64 = count == 8 ? ~0 : (1 &<< UInt64(8 &* count)) &- 1
             if base.loadUnaligned(as: UInt64.self) & mask & 0x8080_8080_8080_8080 == 0 { return true }
         }
-        return isValid(bytes)
+        return isValidUnknown(bytes)
     }
 
     @usableFromInline static func isValidUnknown(_ bytes: UnsafeRawBufferPointer) -> Bool {
