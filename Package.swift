@@ -175,7 +175,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DataStoreAPITests",
-            dependencies: ["DataStoreAPI", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["DataStoreAPI", "DataStoreConformance", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -36,14 +36,17 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     /// a dictionary from key to position, and the keys are sorted at commit.
     private final class EntityChanges {
         let keyType: ValueType
-        @exclusivity(unchecked) private(set) var keys = TouchedKeys()
+        @exclusivity(unchecked) private(set) var keys: TouchedKeys
         @exclusivity(unchecked) private(set) var touches: [Touch] = []
         /// `nil` while `keys` are in ascending order.
         @exclusivity(unchecked) private var positions: [[UInt8]: Int]?
         var cleared = false
         var overflowed = false
 
-        init(keyType: ValueType) { self.keyType = keyType }
+        init(keyType: ValueType) {
+            self.keyType = keyType
+            keys = TouchedKeys(intKeys: keyType == .int)
+        }
 
         var count: Int { touches.count }
 
@@ -111,7 +114,7 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
             }
             let order = positions == nil ? Array(touches.indices)
                 : touches.indices.sorted { keys.compare($0, $1) < 0 }
-            var changed = TouchedKeys()
+            var changed = TouchedKeys(intKeys: keys.isWords)
             var kinds: [ItemChange.Kind] = []
             for position in order {
                 guard let kind = kind(touches[position]) else { continue }

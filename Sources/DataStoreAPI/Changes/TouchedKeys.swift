@@ -1,17 +1,46 @@
-/// Encoded keys one after another in one buffer, key `i` ending at `ends[i]`: what the change
-/// recorder holds for every key a transaction touches (up to `maxKeysPerTransaction`, 100,000 by
+/// The encoded keys a transaction touched, in the order they came: what the change recorder
+/// holds for every key a transaction touches (up to `maxKeysPerTransaction`, 100,000 by
 /// default). A ``PrimaryKey`` per key (its value, and an array of its bytes kept alive until the
 /// commit) would cost a retain, and a release and a free at the commit, per key, and a second
 /// copy of the keys for the entry. Here a key is its bytes and one offset, and a bulk load's
 /// table goes into the entry as it is.
+///
+/// An int entity's keys (8 bytes each, ``KeyEncoding``) are kept as the numbers those bytes are
+/// when read big-endian (``words``): appending one is one store, comparing two compares two
+/// numbers (the order of their bytes), and the entry writes them as differences
+/// (``ChangeLog/encodeEntry(_:committedAt:)``). Any other key goes into one buffer, key `i`
+/// ending at `ends[i]`. A key that is not 8 bytes arriving at a table of words (which an int
+/// entity's keys never are) moves every key to the buffer first.
 struct TouchedKeys {
+    /// Whether the keys are in ``words``; otherwise in ``bytes`` and ``ends``.
+    private(set) var isWords: Bool
+    private(set) var words: [UInt64] = []
     private(set) var bytes: [UInt8] = []
     private(set) var ends: [Int] = []
 
-    /// Where key `i`'s bytes are in ``bytes``.
-    func range(_ i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
+    /// An empty table; its keys kept as words when `intKeys` (an int entity's).
+    init(intKeys: Bool = false) { isWords = intKeys }
+
+    var count: Int { isWords ? words.count : ends.count }
+
+    /// Hands key `i`'s bytes to `body`.
+    func withKey<T>(_ i: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        if isWords { return try withUnsafeBytes(of: words[i].bigEndian, body) }
+        let range = range(i)
+        return try bytes.withUnsafeBytes { try body(Self.slice($0, range)) }
+    }
+
+    /// Where key `i`'s bytes are in ``bytes`` (not kept as words).
+    private func range(_ i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
 
     mutating func append(_ key: UnsafeRawBufferPointer) {
+        if isWords {
+            if key.count == 8 {
+                words.append(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+                return
+            }
+            moveToBytes()
+        }
         // As typed bytes, which an array copies in one go.
         key.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) }
         ends.append(bytes.count)
@@ -19,27 +48,34 @@ struct TouchedKeys {
 
     /// Appends key `i` of `other`.
     mutating func append(_ i: Int, of other: TouchedKeys) {
-        bytes.append(contentsOf: other.bytes[other.range(i)])
-        ends.append(bytes.count)
+        if isWords, other.isWords {
+            words.append(other.words[i])
+            return
+        }
+        other.withKey(i) { append($0) }
+    }
+
+    /// Every key from ``words`` into ``bytes``.
+    private mutating func moveToBytes() {
+        let kept = words
+        (isWords, words) = (false, [])
+        for word in kept { withUnsafeBytes(of: word.bigEndian) { append($0) } }
     }
 
     mutating func removeAll() {
+        words = []
         bytes = []
         ends = []
     }
 
     /// Key `i`'s bytes against `key`, three ways, in the canonical key order (bytes, a prefix first).
     func compare(_ i: Int, _ key: UnsafeRawBufferPointer) -> Int {
-        let range = range(i)
-        return bytes.withUnsafeBytes { all in
+        if isWords, key.count == 8 {
             // Two ints' keys (8 big-endian bytes each) as the numbers they are: memcmp's order.
-            if range.count == 8, key.count == 8 {
-                let a = UInt64(bigEndian: all.loadUnaligned(fromByteOffset: range.lowerBound, as: UInt64.self))
-                let b = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
-                return a < b ? -1 : (a == b ? 0 : 1)
-            }
-            return Value.compareBytes(Self.slice(all, range), key)
+            let (a, b) = (words[i], UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+            return a < b ? -1 : (a == b ? 0 : 1)
         }
+        return withKey(i) { Value.compareBytes($0, key) }
     }
 
     /// `range` of `all`, without the bounds checks of a slice (`range` comes from `ends`).
@@ -49,10 +85,14 @@ struct TouchedKeys {
 
     /// Key `i` against key `j`, three ways.
     func compare(_ i: Int, _ j: Int) -> Int {
+        if isWords {
+            let (a, b) = (words[i], words[j])
+            return a < b ? -1 : (a == b ? 0 : 1)
+        }
         let (a, b) = (range(i), range(j))
         return bytes.withUnsafeBytes { Value.compareBytes(Self.slice($0, a), Self.slice($0, b)) }
     }
 
     /// Key `i`'s bytes, as an array.
-    func key(_ i: Int) -> [UInt8] { Array(bytes[range(i)]) }
+    func key(_ i: Int) -> [UInt8] { withKey(i) { Array($0) } }
 }
