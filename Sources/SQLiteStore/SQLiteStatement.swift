@@ -237,6 +237,23 @@ final class SQLiteStatement {
         while try step() {}
     }
 
+    /// Runs to completion with `number` and `blob` as its two parameters, as ``run(_:)`` with
+    /// ``Value/int(_:)`` and ``Value/bytes(_:)`` does, without the array.
+    func run(_ number: Int64, _ blob: UnsafeRawBufferPointer) throws(StoreError) {
+        sqlite3_reset(handle)
+        if sqlite3_bind_parameter_count(handle) != 2 { sqlite3_clear_bindings(handle) }
+        let replaced = reserveParameterBytes(blob.count <= Self.maxParameterBytes ? blob.count : 0)
+        defer { replaced.deallocate() }
+        do {
+            try check(sqlite3_bind_int64(handle, 1, number), 1)
+            try check(bindBlob(2, blob), 2)
+        } catch {
+            sqlite3_clear_bindings(handle)
+            throw error
+        }
+        while try step() {}
+    }
+
     func int64(at column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
 
     func isNull(at column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }

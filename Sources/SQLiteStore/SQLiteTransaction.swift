@@ -469,7 +469,10 @@ extension SQLiteTransaction: ChangeLogWriting {
         if try !connection.hasFeedTable() {
             try connection.execute("CREATE TABLE IF NOT EXISTS _ds_feed (seq INTEGER PRIMARY KEY, entry BLOB NOT NULL)")
         }
-        try connection.execute("INSERT INTO _ds_feed (seq, entry) VALUES (?, ?)", [.int(Int64(sequence)), .bytes(entry)])
+        // Bound without an array of values around them (an allocation, and a lookup of the
+        // statement by its text, each transaction).
+        let statement = try connection.statement(.appendFeedEntry)
+        try entry.withUnsafeBytes { try statement.run(Int64(sequence), $0) }
     }
 
     func removeChangeLog(before sequence: UInt64) throws {

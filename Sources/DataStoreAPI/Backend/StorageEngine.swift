@@ -425,6 +425,9 @@ extension ChangeLogStoring {
     }
 
     /// Runs `body` with the calling thread's flag set to `first`, then puts back what it was.
+    /// Inlined: called with a tuple's type (a write's result and its commit in flight), a call
+    /// made the runtime look that type's metadata up at every write.
+    @inline(__always)
     static func with<T>(firstOfRetried first: Bool, _ body: () throws -> T) rethrows -> T {
         let outer = pthread_getspecific(key)
         pthread_setspecific(key, first ? UnsafeRawPointer(bitPattern: 1) : nil)
