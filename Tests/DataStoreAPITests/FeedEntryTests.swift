@@ -10,53 +10,80 @@ struct FeedEntryTests {
     private static let token = ChangeToken(store: UUID(uuidString: "00000000-0000-0000-0000-000000000001")!, sequence: 7)
     private static let time = Timestamp(microsecondsSinceEpoch: 1_733_000_000_123_456)
 
-    /// A group of `keys` (values of `type`, in ascending key order) with `kinds`.
+    /// A group of `keys` (values of `type`, in ascending key order) with `kinds`, recorded in a
+    /// table of words for an int entity (as the recorder does), of bytes with `asBytes`.
     private static func group(_ entity: String, _ type: ValueType, _ keys: [Value], _ kinds: [ItemChange.Kind],
-                              cleared: Bool = false, overflowed: Bool = false) throws -> RecordedChanges.Group {
-        var table = TouchedKeys(intKeys: type == .int)
+                              cleared: Bool = false, overflowed: Bool = false,
+                              asBytes: Bool = false) throws -> RecordedChanges.Group {
+        var table = TouchedKeys(intKeys: type == .int && !asBytes)
         for key in keys { try KeyEncoding.withEncodedKey(key) { table.append($0) } }
         return RecordedChanges.Group(entity: entity, keyType: type, cleared: cleared, overflowed: overflowed,
                                      keys: table, kinds: kinds)
     }
 
-    /// The change set `changes` stands for.
-    private static func expected(_ changes: RecordedChanges) throws -> ChangeSet {
+    /// The change set of groups of `keys` with `kinds` in `entities`' order, built from the
+    /// values themselves (not read back from a table of keys).
+    private static func expected(_ groups: [(entity: String, keys: [Value], kinds: [ItemChange.Kind])],
+                                 cleared: [String] = [], overflowed: [String] = []) -> ChangeSet {
         var set = ChangeSet(token: token, committedAt: time)
-        for group in changes.entities {
-            if group.cleared { set.cleared.append(group.entity) }
-            if group.overflowed { set.overflowed.append(group.entity) }
-            for (i, kind) in group.kinds.enumerated() {
-                set.items.append(ItemChange(entity: group.entity,
-                                            key: try KeyEncoding.decodeKey(group.keys.key(i), as: group.keyType), kind: kind))
+        set.cleared = cleared
+        set.overflowed = overflowed
+        for group in groups {
+            for (key, kind) in zip(group.keys, group.kinds) {
+                set.items.append(ItemChange(entity: group.entity, key: key, kind: kind))
             }
         }
         return set
     }
 
-    /// Every kind of key, the ints at both ends of their range and around each LEB128 length.
-    private static func everyKind() throws -> RecordedChanges {
+    private static let everyKindGroups: [(entity: String, keys: [Value], kinds: [ItemChange.Kind])] = {
         let ints: [Int64] = [.min, .min + 1, -1 << 40, -129, -128, -1, 0, 1, 63, 64, 127, 128, 16_383, 16_384, 1 << 40,
                              .max - 1, .max]
         let strings = ["", "a", "b", "é", String(repeating: "x", count: 127), String(repeating: "x", count: 128),
                        String(repeating: "y", count: 300)]
         let uuids = (0..<3).map { i in UUID(uuid: (UInt8(i), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)) }
         let kinds: [ItemChange.Kind] = [.inserted, .updated, .deleted]
+        return [("Account", ints.map(Value.int), ints.indices.map { kinds[$0 % 3] }),
+                ("Empty", [], []),
+                ("Tag", strings.map(Value.string), strings.indices.map { kinds[$0 % 3] }),
+                ("Track", uuids.map(Value.uuid), [.deleted, .inserted, .updated])]
+    }()
+
+    /// Every kind of key, the ints at both ends of their range and around each LEB128 length;
+    /// the int keys in a table of bytes with `intsAsBytes` (a table that fell back to bytes).
+    private static func everyKind(intsAsBytes: Bool = false) throws -> RecordedChanges {
         var changes = RecordedChanges()
-        changes.entities.append(try group("Account", .int, ints.map(Value.int),
-                                          ints.indices.map { kinds[$0 % 3] }, cleared: true))
-        changes.entities.append(try group("Empty", .int, [], [], overflowed: true))
-        changes.entities.append(try group("Tag", .string, strings.map(Value.string), strings.indices.map { kinds[$0 % 3] }))
-        changes.entities.append(try group("Track", .uuid, uuids.map(Value.uuid), [.deleted, .inserted, .updated]))
+        for (entity, keys, kinds) in everyKindGroups {
+            let type: ValueType = entity == "Tag" ? .string : entity == "Track" ? .uuid : .int
+            changes.entities.append(try group(entity, type, keys, kinds, cleared: entity == "Account",
+                                              overflowed: entity == "Empty", asBytes: intsAsBytes))
+        }
         return changes
     }
 
-    @Test func everyKindOfKeyReadsBackAsWritten() throws {
-        let changes = try Self.everyKind()
+    private static let everyKindExpected = expected(everyKindGroups, cleared: ["Account"], overflowed: ["Empty"])
+
+    @Test(arguments: [false, true])
+    func everyKindOfKeyReadsBackAsWritten(intsAsBytes: Bool) throws {
+        let changes = try Self.everyKind(intsAsBytes: intsAsBytes)
         let entry = ChangeLog.encodeEntry(changes, committedAt: Self.time)
         #expect(entry.first == 3)
-        let read = try ChangeLog.decodeEntry(entry, token: Self.token)
-        #expect(read == (try Self.expected(changes)))
-        #expect(read.cleared == ["Account"] && read.overflowed == ["Empty"])
+        // The Account group's flags: cleared, and written by differences unless its table is bytes.
+        let flagsAt = 1 + 8 + 4 + 4 + "Account".utf8.count
+        #expect(entry[flagsAt] == (intsAsBytes ? 1 : 1 | 4))
+        #expect(try ChangeLog.decodeEntry(entry, token: Self.token) == Self.everyKindExpected)
+    }
+
+    /// A table of words that gets a key of another length moves every key to bytes, in order.
+    @Test func aTableOfWordsGivenAnotherKeyKeepsEveryKey() throws {
+        var table = TouchedKeys(intKeys: true)
+        let ints: [Int64] = [-5, 0, 7]
+        for n in ints { try KeyEncoding.withEncodedKey(.int(n)) { table.append($0) } }
+        try KeyEncoding.withEncodedKey(.string("odd")) { table.append($0) }
+        #expect(!table.isWords && table.count == 4)
+        #expect(try (0..<3).map { try KeyEncoding.decodeKey(table.key($0), as: .int) } == ints.map(Value.int))
+        #expect(table.key(3) == Array("odd".utf8))
+        #expect(table.compare(0, 1) < 0 && table.compare(2, 1) > 0)
     }
 
     /// Random sets of int keys (sorted, as the recorder hands them over), from a seeded generator.
@@ -70,7 +97,7 @@ struct FeedEntryTests {
             var changes = RecordedChanges()
             changes.entities.append(try Self.group("Item", .int, keys.map(Value.int), kinds))
             let read = try ChangeLog.decodeEntry(ChangeLog.encodeEntry(changes, committedAt: Self.time), token: Self.token)
-            #expect(read == (try Self.expected(changes)), "round \(round)")
+            #expect(read == Self.expected([("Item", keys.map(Value.int), kinds)]), "round \(round)")
         }
     }
 
@@ -84,13 +111,40 @@ struct FeedEntryTests {
         #expect(try ChangeLog.decodeEntry(entry, token: Self.token).items.count == 10_000)
     }
 
-    /// Entries as version 2 wrote them (a four-byte length before each key's bytes, an int key's
-    /// 8 bytes), which a store written before this version keeps: read as they always were.
-    @Test func entriesOfVersion2ReadAsBefore() throws {
-        let changes = try Self.everyKind()
-        let entry = Self.encodeVersion2(changes)
-        #expect(entry.first == 2)
-        #expect(try ChangeLog.decodeEntry(entry, token: Self.token) == (try Self.expected(changes)))
+    /// Entries as versions 1 and 2 wrote them (a four-byte length before each key's bytes, an
+    /// int key's 8 bytes; version 2 with its checksum, version 1 without), which a store written
+    /// before keeps: read as they always were.
+    @Test(arguments: [UInt8(1), 2])
+    func entriesOfEarlierVersionsReadAsBefore(version: UInt8) throws {
+        let entry = Self.encodeEarlier(try Self.everyKind(), version: version)
+        #expect(entry.first == version)
+        #expect(try ChangeLog.decodeEntry(entry, token: Self.token) == Self.everyKindExpected)
+    }
+
+    /// Version 2 knew no difference flag: an entry of version 2 that has it is damaged.
+    @Test func aVersion2EntryWithTheDifferenceFlagIsCorrupt() throws {
+        var changes = RecordedChanges()
+        changes.entities.append(try Self.group("Item", .int, [.int(1)], [.inserted]))
+        var entry = Array(Self.encodeEarlier(changes, version: 2).dropLast(4))
+        let flagsAt = 1 + 8 + 4 + 4 + "Item".utf8.count
+        #expect(entry[flagsAt] == 0)
+        entry[flagsAt] = 4
+        SealedBytes.seal(&entry)
+        expectCorrupt(entry)
+    }
+
+    /// A group written by differences that ends before its last key.
+    @Test func aDifferenceGroupCutShortIsCorrupt() throws {
+        var changes = RecordedChanges()
+        changes.entities.append(try Self.group("Item", .int, [.int(1), .int(2), .int(1_000)], [.inserted, .inserted, .updated]))
+        let good = ChangeLog.encodeEntry(changes, committedAt: Self.time)
+        // The last item: its kind and a two-byte difference (998 zigzagged is 1,996).
+        var cut = Array(good.dropLast(4 + 3))
+        SealedBytes.seal(&cut)
+        expectCorrupt(cut)
+        var half = Array(good.dropLast(4 + 1))
+        SealedBytes.seal(&half)
+        expectCorrupt(half)
     }
 
     @Test func damagedEntriesAreRefusedAsCorrupt() throws {
@@ -121,6 +175,13 @@ struct FeedEntryTests {
         long += Array(repeating: 0x80, count: 10) + [0x01, UInt8(ascii: "a")]
         SealedBytes.seal(&long)
         expectCorrupt(long)
+        // Ten bytes whose tenth holds more than the 64th bit: read without that check, the
+        // length would be 0 (the bit shifted out), and the entry whole.
+        var wide = Array(good.dropLast(4))
+        wide.removeLast(2)
+        wide += Array(repeating: 0x80, count: 9) + [0x02]
+        SealedBytes.seal(&wide)
+        expectCorrupt(wide)
         // A changed byte without its sum.
         var changed = good
         changed[flagsAt + 3] ^= 1
@@ -139,9 +200,10 @@ struct FeedEntryTests {
         }
     }
 
-    /// Version 2's writer, as it was: each key a kind, a four-byte length and its bytes.
-    private static func encodeVersion2(_ changes: RecordedChanges) -> [UInt8] {
-        var out: [UInt8] = [2]
+    /// The writer of versions 1 and 2, as it was: each key a kind, a four-byte length and its
+    /// bytes; version 2 then sealed with the CRC-32C of it all.
+    private static func encodeEarlier(_ changes: RecordedChanges, version: UInt8) -> [UInt8] {
+        var out: [UInt8] = [version]
         func u32(_ n: Int) { withUnsafeBytes(of: UInt32(n).littleEndian) { out += $0 } }
         withUnsafeBytes(of: UInt64(bitPattern: time.microsecondsSinceEpoch).littleEndian) { out += $0 }
         u32(changes.entities.count)
@@ -158,7 +220,7 @@ struct FeedEntryTests {
                 out += key
             }
         }
-        SealedBytes.seal(&out)
+        if version == 2 { SealedBytes.seal(&out) }
         return out
     }
 }

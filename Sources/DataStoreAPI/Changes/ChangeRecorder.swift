@@ -5,7 +5,7 @@ struct RecordedChanges {
         var keyType: ValueType
         var cleared: Bool
         var overflowed: Bool
-        /// The changed items' keys, encoded, in ascending key order (``TouchedKeys/bytes``).
+        /// The changed items' keys, encoded, in ascending key order (``TouchedKeys``).
         var keys: TouchedKeys
         /// Each item's change, in the order of `keys`.
         var kinds: [ItemChange.Kind]

@@ -575,8 +575,9 @@ open class Store: DataStore, @unchecked Sendable {
 /// fail reentrant writes fast and to let nested reads join the enclosing transaction.
 ///
 /// A chain from the innermost block out, not a dictionary: a block of one store inside another's
-/// is rare and a store's own blocks do not nest (a nested read joins, a nested write is refused),
-/// so a lookup walks one or two links, and a block adds a link. A dictionary copied, added to
+/// is rare and a store's own blocks do not nest on one thread (a nested read joins, a nested
+/// write is refused), so a lookup walks one or two links, and a block adds a link; the innermost
+/// link of a store is the one a lookup finds. A dictionary copied, added to
 /// and hashed at every block cost about 1,500 instructions a transaction (callgrind,
 /// `profile-store sqlite small`).
 enum ActiveBlocks {
@@ -605,7 +606,8 @@ final class OpenTransaction: @unchecked Sendable {
     private var isOpen = true
     /// The store whose block this is.
     let store: ObjectIdentifier
-    /// The block this one runs inside, of another store.
+    /// The block this one runs inside: another store's, or this store's on another thread (a
+    /// read in a task the block started opens a transaction of its own).
     let enclosing: OpenTransaction?
 
     init(_ reader: any StorageReader, of store: ObjectIdentifier, enclosing: OpenTransaction?) {
