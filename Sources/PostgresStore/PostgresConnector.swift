@@ -518,17 +518,17 @@ final class PostgresSession: @unchecked Sendable {
     /// Whether the connection is gone (checked without waiting).
     var isClosed: Bool { !connection.isAlive }
 
-    /// Whether the server answered a statement of this session with a serialization failure or
+    /// Whether the server answered a statement on this connection with a serialization failure or
     /// a deadlock since the flag was last cleared: the writer's own transaction conflicted,
     /// rather than the error coming from somewhere else (another store used inside a block).
     var conflicted = false
 
-    /// Whether the server refused a statement of this session as read-only (`25006`) since the
+    /// Whether the server refused a statement on this connection as read-only (`25006`) since the
     /// flag was last cleared (at a write transaction's start): the writer's own refusal, rather
     /// than one rethrown from another store.
     var refusedAsReadOnly = false
 
-    /// Whether a statement of this session met a taken key (`23505`) since the flag was last
+    /// Whether a statement on this connection met a taken key (`23505`) since the flag was last
     /// cleared (at a write transaction's start): the writer's own, rather than one rethrown
     /// from another store.
     var metTakenKey = false

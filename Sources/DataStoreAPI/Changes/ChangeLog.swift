@@ -427,13 +427,13 @@ package enum ChangeLog {
                 var previous: Int64 = 0
                 for word in keys.words {
                     let key = intKey(word)
-                    size += EntryWriter.leb128Count(zigzag(key &- previous))
+                    size += FieldWriter.leb128Size(zigzag(key &- previous))
                     previous = key
                 }
             } else {
                 for i in 0..<keys.count {
                     let count = keys.withKey(i) { $0.count }
-                    size += EntryWriter.leb128Count(UInt64(count)) + count
+                    size += FieldWriter.leb128Size(UInt64(count)) + count
                 }
             }
         }
@@ -507,22 +507,10 @@ package enum ChangeLog {
             at += 8
         }
 
-        /// `value` in LEB128: 7 bits a byte, the lowest first, each byte but the last with its
-        /// high bit set.
+        /// `value` in LEB128, as a compact record writes a length (``FieldWriter``).
         mutating func leb128(_ value: UInt64) {
-            var rest = value
-            while rest >= 0x80 {
-                out[at] = UInt8(truncatingIfNeeded: rest) | 0x80
-                at += 1
-                rest >>= 7
-            }
-            out[at] = UInt8(truncatingIfNeeded: rest)
-            at += 1
+            at += FieldWriter.writeLEB128(value, at: out.baseAddress.unsafelyUnwrapped + at)
         }
-
-        /// How many bytes ``leb128(_:)`` writes for `value`.
-        @inline(__always)
-        static func leb128Count(_ value: UInt64) -> Int { (64 - (value | 1).leadingZeroBitCount + 6) / 7 }
 
         mutating func bytes(_ value: UnsafeRawBufferPointer) {
             guard let source = value.baseAddress, value.count > 0, let base = out.baseAddress else { return }

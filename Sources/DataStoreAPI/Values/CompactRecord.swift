@@ -264,14 +264,33 @@ struct CompactRow {
 
     /// The bytes of the LEB128 encoding of `length`.
     @inlinable
-    public static func lengthSize(_ length: Int) -> Int {
-        var n = UInt64(length) >> 7
+    public static func lengthSize(_ length: Int) -> Int { leb128Size(UInt64(length)) }
+
+    /// The bytes of the LEB128 encoding of `value` (``writeLEB128(_:at:)``).
+    @inlinable @inline(__always)
+    public static func leb128Size(_ value: UInt64) -> Int {
+        var n = value >> 7
         var size = 1
         while n != 0 {
             size += 1
             n >>= 7
         }
         return size
+    }
+
+    /// Writes `value` in LEB128 at `base`: 7 bits a byte, the lowest first, each byte but the
+    /// last with its high bit set. - Returns: the bytes written (at most 10).
+    @inlinable @inline(__always)
+    public static func writeLEB128(_ value: UInt64, at base: UnsafeMutableRawPointer) -> Int {
+        var n = value
+        var offset = 0
+        repeat {
+            let low = UInt8(n & 0x7F)
+            n >>= 7
+            base.storeBytes(of: n == 0 ? low : low | 0x80, toByteOffset: offset, as: UInt8.self)
+            offset += 1
+        } while n != 0
+        return offset
     }
 
     /// The bytes of a value's field.
@@ -322,17 +341,7 @@ struct CompactRow {
     @inlinable
     public static func writeHeader(_ tag: FieldTag, count: Int, at base: UnsafeMutableRawPointer) -> Int {
         base.storeBytes(of: tag.rawValue, as: UInt8.self)
-        var offset = 1
-        if tag != .uuid {
-            var n = UInt64(count)
-            repeat {
-                let low = UInt8(n & 0x7F)
-                n >>= 7
-                base.storeBytes(of: n == 0 ? low : low | 0x80, toByteOffset: offset, as: UInt8.self)
-                offset += 1
-            } while n != 0
-        }
-        return offset
+        return tag == .uuid ? 1 : 1 + writeLEB128(UInt64(count), at: base + 1)
     }
 
     /// Writes a tag, the LEB128 length of `bytes` (none for a uuid) and the bytes.
