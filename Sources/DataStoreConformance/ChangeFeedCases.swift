@@ -449,6 +449,53 @@ enum ChangeFeedCases {
                       [[ItemChange(entity: "Keyed", key: "h", kind: .inserted)]])
     }
 
+    /// Int keys inserted one by one in ascending order (a bulk load's, which the recorder
+    /// appends after one comparison), then out of order, touched again, deleted and inserted
+    /// again, inserted as a batch across the sign bit, and past the per-transaction limit: each
+    /// transaction lists each key once, with its net effect, in key order.
+    static func intKeysInsertedInAndOutOfOrderAppearOnceWithTheirNetEffect(_ c: ConformanceContext) throws {
+        let store = try c.open()
+        let start = try store.currentChangeToken()
+        var rng = SplitMix64(seed: 29)
+        func item(_ id: Int64) -> Record { Fixtures.item(id, using: &rng) }
+        func inserted(_ ids: [Int64]) -> [ItemChange] {
+            ids.map { ItemChange(entity: "Item", key: .int($0), kind: .inserted) }
+        }
+        try store.writeSync { w in
+            for id in Int64(10)..<20 { try w.insert(item(id), into: "Item") }
+            try w.insert(item(-3), into: "Item")
+            try w.insert(item(25), into: "Item")
+            try w.update("Item", key: .int(12), set: ["score": .int(1)])
+            c.expectEqual(try w.delete("Item", key: .int(13)), true)
+            try w.insert(item(14_000), into: "Item")
+            c.expectEqual(try w.delete("Item", key: .int(14_000)), true)
+            try w.insert(item(13), into: "Item")
+        }
+        try store.writeSync { w in
+            c.expectEqual(try w.delete("Item", key: .int(10)), true)
+            try w.insert(item(30), into: "Item")
+            try w.insert(item(31), into: "Item")
+            try w.insert(item(10), into: "Item")
+            c.expectError(.keyExists, naming: "31") { try w.insert(item(31), into: "Item") }
+        }
+        try store.writeSync { w in
+            try w.insert(contentsOf: [item(.min), item(-1), item(0), item(.max)], into: "Item")
+        }
+        try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(maxKeysPerTransaction: 3)) }
+        try store.writeSync { w in for id in Int64(40)..<45 { try w.insert(item(id), into: "Item") } }
+        try store.writeSync { w in for id in Int64(50)..<53 { try w.insert(item(id), into: "Item") } }
+        let sets = try store.changes(since: start, limit: 10)
+        c.expectEqual(sets.map(\.items), [
+            inserted([-3] + Array(10..<20) + [25]),
+            [ItemChange(entity: "Item", key: .int(10), kind: .updated)] + inserted([30, 31]),
+            inserted([.min, -1, 0, .max]),
+            [],
+            inserted([50, 51, 52]),
+        ])
+        c.expectEqual(sets.map(\.overflowed), [[], [], [], ["Item"], []])
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Item")) }, 26)
+    }
+
     static func deleteAllMergeAndLargeTransactionsAppearOnce(_ c: ConformanceContext) throws {
         let store = try c.open()
         try Fixtures.load(Fixtures.items(20), into: store)
@@ -799,6 +846,8 @@ enum ChangeFeedCases {
                         settingsChangedAfterAWriteInTheSameTransactionHold),
         ConformanceCase("Change feed", "deleteAllMergeAndLargeTransactionsAppearOnce",
                         deleteAllMergeAndLargeTransactionsAppearOnce),
+        ConformanceCase("Change feed", "intKeysInsertedInAndOutOfOrderAppearOnceWithTheirNetEffect",
+                        intKeysInsertedInAndOutOfOrderAppearOnceWithTheirNetEffect),
         ConformanceCase("Change feed", "changeSequenceDeliversRecordedThenLiveTransactions",
                         changeSequenceDeliversRecordedThenLiveTransactions),
         ConformanceCase("Change feed", "aSchemaMigrationExpiresEarlierTokens", aSchemaMigrationExpiresEarlierTokens),

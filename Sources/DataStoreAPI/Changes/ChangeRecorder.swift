@@ -90,6 +90,15 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
             touches.append(touch)
         }
 
+        /// Adds an inserted int key, as its word, when it goes after every touched key of a table in
+        /// order (``add(_:_:_:)`` at `.last`); otherwise changes nothing and returns false.
+        @inline(__always)
+        func addInsertedIfLast(_ word: UInt64) -> Bool {
+            guard positions == nil, keys.appendWordIfLast(word) else { return false }
+            touches.append(Touch(before: false, after: true))
+            return true
+        }
+
         func setAfter(_ after: Bool, at position: Int) { touches[position].after = after }
 
         func removeAll() {
@@ -247,11 +256,29 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
 
     func insert(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
         try writer.insert(record, key: key, in: entity)
+        if notedInsert(of: key.value, in: entity) { return }
         try touch(entity, key, existed: { false }, after: true)
+    }
+
+    /// Whether the insert of `key` is noted without ``touch(_:encoded:existed:after:)``, with the
+    /// feed's settings read: nothing to note when the feed is off; and a bulk load's next int key,
+    /// for the entity noted last, noted as `touch` notes it (no touched key goes after it, and
+    /// none existed before the insert) without encoding or locating it.
+    @inline(__always)
+    private func notedInsert(of key: Value, in entity: EntitySchema) -> Bool {
+        guard let settings else { return false }
+        if !settings.isEnabled { return true }
+        guard case .int(let i) = key, keysListed < settings.maxKeysPerTransaction, let last = lastEntity,
+              last.name == entity.name, !last.changes.overflowed,
+              last.changes.addInsertedIfLast(UInt64(bitPattern: i) ^ (1 << 63))
+        else { return false }
+        keysListed += 1
+        return true
     }
 
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
         guard let key = try writer.insertFields(object, in: entity) else { return nil }
+        if notedInsert(of: key, in: entity) { return key }
         // The key encoded on the stack: an array is made only for the list of keys.
         try KeyEncoding.withEncodedKey(key) { try touch(entity, encoded: $0, existed: { false }, after: true) }
         return key
@@ -264,7 +291,9 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         guard let bulk = writer as? any BulkInserting, try bulk.insertAllOrNone(records, in: entity) else {
             return false
         }
-        for (_, key) in records { try touch(entity, key, existed: { false }, after: true) }
+        for (_, key) in records where !notedInsert(of: key.value, in: entity) {
+            try touch(entity, key, existed: { false }, after: true)
+        }
         return true
     }
 

@@ -46,6 +46,15 @@ struct TouchedKeys {
         ends.append(bytes.count)
     }
 
+    /// Appends an int entity's key, as its word (``words``), when it is greater than the last
+    /// (a bulk load's next key); otherwise changes nothing and returns false.
+    @inline(__always)
+    mutating func appendWordIfLast(_ word: UInt64) -> Bool {
+        guard isWords, words.last.map({ $0 < word }) ?? true else { return false }
+        words.append(word)
+        return true
+    }
+
     /// Appends key `i` of `other`.
     mutating func append(_ i: Int, of other: TouchedKeys) {
         if isWords, other.isWords {
