@@ -26,14 +26,19 @@ final class SQLiteRowCursor: RowCursor {
         kinds = plan.kinds
         sealed = plan.sealed
         fields = FieldTable(count: kinds.count)
-        pending = .allocate(byteCount: 11 * max(kinds.count, 1), alignment: 8)
+        pending = .allocate(byteCount: 11 * max(kinds.count, 1) + Self.copiedBytes, alignment: 8)
     }
 
     /// The part of the current row's fields that ``check()`` has not yet summed: each field as a
-    /// compact record holds it (``FieldWriter``), up to a text's or blob's bytes, which are summed
-    /// where SQLite keeps them. Room for every field's tag and number or length (11 bytes at
-    /// most), so that it never grows.
+    /// compact record holds it (``FieldWriter``), a short text's or blob's bytes copied in, a
+    /// longer one's summed where SQLite keeps them. Room for every field's tag and number or
+    /// length (11 bytes at most) after ``copiedBytes``, so that it never grows.
     private let pending: UnsafeMutableRawPointer
+    /// How many bytes ``pending`` holds at most after a short text or blob is copied into it
+    /// (summed with the fields around it in one call); after that, each field adds 11 at most.
+    static let copiedBytes = 256
+    /// The longest text or blob copied.
+    static let copiedField = 64
 
     deinit {
         pending.deallocate()
@@ -95,8 +100,7 @@ final class SQLiteRowCursor: RowCursor {
                     guard count == 0 || count <= kind.maxBytes && UTF8Text.isValid(bytes) else { return false }
                     fields[i] = RowField(.string, bytes: bytes)
                     at &+= FieldWriter.writeHeader(.string, count: count, at: pending + at)
-                    summed = SQLiteRowSum.crc(summed, pending, at, then: bytes)
-                    (at, end) = (0, 0)
+                    (summed, at, end) = append(bytes, summed, at)
                 case .bytes, .uuid:
                     let pointer = sqlite3_value_blob(value)
                     let count = Int(sqlite3_value_bytes(value))
@@ -108,14 +112,27 @@ final class SQLiteRowCursor: RowCursor {
                     let bytes = UnsafeRawBufferPointer(start: count > 0 ? pointer : nil, count: pointer == nil ? 0 : count)
                     fields[i] = RowField(kind.type, bytes: bytes)
                     at &+= FieldWriter.writeHeader(kind.type == .uuid ? .uuid : .bytes, count: bytes.count, at: pending + at)
-                    summed = SQLiteRowSum.crc(summed, pending, at, then: bytes)
-                    (at, end) = (0, 0)
+                    (summed, at, end) = append(bytes, summed, at)
                 }
             }
             guard sealed else { return true }
             let sum = end == 0 ? summed : ds_crc32c(summed, pending, end)
             return SQLiteStatement.sumMatches(handle, Int64(sum), column: Int32(truncatingIfNeeded: kinds.count))
         }
+    }
+
+    /// A text's or blob's bytes after its header in ``pending``: copied there when short and
+    /// there is room (the row then takes one CRC call, not one per field and piece), else summed
+    /// with what `pending` holds and where they are. The sum so far, and `pending`'s new count
+    /// and end (``check()``).
+    @inline(__always)
+    private func append(_ bytes: UnsafeRawBufferPointer, _ summed: UInt32, _ at: Int) -> (UInt32, Int, Int) {
+        let count = bytes.count
+        guard count <= Self.copiedField, at &+ count <= Self.copiedBytes else {
+            return (SQLiteRowSum.crc(summed, pending, at, then: bytes), 0, 0)
+        }
+        if let source = bytes.baseAddress, count > 0 { (pending + at).copyMemory(from: source, byteCount: count) }
+        return (summed, at &+ count, at &+ count)
     }
 
     func type(at slot: Int) -> ValueType { types[slot] }

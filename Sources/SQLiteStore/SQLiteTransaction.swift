@@ -180,9 +180,11 @@ final class SQLiteTransaction: StorageWriter {
         defer { sqlite3_reset(statement.handle) }
         let plan = sql(entity).row
         let cursor = SQLiteRowCursor(entity, statement.handle, plan: plan)
+        // Boxed once: made for each call, the existential retained and released the cursor per row.
+        let row: any RowCursor = cursor
         while try statement.step() {
             guard cursor.check() else { throw rowFailure(statement, entity, plan) }
-            if !(try body(cursor)) { return }
+            if !(try body(row)) { return }
         }
     }
 

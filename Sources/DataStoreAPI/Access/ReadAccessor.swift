@@ -110,18 +110,23 @@ public class ReadAccessor {
         }
         let (entity, checked) = try validate(request)
         if checked.limit == 0 { return }
-        // The cursor compared by identity: reading it out of the access retained and released it
-        // per row.
-        var access: RowAccess?
+        // The cursor compared by identity (reading it out of the access retained and released it
+        // per row), and one row made for it, lent to `body` for each of its rows (a row made per
+        // row retained and released its access).
+        var row: Row?
         var current: ObjectIdentifier?
         try reader.visit(checked, in: entity) { cursor in
             if current != ObjectIdentifier(cursor) {
-                access = RowAccess(cursor)
+                row = Row(RowAccess(cursor))
                 current = ObjectIdentifier(cursor)
             }
-            let rows = access.unsafelyUnwrapped
-            rows.startRow()
-            try body(Row(rows))
+            switch row {
+            case .some(let lent):
+                lent.access.startRow()
+                try body(lent)
+            case .none:
+                break
+            }
             return true
         }
     }
