@@ -21,22 +21,37 @@ internal import CSQLite
 /// a table rebuilt) writes the sums again (``reseal(_:table:in:)``).
 enum SQLiteRowSum {
     /// The sum of a row's fields taken one at a time, as ``sum(_:)`` sums them at once: each
-    /// field as a compact record holds it, fed to the CRC in pieces (its tag and length, then
-    /// its bytes where they are), and the CRC as it was after the last field that is not null.
+    /// field as a compact record holds it, written into a buffer of its own (a short text's or
+    /// blob's bytes copied in) and summed when the buffer is full or the sum is asked for, so that
+    /// a row of short fields takes one CRC call (a call per field and piece cost more than the
+    /// copies); a text or blob that does not fit is summed where it is. The sum is the CRC as it
+    /// was after the last field that is not null.
     struct Running {
+        /// The CRC of the fields summed so far (before ``pending``'s).
         private var crc: UInt32 = 0
+        /// The CRC after the last field that is not null, when that field was summed.
         private var end: UInt32 = 0
+        /// The fields not yet summed: ``count`` bytes, of which the first ``pendingEnd`` end
+        /// with the last field that is not null (0: none of them is, ``end`` holds the sum).
+        private var pending: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                              UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        private var count = 0
+        private var pendingEnd = 0
+        private static let capacity = 128
+        /// The most a field's part before its bytes takes (a tag and a LEB128 length).
+        private static let headerSize = 11
 
-        var value: Int64 { Int64(end) }
+        var value: Int64 {
+            guard pendingEnd > 0 else { return Int64(end) }
+            let (crc, written) = (self.crc, pendingEnd)
+            return Int64(withUnsafeBytes(of: pending) { ds_crc32c(crc, $0.baseAddress, written) })
+        }
 
         mutating func add(_ value: Value) {
             switch value {
-            case .null:
-                // A null leaves `end` where the last field that is not null put it.
-                crc = afterTag(.null)
-            case .bool(let b):
-                crc = afterTag(b ? .trueValue : .falseValue)
-                end = crc
+            case .null: addTag(.null)
+            case .bool(let b): addTag(b ? .trueValue : .falseValue)
             case .int(let i): add(int: i)
             case .double(let d): add(double: d)
             case .date(let t): add(.date, bits: UInt64(bitPattern: t.microsecondsSinceEpoch))
@@ -56,40 +71,57 @@ enum SQLiteRowSum {
 
         mutating func add(double value: Double) { add(.double, bits: value.bitPattern) }
 
-        /// A text's, blob's or uuid's field: its tag and LEB128 length (none for a uuid), then its
-        /// bytes where they are.
+        /// A field that is its tag alone: a null (which leaves the sum's end where it was) or a bool.
         @inline(__always)
-        private mutating func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer) {
-            var scratch: (UInt64, UInt64) = (0, 0)
-            crc = withUnsafeMutableBytes(of: &scratch) { add(tag, bytes, scratch: $0.baseAddress.unsafelyUnwrapped) }
-            end = crc
-        }
-
-        /// The CRC after a field that is its tag alone (a null, a bool).
-        @inline(__always)
-        private func afterTag(_ tag: FieldTag) -> UInt32 {
-            var byte: UInt8 = 0
-            return withUnsafeMutableBytes(of: &byte) {
-                let base = $0.baseAddress.unsafelyUnwrapped
-                return ds_crc32c(crc, base, FieldWriter.write(tag: tag, at: base))
-            }
+        private mutating func addTag(_ tag: FieldTag) {
+            if count == Self.capacity { flush() }
+            count += withUnsafeMutableBytes(of: &pending) { FieldWriter.write(tag: tag, at: $0.baseAddress! + count) }
+            if tag != .null { pendingEnd = count }
         }
 
         /// A number's field: its tag and 8 bytes.
         @inline(__always)
         private mutating func add(_ tag: FieldTag, bits: UInt64) {
-            var scratch: (UInt64, UInt64) = (0, 0)
-            crc = withUnsafeMutableBytes(of: &scratch) {
-                let base = $0.baseAddress.unsafelyUnwrapped
-                return ds_crc32c(crc, base, FieldWriter.write(tag, bits: bits, at: base))
-            }
-            end = crc
+            if count + FieldWriter.numberSize > Self.capacity { flush() }
+            count += withUnsafeMutableBytes(of: &pending) { FieldWriter.write(tag, bits: bits, at: $0.baseAddress! + count) }
+            pendingEnd = count
         }
 
-        /// The CRC after a text's or blob's tag and LEB128 length (written at `scratch`), then
-        /// its bytes.
-        private func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer, scratch: UnsafeMutableRawPointer) -> UInt32 {
-            SQLiteRowSum.crc(crc, scratch, FieldWriter.writeHeader(tag, count: bytes.count, at: scratch), then: bytes)
+        /// A text's, blob's or uuid's field: its tag and LEB128 length (none for a uuid), then its
+        /// bytes, copied in when they fit, else summed where they are.
+        @inline(__always)
+        private mutating func add(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer) {
+            if count + Self.headerSize > Self.capacity { flush() }
+            let (crc, at) = (self.crc, count)
+            let fits = at + Self.headerSize + bytes.count <= Self.capacity
+            let header = withUnsafeMutableBytes(of: &pending) { buffer in
+                let base = buffer.baseAddress!
+                let header = FieldWriter.writeHeader(tag, count: bytes.count, at: base + at)
+                if fits, let source = bytes.baseAddress, bytes.count > 0 {
+                    (base + at + header).copyMemory(from: source, byteCount: bytes.count)
+                }
+                return header
+            }
+            if fits {
+                count = at + header + bytes.count
+                pendingEnd = count
+            } else {
+                let after = withUnsafeBytes(of: &pending) { SQLiteRowSum.crc(crc, $0.baseAddress!, at + header, then: bytes) }
+                (self.crc, end, count, pendingEnd) = (after, after, 0, 0)
+            }
+        }
+
+        /// Sums ``pending``'s bytes, noting the CRC where the last field that is not null ends.
+        private mutating func flush() {
+            let (crc, written, count) = (self.crc, pendingEnd, self.count)
+            let (atEnd, all): (UInt32?, UInt32) = withUnsafeBytes(of: &pending) { buffer in
+                let base = buffer.baseAddress!
+                guard written > 0 else { return (nil, ds_crc32c(crc, base, count)) }
+                let atEnd = ds_crc32c(crc, base, written)
+                return (atEnd, ds_crc32c(atEnd, base + written, count - written))
+            }
+            if let atEnd { end = atEnd }
+            (self.crc, self.count, pendingEnd) = (all, 0, 0)
         }
     }
 

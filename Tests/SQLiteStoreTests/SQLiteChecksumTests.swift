@@ -317,3 +317,43 @@ private func setEntry(_ path: String, _ sequence: UInt64, _ bytes: [UInt8]) thro
         try execute(path, "UPDATE Mixed SET _ds_sum = NULL WHERE id = \(mask)")
     }
 }
+
+/// The sum an insert takes value by value (``SQLiteRowSum/Running``: short fields buffered and
+/// summed in one call, a field that does not fit summed where it is) equals the sum of the same
+/// values as a record (``SQLiteRowSum/sum(_:)``), on rows of every kind of value, nulls among and
+/// after them, and texts and blobs of lengths around the buffer's size and past it.
+@Test func aRunningRowSumEqualsTheRecordsSumAcrossItsBuffer() {
+    var rng = SystemRandomNumberGenerator()
+    let lengths = [0, 1, 7, 8, 9, 63, 64, 100, 116, 117, 118, 127, 128, 129, 200, 300, 1_000]
+    func value() -> Value {
+        switch Int.random(in: 0..<9, using: &rng) {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &rng))
+        case 2: return .int(Int64.random(in: .min ... .max, using: &rng))
+        case 3: return .double(Double.random(in: -1e9...1e9, using: &rng))
+        case 4: return .date(Timestamp(microsecondsSinceEpoch: Int64.random(in: .min ... .max, using: &rng)))
+        case 5: return .uuid(UUID())
+        case 6: return .string(String(repeating: "é", count: lengths.randomElement(using: &rng)! / 2))
+        default: return .bytes((0..<lengths.randomElement(using: &rng)!).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        }
+    }
+    for round in 0..<2_000 {
+        var values = (0..<Int.random(in: 0...14, using: &rng)).map { _ in value() }
+        if round % 5 == 0 { values += [.null, .null] }
+        var running = SQLiteRowSum.Running()
+        for value in values { running.add(value) }
+        #expect(running.value == SQLiteRowSum.sum(RecordValues(values)), "\(values)")
+        // The typed forms an insert of a model uses.
+        var typed = SQLiteRowSum.Running()
+        for value in values {
+            switch value {
+            case .int(let i): typed.add(int: i)
+            case .double(let d): typed.add(double: d)
+            case .string(var s): s.withUTF8 { typed.add(text: UnsafeRawBufferPointer($0)) }
+            case .bytes(let b): b.withUnsafeBytes { typed.add(bytes: $0) }
+            default: typed.add(value)
+            }
+        }
+        #expect(typed.value == running.value)
+    }
+}
