@@ -44,6 +44,36 @@ uint32_t ds_crc32c_table(uint32_t crc, const void *bytes, size_t n) {
     return ~crc;
 }
 
+// A field's bytes before its payload: the tag, and for form 1 the 8 bytes of `bits`, for form 2
+// `bits` in LEB128. Returns how many were written at `out` (at most 11).
+static size_t ds_field_head(const ds_crc32c_field *f, unsigned char *out) {
+    size_t n = 0;
+    out[n++] = (unsigned char)f->tag;
+    if (f->form == 1) {
+        uint64_t bits = f->bits;
+        for (int i = 0; i < 8; i++, bits >>= 8) out[n++] = (unsigned char)bits;
+    } else if (f->form == 2) {
+        uint64_t v = f->bits;
+        do {
+            unsigned char low = v & 0x7F;
+            v >>= 7;
+            out[n++] = v ? low | 0x80 : low;
+        } while (v);
+    }
+    return n;
+}
+
+uint32_t ds_crc32c_fields_table(uint32_t crc, const ds_crc32c_field *fields, size_t count) {
+    unsigned char head[11];
+    for (size_t i = 0; i < count; i++) {
+        const ds_crc32c_field *f = &fields[i];
+        crc = ds_crc32c_table(crc, head, ds_field_head(f, head));
+        if (f->form == 2 && f->bits > 0) crc = ds_crc32c_table(crc, f->bytes, f->bits);
+        if (f->form == 3) crc = ds_crc32c_table(crc, f->bytes, 16);
+    }
+    return crc;
+}
+
 #if defined(__x86_64__) && defined(__ELF__)
 // SSE 4.2's crc32: eight bytes per instruction, two words per step while there are. Of 8 bytes or
 // more, the last 1 to 7 take one more instruction without a branch on their count: the 8 bytes
@@ -94,6 +124,46 @@ __attribute__((target("sse4.2"))) static uint32_t ds_crc32c_sse42(uint32_t crc, 
     return ~c32;
 }
 
+// The fields' heads from registers (a tag's byte, a number's 8 bytes, a length's LEB128 bytes),
+// their payloads where they are.
+__attribute__((target("sse4.2"))) static uint32_t ds_crc32c_fields_sse42(uint32_t crc, const ds_crc32c_field *fields,
+                                                                         size_t count) {
+    uint32_t c = ~crc;
+    for (size_t i = 0; i < count; i++) {
+        const ds_crc32c_field *f = &fields[i];
+        c = __builtin_ia32_crc32qi(c, (unsigned char)f->tag);
+        switch (f->form) {
+        case 1:
+            c = (uint32_t)__builtin_ia32_crc32di(c, f->bits);
+            break;
+        case 2: {
+            uint64_t v = f->bits;
+            do {
+                unsigned char low = v & 0x7F;
+                v >>= 7;
+                c = __builtin_ia32_crc32qi(c, v ? low | 0x80 : low);
+            } while (v);
+            if (f->bits > 0) c = ~ds_crc32c_sse42(~c, f->bytes, f->bits);
+            break;
+        }
+        case 3:
+            c = ~ds_crc32c_sse42(~c, f->bytes, 16);
+            break;
+        default:
+            break;
+        }
+    }
+    return ~c;
+}
+
+static uint32_t (*ds_crc32c_fields_resolve(void))(uint32_t, const ds_crc32c_field *, size_t) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2") ? ds_crc32c_fields_sse42 : ds_crc32c_fields_table;
+}
+
+uint32_t ds_crc32c_fields(uint32_t crc, const ds_crc32c_field *fields, size_t count)
+    __attribute__((ifunc("ds_crc32c_fields_resolve")));
+
 // Chosen once, when the program is loaded (an ELF indirect function): each call goes straight
 // to the CPU's instruction or to the tables, with no flag to test.
 static uint32_t (*ds_crc32c_resolve(void))(uint32_t, const void *, size_t) {
@@ -106,6 +176,10 @@ uint32_t ds_crc32c(uint32_t crc, const void *bytes, size_t count) __attribute__(
 int ds_crc32c_is_hardware(void) { return ds_crc32c_resolve() == ds_crc32c_sse42; }
 #else
 uint32_t ds_crc32c(uint32_t crc, const void *bytes, size_t count) { return ds_crc32c_table(crc, bytes, count); }
+
+uint32_t ds_crc32c_fields(uint32_t crc, const ds_crc32c_field *fields, size_t count) {
+    return ds_crc32c_fields_table(crc, fields, count);
+}
 
 int ds_crc32c_is_hardware(void) { return 0; }
 #endif

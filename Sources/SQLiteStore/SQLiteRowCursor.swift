@@ -26,22 +26,16 @@ final class SQLiteRowCursor: RowCursor {
         kinds = plan.kinds
         sealed = plan.sealed
         fields = FieldTable(count: kinds.count)
-        pending = .allocate(byteCount: 11 * max(kinds.count, 1) + Self.copiedBytes, alignment: 8)
+        sums = .allocate(capacity: max(kinds.count, 1))
     }
 
-    /// The part of the current row's fields that ``check()`` has not yet summed: each field as a
-    /// compact record holds it (``FieldWriter``), a short text's or blob's bytes copied in, a
-    /// longer one's summed where SQLite keeps them. Room for every field's tag and number or
-    /// length (11 bytes at most) after ``copiedBytes``, so that it never grows.
-    private let pending: UnsafeMutableRawPointer
-    /// How many bytes ``pending`` holds at most after a short text or blob is copied into it
-    /// (summed with the fields around it in one call); after that, each field adds 11 at most.
-    static let copiedBytes = 256
-    /// The longest text or blob copied.
-    static let copiedField = 64
+    /// The current row's fields as the row's checksum reads them (``ds_crc32c_field``: each
+    /// field's tag and number, or where its bytes are in SQLite), one per column, summed in one
+    /// call after the last column is checked.
+    private let sums: UnsafeMutablePointer<ds_crc32c_field>
 
     deinit {
-        pending.deallocate()
+        sums.deallocate()
     }
 
     /// Whether every column of the statement's row reads as its kind says, with exactly the
@@ -49,30 +43,28 @@ final class SQLiteRowCursor: RowCursor {
     /// UTF-8 and a text's or blob's length within the limits, a uuid's 16 bytes); each column's
     /// field is noted in the table as it is checked, from the same `sqlite3_value_*` calls (one
     /// call for each of the column's type, number, pointer and length): what the visit checks
-    /// before it hands the row over; then the row's checksum, taken as the fields go (the CRC of
-    /// the fields written as a compact record holds them, up to the last that is not null).
+    /// before it hands the row over; then the row's checksum (the CRC of the fields as a compact
+    /// record holds them, up to the last that is not null), taken in one call over them.
     func check() -> Bool {
         let fields = self.fields
-        let pending = self.pending
+        let sums = self.sums
         let handle = self.handle
         return kinds.withUnsafeBufferPointer { kinds in
-            // The CRC of the fields before `pending`'s; how many bytes `pending` holds; where the
-            // last field in it that is not null ends (0: none, the sum is `summed`).
-            var summed: UInt32 = 0
-            var (at, end) = (0, 0)
+            // How many fields the sum takes: up to the last that is not null.
+            var summed = 0
             for i in 0..<kinds.count {
                 let kind = kinds[i]
                 guard let value = sqlite3_column_value(handle, Int32(truncatingIfNeeded: i)) else {
                     guard kind.optional else { return false }
                     fields[i] = .null
-                    at &+= FieldWriter.write(tag: .null, at: pending + at)
+                    sums[i] = Self.field(.null)
                     continue
                 }
                 let stored = sqlite3_value_type(value)
                 guard stored == kind.storage else {
                     guard stored == SQLITE_NULL, kind.optional else { return false }
                     fields[i] = .null
-                    at &+= FieldWriter.write(tag: .null, at: pending + at)
+                    sums[i] = Self.field(.null)
                     continue
                 }
                 switch kind.type {
@@ -80,18 +72,15 @@ final class SQLiteRowCursor: RowCursor {
                     let n = sqlite3_value_int64(value)
                     guard n == 0 || n == 1 else { return false }
                     fields[i] = RowField(.bool, bits: UInt64(n))
-                    at &+= FieldWriter.write(tag: n == 1 ? .trueValue : .falseValue, at: pending + at)
-                    end = at
+                    sums[i] = Self.field(n == 1 ? .trueValue : .falseValue)
                 case .int, .date:
                     let bits = UInt64(bitPattern: sqlite3_value_int64(value))
                     fields[i] = RowField(kind.type, bits: bits)
-                    at &+= FieldWriter.write(kind.type == .int ? .int : .date, bits: bits, at: pending + at)
-                    end = at
+                    sums[i] = Self.field(kind.type == .int ? .int : .date, form: 1, bits: bits)
                 case .double:
                     let bits = sqlite3_value_double(value).bitPattern
                     fields[i] = RowField(.double, bits: bits)
-                    at &+= FieldWriter.write(.double, bits: bits, at: pending + at)
-                    end = at
+                    sums[i] = Self.field(.double, form: 1, bits: bits)
                 case .string:
                     // The pointer first, then its length (SQLite's documented order).
                     guard let text = sqlite3_value_text(value) else { return false }
@@ -99,8 +88,7 @@ final class SQLiteRowCursor: RowCursor {
                     let bytes = UnsafeRawBufferPointer(start: count > 0 ? UnsafeRawPointer(text) : nil, count: count)
                     guard count == 0 || count <= kind.maxBytes && UTF8Text.isValid(bytes) else { return false }
                     fields[i] = RowField(.string, bytes: bytes)
-                    at &+= FieldWriter.writeHeader(.string, count: count, at: pending + at)
-                    (summed, at, end) = append(bytes, summed, at)
+                    sums[i] = Self.field(.string, form: 2, bits: UInt64(count), bytes: bytes.baseAddress)
                 case .bytes, .uuid:
                     let pointer = sqlite3_value_blob(value)
                     let count = Int(sqlite3_value_bytes(value))
@@ -111,28 +99,23 @@ final class SQLiteRowCursor: RowCursor {
                     }
                     let bytes = UnsafeRawBufferPointer(start: count > 0 ? pointer : nil, count: pointer == nil ? 0 : count)
                     fields[i] = RowField(kind.type, bytes: bytes)
-                    at &+= FieldWriter.writeHeader(kind.type == .uuid ? .uuid : .bytes, count: bytes.count, at: pending + at)
-                    (summed, at, end) = append(bytes, summed, at)
+                    sums[i] = kind.type == .uuid ? Self.field(.uuid, form: 3, bytes: bytes.baseAddress)
+                        : Self.field(.bytes, form: 2, bits: UInt64(bytes.count), bytes: bytes.baseAddress)
                 }
+                summed = i + 1
             }
             guard sealed else { return true }
-            let sum = end == 0 ? summed : ds_crc32c(summed, pending, end)
+            let sum = summed == 0 ? 0 : ds_crc32c_fields(0, sums, summed)
             return SQLiteStatement.sumMatches(handle, Int64(sum), column: Int32(truncatingIfNeeded: kinds.count))
         }
     }
 
-    /// A text's or blob's bytes after its header in ``pending``: copied there when short and
-    /// there is room (the row then takes one CRC call, not one per field and piece), else summed
-    /// with what `pending` holds and where they are. The sum so far, and `pending`'s new count
-    /// and end (``check()``).
+    /// A field for the checksum (``ds_crc32c_field``): its tag, and by `form` its number (1), its
+    /// length and bytes (2) or a uuid's 16 bytes (3).
     @inline(__always)
-    private func append(_ bytes: UnsafeRawBufferPointer, _ summed: UInt32, _ at: Int) -> (UInt32, Int, Int) {
-        let count = bytes.count
-        guard count <= Self.copiedField, at &+ count <= Self.copiedBytes else {
-            return (SQLiteRowSum.crc(summed, pending, at, then: bytes), 0, 0)
-        }
-        if let source = bytes.baseAddress, count > 0 { (pending + at).copyMemory(from: source, byteCount: count) }
-        return (summed, at &+ count, at &+ count)
+    private static func field(_ tag: FieldTag, form: UInt64 = 0, bits: UInt64 = 0,
+                              bytes: UnsafeRawPointer? = nil) -> ds_crc32c_field {
+        ds_crc32c_field(tag: UInt64(tag.rawValue), bits: bits, bytes: bytes, form: form)
     }
 
     func type(at slot: Int) -> ValueType { types[slot] }

@@ -190,6 +190,54 @@ private func offsets(of needles: [[UInt8]], in haystack: [UInt8]) throws -> [Int
     }
 }
 
+/// A row's fields summed from their descriptions (`ds_crc32c_fields`: tags and numbers from
+/// registers, bytes where they are), with and without the CPU's instruction, equal the CRC-32C
+/// of the same fields written as a compact record holds them (``FieldWriter``), on rows of every
+/// kind of field, lengths whose LEB128 takes one to three bytes included, continued from a sum.
+@Test func aRowsFieldsSumAsTheirCompactBytesDo() {
+    var rng = SystemRandomNumberGenerator()
+    let payload = (0..<20_000).map { _ in UInt8.random(in: 0...255, using: &rng) }
+    payload.withUnsafeBytes { raw in
+        for _ in 0..<2_000 {
+            var fields: [ds_crc32c_field] = []
+            var written: [UInt8] = []
+            for _ in 0..<Int.random(in: 0...12, using: &rng) {
+                let start = Int.random(in: 0..<raw.count - 16_400, using: &rng)
+                let tag: FieldTag
+                var (form, bits, count) = (UInt64(0), UInt64(0), 0)
+                switch Int.random(in: 0..<7, using: &rng) {
+                case 0: tag = .null
+                case 1: tag = Bool.random(using: &rng) ? .trueValue : .falseValue
+                case 2: (tag, form, bits) = (.int, 1, UInt64.random(in: .min ... .max, using: &rng))
+                case 3: (tag, form, bits) = (.double, 1, Double.random(in: -1e9...1e9, using: &rng).bitPattern)
+                case 4: (tag, form, count) = (.uuid, 3, 16)
+                default:
+                    tag = Bool.random(using: &rng) ? .string : .bytes
+                    form = 2
+                    count = [0, 1, 7, 8, 127, 128, 300, 16_383, 16_384].randomElement(using: &rng)!
+                    bits = UInt64(count)
+                }
+                let bytes = raw.baseAddress! + start
+                fields.append(ds_crc32c_field(tag: UInt64(tag.rawValue), bits: bits, bytes: count > 0 ? bytes : nil, form: form))
+                var field = [UInt8](repeating: 0, count: 11 + count)
+                let size = field.withUnsafeMutableBytes { out -> Int in
+                    let base = out.baseAddress!
+                    switch form {
+                    case 0: return FieldWriter.write(tag: tag, at: base)
+                    case 1: return FieldWriter.write(tag, bits: bits, at: base)
+                    default: return FieldWriter.write(tag, bytes: UnsafeRawBufferPointer(start: bytes, count: count), at: base)
+                    }
+                }
+                written += field[..<size]
+            }
+            let from = UInt32.random(in: 0 ... .max, using: &rng)
+            let expected = ds_crc32c_table(from, written, written.count)
+            #expect(ds_crc32c_fields(from, fields, fields.count) == expected, "\(fields.count) fields")
+            #expect(ds_crc32c_fields_table(from, fields, fields.count) == expected, "\(fields.count) fields, tables")
+        }
+    }
+}
+
 /// A damaged page size in the second meta page, which liblmdb would take from the newer meta and
 /// map the file with, is refused by the open's meta check as damage, naming both sizes (the
 /// damaged-store corpus found it failing later, growing the map to 0 bytes).
