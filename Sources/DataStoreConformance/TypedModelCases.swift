@@ -133,6 +133,17 @@ enum TypedModelCases {
         // on SQLite) holds for rows written either way.
         c.expectEqual(try store.read { try $0.fetch(FetchRequest("Blini")) }.count, 6)
         c.expectEqual(try store.read { try $0.get(Blini.self, key: .int(14)) }?.note?.utf8.count, 400)
+        // A model inserted through an accessor whose block returned, after inserts of the same
+        // model through it: refused, and nothing stored.
+        var kept: WriteAccessor?
+        try store.writeSync { w in
+            try w.insert(Blini(id: 15, name: "in time", weight: 15))
+            kept = w
+        }
+        c.expectError(.accessorExpired, "for an insert after the block") {
+            try kept?.insert(Blini(id: 16, name: "late", weight: 16))
+        }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Blini")) }, 7)
     }
 
     static func derivedSchemaMatchesTheCodableType(_ c: ConformanceContext) throws {

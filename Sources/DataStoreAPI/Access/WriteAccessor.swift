@@ -9,6 +9,9 @@ public final class WriteAccessor: ReadAccessor {
     /// whether they were equal: a loop of inserts of one model compares them once. Both held, so
     /// that the identities stay theirs; the accessor is used by one thread at a time.
     var lastLayoutMatch: (model: StoredModelLayout, entity: RecordLayout, equal: Bool)?
+    /// The model type whose values ``insert(_:)`` last handed over one at a time (its layout
+    /// its entity's), and that entity.
+    var lastStoredModel: (type: ObjectIdentifier, entity: EntitySchema)?
 
     init(writer: any StorageWriter, catalog: Catalog) {
         self.writer = writer

@@ -134,9 +134,16 @@ extension WriteAccessor {
     /// `@StoredModel` writes) hands its values to a backend that takes them one at a time
     /// (SQLite) without a record; every check and error is the record's.
     public func insert<T: RowCodable>(_ object: T) throws {
-        if let layout = T.storedModelLayout {
+        // A loop of inserts of one model: its type, found with its entity and a matching layout
+        // by the insert before, is all that is compared.
+        if let last = lastStoredModel, last.type == ObjectIdentifier(T.self), isValid {
+            if try writer.insertFields(object, in: last.entity) != nil { return }
+        } else if let layout = T.storedModelLayout {
             let entity = try entity(T.entityName)
-            if matches(layout, entity.layout), try writer.insertFields(object, in: entity) != nil { return }
+            if matches(layout, entity.layout) {
+                lastStoredModel = (ObjectIdentifier(T.self), entity)
+                if try writer.insertFields(object, in: entity) != nil { return }
+            }
         }
         try insert(object.record(), into: T.entityName)
     }
