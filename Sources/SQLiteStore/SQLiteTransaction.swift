@@ -304,6 +304,37 @@ final class SQLiteTransaction: StorageWriter {
         init(_ entity: EntitySchema, _ texts: SQLiteEntitySQL, _ statement: SQLiteStatement) {
             (self.entity, self.texts, self.statement) = (entity, texts, statement)
         }
+
+        /// Binds the model's values and the row's sum, and steps (the statement reset after): the
+        /// key's value, or `nil` (nothing left bound) when a value did not fit as it is.
+        func insert<T: RowCodable>(_ object: T) throws -> Value? {
+            guard let key = try texts.row.kinds.withUnsafeBufferPointer({ try bind(object, kinds: $0) }) else {
+                return nil
+            }
+            defer { sqlite3_reset(statement.handle) }
+            _ = try statement.step()
+            return key
+        }
+
+        private func bind<T: RowCodable>(_ object: T, kinds: UnsafeBufferPointer<SQLiteColumnKind>) throws -> Value? {
+            var binder = SQLiteFieldBinder(statement: statement, kinds: kinds, keySlot: texts.keySlot, summed: texts.sealed)
+            let replaced = statement.beginFields()
+            do {
+                try object.writeStoredFields(to: &binder)
+                // The key attribute's type is an int, string or uuid (the schema's rule), so a
+                // value bound for it is a key.
+                guard binder.complete else {
+                    statement.endFields(replaced, complete: false)
+                    return nil
+                }
+                if texts.sealed { try statement.bindFieldInt(binder.sum.value, at: Int32(binder.position + 1)) }
+                statement.endFields(replaced, complete: true)
+                return binder.key
+            } catch {
+                statement.endFields(replaced, complete: false)
+                throw error
+            }
+        }
     }
 
     private func writeStatement(_ sql: String, of entity: EntitySchema, inserting: Bool) throws -> SQLiteStatement {
@@ -342,49 +373,14 @@ final class SQLiteTransaction: StorageWriter {
             plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
             lastInsert = statements[entity.name] == nil ? nil : plan
         }
-        let (texts, statement) = (plan.texts, plan.statement)
-        guard let key = try bindFields(of: object, to: statement, texts) else { return nil }
+        // The plan binds and steps (its statement and SQL used where they are: copied out of it,
+        // each was retained and released per insert).
         do {
-            _ = try statement.step()
-            sqlite3_reset(statement.handle)
-        } catch where error.code == .uniqueViolation {
-            sqlite3_reset(statement.handle)
-            throw try constraintError(error, entity.normalize(object.record()), key: PrimaryKey(key), in: entity,
+            return try plan.insert(object)
+        } catch let error as StoreError where error.code == .uniqueViolation {
+            let record = try entity.normalize(object.record())
+            throw try constraintError(error, record, key: PrimaryKey(entity.primaryKeyValue(of: record)), in: entity,
                                       inserting: true)
-        } catch {
-            sqlite3_reset(statement.handle)
-            throw error
-        }
-        return key
-    }
-
-    /// Binds the model's values and the row's sum to the insert; its key's value, or `nil`
-    /// (nothing left bound) when a value did not fit as it is.
-    private func bindFields<T: RowCodable>(of object: T, to statement: SQLiteStatement,
-                                           _ texts: SQLiteEntitySQL) throws -> Value? {
-        try texts.row.kinds.withUnsafeBufferPointer { kinds in
-            try bindFields(of: object, to: statement, texts, kinds: kinds)
-        }
-    }
-
-    private func bindFields<T: RowCodable>(of object: T, to statement: SQLiteStatement, _ texts: SQLiteEntitySQL,
-                                           kinds: UnsafeBufferPointer<SQLiteColumnKind>) throws -> Value? {
-        var binder = SQLiteFieldBinder(statement: statement, kinds: kinds, keySlot: texts.keySlot, summed: texts.sealed)
-        let replaced = statement.beginFields()
-        do {
-            try object.writeStoredFields(to: &binder)
-            // The key attribute's type is an int, string or uuid (the schema's rule), so a
-            // value bound for it is a key.
-            guard binder.complete else {
-                statement.endFields(replaced, complete: false)
-                return nil
-            }
-            if texts.sealed { try statement.bindFieldInt(binder.sum.value, at: Int32(binder.position + 1)) }
-            statement.endFields(replaced, complete: true)
-            return binder.key
-        } catch {
-            statement.endFields(replaced, complete: false)
-            throw error
         }
     }
 
