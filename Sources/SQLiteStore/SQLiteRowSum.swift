@@ -42,10 +42,13 @@ enum SQLiteRowSum {
         /// The most a field's part before its bytes takes (a tag and a LEB128 length).
         private static let headerSize = 11
 
+        /// The sum of the fields added (mutating: read where the fields are, not from a copy).
         var value: Int64 {
-            guard pendingEnd > 0 else { return Int64(end) }
-            let (crc, written) = (self.crc, pendingEnd)
-            return Int64(withUnsafeBytes(of: pending) { ds_crc32c(crc, $0.baseAddress, written) })
+            mutating get {
+                guard pendingEnd > 0 else { return Int64(end) }
+                let (crc, written) = (self.crc, pendingEnd)
+                return Int64(withUnsafeMutableBytes(of: &pending) { ds_crc32c(crc, $0.baseAddress, written) })
+            }
         }
 
         mutating func add(_ value: Value) {

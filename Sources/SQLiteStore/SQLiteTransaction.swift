@@ -498,7 +498,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
     /// The primary key's value, once bound.
     private(set) var key = Value.null
     /// The row's checksum, when ``summed``.
-    private(set) var sum = SQLiteRowSum.Running()
+    var sum = SQLiteRowSum.Running()
 
     init(statement: SQLiteStatement, kinds: UnsafeBufferPointer<SQLiteColumnKind>, keySlot: Int, summed: Bool) {
         self.statement = statement
