@@ -497,7 +497,8 @@ struct SQLiteFieldBinder: StoredFieldSink {
     private var fits = true
     /// The primary key's value, once bound.
     private(set) var key = Value.null
-    /// The row's checksum, when ``summed``.
+    /// The row's checksum, when ``summed`` (settable: its value is read with a mutating getter,
+    /// from its buffer rather than a copy).
     var sum = SQLiteRowSum.Running()
 
     init(statement: SQLiteStatement, kinds: UnsafeBufferPointer<SQLiteColumnKind>, keySlot: Int, summed: Bool) {

@@ -125,7 +125,7 @@ public class ReadAccessor {
                 lent.access.startRow()
                 try body(lent)
             case .none:
-                break
+                break  // Unreachable: the row is made above for the first cursor.
             }
             return true
         }
