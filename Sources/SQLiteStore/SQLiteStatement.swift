@@ -27,6 +27,9 @@ final class SQLiteStatement {
         self.sql = sql
     }
 
+    /// Whether the statement was stepped and not reset since.
+    var isBusy: Bool { sqlite3_stmt_busy(handle) != 0 }
+
     deinit {
         sqlite3_finalize(handle)
         parameterBytes.deallocate()
@@ -41,8 +44,7 @@ final class SQLiteStatement {
     /// last one when the statement is finalized. Values longer than ``maxParameterBytes`` are
     /// copied by SQLite as before, so that a statement never keeps a large value's memory.
     private var parameterBytes = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-    private var parameterBytesUsed = 0
-    private static let maxParameterBytes = 1024
+    static let maxParameterBytes = 1024
     private static let maxParameterBuffer = 16 * 1024
 
     /// Binds values to parameters 1...n, after resetting the statement; then `sum`, when given,
@@ -55,9 +57,10 @@ final class SQLiteStatement {
         if Int(sqlite3_bind_parameter_count(handle)) != count { sqlite3_clear_bindings(handle) }
         let replaced = reserveParameterBytes(values.reduce(0) { $0 + Self.inPlaceCount($1) })
         defer { replaced.deallocate() }
+        var parameters = SQLiteParameters(handle, parameterBytes)
         do {
-            for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
-            if let sum { try bind(.int(sum), at: Int32(count)) }
+            for (i, value) in values.enumerated() { try check(parameters.bind(value, at: Int32(i + 1)), Int32(i + 1)) }
+            if let sum { try check(parameters.bindInt(sum, at: Int32(count)), Int32(count)) }
         } catch {
             // Parameters not bound again may still point into the replaced buffer.
             sqlite3_clear_bindings(handle)
@@ -65,68 +68,37 @@ final class SQLiteStatement {
         }
     }
 
-    /// Starts binding a row's values one at a time (``bindField(_:at:)``, every parameter in
-    /// turn), after resetting the statement if it is running, with as much of the parameter
-    /// buffer as the last such row used. Returns the buffer replaced, for
-    /// ``endFields(_:complete:)``.
-    func beginFields() -> UnsafeMutableRawBufferPointer {
+    /// Starts binding a row's values one at a time, every parameter in turn, after resetting the
+    /// statement if it is running: the parameters, over as much of the buffer as the last such
+    /// row used, and the buffer replaced, for ``endFields(_:_:complete:)``.
+    func beginFields() -> (SQLiteParameters, replaced: UnsafeMutableRawBufferPointer) {
         if sqlite3_stmt_busy(handle) != 0 { sqlite3_reset(handle) }
-        fieldBytesWanted = 0
-        return reserveParameterBytes(fieldBytes)
-    }
-
-    /// Binds the value of parameter `index` of a row begun with ``beginFields()``.
-    func bindField(_ value: Value, at index: Int32) throws(StoreError) {
-        let inPlace = Self.inPlaceCount(value)
-        fieldBytesWanted += inPlace
-        try bind(value, at: index)
-    }
-
-    // A row's values bound without a ``Value`` around them, as ``bindField(_:at:)`` binds
-    // ``Value/bytes(_:)``, ``Value/int(_:)``, ``Value/double(_:)`` and ``Value/string(_:)``.
-
-    func bindFieldBytes(_ bytes: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
-        if bytes.count <= Self.maxParameterBytes { fieldBytesWanted += bytes.count }
-        try check(bindBlob(index, bytes), index)
-    }
-
-    func bindFieldText(_ utf8: UnsafeRawBufferPointer, at index: Int32) throws(StoreError) {
-        if utf8.count <= Self.maxParameterBytes { fieldBytesWanted += utf8.count }
-        try check(bindText(index, utf8), index)
+        let replaced = reserveParameterBytes(fieldBytes)
+        return (SQLiteParameters(handle, parameterBytes), replaced)
     }
 
     @inline(__always)
-    func bindFieldInt(_ value: Int64, at index: Int32) throws(StoreError) {
-        try check(sqlite3_bind_int64(handle, index, value), index)
-    }
-
-    @inline(__always)
-    func bindFieldDouble(_ value: Double, at index: Int32) throws(StoreError) {
-        try check(sqlite3_bind_double(handle, index, value), index)
-    }
-
-    @inline(__always)
-    private func check(_ rc: Int32, _ index: Int32) throws(StoreError) {
+    func check(_ rc: Int32, _ index: Int32) throws(StoreError) {
         guard rc == SQLITE_OK else { throw bindError(rc, index) }
     }
 
+    /// The error of a parameter SQLite did not take (`rc`, its result code).
     @inline(never)
-    private func bindError(_ rc: Int32, _ index: Int32) -> StoreError {
+    func bindError(_ rc: Int32, _ index: Int32) -> StoreError {
         connection.error(rc, "cannot bind parameter \(index) of \(sql)")
     }
 
     /// Ends a row begun with ``beginFields()``: `complete` when every parameter was bound,
     /// else the parameters are cleared (some may point into the replaced buffer). Frees the
     /// buffer replaced, and notes how much the row wanted for the next.
-    func endFields(_ replaced: UnsafeMutableRawBufferPointer, complete: Bool) {
+    func endFields(_ parameters: SQLiteParameters, _ replaced: UnsafeMutableRawBufferPointer, complete: Bool) {
         if !complete { sqlite3_clear_bindings(handle) }
         replaced.deallocate()
-        fieldBytes = min(max(fieldBytes, fieldBytesWanted), Self.maxParameterBuffer)
+        fieldBytes = min(max(fieldBytes, parameters.wanted), Self.maxParameterBuffer)
     }
 
     /// The parameter bytes rows bound one value at a time want (the most any took so far).
     private var fieldBytes = 256
-    private var fieldBytesWanted = 0
 
     /// Binds the one parameter of a statement that has one (a point get's key), without an
     /// array around it.
@@ -135,8 +107,9 @@ final class SQLiteStatement {
         if sqlite3_bind_parameter_count(handle) != 1 { sqlite3_clear_bindings(handle) }
         let replaced = reserveParameterBytes(Self.inPlaceCount(value))
         defer { replaced.deallocate() }
+        var parameters = SQLiteParameters(handle, parameterBytes)
         do {
-            try bind(value, at: 1)
+            try check(parameters.bind(value, at: 1), 1)
         } catch {
             sqlite3_clear_bindings(handle)
             throw error
@@ -159,46 +132,11 @@ final class SQLiteStatement {
     /// - Returns: the buffer replaced, which the caller frees once every parameter is bound
     ///   again (an empty one when none was).
     private func reserveParameterBytes(_ count: Int) -> UnsafeMutableRawBufferPointer {
-        parameterBytesUsed = 0
         let wanted = min(count, Self.maxParameterBuffer)
         guard wanted > parameterBytes.count else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
         let replaced = parameterBytes
         parameterBytes = .allocate(byteCount: max(wanted, 2 * parameterBytes.count, 256), alignment: 8)
         return replaced
-    }
-
-    /// Copies `bytes` into the parameter buffer, or returns `nil` when they do not fit there.
-    private func parameterCopy(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
-        guard bytes.count <= Self.maxParameterBytes, bytes.count <= parameterBytes.count - parameterBytesUsed,
-              let base = parameterBytes.baseAddress, let source = bytes.baseAddress else { return nil }
-        let target = base + parameterBytesUsed
-        target.copyMemory(from: source, byteCount: bytes.count)
-        parameterBytesUsed += bytes.count
-        return UnsafeRawPointer(target)
-    }
-
-    private func bind(_ value: Value, at index: Int32) throws(StoreError) {
-        let rc: Int32
-        switch value {
-        case .null: rc = sqlite3_bind_null(handle, index)
-        case .bool(let b): rc = sqlite3_bind_int64(handle, index, b ? 1 : 0)
-        case .int(let n): rc = sqlite3_bind_int64(handle, index, n)
-        case .double(let d): rc = sqlite3_bind_double(handle, index, d)
-        case .date(let t): rc = sqlite3_bind_int64(handle, index, t.microsecondsSinceEpoch)
-        case .string(var s): rc = s.withUTF8 { bindText(index, UnsafeRawBufferPointer($0)) }
-        case .bytes(let b): rc = b.withUnsafeBytes { bindBlob(index, $0) }
-        case .uuid(let u): rc = withUnsafeBytes(of: u.uuid) { bindBlob(index, $0) }
-        }
-        try check(rc, index)
-    }
-
-    private func bindText(_ index: Int32, _ utf8: UnsafeRawBufferPointer) -> Int32 {
-        if utf8.isEmpty { return sqlite3_bind_text(handle, index, "", 0, sqliteStatic) }
-        if let kept = parameterCopy(utf8) {
-            return sqlite3_bind_text(handle, index, kept.assumingMemoryBound(to: CChar.self), Int32(utf8.count), sqliteStatic)
-        }
-        return sqlite3_bind_text(handle, index, utf8.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(utf8.count),
-                                 sqliteTransient)
     }
 
     /// Binds raw bytes as a TEXT value (used for the upper bound of a prefix range, which need
@@ -209,13 +147,6 @@ final class SQLiteStatement {
                               Int32(raw.count), sqliteTransient)
         }
         guard rc == SQLITE_OK else { throw connection.error(rc, "cannot bind parameter \(index) of \(sql)") }
-    }
-
-    private func bindBlob(_ index: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
-        // An empty blob bound from a pointer would be NULL; zeroblob(0) is an empty, non-null blob.
-        if bytes.isEmpty { return sqlite3_bind_zeroblob(handle, index, 0) }
-        if let kept = parameterCopy(bytes) { return sqlite3_bind_blob(handle, index, kept, Int32(bytes.count), sqliteStatic) }
-        return sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
     }
 
     static let typeNames = [SQLITE_INTEGER: "INTEGER", SQLITE_FLOAT: "REAL", SQLITE_TEXT: "TEXT",
@@ -244,9 +175,10 @@ final class SQLiteStatement {
         if sqlite3_bind_parameter_count(handle) != 2 { sqlite3_clear_bindings(handle) }
         let replaced = reserveParameterBytes(blob.count <= Self.maxParameterBytes ? blob.count : 0)
         defer { replaced.deallocate() }
+        var parameters = SQLiteParameters(handle, parameterBytes)
         do {
-            try check(sqlite3_bind_int64(handle, 1, number), 1)
-            try check(bindBlob(2, blob), 2)
+            try check(parameters.bindInt(number, at: 1), 1)
+            try check(parameters.bindBlob(blob, at: 2), 2)
         } catch {
             sqlite3_clear_bindings(handle)
             throw error
@@ -525,4 +457,69 @@ struct ColumnReadFailure: Error {
     var outOfMemory = false
 
     static let outOfMemory = ColumnReadFailure(detail: "could not be read: SQLite is out of memory", outOfMemory: true)
+}
+
+/// One row's parameters bound into a statement's buffer (``SQLiteStatement``'s
+/// `parameterBytes`): short texts and blobs are copied there and bound with `SQLITE_STATIC`,
+/// longer ones bound with `SQLITE_TRANSIENT` (SQLite copies them). A value, not a reference to
+/// the statement, so that binding a row retains nothing; each method returns SQLite's result
+/// code, which the statement turns into its error (``SQLiteStatement/check(_:_:)``).
+struct SQLiteParameters {
+    let handle: OpaquePointer
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var used = 0
+    /// The bytes the row's short texts and blobs wanted in the buffer, whether or not they fit.
+    private(set) var wanted = 0
+
+    init(_ handle: OpaquePointer, _ buffer: UnsafeMutableRawBufferPointer) {
+        (self.handle, self.buffer) = (handle, buffer)
+    }
+
+    mutating func bind(_ value: Value, at index: Int32) -> Int32 {
+        switch value {
+        case .null: return sqlite3_bind_null(handle, index)
+        case .bool(let b): return sqlite3_bind_int64(handle, index, b ? 1 : 0)
+        case .int(let n): return sqlite3_bind_int64(handle, index, n)
+        case .double(let d): return sqlite3_bind_double(handle, index, d)
+        case .date(let t): return sqlite3_bind_int64(handle, index, t.microsecondsSinceEpoch)
+        case .string(var s): return s.withUTF8 { bindText(UnsafeRawBufferPointer($0), at: index) }
+        case .bytes(let b): return b.withUnsafeBytes { bindBlob($0, at: index) }
+        case .uuid(let u): return withUnsafeBytes(of: u.uuid) { bindBlob($0, at: index) }
+        }
+    }
+
+    @inline(__always)
+    func bindInt(_ value: Int64, at index: Int32) -> Int32 { sqlite3_bind_int64(handle, index, value) }
+
+    @inline(__always)
+    func bindDouble(_ value: Double, at index: Int32) -> Int32 { sqlite3_bind_double(handle, index, value) }
+
+    mutating func bindText(_ utf8: UnsafeRawBufferPointer, at index: Int32) -> Int32 {
+        if utf8.isEmpty { return sqlite3_bind_text(handle, index, "", 0, sqliteStatic) }
+        if let kept = copy(utf8) {
+            return sqlite3_bind_text(handle, index, kept.assumingMemoryBound(to: CChar.self), Int32(utf8.count), sqliteStatic)
+        }
+        return sqlite3_bind_text(handle, index, utf8.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(utf8.count),
+                                 sqliteTransient)
+    }
+
+    mutating func bindBlob(_ bytes: UnsafeRawBufferPointer, at index: Int32) -> Int32 {
+        // An empty blob bound from a pointer would be NULL; zeroblob(0) is an empty, non-null blob.
+        if bytes.isEmpty { return sqlite3_bind_zeroblob(handle, index, 0) }
+        if let kept = copy(bytes) { return sqlite3_bind_blob(handle, index, kept, Int32(bytes.count), sqliteStatic) }
+        return sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
+    }
+
+    /// Copies `bytes` into the buffer, or returns `nil` when they do not fit there.
+    private mutating func copy(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        guard bytes.count <= SQLiteStatement.maxParameterBytes else { return nil }
+        wanted += bytes.count
+        guard bytes.count <= buffer.count - used, let base = buffer.baseAddress, let source = bytes.baseAddress else {
+            return nil
+        }
+        let target = base + used
+        target.copyMemory(from: source, byteCount: bytes.count)
+        used += bytes.count
+        return UnsafeRawPointer(target)
+    }
 }

@@ -292,46 +292,63 @@ final class SQLiteTransaction: StorageWriter {
     private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
 
     /// The entity a model was inserted into last (``insertFields(_:in:)``), its SQL and its
-    /// insert statement: a loop of inserts finds both by the entity's identity (one object, one
-    /// retain per insert).
-    private var lastInsert: InsertPlan?
+    /// insert statement: a loop of inserts finds both by the entity's identity (one object, not
+    /// retained per insert: ``lastInsertReference``).
+    private var lastInsert: InsertPlan? {
+        didSet { lastInsertReference = lastInsert.map { Unmanaged.passUnretained($0) } }
+    }
+    /// ``lastInsert``, unretained.
+    @exclusivity(unchecked) private var lastInsertReference: Unmanaged<InsertPlan>?
 
     private final class InsertPlan {
         let entity: EntitySchema
-        let texts: SQLiteEntitySQL
         let statement: SQLiteStatement
+        /// The entity's column kinds (``SQLiteRowPlan/kinds``), kept by the plan so that an insert
+        /// reads them without retaining an array.
+        private let kinds: UnsafeMutableBufferPointer<SQLiteColumnKind>
+        private let keySlot: Int
+        private let sealed: Bool
 
         init(_ entity: EntitySchema, _ texts: SQLiteEntitySQL, _ statement: SQLiteStatement) {
-            (self.entity, self.texts, self.statement) = (entity, texts, statement)
+            (self.entity, self.statement, keySlot, sealed) = (entity, statement, texts.keySlot, texts.sealed)
+            kinds = .allocate(capacity: texts.row.kinds.count)
+            _ = kinds.initialize(from: texts.row.kinds)
+        }
+
+        deinit {
+            kinds.deinitialize()
+            kinds.deallocate()
         }
 
         /// Binds the model's values and the row's sum, and steps (the statement reset after): the
         /// key's value, or `nil` (nothing left bound) when a value did not fit as it is.
         func insert<T: RowCodable>(_ object: T) throws -> Value? {
-            guard let key = try texts.row.kinds.withUnsafeBufferPointer({ try bind(object, kinds: $0) }) else {
-                return nil
-            }
+            guard let key = try bind(object) else { return nil }
             defer { sqlite3_reset(statement.handle) }
             _ = try statement.step()
             return key
         }
 
-        private func bind<T: RowCodable>(_ object: T, kinds: UnsafeBufferPointer<SQLiteColumnKind>) throws -> Value? {
-            var binder = SQLiteFieldBinder(statement: statement, kinds: kinds, keySlot: texts.keySlot, summed: texts.sealed)
-            let replaced = statement.beginFields()
+        private func bind<T: RowCodable>(_ object: T) throws -> Value? {
+            let (parameters, replaced) = statement.beginFields()
+            var binder = SQLiteFieldBinder(parameters, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
             do {
                 try object.writeStoredFields(to: &binder)
+                if let refused = binder.refused { throw statement.bindError(refused.rc, refused.index) }
                 // The key attribute's type is an int, string or uuid (the schema's rule), so a
                 // value bound for it is a key.
                 guard binder.complete else {
-                    statement.endFields(replaced, complete: false)
+                    statement.endFields(binder.parameters, replaced, complete: false)
                     return nil
                 }
-                if texts.sealed { try statement.bindFieldInt(binder.sum.value, at: Int32(binder.position + 1)) }
-                statement.endFields(replaced, complete: true)
+                if sealed {
+                    let index = Int32(binder.position + 1)
+                    try statement.check(binder.parameters.bindInt(binder.sum.value, at: index), index)
+                }
+                statement.endFields(binder.parameters, replaced, complete: true)
                 return binder.key
             } catch {
-                statement.endFields(replaced, complete: false)
+                statement.endFields(binder.parameters, replaced, complete: false)
                 throw error
             }
         }
@@ -365,17 +382,17 @@ final class SQLiteTransaction: StorageWriter {
     /// record, no array of values. A value that must be converted or refused leaves the insert
     /// to the model's record.
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
-        let plan: InsertPlan
-        if let last = lastInsert, last.entity.isSameDefinition(as: entity), sqlite3_stmt_busy(last.statement.handle) == 0 {
-            plan = last
-        } else {
-            let texts = sql(entity)
-            plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
-            lastInsert = statements[entity.name] == nil ? nil : plan
-        }
         // The plan binds and steps (its statement and SQL used where they are: copied out of it,
-        // each was retained and released per insert).
+        // each was retained and released per insert). The last plan is used through an unretained
+        // reference (``lastInsert`` keeps it): reading the property retained it per insert.
         do {
+            if let last = lastInsertReference,
+               last._withUnsafeGuaranteedRef({ $0.entity.isSameDefinition(as: entity) && !$0.statement.isBusy }) {
+                return try last._withUnsafeGuaranteedRef { try $0.insert(object) }
+            }
+            let texts = sql(entity)
+            let plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
+            lastInsert = statements[entity.name] == nil ? nil : plan
             return try plan.insert(object)
         } catch let error as StoreError where error.code == .uniqueViolation {
             let record = try entity.normalize(object.record())
@@ -486,7 +503,9 @@ extension SQLiteTransaction: ChangeLogWriting {
 /// a text key within the key's); the first that is not stops the binding, and the insert goes
 /// the record's way, which converts it or names it.
 struct SQLiteFieldBinder: StoredFieldSink {
-    let statement: SQLiteStatement
+    /// The statement's parameters (no reference to the statement: binding a row retains
+    /// nothing).
+    private(set) var parameters: SQLiteParameters
     /// The entity's kinds (not retained per insert: the binder lives inside the call of
     /// ``SQLiteTransaction/insertFields(_:in:)`` that holds them).
     let kinds: UnsafeBufferPointer<SQLiteColumnKind>
@@ -495,14 +514,17 @@ struct SQLiteFieldBinder: StoredFieldSink {
     /// How many values were bound.
     private(set) var position = 0
     private var fits = true
+    /// The first parameter SQLite did not take, with its result code: nothing more is bound,
+    /// and the insert throws the statement's error for it.
+    private(set) var refused: (rc: Int32, index: Int32)?
     /// The primary key's value, once bound.
     private(set) var key = Value.null
     /// The row's checksum, when ``summed`` (settable: its value is read with a mutating getter,
     /// from its buffer rather than a copy).
     var sum = SQLiteRowSum.Running()
 
-    init(statement: SQLiteStatement, kinds: UnsafeBufferPointer<SQLiteColumnKind>, keySlot: Int, summed: Bool) {
-        self.statement = statement
+    init(_ parameters: SQLiteParameters, kinds: UnsafeBufferPointer<SQLiteColumnKind>, keySlot: Int, summed: Bool) {
+        self.parameters = parameters
         self.kinds = kinds
         self.keySlot = keySlot
         self.summed = summed
@@ -518,7 +540,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
             fits = false
             return
         }
-        try statement.bindField(value, at: Int32(position + 1))
+        guard took(parameters.bind(value, at: Int32(position + 1)), Int32(position + 1)) else { return }
         if summed { sum.add(value) }
         if position == keySlot { key = value }
         position += 1
@@ -529,7 +551,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
 
     mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) throws {
         guard let index = next(.bytes, fitting: bytes.count <= Limits.maxValueBytes) else { return }
-        try statement.bindFieldBytes(bytes, at: index)
+        guard took(parameters.bindBlob(bytes, at: index), index) else { return }
         if summed { sum.add(bytes: bytes) }
         if position == keySlot { key = .bytes(Array(bytes)) }
         position += 1
@@ -537,7 +559,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
 
     mutating func appendInt(_ value: Int64) throws {
         guard let index = next(.int) else { return }
-        try statement.bindFieldInt(value, at: index)
+        guard took(parameters.bindInt(value, at: index), index) else { return }
         if summed { sum.add(int: value) }
         if position == keySlot { key = .int(value) }
         position += 1
@@ -545,7 +567,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
 
     mutating func appendDouble(_ value: Double) throws {
         guard let index = next(.double, fitting: !value.isNaN) else { return }
-        try statement.bindFieldDouble(value, at: index)
+        guard took(parameters.bindDouble(value, at: index), index) else { return }
         if summed { sum.add(double: value) }
         position += 1
     }
@@ -555,16 +577,28 @@ struct SQLiteFieldBinder: StoredFieldSink {
         guard let index = next(.string, fitting: count <= Limits.maxStringKeyBytes
                                || count <= Limits.maxValueBytes && position != keySlot) else { return }
         var text = value
-        try text.withUTF8 { utf8 in
-            try statement.bindFieldText(UnsafeRawBufferPointer(utf8), at: index)
+        let taken = text.withUTF8 { utf8 in
+            guard took(parameters.bindText(UnsafeRawBufferPointer(utf8), at: index), index) else { return false }
             if summed { sum.add(text: UnsafeRawBufferPointer(utf8)) }
+            return true
         }
+        guard taken else { return }
         if position == keySlot { key = .string(value) }
         position += 1
     }
 
     /// The parameter of the next attribute when it is of `type` and the value `fitting` it as
     /// it is; else `nil`, and nothing more is bound.
+    /// Whether SQLite took the parameter (`rc`); if not, notes it as ``refused``.
+    @inline(__always)
+    private mutating func took(_ rc: Int32, _ index: Int32) -> Bool {
+        guard rc == SQLITE_OK else {
+            (fits, refused) = (false, (rc, index))
+            return false
+        }
+        return true
+    }
+
     @inline(__always)
     private mutating func next(_ type: ValueType, fitting: Bool = true) -> Int32? {
         guard fits, fitting, position < kinds.count, kinds[position].type == type else {

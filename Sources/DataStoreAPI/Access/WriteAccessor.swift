@@ -11,7 +11,12 @@ public final class WriteAccessor: ReadAccessor {
     var lastLayoutMatch: (model: StoredModelLayout, entity: RecordLayout, equal: Bool)?
     /// The model type whose values ``insert(_:)`` last handed over one at a time (its layout
     /// its entity's), and that entity.
-    var lastStoredModel: (type: ObjectIdentifier, entity: EntitySchema)?
+    var lastStoredModel: (type: ObjectIdentifier, entity: EntitySchema)? {
+        didSet { lastStoredModelParts = lastStoredModel.map { Unmanaged.passUnretained($0.entity.parts) } }
+    }
+    /// ``lastStoredModel``'s entity, unretained (the property keeps it): a loop of inserts
+    /// hands it to the writer without a retain and a release per insert.
+    @exclusivity(unchecked) var lastStoredModelParts: Unmanaged<EntitySchema.Parts>?
 
     init(writer: any StorageWriter, catalog: Catalog) {
         self.writer = writer

@@ -152,8 +152,10 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     /// Positions in `entities` by name, once there are more than ``indexedEntityCount``.
     @exclusivity(unchecked) private var entityIndex: [String: Int]?
     private static let indexedEntityCount = 8
-    /// The entity recorded last (a loop of writes writes one entity again and again).
-    @exclusivity(unchecked) private var lastEntity: (name: String, changes: EntityChanges)?
+    /// The entity recorded last (a loop of writes writes one entity again and again), its
+    /// changes unretained: `entities`, which only grows, keeps them (a copy of the tuple retained
+    /// them at every insert).
+    @exclusivity(unchecked) private var lastEntity: (name: String, changes: Unmanaged<EntityChanges>)?
     @exclusivity(unchecked) private var keysListed = 0
     /// The feed's state as the transaction found it, read at the first write (`nil` until then,
     /// and `.some(nil)` for a store whose feed has no state yet).
@@ -212,7 +214,7 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     }
 
     private func changesOf(_ entity: EntitySchema) -> EntityChanges {
-        if let last = lastEntity, last.name == entity.name { return last.changes }
+        if let last = lastEntity, last.name == entity.name { return last.changes.takeUnretainedValue() }
         let changes: EntityChanges
         if let known = knownChanges(of: entity.name) {
             changes = known
@@ -225,7 +227,7 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
                                          uniquingKeysWith: { first, _ in first })
             }
         }
-        lastEntity = (entity.name, changes)
+        lastEntity = (entity.name, Unmanaged.passUnretained(changes))
         return changes
     }
 
@@ -269,8 +271,10 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         guard let settings else { return false }
         if !settings.isEnabled { return true }
         guard case .int(let i) = key, keysListed < settings.maxKeysPerTransaction, let last = lastEntity,
-              last.name == entity.name, !last.changes.overflowed,
-              last.changes.addInsertedIfLast(UInt64(bitPattern: i) ^ (1 << 63))
+              last.name == entity.name,
+              last.changes._withUnsafeGuaranteedRef({
+                  !$0.overflowed && $0.addInsertedIfLast(UInt64(bitPattern: i) ^ (1 << 63))
+              })
         else { return false }
         keysListed += 1
         return true

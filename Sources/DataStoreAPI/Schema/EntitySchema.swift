@@ -33,6 +33,9 @@ public struct EntitySchema: Sendable, Hashable, Codable {
 
     @usableFromInline var parts: Parts
 
+    /// The entity whose parts these are.
+    init(parts: Parts) { self.parts = parts }
+
     /// The entity's name.
     public var name: String {
         @inlinable get { parts.name }

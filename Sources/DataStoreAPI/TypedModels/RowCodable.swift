@@ -136,8 +136,10 @@ extension WriteAccessor {
     public func insert<T: RowCodable>(_ object: T) throws {
         // A loop of inserts of one model: its type, found with its entity and a matching layout
         // by the insert before, is all that is compared.
-        if let last = lastStoredModel, last.type == ObjectIdentifier(T.self), isValid {
-            if try writer.insertFields(object, in: last.entity) != nil { return }
+        if lastStoredModel?.type == ObjectIdentifier(T.self), let parts = lastStoredModelParts, isValid {
+            if try parts._withUnsafeGuaranteedRef({ try writer.insertFields(object, in: EntitySchema(parts: $0)) }) != nil {
+                return
+            }
         } else if let layout = T.storedModelLayout {
             let entity = try entity(T.entityName)
             if matches(layout, entity.layout) {
