@@ -37,7 +37,10 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     private final class EntityChanges {
         let keyType: ValueType
         @exclusivity(unchecked) private(set) var keys: TouchedKeys
-        @exclusivity(unchecked) private(set) var touches: [Touch] = []
+        /// The touches of the first keys; the ``insertedRun`` keys after them are inserted ones
+        /// (none existed before): a bulk load's keys are noted without a touch each.
+        @exclusivity(unchecked) private var noted: [Touch] = []
+        @exclusivity(unchecked) private var insertedRun = 0
         /// `nil` while `keys` are in ascending order.
         @exclusivity(unchecked) private var positions: [[UInt8]: Int]?
         var cleared = false
@@ -48,7 +51,20 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
             keys = TouchedKeys(intKeys: keyType == .int)
         }
 
-        var count: Int { touches.count }
+        var count: Int { noted.count + insertedRun }
+
+        /// Every key's touch, in the order of `keys`.
+        var touches: [Touch] {
+            materialize()
+            return noted
+        }
+
+        /// Notes the inserted run's touches one by one, before a touch is read or changed.
+        private func materialize() {
+            guard insertedRun > 0 else { return }
+            noted.append(contentsOf: repeatElement(Touch(before: false, after: true), count: insertedRun))
+            insertedRun = 0
+        }
 
         /// Where a key is among the touched ones: at a position, or not touched and going after
         /// every touched key (`last`, as a bulk load's keys do) or among them (`inside`).
@@ -59,12 +75,13 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         /// Where the key encoded as `key` is (``Location``).
         func locate(_ key: UnsafeRawBufferPointer) -> Location {
             if let positions { return positions[Array(key)].map { .at($0) } ?? .inside }
-            guard !touches.isEmpty else { return .last }
-            let order = keys.compare(touches.count - 1, key)
+            let count = self.count
+            guard count > 0 else { return .last }
+            let order = keys.compare(count - 1, key)
             if order < 0 { return .last }
-            if order == 0 { return .at(touches.count - 1) }
+            if order == 0 { return .at(count - 1) }
             var low = 0
-            var high = touches.count - 1
+            var high = count - 1
             while low < high {
                 let middle = (low + high) / 2
                 if keys.compare(middle, key) < 0 { low = middle + 1 } else { high = middle }
@@ -80,14 +97,15 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
 
         /// Adds a key, encoded as `key`, that was not touched before, where ``locate(_:)`` put it.
         func add(_ key: UnsafeRawBufferPointer, _ touch: Touch, _ location: Location) {
+            materialize()
             if positions == nil, location == .inside {
-                var made = [[UInt8]: Int](minimumCapacity: touches.count * 2)
-                for position in touches.indices { made[keys.key(position)] = position }
+                var made = [[UInt8]: Int](minimumCapacity: noted.count * 2)
+                for position in noted.indices { made[keys.key(position)] = position }
                 positions = made
             }
-            positions?[Array(key)] = touches.count
+            positions?[Array(key)] = noted.count
             keys.append(key)
-            touches.append(touch)
+            noted.append(touch)
         }
 
         /// Adds an inserted int key, as its word, when it goes after every touched key of a table in
@@ -95,15 +113,19 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         @inline(__always)
         func addInsertedIfLast(_ word: UInt64) -> Bool {
             guard positions == nil, keys.appendWordIfLast(word) else { return false }
-            touches.append(Touch(before: false, after: true))
+            insertedRun += 1
             return true
         }
 
-        func setAfter(_ after: Bool, at position: Int) { touches[position].after = after }
+        func setAfter(_ after: Bool, at position: Int) {
+            materialize()
+            noted[position].after = after
+        }
 
         func removeAll() {
             keys.removeAll()
-            touches = []
+            noted = []
+            insertedRun = 0
             positions = nil
         }
 
@@ -118,6 +140,10 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
                 }
             }
             // Keys in order, each a change (a bulk load's): the table itself, no key copied.
+            if positions == nil, noted.isEmpty {
+                return (keys, Array(repeating: .inserted, count: insertedRun))
+            }
+            let touches = self.touches
             if positions == nil, case let kinds = touches.compactMap(kind), kinds.count == touches.count {
                 return (keys, kinds)
             }
@@ -324,7 +350,7 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         if count == changes.touches.filter(\.after).count {
             // Every item that existed was one this transaction touched: the net effect is a
             // delete of each, not a clearing of the entity.
-            for position in changes.touches.indices { changes.setAfter(false, at: position) }
+            for position in 0..<changes.count { changes.setAfter(false, at: position) }
         } else {
             changes.cleared = true
             keysListed -= changes.count
