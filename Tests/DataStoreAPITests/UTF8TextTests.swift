@@ -1,8 +1,8 @@
 @_spi(Backend) import DataStoreAPI
 import Testing
 
-/// `UTF8Text.isValid`, which every row check calls on every text: a text of up to 8 bytes is
-/// checked as one word, a longer one eight bytes at a time, anything not ASCII by the standard
+/// `UTF8Text.isValid`, which every row check calls on every text: a text of up to 16 bytes is
+/// checked as two overlapping loads, a longer one eight bytes at a time, anything not ASCII by the standard
 /// library's validation. Each length from 0 to 20, with a byte of each kind at each
 /// position, against the standard library's answer. Each text is read from a buffer of its
 /// exact size, so that a run under an address sanitizer catches a load past its end, and again
