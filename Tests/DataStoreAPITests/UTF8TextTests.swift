@@ -1,10 +1,10 @@
 @_spi(Backend) import DataStoreAPI
 import Testing
 
-/// `UTF8Text.isValid`, which every row check calls on every text: a text of up to 16 bytes is
-/// checked as two overlapping loads, a longer one eight bytes at a time, anything not ASCII by the standard
-/// library's validation. Each length from 0 to 20, with a byte of each kind at each
-/// position, against the standard library's answer. Each text is read from a buffer of its
+/// `UTF8Text.isValid`, which every row check calls on every text: a text of up to 8 bytes is
+/// checked as one word, one of 9 to 16 as two overlapping loads, a longer one eight bytes at a
+/// time, anything not ASCII by the standard library's validation. Each length from 0 to 20,
+/// with a byte of each kind at each position, against the standard library's answer. Each text is read from a buffer of its
 /// exact size, so that a run under an address sanitizer catches a load past its end, and again
 /// followed by 8 bytes that are not UTF-8 (`isValid(_:readable:)`, which may load them and must
 /// mask them off).

@@ -16,28 +16,19 @@
     /// instructions and no call.
     @inlinable
     public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if bytes.count <= 16, let base = bytes.baseAddress, isShortASCII(base, count: bytes.count) { return true }
+        if let base = bytes.baseAddress {
+            let count = bytes.count
+            if count <= 8 {
+                var word: UInt64 = 0
+                withUnsafeMutableBytes(of: &word) { $0.copyMemory(from: UnsafeRawBufferPointer(start: base, count: count)) }
+                if word & 0x8080_8080_8080_8080 == 0 { return true }
+            } else if count <= 16 {
+                // Two loads of 8 bytes, from the start and to the end (overlapping).
+                let words = base.loadUnaligned(as: UInt64.self) | (base + (count &- 8)).loadUnaligned(as: UInt64.self)
+                if words & 0x8080_8080_8080_8080 == 0 { return true }
+            }
+        }
         return isValidUnknown(bytes)
-    }
-
-    /// Whether the `count` bytes at `base`, 1 to 16 of them, are ASCII: two loads of the widest
-    /// word that fits, from their start and to their end (overlapping when they are shorter than
-    /// two words), with no call and no copy.
-    @inlinable @inline(__always)
-    static func isShortASCII(_ base: UnsafeRawPointer, count: Int) -> Bool {
-        if count >= 8 {
-            let words = base.loadUnaligned(as: UInt64.self) | (base + (count &- 8)).loadUnaligned(as: UInt64.self)
-            return words & 0x8080_8080_8080_8080 == 0
-        }
-        if count >= 4 {
-            let words = base.loadUnaligned(as: UInt32.self) | (base + (count &- 4)).loadUnaligned(as: UInt32.self)
-            return words & 0x8080_8080 == 0
-        }
-        if count >= 2 {
-            let words = base.loadUnaligned(as: UInt16.self) | (base + (count &- 2)).loadUnaligned(as: UInt16.self)
-            return words & 0x8080 == 0
-        }
-        return count == 0 || base.load(as: UInt8.self) & 0x80 == 0
     }
 
     /// ``isValid(_:)`` for bytes after which more can be read: `readable` bytes from where they
