@@ -68,6 +68,41 @@ enum TypedModelCases {
         c.expectEqual(try store.read { try $0.count(Pancake.self) }, pancakes.count - 1)
     }
 
+    /// A model whose own code writes to the store while its values are being handed over (an
+    /// insert of another item of its entity, as a model and as a record, and a save and a delete)
+    /// leaves the model's row as it was handed over: each item is stored with its own values,
+    /// and the feed has each change once.
+    static func aModelsCodeMayWriteWhileItsValuesAreHandedOver(_ c: ConformanceContext) throws {
+        let store = try c.open(Blini.schema, name: "reentrant")
+        try store.writeSync { try $0.insert(Blini(id: 9, name: "to delete", weight: 9)) }
+        let start = try store.currentChangeToken()
+        try store.writeSync { w in
+            try w.insert(Blini(id: 1, name: "first", weight: 1, note: "before"))
+            let inner = Blini.WhileHandingOver {
+                try w.insert(Blini(id: 3, name: "inner model", weight: 3, note: "inner"))
+                try w.insert(["id": .int(4), "name": .string("inner record"), "weight": .double(4), "note": .null],
+                             into: "Blini")
+                try w.save(Blini(id: 1, name: "first", weight: 10, note: "saved"))
+                c.expect(try w.delete("Blini", key: .int(9)))
+            }
+            try w.insert(Blini(id: 2, name: "outer", weight: 2, note: "outer", whileHandingOver: inner))
+            try w.insert(Blini(id: 5, name: "after", weight: 5))
+        }
+        let stored = try store.read { try $0.fetch(Blini.self, sortedBy: [.ascending("id")]) }
+        c.expectEqual(stored, [Blini(id: 1, name: "first", weight: 10, note: "saved"),
+                               Blini(id: 2, name: "outer", weight: 2, note: "outer"),
+                               Blini(id: 3, name: "inner model", weight: 3, note: "inner"),
+                               Blini(id: 4, name: "inner record", weight: 4),
+                               Blini(id: 5, name: "after", weight: 5)])
+        let feed = try store.changes(since: start, limit: 10)
+        c.expectEqual(feed.count, 1)
+        c.expectEqual(feed.first?.items, [
+            ItemChange(entity: "Blini", key: .int(1), kind: .inserted), ItemChange(entity: "Blini", key: .int(2), kind: .inserted),
+            ItemChange(entity: "Blini", key: .int(3), kind: .inserted), ItemChange(entity: "Blini", key: .int(4), kind: .inserted),
+            ItemChange(entity: "Blini", key: .int(5), kind: .inserted), ItemChange(entity: "Blini", key: .int(9), kind: .deleted),
+        ])
+    }
+
     /// A model that hands its values over one at a time (what `@StoredModel` writes; SQLite takes
     /// them without a record) is stored as its record would be: the same errors for a taken key
     /// and a unique value held already, a value the record would convert converted, one it
@@ -345,6 +380,9 @@ enum TypedModelCases {
             "Typed models", "handWrittenRowCodeAgreesWithCodable", handWrittenRowCodeAgreesWithCodable),
         ConformanceCase(
             "Typed models", "aModelsValuesGoInAsItsRecordWould", aModelsValuesGoInAsItsRecordWould),
+        ConformanceCase(
+            "Typed models", "aModelsCodeMayWriteWhileItsValuesAreHandedOver",
+            aModelsCodeMayWriteWhileItsValuesAreHandedOver),
         ConformanceCase(
             "Typed models", "aStoredValueOfTheWrongShapeIsATypeMismatch",
             aStoredValueOfTheWrongShapeIsATypeMismatch),

@@ -176,13 +176,21 @@ final class SQLiteConnection {
     static let ioErrorShortRead = SQLITE_IOERR | (2 << 8)
 
     /// Turns a SQLite result code into the package's error, keeping the code and message.
-    func error(_ rc: Int32, _ context: String) -> StoreError {
-        Self.error(handle, rc, path: path, context)
+    /// - Parameter cause: SQLite's code and message as they were when the call failed, when they
+    ///   were kept; read from the connection otherwise.
+    func error(_ rc: Int32, _ context: String, cause: StoreError.Cause? = nil) -> StoreError {
+        Self.error(handle, rc, path: path, context, cause: cause)
     }
 
-    static func error(_ handle: OpaquePointer, _ rc: Int32, path: String, _ context: String) -> StoreError {
-        let extended = sqlite3_extended_errcode(handle)
-        let cause = StoreError.Cause(library: "sqlite", code: extended, message: String(cString: sqlite3_errmsg(handle)))
+    /// SQLite's extended code and message of the last call on the connection that failed.
+    static func cause(_ handle: OpaquePointer) -> StoreError.Cause {
+        StoreError.Cause(library: "sqlite", code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    static func error(_ handle: OpaquePointer, _ rc: Int32, path: String, _ context: String,
+                      cause given: StoreError.Cause? = nil) -> StoreError {
+        let cause = given ?? Self.cause(handle)
+        let extended = cause.code
         let message = "\(path): \(context)"
         switch rc & 0xFF {
         case SQLITE_BUSY, SQLITE_LOCKED: return StoreError(.busy, message, cause: cause)

@@ -82,10 +82,11 @@ final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw bindError(rc, index) }
     }
 
-    /// The error of a parameter SQLite did not take (`rc`, its result code).
+    /// The error of a parameter SQLite did not take (`rc`, its result code; `cause`, SQLite's
+    /// code and message when it refused, if they were kept: read now otherwise).
     @inline(never)
-    func bindError(_ rc: Int32, _ index: Int32) -> StoreError {
-        connection.error(rc, "cannot bind parameter \(index) of \(sql)")
+    func bindError(_ rc: Int32, _ index: Int32, cause: StoreError.Cause? = nil) -> StoreError {
+        connection.error(rc, "cannot bind parameter \(index) of \(sql)", cause: cause)
     }
 
     /// Ends a row begun with ``beginFields()``: `complete` when every parameter was bound,

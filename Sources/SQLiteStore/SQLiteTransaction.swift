@@ -291,14 +291,20 @@ final class SQLiteTransaction: StorageWriter {
     /// entity again and again; finding the statement by its SQL hashed the whole text).
     private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
 
-    /// The entity a model was inserted into last (``insertFields(_:in:)``), its SQL and its
-    /// insert statement: a loop of inserts finds both by the entity's identity (one object, not
-    /// retained per insert: ``lastInsertReference``).
+    /// The entity a model was inserted into last (``insertFields(_:in:)``), its insert statement
+    /// and its columns' kinds: a loop of inserts finds them by the entity's identity (one object,
+    /// not retained per insert: ``lastInsertReference``). Not replaced while a model hands over
+    /// its values (``handingOverFields``), which the plan in use needs.
     private var lastInsert: InsertPlan? {
         didSet { lastInsertReference = lastInsert.map { Unmanaged.passUnretained($0) } }
     }
     /// ``lastInsert``, unretained.
     @exclusivity(unchecked) private var lastInsertReference: Unmanaged<InsertPlan>?
+    /// Whether a model is handing its values to an insert's statement (``insertFields(_:in:)``):
+    /// a write its code makes meanwhile (an insert from its `record()` or a `RowValue`'s
+    /// `appendStored`) goes through a statement of its own, so that the row being bound and the
+    /// plan binding it are left as they are.
+    @exclusivity(unchecked) private var handingOverFields = false
 
     private final class InsertPlan {
         let entity: EntitySchema
@@ -334,7 +340,7 @@ final class SQLiteTransaction: StorageWriter {
             var binder = SQLiteFieldBinder(parameters, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
             do {
                 try object.writeStoredFields(to: &binder)
-                if let refused = binder.refused { throw statement.bindError(refused.rc, refused.index) }
+                if let refused = binder.refused { throw statement.bindError(refused.rc, refused.index, cause: refused.cause) }
                 // The key attribute's type is an int, string or uuid (the schema's rule), so a
                 // value bound for it is a key.
                 guard binder.complete else {
@@ -366,7 +372,8 @@ final class SQLiteTransaction: StorageWriter {
 
     private func write(_ sql: String, sealed: Bool, _ record: Record, key: PrimaryKey,
                        in entity: EntitySchema, inserting: Bool) throws {
-        let statement = try writeStatement(sql, of: entity, inserting: inserting)
+        let statement = handingOverFields ? try SQLiteStatement(connection: connection, sql: sql, persistent: false)
+            : try writeStatement(sql, of: entity, inserting: inserting)
         let values = record.values(in: entity.layout)
         try statement.bind(values, sum: sealed ? SQLiteRowSum.sum(values) : nil)
         defer { sqlite3_reset(statement.handle) }
@@ -382,9 +389,15 @@ final class SQLiteTransaction: StorageWriter {
     /// record, no array of values. A value that must be converted or refused leaves the insert
     /// to the model's record.
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
-        // The plan binds and steps (its statement and SQL used where they are: copied out of it,
-        // each was retained and released per insert). The last plan is used through an unretained
-        // reference (``lastInsert`` keeps it): reading the property retained it per insert.
+        // An insert the model's own code makes while it hands over its values goes the record's
+        // way, through a statement of its own (``handingOverFields``).
+        guard !handingOverFields else { return nil }
+        handingOverFields = true
+        defer { handingOverFields = false }
+        // The plan binds and steps (its statement and kinds used where they are: copied out of
+        // it, each was retained and released per insert). The last plan is used through an
+        // unretained reference (``lastInsert`` keeps it): reading the property retained it per
+        // insert.
         do {
             if let last = lastInsertReference,
                last._withUnsafeGuaranteedRef({ $0.entity.isSameDefinition(as: entity) && !$0.statement.isBusy }) {
@@ -506,17 +519,18 @@ struct SQLiteFieldBinder: StoredFieldSink {
     /// The statement's parameters (no reference to the statement: binding a row retains
     /// nothing).
     private(set) var parameters: SQLiteParameters
-    /// The entity's kinds (not retained per insert: the binder lives inside the call of
-    /// ``SQLiteTransaction/insertFields(_:in:)`` that holds them).
+    /// The entity's kinds (not retained per insert: the insert plan that makes the binder owns
+    /// them for as long as the binder lives).
     let kinds: UnsafeBufferPointer<SQLiteColumnKind>
     let keySlot: Int
     let summed: Bool
     /// How many values were bound.
     private(set) var position = 0
     private var fits = true
-    /// The first parameter SQLite did not take, with its result code: nothing more is bound,
-    /// and the insert throws the statement's error for it.
-    private(set) var refused: (rc: Int32, index: Int32)?
+    /// The first parameter SQLite did not take, with its result code and SQLite's own code and
+    /// message as they were then: nothing more is bound, and the insert throws the statement's
+    /// error for it.
+    private(set) var refused: (rc: Int32, index: Int32, cause: StoreError.Cause)?
     /// The primary key's value, once bound.
     private(set) var key = Value.null
     /// The row's checksum, when ``summed`` (settable: its value is read with a mutating getter,
@@ -587,17 +601,25 @@ struct SQLiteFieldBinder: StoredFieldSink {
         position += 1
     }
 
-    /// The parameter of the next attribute when it is of `type` and the value `fitting` it as
-    /// it is; else `nil`, and nothing more is bound.
     /// Whether SQLite took the parameter (`rc`); if not, notes it as ``refused``.
     @inline(__always)
     private mutating func took(_ rc: Int32, _ index: Int32) -> Bool {
         guard rc == SQLITE_OK else {
-            (fits, refused) = (false, (rc, index))
+            refuse(rc, index)
             return false
         }
         return true
     }
+
+    @inline(never)
+    private mutating func refuse(_ rc: Int32, _ index: Int32) {
+        let cause = sqlite3_db_handle(parameters.handle).map { SQLiteConnection.cause($0) }
+            ?? StoreError.Cause(library: "sqlite", code: rc, message: String(cString: sqlite3_errstr(rc)))
+        (fits, refused) = (false, (rc, index, cause))
+    }
+
+    /// The parameter of the next attribute when it is of `type` and the value `fitting` it as
+    /// it is; else `nil`, and nothing more is bound.
 
     @inline(__always)
     private mutating func next(_ type: ValueType, fitting: Bool = true) -> Int32? {

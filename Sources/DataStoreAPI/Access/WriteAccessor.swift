@@ -16,7 +16,7 @@ public final class WriteAccessor: ReadAccessor {
     }
     /// ``lastStoredModel``'s entity, unretained (the property keeps it): a loop of inserts
     /// hands it to the writer without a retain and a release per insert.
-    @exclusivity(unchecked) var lastStoredModelParts: Unmanaged<EntitySchema.Parts>?
+    @exclusivity(unchecked) private(set) var lastStoredModelParts: Unmanaged<EntitySchema.Parts>?
 
     init(writer: any StorageWriter, catalog: Catalog) {
         self.writer = writer

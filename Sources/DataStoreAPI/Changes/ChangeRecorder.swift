@@ -29,8 +29,9 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     /// A class, so that recording a key mutates its table in place (a struct copied out of
     /// `entities` and written back would copy the whole table at every write).
     ///
-    /// The touched keys are kept in one buffer (``TouchedKeys``), each with its touch. While
-    /// they come in ascending order (a bulk load, a copy) the buffer stays sorted: a new key
+    /// The touched keys are kept in one buffer (``TouchedKeys``), each with its touch (those of a
+    /// run of inserted keys at the end as a count, ``insertedRun``). While they come in
+    /// ascending order (a bulk load, a copy) the buffer stays sorted: a new key
     /// greater than the last one is appended after one comparison, an earlier one is found by
     /// binary search, and nothing is hashed or sorted at commit. The first key out of order adds
     /// a dictionary from key to position, and the keys are sorted at commit.
@@ -52,6 +53,9 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         }
 
         var count: Int { noted.count + insertedRun }
+
+        /// How many touched keys exist after the transaction's writes so far.
+        var presentCount: Int { noted.reduce(0) { $0 + ($1.after ? 1 : 0) } + insertedRun }
 
         /// Every key's touch, in the order of `keys`.
         var touches: [Touch] {
@@ -347,7 +351,7 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         guard count > 0, try isRecording() else { return count }
         let changes = changesOf(entity)
         if changes.overflowed { return count }
-        if count == changes.touches.filter(\.after).count {
+        if count == changes.presentCount {
             // Every item that existed was one this transaction touched: the net effect is a
             // delete of each, not a clearing of the entity.
             for position in 0..<changes.count { changes.setAfter(false, at: position) }

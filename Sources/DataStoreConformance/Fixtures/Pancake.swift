@@ -119,9 +119,22 @@ struct Blini: RowCodable, Equatable {
     var note: String?
     /// What ``writeStoredFields(to:)`` hands over in place of the values (`nil`: the values).
     var handed: [Value]? = nil
+    /// Code ``writeStoredFields(to:)`` runs after handing over the id and the name, before the
+    /// rest (and ``record()`` before it builds the record): a model's own code writing to the
+    /// store while its values are being handed over.
+    var whileHandingOver: WhileHandingOver? = nil
 
-    init(id: Int64, name: String, weight: Double, note: String? = nil, handed: [Value]? = nil) {
+    init(id: Int64, name: String, weight: Double, note: String? = nil, handed: [Value]? = nil,
+         whileHandingOver: WhileHandingOver? = nil) {
         (self.id, self.name, self.weight, self.note, self.handed) = (id, name, weight, note, handed)
+        self.whileHandingOver = whileHandingOver
+    }
+
+    /// A block for ``whileHandingOver`` (a class, so that the model stays `Sendable`: the suite
+    /// runs it on the thread of the write block that inserts the model).
+    final class WhileHandingOver: @unchecked Sendable {
+        let body: () throws -> Void
+        init(_ body: @escaping () throws -> Void) { self.body = body }
     }
 
     init(row: borrowing Row) throws {
@@ -133,6 +146,9 @@ struct Blini: RowCodable, Equatable {
 
     func record() throws -> Record {
         guard let handed else {
+            // A store that takes the model's record, not its values one at a time, runs the
+            // block here: one or the other runs for an insert.
+            try whileHandingOver?.body()
             return ["id": .int(id), "name": .string(name), "weight": .double(weight), "note": note.map { .string($0) } ?? .null]
         }
         return Record(pairs: Array(zip(["id", "name", "weight", "note", "extra"], handed)))
@@ -143,6 +159,7 @@ struct Blini: RowCodable, Equatable {
             // As `@StoredModel` writes them: the int, string and double without a value around them.
             try id.appendStored(to: &sink)
             try name.appendStored(to: &sink)
+            try whileHandingOver?.body()
             try weight.appendStored(to: &sink)
             try note.appendStored(to: &sink)
             return
