@@ -71,7 +71,7 @@ enum TypedModelCases {
     /// A model whose own code writes to the store while its values are being handed over (an
     /// insert of another item of its entity, as a model and as a record, and a save and a delete)
     /// leaves the model's row as it was handed over: each item is stored with its own values,
-    /// and the feed has each change once.
+    /// and the feed has each change once. A write of its code that fails is the insert's error.
     static func aModelsCodeMayWriteWhileItsValuesAreHandedOver(_ c: ConformanceContext) throws {
         let store = try c.open(Blini.schema, name: "reentrant")
         try store.writeSync { try $0.insert(Blini(id: 9, name: "to delete", weight: 9)) }
@@ -94,6 +94,19 @@ enum TypedModelCases {
                                Blini(id: 3, name: "inner model", weight: 3, note: "inner"),
                                Blini(id: 4, name: "inner record", weight: 4),
                                Blini(id: 5, name: "after", weight: 5)])
+        // A write of the model's own code that fails (a name held already): the insert throws its
+        // error, the model's code having run once (an insert of a new item before it would fail
+        // with `keyExists` if it ran again), and the block's writes are rolled back.
+        c.expectError(.uniqueViolation, naming: "Blini_name", "for a write of the model's code that fails") {
+            try store.writeSync { w in
+                let failing = Blini.WhileHandingOver {
+                    try w.insert(Blini(id: 31, name: "new inner", weight: 31))
+                    try w.insert(Blini(id: 32, name: "outer", weight: 32))
+                }
+                try w.insert(Blini(id: 30, name: "failing outer", weight: 30, whileHandingOver: failing))
+            }
+        }
+        c.expectEqual(try store.read { try $0.count(FetchRequest("Blini")) }, 5)
         let feed = try store.changes(since: start, limit: 10)
         c.expectEqual(feed.count, 1)
         c.expectEqual(feed.first?.items, [

@@ -301,12 +301,19 @@ final class SQLiteTransaction: StorageWriter {
     /// ``lastInsert``, unretained.
     @exclusivity(unchecked) private var lastInsertReference: Unmanaged<InsertPlan>?
     /// Whether a model is handing its values to an insert's statement (``insertFields(_:in:)``):
-    /// a write its code makes meanwhile (an insert from its `record()` or a `RowValue`'s
-    /// `appendStored`) goes through a statement of its own, so that the row being bound and the
-    /// plan binding it are left as they are.
+    /// an insert or save its code makes meanwhile (from its `writeStoredFields`, its `record()`
+    /// or a `RowValue`'s `appendStored`) goes through a statement of its own, so that the row
+    /// being bound and the plan binding it are left as they are (deletes and reads use other
+    /// statements).
     @exclusivity(unchecked) private var handingOverFields = false
 
     private final class InsertPlan {
+        /// The row's step failed a unique constraint (its key or a unique index): what
+        /// ``SQLiteTransaction/insertFields(_:in:)`` names from the model's record.
+        struct ConstraintFailed: Error {
+            let error: StoreError
+        }
+
         let entity: EntitySchema
         let statement: SQLiteStatement
         /// The entity's column kinds (``SQLiteRowPlan/kinds``), kept by the plan so that an insert
@@ -331,7 +338,11 @@ final class SQLiteTransaction: StorageWriter {
         func insert<T: RowCodable>(_ object: T) throws -> Value? {
             guard let key = try bind(object) else { return nil }
             defer { sqlite3_reset(statement.handle) }
-            _ = try statement.step()
+            do {
+                _ = try statement.step()
+            } catch where error.code == .uniqueViolation {
+                throw ConstraintFailed(error: error)
+            }
             return key
         }
 
@@ -407,10 +418,12 @@ final class SQLiteTransaction: StorageWriter {
             let plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
             lastInsert = statements[entity.name] == nil ? nil : plan
             return try plan.insert(object)
-        } catch let error as StoreError where error.code == .uniqueViolation {
+        } catch let failed as InsertPlan.ConstraintFailed {
+            // Only the row's own step: an error the model's code threw while it handed its values
+            // over (a write of its own refused) goes on as it is, and its code runs once.
             let record = try entity.normalize(object.record())
-            throw try constraintError(error, record, key: PrimaryKey(entity.primaryKeyValue(of: record)), in: entity,
-                                      inserting: true)
+            throw try constraintError(failed.error, record, key: PrimaryKey(entity.primaryKeyValue(of: record)),
+                                      in: entity, inserting: true)
         }
     }
 
@@ -611,6 +624,8 @@ struct SQLiteFieldBinder: StoredFieldSink {
         return true
     }
 
+    /// Notes the parameter SQLite refused, with SQLite's code and message as they are now (the
+    /// model's code may call SQLite before the insert throws).
     @inline(never)
     private mutating func refuse(_ rc: Int32, _ index: Int32) {
         let cause = sqlite3_db_handle(parameters.handle).map { SQLiteConnection.cause($0) }
@@ -620,7 +635,6 @@ struct SQLiteFieldBinder: StoredFieldSink {
 
     /// The parameter of the next attribute when it is of `type` and the value `fitting` it as
     /// it is; else `nil`, and nothing more is bound.
-
     @inline(__always)
     private mutating func next(_ type: ValueType, fitting: Bool = true) -> Int32? {
         guard fits, fitting, position < kinds.count, kinds[position].type == type else {

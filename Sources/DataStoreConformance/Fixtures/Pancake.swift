@@ -147,7 +147,9 @@ struct Blini: RowCodable, Equatable {
     func record() throws -> Record {
         guard let handed else {
             // A store that takes the model's record, not its values one at a time, runs the
-            // block here: one or the other runs for an insert.
+            // block here. (A store that takes the values falls back to the record when one does
+            // not fit as it is, and then runs the block again: the suite's inserts with a block
+            // hand over values that fit.)
             try whileHandingOver?.body()
             return ["id": .int(id), "name": .string(name), "weight": .double(weight), "note": note.map { .string($0) } ?? .null]
         }
