@@ -58,12 +58,18 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             public init(row: borrowing DataStoreAPI.Row) throws {
-                self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
-                self.title = try DataStoreAPI.StoredModelSupport.read(row, "title")
-                self.body = try DataStoreAPI.StoredModelSupport.read(row, "body")
-                self.stars = try DataStoreAPI.StoredModelSupport.read(row, "stars")
-                self.slug = try DataStoreAPI.StoredModelSupport.read(row, "slug")
-                self.views = try DataStoreAPI.StoredModelSupport.read(row, "views")
+                let __stored0: UUID = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                let __stored1: String = try DataStoreAPI.StoredModelSupport.read(row, "title")
+                let __stored2: String? = try DataStoreAPI.StoredModelSupport.read(row, "body")
+                let __stored3: Int = try DataStoreAPI.StoredModelSupport.read(row, "stars")
+                let __stored4: String = try DataStoreAPI.StoredModelSupport.read(row, "slug")
+                let __stored5: Int = try DataStoreAPI.StoredModelSupport.read(row, "views")
+                self.id = __stored0
+                self.title = __stored1
+                self.body = __stored2
+                self.stars = __stored3
+                self.slug = __stored4
+                self.views = __stored5
             }
             private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id", "title", "body", "stars", "slug", "views"])
             public func record() throws -> DataStoreAPI.Record {
@@ -117,7 +123,8 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             init(row: borrowing DataStoreAPI.Row) throws {
-                self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                let __stored0: Int64 = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                self.id = __stored0
             }
             private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id"])
             func record() throws -> DataStoreAPI.Record {
@@ -349,8 +356,10 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             init(row: borrowing DataStoreAPI.Row) throws {
-                self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
-                self.author = try DataStoreAPI.StoredModelSupport.read(row, "author")
+                let __stored0: Int = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                let __stored1: Int? = try DataStoreAPI.StoredModelSupport.read(row, "author")
+                self.id = __stored0
+                self.author = __stored1
             }
             private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id", "author"])
             func record() throws -> DataStoreAPI.Record {
@@ -431,11 +440,16 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             init(row: borrowing DataStoreAPI.Row) throws {
-                self.id = try DataStoreAPI.StoredModelSupport.read(row, "id")
-                self.stars = try DataStoreAPI.StoredModelSupport.read(row, "stars")
-                self.mood = try DataStoreAPI.StoredModelSupport.read(row, "mood")
-                self.title = try DataStoreAPI.StoredModelSupport.read(row, "title")
-                self.tag = try DataStoreAPI.StoredModelSupport.read(row, "tag")
+                let __stored0: UUID = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                let __stored1: Int = try DataStoreAPI.StoredModelSupport.read(row, "stars")
+                let __stored2: Mood = try DataStoreAPI.StoredModelSupport.read(row, "mood")
+                let __stored3: String = try DataStoreAPI.StoredModelSupport.read(row, "title")
+                let __stored4: String? = try DataStoreAPI.StoredModelSupport.read(row, "tag")
+                self.id = __stored0
+                self.stars = __stored1
+                self.mood = __stored2
+                self.title = __stored3
+                self.tag = __stored4
             }
             private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id", "stars", "mood", "title", "tag"])
             func record() throws -> DataStoreAPI.Record {
@@ -487,7 +501,8 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             init(row: borrowing DataStoreAPI.Row) throws {
-                self.`default` = try DataStoreAPI.StoredModelSupport.read(row, "default")
+                let __stored0: String = try DataStoreAPI.StoredModelSupport.read(row, "default")
+                self.`default` = __stored0
             }
             private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["default"])
             func record() throws -> DataStoreAPI.Record {
