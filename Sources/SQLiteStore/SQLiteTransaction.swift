@@ -544,8 +544,11 @@ struct SQLiteFieldBinder: StoredFieldSink {
     /// message as they were then: nothing more is bound, and the insert throws the statement's
     /// error for it.
     private(set) var refused: (rc: Int32, index: Int32, cause: StoreError.Cause)?
-    /// The primary key's value, once bound.
-    private(set) var key = Value.null
+    /// The primary key's value, once bound: an int key as its number (``intKey``; setting a
+    /// ``Value`` destroyed the one before it, a call per insert), any other in ``otherKey``.
+    private var intKey: Int64?
+    private var otherKey = Value.null
+    var key: Value { intKey.map(Value.int) ?? otherKey }
     /// The row's checksum, when ``summed`` (settable: its value is read with a mutating getter,
     /// from its buffer rather than a copy).
     var sum = SQLiteRowSum.Running()
@@ -569,7 +572,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
         }
         guard took(parameters.bind(value, at: Int32(position + 1)), Int32(position + 1)) else { return }
         if summed { sum.add(value) }
-        if position == keySlot { key = value }
+        if position == keySlot { otherKey = value }
         position += 1
     }
 
@@ -580,7 +583,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
         guard let index = next(.bytes, fitting: bytes.count <= Limits.maxValueBytes) else { return }
         guard took(parameters.bindBlob(bytes, at: index), index) else { return }
         if summed { sum.add(bytes: bytes) }
-        if position == keySlot { key = .bytes(Array(bytes)) }
+        if position == keySlot { otherKey = .bytes(Array(bytes)) }
         position += 1
     }
 
@@ -588,7 +591,7 @@ struct SQLiteFieldBinder: StoredFieldSink {
         guard let index = next(.int) else { return }
         guard took(parameters.bindInt(value, at: index), index) else { return }
         if summed { sum.add(int: value) }
-        if position == keySlot { key = .int(value) }
+        if position == keySlot { intKey = value }
         position += 1
     }
 
@@ -603,15 +606,26 @@ struct SQLiteFieldBinder: StoredFieldSink {
         let count = value.utf8.count
         guard let index = next(.string, fitting: count <= Limits.maxStringKeyBytes
                                || count <= Limits.maxValueBytes && position != keySlot) else { return }
-        var text = value
-        let taken = text.withUTF8 { utf8 in
-            guard took(parameters.bindText(UnsafeRawBufferPointer(utf8), at: index), index) else { return false }
-            if summed { sum.add(text: UnsafeRawBufferPointer(utf8)) }
-            return true
+        // A native string's bytes where they are; a copy (`withUTF8` on a variable) only for one
+        // that keeps them elsewhere: the copy retained and released every string.
+        let taken: Bool
+        if let direct = value.utf8.withContiguousStorageIfAvailable({ bindText($0, at: index) }) {
+            taken = direct
+        } else {
+            var text = value
+            taken = text.withUTF8 { bindText($0, at: index) }
         }
         guard taken else { return }
-        if position == keySlot { key = .string(value) }
+        if position == keySlot { otherKey = .string(value) }
         position += 1
+    }
+
+    /// Binds a text's UTF-8 and adds it to the sum: whether SQLite took it.
+    @inline(__always)
+    private mutating func bindText(_ utf8: UnsafeBufferPointer<UInt8>, at index: Int32) -> Bool {
+        guard took(parameters.bindText(UnsafeRawBufferPointer(utf8), at: index), index) else { return false }
+        if summed { sum.add(text: UnsafeRawBufferPointer(utf8)) }
+        return true
     }
 
     /// Whether SQLite took the parameter (`rc`); if not, notes it as ``refused``.

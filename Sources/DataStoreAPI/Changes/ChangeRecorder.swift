@@ -185,7 +185,17 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     /// The entity recorded last (a loop of writes writes one entity again and again), its
     /// changes unretained: `entities`, which only grows, keeps them (a copy of the tuple retained
     /// them at every insert).
-    @exclusivity(unchecked) private var lastEntity: (name: String, changes: Unmanaged<EntityChanges>)?
+    @exclusivity(unchecked) private var lastEntity: (name: String, changes: Unmanaged<EntityChanges>)? {
+        didSet {
+            lastEntityWords = lastEntity.map { unsafeBitCast($0.name, to: NameWords.self) } ?? (0, 0)
+            lastEntityChanges = lastEntity?.changes
+        }
+    }
+    /// ``lastEntity``'s name as its two words (a name with the same words is the same string) and
+    /// its changes, read without copying the name out of it (which retained and released it at
+    /// every insert).
+    @exclusivity(unchecked) private var lastEntityWords: NameWords = (0, 0)
+    @exclusivity(unchecked) private var lastEntityChanges: Unmanaged<EntityChanges>?
     @exclusivity(unchecked) private var keysListed = 0
     /// The feed's state as the transaction found it, read at the first write (`nil` until then,
     /// and `.some(nil)` for a store whose feed has no state yet).
@@ -243,8 +253,16 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         keysListed += 1
     }
 
+    /// The changes of the entity recorded last, when `name` is its name.
+    @inline(__always)
+    private func lastChanges(of name: String) -> Unmanaged<EntityChanges>? {
+        if sameWords(lastEntityWords, unsafeBitCast(name, to: NameWords.self)) { return lastEntityChanges }
+        guard let last = lastEntity, last.name == name else { return nil }
+        return last.changes
+    }
+
     private func changesOf(_ entity: EntitySchema) -> EntityChanges {
-        if let last = lastEntity, last.name == entity.name { return last.changes.takeUnretainedValue() }
+        if let last = lastChanges(of: entity.name) { return last.takeUnretainedValue() }
         let changes: EntityChanges
         if let known = knownChanges(of: entity.name) {
             changes = known
@@ -300,9 +318,9 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
     private func notedInsert(of key: Value, in entity: EntitySchema) -> Bool {
         guard let settings else { return false }
         if !settings.isEnabled { return true }
-        guard case .int(let i) = key, keysListed < settings.maxKeysPerTransaction, let last = lastEntity,
-              last.name == entity.name,
-              last.changes._withUnsafeGuaranteedRef({
+        guard case .int(let i) = key, keysListed < settings.maxKeysPerTransaction,
+              let last = lastChanges(of: entity.name),
+              last._withUnsafeGuaranteedRef({
                   !$0.overflowed && $0.addInsertedIfLast(UInt64(bitPattern: i) ^ (1 << 63))
               })
         else { return false }
