@@ -43,10 +43,12 @@ public struct StoredModelMacro: ExtensionMacro {
         }
         // Every value is read into a local before any property is set: with the properties set
         // as they were read, the finished model was copied out and the copy in `self` released
-        // (a retain and a release of each string and `Data` per row, about 130 instructions).
+        // (a retain and a release of each string and `Data` per row, about 100 instructions).
+        // Each local's type comes from its property (a closure never called), not from the
+        // property's type written out, which the extension may not see (`StoredModelSupport`).
         let reads = properties.enumerated().map { position, property in
-            "let __stored\(position): \(property.type.trimmedDescription) = "
-                + "try DataStoreAPI.StoredModelSupport.read(row, \(literal(property.attribute)))"
+            "let __stored\(position) = try DataStoreAPI.StoredModelSupport.read(row, \(literal(property.attribute)), "
+                + "as: { (model: Self) in model.\(property.name) })"
         } + properties.enumerated().map { position, property in "self.\(property.name) = __stored\(position)" }
         let writes = properties.map { "\(literal($0.attribute)): try self.\($0.name).storedValue()" }
         // The typed relationships declared as static properties, unless the model lists its

@@ -58,12 +58,24 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             public init(row: borrowing DataStoreAPI.Row) throws {
-                let __stored0: UUID = try DataStoreAPI.StoredModelSupport.read(row, "id")
-                let __stored1: String = try DataStoreAPI.StoredModelSupport.read(row, "title")
-                let __stored2: String? = try DataStoreAPI.StoredModelSupport.read(row, "body")
-                let __stored3: Int = try DataStoreAPI.StoredModelSupport.read(row, "stars")
-                let __stored4: String = try DataStoreAPI.StoredModelSupport.read(row, "slug")
-                let __stored5: Int = try DataStoreAPI.StoredModelSupport.read(row, "views")
+                let __stored0 = try DataStoreAPI.StoredModelSupport.read(row, "id", as: { (model: Self) in
+                        model.id
+                    })
+                let __stored1 = try DataStoreAPI.StoredModelSupport.read(row, "title", as: { (model: Self) in
+                        model.title
+                    })
+                let __stored2 = try DataStoreAPI.StoredModelSupport.read(row, "body", as: { (model: Self) in
+                        model.body
+                    })
+                let __stored3 = try DataStoreAPI.StoredModelSupport.read(row, "stars", as: { (model: Self) in
+                        model.stars
+                    })
+                let __stored4 = try DataStoreAPI.StoredModelSupport.read(row, "slug", as: { (model: Self) in
+                        model.slug
+                    })
+                let __stored5 = try DataStoreAPI.StoredModelSupport.read(row, "views", as: { (model: Self) in
+                        model.views
+                    })
                 self.id = __stored0
                 self.title = __stored1
                 self.body = __stored2
@@ -123,7 +135,9 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             init(row: borrowing DataStoreAPI.Row) throws {
-                let __stored0: Int64 = try DataStoreAPI.StoredModelSupport.read(row, "id")
+                let __stored0 = try DataStoreAPI.StoredModelSupport.read(row, "id", as: { (model: Self) in
+                        model.id
+                    })
                 self.id = __stored0
             }
             private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["id"])
@@ -356,8 +370,12 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             init(row: borrowing DataStoreAPI.Row) throws {
-                let __stored0: Int = try DataStoreAPI.StoredModelSupport.read(row, "id")
-                let __stored1: Int? = try DataStoreAPI.StoredModelSupport.read(row, "author")
+                let __stored0 = try DataStoreAPI.StoredModelSupport.read(row, "id", as: { (model: Self) in
+                        model.id
+                    })
+                let __stored1 = try DataStoreAPI.StoredModelSupport.read(row, "author", as: { (model: Self) in
+                        model.author
+                    })
                 self.id = __stored0
                 self.author = __stored1
             }
@@ -440,11 +458,21 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             init(row: borrowing DataStoreAPI.Row) throws {
-                let __stored0: UUID = try DataStoreAPI.StoredModelSupport.read(row, "id")
-                let __stored1: Int = try DataStoreAPI.StoredModelSupport.read(row, "stars")
-                let __stored2: Mood = try DataStoreAPI.StoredModelSupport.read(row, "mood")
-                let __stored3: String = try DataStoreAPI.StoredModelSupport.read(row, "title")
-                let __stored4: String? = try DataStoreAPI.StoredModelSupport.read(row, "tag")
+                let __stored0 = try DataStoreAPI.StoredModelSupport.read(row, "id", as: { (model: Self) in
+                        model.id
+                    })
+                let __stored1 = try DataStoreAPI.StoredModelSupport.read(row, "stars", as: { (model: Self) in
+                        model.stars
+                    })
+                let __stored2 = try DataStoreAPI.StoredModelSupport.read(row, "mood", as: { (model: Self) in
+                        model.mood
+                    })
+                let __stored3 = try DataStoreAPI.StoredModelSupport.read(row, "title", as: { (model: Self) in
+                        model.title
+                    })
+                let __stored4 = try DataStoreAPI.StoredModelSupport.read(row, "tag", as: { (model: Self) in
+                        model.tag
+                    })
                 self.id = __stored0
                 self.stars = __stored1
                 self.mood = __stored2
@@ -501,7 +529,9 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                     relationships: relationships)
             }
             init(row: borrowing DataStoreAPI.Row) throws {
-                let __stored0: String = try DataStoreAPI.StoredModelSupport.read(row, "default")
+                let __stored0 = try DataStoreAPI.StoredModelSupport.read(row, "default", as: { (model: Self) in
+                        model.`default`
+                    })
                 self.`default` = __stored0
             }
             private static let _storedModelLayout = DataStoreAPI.StoredModelLayout(["default"])

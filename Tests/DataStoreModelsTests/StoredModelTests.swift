@@ -275,6 +275,9 @@ enum JournalV1: ModelVersion {
 enum JournalV2: ModelVersion {
     static let version = 2
     static let models: [any DataObject.Type] = [Entry.self]
+    /// A type next to the model, which the code the macro writes (in an extension of
+    /// `JournalV2.Entry`, where the enclosing enum's members are not in scope) must not name.
+    enum Mood: String, Codable, RowValue { case calm, glad }
     static let upgradeSteps: [UpgradeStep] = [
         .step(.renameAttribute(entity: "Entry", from: "text", to: "body")),
         .step(.addAttribute(entity: "Entry", attribute: Attribute("stars", .int, default: 3))),
@@ -285,7 +288,7 @@ enum JournalV2: ModelVersion {
     struct Entry: Equatable {
         var id: Int
         var body: String
-        var mood: String?
+        var mood: Mood?
         @StoredIndex var stars: Int = 3
     }
 }
@@ -317,7 +320,7 @@ func aModelVersionPlanUpgradesAStoreOfTheVersionBefore(_ backend: ModelBackend) 
     defer { try? store.close() }
     #expect(try store.read { try $0.fetch(JournalV2.Entry.self, sortedBy: [.ascending("id")]) } == [
         JournalV2.Entry(id: 1, body: "first", mood: nil, stars: 3),
-        JournalV2.Entry(id: 2, body: "second", mood: "calm", stars: 3),
+        JournalV2.Entry(id: 2, body: "second", mood: .calm, stars: 3),
     ])
     #expect(try store.schemaHistory().map(\.toVersion) == [2])
 }

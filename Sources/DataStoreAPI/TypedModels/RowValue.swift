@@ -217,6 +217,43 @@ public enum StoredModelSupport {
         return bytes.isEmpty ? Data() : Data(bytes: bytes.baseAddress.unsafelyUnwrapped, count: bytes.count)
     }
 
+    // The same, for a value read into a local before any of the model's properties is set (set
+    // as they were read, the finished model was copied out and the copy in `self` released: a
+    // retain and a release of each string and `Data` per row). The property, as a function of
+    // the model that is never called, gives the local its type, so that the generated code still
+    // spells none: a type named in the model's scope (a sibling in an enclosing type) is not
+    // visible from the extension the macro writes.
+
+    @inlinable @inline(__always)
+    public static func read<Model, V: RowValue>(_ row: borrowing Row, _ name: String, as property: (Model) -> V) throws -> V {
+        try V(row: row, attribute: name)
+    }
+
+    @inlinable @inline(__always)
+    public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> Int64) throws -> Int64 {
+        try row.int(name)
+    }
+
+    @inlinable @inline(__always)
+    public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> Double) throws -> Double {
+        try row.double(name)
+    }
+
+    @inlinable @inline(__always)
+    public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> Bool) throws -> Bool {
+        try row.bool(name)
+    }
+
+    @inlinable @inline(__always)
+    public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> String) throws -> String {
+        try row.string(name)
+    }
+
+    @inlinable @inline(__always)
+    public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> Data) throws -> Data {
+        try read(row, name)
+    }
+
     /// The attribute that holds the property at `keyPath`.
     public static func attribute<Root, V: RowValue>(_ name: String, _ keyPath: KeyPath<Root, V>) -> Attribute {
         Attribute(name, V.storeType, optional: V.isOptionalStoreValue)
