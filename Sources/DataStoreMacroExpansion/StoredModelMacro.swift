@@ -228,8 +228,11 @@ public struct StoredModelMacro: ExtensionMacro {
                     failed = true
                     continue
                 }
-                // `var a, b: Int`: the type is written on the last binding of the group.
-                guard let type = bindings[position...].lazy.compactMap({ $0.typeAnnotation?.type }).first else {
+                // `var a, b: Int`: the type is written on the last binding of the group; a binding
+                // with a value and no type of its own (`var a = "x", b: Int`) is not of that type.
+                let annotated = binding.initializer == nil ? bindings[position...].lazy.compactMap({ $0.typeAnnotation?.type }).first
+                    : binding.typeAnnotation?.type
+                guard let type = annotated else {
                     diagnoseMissingType(name, binding, in: context)
                     failed = true
                     continue

@@ -311,6 +311,32 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
         """)
 }
 
+/// A property with a value and no type of its own is not of the type written after it in its
+/// group (`var title = "x", stars: Int` declares a `String`).
+@Test func aValueInAGroupTakesNoTypeFromTheGroup() {
+    expand("""
+        @StoredModel
+        struct Note {
+            var id: Int
+            var title = "untitled", stars: Int
+        }
+        """, """
+        struct Note {
+            var id: Int
+            var title = "untitled", stars: Int
+        }
+        """, diagnostics: [DiagnosticSpec(
+            message: "'title' needs a type annotation: @StoredModel reads each attribute's type from it",
+            line: 4, column: 9, fixIts: [FixItSpec(message: "declare it String")])],
+        fixedSource: """
+        @StoredModel
+        struct Note {
+            var id: Int
+            var title: String = "untitled", stars: Int
+        }
+        """)
+}
+
 @Test func lazyAndWrappedPropertiesAreRefused() {
     expand("""
         @StoredModel
