@@ -222,31 +222,31 @@ public enum StoredModelSupport {
     // retain and a release of each string and `Data` per row). The property, as a function of
     // the model that is never called, gives the local its type, so that the generated code still
     // spells none: a type named in the model's scope (a sibling in an enclosing type) is not
-    // visible from the extension the macro writes.
+    // visible from the extension the macro writes. Each reads as the overload above of its type.
 
     @inlinable @inline(__always)
     public static func read<Model, V: RowValue>(_ row: borrowing Row, _ name: String, as property: (Model) -> V) throws -> V {
-        try V(row: row, attribute: name)
+        try read(row, name)
     }
 
     @inlinable @inline(__always)
     public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> Int64) throws -> Int64 {
-        try row.int(name)
+        try read(row, name)
     }
 
     @inlinable @inline(__always)
     public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> Double) throws -> Double {
-        try row.double(name)
+        try read(row, name)
     }
 
     @inlinable @inline(__always)
     public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> Bool) throws -> Bool {
-        try row.bool(name)
+        try read(row, name)
     }
 
     @inlinable @inline(__always)
     public static func read<Model>(_ row: borrowing Row, _ name: String, as property: (Model) -> String) throws -> String {
-        try row.string(name)
+        try read(row, name)
     }
 
     @inlinable @inline(__always)
