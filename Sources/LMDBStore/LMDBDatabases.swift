@@ -5,8 +5,10 @@ internal import CLMDB
 /// `i.<Entity>.<index>` per index. Handles stay valid for the environment's life.
 struct LMDBDatabases: Sendable {
     let meta: MDB_dbi
-    var entities: [String: MDB_dbi]
-    var indexes: [String: [String: MDB_dbi]]
+    /// By entity name, and by entity and index name (``NameIndex``: a write finds its entity's
+    /// and indexes' databases without hashing their names).
+    var entities: NameIndex<MDB_dbi>
+    var indexes: NameIndex<NameIndex<MDB_dbi>>
 
     /// The same databases with no index: queries scan the entities instead.
     var withoutIndexes: LMDBDatabases { LMDBDatabases(meta: meta, entities: entities, indexes: [:]) }
@@ -17,8 +19,8 @@ struct LMDBDatabases: Sendable {
     /// Opens (or with `create`, creates) every database of `schema` inside `txn`.
     static func open(_ schema: Schema, _ environment: LMDBEnvironment, _ txn: LMDBRawTransaction, meta: MDB_dbi,
                      create: Bool) throws -> LMDBDatabases {
-        var entities: [String: MDB_dbi] = [:]
-        var indexes: [String: [String: MDB_dbi]] = [:]
+        var entities: NameIndex<MDB_dbi> = [:]
+        var indexes: NameIndex<NameIndex<MDB_dbi>> = [:]
         func open(_ name: String) throws -> MDB_dbi {
             guard let dbi = try txn.openDatabase(name, create: create) else {
                 throw StoreError(.corrupt, "\(environment.path): database \(name) of the schema is missing")

@@ -17,7 +17,7 @@ final class LMDBTransaction: StorageWriter {
     /// The storage of the index keys a write builds, kept from one write to the next.
     private var indexKeys: (new: [UInt8], old: [UInt8]) = ([], [])
 
-    private var fieldChecks: [String: LMDBFieldCheck] = [:]
+    private var fieldChecks: NameIndex<LMDBFieldCheck> = [:]
     private var lastFieldCheck: LMDBFieldCheck?
 
     init(txn: LMDBRawTransaction, databases: LMDBDatabases) {

@@ -385,7 +385,7 @@ import Synchronization
     /// take the CPU from the app's tasks; synchronous reads use the whole pool.
     public let concurrentReads: PositiveInt
 
-    private let entityStatements = Mutex<[String: EntityStatements]>([:])
+    private let entityStatements = Mutex<NameIndex<EntityStatements>>([:])
 
     /// The SQL of `entity`'s single-item statements, made at first use (again when the entity's
     /// attributes changed).

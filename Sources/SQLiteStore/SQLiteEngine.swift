@@ -28,7 +28,7 @@ import Synchronization
     let options: SQLiteOptions
     private let writer: SQLiteConnection
     private let readers: SQLiteReaderPool
-    private let statements: [String: SQLiteEntitySQL]
+    private let statements: NameIndex<SQLiteEntitySQL>
     /// The connection observers poll with `PRAGMA data_version`, opened at first use.
     private let poller = Mutex<SQLiteConnection?>(nil)
 
@@ -70,7 +70,7 @@ import Synchronization
             }
         }
         let sealed = storedFormat >= 2
-        statements = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, SQLiteEntitySQL($0, sealed: sealed)) })
+        statements = NameIndex(schema.entities.map { ($0.name, SQLiteEntitySQL($0, sealed: sealed)) })
         readers = SQLiteReaderPool(path: path, durability: options.durability, capacity: options.maxReaders.value,
                                    timeout: options.readerTimeout, readOnly: options.readOnly)
     }

@@ -5,9 +5,9 @@ import Foundation
 /// A read or write transaction on one connection.
 final class SQLiteTransaction: StorageWriter {
     let connection: SQLiteConnection
-    let statements: [String: SQLiteEntitySQL]
+    let statements: NameIndex<SQLiteEntitySQL>
 
-    init(connection: SQLiteConnection, statements: [String: SQLiteEntitySQL]) {
+    init(connection: SQLiteConnection, statements: NameIndex<SQLiteEntitySQL>) {
         self.connection = connection
         self.statements = statements
     }

@@ -233,20 +233,16 @@ public class ReadAccessor {
 /// The schema with its entities by name, resolved once per store.
 final class Catalog: Sendable {
     let schema: Schema
-    let entities: [String: EntitySchema]
+    let entities: NameIndex<EntitySchema>
     /// The schema's relationships, arranged for writes and graph reads.
     let graph: RelationshipGraph
 
     init(_ schema: Schema) {
         self.schema = schema
         graph = RelationshipGraph(schema)
-        entities = Dictionary(schema.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        entities = NameIndex(schema.entities.map { ($0.name, $0) })
     }
 
-    /// The entity of that name, byte for byte: the dictionary, as Swift's `String`, takes
-    /// canonically equivalent names (`K` and KELVIN SIGN) for one.
-    func entity(named name: String) -> EntitySchema? {
-        guard let entity = entities[name], Schema.isName(entity.name, name) else { return nil }
-        return entity
-    }
+    /// The entity of that name, byte for byte (``NameIndex``).
+    func entity(named name: String) -> EntitySchema? { entities[name] }
 }

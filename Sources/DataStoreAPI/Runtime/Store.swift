@@ -219,10 +219,15 @@ open class Store: DataStore, @unchecked Sendable {
         while true {
             do {
                 defer { if attempt == runsBefore { afterFirstRun() } }
-                return try WriteRun.with(firstOfRetried: attempt == 0 && engine.conflictRetries > 0) {
+                // The commit in flight comes out beside the block's value, not in a tuple with it:
+                // a tuple of a generic value handed to a generic function has its type's metadata
+                // looked up at run time, twice a write.
+                var inFlight: (any CommitInFlight)?
+                let value = try WriteRun.with(firstOfRetried: attempt == 0 && engine.conflictRetries > 0) {
                     try performWriteOnce(body, after: attempt == runsBefore ? previous : nil,
-                                         leavingCommitInFlight: leavingCommitInFlight)
+                                         leavingCommitInFlight: leavingCommitInFlight, inFlight: &inFlight)
                 }
+                return (value, inFlight)
             } catch let error as StoreError where engine.isRetryableConflict(error) {
                 guard attempt < engine.conflictRetries else {
                     guard attempt > 0 else { throw error }
@@ -238,7 +243,7 @@ open class Store: DataStore, @unchecked Sendable {
     }
 
     private func performWriteOnce<T>(_ body: (WriteAccessor) throws -> T, after previous: (any CommitInFlight)?,
-                                     leavingCommitInFlight: Bool) throws -> (T, (any CommitInFlight)?) {
+                                     leavingCommitInFlight: Bool, inFlight left: inout (any CommitInFlight)?) throws -> T {
         let started = instruments == nil ? 0 : StoreInstruments.now()
         var committed = false
         defer { if let instruments { instruments.wrote(since: started, committed: committed) } }
@@ -274,7 +279,8 @@ open class Store: DataStore, @unchecked Sendable {
         committed = true
         // (A commit in flight signals when its answer came: ``runEnqueued(_:_:)``.)
         if inFlight == nil { hubStorage.withLock { $0 }?.signal() }
-        return (result, inFlight)
+        left = inFlight
+        return result
     }
 
     /// The change feed's state as the last write transaction left it, and the engine's version

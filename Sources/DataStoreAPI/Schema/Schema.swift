@@ -23,7 +23,7 @@ public struct Schema: Sendable, Hashable, Codable {
     /// canonically equivalent strings for one (`K` and KELVIN SIGN `\u{212A}`); a schema's names
     /// are ASCII (``checkName(_:what:)``), and a string equivalent to an ASCII one but not the
     /// same is longer, so equal byte counts make `==` exact, at the cost of comparing two counts.
-    @inline(__always) static func isName(_ name: String, _ asked: String) -> Bool {
+    @inlinable @inline(__always) static func isName(_ name: String, _ asked: String) -> Bool {
         name.utf8.count == asked.utf8.count && name == asked
     }
 
