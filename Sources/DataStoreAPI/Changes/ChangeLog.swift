@@ -111,12 +111,6 @@ package enum ChangeLog {
         return bytes
     }
 
-    private static func store(_ writer: any StorageWriter, _ log: (any ChangeLogWriting)?, _ sequence: UInt64,
-                              _ bytes: [UInt8]) throws {
-        if let log { return try log.appendChangeLog(sequence, bytes) }
-        try writer.setMetadata(bytes, forKey: entryKey(sequence))
-    }
-
     /// Removes the entries below `sequence`, from `state.held` on.
     private static func remove(_ writer: any StorageWriter, _ state: State, before sequence: UInt64) throws {
         guard state.held < sequence else { return }
@@ -254,18 +248,30 @@ package enum ChangeLog {
         var state = known ?? State(id: UUID(), next: 1, held: 1, settings: ChangeFeedSettings())
         guard state.settings.isEnabled else { return nil }
         let now = (try? Timestamp(Date())) ?? Timestamp(microsecondsSinceEpoch: 0)
-        let log = writer.changeLogWriter
-        try store(writer, log, state.next, encodeEntry(changes, committedAt: now))
-        state.next += 1
-        if let numbering = log?.changeLogNumbering {
-            try numbering.trimChangeLog(keeping: UInt64(state.settings.retainedTransactions), slack: max(1, state.trimSlack))
+        // The backend's entry storage bound once, not copied as an optional (each copy of an
+        // optional existential went through the standard library's generic witnesses).
+        let entry = encodeEntry(changes, committedAt: now)
+        let logged: Bool
+        if let log = writer.changeLogWriter {
+            try log.appendChangeLog(state.next, entry)
+            state.next += 1
+            if let numbering = log.changeLogNumbering {
+                try numbering.trimChangeLog(keeping: UInt64(state.settings.retainedTransactions),
+                                            slack: max(1, state.trimSlack))
+            } else {
+                try trim(writer, &state)
+            }
+            logged = true
         } else {
+            try writer.setMetadata(entry, forKey: entryKey(state.next))
+            state.next += 1
             try trim(writer, &state)
+            logged = false
         }
         // With the backend's own entry storage the bounds need no writing: the state is written
         // only when it is new, or when a version that wrote it at every commit left it (version
         // 1: that version would take its stale `next` for the truth and number entries again).
-        if known == nil || log == nil || state.storedVersion < stateVersion {
+        if known == nil || !logged || state.storedVersion < stateVersion {
             try writer.setMetadata(encodeState(state), forKey: stateKey)
             state.storedVersion = stateVersion
         }
@@ -437,7 +443,13 @@ package enum ChangeLog {
                 }
             }
         }
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+        // Reserved and then filled in place (`init(unsafeUninitializedCapacity:)` allocates through
+        // the standard library's unspecialized code, which looked up the array's type, about 500
+        // instructions an entry; zeroing the bytes first costs less).
+        var entry: [UInt8] = []
+        entry.reserveCapacity(size)
+        entry.append(contentsOf: repeatElement(0, count: size))
+        entry.withUnsafeMutableBufferPointer { buffer in
             var out = EntryWriter(UnsafeMutableRawBufferPointer(buffer))
             out.byte(entryVersion)
             out.u64(UInt64(bitPattern: committedAt.microsecondsSinceEpoch))
@@ -470,8 +482,8 @@ package enum ChangeLog {
             let sum = ds_crc32c(0, buffer.baseAddress, out.at)
             out.u32(Int(sum))
             precondition(out.at == size, "a feed entry's size was miscounted")
-            initialized = size
         }
+        return entry
     }
 
     /// The int an int key's word is (``TouchedKeys/words``: its encoding read big-endian).

@@ -101,6 +101,14 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
 
         /// Adds a key, encoded as `key`, that was not touched before, where ``locate(_:)`` put it.
         func add(_ key: UnsafeRawBufferPointer, _ touch: Touch, _ location: Location) {
+            // An inserted key after every touched one, keys in order: one more of the inserted
+            // run, as a bulk load's next key is (a one-insert write's first key allocated the
+            // touches' array for it).
+            if location == .last, positions == nil, !touch.before, touch.after {
+                keys.append(key)
+                insertedRun += 1
+                return
+            }
             materialize()
             if positions == nil, location == .inside {
                 var made = [[UInt8]: Int](minimumCapacity: noted.count * 2)
@@ -145,7 +153,13 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
             }
             // Keys in order, each a change (a bulk load's): the table itself, no key copied.
             if positions == nil, noted.isEmpty {
-                return (keys, Array(repeating: .inserted, count: insertedRun))
+                // (Appended one by one: `Array(repeating:count:)` went through the standard
+                // library's unspecialized code, which looked up the array's metadata, about 500
+                // instructions a transaction.)
+                var kinds: [ItemChange.Kind] = []
+                kinds.reserveCapacity(insertedRun)
+                for _ in 0..<insertedRun { kinds.append(.inserted) }
+                return (keys, kinds)
             }
             let touches = self.touches
             if positions == nil, case let kinds = touches.compactMap(kind), kinds.count == touches.count {
