@@ -59,6 +59,18 @@ import Testing
             #expect(index["n0"] == 0)
             #expect(index["n\(count - 1)"] == count - 1)
             #expect(index["n\(count)"] == nil)
+            #expect(index.map(\.name) == (0..<count).map { "n\($0)" })
         }
+    }
+
+    @Test func aLiteralPastTheHashingSizeFindsEachOfItsNames() {
+        let index: NameIndex<Int> = ["a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5, "g": 6, "h": 7, "i": 8, "j": 9]
+        #expect(index.count == 10)
+        for (position, name) in ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"].enumerated() {
+            #expect(index[name] == position)
+        }
+        #expect(index["k"] == nil)
+        let empty: NameIndex<Int> = [:]
+        #expect(empty.isEmpty && empty["a"] == nil)
     }
 }

@@ -1,4 +1,5 @@
-/// Values found by a schema name, byte for byte (``Schema/isName(_:_:)``): the entities of a
+/// Values found by a schema name as ``Schema/isName(_:_:)`` compares names (byte for byte for the
+/// ASCII names a schema holds; for others, equal byte counts and Swift's `==`): the entities of a
 /// schema, a backend's statements or databases by entity.
 ///
 /// A few names are compared one by one, as most schemas have (a short string compares with
@@ -43,8 +44,9 @@
         }
     }
 
-    /// The value of the name that is `name` byte for byte (a canonically equivalent name, which
-    /// Swift's `==` takes for the same, is another); set to `nil` to remove it. Inlinable, so
+    /// The value of the name that is `name` (``Schema/isName(_:_:)``: a canonically equivalent
+    /// name of another length, which Swift's `==` takes for the same, is another); set to `nil`
+    /// to remove it. Inlinable, so
     /// that a backend's lookup is specialized for its value type.
     @inlinable
     public subscript(name: String) -> Value? {
