@@ -105,6 +105,7 @@ fi
 # which spend much of their time waiting for the processes and servers they start; their output
 # follows the tests'.
 side_log=$(mktemp)
+test_log=$(mktemp)
 # An interrupted or cancelled run stops what it started: the side job and the tests, with every
 # process under them (a build, a server), rather than leaving them on the cores. Both run in the
 # background of this one process group (a kill of the group takes them too), and the script
@@ -115,7 +116,7 @@ kill_tree() {
     for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
     kill -TERM "$1" 2>/dev/null || true
 }
-trap 'for pid in $side $tests_pid; do kill_tree "$pid"; done; rm -f "$side_log"' EXIT
+trap 'for pid in $side $tests_pid; do kill_tree "$pid"; done; rm -f "$side_log" "$test_log"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 (
@@ -127,7 +128,10 @@ trap 'exit 143' TERM
 ) >"$side_log" 2>&1 &
 side=$!
 tests=0
-swift test --skip-build "${build[@]}" "$@" &
+# A copy of the tests' output, whose failures are printed again at the end: among thousands of
+# lines of a parallel run, the line that says what failed is easy to lose (and a CI log shows
+# its end).
+swift test --skip-build "${build[@]}" "$@" > >(tee "$test_log") 2>&1 &
 tests_pid=$!
 wait "$tests_pid" || tests=$?
 tests_pid=""
@@ -135,7 +139,12 @@ documentation=0
 wait "$side" || documentation=$?
 side=""
 cat "$side_log"
-[ "$tests" -eq 0 ] || { echo "test.sh: tests failed (above)" >&2; exit "$tests"; }
+if [ "$tests" -ne 0 ]; then
+    echo "test.sh: tests failed; what they recorded:" >&2
+    grep -A 4 -E "recorded an issue|Fatal error|error: " "$test_log" | head -n 200 >&2 || true
+    echo "test.sh: tests failed (above)" >&2
+    exit "$tests"
+fi
 [ "$documentation" -eq 0 ] || { echo "test.sh: a documentation block or the DocC build failed (above)" >&2; exit 1; }
 # The timing tests last, alone on the cores: once nothing holds .build/timing.lock (.ci/run holds
 # it while its release build, which runs beside the tests, is at work).

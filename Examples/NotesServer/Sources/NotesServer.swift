@@ -37,6 +37,18 @@ struct NoteInput: Decodable {
     var done: Bool?
 }
 
+/// The server's request context: JSON with its keys in one order (a struct's keys would
+/// otherwise come out in the order of a dictionary, which changes from one run to the next).
+struct NotesContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+
+    var responseEncoder: JSONEncoder { NotesServer.encoder() }
+}
+
 /// How handlers call the store.
 enum StoreAPI: String, ExpressibleByArgument, Sendable {
     case async, sync
@@ -114,8 +126,15 @@ struct NotesServer: AsyncParsableCommand {
         try await app.runService()
     }
 
-    static func router(_ notes: Notes) -> Router<BasicRequestContext> {
-        let router = Router()
+    /// A JSON encoder whose output does not depend on hash order.
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+
+    static func router(_ notes: Notes) -> Router<NotesContext> {
+        let router = Router(context: NotesContext.self)
         router.get("notes") { _, _ -> [Note] in
             try await notes.read { try $0.fetch(Note.self) }
         }
@@ -175,7 +194,7 @@ struct NotesServer: AsyncParsableCommand {
                     }
                     defer { live.cancel() }
                     try await withGracefulShutdownHandler {
-                        let encoder = JSONEncoder()
+                        let encoder = Self.encoder()
                         for await list in lists {
                             let json = String(decoding: try encoder.encode(list), as: UTF8.self)
                             try await writer.write(ByteBuffer(string: "data: \(json)\n\n"))
