@@ -36,6 +36,24 @@ import Testing
         }
     }
 
+    /// A record's JSON has its keys in sorted order: persisted bytes do not follow a
+    /// dictionary's order, which changes from one process to the next (six keys: a hash order
+    /// comes out sorted once in 720 processes).
+    @Test func aRecordsJSONHasItsKeysSorted() throws {
+        struct Six: Codable, Equatable {
+            var f = 6, a = 1, e = 5, b = 2, d = 4, c = 3
+        }
+        let dir = try TemporaryDirectory()
+        let store = try dir.location(.sqlite, "store").open(schema: Fixtures.schema)
+        defer { try? store.close() }
+        let record = ReservedRecord<Six>(key: Migrator.checkpointKey, what: "test record")
+        try store.writeSync { try record.write(Six(), into: $0) }
+        let bytes = try #require(try store.read { try $0.metadata(forKey: Migrator.checkpointKey) })
+        let json = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        #expect(json == #"{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6}"#)
+        #expect(try record.read(from: store, named: nil) == Six())
+    }
+
     /// A SQLite source of `items` items, and an LMDB destination whose copy from it stopped
     /// after its third batch of 20, leaving a checkpoint.
     static func stoppedCopy(in dir: TemporaryDirectory, items: Int) throws -> (StoreLocation, StoreLocation) {

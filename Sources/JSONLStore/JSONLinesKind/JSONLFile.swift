@@ -406,7 +406,10 @@ final class JSONLStreamWriter: StreamedStoreWriter {
         let bytes = try sync()
         let data: Data
         do {
-            data = try JSONEncoder().encode(Mark(position: position, bytes: bytes))
+            // Sorted keys, as every JSON the package writes (not a dictionary's order).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            data = try encoder.encode(Mark(position: position, bytes: bytes))
         } catch {
             throw StoreError(.invalidValue, "the checkpoint cannot be encoded: \(error)")
         }
