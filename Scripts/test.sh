@@ -104,13 +104,11 @@ fi
 # (Scripts/docs.sh, into .build-docs, from the DataStoreAPI module just built) beside the tests,
 # which spend much of their time waiting for the processes and servers they start; their output
 # follows the tests'.
-side_log=$(mktemp)
-test_log=$(mktemp)
 # An interrupted or cancelled run stops what it started: the side job and the tests, with every
 # process under them (a build, a server), rather than leaving them on the cores. Both run in the
 # background of this one process group (a kill of the group takes them too), and the script
 # waits for them with `wait`, which a signal interrupts at once.
-side="" tests_pid=""
+side="" tests_pid="" side_log="" test_log=""
 kill_tree() {
     local child
     for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
@@ -119,6 +117,8 @@ kill_tree() {
 trap 'for pid in $side $tests_pid; do kill_tree "$pid"; done; rm -f "$side_log" "$test_log"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+side_log=$(mktemp)
+test_log=$(mktemp)
 (
     Scripts/check-code-blocks.sh --run-only "${build[@]}"
     if [ "$quick" -eq 0 ]; then
@@ -130,8 +130,13 @@ side=$!
 tests=0
 # A copy of the tests' output, whose failures are printed again at the end: among thousands of
 # lines of a parallel run, the line that says what failed is easy to lose (and a CI log shows
-# its end).
-swift test --skip-build "${build[@]}" "$@" > >(tee "$test_log") 2>&1 &
+# its end). The subshell ends when both the tests and tee have, with the tests' status, so the
+# copy is whole when it is read. (Through a pipe, swift-testing prints without colours.)
+(
+    set +e
+    swift test --skip-build "${build[@]}" "$@" 2>&1 | tee "$test_log"
+    exit "${PIPESTATUS[0]}"
+) &
 tests_pid=$!
 wait "$tests_pid" || tests=$?
 tests_pid=""
@@ -141,7 +146,14 @@ side=""
 cat "$side_log"
 if [ "$tests" -ne 0 ]; then
     echo "test.sh: tests failed; what they recorded:" >&2
-    grep -A 4 -E "recorded an issue|Fatal error|error: " "$test_log" | head -n 200 >&2 || true
+    recorded=$(grep -A 4 -E "recorded an issue|Fatal error|: error: " "$test_log" || true)
+    if [ -z "$recorded" ]; then
+        echo "(no line says; the output's last lines:)" >&2
+        tail -n 40 "$test_log" >&2
+    else
+        echo "$recorded" | head -n 200 >&2 || true
+        [ "$(echo "$recorded" | wc -l)" -le 200 ] || echo "(the first 200 lines of $(echo "$recorded" | wc -l))" >&2
+    fi
     echo "test.sh: tests failed (above)" >&2
     exit "$tests"
 fi

@@ -364,3 +364,11 @@ private struct EdgeRandom: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// A record made from a dictionary lists its names by name, not in the dictionary's order (which
+/// changes from one process to the next): what a `Decodable`'s `allKeys` sees over it too.
+@Test func aDictionaryRecordListsItsNamesInOrder() {
+    let names = (0..<12).map { "field\($0)" }
+    let record = Record(Dictionary(uniqueKeysWithValues: names.map { ($0, Value.int(1)) }))
+    #expect(record.attributeNames == names.sorted())
+}

@@ -205,6 +205,14 @@ func aCopyIntoJSONLinesKilledWithSIGKILLFinishesWithResume() throws {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal, "killed while copying")
+        // Each checkpoint's JSON has its keys sorted (the mark's, then its position's), not in a
+        // dictionary's order, which changes from one process to the next.
+        for data in seen {
+            let text = String(decoding: data, as: UTF8.self)
+            let keys = ["bytes", "position", "entity", "finishedEntities", "lastKey", "source"]
+                .compactMap { text.range(of: "\"\($0)\":")?.lowerBound }
+            #expect(keys.count >= 4 && keys == keys.sorted(), "\(text)")
+        }
         // A stream with its checkpoint is resumed; one killed before its first checkpoint (or
         // before it began) holds nothing to go on from and is copied again.
         if FileManager.default.fileExists(atPath: destination.path + ".migrating.checkpoint") {

@@ -130,6 +130,7 @@ struct NotesServer: AsyncParsableCommand {
     static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601  // Hummingbird's default
         return encoder
     }
 

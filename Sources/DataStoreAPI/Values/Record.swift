@@ -160,13 +160,15 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         }
     }
 
-    /// The attribute names the record holds (in schema order for records from a store).
+    /// The attribute names the record holds: in schema order for records from a store, in the
+    /// order given for one made from pairs, by name for one made from a dictionary (never a
+    /// dictionary's own order, which changes from one process to the next).
     public var attributeNames: [String] {
         switch names {
         case .layout(let layout): return layout.names
         case .compact(let reference): return reference.chunk.layout.names
         case .pairs(let pairs): return Self.counted(pairs).map { pairs[$0].0 }
-        case .dictionary(let dictionary): return Array(dictionary.keys)
+        case .dictionary(let dictionary): return dictionary.keys.sorted()
         }
     }
 

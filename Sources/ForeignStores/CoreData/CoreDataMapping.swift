@@ -272,7 +272,8 @@ enum CoreDataMapping {
                                           origin: "table \(tableName)")
         }
         // The order of ordered one-to-many relationships, on their destinations.
-        for (root, orders) in orderColumns {
+        // By entity: the same error first in every run when several are wrong.
+        for (root, orders) in orderColumns.sorted(by: { $0.key < $1.key }) {
             guard let position = schemas.firstIndex(where: { $0.name == root }) else { continue }
             let tableName = table(of: root)
             let columns = Set(try database.rows("SELECT name FROM pragma_table_info(?)", [.string(tableName)])

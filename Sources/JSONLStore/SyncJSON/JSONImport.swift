@@ -224,7 +224,8 @@ public enum JSONImport {
             throw StoreError(.unknownEntity, "the store has no entity '\(entityName)' (it has "
                 + store.schema.entities.map(\.name).joined(separator: ", ") + ")")
         }
-        for (key, name) in options.mapping {
+        // By key: with several bad entries, the one named is the same in every run.
+        for (key, name) in options.mapping.sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: ".", maxSplits: 1)
             let target = parts.count == 2 ? store.schema.entity(named: String(parts[0])) : entity
             guard let target else {
