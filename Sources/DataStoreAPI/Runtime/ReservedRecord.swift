@@ -57,11 +57,7 @@ package struct ReservedRecord<Content: Codable> {
     /// Writes the record in the writer's transaction (nil removes it), sealed.
     package func write(_ content: Content?, into writer: WriteAccessor) throws {
         try writer.setReservedMetadata(try content.map { content in
-            // Sorted keys: a struct's keys would otherwise come out in a dictionary's order,
-            // which changes from one process to the next.
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            var bytes = Array(try encoder.encode(content)) + [0]
+            var bytes = Array(try JSONEncoder.sortingKeys().encode(content)) + [0]
             SealedBytes.seal(&bytes)
             return bytes
         }, forKey: key)

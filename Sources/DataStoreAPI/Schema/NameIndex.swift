@@ -39,9 +39,15 @@
         values.append(value)
         if positions != nil {
             positions?[name] = names.count - 1
-        } else if names.count > Self.linearCount {
-            positions = Dictionary(names.indices.map { (names[$0], $0) }, uniquingKeysWith: { first, _ in first })
+        } else {
+            positions = Self.positions(names)
         }
+    }
+
+    /// The names' positions by name when there are more than ``linearCount``, else `nil`.
+    private static func positions(_ names: [String]) -> [String: Int]? {
+        guard names.count > linearCount else { return nil }
+        return Dictionary(names.indices.map { (names[$0], $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The value of the name that is `name` (``Schema/isName(_:_:)``: a canonically equivalent
@@ -69,8 +75,7 @@
         case (let position?, nil):
             names.remove(at: position)
             values.remove(at: position)
-            positions = names.count > Self.linearCount
-                ? Dictionary(names.indices.map { (names[$0], $0) }, uniquingKeysWith: { first, _ in first }) : nil
+            positions = Self.positions(names)
         case (nil, nil): break
         }
     }

@@ -39,10 +39,8 @@ extension Schema {
 
     /// The schema as stored by every backend: JSON with sorted keys.
     @_spi(Backend) public func encodedForStorage() throws(StoreError) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         do {
-            return Array(try encoder.encode(self))
+            return Array(try JSONEncoder.sortingKeys().encode(self))
         } catch {
             throw StoreError(.invalidValue, "schema cannot be encoded: \(error)")
         }

@@ -26,10 +26,8 @@ enum JSONLHeader {
 
     /// The schema as JSON with sorted keys: the same schema always gives the same bytes.
     static func schemaJSON(_ schema: Schema) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            return Array(try encoder.encode(schema))
+            return Array(try JSONEncoder.sortingKeys(.withoutEscapingSlashes).encode(schema))
         } catch {
             throw StoreError(.invalidValue, "the schema cannot be encoded: \(error)")
         }
@@ -406,10 +404,7 @@ final class JSONLStreamWriter: StreamedStoreWriter {
         let bytes = try sync()
         let data: Data
         do {
-            // Sorted keys, as every JSON the package writes (not a dictionary's order).
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            data = try encoder.encode(Mark(position: position, bytes: bytes))
+            data = try JSONEncoder.sortingKeys().encode(Mark(position: position, bytes: bytes))
         } catch {
             throw StoreError(.invalidValue, "the checkpoint cannot be encoded: \(error)")
         }

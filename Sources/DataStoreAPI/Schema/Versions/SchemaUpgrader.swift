@@ -145,10 +145,8 @@ import Foundation
     }
 
     static func encodeHistory(_ history: [SchemaHistoryEntry]) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         do {
-            return Array(try encoder.encode(history))
+            return Array(try JSONEncoder.sortingKeys().encode(history))
         } catch {
             throw StoreError(.invalidValue, "the schema history cannot be encoded: \(error)")
         }
