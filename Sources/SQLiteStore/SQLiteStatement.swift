@@ -68,15 +68,6 @@ final class SQLiteStatement {
         }
     }
 
-    /// Starts binding a row's values one at a time, every parameter in turn, after resetting the
-    /// statement if it is running: the parameters, over as much of the buffer as the last such
-    /// row used, and the buffer replaced, for ``endFields(_:_:complete:)``.
-    func beginFields() -> (SQLiteParameters, replaced: UnsafeMutableRawBufferPointer) {
-        if sqlite3_stmt_busy(handle) != 0 { sqlite3_reset(handle) }
-        let replaced = reserveParameterBytes(fieldBytes)
-        return (SQLiteParameters(handle, parameterBytes), replaced)
-    }
-
     @inline(__always)
     func check(_ rc: Int32, _ index: Int32) throws(StoreError) {
         guard rc == SQLITE_OK else { throw bindError(rc, index) }
@@ -88,18 +79,6 @@ final class SQLiteStatement {
     func bindError(_ rc: Int32, _ index: Int32, cause: StoreError.Cause? = nil) -> StoreError {
         connection.error(rc, "cannot bind parameter \(index) of \(sql)", cause: cause)
     }
-
-    /// Ends a row begun with ``beginFields()``: `complete` when every parameter was bound,
-    /// else the parameters are cleared (some may point into the replaced buffer). Frees the
-    /// buffer replaced, and notes how much the row wanted for the next.
-    func endFields(_ parameters: SQLiteParameters, _ replaced: UnsafeMutableRawBufferPointer, complete: Bool) {
-        if !complete { sqlite3_clear_bindings(handle) }
-        replaced.deallocate()
-        fieldBytes = min(max(fieldBytes, parameters.wanted), Self.maxParameterBuffer)
-    }
-
-    /// The parameter bytes rows bound one value at a time want (the most any took so far).
-    private var fieldBytes = 256
 
     /// Binds the one parameter of a statement that has one (a point get's key), without an
     /// array around it.
@@ -469,8 +448,6 @@ struct SQLiteParameters {
     let handle: OpaquePointer
     private let buffer: UnsafeMutableRawBufferPointer
     private var used = 0
-    /// The bytes the row's short texts and blobs wanted in the buffer, whether or not they fit.
-    private(set) var wanted = 0
 
     init(_ handle: OpaquePointer, _ buffer: UnsafeMutableRawBufferPointer) {
         (self.handle, self.buffer) = (handle, buffer)
@@ -492,9 +469,6 @@ struct SQLiteParameters {
     @inline(__always)
     func bindInt(_ value: Int64, at index: Int32) -> Int32 { sqlite3_bind_int64(handle, index, value) }
 
-    @inline(__always)
-    func bindDouble(_ value: Double, at index: Int32) -> Int32 { sqlite3_bind_double(handle, index, value) }
-
     mutating func bindText(_ utf8: UnsafeRawBufferPointer, at index: Int32) -> Int32 {
         if utf8.isEmpty { return sqlite3_bind_text(handle, index, "", 0, sqliteStatic) }
         if let kept = copy(utf8) {
@@ -514,7 +488,6 @@ struct SQLiteParameters {
     /// Copies `bytes` into the buffer, or returns `nil` when they do not fit there.
     private mutating func copy(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
         guard bytes.count <= SQLiteStatement.maxParameterBytes else { return nil }
-        wanted += bytes.count
         guard bytes.count <= buffer.count - used, let base = buffer.baseAddress, let source = bytes.baseAddress else {
             return nil
         }

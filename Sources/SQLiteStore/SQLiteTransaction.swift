@@ -322,52 +322,63 @@ final class SQLiteTransaction: StorageWriter {
         private let keySlot: Int
         private let sealed: Bool
 
+        /// The buffer the model's fields are written into (``SQLiteFieldBuffer``), kept from one
+        /// insert to the next.
+        private var fields: UnsafeMutableRawPointer
+        private var fieldCapacity = SQLiteFieldBuffer.initialCapacity
+
         init(_ entity: EntitySchema, _ texts: SQLiteEntitySQL, _ statement: SQLiteStatement) {
             (self.entity, self.statement, keySlot, sealed) = (entity, statement, texts.keySlot, texts.sealed)
             kinds = .allocate(capacity: texts.row.kinds.count)
             _ = kinds.initialize(from: texts.row.kinds)
+            fields = SQLiteFieldBuffer.allocate(capacity: fieldCapacity)
         }
 
         deinit {
             kinds.deinitialize()
             kinds.deallocate()
+            fields.deallocate()
         }
 
         /// Binds the model's values and the row's sum, and steps (the statement reset after): the
         /// key's value, or `nil` (nothing left bound) when a value did not fit as it is.
         func insert<T: RowCodable>(_ object: T) throws -> Value? {
-            guard let key = try bind(object) else { return nil }
+            var buffer = SQLiteFieldBuffer(base: fields, capacity: fieldCapacity, keySlot: keySlot)
+            do {
+                try object.writeStoredFields(to: &buffer)
+            } catch {
+                (fields, fieldCapacity) = (buffer.base, buffer.capacity)
+                throw error
+            }
+            // The buffer the fields were written into: the one given, or a larger one.
+            (fields, fieldCapacity) = (buffer.base, buffer.capacity)
+            defer { if fieldCapacity > SQLiteFieldBuffer.keptCapacity { shrink() } }
+            // The key attribute's type is an int, string or uuid (the schema's rule), so a value
+            // bound for it is a key.
+            guard let key = try buffer.bind(statement, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
+            else { return nil }
+            try step()
+            return key
+        }
+
+        /// Steps the row bound (the statement reset after). A method of its own: with this
+        /// `catch` in ``insert(_:)``, Swift 6.3.1's compiler crashed (`MandatoryAllocBoxToStack`).
+        private func step() throws {
             defer { sqlite3_reset(statement.handle) }
             do {
                 _ = try statement.step()
             } catch where error.code == .uniqueViolation {
                 throw ConstraintFailed(error: error)
             }
-            return key
         }
 
-        private func bind<T: RowCodable>(_ object: T) throws -> Value? {
-            let (parameters, replaced) = statement.beginFields()
-            var binder = SQLiteFieldBinder(parameters, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
-            do {
-                try object.writeStoredFields(to: &binder)
-                if let refused = binder.refused { throw statement.bindError(refused.rc, refused.index, cause: refused.cause) }
-                // The key attribute's type is an int, string or uuid (the schema's rule), so a
-                // value bound for it is a key.
-                guard binder.complete else {
-                    statement.endFields(binder.parameters, replaced, complete: false)
-                    return nil
-                }
-                if sealed {
-                    let index = Int32(binder.position + 1)
-                    try statement.check(binder.parameters.bindInt(binder.sum.value, at: index), index)
-                }
-                statement.endFields(binder.parameters, replaced, complete: true)
-                return binder.key
-            } catch {
-                statement.endFields(binder.parameters, replaced, complete: false)
-                throw error
-            }
+        /// Lets a buffer grown past ``SQLiteFieldBuffer/keptCapacity`` go after its row was
+        /// stepped (parameters still point into it: none is left bound to it).
+        private func shrink() {
+            sqlite3_clear_bindings(statement.handle)
+            fields.deallocate()
+            (fields, fieldCapacity) = (SQLiteFieldBuffer.allocate(capacity: SQLiteFieldBuffer.initialCapacity),
+                                       SQLiteFieldBuffer.initialCapacity)
         }
     }
 
@@ -519,142 +530,5 @@ extension SQLiteTransaction: ChangeLogWriting {
     func removeChangeLog(before sequence: UInt64) throws {
         guard try connection.hasFeedTable() else { return }
         try connection.execute("DELETE FROM _ds_feed WHERE seq < ?", [.int(Int64(sequence))])
-    }
-}
-
-/// A model's values bound to an insert's parameters as the model hands them over
-/// (``RowCodable/writeStoredFields(to:)``). Each is bound only when the entity's attribute
-/// holds it as it is, the check ``EntitySchema/normalize(_:)`` makes of a record's value (its
-/// type, null only where optional, a double that is a number, a text or blob within its limit,
-/// a text key within the key's); the first that is not stops the binding, and the insert goes
-/// the record's way, which converts it or names it.
-struct SQLiteFieldBinder: StoredFieldSink {
-    /// The statement's parameters (no reference to the statement: binding a row retains
-    /// nothing).
-    private(set) var parameters: SQLiteParameters
-    /// The entity's kinds (not retained per insert: the insert plan that makes the binder owns
-    /// them for as long as the binder lives).
-    let kinds: UnsafeBufferPointer<SQLiteColumnKind>
-    let keySlot: Int
-    let summed: Bool
-    /// How many values were bound.
-    private(set) var position = 0
-    private var fits = true
-    /// The first parameter SQLite did not take, with its result code and SQLite's own code and
-    /// message as they were then: nothing more is bound, and the insert throws the statement's
-    /// error for it.
-    private(set) var refused: (rc: Int32, index: Int32, cause: StoreError.Cause)?
-    /// The primary key's value, once bound: an int key as its number (``intKey``; setting a
-    /// ``Value`` destroyed the one before it, a call per insert), any other in ``otherKey``.
-    private var intKey: Int64?
-    private var otherKey = Value.null
-    var key: Value { intKey.map(Value.int) ?? otherKey }
-    /// The row's checksum, when ``summed`` (settable: its value is read with a mutating getter,
-    /// from its buffer rather than a copy).
-    var sum = SQLiteRowSum.Running()
-
-    init(_ parameters: SQLiteParameters, kinds: UnsafeBufferPointer<SQLiteColumnKind>, keySlot: Int, summed: Bool) {
-        self.parameters = parameters
-        self.kinds = kinds
-        self.keySlot = keySlot
-        self.summed = summed
-    }
-
-    /// Whether a value was bound for every attribute, and none failed its check.
-    var complete: Bool { fits && position == kinds.count }
-
-    mutating func append(_ value: Value) throws {
-        guard fits, position < kinds.count,
-              value.isStoredAsIs(by: kinds[position].type, optional: kinds[position].optional, isKey: { position == keySlot })
-        else {
-            fits = false
-            return
-        }
-        guard took(parameters.bind(value, at: Int32(position + 1)), Int32(position + 1)) else { return }
-        if summed { sum.add(value) }
-        if position == keySlot { otherKey = value }
-        position += 1
-    }
-
-    // The typed forms below bind a model's value without a ``Value`` around it (a `Data`'s bytes
-    // from where they are), with the checks and the sum of ``append(_:)`` for that value.
-
-    mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) throws {
-        guard let index = next(.bytes, fitting: bytes.count <= Limits.maxValueBytes) else { return }
-        guard took(parameters.bindBlob(bytes, at: index), index) else { return }
-        if summed { sum.add(bytes: bytes) }
-        if position == keySlot { otherKey = .bytes(Array(bytes)) }
-        position += 1
-    }
-
-    mutating func appendInt(_ value: Int64) throws {
-        guard let index = next(.int) else { return }
-        guard took(parameters.bindInt(value, at: index), index) else { return }
-        if summed { sum.add(int: value) }
-        if position == keySlot { intKey = value }
-        position += 1
-    }
-
-    mutating func appendDouble(_ value: Double) throws {
-        guard let index = next(.double, fitting: !value.isNaN) else { return }
-        guard took(parameters.bindDouble(value, at: index), index) else { return }
-        if summed { sum.add(double: value) }
-        position += 1
-    }
-
-    mutating func appendString(_ value: String) throws {
-        let count = value.utf8.count
-        guard let index = next(.string, fitting: count <= Limits.maxStringKeyBytes
-                               || count <= Limits.maxValueBytes && position != keySlot) else { return }
-        // A native string's bytes where they are; a copy (`withUTF8` on a variable) only for one
-        // that keeps them elsewhere: the copy retained and released every string.
-        let taken: Bool
-        if let direct = value.utf8.withContiguousStorageIfAvailable({ bindText($0, at: index) }) {
-            taken = direct
-        } else {
-            var text = value
-            taken = text.withUTF8 { bindText($0, at: index) }
-        }
-        guard taken else { return }
-        if position == keySlot { otherKey = .string(value) }
-        position += 1
-    }
-
-    /// Binds a text's UTF-8 and adds it to the sum: whether SQLite took it.
-    @inline(__always)
-    private mutating func bindText(_ utf8: UnsafeBufferPointer<UInt8>, at index: Int32) -> Bool {
-        guard took(parameters.bindText(UnsafeRawBufferPointer(utf8), at: index), index) else { return false }
-        if summed { sum.add(text: UnsafeRawBufferPointer(utf8)) }
-        return true
-    }
-
-    /// Whether SQLite took the parameter (`rc`); if not, notes it as ``refused``.
-    @inline(__always)
-    private mutating func took(_ rc: Int32, _ index: Int32) -> Bool {
-        guard rc == SQLITE_OK else {
-            refuse(rc, index)
-            return false
-        }
-        return true
-    }
-
-    /// Notes the parameter SQLite refused, with SQLite's code and message as they are now (the
-    /// model's code may call SQLite before the insert throws).
-    @inline(never)
-    private mutating func refuse(_ rc: Int32, _ index: Int32) {
-        let cause = sqlite3_db_handle(parameters.handle).map { SQLiteConnection.cause($0) }
-            ?? StoreError.Cause(library: "sqlite", code: rc, message: String(cString: sqlite3_errstr(rc)))
-        (fits, refused) = (false, (rc, index, cause))
-    }
-
-    /// The parameter of the next attribute when it is of `type` and the value `fitting` it as
-    /// it is; else `nil`, and nothing more is bound.
-    @inline(__always)
-    private mutating func next(_ type: ValueType, fitting: Bool = true) -> Int32? {
-        guard fits, fitting, position < kinds.count, kinds[position].type == type else {
-            fits = false
-            return nil
-        }
-        return Int32(position + 1)
     }
 }

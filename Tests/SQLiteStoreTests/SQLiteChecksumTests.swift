@@ -322,7 +322,7 @@ private func setEntry(_ path: String, _ sequence: UInt64, _ bytes: [UInt8]) thro
 /// summed in one call, a field that does not fit summed where it is) equals the sum of the same
 /// values as a record (``SQLiteRowSum/sum(_:)``), on rows of every kind of value, nulls among and
 /// after them, and texts and blobs of lengths around the buffer's size and past it.
-@Test func aRunningRowSumEqualsTheRecordsSumAcrossItsBuffer() {
+@Test func aModelsFieldBufferSumsAsTheRecordIsSummedAsItGrows() throws {
     var rng = SystemRandomNumberGenerator()
     let lengths = [0, 1, 7, 8, 9, 63, 64, 100, 116, 117, 118, 127, 128, 129, 200, 300, 1_000]
     func value() -> Value {
@@ -340,20 +340,27 @@ private func setEntry(_ path: String, _ sequence: UInt64, _ bytes: [UInt8]) thro
     for round in 0..<2_000 {
         var values = (0..<Int.random(in: 0...14, using: &rng)).map { _ in value() }
         if round % 5 == 0 { values += [.null, .null] }
-        var running = SQLiteRowSum.Running()
-        for value in values { running.add(value) }
-        #expect(running.value == SQLiteRowSum.sum(RecordValues(values)), "\(values)")
-        // The typed forms an insert of a model uses.
-        var typed = SQLiteRowSum.Running()
+        // Each value as a ``Value``, and in the typed forms an insert of a model uses, into
+        // buffers that start small enough to grow.
+        let capacity = Int.random(in: 1...64, using: &rng)
+        var plain = SQLiteFieldBuffer(base: SQLiteFieldBuffer.allocate(capacity: capacity), capacity: capacity, keySlot: 0)
+        var typed = SQLiteFieldBuffer(base: SQLiteFieldBuffer.allocate(capacity: capacity), capacity: capacity, keySlot: 0)
+        defer {
+            plain.base.deallocate()
+            typed.base.deallocate()
+        }
         for value in values {
+            try plain.append(value)
             switch value {
-            case .int(let i): typed.add(int: i)
-            case .double(let d): typed.add(double: d)
-            case .string(var s): s.withUTF8 { typed.add(text: UnsafeRawBufferPointer($0)) }
-            case .bytes(let b): b.withUnsafeBytes { typed.add(bytes: $0) }
-            default: typed.add(value)
+            case .int(let i): try typed.appendInt(i)
+            case .double(let d): try typed.appendDouble(d)
+            case .string(let s): try typed.appendString(s)
+            case .bytes(let b): try b.withUnsafeBytes { try typed.appendBytes($0) }
+            default: try typed.append(value)
             }
         }
-        #expect(typed.value == running.value)
+        #expect(plain.sum == SQLiteRowSum.sum(RecordValues(values)), "\(values)")
+        #expect(typed.sum == plain.sum, "\(values)")
+        #expect(typed.count == values.count && plain.used == typed.used)
     }
 }
