@@ -3,9 +3,13 @@
 // --tool=callgrind --toggle-collect='*runHotPath*'`, with a dump of the counts as each operation
 // begins, and compares the count per item with the committed thresholds).
 //
-//     hot-paths sqlite|lmdb|memory[-encrypted] insert|get|fetch|forEach|visit|query|unindexed|typed-fetch|typed-insert[,...] COUNT
+//     hot-paths sqlite|lmdb|memory[-encrypted] insert|get|fetch|forEach|visit|query|unindexed|typed-fetch|typed-insert|model-fetch|model-insert[,...] COUNT
 //
 // A backend with `-encrypted` opens an encrypted store (a raw key): the cost of the sealing.
+//
+// typed-fetch and typed-insert go through `Codable`; model-fetch and model-insert through the code
+// `@StoredModel` generates (``ModelItem``, written out here so that this program does not build
+// swift-syntax): the row decoder, and the fields handed over one at a time.
 //
 // query: 100 fetches of one value of the indexed attribute (`score == n`); unindexed: one fetch
 // filtered on the double, which no index covers (`ratio < 0.01`).
@@ -46,6 +50,36 @@ struct Item: DataObject {
     }
 }
 
+/// ``Item`` as `@StoredModel` declares it: what the macro generates, written out.
+struct ModelItem: RowCodable {
+    static let entityName = "Item"
+    static let primaryKey = "id"
+    var item: Item
+
+    init(_ item: Item) { self.item = item }
+
+    init(row: borrowing Row) throws {
+        item = Item(id: try Int64(row: row, attribute: "id"), name: try String(row: row, attribute: "name"),
+                    score: try Int64(row: row, attribute: "score"), ratio: try Double(row: row, attribute: "ratio"),
+                    payload: try [UInt8](row: row, attribute: "payload"))
+    }
+
+    func record() throws -> Record { item.record }
+
+    static let storedModelLayout: StoredModelLayout? = StoredModelLayout(["id", "name", "score", "ratio", "payload"])
+
+    func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws {
+        try item.id.appendStored(to: &sink)
+        try item.name.appendStored(to: &sink)
+        try item.score.appendStored(to: &sink)
+        try item.ratio.appendStored(to: &sink)
+        try item.payload.appendStored(to: &sink)
+    }
+
+    init(from decoder: any Decoder) throws { item = try Item(from: decoder) }
+    func encode(to encoder: any Encoder) throws { try item.encode(to: encoder) }
+}
+
 let schema = Schema(entities: [
     EntitySchema("Item", primaryKey: "id", attributes: [
         Attribute("id", .int), Attribute("name", .string), Attribute("score", .int),
@@ -54,7 +88,8 @@ let schema = Schema(entities: [
 ])
 
 let backends = ["sqlite", "lmdb", "memory"].flatMap { [$0, $0 + "-encrypted"] }
-let operations = ["insert", "get", "fetch", "forEach", "visit", "query", "unindexed", "typed-fetch", "typed-insert"]
+let operations = ["insert", "get", "fetch", "forEach", "visit", "query", "unindexed", "typed-fetch", "typed-insert",
+                  "model-fetch", "model-insert"]
 let arguments = CommandLine.arguments
 let chosen = arguments.count == 4 ? arguments[2].split(separator: ",").map(String.init) : []
 guard arguments.count == 4, backends.contains(arguments[1]), !chosen.isEmpty, chosen.allSatisfy(operations.contains),
@@ -73,12 +108,14 @@ let backend = arguments[1]
 /// function that matches (the closures of a function carry its name), so the operation's closures
 /// are in ``operate(_:_:_:_:)``, whose name does not match.
 @inline(never)
-func runHotPath(_ store: any DataStore, _ operation: String, _ items: [Item], _ records: [Record]) throws -> Int {
-    try operate(store, operation, items, records)
+func runHotPath(_ store: any DataStore, _ operation: String, _ items: [Item], _ models: [ModelItem],
+                _ records: [Record]) throws -> Int {
+    try operate(store, operation, items, models, records)
 }
 
 @inline(never)
-func operate(_ store: any DataStore, _ operation: String, _ items: [Item], _ records: [Record]) throws -> Int {
+func operate(_ store: any DataStore, _ operation: String, _ items: [Item], _ models: [ModelItem],
+             _ records: [Record]) throws -> Int {
     switch operation {
     case "insert":
         try store.writeSync { w in for record in records { try w.insert(record, into: "Item") } }
@@ -86,6 +123,11 @@ func operate(_ store: any DataStore, _ operation: String, _ items: [Item], _ rec
     case "typed-insert":
         try store.writeSync { w in for item in items { try w.insert(item) } }
         return items.count
+    case "model-insert":
+        try store.writeSync { w in for model in models { try w.insert(model) } }
+        return models.count
+    case "model-fetch":
+        return try store.read { try $0.fetch(ModelItem.self) }.count
     case "get":
         return try store.read { r in
             try items.reduce(0) { $0 + (try r.get("Item", key: .int($1.id)) == nil ? 0 : 1) }
@@ -127,6 +169,7 @@ defer { try? FileManager.default.removeItem(atPath: directory) }
 let key = backend.hasSuffix("-encrypted") ? try StoreKey(rawKey: (0..<32).map { UInt8($0) }) : nil
 let items = (0..<count).map(Item.init)
 let records = items.map(\.record)
+let models = items.map(ModelItem.init)
 // Each operation on a store of its own, in the order given (one process for several saves
 // callgrind's start, about 2.4 s of each run here; a dump as `runHotPath` is entered leaves each
 // operation's count in a file of its own).
@@ -143,7 +186,7 @@ for (index, operation) in chosen.enumerated() {
     if !operation.hasSuffix("insert") {
         try store.writeSync { w in for record in records { try w.insert(record, into: "Item") } }
     }
-    let result = try runHotPath(store, operation, items, records)
+    let result = try runHotPath(store, operation, items, models, records)
     try store.close()
     print("\(backend) \(operation) \(count): \(result)")
 }
