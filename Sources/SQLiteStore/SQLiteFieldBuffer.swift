@@ -26,6 +26,9 @@ struct SQLiteFieldBuffer: StoredFieldSink {
     /// The key's value when it is not an int (an int key is read back from its field): a
     /// string's as the model gave it, not made again from its bytes.
     private var otherKey = Value.null
+    /// Whether a text or blob was past ``Limits/maxValueBytes``: not copied into the buffer, and
+    /// the insert goes the record's way, which refuses it.
+    private(set) var oversized = false
 
     /// The first buffer's bytes: a row of a few short fields fits.
     static let initialCapacity = 256
@@ -93,6 +96,10 @@ struct SQLiteFieldBuffer: StoredFieldSink {
     @inline(__always)
     private mutating func writeText(_ value: String) {
         let count = value.utf8.count
+        guard count <= Limits.maxValueBytes else {
+            oversized = true
+            return
+        }
         reserve(FieldWriter.size(ofBytes: count))
         let at = base + used
         let header = FieldWriter.writeHeader(.string, count: count, at: at)
@@ -125,6 +132,10 @@ struct SQLiteFieldBuffer: StoredFieldSink {
     /// Writes a text's or blob's field: its tag, LEB128 length and bytes.
     @inline(__always)
     private mutating func write(_ tag: FieldTag, _ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= Limits.maxValueBytes else {
+            oversized = true
+            return
+        }
         reserve(FieldWriter.size(ofBytes: bytes.count))
         let at = base + used
         let header = FieldWriter.writeHeader(tag, count: bytes.count, at: at)
@@ -141,8 +152,9 @@ struct SQLiteFieldBuffer: StoredFieldSink {
         if capacity - used < size { grow(to: used + size) }
     }
 
-    /// Moves the fields into a buffer of at least `size` bytes (nothing is bound yet: no
-    /// pointer into the old one is left).
+    /// Moves the fields into a buffer of at least `size` bytes. The statement's parameters may
+    /// still point into the old one, from the row bound before: the statement is not stepped
+    /// again before ``bind(_:kinds:keySlot:summed:)`` binds every parameter anew.
     @inline(never)
     private mutating func grow(to size: Int) {
         let larger = Self.allocate(capacity: max(size, 2 * capacity))
@@ -163,7 +175,7 @@ struct SQLiteFieldBuffer: StoredFieldSink {
               summed: Bool) throws -> Value? {
         let handle = statement.handle
         if sqlite3_stmt_busy(handle) != 0 { sqlite3_reset(handle) }
-        guard count == kinds.count else { return nil }
+        guard count == kinds.count, !oversized else { return unbound(handle) }
         var at = 0
         var intKey: Int64?
         for i in 0..<kinds.count {

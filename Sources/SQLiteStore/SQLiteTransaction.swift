@@ -337,6 +337,9 @@ final class SQLiteTransaction: StorageWriter {
         deinit {
             kinds.deinitialize()
             kinds.deallocate()
+            // The statement, cached by the connection, outlives the plan: none of its parameters
+            // is left pointing into the buffer let go.
+            if !statement.isBusy { sqlite3_clear_bindings(statement.handle) }
             fields.deallocate()
         }
 
@@ -344,6 +347,7 @@ final class SQLiteTransaction: StorageWriter {
         /// key's value, or `nil` (nothing left bound) when a value did not fit as it is.
         func insert<T: RowCodable>(_ object: T) throws -> Value? {
             var buffer = SQLiteFieldBuffer(base: fields, capacity: fieldCapacity, keySlot: keySlot)
+            defer { if fieldCapacity > SQLiteFieldBuffer.keptCapacity { shrink() } }
             do {
                 try object.writeStoredFields(to: &buffer)
             } catch {
@@ -352,7 +356,6 @@ final class SQLiteTransaction: StorageWriter {
             }
             // The buffer the fields were written into: the one given, or a larger one.
             (fields, fieldCapacity) = (buffer.base, buffer.capacity)
-            defer { if fieldCapacity > SQLiteFieldBuffer.keptCapacity { shrink() } }
             // The key attribute's type is an int, string or uuid (the schema's rule), so a value
             // bound for it is a key.
             guard let key = try buffer.bind(statement, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
@@ -406,10 +409,10 @@ final class SQLiteTransaction: StorageWriter {
         }
     }
 
-    /// Binds each value the model hands over to the insert's parameter as it comes, checked as
-    /// the record's values are (``SQLiteFieldBinder``), with the row's sum taken as it goes: no
-    /// record, no array of values. A value that must be converted or refused leaves the insert
-    /// to the model's record.
+    /// Inserts a model from the values it hands over, written into its insert plan's buffer and
+    /// bound from there, checked as the record's values are (``SQLiteFieldBuffer``), with the
+    /// row's sum taken over them: no record, no array of values. A value that must be converted
+    /// or refused leaves the insert to the model's record.
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
         // An insert the model's own code makes while it hands over its values goes the record's
         // way, through a statement of its own (``handingOverFields``).
