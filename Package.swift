@@ -16,6 +16,11 @@ let swiftSettings: [SwiftSetting] = [
 let librarySettings: [SwiftSetting] = swiftSettings
     + (ProcessInfo.processInfo.environment["DATASTORE_OPTIMIZE"] == "1" ? [.unsafeFlags(["-O"])] : [])
 
+// What only the model macro uses (swift-syntax): resolved and built only with the Models trait,
+// so that a build without it (Scripts/demo.sh's, or an app's that turns the default off) does not
+// even fetch swift-syntax.
+let models: TargetDependencyCondition? = .when(traits: ["Models"])
+
 let package = Package(
     name: "DataStore",
     platforms: [.macOS(.v15)],
@@ -37,8 +42,11 @@ let package = Package(
         .trait(name: "Postgres", description: "The PostgreSQL backend (PostgresStore, postgres:// stores in "
             + "migrate-store), built on libpq (Debian's libpq-dev); off by default, so that users who do not need "
             + "it need no libpq."),
+        .trait(name: "Models", description: "The model macro (DataStoreModels: @StoredModel and its marks), built on "
+            + "swift-syntax; on by default. Without it, swift-syntax is not fetched and DataStoreModels is empty."),
+        .default(enabledTraits: ["Models"]),
         .trait(name: "ExampleServer", description: "The example HTTP service notes-server (Examples/NotesServer), "
-            + "built on Hummingbird; off by default."),
+            + "built on Hummingbird and the model macro; off by default.", enabledTraits: ["Models"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -101,20 +109,20 @@ let package = Package(
         // for the host, and with it every module the tests import: the package twice.)
         .target(
             name: "DataStoreMacroExpansion",
-            dependencies: [.product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
-                           .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
-                           .product(name: "SwiftDiagnostics", package: "swift-syntax")],
+            dependencies: [.product(name: "SwiftSyntaxMacros", package: "swift-syntax", condition: models),
+                           .product(name: "SwiftSyntaxBuilder", package: "swift-syntax", condition: models),
+                           .product(name: "SwiftDiagnostics", package: "swift-syntax", condition: models)],
             swiftSettings: swiftSettings
         ),
         .macro(
             name: "DataStoreMacros",
             dependencies: ["DataStoreMacroExpansion",
-                           .product(name: "SwiftSyntax", package: "swift-syntax"),
-                           .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
-                           .product(name: "SwiftCompilerPlugin", package: "swift-syntax")],
+                           .product(name: "SwiftSyntax", package: "swift-syntax", condition: models),
+                           .product(name: "SwiftSyntaxMacros", package: "swift-syntax", condition: models),
+                           .product(name: "SwiftCompilerPlugin", package: "swift-syntax", condition: models)],
             swiftSettings: swiftSettings
         ),
-        .target(name: "DataStoreModels", dependencies: ["DataStoreAPI", "DataStoreMacros"], swiftSettings: librarySettings),
+        .target(name: "DataStoreModels", dependencies: ["DataStoreAPI", .target(name: "DataStoreMacros", condition: models)], swiftSettings: librarySettings),
         .executableTarget(name: "migrate-store", dependencies: ["MigrateStoreCommand"], swiftSettings: librarySettings),
         .executableTarget(
             name: "notes-server",
@@ -164,7 +172,7 @@ let package = Package(
         .testTarget(
             name: "DataStoreMacrosTests",
             dependencies: ["DataStoreMacroExpansion",
-                           .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax")],
+                           .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax", condition: models)],
             swiftSettings: swiftSettings
         ),
         .testTarget(

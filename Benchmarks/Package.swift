@@ -14,7 +14,7 @@ let package = Package(
     name: "DataStoreBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: "..", traits: ["Postgres"]),
+        .package(path: "..", traits: [.defaults, "Postgres"]),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

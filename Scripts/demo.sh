@@ -16,8 +16,10 @@ if [ -n "${DATASTORE_MIGRATE_STORE:-}" ]; then
     bin=$DATASTORE_MIGRATE_STORE
     [ -x "$bin" ] || { echo "demo.sh: DATASTORE_MIGRATE_STORE names $bin, which is not an executable" >&2; exit 1; }
 else
-    swift build -c release --product migrate-store "${flags[@]}"
-    bin="$(swift build -c release --show-bin-path)/migrate-store"
+    # Without the default trait Models: migrate-store does not use the model macro, so the demo
+    # neither fetches nor builds swift-syntax.
+    swift build -c release --disable-default-traits --product migrate-store "${flags[@]}"
+    bin="$(swift build -c release --disable-default-traits --show-bin-path)/migrate-store"
 fi
 mkdir -p demo
 rm -rf demo/app.sqlite demo/app.sqlite-wal demo/app.sqlite-shm demo/app.lmdb

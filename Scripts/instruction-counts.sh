@@ -8,8 +8,9 @@
 #     Scripts/instruction-counts.sh --update   write the counts of this build as the thresholds
 #     Scripts/instruction-counts.sh --install  only install valgrind when it is missing
 #
-# Builds hot-paths in release into .build without traits (where Scripts/demo.sh, run by hand,
-# builds migrate-store in release and reuses the modules they share). Installs valgrind when it
+# Builds hot-paths in release into .build without any trait, the default Models off too (where
+# Scripts/demo.sh, run by hand, builds migrate-store in release the same way and reuses the
+# modules they share; neither fetches swift-syntax). Installs valgrind when it
 # is missing (Debian's package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 # demo's build does: the same flags, so that a demo after it reuses what this build compiled.)
 flags=()
 [ "${DATASTORE_WARNINGS_AS_ERRORS:-}" = 1 ] && flags=(-Xswiftc -warnings-as-errors)
-swift build -c release --product hot-paths "${flags[@]}" >"$work/build.log" 2>&1 \
+swift build -c release --disable-default-traits --product hot-paths "${flags[@]}" >"$work/build.log" 2>&1 \
     || { grep -E "error:" "$work/build.log" >&2; echo "instruction-counts: hot-paths does not build" >&2; exit 1; }
 # valgrind cannot read the debug information Swift 6.3 writes; a copy without it keeps the symbols.
 objcopy --strip-debug .build/release/hot-paths "$work/hot-paths"

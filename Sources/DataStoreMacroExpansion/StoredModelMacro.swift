@@ -1,3 +1,4 @@
+#if Models
 import SwiftDiagnostics
 import SwiftSyntax
 import SwiftSyntaxBuilder
@@ -436,3 +437,4 @@ enum ModelFixIt: FixItMessage {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Models
 import DataStoreMacroExpansion
 import SwiftCompilerPlugin
 import SwiftSyntax
@@ -32,3 +33,11 @@ public struct StoredPropertyMarker: PeerMacro {
         try DataStoreMacroExpansion.StoredPropertyMarker.expansion(of: node, providingPeersOf: declaration, in: context)
     }
 }
+#else
+// Without the Models trait no module uses the plugin, and swift-syntax is not fetched; a build of
+// every target still links this one, so it is a program that serves no macro.
+@main
+enum DataStoreMacrosPlugin {
+    static func main() {}
+}
+#endif

@@ -1,5 +1,8 @@
 @_exported import DataStoreAPI
 
+// The macro and its marks need the package's Models trait (on by default; Package.swift).
+#if Models
+
 /// Declares a struct as a model of the store: the macro writes its ``RowCodable`` conformance
 /// from the struct's stored properties, so that the model is declared once.
 ///
@@ -52,3 +55,4 @@ public macro StoredIndex() = #externalMacro(module: "DataStoreMacros", type: "St
 /// two items with the same value are refused with `uniqueViolation`.
 @attached(peer)
 public macro StoredUnique() = #externalMacro(module: "DataStoreMacros", type: "StoredPropertyMarker")
+#endif
