@@ -89,8 +89,8 @@ public struct StoredModelMacro: ExtensionMacro {
                 """)
             members.append("\(access)static var storedModelLayout: DataStoreAPI.StoredModelLayout? { Self._storedModelLayout }")
             members.append("""
-                \(access)func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                \(properties.map { "    try self.\($0.name).appendStored(to: &sink)" }.joined(separator: "\n"))
+                \(access)func writeStoredFields(to fields: inout DataStoreAPI.StoredFieldBuffer) throws {
+                \(properties.map { "    try self.\($0.name).appendStored(to: &fields)" }.joined(separator: "\n"))
                 }
                 """)
         } else {

@@ -322,16 +322,16 @@ final class SQLiteTransaction: StorageWriter {
         private let keySlot: Int
         private let sealed: Bool
 
-        /// The buffer the model's fields are written into (``SQLiteFieldBuffer``), kept from one
+        /// The buffer the model's fields are written into (``StoredFieldBuffer``), kept from one
         /// insert to the next.
         private var fields: UnsafeMutableRawPointer
-        private var fieldCapacity = SQLiteFieldBuffer.initialCapacity
+        private var fieldCapacity = StoredFieldBuffer.initialCapacity
 
         init(_ entity: EntitySchema, _ texts: SQLiteEntitySQL, _ statement: SQLiteStatement) {
             (self.entity, self.statement, keySlot, sealed) = (entity, statement, texts.keySlot, texts.sealed)
             kinds = .allocate(capacity: texts.row.kinds.count)
             _ = kinds.initialize(from: texts.row.kinds)
-            fields = SQLiteFieldBuffer.allocate(capacity: fieldCapacity)
+            fields = StoredFieldBuffer.allocate(capacity: fieldCapacity)
         }
 
         deinit {
@@ -346,8 +346,8 @@ final class SQLiteTransaction: StorageWriter {
         /// Binds the model's values and the row's sum, and steps (the statement reset after): the
         /// key's value, or `nil` (nothing left bound) when a value did not fit as it is.
         func insert<T: RowCodable>(_ object: T) throws -> Value? {
-            var buffer = SQLiteFieldBuffer(base: fields, capacity: fieldCapacity, keySlot: keySlot)
-            defer { if fieldCapacity > SQLiteFieldBuffer.keptCapacity { shrink() } }
+            var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
+            defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
             do {
                 try object.writeStoredFields(to: &buffer)
             } catch {
@@ -375,13 +375,13 @@ final class SQLiteTransaction: StorageWriter {
             }
         }
 
-        /// Lets a buffer grown past ``SQLiteFieldBuffer/keptCapacity`` go after its row was
+        /// Lets a buffer grown past ``StoredFieldBuffer/keptCapacity`` go after its row was
         /// stepped (parameters still point into it: none is left bound to it).
         private func shrink() {
             sqlite3_clear_bindings(statement.handle)
             fields.deallocate()
-            (fields, fieldCapacity) = (SQLiteFieldBuffer.allocate(capacity: SQLiteFieldBuffer.initialCapacity),
-                                       SQLiteFieldBuffer.initialCapacity)
+            (fields, fieldCapacity) = (StoredFieldBuffer.allocate(capacity: StoredFieldBuffer.initialCapacity),
+                                       StoredFieldBuffer.initialCapacity)
         }
     }
 
@@ -410,7 +410,7 @@ final class SQLiteTransaction: StorageWriter {
     }
 
     /// Inserts a model from the values it hands over, written into its insert plan's buffer and
-    /// bound from there, checked as the record's values are (``SQLiteFieldBuffer``), with the
+    /// bound from there, checked as the record's values are (``StoredFieldBuffer``), with the
     /// row's sum taken over them: no record, no array of values. A value that must be converted
     /// or refused leaves the insert to the model's record.
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {

@@ -68,12 +68,12 @@ struct ModelItem: RowCodable {
 
     static let storedModelLayout: StoredModelLayout? = StoredModelLayout(["id", "name", "score", "ratio", "payload"])
 
-    func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws {
-        try item.id.appendStored(to: &sink)
-        try item.name.appendStored(to: &sink)
-        try item.score.appendStored(to: &sink)
-        try item.ratio.appendStored(to: &sink)
-        try item.payload.appendStored(to: &sink)
+    func writeStoredFields(to fields: inout StoredFieldBuffer) throws {
+        try item.id.appendStored(to: &fields)
+        try item.name.appendStored(to: &fields)
+        try item.score.appendStored(to: &fields)
+        try item.ratio.appendStored(to: &fields)
+        try item.payload.appendStored(to: &fields)
     }
 
     init(from decoder: any Decoder) throws { item = try Item(from: decoder) }

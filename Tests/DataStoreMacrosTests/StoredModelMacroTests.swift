@@ -97,13 +97,13 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             public static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
                 Self._storedModelLayout
             }
-            public func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try self.id.appendStored(to: &sink)
-                try self.title.appendStored(to: &sink)
-                try self.body.appendStored(to: &sink)
-                try self.stars.appendStored(to: &sink)
-                try self.slug.appendStored(to: &sink)
-                try self.views.appendStored(to: &sink)
+            public func writeStoredFields(to fields: inout DataStoreAPI.StoredFieldBuffer) throws {
+                try self.id.appendStored(to: &fields)
+                try self.title.appendStored(to: &fields)
+                try self.body.appendStored(to: &fields)
+                try self.stars.appendStored(to: &fields)
+                try self.slug.appendStored(to: &fields)
+                try self.views.appendStored(to: &fields)
             }
         }
         """)
@@ -149,8 +149,8 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
                 Self._storedModelLayout
             }
-            func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try self.id.appendStored(to: &sink)
+            func writeStoredFields(to fields: inout DataStoreAPI.StoredFieldBuffer) throws {
+                try self.id.appendStored(to: &fields)
             }
         }
         """)
@@ -415,9 +415,9 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
                 Self._storedModelLayout
             }
-            func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try self.id.appendStored(to: &sink)
-                try self.author.appendStored(to: &sink)
+            func writeStoredFields(to fields: inout DataStoreAPI.StoredFieldBuffer) throws {
+                try self.id.appendStored(to: &fields)
+                try self.author.appendStored(to: &fields)
             }
         }
         """)
@@ -518,12 +518,12 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
                 Self._storedModelLayout
             }
-            func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try self.id.appendStored(to: &sink)
-                try self.stars.appendStored(to: &sink)
-                try self.mood.appendStored(to: &sink)
-                try self.title.appendStored(to: &sink)
-                try self.tag.appendStored(to: &sink)
+            func writeStoredFields(to fields: inout DataStoreAPI.StoredFieldBuffer) throws {
+                try self.id.appendStored(to: &fields)
+                try self.stars.appendStored(to: &fields)
+                try self.mood.appendStored(to: &fields)
+                try self.title.appendStored(to: &fields)
+                try self.tag.appendStored(to: &fields)
             }
         }
         """)
@@ -569,8 +569,8 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             static var storedModelLayout: DataStoreAPI.StoredModelLayout? {
                 Self._storedModelLayout
             }
-            func writeStoredFields<Sink: DataStoreAPI.StoredFieldSink>(to sink: inout Sink) throws {
-                try self.`default`.appendStored(to: &sink)
+            func writeStoredFields(to fields: inout DataStoreAPI.StoredFieldBuffer) throws {
+                try self.`default`.appendStored(to: &fields)
             }
         }
         """)

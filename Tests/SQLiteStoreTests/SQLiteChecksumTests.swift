@@ -318,7 +318,7 @@ private func setEntry(_ path: String, _ sequence: UInt64, _ bytes: [UInt8]) thro
     }
 }
 
-/// The sum an insert of a model takes (``SQLiteFieldBuffer``: its fields written into a buffer
+/// The sum an insert of a model takes (``StoredFieldBuffer``: its fields written into a buffer
 /// that starts small and grows, summed in one call) equals the sum of the same values as a record
 /// (``SQLiteRowSum/sum(_:)``), handed over as values and in the typed forms, on rows of every kind
 /// of value, nulls among and after them, and texts and blobs whose lengths take one to three
@@ -344,8 +344,8 @@ private func setEntry(_ path: String, _ sequence: UInt64, _ bytes: [UInt8]) thro
         // Each value as a ``Value``, and in the typed forms an insert of a model uses, into
         // buffers that start small enough to grow.
         let capacity = Int.random(in: 1...64, using: &rng)
-        var plain = SQLiteFieldBuffer(base: SQLiteFieldBuffer.allocate(capacity: capacity), capacity: capacity, keySlot: 0)
-        var typed = SQLiteFieldBuffer(base: SQLiteFieldBuffer.allocate(capacity: capacity), capacity: capacity, keySlot: 0)
+        var plain = StoredFieldBuffer(base: StoredFieldBuffer.allocate(capacity: capacity), capacity: capacity)
+        var typed = StoredFieldBuffer(base: StoredFieldBuffer.allocate(capacity: capacity), capacity: capacity)
         defer {
             plain.base.deallocate()
             typed.base.deallocate()

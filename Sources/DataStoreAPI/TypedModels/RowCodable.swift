@@ -40,9 +40,15 @@ public protocol RowCodable: DataObject {
     /// this order may take the values one at a time, without a record (`insert`).
     static var storedModelLayout: StoredModelLayout? { get }
     /// Hands the value of each attribute of ``storedModelLayout``, in its order, to `sink`
-    /// (each one through ``RowValue/appendStored(to:)``): what `@StoredModel` writes. Called only when
-    /// ``storedModelLayout`` is given; the values must be those of ``record()``.
+    /// (each one through ``RowValue/appendStored(to:)``). Called only when ``storedModelLayout``
+    /// is given; the values must be those of ``record()``. The default hands over the values of
+    /// ``record()``.
     func writeStoredFields<Sink: StoredFieldSink>(to sink: inout Sink) throws
+    /// Hands the same values to a store's buffer (a compact record's fields), which is what a
+    /// store gives: what `@StoredModel` writes, the same calls as the generic form's, so that each
+    /// value's write is inlined into one function rather than called through a generic sink. The
+    /// default hands them to the generic form.
+    func writeStoredFields(to fields: inout StoredFieldBuffer) throws
 }
 
 /// Takes a model's values one at a time, in its ``RowCodable/storedModelLayout``'s order: what a
@@ -89,6 +95,15 @@ extension RowCodable {
         }
         let record = try record()
         for name in layout.layout.names { try sink.append(record[name]) }
+    }
+
+    public func writeStoredFields(to fields: inout StoredFieldBuffer) throws {
+        try writeGeneric(to: &fields)
+    }
+
+    /// The generic `writeStoredFields(to:)` of a generic sink (called with a buffer, the concrete one would be).
+    private func writeGeneric<Sink: StoredFieldSink>(to sink: inout Sink) throws {
+        try writeStoredFields(to: &sink)
     }
 
     /// The object's primary key, from its record.
