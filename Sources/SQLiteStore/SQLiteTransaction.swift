@@ -356,6 +356,22 @@ final class SQLiteTransaction: StorageWriter {
             }
             // The buffer the fields were written into: the one given, or a larger one.
             (fields, fieldCapacity) = (buffer.base, buffer.capacity)
+            return try bindAndStep(buffer)
+        }
+
+        /// Binds a record's values, written as the model's are (``Record/appendValues(inOrderOf:to:)``),
+        /// and steps: the key's value, or `nil` (nothing stored) when the record's names are not the
+        /// entity's in order or a value did not fit as it is.
+        func insert(_ record: Record) throws -> Value? {
+            var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
+            defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
+            let written = try record.appendValues(inOrderOf: entity.layout, to: &buffer)
+            (fields, fieldCapacity) = (buffer.base, buffer.capacity)
+            return written ? try bindAndStep(buffer) : nil
+        }
+
+        @inline(__always)
+        private func bindAndStep(_ buffer: StoredFieldBuffer) throws -> Value? {
             // The key attribute's type is an int, string or uuid (the schema's rule), so a value
             // bound for it is a key.
             guard let key = try buffer.bind(statement, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
@@ -437,6 +453,30 @@ final class SQLiteTransaction: StorageWriter {
             // over (a write of its own refused) goes on as it is, and its code runs once.
             let record = try entity.normalize(object.record())
             throw try constraintError(failed.error, record, key: PrimaryKey(entity.primaryKeyValue(of: record)),
+                                      in: entity, inserting: true)
+        }
+    }
+
+    /// Inserts a record whose names are the entity's, in their order, from its values as they
+    /// are, as ``insertFields(_:in:)`` inserts a model's: no normalized record, no array of
+    /// values. Any other record, or a value that must be converted or refused, leaves the insert
+    /// to the normalized record.
+    var takesRecordFields: Bool { true }
+
+    func insertRecordFields(_ record: Record, in entity: EntitySchema) throws -> Value? {
+        guard !handingOverFields else { return nil }
+        do {
+            if let last = lastInsertReference,
+               last._withUnsafeGuaranteedRef({ $0.entity.isSameDefinition(as: entity) && !$0.statement.isBusy }) {
+                return try last._withUnsafeGuaranteedRef { try $0.insert(record) }
+            }
+            let texts = sql(entity)
+            let plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
+            lastInsert = statements[entity.name] == nil ? nil : plan
+            return try plan.insert(record)
+        } catch let failed as InsertPlan.ConstraintFailed {
+            let normalized = try entity.normalize(record)
+            throw try constraintError(failed.error, normalized, key: PrimaryKey(entity.primaryKeyValue(of: normalized)),
                                       in: entity, inserting: true)
         }
     }

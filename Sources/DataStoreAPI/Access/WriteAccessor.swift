@@ -18,7 +18,12 @@ public final class WriteAccessor: ReadAccessor {
     /// hands it to the writer without a retain and a release per insert.
     @exclusivity(unchecked) private(set) var lastStoredModelParts: Unmanaged<EntitySchema.Parts>?
 
+    /// Whether the writer takes a record's values as they are (``StorageWriter/takesRecordFields``),
+    /// asked once: the other backends pay nothing per insert for the way they do not take.
+    private let takesRecordFields: Bool
+
     init(writer: any StorageWriter, catalog: Catalog) {
+        takesRecordFields = writer.takesRecordFields
         self.writer = writer
         super.init(reader: writer, catalog: catalog)
     }
@@ -28,6 +33,9 @@ public final class WriteAccessor: ReadAccessor {
     ///   validation errors (`unknownAttribute`, `typeMismatch`, `invalidValue`, `limitExceeded`).
     public func insert(_ record: Record, into entityName: String) throws {
         let entity = try entity(entityName)
+        // A backend that takes the values as they are (SQLite) checks and stores them without a
+        // normalized record; a value it would convert or refuse comes back here.
+        if takesRecordFields, try writer.insertRecordFields(record, in: entity) != nil { return }
         let normalized = try entity.normalize(record)
         try writer.insert(normalized, key: PrimaryKey(entity.primaryKeyValue(of: normalized)), in: entity)
     }

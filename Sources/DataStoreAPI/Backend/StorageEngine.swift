@@ -254,6 +254,17 @@ extension StorageReader {
     /// value or names what is wrong, as every other insert does.
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value?
 
+    /// Inserts a record whose names are its entity's, in their order, from its values as they are
+    /// (``Record/appendValues(inOrderOf:to:)``), checked as ``EntitySchema/normalize(_:)`` checks
+    /// them, without a normalized record: the key's value. `nil`, having stored nothing, when
+    /// this writer takes normalized records only (the default), when the record is not one of
+    /// those, or when a value must be converted or refused: the caller then normalizes the
+    /// record and inserts it, which converts the value or names what is wrong.
+    func insertRecordFields(_ record: Record, in entity: EntitySchema) throws -> Value?
+    /// Whether ``insertRecordFields(_:in:)`` may store a record (`false`, the default: it
+    /// returns `nil` for every record, and the caller does not ask it).
+    var takesRecordFields: Bool { get }
+
     /// The backend transaction the change feed appends its entries to: this one (the
     /// default), or the one a recorder of changes wraps (``StorageReader/feedTransaction``).
     var feedWriter: any StorageWriter { get }
@@ -270,6 +281,10 @@ extension StorageWriter {
 
     /// Takes records only: `nil`, and the caller inserts the model's record.
     public func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? { nil }
+
+    /// Takes normalized records only: `nil`, and the caller normalizes the record.
+    public func insertRecordFields(_ record: Record, in entity: EntitySchema) throws -> Value? { nil }
+    public var takesRecordFields: Bool { false }
 }
 
 /// A backend's identity of a committed state (``StorageWriter/commitVersion(afterWrites:)``):

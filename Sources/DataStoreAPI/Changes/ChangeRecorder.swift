@@ -344,6 +344,19 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
 
     func insertFields<T: RowCodable>(_ object: T, in entity: EntitySchema) throws -> Value? {
         guard let key = try writer.insertFields(object, in: entity) else { return nil }
+        return try noteInserted(key, in: entity)
+    }
+
+    var takesRecordFields: Bool { writer.takesRecordFields }
+
+    func insertRecordFields(_ record: Record, in entity: EntitySchema) throws -> Value? {
+        guard let key = try writer.insertRecordFields(record, in: entity) else { return nil }
+        return try noteInserted(key, in: entity)
+    }
+
+    /// Notes the insert of an item the writer stored from its values (``insertFields(_:in:)``).
+    @inline(__always)
+    private func noteInserted(_ key: Value, in entity: EntitySchema) throws -> Value {
         if notedInsert(of: key, in: entity) { return key }
         // The key encoded on the stack: an array is made only for the list of keys.
         try KeyEncoding.withEncodedKey(key) { try touch(entity, encoded: $0, existed: { false }, after: true) }

@@ -59,6 +59,15 @@ final class RelationshipWriter: ForwardingWriter, BulkInserting {
         return try writer.insertFields(object, in: entity)
     }
 
+    var takesRecordFields: Bool { writer.takesRecordFields }
+
+    /// As ``insertFields(_:in:)``: a record of an entity that refers to items is normalized and
+    /// inserted, its references noted.
+    func insertRecordFields(_ record: Record, in entity: EntitySchema) throws -> Value? {
+        guard graph.references[entity.name] == nil else { return nil }
+        return try writer.insertRecordFields(record, in: entity)
+    }
+
     func insertAllOrNone(_ records: [(record: Record, key: PrimaryKey)], in entity: EntitySchema) throws -> Bool {
         guard let bulk = writer as? any BulkInserting, try bulk.insertAllOrNone(records, in: entity) else {
             return false

@@ -238,6 +238,30 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         }
     }
 
+    /// Writes the record's values into `fields` as a compact record's fields, in the order of
+    /// `layout`, and returns `true`, when the record names exactly the names of `layout` in that
+    /// order (a literal written in the schema's order, or a record a store returned of that
+    /// layout that holds values); returns `false`, writing nothing, for any other record. What a
+    /// store that takes an insert's values without a normalized record (SQLite) checks and binds.
+    @_spi(Backend) public func appendValues(inOrderOf layout: RecordLayout, to fields: inout StoredFieldBuffer) throws -> Bool {
+        switch names {
+        case .layout(let own):
+            guard own == layout else { return false }
+            try slots.withUnsafeBufferPointer { values in
+                for value in values { try fields.append(value) }
+            }
+            return true
+        case .pairs(let pairs):
+            let names = layout.names
+            guard pairs.count == names.count else { return false }
+            for position in pairs.indices where !Schema.isName(pairs[position].0, names[position]) { return false }
+            for (_, value) in pairs { try fields.append(value) }
+            return true
+        case .compact, .dictionary:
+            return false
+        }
+    }
+
     /// The values of a record a store returned of `layout` that holds them as values (not a
     /// compact one): its storage itself.
     func heldValues(of layout: RecordLayout) -> RecordValues? {
