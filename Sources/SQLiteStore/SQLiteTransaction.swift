@@ -309,7 +309,8 @@ final class SQLiteTransaction: StorageWriter {
 
     private final class InsertPlan {
         /// The row's step failed a unique constraint (its key or a unique index): what
-        /// ``SQLiteTransaction/insertFields(_:in:)`` names from the model's record.
+        /// ``SQLiteTransaction/insertFields(_:in:)`` and ``SQLiteTransaction/insertRecordFields(_:in:)``
+        /// name from the normalized record.
         struct ConstraintFailed: Error {
             let error: StoreError
         }
@@ -365,9 +366,11 @@ final class SQLiteTransaction: StorageWriter {
         func insert(_ record: Record) throws -> Value? {
             var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
             defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
-            let written = try record.appendValues(inOrderOf: entity.layout, to: &buffer)
-            (fields, fieldCapacity) = (buffer.base, buffer.capacity)
-            return written ? try bindAndStep(buffer) : nil
+            // The buffer the fields were written into, kept first (this runs before the shrink),
+            // thrown out of or not: a grown buffer let the one given go.
+            defer { (fields, fieldCapacity) = (buffer.base, buffer.capacity) }
+            guard try record.appendValues(inOrderOf: entity.layout, to: &buffer) else { return nil }
+            return try bindAndStep(buffer)
         }
 
         @inline(__always)

@@ -2,7 +2,8 @@ internal import CSQLite
 @_spi(Backend) import DataStoreAPI
 import Foundation
 
-/// A model's insert on SQLite: the values the model's code wrote into its insert plan's buffer
+/// A model's insert on SQLite, and a record's in its entity's order: the values the model's code
+/// (or ``Record/appendValues(inOrderOf:to:)``) wrote into the insert plan's buffer
 /// (``StoredFieldBuffer``, a compact record's fields) are checked against their attributes, bound
 /// (a text's or blob's bytes where they are in the buffer) and summed in one call over the fields
 /// as they were written, which are the sum's input (``SQLiteRowSum``).

@@ -35,7 +35,7 @@ public protocol RowCodable: DataObject {
     init(row: borrowing Row) throws
     /// The model's record: a value for every attribute of its entity.
     func record() throws -> Record
-    /// The names of the values ``writeStoredFields(to:)`` hands over, in that order; `nil` (the
+    /// The names of the values `writeStoredFields(to:)` hands over, in that order; `nil` (the
     /// default) when the model writes records only. A store whose entity has these names in
     /// this order may take the values one at a time, without a record (`insert`).
     static var storedModelLayout: StoredModelLayout? { get }
@@ -52,7 +52,7 @@ public protocol RowCodable: DataObject {
 }
 
 /// Takes a model's values one at a time, in its ``RowCodable/storedModelLayout``'s order: what a
-/// store gives ``RowCodable/writeStoredFields(to:)`` to write the model without building a
+/// store gives `RowCodable.writeStoredFields(to:)` to write the model without building a
 /// record.
 public protocol StoredFieldSink {
     /// Takes the next attribute's value.

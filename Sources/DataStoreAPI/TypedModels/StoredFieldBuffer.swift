@@ -1,4 +1,4 @@
-/// A model's values written one after another as a compact record's fields (``FieldTag``: a tag
+/// A model's values written one after another as a compact record's fields (a tag
 /// and its payload each) into a buffer a store keeps from one insert to the next: what a store
 /// that takes a model's values without a record gives `RowCodable.writeStoredFields(to:)`.
 ///
@@ -6,6 +6,10 @@
 /// and stores it (SQLite binds a text's or blob's bytes where they are here). The appends are
 /// inlinable, so that the code `@StoredModel` writes for a model is one function with each
 /// value's write in it, rather than a call through a generic sink per value.
+///
+/// The buffer owns the bytes it writes into and lets them go when it grows into larger ones:
+/// append only to the buffer given (`inout`), and keep no copy of it to use or restore after an
+/// append, which may have let the copy's bytes go.
 public struct StoredFieldBuffer: StoredFieldSink {
     /// The buffer: `capacity` bytes, of which `used` are fields.
     @usableFromInline var _base: UnsafeMutableRawPointer
@@ -21,7 +25,7 @@ public struct StoredFieldBuffer: StoredFieldSink {
 
     /// ``Limits/maxValueBytes``, as a constant the inlined appends compare with (a static `let` of
     /// this module is read through an accessor from another).
-    @usableFromInline static var maxValueBytes: Int { 16 * 1024 * 1024 }
+    @inlinable static var maxValueBytes: Int { 16 * 1024 * 1024 }
 
     /// Fields written into `base` (`capacity` bytes, from ``allocate(capacity:)``), which the
     /// buffer may replace with a larger one (``base`` is then the one to keep and free).
@@ -133,16 +137,8 @@ public struct StoredFieldBuffer: StoredFieldSink {
     mutating func header(_ tag: UInt8, count: Int) -> UnsafeMutableRawPointer {
         reserve(11 + count)
         _base.storeBytes(of: tag, toByteOffset: _used, as: UInt8.self)
-        var at = _used + 1
-        var n = UInt64(count)
-        repeat {
-            let low = UInt8(n & 0x7F)
-            n >>= 7
-            _base.storeBytes(of: n == 0 ? low : low | 0x80, toByteOffset: at, as: UInt8.self)
-            at += 1
-        } while n != 0
-        _used = at
-        return _base + at
+        _used += 1 + LEB128.write(UInt64(count), at: _base + _used + 1)
+        return _base + _used
     }
 
     /// Writes a field that is its tag alone (a null, which leaves ``end`` where it was, or a bool).

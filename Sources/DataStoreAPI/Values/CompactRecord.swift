@@ -253,6 +253,25 @@ struct CompactRow {
     }
 }
 
+/// LEB128, as fields and feed entries write lengths and numbers: 7 bits a byte, the lowest
+/// first, each byte but the last with its high bit set. Not SPI, so that public inlinable code
+/// (``StoredFieldBuffer``'s appends) may write it too.
+@usableFromInline enum LEB128 {
+    /// Writes `value` at `base`. - Returns: the bytes written (at most 10).
+    @inlinable @inline(__always)
+    static func write(_ value: UInt64, at base: UnsafeMutableRawPointer) -> Int {
+        var n = value
+        var offset = 0
+        repeat {
+            let low = UInt8(n & 0x7F)
+            n >>= 7
+            base.storeBytes(of: n == 0 ? low : low | 0x80, toByteOffset: offset, as: UInt8.self)
+            offset += 1
+        } while n != 0
+        return offset
+    }
+}
+
 /// Writes fields (``FieldTag``) where a compact record or a stored LMDB record keeps them.
 @_spi(Backend) public enum FieldWriter {
     /// The bytes of a string's or bytes' field: the tag, the LEB128 length, the bytes.
@@ -282,15 +301,7 @@ struct CompactRow {
     /// last with its high bit set. - Returns: the bytes written (at most 10).
     @inlinable @inline(__always)
     public static func writeLEB128(_ value: UInt64, at base: UnsafeMutableRawPointer) -> Int {
-        var n = value
-        var offset = 0
-        repeat {
-            let low = UInt8(n & 0x7F)
-            n >>= 7
-            base.storeBytes(of: n == 0 ? low : low | 0x80, toByteOffset: offset, as: UInt8.self)
-            offset += 1
-        } while n != 0
-        return offset
+        LEB128.write(value, at: base)
     }
 
     /// The bytes of a value's field.
