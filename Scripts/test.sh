@@ -51,13 +51,12 @@ started=$(date +%s)
 Scripts/install-deps.sh
 Scripts/check-markdown.py
 if Scripts/postgres-server.sh install && Scripts/pgbouncer.sh install; then
-    scratch=.build-pg
-    build=(--traits Postgres,ExampleServer --scratch-path "$scratch")
+    scratch=.build-pg traits=Postgres,ExampleServer
 else
     echo "test.sh: PostgreSQL 15 or pgbouncer is neither installed nor installable here; the PostgreSQL tests do not run" >&2
-    scratch=.build
-    build=(--traits ExampleServer --scratch-path "$scratch")
+    scratch=.build traits=ExampleServer
 fi
+build=(--scratch-path "$scratch")
 # The libraries and the tools the tests start are compiled with optimization, the tests, the
 # conformance suite and the tests' support code without (Package.swift reads DATASTORE_OPTIMIZE):
 # unoptimized, the same run takes nearly twice as long.
@@ -69,6 +68,21 @@ export DATASTORE_OPTIMIZE=1
 # SwiftPM writes a package's trait flags into the compiler's command lines in a Set's order, which
 # changes from one run to the next (and a changed command line compiles its module again): the
 # builds run with a fixed hash seed. The tests do not: they run in processes of random seeds.
+# With a fixed seed the order still depends on how the set was made: the tests' build (the traits
+# on the command line, and Models, which ExampleServer enables) and the documentation's programs
+# (the traits of a dependency) write the same flags in the same order only when the programs name
+# Models first (measured: -DPostgres -DExampleServer -DModels on both sides; any other order
+# compiles the package's 15 modules again, 150 s). trait_order() reads the order back from the
+# build plan after each build, and the command says so when they differ.
+trait_order() {
+    python3 - "$scratch/debug.yaml" <<'PY'
+import re, sys
+plan = open(sys.argv[1], encoding="utf-8").read()
+command = re.search(r'\n  "C\.DataStoreAPI-[^"]*-debug\.module":\n(.*?)(?=\n  ")', plan, re.S)
+print(" ".join(a for a in re.findall(r'"(-D[^"]*)"', command.group(1) if command else "")
+               if a not in ("-DSWIFT_PACKAGE", "-DDEBUG", "-DSWIFT_MODULE_RESOURCE_BUNDLE_UNAVAILABLE")))
+PY
+}
 #
 # What the build compiled from: the commit, every change to it and every file git does not ignore
 # (contents included), Package.resolved, and the build's arguments. --build-only writes it down
@@ -82,7 +96,7 @@ fingerprint() {
         git diff HEAD --binary
         git ls-files --others --exclude-standard -z | xargs -0r sha256sum
         sha256sum Package.resolved 2>/dev/null || true
-        echo "${build[*]} ${DATASTORE_OPTIMIZE:-}"
+        echo "$traits ${build[*]} ${DATASTORE_OPTIMIZE:-}"
     } | sha256sum | cut -d' ' -f1
 }
 stamp="$scratch/tests-built.fingerprint"
@@ -90,10 +104,13 @@ if [ "$build_only" -eq 0 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(finger
     echo "test.sh: the tests and the documentation's programs are built from these sources (--build-only)"
 else
     rm -f "$stamp"
-    SWIFT_DETERMINISTIC_HASHING=1 swift build --build-tests "${build[@]}"
+    SWIFT_DETERMINISTIC_HASHING=1 swift build --build-tests --traits "$traits" "${build[@]}"
+    tests_order=$(trait_order)
     # The documentation's programs, into the same scratch path with the same traits: only the
     # programs are compiled (Scripts/check-code-blocks.sh).
-    Scripts/check-code-blocks.sh --build-only "${build[@]}"
+    Scripts/check-code-blocks.sh --build-only --traits "Models,$traits" "${build[@]}"
+    blocks_order=$(trait_order)
+    [ "$tests_order" = "$blocks_order" ] || echo "test.sh: the documentation's programs compiled the package again: SwiftPM wrote its trait flags as '$blocks_order' for them and as '$tests_order' for the tests" >&2
     [ "$build_only" -eq 0 ] || fingerprint >"$stamp"
 fi
 if [ "$build_only" -eq 1 ]; then
@@ -134,7 +151,7 @@ tests=0
 # copy is whole when it is read. (Through a pipe, swift-testing prints without colours.)
 (
     set +e
-    swift test --skip-build "${build[@]}" "$@" 2>&1 | tee "$test_log"
+    swift test --skip-build --traits "$traits" "${build[@]}" "$@" 2>&1 | tee "$test_log"
     exit "${PIPESTATUS[0]}"
 ) &
 tests_pid=$!
