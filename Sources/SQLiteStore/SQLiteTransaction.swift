@@ -349,14 +349,11 @@ final class SQLiteTransaction: StorageWriter {
         func insert<T: RowCodable>(_ object: T) throws -> Value? {
             var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
             defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
-            do {
-                try object.writeStoredFields(to: &buffer)
-            } catch {
-                (fields, fieldCapacity) = (buffer.base, buffer.capacity)
-                throw error
-            }
-            // The buffer the fields were written into: the one given, or a larger one.
-            (fields, fieldCapacity) = (buffer.base, buffer.capacity)
+            // The buffer the fields were written into (the one given, or a larger one), kept
+            // first (this runs before the shrink), thrown out of or not: a grown buffer let the
+            // one given go.
+            defer { (fields, fieldCapacity) = (buffer.base, buffer.capacity) }
+            try object.writeStoredFields(to: &buffer)
             return try bindAndStep(buffer)
         }
 
@@ -366,9 +363,7 @@ final class SQLiteTransaction: StorageWriter {
         func insert(_ record: Record) throws -> Value? {
             var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
             defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
-            // The buffer the fields were written into, kept first (this runs before the shrink),
-            // thrown out of or not: a grown buffer let the one given go.
-            defer { (fields, fieldCapacity) = (buffer.base, buffer.capacity) }
+            defer { (fields, fieldCapacity) = (buffer.base, buffer.capacity) }  // As insert(_:T) keeps it.
             guard try record.appendValues(inOrderOf: entity.layout, to: &buffer) else { return nil }
             return try bindAndStep(buffer)
         }
@@ -438,19 +433,8 @@ final class SQLiteTransaction: StorageWriter {
         guard !handingOverFields else { return nil }
         handingOverFields = true
         defer { handingOverFields = false }
-        // The plan binds and steps (its statement and kinds used where they are: copied out of
-        // it, each was retained and released per insert). The last plan is used through an
-        // unretained reference (``lastInsert`` keeps it): reading the property retained it per
-        // insert.
         do {
-            if let last = lastInsertReference,
-               last._withUnsafeGuaranteedRef({ $0.entity.isSameDefinition(as: entity) && !$0.statement.isBusy }) {
-                return try last._withUnsafeGuaranteedRef { try $0.insert(object) }
-            }
-            let texts = sql(entity)
-            let plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
-            lastInsert = statements[entity.name] == nil ? nil : plan
-            return try plan.insert(object)
+            return try withInsertPlan(entity) { try $0.insert(object) }
         } catch let failed as InsertPlan.ConstraintFailed {
             // Only the row's own step: an error the model's code threw while it handed its values
             // over (a write of its own refused) goes on as it is, and its code runs once.
@@ -469,19 +453,29 @@ final class SQLiteTransaction: StorageWriter {
     func insertRecordFields(_ record: Record, in entity: EntitySchema) throws -> Value? {
         guard !handingOverFields else { return nil }
         do {
-            if let last = lastInsertReference,
-               last._withUnsafeGuaranteedRef({ $0.entity.isSameDefinition(as: entity) && !$0.statement.isBusy }) {
-                return try last._withUnsafeGuaranteedRef { try $0.insert(record) }
-            }
-            let texts = sql(entity)
-            let plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
-            lastInsert = statements[entity.name] == nil ? nil : plan
-            return try plan.insert(record)
+            return try withInsertPlan(entity) { try $0.insert(record) }
         } catch let failed as InsertPlan.ConstraintFailed {
             let normalized = try entity.normalize(record)
             throw try constraintError(failed.error, normalized, key: PrimaryKey(entity.primaryKeyValue(of: normalized)),
                                       in: entity, inserting: true)
         }
+    }
+
+    /// Runs `body` with the entity's insert plan, which binds and steps (its statement and kinds
+    /// used where they are: copied out of it, each was retained and released per insert): the
+    /// last plan, through an unretained reference (``lastInsert`` keeps it; reading the property
+    /// retained it per insert), when it is the entity's and not stepping; otherwise a new one,
+    /// kept as the last when its statement is cached.
+    @inline(__always)
+    private func withInsertPlan(_ entity: EntitySchema, _ body: (InsertPlan) throws -> Value?) throws -> Value? {
+        if let last = lastInsertReference,
+           last._withUnsafeGuaranteedRef({ $0.entity.isSameDefinition(as: entity) && !$0.statement.isBusy }) {
+            return try last._withUnsafeGuaranteedRef(body)
+        }
+        let texts = sql(entity)
+        let plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
+        lastInsert = statements[entity.name] == nil ? nil : plan
+        return try body(plan)
     }
 
     /// The package's error for a failed constraint, decided by the extended result code and the
