@@ -21,7 +21,7 @@ private func int(_ value: Value) -> Int64? {
 /// A record of the schema's attributes with random edge values: in the schema's order (what
 /// SQLite takes as it is, ``SQLiteTransaction/insertRecordFields(_:in:)``) or in another order,
 /// with now and then a value the store converts (an int for a double) or refuses (a null, a
-/// NaN, a text for an int).
+/// NaN, a text for an int), or a name out of its place or misspelt.
 private func randomRecord(_ id: Int64, using rng: inout some RandomNumberGenerator) -> (Record, [(String, Value)]) {
     let texts = ["", "a", "é", String(repeating: "x", count: 200), "tab\tline\nend", "\u{1F600}"]
     func text() -> Value { .string(texts.randomElement(using: &rng)!) }
@@ -42,6 +42,10 @@ private func randomRecord(_ id: Int64, using rng: inout some RandomNumberGenerat
     case 1: pairs[2].1 = .double(.nan)
     case 2: pairs[0].1 = .string("\(id)")
     case 3: pairs.reverse()
+    // Two attributes of one type in each other's place, and a name the entity does not have in
+    // an attribute's place: as many names as the entity, not its names in its order.
+    case 4: pairs.swapAt(1, 7)
+    case 5: pairs[3].0 = "paylod"
     default: break
     }
     return (Record(pairs: pairs), pairs)

@@ -53,6 +53,7 @@ public struct StoredFieldBuffer: StoredFieldSink {
     /// Whether a text or blob past ``Limits/maxValueBytes`` was handed over (and not written).
     @_spi(Backend) public var oversized: Bool { _oversized }
 
+    @inline(__always)
     public mutating func append(_ value: Value) throws {
         switch value {
         case .null: writeTag(0)

@@ -254,13 +254,30 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         case .pairs(let pairs):
             let names = layout.names
             guard pairs.count == names.count else { return false }
-            for position in pairs.indices where !Schema.isName(pairs[position].0, names[position]) { return false }
-            for (_, value) in pairs { try fields.append(value) }
-            return true
+            // Each name and value read where the array keeps it (memory bound to a pair is bound
+            // to its name and value): iterating the array, or a pointer to its pairs, copied each
+            // pair out, a name retained and released and a value copied and destroyed, twice per
+            // value.
+            return try pairs.withUnsafeBufferPointer { pairs in
+                guard let base = pairs.baseAddress else { return true }
+                let raw = UnsafeRawPointer(base)
+                let stride = MemoryLayout<(String, Value)>.stride
+                let valueOffset = Self.pairValueOffset
+                for position in 0..<pairs.count
+                    where !Schema.isName(raw.advanced(by: position * stride).assumingMemoryBound(to: String.self).pointee,
+                                         names[position]) { return false }
+                for position in 0..<pairs.count {
+                    try fields.append(raw.advanced(by: position * stride + valueOffset).assumingMemoryBound(to: Value.self).pointee)
+                }
+                return true
+            }
         case .compact, .dictionary:
             return false
         }
     }
+
+    /// Where a literal's pair keeps its value, from the pair's start.
+    private static let pairValueOffset = MemoryLayout<(String, Value)>.offset(of: \(String, Value).1)!
 
     /// The values of a record a store returned of `layout` that holds them as values (not a
     /// compact one): its storage itself.
