@@ -230,9 +230,7 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
         case .compact(let reference): return reference.chunk.layout == layout ? compactRow.unsafelyUnwrapped.values() : nil
         case .pairs(let pairs):
             // Names equal to the layout's, in order, are each there once (a layout's names are).
-            let names = layout.names
-            guard pairs.count == names.count else { return nil }
-            for position in pairs.indices where !Schema.isName(pairs[position].0, names[position]) { return nil }
+            guard Self.pairs(pairs, areNamed: layout.names) else { return nil }
             return RecordValues(pairs.lazy.map(\.1))
         case .dictionary: return nil
         }
@@ -252,20 +250,14 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
             }
             return true
         case .pairs(let pairs):
-            let names = layout.names
-            guard pairs.count == names.count else { return false }
-            // Each name and value read where the array keeps it (memory bound to a pair is bound
-            // to its name and value): iterating the array, or a pointer to its pairs, copied each
-            // pair out, a name retained and released and a value copied and destroyed, twice per
-            // value.
+            guard pairs.count == layout.names.count else { return false }
+            // Each name and value read where the array keeps it (see pairs(_:areNamed:)).
             return try pairs.withUnsafeBufferPointer { pairs in
                 guard let base = pairs.baseAddress else { return true }
                 let raw = UnsafeRawPointer(base)
+                guard Self.pairs(raw, count: pairs.count, areNamed: layout.names) else { return false }
                 let stride = MemoryLayout<(String, Value)>.stride
                 let valueOffset = Self.pairValueOffset
-                for position in 0..<pairs.count
-                    where !Schema.isName(raw.advanced(by: position * stride).assumingMemoryBound(to: String.self).pointee,
-                                         names[position]) { return false }
                 for position in 0..<pairs.count {
                     try fields.append(raw.advanced(by: position * stride + valueOffset).assumingMemoryBound(to: Value.self).pointee)
                 }
@@ -278,6 +270,27 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
     /// Where a literal's pair keeps its value, from the pair's start.
     private static let pairValueOffset = MemoryLayout<(String, Value)>.offset(of: \(String, Value).1)!
+
+    /// Whether the literal's names are `names`, in that order: each name read where the array
+    /// keeps it (memory bound to a pair is bound to its name and value). Iterating the array, or
+    /// a pointer to its pairs, copied each pair out: its name retained and released, its value
+    /// copied and destroyed.
+    @inline(__always)
+    private static func pairs(_ pairs: [(String, Value)], areNamed names: [String]) -> Bool {
+        guard pairs.count == names.count else { return false }
+        return pairs.withUnsafeBufferPointer { Self.pairs(UnsafeRawPointer($0.baseAddress), count: $0.count, areNamed: names) }
+    }
+
+    /// ``pairs(_:areNamed:)`` of the `count` pairs at `raw`, as many as `names`.
+    @inline(__always)
+    private static func pairs(_ raw: UnsafeRawPointer?, count: Int, areNamed names: [String]) -> Bool {
+        guard let raw else { return true }
+        let stride = MemoryLayout<(String, Value)>.stride
+        for position in 0..<count
+            where !Schema.isName(raw.advanced(by: position * stride).assumingMemoryBound(to: String.self).pointee,
+                                 names[position]) { return false }
+        return true
+    }
 
     /// The values of a record a store returned of `layout` that holds them as values (not a
     /// compact one): its storage itself.
