@@ -26,6 +26,9 @@ let package = Package(
     targets: [
         .systemLibrary(name: "RawSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "RawLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        // The store's CRC-32C (its header; the code comes with DataStoreAPI), for the raw side's
+        // row checksums.
+        .systemLibrary(name: "RawChecksum"),
         // The raw side of the PostgreSQL rows: libpq called from C.
         .target(name: "RawLibpq", cSettings: [.unsafeFlags(["-I/usr/include/postgresql"])],
                 linkerSettings: [.linkedLibrary("pq")]),
@@ -33,7 +36,7 @@ let package = Package(
         // the harness and `profile-store`.
         .target(
             name: "BenchSupport",
-            dependencies: ["RawSQLite", "RawLMDB", .product(name: "DataStoreAPI", package: root)],
+            dependencies: ["RawSQLite", "RawLMDB", "RawChecksum", .product(name: "DataStoreAPI", package: root)],
             swiftSettings: [.swiftLanguageMode(.v6), .enableUpcomingFeature("ExistentialAny")]
         ),
         .executableTarget(

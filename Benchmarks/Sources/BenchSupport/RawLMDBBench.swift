@@ -2,7 +2,8 @@ import Foundation
 import RawLMDB
 
 /// The same work through the LMDB C API: the same databases, key encoding and record layout as
-/// LMDBStore (a format byte, then a tag and payload per attribute), MDB_NOTLS | MDB_NOMETASYNC.
+/// LMDBStore (a format byte, a tag and payload per attribute, the CRC-32C of those:
+/// ``RawRowSum``), MDB_NOTLS | MDB_NOMETASYNC.
 package final class RawLMDBBench {
     package var env: OpaquePointer
     package var items: MDB_dbi = 0
@@ -37,7 +38,7 @@ package final class RawLMDBBench {
     }
 
     package static func encode(_ row: RawRow) -> [UInt8] {
-        var out: [UInt8] = [1, 3]
+        var out: [UInt8] = [2, 3]
         func fixed(_ v: UInt64) { for s in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(s))) } }
         fixed(UInt64(bitPattern: row.id))
         out.append(5)
@@ -50,6 +51,8 @@ package final class RawLMDBBench {
         out.append(6)
         out.append(UInt8(row.payload.count))
         out += row.payload
+        let sum = out.withUnsafeBytes { RawRowSum.of($0) }
+        for s in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: sum >> UInt32(s))) }
         return out
     }
 
@@ -60,30 +63,26 @@ package final class RawLMDBBench {
                       payload: Array(row.payload))
     }
 
-    /// A stored row's fields, read where they lie.
-    package struct Fields {
-        package var id: Int64
-        package var name: UnsafeRawBufferPointer
-        package var score: Int64
-        package var ratio: Double
-        package var payload: UnsafeRawBufferPointer
-    }
-
     /// The fields of a stored row, checked as a C program checks a record it did not write
-    /// before it reads it: the format byte, each field's tag, each length and payload within the
-    /// record, nothing after the last field; `nil` when any check fails. (The store checks as
-    /// much, and more: that a text is UTF-8, that a double is not NaN.)
+    /// before it reads it: the checksum of the bytes before it (the layout's own check against a
+    /// record damaged on the disk), then the format byte, each field's tag, each length and
+    /// payload within the record, nothing after the last field; `nil` when any check fails. (The
+    /// store checks as much, and more: that a text is UTF-8, that a double is not NaN.)
     @inline(__always)
-    package static func fields(_ bytes: UnsafeRawBufferPointer) -> Fields? {
+    package static func fields(_ sealed: UnsafeRawBufferPointer) -> RawFields? {
+        guard sealed.count > 4 else { return nil }
+        let bytes = UnsafeRawBufferPointer(rebasing: sealed[..<(sealed.count - 4)])
+        guard RawRowSum.of(bytes) == UInt32(littleEndian: sealed.loadUnaligned(fromByteOffset: bytes.count, as: UInt32.self))
+        else { return nil }
         var reader = FieldReader(bytes: bytes)
-        guard reader.byte() == 1,
+        guard reader.byte() == 2,
               reader.byte() == 3, let id = reader.fixed(),
               reader.byte() == 5, let name = reader.lengthPrefixed(),
               reader.byte() == 3, let score = reader.fixed(),
               reader.byte() == 4, let ratio = reader.fixed(),
               reader.byte() == 6, let payload = reader.lengthPrefixed(),
               reader.offset == bytes.count else { return nil }
-        return Fields(id: Int64(bitPattern: id), name: name, score: Int64(bitPattern: score),
+        return RawFields(id: Int64(bitPattern: id), name: name, score: Int64(bitPattern: score),
                       ratio: Double(bitPattern: ratio), payload: payload)
     }
 
@@ -141,6 +140,41 @@ package final class RawLMDBBench {
             put(txn, index, Self.indexKey(row.score, row.id), Array(key.dropFirst()))
         }
         mdb_txn_commit(txn)
+    }
+
+    /// The stored bytes of item `id` in the environment at `path` (a store's, closed), read
+    /// with the C API: what ``sameLayout(asStoreAt:id:)`` compares.
+    package static func storedRecord(atPath path: String, id: Int64) -> [UInt8]? {
+        var env: OpaquePointer?
+        guard mdb_env_create(&env) == 0 else { return nil }
+        defer { mdb_env_close(env) }
+        mdb_env_set_maxdbs(env, 2048)
+        guard mdb_env_open(env, path, UInt32(MDB_RDONLY | MDB_NOLOCK), 0o644) == 0 else { return nil }
+        var txn: OpaquePointer?
+        guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return nil }
+        defer { mdb_txn_abort(txn) }
+        var dbi: MDB_dbi = 0
+        guard mdb_dbi_open(txn, "e.Item", 0, &dbi) == 0 else { return nil }
+        var data = MDB_val()
+        let rc = key(id).withUnsafeBytes { k -> Int32 in
+            var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            return mdb_get(txn, dbi, &kv, &data)
+        }
+        return rc == 0 ? Array(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) : nil
+    }
+
+    /// Whether item `id` is stored here byte for byte as the store at `path` (closed) stores it:
+    /// that the raw side writes, and so reads, the store's layout.
+    package func sameLayout(asStoreAt path: String, id: Int64) -> Bool {
+        let mine = read { txn -> [UInt8]? in
+            var data = MDB_val()
+            let rc = Self.key(id).withUnsafeBytes { k -> Int32 in
+                var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                return mdb_get(txn, items, &kv, &data)
+            }
+            return rc == 0 ? Array(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) : nil
+        }
+        return mine != nil && mine == Self.storedRecord(atPath: path, id: id)
     }
 
     package func rawRow(_ i: Int) -> RawRow {

@@ -32,17 +32,32 @@ package final class RawSQLiteBench {
 
     package func insert(_ statement: OpaquePointer, _ i: Int) {
         sqlite3_reset(statement)
-        sqlite3_bind_int64(statement, 1, Int64(i))
-        var name = workload.name(i)
-        name.withUTF8 { sqlite3_bind_text(statement, 2, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count), transient) }
-        sqlite3_bind_int64(statement, 3, workload.score(i))
-        sqlite3_bind_double(statement, 4, workload.ratio(i))
-        workload.payload(i).withUnsafeBytes { sqlite3_bind_blob(statement, 5, $0.baseAddress, Int32($0.count), transient) }
+        bind(statement, id: Int64(i), name: workload.name(i), score: workload.score(i), ratio: workload.ratio(i),
+             payload: workload.payload(i))
         sqlite3_step(statement)
     }
 
-    package static let insertSQL = "INSERT INTO \"Item\" (\"id\", \"name\", \"score\", \"ratio\", \"payload\") VALUES (?, ?, ?, ?, ?)"
-    package static let columns = "SELECT \"id\", \"name\", \"score\", \"ratio\", \"payload\" FROM \"Item\""
+    /// Binds a row's values and its checksum (``RawRowSum``) to the insert.
+    @inline(__always)
+    private func bind(_ statement: OpaquePointer, id: Int64, name: String, score: Int64, ratio: Double, payload: [UInt8]) {
+        var name = name
+        name.withUTF8 { name in
+            payload.withUnsafeBytes { payload in
+                sqlite3_bind_int64(statement, 1, id)
+                sqlite3_bind_text(statement, 2, UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self),
+                                  Int32(name.count), transient)
+                sqlite3_bind_int64(statement, 3, score)
+                sqlite3_bind_double(statement, 4, ratio)
+                sqlite3_bind_blob(statement, 5, payload.baseAddress, Int32(payload.count), transient)
+                let sum = RawRowSum.of(id: id, name: UnsafeRawBufferPointer(name), score: score, ratio: ratio, payload: payload)
+                sqlite3_bind_int64(statement, 6, Int64(sum))
+            }
+        }
+    }
+
+    package static let insertSQL =
+        "INSERT INTO \"Item\" (\"id\", \"name\", \"score\", \"ratio\", \"payload\", \"_ds_sum\") VALUES (?, ?, ?, ?, ?, ?)"
+    package static let columns = "SELECT \"id\", \"name\", \"score\", \"ratio\", \"payload\", \"_ds_sum\" FROM \"Item\""
 
     package func insertAll(from start: Int, count: Int, batch: Int) {
         let statement = prepare(Self.insertSQL)
@@ -56,26 +71,37 @@ package final class RawSQLiteBench {
         }
     }
 
-    /// Whether the row's columns hold what the table declares, checked as a C program checks a
-    /// table it did not write before it reads it (SQLite keeps any type in any column of a table
-    /// that is not STRICT). The store checks as much, and more: that a text is UTF-8, that a text
-    /// or blob is within the store's limits.
+    /// The current row's fields, checked as a C program checks a table it did not write before
+    /// it reads it: each column's type (SQLite keeps any type in any column of a table that is
+    /// not STRICT), and the row's checksum against its values (the layout's own check against a
+    /// value damaged on the disk; a row without one, which another program wrote, is read
+    /// unchecked, as the store reads it); `nil` when a check fails. The store checks as much, and
+    /// more: that a text is UTF-8, that a text or blob is within the store's limits.
     @inline(__always)
-    package static func columnsHoldTheirTypes(_ statement: OpaquePointer) -> Bool {
-        sqlite3_column_type(statement, 0) == SQLITE_INTEGER && sqlite3_column_type(statement, 1) == SQLITE_TEXT
+    package static func fields(_ statement: OpaquePointer) -> RawFields? {
+        guard sqlite3_column_type(statement, 0) == SQLITE_INTEGER && sqlite3_column_type(statement, 1) == SQLITE_TEXT
             && sqlite3_column_type(statement, 2) == SQLITE_INTEGER && sqlite3_column_type(statement, 3) == SQLITE_FLOAT
-            && sqlite3_column_type(statement, 4) == SQLITE_BLOB
+            && sqlite3_column_type(statement, 4) == SQLITE_BLOB else { return nil }
+        let name = UnsafeRawBufferPointer(start: sqlite3_column_text(statement, 1),
+                                          count: Int(sqlite3_column_bytes(statement, 1)))
+        let payload = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 4),
+                                             count: Int(sqlite3_column_bytes(statement, 4)))
+        let fields = RawFields(id: sqlite3_column_int64(statement, 0), name: name,
+                                         score: sqlite3_column_int64(statement, 2),
+                                         ratio: sqlite3_column_double(statement, 3), payload: payload)
+        switch sqlite3_column_type(statement, 5) {
+        case SQLITE_INTEGER:
+            let sum = RawRowSum.of(id: fields.id, name: name, score: fields.score, ratio: fields.ratio, payload: payload)
+            return sqlite3_column_int64(statement, 5) == Int64(sum) ? fields : nil
+        case SQLITE_NULL: return fields
+        default: return nil
+        }
     }
 
     package func row(_ statement: OpaquePointer) -> RawRow {
-        guard Self.columnsHoldTheirTypes(statement) else { fatalError("a row of other types") }
-        let nameLength = Int(sqlite3_column_bytes(statement, 1))
-        let name = String(decoding: UnsafeBufferPointer(start: sqlite3_column_text(statement, 1), count: nameLength),
-                          as: UTF8.self)
-        let payloadLength = Int(sqlite3_column_bytes(statement, 4))
-        let payload = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 4), count: payloadLength))
-        return RawRow(id: sqlite3_column_int64(statement, 0), name: name, score: sqlite3_column_int64(statement, 2),
-                      ratio: sqlite3_column_double(statement, 3), payload: payload)
+        guard let fields = Self.fields(statement) else { fatalError("a damaged row") }
+        return RawRow(id: fields.id, name: String(decoding: fields.name, as: UTF8.self), score: fields.score,
+                      ratio: fields.ratio, payload: Array(fields.payload))
     }
 
     package func rows(_ statement: OpaquePointer) -> [RawRow] {
@@ -137,13 +163,9 @@ package final class RawSQLiteBench {
         return read {
             var total: Int64 = 0
             while sqlite3_step(statement) == SQLITE_ROW {
-                guard Self.columnsHoldTheirTypes(statement) else { fatalError("a row of other types") }
-                let name = UnsafeRawBufferPointer(start: sqlite3_column_text(statement, 1),
-                                                  count: Int(sqlite3_column_bytes(statement, 1)))
-                let payload = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 4),
-                                                     count: Int(sqlite3_column_bytes(statement, 4)))
-                total &+= RawRow.inPlaceSum(id: sqlite3_column_int64(statement, 0), score: sqlite3_column_int64(statement, 2),
-                                            ratio: sqlite3_column_double(statement, 3), name: name, payload: payload)
+                guard let row = Self.fields(statement) else { fatalError("a damaged row") }
+                total &+= RawRow.inPlaceSum(id: row.id, score: row.score, ratio: row.ratio, name: row.name,
+                                            payload: row.payload)
             }
             sqlite3_reset(statement)
             return total
@@ -159,6 +181,29 @@ package final class RawSQLiteBench {
         defer { sqlite3_finalize(statement) }
         sqlite3_bind_double(statement, 1, Workload.ratioBound)
         return read { rows(statement).count }
+    }
+
+    /// Whether item `id` is stored here as the store at `path` stores it: every column, the
+    /// row's checksum included, the same (that the raw side writes, and so reads, the store's
+    /// layout).
+    package func sameLayout(asStoreAt path: String, id: Int64) -> Bool {
+        var other: OpaquePointer?
+        defer { sqlite3_close_v2(other) }
+        guard sqlite3_open_v2(path, &other, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return false }
+        func row(_ db: OpaquePointer?) -> [String]? {
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(db, Self.columns + " WHERE \"id\" = ?", -1, &statement, nil) == SQLITE_OK else { return nil }
+            defer { sqlite3_finalize(statement) }
+            sqlite3_bind_int64(statement, 1, id)
+            guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
+            return (Int32(0)..<6).map { column in
+                let bytes = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, column),
+                                                   count: Int(sqlite3_column_bytes(statement, column)))
+                return "\(sqlite3_column_type(statement, column)):\(Array(bytes))"
+            }
+        }
+        let mine = row(db)
+        return mine != nil && mine == row(other)
     }
 
     /// Reads every row in key order (the read side of a raw copy).
@@ -185,12 +230,7 @@ package final class RawSQLiteBench {
         exec("BEGIN IMMEDIATE")
         for row in rows {
             sqlite3_reset(statement)
-            sqlite3_bind_int64(statement, 1, row.id)
-            var name = row.name
-            name.withUTF8 { sqlite3_bind_text(statement, 2, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count), transient) }
-            sqlite3_bind_int64(statement, 3, row.score)
-            sqlite3_bind_double(statement, 4, row.ratio)
-            row.payload.withUnsafeBytes { sqlite3_bind_blob(statement, 5, $0.baseAddress, Int32($0.count), transient) }
+            bind(statement, id: row.id, name: row.name, score: row.score, ratio: row.ratio, payload: row.payload)
             sqlite3_step(statement)
         }
         exec("COMMIT")

@@ -16,10 +16,15 @@ package struct Workload {
         ], indexes: [Index("byScore", on: ["score"])]),
     ])
 
-    /// DDL identical to what SQLiteStore creates for `schema`.
+    /// DDL identical to what SQLiteStore creates for `schema`: the row's checksum last
+    /// (``RawRowSum``), and the trigger that takes it off a row another program updates.
     package static let sqliteDDL = """
         CREATE TABLE "Item" ("id" INTEGER PRIMARY KEY NOT NULL, "name" TEXT NOT NULL, "score" INTEGER NOT NULL, \
-        "ratio" NOT NULL, "payload" BLOB NOT NULL);
+        "ratio" NOT NULL, "payload" BLOB NOT NULL, "_ds_sum" INTEGER);
+        CREATE TRIGGER "_ds_sum.Item" AFTER UPDATE ON "Item" FOR EACH ROW WHEN NEW."_ds_sum" IS OLD."_ds_sum" \
+        AND (NEW."id" IS NOT OLD."id" OR NEW."name" IS NOT OLD."name" OR NEW."score" IS NOT OLD."score" \
+        OR NEW."ratio" IS NOT OLD."ratio" OR NEW."payload" IS NOT OLD."payload") \
+        BEGIN UPDATE "Item" SET "_ds_sum" = NULL WHERE "id" = NEW."id"; END;
         CREATE INDEX "Item.byScore" ON "Item" ("score");
         """
 
@@ -72,6 +77,16 @@ package struct RawRow: Equatable {
     package init(id: Int64, name: String, score: Int64, ratio: Double, payload: [UInt8]) {
         (self.id, self.name, self.score, self.ratio, self.payload) = (id, name, score, ratio, payload)
     }
+}
+
+/// A stored row's fields as the raw side reads them, where they lie (LMDB's map, SQLite's
+/// statement).
+package struct RawFields {
+    package var id: Int64
+    package var name: UnsafeRawBufferPointer
+    package var score: Int64
+    package var ratio: Double
+    package var payload: UnsafeRawBufferPointer
 }
 
 extension RawRow {

@@ -166,7 +166,8 @@ func check(_ a: Int, _ b: Int, _ what: String) {
 @MainActor func benchmarkBackend(_ name: String, n: Int, open: (String) throws -> any DataStore,
                       raw: (String) -> (insert: (Int, Int, Int) -> Void, gets: ([Int]) -> Int, scan: () -> Int,
                                         visit: () -> Int, visitInPlace: () -> Int64, indexed: () -> Int,
-                                        unindexed: () -> Int)) throws {
+                                        unindexed: () -> Int, sameLayout: (String) -> Bool),
+                      storePath: (String) -> String) throws {
     let workload = Workload(count: n)
     let directory = scratch(name)
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -212,6 +213,12 @@ func check(_ a: Int, _ b: Int, _ what: String) {
            api: try time { try api.asyncWrites(from: n + Workload.smallTransactions) },
            raw: time { rawBulk.insert(n + Workload.smallTransactions, Workload.smallTransactions, 1) })
     try store.close()
+    // An item the store wrote, read by the raw side next to its own: the two sides store (and
+    // so read and check) the same bytes. An encrypted store's are sealed, the raw side's not.
+    if !name.hasSuffix("encrypted") {
+        precondition(rawBulk.sameLayout(storePath(directory + "/bulk")),
+                     "\(name): the raw side does not store item 0 as the store does: its layout is not the store's")
+    }
 }
 
 func rawSQLite(_ path: String, _ workload: Workload) -> RawSQLiteBench { RawSQLiteBench(path: path + ".sqlite", workload: workload) }
@@ -346,16 +353,18 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                              raw: { path in
                                  let b = rawSQLite(path, Workload(count: n))
                                  return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
-                                         b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
-                             })
+                                         b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery,
+                                         { b.sameLayout(asStoreAt: $0, id: 0) })
+                             }, storePath: { $0 + ".sqlite" })
         try benchmarkBackend("LMDB" + suffix, n: n,
                              open: { try LMDBStore(path: $0 + ".lmdb", schema: Workload.schema,
                                                    options: LMDBOptions(durability: .normal, initialMapSize: 8 << 30, key: key)) },
                              raw: { path in
                                  let b = rawLMDB(path + ".lmdb", Workload(count: n))
                                  return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
-                                         b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery)
-                             })
+                                         b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery,
+                                         { b.sameLayout(asStoreAt: $0, id: 0) })
+                             }, storePath: { $0 + ".lmdb" })
     }
     if onlyBackends { continue }
     for key in benchmarkKeys {
