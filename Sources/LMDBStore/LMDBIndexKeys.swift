@@ -37,6 +37,15 @@ enum LMDBIndexKeys {
         finish(&key, primaryKey: primaryKey)
     }
 
+    /// The index key of a record whose values in its entity's order are `values`, its index's
+    /// attributes at `slots` of them (``LMDBIndexPlan``), written in place of what `key` held:
+    /// the same bytes as ``key(_:_:primaryKey:into:)``, without a lookup of each name.
+    static func key(slots: ArraySlice<Int>, of values: RecordValues, primaryKey: [UInt8], into key: inout [UInt8]) {
+        key.removeAll(keepingCapacity: true)
+        for slot in slots { KeyEncoding.appendTupleElement(values[slot], to: &key) }
+        finish(&key, primaryKey: primaryKey)
+    }
+
     /// Ends an index key whose tuple `key` holds: the tuple cut to ``maxTupleBytes``, the
     /// separator, the item's primary key.
     static func finish(_ key: inout [UInt8], primaryKey: some Collection<UInt8>) {
@@ -70,5 +79,34 @@ enum LMDBIndexKeys {
                 return true
             }
         }
+    }
+}
+
+/// The indexes of one entity definition as a write uses them: each index's database and the
+/// slots of its attributes in the entity's order, found once per definition and transaction
+/// (a write looked each database up by two names and each attribute by its name, retaining
+/// and releasing the index's parts, for every record).
+final class LMDBIndexPlan {
+    /// The definition the plan was made for (``EntitySchema/isSameDefinition(as:)``).
+    let entity: EntitySchema
+    let dbis: [MDB_dbi]
+    /// Every index's slots one after another; index `i`'s are `slots[starts[i]..<starts[i + 1]]`.
+    let slots: [Int]
+    let starts: [Int]
+
+    /// `nil` when an index has no database or names an attribute the entity lacks (then the
+    /// write goes by names, as before).
+    init?(_ entity: EntitySchema, databases: NameIndex<MDB_dbi>) {
+        var (dbis, slots, starts) = ([MDB_dbi](), [Int](), [0])
+        for index in entity.indexes {
+            guard let dbi = databases[index.name] else { return nil }
+            for name in index.attributes {
+                guard let slot = entity.layout.slot(of: name) else { return nil }
+                slots.append(slot)
+            }
+            dbis.append(dbi)
+            starts.append(slots.count)
+        }
+        (self.entity, self.dbis, self.slots, self.starts) = (entity, dbis, slots, starts)
     }
 }

@@ -90,13 +90,6 @@ final class LMDBRawTransaction {
         try key.withUnsafeBytes { raw in try withValue(dbi, raw, body) }
     }
 
-    /// The value under `prefix` followed by `key`, the key built on the stack (a point get's
-    /// key without an allocation).
-    func withValue<T>(_ dbi: MDB_dbi, prefix: UInt8, _ key: UnsafeRawBufferPointer,
-                      _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
-        try Self.withPrefixed(prefix, key) { try withValue(dbi, $0, body) }
-    }
-
     /// `prefix` followed by `key`, on the stack.
     static func withPrefixed<R>(_ prefix: UInt8, _ key: UnsafeRawBufferPointer,
                                 _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -109,12 +102,26 @@ final class LMDBRawTransaction {
 
     private func withValue<T>(_ dbi: MDB_dbi, _ raw: UnsafeRawBufferPointer,
                               _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        guard let value = try value(dbi, raw) else { return nil }
+        return try body(value)
+    }
+
+    /// The value under `prefix` followed by `key` (the key built on the stack), where it lies
+    /// in the map: valid until this transaction's next write, or its end (LMDB's rule for what
+    /// `mdb_get` returns). A point read decodes it at once, with no closure around it: a
+    /// closure's captures were retained and released per read.
+    func value(_ dbi: MDB_dbi, prefix: UInt8, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        try Self.withPrefixed(prefix, key) { try value(dbi, $0) }
+    }
+
+    /// The value under `raw`, where it lies in the map (see ``value(_:prefix:_:)``).
+    private func value(_ dbi: MDB_dbi, _ raw: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var data = MDB_val()
         var k = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
         let rc = mdb_get(txn, dbi, &k, &data)
         if rc == MDB_NOTFOUND { return nil }
         try LMDBError.check(rc, "\(path): mdb_get")
-        return try body(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+        return UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)
     }
 
     /// Visits entries in key order from the first key `>= start` (from the first key when `nil`)

@@ -9,7 +9,11 @@ final class LMDBTransaction: StorageWriter {
     let txn: LMDBRawTransaction
     /// The databases of the schema; a schema upgrade changes them as it creates and drops.
     var databases: LMDBDatabases {
-        didSet { lastDBI = nil }
+        didSet {
+            lastDBI = nil
+            lastRead = nil
+            lastIndexPlan = nil
+        }
     }
     /// The database of the entity asked for last (a loop of requests asks for one entity again
     /// and again; a dictionary lookup per request cost more than LMDB's own descent).
@@ -19,6 +23,13 @@ final class LMDBTransaction: StorageWriter {
 
     private var fieldChecks: NameIndex<LMDBFieldCheck> = [:]
     private var lastFieldCheck: LMDBFieldCheck?
+    /// The database and checking walk of the entity a get asked for last, with that very
+    /// definition (``EntitySchema/isSameDefinition(as:)``): a loop of gets finds both by one
+    /// comparison of two references, where comparing the name with ``lastDBI``'s and the
+    /// attributes with ``lastFieldCheck``'s retained and released four references a get.
+    private var lastRead: (entity: EntitySchema, dbi: MDB_dbi, check: LMDBFieldCheck)?
+    /// The indexes of the entity a write asked for last, with that very definition.
+    private var lastIndexPlan: LMDBIndexPlan?
 
     init(txn: LMDBRawTransaction, databases: LMDBDatabases) {
         self.txn = txn
@@ -47,6 +58,15 @@ final class LMDBTransaction: StorageWriter {
         }
         lastFieldCheck = check
         return check
+    }
+
+    /// The entity's database and checking walk (``lastRead``).
+    @inline(__always)
+    private func reading(_ entity: EntitySchema) throws(StoreError) -> (MDB_dbi, LMDBFieldCheck) {
+        if let last = lastRead, last.entity.isSameDefinition(as: entity) { return (last.dbi, last.check) }
+        let found = (try dbi(entity), fieldCheck(entity))
+        lastRead = (entity, found.0, found.1)
+        return found
     }
 
     func dbi(_ entity: EntitySchema) throws(StoreError) -> MDB_dbi {
@@ -86,19 +106,15 @@ final class LMDBTransaction: StorageWriter {
     }
 
     private func record(_ entity: EntitySchema, keyBytes: UnsafeRawBufferPointer) throws -> Record? {
-        // The closure does not capture the entity: capturing it copied it per get.
-        let (attributes, layout) = (entity.attributes, entity.layout)
-        let check = fieldCheck(entity)
-        var damage: String?
-        let found = try txn.withValue(dbi(entity), prefix: 0x00, keyBytes) { bytes in
-            var arena = CompactArena()
-            if let record = check.record(bytes, layout: layout, arena: &arena) { return record }
-            let (record, why) = LMDBRecordCoding.decode(bytes, attributes: attributes, layout: layout)
-            damage = why
-            return record
-        }
+        let (dbi, check) = try reading(entity)
+        // Decoded where it lies, with nothing written in between.
+        guard let bytes = try txn.value(dbi, prefix: 0x00, keyBytes) else { return nil }
+        let layout = entity.layout
+        var arena = CompactArena()
+        if let record = check.record(bytes, layout: layout, arena: &arena) { return record }
+        let (record, damage) = LMDBRecordCoding.decode(bytes, attributes: check.attributes, layout: layout)
         if let damage { throw damaged(damage, entity, key: Array(keyBytes)) }
-        return found
+        return record
     }
 
     /// Throws `corrupt` when `record` does not carry the key it is stored under (`storedUnder`,
@@ -177,10 +193,10 @@ final class LMDBTransaction: StorageWriter {
         if let keys = try candidates(filter, entity) {
             let dbi = try dbi(entity)
             for key in keys {
-                let found: Record? = try txn.withValue(dbi, [0x00] + key) { bytes in
-                    try decode(bytes, key: key)
-                }
-                guard let found else {
+                // The record's key (prefix and primary key) built on the stack, not in an array,
+                // and the record decoded where it lies, with nothing written in between.
+                let bytes = try key.withUnsafeBytes { try txn.value(dbi, prefix: 0x00, $0) }
+                guard let found = try bytes.map({ try decode($0, key: key) }) else {
                     throw StoreError(.corrupt, "\(txn.environment.path): an index of '\(entity.name)' names the "
                         + "missing item \(Self.hex(key))")
                 }
@@ -453,7 +469,7 @@ final class LMDBTransaction: StorageWriter {
             _ = try withRecordKey(key) { try txn.delete(dbi, $0) }
             throw error
         }
-        try writeIndexes(record, key: key, old: nil, in: entity)
+        try writeIndexes(record, values: values, key: key, old: nil, in: entity)
     }
 
     func put(_ record: Record, key: PrimaryKey, in entity: EntitySchema) throws {
@@ -479,7 +495,39 @@ final class LMDBTransaction: StorageWriter {
 
     /// Writes the record's index entries (and deletes the old record's that changed), each key
     /// built in storage kept from the last write.
-    private func writeIndexes(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
+    /// - Parameter values: the record's values in the entity's order, when the caller has them.
+    private func writeIndexes(_ record: Record, values: RecordValues? = nil, key: PrimaryKey, old: Record?,
+                              in entity: EntitySchema) throws {
+        guard !entity.indexes.isEmpty else { return }
+        guard let plan = indexPlan(entity) else { return try writeIndexesByName(record, key: key, old: old, in: entity) }
+        var (newKey, oldKey) = indexKeys
+        indexKeys = ([], [])
+        defer { indexKeys = (newKey, oldKey) }
+        let layout = entity.layout
+        let (values, oldValues) = (values ?? record.values(in: layout), old?.values(in: layout))
+        for i in plan.dbis.indices {
+            let (dbi, slots) = (plan.dbis[i], plan.slots[plan.starts[i]..<plan.starts[i + 1]])
+            LMDBIndexKeys.key(slots: slots, of: values, primaryKey: key.bytes, into: &newKey)
+            if let oldValues {
+                LMDBIndexKeys.key(slots: slots, of: oldValues, primaryKey: key.bytes, into: &oldKey)
+                if oldKey == newKey { continue }
+                try txn.delete(dbi, oldKey)
+            }
+            try txn.put(dbi, newKey, key.bytes)
+        }
+    }
+
+    /// The entity's index plan (``lastIndexPlan``); `nil` when it has none.
+    private func indexPlan(_ entity: EntitySchema) -> LMDBIndexPlan? {
+        if let last = lastIndexPlan, last.entity.isSameDefinition(as: entity) { return last }
+        guard let dbis = databases.indexes[entity.name], let plan = LMDBIndexPlan(entity, databases: dbis) else { return nil }
+        lastIndexPlan = plan
+        return plan
+    }
+
+    /// ``writeIndexes(_:key:old:in:)`` by the indexes' names, for an entity whose indexes have
+    /// no plan (an index without its database yet, as a schema step may leave it).
+    private func writeIndexesByName(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
         guard !entity.indexes.isEmpty, let dbis = databases.indexes[entity.name] else { return }
         var (newKey, oldKey) = indexKeys
         indexKeys = ([], [])

@@ -169,7 +169,10 @@ public class ReadAccessor {
     /// The item with that primary key, or `nil`.
     public func get(_ entityName: String, key: Value) throws -> Record? {
         let entity = try entity(entityName)
-        return try reader.get(entity, keyValue: try entity.checkedKeyValue(key))
+        // The key checked before the reader is called: checked among the call's arguments, it
+        // made the call copy the reader (a retain and a release per get).
+        let keyValue = try entity.checkedKeyValue(key)
+        return try reader.get(entity, keyValue: keyValue)
     }
 
     /// Up to `limit` items with keys after `after` (from the start when `nil`), in key order:

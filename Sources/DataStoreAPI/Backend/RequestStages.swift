@@ -58,11 +58,13 @@
     /// store offers records of more than one layout; compiling per switch would cost more).
     private mutating func matches(_ record: Record) -> Bool {
         if case .all = request.filter { return true }
-        if let compiled { return compiled.matches(record) }
-        guard let layout = record.storedLayout else { return request.filter.matches(record) }
-        let bound = CompiledFilter(request.filter, layout: layout)
-        compiled = bound
-        return bound.matches(record)
+        if compiled == nil {
+            guard let layout = record.storedLayout else { return request.filter.matches(record) }
+            compiled = CompiledFilter(request.filter, layout: layout)
+        }
+        // Read where it is kept: bound with `if let`, the filter was copied (its four references
+        // retained and released) for every record offered.
+        return compiled!.matches(record)
     }
 
     /// What a streaming request does with its next match.
