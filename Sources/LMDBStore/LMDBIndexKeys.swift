@@ -40,7 +40,7 @@ enum LMDBIndexKeys {
     /// The index key of a record whose values in its entity's order are `values`, its index's
     /// attributes at `slots` of them (``LMDBIndexPlan``), written in place of what `key` held:
     /// the same bytes as ``key(_:_:primaryKey:into:)``, without a lookup of each name.
-    static func key(slots: ArraySlice<Int>, of values: RecordValues, primaryKey: [UInt8], into key: inout [UInt8]) {
+    static func key(slots: UnsafeBufferPointer<Int>, of values: RecordValues, primaryKey: [UInt8], into key: inout [UInt8]) {
         key.removeAll(keepingCapacity: true)
         for slot in slots { KeyEncoding.appendTupleElement(values[slot], to: &key) }
         finish(&key, primaryKey: primaryKey)
@@ -89,10 +89,13 @@ enum LMDBIndexKeys {
 final class LMDBIndexPlan {
     /// The definition the plan was made for (``EntitySchema/isSameDefinition(as:)``).
     let entity: EntitySchema
-    let dbis: [MDB_dbi]
-    /// Every index's slots one after another; index `i`'s are `slots[starts[i]..<starts[i + 1]]`.
-    let slots: [Int]
-    let starts: [Int]
+    let count: Int
+    /// Per index, its database and where its slots are in `slots` (`start..<end`). In memory of
+    /// the plan's own, not arrays: a slice of an array retained and released it per index and
+    /// write.
+    private let indexes: UnsafeMutableBufferPointer<(dbi: MDB_dbi, start: Int, end: Int)>
+    /// Every index's slots one after another.
+    private let slots: UnsafeMutableBufferPointer<Int>
 
     /// `nil` when an index has no database or names an attribute the entity lacks (then the
     /// write goes by names, as before).
@@ -107,6 +110,23 @@ final class LMDBIndexPlan {
             dbis.append(dbi)
             starts.append(slots.count)
         }
-        (self.entity, self.dbis, self.slots, self.starts) = (entity, dbis, slots, starts)
+        self.entity = entity
+        count = dbis.count
+        indexes = .allocate(capacity: max(count, 1))
+        for i in 0..<count { (indexes.baseAddress! + i).initialize(to: (dbis[i], starts[i], starts[i + 1])) }
+        self.slots = .allocate(capacity: max(slots.count, 1))
+        _ = self.slots.initialize(fromContentsOf: slots)
+    }
+
+    deinit {
+        indexes.deallocate()
+        slots.deallocate()
+    }
+
+    /// Index `i`'s database and the slots of its attributes (valid while the plan lives).
+    @inline(__always)
+    func index(_ i: Int) -> (dbi: MDB_dbi, slots: UnsafeBufferPointer<Int>) {
+        let index = indexes[i]
+        return (index.dbi, UnsafeBufferPointer(rebasing: slots[index.start..<index.end]))
     }
 }

@@ -91,6 +91,7 @@ final class LMDBRawTransaction {
     }
 
     /// `prefix` followed by `key`, on the stack.
+    @inline(__always)
     static func withPrefixed<R>(_ prefix: UInt8, _ key: UnsafeRawBufferPointer,
                                 _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeTemporaryAllocation(byteCount: key.count + 1, alignment: 1) { buffer in
@@ -256,7 +257,10 @@ final class LMDBRawTransaction {
     /// - Returns: false when a deleted key did not exist.
     @discardableResult
     private func perform(_ change: Change, flags: UInt32 = 0) throws(StoreError) -> Bool {
-        let rc = try growingTheMap { apply(change, flags: flags) }
+        // The first attempt made here, not in a closure: a closure around it retained and
+        // released the transaction per write, even inlined. A full map is the rare case.
+        var rc = apply(change, flags: flags)
+        if rc == MDB_MAP_FULL { rc = try grown(after: rc) { apply(change, flags: flags) } }
         if rc == MDB_NOTFOUND, case .delete = change { return false }
         if rc == MDB_KEYEXIST && flags & UInt32(MDB_NOOVERWRITE) != 0 { return false }
         guard rc == MDB_SUCCESS else { throw LMDBError.writeError(rc, "\(path): cannot write", path: path) }
@@ -296,7 +300,13 @@ final class LMDBRawTransaction {
     /// the map full. Each time it does, the transaction ends (if `attempt` left it open), the map
     /// doubles, and a new write transaction replays the journal before `attempt` runs again.
     private func growingTheMap(_ attempt: () -> Int32) throws(StoreError) -> Int32 {
-        var rc = attempt()
+        let rc = attempt()
+        return rc == MDB_MAP_FULL ? try grown(after: rc, attempt) : rc
+    }
+
+    /// ``growingTheMap(_:)`` once the map was full: grows it (or says why not) and attempts again.
+    private func grown(after full: Int32, _ attempt: () -> Int32) throws(StoreError) -> Int32 {
+        var rc = full
         if rc == MDB_MAP_FULL && !journaled {
             throw StoreError(.storeFull, "\(path): \(Self.mapFullMessage)",
                              cause: StoreError.Cause(library: "lmdb", code: MDB_MAP_FULL, message: Self.mapFullMessage))

@@ -75,10 +75,12 @@ enum LMDBRecordCoding {
     /// (``Record/values(in:)``), on the stack when it is small (a write of the record allocates
     /// nothing for it). Takes the values, not the record and its entity: closures around those
     /// copied them (retaining each of their fields) three times per write.
+    @inline(__always)
     static func withEncoded<R>(_ values: RecordValues, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try values.withUnsafeBufferPointer { try withEncoded($0, body) }
     }
 
+    @inline(__always)
     private static func withEncoded<R>(_ values: UnsafeBufferPointer<Value>,
                                        _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let size = size(values)

@@ -87,6 +87,7 @@ final class LMDBTransaction: StorageWriter {
     }
 
     /// ``recordKey(_:)`` on the stack, for a write.
+    @inline(__always)
     private func withRecordKey<R>(_ key: PrimaryKey, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         try key.bytes.withUnsafeBytes { try LMDBRawTransaction.withPrefixed(0x00, $0, body) }
     }
@@ -505,8 +506,8 @@ final class LMDBTransaction: StorageWriter {
         defer { indexKeys = (newKey, oldKey) }
         let layout = entity.layout
         let (values, oldValues) = (values ?? record.values(in: layout), old?.values(in: layout))
-        for i in plan.dbis.indices {
-            let (dbi, slots) = (plan.dbis[i], plan.slots[plan.starts[i]..<plan.starts[i + 1]])
+        for i in 0..<plan.count {
+            let (dbi, slots) = plan.index(i)
             LMDBIndexKeys.key(slots: slots, of: values, primaryKey: key.bytes, into: &newKey)
             if let oldValues {
                 LMDBIndexKeys.key(slots: slots, of: oldValues, primaryKey: key.bytes, into: &oldKey)
