@@ -506,15 +506,18 @@ final class LMDBTransaction: StorageWriter {
         defer { indexKeys = (newKey, oldKey) }
         let layout = entity.layout
         let (values, oldValues) = (values ?? record.values(in: layout), old?.values(in: layout))
-        for i in 0..<plan.count {
-            let (dbi, slots) = plan.index(i)
-            LMDBIndexKeys.key(slots: slots, of: values, primaryKey: key.bytes, into: &newKey)
-            if let oldValues {
-                LMDBIndexKeys.key(slots: slots, of: oldValues, primaryKey: key.bytes, into: &oldKey)
-                if oldKey == newKey { continue }
-                try txn.delete(dbi, oldKey)
+        // The slots are the plan's memory: the plan is kept alive while they are read.
+        try withExtendedLifetime(plan) {
+            for i in 0..<plan.count {
+                let (dbi, slots) = plan.index(i)
+                LMDBIndexKeys.key(slots: slots, of: values, primaryKey: key.bytes, into: &newKey)
+                if let oldValues {
+                    LMDBIndexKeys.key(slots: slots, of: oldValues, primaryKey: key.bytes, into: &oldKey)
+                    if oldKey == newKey { continue }
+                    try txn.delete(dbi, oldKey)
+                }
+                try txn.put(dbi, newKey, key.bytes)
             }
-            try txn.put(dbi, newKey, key.bytes)
         }
     }
 
@@ -527,7 +530,9 @@ final class LMDBTransaction: StorageWriter {
     }
 
     /// ``writeIndexes(_:key:old:in:)`` by the indexes' names, for an entity whose indexes have
-    /// no plan (an index without its database yet, as a schema step may leave it).
+    /// no plan: an index without a database, or naming an attribute the entity lacks. Neither
+    /// happens to an entity of an opened schema; the writes before plans skipped the first and
+    /// keyed the second as null, and this keeps that.
     private func writeIndexesByName(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
         guard !entity.indexes.isEmpty, let dbis = databases.indexes[entity.name] else { return }
         var (newKey, oldKey) = indexKeys

@@ -32,9 +32,24 @@ package final class RawLMDBBench {
         return [0] + (0..<8).map { UInt8(truncatingIfNeeded: flipped >> (56 - 8 * UInt64($0))) }
     }
 
+    /// An entry of the score index, as the store writes it: the tuple (an int's tag and its eight
+    /// bytes), the separator, the item's encoded key.
     package static func indexKey(_ score: Int64, _ id: Int64) -> [UInt8] {
         let flipped = UInt64(bitPattern: score) ^ (1 << 63)
-        return [0x10] + (0..<8).map { UInt8(truncatingIfNeeded: flipped >> (56 - 8 * UInt64($0))) } + key(id).dropFirst()
+        return [0x10] + (0..<8).map { UInt8(truncatingIfNeeded: flipped >> (56 - 8 * UInt64($0))) } + [0x00]
+            + key(id).dropFirst()
+    }
+
+    /// The bytes before an index entry's item key: every entry of that score starts with them.
+    package static func indexPrefix(_ score: Int64) -> [UInt8] { Array(indexKey(score, 0).prefix(10)) }
+
+    /// `record` (format byte, fields, checksum) with a new checksum after a change to its fields,
+    /// as a program that rewrites the store's records must seal them.
+    package static func resealed(_ fields: [UInt8]) -> [UInt8] {
+        var out = fields
+        let sum = out.withUnsafeBytes { RawRowSum.of($0) }
+        for s in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: sum >> UInt32(s))) }
+        return out
     }
 
     package static func encode(_ row: RawRow) -> [UInt8] {
@@ -51,9 +66,7 @@ package final class RawLMDBBench {
         out.append(6)
         out.append(UInt8(row.payload.count))
         out += row.payload
-        let sum = out.withUnsafeBytes { RawRowSum.of($0) }
-        for s in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: sum >> UInt32(s))) }
-        return out
+        return resealed(out)
     }
 
     /// A row built from its stored fields (``fields(_:)``).
@@ -142,9 +155,10 @@ package final class RawLMDBBench {
         mdb_txn_commit(txn)
     }
 
-    /// The stored bytes of item `id` in the environment at `path` (a store's, closed), read
-    /// with the C API: what ``sameLayout(asStoreAt:id:)`` compares.
-    package static func storedRecord(atPath path: String, id: Int64) -> [UInt8]? {
+    /// The stored bytes of item `id` and of its score index entry (its key, and its value) in
+    /// the environment at `path` (a store's, closed), read with the C API: what
+    /// ``sameLayout(asStoreAt:id:)`` compares.
+    package static func stored(atPath path: String, id: Int64, score: Int64) -> [[UInt8]]? {
         var env: OpaquePointer?
         guard mdb_env_create(&env) == 0 else { return nil }
         defer { mdb_env_close(env) }
@@ -153,28 +167,34 @@ package final class RawLMDBBench {
         var txn: OpaquePointer?
         guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return nil }
         defer { mdb_txn_abort(txn) }
-        var dbi: MDB_dbi = 0
-        guard mdb_dbi_open(txn, "e.Item", 0, &dbi) == 0 else { return nil }
-        var data = MDB_val()
-        let rc = key(id).withUnsafeBytes { k -> Int32 in
-            var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-            return mdb_get(txn, dbi, &kv, &data)
-        }
-        return rc == 0 ? Array(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) : nil
+        var (items, index): (MDB_dbi, MDB_dbi) = (0, 0)
+        guard mdb_dbi_open(txn, "e.Item", 0, &items) == 0, mdb_dbi_open(txn, "i.Item.byScore", 0, &index) == 0
+        else { return nil }
+        return stored(txn, items: items, index: index, id: id, score: score)
     }
 
-    /// Whether item `id` is stored here byte for byte as the store at `path` (closed) stores it:
-    /// that the raw side writes, and so reads, the store's layout.
-    package func sameLayout(asStoreAt path: String, id: Int64) -> Bool {
-        let mine = read { txn -> [UInt8]? in
+    /// Item `id`'s bytes, and its index entry's key and value, in `txn`.
+    private static func stored(_ txn: OpaquePointer?, items: MDB_dbi, index: MDB_dbi, id: Int64, score: Int64) -> [[UInt8]]? {
+        func value(_ dbi: MDB_dbi, _ key: [UInt8]) -> [UInt8]? {
             var data = MDB_val()
-            let rc = Self.key(id).withUnsafeBytes { k -> Int32 in
+            let rc = key.withUnsafeBytes { k -> Int32 in
                 var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-                return mdb_get(txn, items, &kv, &data)
+                return mdb_get(txn, dbi, &kv, &data)
             }
             return rc == 0 ? Array(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) : nil
         }
-        return mine != nil && mine == Self.storedRecord(atPath: path, id: id)
+        let entry = indexKey(score, id)
+        guard let record = value(items, key(id)), let pointed = value(index, entry) else { return nil }
+        return [record, entry, pointed]
+    }
+
+    /// Whether item `id` (of the workload's score) and its index entry are stored here byte for
+    /// byte as the store at `path` (closed) stores them: that the raw side writes, and so reads,
+    /// the store's layout.
+    package func sameLayout(asStoreAt path: String, id: Int64) -> Bool {
+        let score = workload.score(Int(id))
+        let mine = read { Self.stored($0, items: items, index: index, id: id, score: score) }
+        return mine != nil && mine == Self.stored(atPath: path, id: id, score: score)
     }
 
     package func rawRow(_ i: Int) -> RawRow {
@@ -275,7 +295,7 @@ package final class RawLMDBBench {
         read { txn in
             var found = 0
             for score in 0..<Workload.queriedScores {
-                let prefix = Array(Self.indexKey(Int64(score), 0).prefix(9))
+                let prefix = Self.indexPrefix(Int64(score))
                 var keys: [[UInt8]] = []
                 cursor(txn, index, from: prefix) { key, value in
                     guard key.starts(with: prefix) else { return false }
