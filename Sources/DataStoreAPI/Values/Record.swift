@@ -200,9 +200,12 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
             if position < slots.count && Schema.isName(layout.names[position], attribute) { return slots[position] }
             return layout.slot(of: attribute).map { slots[$0] }
         case .compact(let reference):
-            let layout = reference.chunk.layout
-            if position < slots.count && Schema.isName(layout.names[position], attribute) { return value(atSlot: position) }
-            return layout.slot(of: attribute).map { value(atSlot: $0) }
+            // The row made once from the reference in hand (``value(atSlot:)`` copied the
+            // record's names again, a retain and a release of its chunk per value).
+            let row = CompactRow(chunk: reference.chunk, start: Int(slots.start), count: Int(slots.length))
+            let layout = row.layout
+            if position < slots.count && Schema.isName(layout.names[position], attribute) { return row.value(at: position) }
+            return layout.slot(of: attribute).map { row.value(at: $0) }
         case .pairs(let pairs):
             if position < pairs.count && Schema.isName(pairs[position].0, attribute) && Self.isLast(position, in: pairs) {
                 return pairs[position].1
