@@ -40,9 +40,10 @@ enum LMDBIndexKeys {
     /// The index key of a record whose values in its entity's order are `values`, its index's
     /// attributes at `slots` of them (``LMDBIndexPlan``), written in place of what `key` held:
     /// the same bytes as ``key(_:_:primaryKey:into:)``, without a lookup of each name.
+    /// A slot of -1 is an attribute the entity lacks, keyed as null (as `record[name]` reads it).
     static func key(slots: UnsafeBufferPointer<Int>, of values: RecordValues, primaryKey: [UInt8], into key: inout [UInt8]) {
         key.removeAll(keepingCapacity: true)
-        for slot in slots { KeyEncoding.appendTupleElement(values[slot], to: &key) }
+        for slot in slots { KeyEncoding.appendTupleElement(slot < 0 ? .null : values[slot], to: &key) }
         finish(&key, primaryKey: primaryKey)
     }
 
@@ -97,23 +98,21 @@ final class LMDBIndexPlan {
     /// Every index's slots one after another.
     private let slots: UnsafeMutableBufferPointer<Int>
 
-    /// `nil` when an index has no database or names an attribute the entity lacks (then the
-    /// write goes by names, as before).
-    init?(_ entity: EntitySchema, databases: NameIndex<MDB_dbi>) {
+    /// An index without a database is left out, and an attribute the entity lacks is keyed as
+    /// null (slot -1), as the writes by name did. Neither happens to an entity of an opened
+    /// schema.
+    init(_ entity: EntitySchema, databases: NameIndex<MDB_dbi>) {
         var (dbis, slots, starts) = ([MDB_dbi](), [Int](), [0])
         for index in entity.indexes {
-            guard let dbi = databases[index.name] else { return nil }
-            for name in index.attributes {
-                guard let slot = entity.layout.slot(of: name) else { return nil }
-                slots.append(slot)
-            }
+            guard let dbi = databases[index.name] else { continue }
+            for name in index.attributes { slots.append(entity.layout.slot(of: name) ?? -1) }
             dbis.append(dbi)
             starts.append(slots.count)
         }
         self.entity = entity
         count = dbis.count
         indexes = .allocate(capacity: max(count, 1))
-        for i in 0..<count { (indexes.baseAddress! + i).initialize(to: (dbis[i], starts[i], starts[i + 1])) }
+        for i in 0..<count { indexes.initializeElement(at: i, to: (dbis[i], starts[i], starts[i + 1])) }
         self.slots = .allocate(capacity: max(slots.count, 1))
         _ = self.slots.initialize(fromContentsOf: slots)
     }

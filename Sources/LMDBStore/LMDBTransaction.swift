@@ -499,8 +499,7 @@ final class LMDBTransaction: StorageWriter {
     /// - Parameter values: the record's values in the entity's order, when the caller has them.
     private func writeIndexes(_ record: Record, values: RecordValues? = nil, key: PrimaryKey, old: Record?,
                               in entity: EntitySchema) throws {
-        guard !entity.indexes.isEmpty else { return }
-        guard let plan = indexPlan(entity) else { return try writeIndexesByName(record, key: key, old: old, in: entity) }
+        guard !entity.indexes.isEmpty, let plan = indexPlan(entity) else { return }
         var (newKey, oldKey) = indexKeys
         indexKeys = ([], [])
         defer { indexKeys = (newKey, oldKey) }
@@ -524,30 +523,10 @@ final class LMDBTransaction: StorageWriter {
     /// The entity's index plan (``lastIndexPlan``); `nil` when it has none.
     private func indexPlan(_ entity: EntitySchema) -> LMDBIndexPlan? {
         if let last = lastIndexPlan, last.entity.isSameDefinition(as: entity) { return last }
-        guard let dbis = databases.indexes[entity.name], let plan = LMDBIndexPlan(entity, databases: dbis) else { return nil }
+        guard let dbis = databases.indexes[entity.name] else { return nil }
+        let plan = LMDBIndexPlan(entity, databases: dbis)
         lastIndexPlan = plan
         return plan
-    }
-
-    /// ``writeIndexes(_:key:old:in:)`` by the indexes' names, for an entity whose indexes have
-    /// no plan: an index without a database, or naming an attribute the entity lacks. Neither
-    /// happens to an entity of an opened schema; the writes before plans skipped the first and
-    /// keyed the second as null, and this keeps that.
-    private func writeIndexesByName(_ record: Record, key: PrimaryKey, old: Record?, in entity: EntitySchema) throws {
-        guard !entity.indexes.isEmpty, let dbis = databases.indexes[entity.name] else { return }
-        var (newKey, oldKey) = indexKeys
-        indexKeys = ([], [])
-        defer { indexKeys = (newKey, oldKey) }
-        for index in entity.indexes {
-            guard let dbi = dbis[index.name] else { continue }
-            LMDBIndexKeys.key(index, record, primaryKey: key.bytes, into: &newKey)
-            if let old {
-                LMDBIndexKeys.key(index, old, primaryKey: key.bytes, into: &oldKey)
-                if oldKey == newKey { continue }
-                try txn.delete(dbi, oldKey)
-            }
-            try txn.put(dbi, newKey, key.bytes)
-        }
     }
 
     func delete(key: PrimaryKey, in entity: EntitySchema) throws -> Bool {
