@@ -164,6 +164,15 @@ struct LMDBPageCheck {
             if index == 1, named != pageSize, bytes.withUnsafeBytes({ UInt32(littleEndian: $0, at: 16) }) == Self.magic {
                 throw corrupt("its meta page 1 names a page size of \(named) bytes, meta page 0 one of \(pageSize)")
             }
+            // liblmdb maps at least the pages up to the meta's last page: a damaged one names a
+            // map no store grows to (``DiskSpace.largestMap``), which it cannot map.
+            let lastPage = bytes.withUnsafeBytes { UInt64(littleEndian: $0, at: 136) }
+            if bytes.withUnsafeBytes({ UInt32(littleEndian: $0, at: 16) }) == Self.magic,
+               lastPage >= UInt64(DiskSpace.largestMap / pageSize) {
+                let largest = DiskSpace.largestMap
+                throw corrupt("its meta page \(index) names page \(lastPage) as its last, past the largest map a store "
+                    + "makes (\(largest) bytes)")
+            }
             guard let meta = parseMeta(bytes, pageSize: pageSize) else { continue }
             metas.append(meta)
         }
