@@ -77,6 +77,12 @@ struct LibpqParameters {
         data.reserveCapacity(128)
     }
 
+    /// Empties the parameters, keeping their buffers (``LibpqConnection/binds()``).
+    mutating func removeAll() {
+        slots.removeAll(keepingCapacity: true)
+        data.removeAll(keepingCapacity: true)
+    }
+
     private mutating func add(_ type: UInt32, _ body: (inout [UInt8]) -> Void) {
         reserve()
         let start = data.count
@@ -253,7 +259,15 @@ final class LibpqConnection {
     @exclusivity(unchecked) private var nextID = 0
     /// The answers read before they were asked for (a statement's answer asked for when it is
     /// the next one read goes straight to its caller, not through here).
-    @exclusivity(unchecked) private var outcomes: [Int: Result<LibpqResult, LibpqError>] = [:]
+    /// (An array, searched from its oldest: a transaction leaves one or two here, where a
+    /// dictionary's hashing, insert and removal took about 500 instructions a write.)
+    @exclusivity(unchecked) private var outcomes: [(id: Int, outcome: Result<LibpqResult, LibpqError>)] = []
+
+    /// The answer read for statement `id` before it was asked for, taken out.
+    private func takeOutcome(_ id: Int) -> Result<LibpqResult, LibpqError>? {
+        guard let index = outcomes.firstIndex(where: { $0.id == id }) else { return nil }
+        return outcomes.remove(at: index).outcome
+    }
     /// The first failure since the last sync point: the cause of the statements skipped after it.
     @exclusivity(unchecked) private var segmentFailure: LibpqError?
     /// The first statement sent without waiting whose failure the rest of its transaction
@@ -311,6 +325,9 @@ final class LibpqConnection {
         throws(LibpqError)
     {
         self.answerTimeout = answerTimeout
+        let (seconds, attoseconds) = answerTimeout?.components ?? (0, 0)
+        answerTimeoutNanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000).overflow ? .max
+            : seconds * 1_000_000_000 &+ attoseconds / 1_000_000_000
         var keywords = parameters.map { strdup($0.0) }
         var values = parameters.map { strdup($0.1) }
         keywords.append(nil)
@@ -352,6 +369,8 @@ final class LibpqConnection {
     /// VM) keeps its TCP connections open and acknowledged by the kernel, so neither
     /// `connect_timeout` nor TCP keepalives notice it; this bound does.
     private let answerTimeout: Duration?
+    /// ``answerTimeout`` in nanoseconds (at most about 292 years).
+    private let answerTimeoutNanoseconds: Int64
     /// Set once the bound passed: the connection was shut down, and its errors say why.
     private var timedOut = false
 
@@ -363,18 +382,19 @@ final class LibpqConnection {
         guard !timedOut else { return nil }
         // (The clock is read only when an answer is still to come: most results of a pipeline
         // arrive together.)
-        if let answerTimeout, PQisBusy(connection) == 1 {
-            let deadline = ContinuousClock.now + answerTimeout
+        // (In nanoseconds of the monotonic clock: `ContinuousClock` and `Duration`'s components
+        // took about 600 instructions a write.)
+        if answerTimeout != nil, PQisBusy(connection) == 1 {
+            let deadline = Self.monotonicNanoseconds() &+ answerTimeoutNanoseconds
             repeat {
-                let left = deadline - ContinuousClock.now
-                guard left > .zero else {
+                let left = deadline &- Self.monotonicNanoseconds()
+                guard left > 0 else {
                     timedOut = true
                     shutdown(PQsocket(connection), Int32(SHUT_RDWR))
                     _ = PQconsumeInput(connection)
                     return nil
                 }
-                let milliseconds = Int32(clamping: left.components.seconds * 1_000
-                    + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                let milliseconds = Int32(clamping: left / 1_000_000 + 1)
                 var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
                 let ready = poll(&descriptor, 1, milliseconds)
                 if ready < 0 && errno == EINTR { continue }
@@ -385,6 +405,13 @@ final class LibpqConnection {
     }
 
     private var isPipelined: Bool
+
+    /// The monotonic clock (`CLOCK_MONOTONIC`), in nanoseconds.
+    private static func monotonicNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+    }
 
     /// What a failed connection met, for deciding whether it may pass: see ``diagnose(_:within:)``.
     struct ConnectDiagnosis {
@@ -510,11 +537,31 @@ final class LibpqConnection {
         return LibpqError(message: text.isEmpty ? "the connection was closed" : text, connectionLost: true)
     }
 
+    /// Empty parameters for a statement, with the buffers the last statement sent with
+    /// parameters left (``send(_:_:wanted:prepared:)`` keeps them): a write sends two or three
+    /// statements with parameters, and new ones are two allocations each.
+    func binds() -> LibpqParameters {
+        var made = LibpqParameters()
+        swap(&made, &spareBinds)
+        return made
+    }
+
+    /// The buffers ``binds()`` hands out next.
+    @exclusivity(unchecked) private var spareBinds = LibpqParameters()
+
     /// Queues `sql` with its parameters; it goes to the server at the next wait.
     @discardableResult
-    func send(_ sql: String, _ params: LibpqParameters = LibpqParameters(), wanted: Bool = true, prepared: Bool = true)
-        throws(LibpqError) -> Ticket
+    func send(_ sql: String, _ params: consuming LibpqParameters = LibpqParameters(), wanted: Bool = true,
+              prepared: Bool = true) throws(LibpqError) -> Ticket
     {
+        defer {
+            // (libpq copied the values into its output buffer; a caller that kept a copy of the
+            // parameters makes `removeAll` allocate, which none of the store's does.)
+            if params.slots.capacity > 0 {
+                params.removeAll()
+                spareBinds = params
+            }
+        }
         guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
         let name = prepared ? try statementName(sql, params) : nil
         // (The values' pointers and formats on the stack: a write sends several statements.)
@@ -678,15 +725,15 @@ final class LibpqConnection {
 
     /// The answer to `ticket`, waited for: what was queued goes first.
     func result(_ ticket: Ticket) throws(LibpqError) -> LibpqResult {
-        if !outcomes.isEmpty, let outcome = outcomes.removeValue(forKey: ticket.id) { return try outcome.get() }
+        if !outcomes.isEmpty, let outcome = takeOutcome(ticket.id) { return try outcome.get() }
         while head < entries.count {
             if !synced { try flush() }
             if let (id, outcome) = readNext() {
                 if id == ticket.id { return try outcome.get() }
-                outcomes[id] = outcome
+                outcomes.append((id, outcome))
             }
             // (A lost connection fails every statement still on its way, this one among them.)
-            if !outcomes.isEmpty, let outcome = outcomes.removeValue(forKey: ticket.id) { return try outcome.get() }
+            if !outcomes.isEmpty, let outcome = takeOutcome(ticket.id) { return try outcome.get() }
         }
         throw LibpqError(message: "a statement's answer was read twice", connectionLost: false)
     }
@@ -694,7 +741,7 @@ final class LibpqConnection {
     /// Gives up the answer to `ticket` without waiting for it: it is dropped when it comes (its
     /// error, if it has one, still fails the statements after it in its pipeline segment).
     func discard(_ ticket: Ticket) {
-        if !outcomes.isEmpty, outcomes.removeValue(forKey: ticket.id) != nil { return }
+        if !outcomes.isEmpty, takeOutcome(ticket.id) != nil { return }
         for index in entries.indices[head...] {
             if case .statement(ticket.id, true) = entries[index] {
                 entries[index] = .statement(id: ticket.id, wanted: false)
@@ -714,7 +761,7 @@ final class LibpqConnection {
     func settle() throws(LibpqError) {
         if !synced { try flush() }
         while head < entries.count {
-            if let (id, outcome) = readNext() { outcomes[id] = outcome }
+            if let (id, outcome) = readNext() { outcomes.append((id, outcome)) }
         }
         guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
     }
@@ -822,7 +869,7 @@ final class LibpqConnection {
     /// The connection is gone: every statement still on its way fails with `error`.
     private func fail(remaining error: LibpqError) {
         for entry in entries[head...] {
-            if case .statement(let id, _) = entry { outcomes[id] = .failure(error) }
+            if case .statement(let id, _) = entry { outcomes.append((id, .failure(error))) }
         }
         entries.removeAll()
         head = 0

@@ -567,11 +567,11 @@ final class PostgresSession: @unchecked Sendable {
     /// Queues `sql`; it goes to the server with the next statement waited for, or at ``flush()``.
     /// Unless `prepared` is `false`, it is prepared by name on the connection and kept.
     @discardableResult
-    func send(_ sql: String, _ params: LibpqParameters = LibpqParameters(), wanted: Bool = true, prepared: Bool = true)
-        throws(StoreError) -> LibpqConnection.Ticket
+    func send(_ sql: String, _ params: consuming LibpqParameters = LibpqParameters(), wanted: Bool = true,
+              prepared: Bool = true) throws(StoreError) -> LibpqConnection.Ticket
     {
         do {
-            return try connection.send(sql, params, wanted: wanted, prepared: prepared)
+            return try connection.send(sql, consume params, wanted: wanted, prepared: prepared)
         } catch {
             throw failure(error, sql: sql)
         }

@@ -242,7 +242,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     func sendPending(notifying channel: String? = nil) throws -> LibpqConnection.Ticket? {
         guard let entry = pendingEntry else { return nil }
         let feed = feedSQL
-        var binds = LibpqParameters()
+        var binds = session.connection.binds()
         binds.append(bytes: entry)
         binds.append(feed.writerLock)
         // With the state assumed, the entry's statement checks it (its third bind).
@@ -255,7 +255,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
         }
         if let channel { binds.append(channel) }
         pendingEntry = nil
-        return try session.send(sql, binds)
+        return try session.send(sql, consume binds)
     }
 
     private func table(_ entity: EntitySchema) -> String { PostgresSQL.table(entity, schema: s) }
@@ -584,7 +584,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// The binds of a row's insert: its values in `entity`'s order, then their sum.
     private func rowBinds(_ record: Record, _ entity: EntitySchema) -> LibpqParameters {
         let values = record.values(in: entity.layout)
-        var binds = LibpqParameters()
+        var binds = session.connection.binds()
         for value in values { PostgresSQL.bind(value, into: &binds) }
         if sealed { binds.append(RecordSum.of(values)) }
         return binds

@@ -64,11 +64,19 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
         // The observer follows the feed page by page from its token, and retries from the same
         // token when a read fails.
         let seen = Mutex<[Int64]>([])
-        let token = Mutex<ChangeToken?>(try observed.currentChangeToken())
+        let startToken = try observed.currentChangeToken()
+        let token = Mutex<ChangeToken?>(startToken)
+        // What each page gave (its start, and the sequence numbers of its sets), the failed
+        // reads and the failover's steps, in order, for a round that misses an entry.
+        let pages = Mutex<[(last: UInt64?, line: String)]>([])
         /// One page after the observer's token; false when there was none.
         @Sendable func follow() throws -> Bool {
             guard let from = token.withLock({ $0 }) else { return false }
             let sets = try observed.changes(since: from, limit: 500)
+            if let first = sets.first, let last = sets.last {
+                let line = "\(clock.now): after \(from.sequence), \(sets.count) entries \(first.token.sequence)...\(last.token.sequence)"
+                pages.withLock { $0.append((last.token.sequence, line)) }
+            }
             for set in sets {
                 let ids = set.items.compactMap { change -> Int64? in
                     if case .int(let id) = change.key, change.kind == .inserted { return id }
@@ -84,6 +92,7 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
                 do {
                     if try !follow() { usleep(10_000) }
                 } catch {
+                    pages.withLock { $0.append((nil, "\(clock.now): the read failed: \(error)")) }
                     usleep(50_000)
                 }
             }
@@ -91,9 +100,12 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
         for writer in writers { writer.start() }
         observer.start()
         usleep(UInt32(killAfter * 1_000_000))
+        pages.withLock { $0.append((nil, "\(clock.now): killing the primary")) }
         try servers.run("kill-primary")
+        pages.withLock { $0.append((nil, "\(clock.now): killed")) }
         usleep(300_000)
         try servers.run("promote")
+        pages.withLock { $0.append((nil, "\(clock.now): promoted")) }
         promotedAt.withLock { $0 = clock.now }
         // Writes go on for a while on the new primary.
         let deadline = clock.now + .seconds(3)
@@ -120,6 +132,31 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
         let missed = stored.subtracting(delivered).sorted().prefix(10)
         let extra = Set(delivered).subtracting(stored).sorted().prefix(10)
         #expect(missed.isEmpty && extra.isEmpty, "round \(round): the observer missed \(missed), saw \(extra) unstored")
+        if !missed.isEmpty {
+            // Where the missed items are in the feed (read again from the start), and the
+            // observer's pages around them, with the failover's steps and the failed reads.
+            var entries: [UInt64] = []
+            for set in try observed.changes(since: startToken, limit: 100_000) {
+                for change in set.items {
+                    guard case .int(let id) = change.key, missed.contains(id) else { continue }
+                    entries.append(set.token.sequence)
+                    print("round \(round): item \(id) is in entry \(set.token.sequence) as \(change.kind); "
+                        + "acknowledged: \(result.acknowledged.contains(id))")
+                }
+            }
+            // Held back at the catch-up (a later page has them), or passed by the token.
+            var pagesAfter = 0
+            while try follow() { pagesAfter += 1 }
+            let late = Set(seen.withLock { $0 }).intersection(missed).sorted()
+            print("round \(round): the observer's token \(token.withLock { $0 }.map { "\($0.sequence)" } ?? "none"), "
+                + "the feed's head \(try observed.currentChangeToken().sequence); \(pagesAfter) pages more, which "
+                + "delivered \(late) of the missed items")
+            let log = pages.withLock { $0 }
+            let around = log.firstIndex { line in line.last.map { last in entries.contains { $0 <= last } } ?? false } ?? log.count
+            for (index, line) in log.enumerated() where line.last == nil || abs(index - around) <= 3 {
+                print("round \(round): \(line.line)")
+            }
+        }
         print("failover round \(round): killed after \(String(format: "%.2f", killAfter)) s; "
             + "\(result.acknowledged.count) acknowledged, all on the new primary; "
             + "\(result.failures.values.reduce(0, +)) failed writes (\(result.failures.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", "))); "

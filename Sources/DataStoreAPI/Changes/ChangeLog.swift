@@ -390,21 +390,30 @@ package enum ChangeLog {
     }
 
     static func decodeState(_ stored: [UInt8]) throws -> State {
-        var bytes = stored
         // A state of the sealed length is read by its sum before its version byte, so that a
-        // changed version byte is damage too, not a version this one does not know.
+        // changed version byte is damage too, not a version this one does not know. (Read where
+        // it is, its sum checked in place: a PostgreSQL write decodes the state every time.)
+        var end = stored.count
         if stored.count == sealedStateLength {
-            bytes = try SealedBytes.unsealed(stored, what: "the change feed's state")
+            end -= 4
+            let intact = stored.withUnsafeBytes { raw in
+                ds_crc32c(0, raw.baseAddress, end)
+                    == UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
+            }
+            guard intact else {
+                throw StoreError(.corrupt, "the change feed's state is damaged: its checksum does not match its bytes "
+                    + "(they changed after it was written)")
+            }
             // Intact, of a version after this one's (which may keep the sealed length).
-            if let version = bytes.first, version > stateVersion { throw unknownStateVersion(version) }
-            guard bytes.first == stateVersion else { throw StoreError(.corrupt, "the change feed's state is damaged") }
-        } else if bytes.first == stateVersion {
+            if stored[0] > stateVersion { throw unknownStateVersion(stored[0]) }
+            guard stored[0] == stateVersion else { throw StoreError(.corrupt, "the change feed's state is damaged") }
+        } else if stored.first == stateVersion {
             throw StoreError(.corrupt, "the change feed's state is damaged")
         }
-        var input = FeedReader(bytes, what: "the change feed's state")
+        var input = FeedReader(stored, end: end, what: "the change feed's state")
         let version = try input.byte()
         guard version == 1 || version == 2 || version == stateVersion else { throw unknownStateVersion(version) }
-        let id = UUID(uuid: try input.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+        let id = UUID(uuid: try input.uuid())
         let next = try input.u64(), held = try input.u64()
         let retention = try input.u64(), maxKeys = try input.u64()
         let enabled = try input.byte() == 1
@@ -610,15 +619,25 @@ struct FeedReader {
     let bytes: [UInt8]
     let what: String
     var offset = 0
+    /// Where the bytes read end (before a checksum that follows them).
+    let end: Int
 
-    init(_ bytes: [UInt8], what: String) {
+    init(_ bytes: [UInt8], end: Int? = nil, what: String) {
         self.bytes = bytes
         self.what = what
+        self.end = min(end ?? bytes.count, bytes.count)
     }
 
-    var isAtEnd: Bool { offset == bytes.count }
+    var isAtEnd: Bool { offset == end }
 
     func damaged() -> StoreError { StoreError(.corrupt, "\(what) is damaged") }
+
+    /// Sixteen bytes, as a UUID's.
+    mutating func uuid() throws -> uuid_t {
+        try take(16)
+        let at = offset - 16
+        return bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: uuid_t.self) }
+    }
 
     mutating func raw(_ count: Int) throws -> [UInt8] {
         try take(count)
@@ -627,7 +646,7 @@ struct FeedReader {
 
     /// Moves past `count` bytes, checking that they are there.
     private mutating func take(_ count: Int) throws {
-        guard count >= 0, count <= bytes.count - offset else { throw damaged() }
+        guard count >= 0, count <= end - offset else { throw damaged() }
         offset += count
     }
 
