@@ -18,6 +18,9 @@ struct WriterRow {
     var pgbenchStore: Double
     /// The same statements in one pipeline (one round trip), as the store sends them.
     var pgbenchPipelined: Double
+    /// The same pipeline with a pgbench thread per client (`-j N`), as the store's callers each
+    /// have one: where pgbench's `-j 2` waits for two connections' answers on one thread.
+    var pgbenchPipelinedThreadEach: Double
     var pgbenchPlain: Double
     var fluent: Double
     /// The same `writeSync`s on an encrypted store (`--encryption`).
@@ -51,7 +54,8 @@ private let writerSeconds = 5.0
 /// connections by default: twice the cores, at least 4), its awaited `writeAsync` from N tasks, N processes with a store
 /// each, pgbench with N clients running the statements the store sends, one at a time
 /// (`Benchmarks/pgbench/store-write.sql`) and in one pipeline, as the store sends them
-/// (`store-write-pipelined.sql`), and a plain `BEGIN; INSERT; COMMIT`, and Fluent with
+/// (`store-write-pipelined.sql`; on pgbench's two threads, `-j 2`, and again on a thread per
+/// client, as the store's callers are), and a plain `BEGIN; INSERT; COMMIT`, and Fluent with
 /// N tasks on its own pool (as many connections as the store's). Each for 5 s. Then one
 /// connection: 10,000 one-insert `writeSync`s on a store with `write_connections=1` against
 /// libpq's three-round-trip loop. With `key`, the threads' row again on an encrypted store.
@@ -84,11 +88,13 @@ private let writerSeconds = 5.0
         let processes = try storeProcesses(url, n, base: nextBase())
         let pgbenchStore = try pgbench(host, scripts + "/store-write.sql", clients: n)
         let pgbenchPipelined = try pgbench(host, scripts + "/store-write-pipelined.sql", clients: n)
+        let pgbenchThreadEach = try pgbench(host, scripts + "/store-write-pipelined.sql", clients: n, threads: n)
         let pgbenchPlain = try pgbench(host, scripts + "/plain-write.sql", clients: n)
         let fluent = try fluentWriters(host: host, clients: n, base: nextBase())
         let encryptedThreads = try encrypted.map { try storeThreads($0, n, base: nextBase()) }
         let row = WriterRow(clients: n, storeThreads: threads, storeTasks: tasks, storeProcesses: processes,
-                            pgbenchStore: pgbenchStore, pgbenchPipelined: pgbenchPipelined, pgbenchPlain: pgbenchPlain,
+                            pgbenchStore: pgbenchStore, pgbenchPipelined: pgbenchPipelined,
+                            pgbenchPipelinedThreadEach: pgbenchThreadEach, pgbenchPlain: pgbenchPlain,
                             fluent: fluent,
                             encryptedThreads: encryptedThreads)
         FileHandle.standardError.write(Data("writers \(n): \(row)\n".utf8))
@@ -117,13 +123,16 @@ private let writerSeconds = 5.0
     print("")
     print("| callers | store writeSync, N threads | store writeAsync, N tasks | store, N processes | pgbench store-write.sql "
         + "| threads / pgbench | processes / pgbench | pgbench store-write-pipelined.sql | threads / pipelined "
-        + "| processes / pipelined | pgbench plain-write.sql | Fluent, N tasks | tasks / Fluent |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        + "| processes / pipelined | pgbench pipelined, a thread a client | threads / it | processes / it "
+        + "| pgbench plain-write.sql | Fluent, N tasks | tasks / Fluent |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in rows {
-        print(String(format: "| %d | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.0f | %.0f | %.2f |",
+        print(String(format: "| %d | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.0f | %.0f | %.2f |",
                      row.clients, row.storeThreads, row.storeTasks, row.storeProcesses, row.pgbenchStore,
                      row.storeThreads / row.pgbenchStore, row.storeProcesses / row.pgbenchStore, row.pgbenchPipelined,
                      row.storeThreads / row.pgbenchPipelined, row.storeProcesses / row.pgbenchPipelined,
+                     row.pgbenchPipelinedThreadEach, row.storeThreads / row.pgbenchPipelinedThreadEach,
+                     row.storeProcesses / row.pgbenchPipelinedThreadEach,
                      row.pgbenchPlain, row.fluent, row.storeTasks / row.fluent))
     }
     if key != nil {
@@ -265,9 +274,11 @@ func runWriterChild(_ argument: String) -> Never {
     }
 }
 
-/// pgbench's transactions per second with `clients` clients running `script` for 5 s.
-private func pgbench(_ host: String, _ script: String, clients: Int) throws -> Double {
-    let output = try run("/usr/bin/pgbench", ["-h", host, "-U", "postgres", "-n", "-M", "prepared", "-j", "2",
+/// pgbench's transactions per second with `clients` clients running `script` for 5 s, on
+/// `threads` threads (`-j`; at most as many as clients).
+private func pgbench(_ host: String, _ script: String, clients: Int, threads: Int = 2) throws -> Double {
+    let output = try run("/usr/bin/pgbench", ["-h", host, "-U", "postgres", "-n", "-M", "prepared",
+                                              "-j", "\(min(threads, clients))",
                                               "-c", "\(clients)", "-T", "\(Int(writerSeconds))", "-f", script,
                                               "datastore"])
     guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
