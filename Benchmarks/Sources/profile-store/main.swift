@@ -17,7 +17,8 @@
 // the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
 // store against such a copy, item by item and by range checksum); small and async (the harness's
 // 10,000 small transactions, one insert each, through writeSync and writeAsync, on the seeded store
-// with the change feed on, as the main table runs them); jsonl-load (JSONLines.load, into a new store
+// with the change feed on, as the main table runs them; small-threads: the same from two threads
+// at once, half each); jsonl-load (JSONLines.load, into a new store
 // of the backend, of a file the seeded store was exported to). The backend `memory` is an in-memory store
 // (no raw C side; no migration operations); `postgres` a PostgresStore in a schema of its own on the
 // server whose socket directory PGHOST names (no raw C side; its copy is the SQLite -> PostgreSQL
@@ -37,11 +38,12 @@ import LMDBStore
 import PostgresStore
 import SQLiteStore
 import StoreMigration
+import Synchronization
 
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|scan|foreach|get|query|unindexed|typed|small|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|scan|foreach|get|query|unindexed|typed|small|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -101,6 +103,22 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     case "small":
         try api.smallTransactions(from: count)
         return Workload.smallTransactions
+    case "small-threads":
+        // The same small transactions from two threads at once (half each), on one store: what
+        // its shared state costs writers of one process that run on both cores.
+        let half = Workload.smallTransactions / 2
+        let failures = Mutex<[any Error]>([])
+        let threads = (0..<2).map { t in
+            Thread {
+                do { try api.smallTransactions(from: count + t * half, count: half) } catch {
+                    failures.withLock { $0.append(error) }
+                }
+            }
+        }
+        for thread in threads { thread.start() }
+        while threads.contains(where: { !$0.isFinished }) { usleep(1_000) }
+        if let failure = failures.withLock({ $0.first }) { throw failure }
+        return 2 * half
     case "async":
         try api.asyncWrites(from: count)
         return Workload.smallTransactions
