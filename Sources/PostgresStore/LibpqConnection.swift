@@ -388,7 +388,9 @@ final class LibpqConnection {
             // What the server already sent is read first, without waiting: on a machine where
             // the server runs as soon as a statement reaches it, its answer is often there, and
             // `poll` would be one system call more a write (pgbench reads first, too).
-            if PQconsumeInput(connection) == 1, PQisBusy(connection) == 0 { return PQgetResult(connection) }
+            // (A read that fails, the connection lost, goes to PQgetResult at once, as one after a
+            // poll does: the socket is closed then, and poll would wait out the timeout.)
+            if PQconsumeInput(connection) != 1 || PQisBusy(connection) == 0 { return PQgetResult(connection) }
             let deadline = Self.monotonicNanoseconds() &+ answerTimeoutNanoseconds
             repeat {
                 let left = deadline &- Self.monotonicNanoseconds()
@@ -547,11 +549,17 @@ final class LibpqConnection {
     func binds() -> LibpqParameters {
         var made = LibpqParameters()
         swap(&made, &spareBinds)
+        // (Emptied here, not when they were sent: a caller that sent a copy, as `query` does,
+        // has let its own go by now, so emptying them keeps their buffers rather than making new.)
+        made.removeAll()
         return made
     }
 
-    /// The buffers ``binds()`` hands out next.
+    /// The parameters the last statement with parameters was sent with, whose buffers
+    /// ``binds()`` hands out next: at most ``keptBindBytes`` of values (a large value's buffer is
+    /// not kept by every pooled connection).
     @exclusivity(unchecked) private var spareBinds = LibpqParameters()
+    private static let keptBindBytes = 16 << 10
 
     /// Queues `sql` with its parameters; it goes to the server at the next wait.
     @discardableResult
@@ -559,12 +567,8 @@ final class LibpqConnection {
               prepared: Bool = true) throws(LibpqError) -> Ticket
     {
         defer {
-            // (libpq copied the values into its output buffer; a caller that kept a copy of the
-            // parameters makes `removeAll` allocate, which none of the store's does.)
-            if params.slots.capacity > 0 {
-                params.removeAll()
-                spareBinds = params
-            }
+            // (libpq copied the values into its output buffer.)
+            if params.slots.capacity > 0, params.data.capacity <= Self.keptBindBytes { spareBinds = params }
         }
         guard PQstatus(connection) == CONNECTION_OK else { throw lostError }
         let name = prepared ? try statementName(sql, params) : nil

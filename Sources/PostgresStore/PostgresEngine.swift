@@ -602,7 +602,7 @@ import Synchronization
             let transaction = PostgresTransaction(session: session, engine: self, quotedSchema: quotedSchema)
             transaction.onStandby = onStandby
             transaction.pendingBegin = begin
-            transaction.replayBegin = { try session.send(begin, wanted: false) }
+            transaction.beginning = .read(begin)
             let result = try body(transaction)
             // (Nothing to end when the block sent nothing.)
             if transaction.pendingBegin == nil {
@@ -698,15 +698,15 @@ import Synchronization
             let position = standbys.isEmpty ? nil
                 : try writer.send(durability == .full ? "SELECT pg_current_wal_flush_lsn()::text"
                                                       : "SELECT pg_current_wal_insert_lsn()::text")
-            let sent = PostgresCommitInFlight(engine: self, session: writer, transaction: transaction, commit: commit,
-                                              position: position, entry: feed, check: check, notify: notify)
+            let sent = PostgresCommitSent(session: writer, connection: writer.connection, transaction: transaction,
+                                          commit: commit, position: position, entry: feed, check: check, notify: notify)
             // A trim of the feed that an earlier commit in flight could not run goes after a
             // commit waited for.
             if leavingCommitInFlight, !trimOwed.load(ordering: .relaxed) {
                 try writer.flush()
                 attempts.succeeded(self)
                 leftInFlight = true
-                return (result, sent)
+                return (result, PostgresCommitInFlight(engine: self, sent: sent))
             }
             try readCommit(sent, followed: false)
             attempts.succeeded(self)
@@ -761,7 +761,7 @@ import Synchronization
     /// A commit's answers: the `COMMIT`'s, the WAL position after it, the feed's entry, the check
     /// of the feed's state and the notification; then the feed's trim when its number says so
     /// (on `session` when nothing follows on it, else owed to the next commit waited for).
-    fileprivate func readCommit(_ sent: PostgresCommitInFlight, followed: Bool) throws {
+    fileprivate func readCommit(_ sent: PostgresCommitSent, followed: Bool) throws {
         func wait(_ ticket: LibpqConnection.Ticket, _ sql: String) throws -> LibpqResult {
             try sent.session.wait(ticket, on: sent.connection, sql: sql)
         }
@@ -798,7 +798,7 @@ import Synchronization
     }
 
     /// The outcome of a commit in flight (``PostgresCommitInFlight/outcome()``).
-    fileprivate func outcome(of sent: PostgresCommitInFlight, followed: Bool) -> CommitOutcome {
+    fileprivate func outcome(of sent: PostgresCommitSent, followed: Bool) -> CommitOutcome {
         do {
             try readCommit(sent, followed: followed)
             return .committed
@@ -880,7 +880,7 @@ import Synchronization
         writer.connection.markUnanswered()
         writer.refusedAsReadOnly = false
         writer.metTakenKey = false
-        transaction.replayBegin = { [unowned self, unowned transaction] in try sendBegin(transaction, alone: alone) }
+        transaction.beginning = .write(alone: alone)
         do {
             try sendBegin(transaction, alone: alone)
         } catch {
@@ -893,7 +893,7 @@ import Synchronization
     }
 
     /// Queues a write transaction's first statements (sent with the block's first statement).
-    private func sendBegin(_ transaction: PostgresTransaction, alone: Bool) throws {
+    func sendBegin(_ transaction: PostgresTransaction, alone: Bool) throws {
         let writer = transaction.session
         try writer.send("BEGIN ISOLATION LEVEL SERIALIZABLE", wanted: false)
         // The gate: every write transaction takes `_ds_gate` in ACCESS SHARE mode, which no
@@ -1434,9 +1434,10 @@ final class PostgresCommitSubscription: CommitSubscription, @unchecked Sendable 
 #endif
 
 #if Postgres
-/// A write transaction's `COMMIT` sent on `session`'s connection, its answers not yet read.
-final class PostgresCommitInFlight: CommitInFlight {
-    let engine: PostgresEngine
+/// What a write transaction's `COMMIT` went with: its connection and the tickets of the answers
+/// still to read. (A value: a write that waits for its commit reads them without an object made
+/// for them.)
+struct PostgresCommitSent {
     let session: PostgresSession
     /// The connection the `COMMIT` went on (the session may connect again before it is read).
     let connection: LibpqConnection
@@ -1446,22 +1447,20 @@ final class PostgresCommitInFlight: CommitInFlight {
     let entry: LibpqConnection.Ticket?
     let check: LibpqConnection.Ticket?
     let notify: LibpqConnection.Ticket?
+}
+
+/// A write transaction's `COMMIT` sent on `session`'s connection, its answers not yet read.
+final class PostgresCommitInFlight: CommitInFlight {
+    let engine: PostgresEngine
+    let sent: PostgresCommitSent
+    var session: PostgresSession { sent.session }
     private var outcomeRead: CommitOutcome?
     /// Whether a write took the session to run after this commit (and gives it back).
     private var followed = false
 
-    init(engine: PostgresEngine, session: PostgresSession, transaction: PostgresTransaction,
-         commit: LibpqConnection.Ticket, position: LibpqConnection.Ticket?, entry: LibpqConnection.Ticket?,
-         check: LibpqConnection.Ticket?, notify: LibpqConnection.Ticket?) {
+    init(engine: PostgresEngine, sent: PostgresCommitSent) {
         self.engine = engine
-        self.session = session
-        connection = session.connection
-        self.transaction = transaction
-        self.commit = commit
-        self.position = position
-        self.entry = entry
-        self.check = check
-        self.notify = notify
+        self.sent = sent
     }
 
     /// The next write takes the session, unless the outcome was already read (and the session
@@ -1474,7 +1473,7 @@ final class PostgresCommitInFlight: CommitInFlight {
 
     func outcome() -> CommitOutcome {
         if let outcomeRead { return outcomeRead }
-        let read = engine.outcome(of: self, followed: followed)
+        let read = engine.outcome(of: sent, followed: followed)
         outcomeRead = read
         if !followed { engine.giveBack(session) }
         return read

@@ -66,8 +66,16 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// statement.
     var beginTicket: LibpqConnection.Ticket?
 
-    /// Sends again what began the transaction, on a new connection (set by the engine).
-    var replayBegin: (() throws -> Void)?
+    /// What began the transaction, sent again on a new connection (set by the engine): a read's
+    /// `BEGIN`, or a write's first statements (``PostgresEngine/sendBegin(_:alone:)``). (A value,
+    /// not a closure: a closure's context was an allocation and two references counted a write.)
+    enum Beginning {
+        case read(String)
+        case write(alone: Bool)
+    }
+
+    /// How to begin the transaction again (``Beginning``).
+    var beginning: Beginning?
     /// Whether an answer came back: until then, nothing of the transaction ran, the block has
     /// seen nothing, and a lost connection is replaced and the transaction begun again.
     private var answered = false
@@ -127,7 +135,7 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
     /// another connection changed since (a schema upgrade): the prepared statements are
     /// dropped and the transaction begun again.
     private func startsAgain(after error: StoreError) throws -> Bool {
-        guard !answered, let replayBegin else { return false }
+        guard !answered, let beginning else { return false }
         // A transaction begun again has none of this one's settings (one not begun again is over).
         plansCursorsWhole = false
         // The connection lost (or reaching a server that no longer takes writes, after a
@@ -172,7 +180,12 @@ final class PostgresTransaction: StorageWriter, ChangeLogNumbering, BulkInsertin
                 }
             }
         }
-        try replayBegin()
+        switch beginning {
+        case .read(let begin): try session.send(begin, wanted: false)
+        case .write(let alone):
+            guard let engine else { return false }
+            try engine.sendBegin(self, alone: alone)
+        }
         return true
     }
 

@@ -135,22 +135,31 @@ func theStoreFollowsAFailoverToThePromotedStandbyAndLosesNoAcknowledgedCommit() 
         if !missed.isEmpty {
             // Where the missed items are in the feed (read again from the start), and the
             // observer's pages around them, with the failover's steps and the failed reads.
+            // (Each step on its own: one that fails, a token expired, still leaves the others.)
             var entries: [UInt64] = []
-            for set in try observed.changes(since: startToken, limit: 100_000) {
-                for change in set.items {
-                    guard case .int(let id) = change.key, missed.contains(id) else { continue }
-                    entries.append(set.token.sequence)
-                    print("round \(round): item \(id) is in entry \(set.token.sequence) as \(change.kind); "
-                        + "acknowledged: \(result.acknowledged.contains(id))")
+            do {
+                for set in try observed.changes(since: startToken, limit: 100_000) {
+                    for change in set.items {
+                        guard case .int(let id) = change.key, missed.contains(id) else { continue }
+                        entries.append(set.token.sequence)
+                        print("round \(round): item \(id) is in entry \(set.token.sequence) as \(change.kind); "
+                            + "acknowledged: \(result.acknowledged.contains(id))")
+                    }
                 }
+            } catch {
+                print("round \(round): the feed could not be read again from the start: \(error)")
             }
             // Held back at the catch-up (a later page has them), or passed by the token.
             var pagesAfter = 0
-            while try follow() { pagesAfter += 1 }
+            do {
+                while try follow() { pagesAfter += 1 }
+            } catch {
+                print("round \(round): a page after the catch-up failed: \(error)")
+            }
             let late = Set(seen.withLock { $0 }).intersection(missed).sorted()
+            let head = (try? observed.currentChangeToken()).map { "\($0.sequence)" } ?? "unread"
             print("round \(round): the observer's token \(token.withLock { $0 }.map { "\($0.sequence)" } ?? "none"), "
-                + "the feed's head \(try observed.currentChangeToken().sequence); \(pagesAfter) pages more, which "
-                + "delivered \(late) of the missed items")
+                + "the feed's head \(head); \(pagesAfter) pages more, which delivered \(late) of the missed items")
             let log = pages.withLock { $0 }
             let around = log.firstIndex { line in line.last.map { last in entries.contains { $0 <= last } } ?? false } ?? log.count
             for (index, line) in log.enumerated() where line.last == nil || abs(index - around) <= 3 {
