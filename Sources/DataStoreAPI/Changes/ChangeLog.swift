@@ -395,15 +395,8 @@ package enum ChangeLog {
         // it is, its sum checked in place: a PostgreSQL write decodes the state every time.)
         var end = stored.count
         if stored.count == sealedStateLength {
+            try SealedBytes.check(stored, what: "the change feed's state")
             end -= 4
-            let intact = stored.withUnsafeBytes { raw in
-                ds_crc32c(0, raw.baseAddress, end)
-                    == UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
-            }
-            guard intact else {
-                throw StoreError(.corrupt, "the change feed's state is damaged: its checksum does not match its bytes "
-                    + "(they changed after it was written)")
-            }
             // Intact, of a version after this one's (which may keep the sealed length).
             if stored[0] > stateVersion { throw unknownStateVersion(stored[0]) }
             guard stored[0] == stateVersion else { throw StoreError(.corrupt, "the change feed's state is damaged") }

@@ -13,20 +13,31 @@ enum SealedBytes {
     /// What ``seal(_:)`` sealed, without its checksum.
     /// - Throws: `corrupt` naming `what` when the checksum does not match.
     static func unsealed(_ sealed: [UInt8], what: String) throws -> [UInt8] {
-        guard let bytes = unsealed(sealed) else {
+        try check(sealed, what: what)
+        return Array(sealed.dropLast(4))
+    }
+
+    /// Checks, where they are, that `sealed` are bytes ``seal(_:)`` sealed (a reader that reads
+    /// them in place, without the copy ``unsealed(_:what:)`` makes).
+    /// - Throws: `corrupt` naming `what` when the checksum does not match.
+    static func check(_ sealed: [UInt8], what: String) throws {
+        guard isIntact(sealed) else {
             throw StoreError(.corrupt, "\(what) is damaged: its checksum does not match its bytes (they changed after "
                 + "it was written)")
         }
-        return bytes
     }
 
     /// What ``seal(_:)`` sealed, without its checksum; `nil` when the checksum does not match.
     static func unsealed(_ sealed: [UInt8]) -> [UInt8]? {
-        guard sealed.count > 4 else { return nil }
-        let end = sealed.count - 4
-        return sealed.withUnsafeBytes { raw -> [UInt8]? in
-            let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
-            return ds_crc32c(0, raw.baseAddress, end) == stored ? Array(raw[..<end]) : nil
+        isIntact(sealed) ? Array(sealed.dropLast(4)) : nil
+    }
+
+    /// Whether the checksum of `sealed` matches their bytes before it.
+    private static func isIntact(_ sealed: [UInt8]) -> Bool {
+        guard sealed.count > 4 else { return false }
+        return sealed.withUnsafeBytes { raw in
+            let end = raw.count - 4
+            return ds_crc32c(0, raw.baseAddress, end) == UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
         }
     }
 }
