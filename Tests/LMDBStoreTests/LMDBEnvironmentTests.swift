@@ -595,6 +595,130 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
     }
 }
 
+/// A visit checks each row whole before it hands it over, so a damaged record is `corrupt`,
+/// naming it, however much of it the visitor reads, in whatever order, and when an offset skips
+/// it; the rows before it are handed over whole. (A visit that checked each field only when it
+/// was first read would have to check the unread ones before the next row: these cases are
+/// what such a visit must keep.)
+@Test func aVisitFindsDamageInTheFieldsItReadsAndInThoseItDoesNot() throws {
+    let dir = try TemporaryDirectory()
+    for (index, (why, bytes)) in damagedItems.enumerated() {
+        let store = try storeWithADamagedItem(dir.path("visit-\(index).lmdb"), bytes)
+        func isDamage(_ error: any Error) -> Bool {
+            (error as? StoreError)?.code == .corrupt && "\(error)".contains(why) && "\(error)".contains("Item[2]")
+        }
+        let visitors: [(String, (borrowing Row) throws -> Int64)] = [
+            ("nothing read", { _ in 0 }),
+            ("in order", { row in try row.int("id") + Int64(try row.string("name").count) + (try row.int("score")) }),
+            ("in reverse", { row in try row.int("score") + Int64(try row.withUTF8("name") { $0.count }) + (try row.int("id")) }),
+            ("the first only", { row in try row.int("id") }),
+            ("values", { row in try row.value("name") == "n" ? 1 : 0 }),
+            ("a record", { row in row.record()["id"] == .int(1) ? 1 : 0 }),
+        ]
+        for (what, visitor) in visitors {
+            var seen: [Int64] = []
+            #expect("\(why), \(what)", performing: {
+                try store.read { r in try r.visit(FetchRequest("Item")) { row in seen.append(try row.int("id")); _ = try visitor(row) } }
+            }, throws: isDamage)
+            #expect(seen == [1] || seen == [1, 2], "\(why), \(what): \(seen)")
+        }
+        #expect(performing: { try store.read { try $0.visit(FetchRequest("Item", offset: 2)) { _ in } } }, throws: isDamage)
+        // Typed reads of another type, of an unknown name, still say so for a sound row.
+        #expect(throws: StoreError.self) { try store.read { try $0.visit(FetchRequest("Item", limit: 1)) { _ = try $0.string("id") } } }
+        try store.close()
+    }
+}
+
+/// Every kind of value, null and not, short and long (a text or bytes of 128 bytes and more has
+/// a length of two bytes), read by a visit's typed reads in the schema's order, in another
+/// order, twice, and some not at all, is what a fetch returns.
+@Test func aVisitReadsEveryKindOfFieldAsAFetchDoes() throws {
+    let dir = try TemporaryDirectory()
+    let schema = Schema(entities: [EntitySchema("Item", primaryKey: "id", attributes: [
+        Attribute("id", .int), Attribute("name", .string), Attribute("score", .double, optional: true),
+        Attribute("payload", .bytes, optional: true), Attribute("seen", .date, optional: true),
+        Attribute("tag", .uuid, optional: true), Attribute("done", .bool), Attribute("note", .string, optional: true),
+    ])])
+    let texts = ["", "a", "é", "日本語のテキスト", String(repeating: "x", count: 127), String(repeating: "y", count: 128),
+                 String(repeating: "ü", count: 300), "nul\u{0}inside"]
+    let store = try LMDBStore(path: dir.path("kinds.lmdb"), schema: schema)
+    var records: [Record] = []
+    for id in 0..<64 {
+        let text = texts[id % texts.count]
+        let record: Record = [
+            "id": .int(Int64(id) - 32), "name": .string(text),
+            "score": id % 3 == 0 ? .null : .double([0, -0.0, 1.5, -.infinity, .greatestFiniteMagnitude][id % 5]),
+            "payload": id % 4 == 0 ? .null : .bytes(Array(repeating: UInt8(id), count: [0, 1, 127, 128, 1000][id % 5])),
+            "seen": id % 5 == 0 ? .null : .date(Timestamp(microsecondsSinceEpoch: Int64(id) * 1_000_003 - 9_000_000)),
+            "tag": id % 2 == 0 ? .null : .uuid(UUID(uuidString: "5F1C8A52-0B5E-4E0C-9C51-" + String(format: "%012X", id))!),
+            "done": .bool(id % 3 == 1),
+            "note": id % 6 == 0 ? .null : .string(texts[(id + 3) % texts.count]),
+        ]
+        records.append(record)
+    }
+    try store.writeSync { w in for record in records { try w.insert(record, into: "Item") } }
+    let fetched = try store.read { try $0.fetch(FetchRequest("Item")) }
+    // The typed read first (the one decoded in place), a null told by the error it throws.
+    func value(_ row: borrowing Row, _ name: String, _ type: ValueType) throws -> Value {
+        do throws(StoreError) {
+            switch type {
+            case .int: return .int(try row.int(name))
+            case .double: return .double(try row.double(name))
+            case .string: return .string(try row.string(name))
+            case .bytes: return .bytes(try row.bytes(name))
+            case .date: return .date(try row.date(name))
+            case .uuid: return .uuid(try row.uuid(name))
+            case .bool: return .bool(try row.bool(name))
+            }
+        } catch {
+            guard error.code == .typeMismatch, error.message.contains("is null"), try row.isNull(name) else { throw error }
+            return .null
+        }
+    }
+    let attributes = schema.entities[0].attributes
+    let orders: [[Int]] = [Array(attributes.indices), Array(attributes.indices.reversed()), [0, 1, 1, 2, 7, 3], [2, 0]]
+    for order in orders {
+        var rows: [[String: Value]] = []
+        try store.read { r in
+            try r.visit(FetchRequest("Item")) { row in
+                var read: [String: Value] = [:]
+                for slot in order {
+                    let attribute = attributes[slot]
+                    // Typed reads where the value is not null (a typed read of a null throws).
+                    read[attribute.name] = try value(row, attribute.name, attribute.type)
+                }
+                rows.append(read)
+            }
+        }
+        #expect(rows.count == fetched.count)
+        for (row, record) in zip(rows, fetched) {
+            for (name, read) in row {
+                #expect(read == record[name], "\(order): \(name) of \(String(describing: record["id"]))")
+            }
+        }
+    }
+    // The in-place reads, and a null read by its type, which names what the attribute holds.
+    try store.read { r in
+        var index = 0
+        try r.visit(FetchRequest("Item")) { row in
+            let record = fetched[index]
+            index += 1
+            guard case .string(let name) = record["name"] else {
+                Issue.record("item \(index) has no name")
+                return
+            }
+            let inPlace = try row.withUTF8("name") { Array($0) }
+            #expect(inPlace == Array(name.utf8))
+            if record["score"] == .null {
+                var refused = false
+                do throws(StoreError) { _ = try row.double("score") } catch { refused = error.code == .typeMismatch && error.message.contains("is null") }
+                #expect(refused, "item \(index): a null read as a double")
+            }
+        }
+    }
+    try store.close()
+}
+
 /// A schema step that adds or removes attributes, or changes one's type, rewrites every LMDB
 /// record by copying its stored fields, each checked first as a decode checks it, and a new index
 /// is filled from the stored records checked the same way: a damaged record fails the migration
