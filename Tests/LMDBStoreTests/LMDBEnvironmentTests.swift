@@ -547,6 +547,11 @@ private let damagedItems: [(String, [UInt8])] = {
     ]
 }()
 
+/// Whether `error` is `corrupt`, naming item 2 and the damage `why`.
+private func isDamageOfItem2(_ error: any Error, _ why: String) -> Bool {
+    (error as? StoreError)?.code == .corrupt && "\(error)".contains(why) && "\(error)".contains("Item[2]")
+}
+
 /// A store of items 1, 2 and 3 of `damagedItemSchema` whose item 2's record is `bytes`, written
 /// under the store.
 private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> LMDBStore {
@@ -568,9 +573,7 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
     let dir = try TemporaryDirectory()
     for (index, (why, bytes)) in damagedItems.enumerated() {
         let store = try storeWithADamagedItem(dir.path("store-\(index).lmdb"), bytes)
-        func isDamage(_ error: any Error) -> Bool {
-            (error as? StoreError)?.code == .corrupt && "\(error)".contains(why) && "\(error)".contains("Item[2]")
-        }
+        func isDamage(_ error: any Error) -> Bool { isDamageOfItem2(error, why) }
         // Pages over the damaged record fail naming it, a page scanned into (its first record
         // refilled, the next read new) left empty rather than half refilled.
         #expect(performing: { try store.read { try $0.scan("Item", limit: 10) } }, throws: isDamage)
@@ -604,9 +607,7 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
     let dir = try TemporaryDirectory()
     for (index, (why, bytes)) in damagedItems.enumerated() {
         let store = try storeWithADamagedItem(dir.path("visit-\(index).lmdb"), bytes)
-        func isDamage(_ error: any Error) -> Bool {
-            (error as? StoreError)?.code == .corrupt && "\(error)".contains(why) && "\(error)".contains("Item[2]")
-        }
+        func isDamage(_ error: any Error) -> Bool { isDamageOfItem2(error, why) }
         let visitors: [(String, (borrowing Row) throws -> Int64)] = [
             ("nothing read", { _ in 0 }),
             ("in order", { row in try row.int("id") + Int64(try row.string("name").count) + (try row.int("score")) }),
