@@ -599,10 +599,8 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
 }
 
 /// A visit checks each row whole before it hands it over, so a damaged record is `corrupt`,
-/// naming it, however much of it the visitor reads, in whatever order, and when an offset skips
-/// it; the rows before it are handed over whole. (A visit that checked each field only when it
-/// was first read would have to check the unread ones before the next row: these cases are
-/// what such a visit must keep.)
+/// naming it, however much of it the visitor reads, in whatever order, when it is the last row
+/// the visit reads, and when an offset skips it; only the rows before it are handed over.
 @Test func aVisitFindsDamageInTheFieldsItReadsAndInThoseItDoesNot() throws {
     let dir = try TemporaryDirectory()
     for (index, (why, bytes)) in damagedItems.enumerated() {
@@ -610,22 +608,43 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
         func isDamage(_ error: any Error) -> Bool { isDamageOfItem2(error, why) }
         let visitors: [(String, (borrowing Row) throws -> Int64)] = [
             ("nothing read", { _ in 0 }),
-            ("in order", { row in try row.int("id") + Int64(try row.string("name").count) + (try row.int("score")) }),
-            ("in reverse", { row in try row.int("score") + Int64(try row.withUTF8("name") { $0.count }) + (try row.int("id")) }),
+            ("in order", { row in
+                try row.int("id") + Int64(try row.string("name").count) + (try row.int("score"))
+            }),
+            ("in reverse", { row in
+                try row.int("score") + Int64(try row.withUTF8("name") { $0.count }) + (try row.int("id"))
+            }),
             ("the first only", { row in try row.int("id") }),
             ("values", { row in try row.value("name") == "n" ? 1 : 0 }),
             ("a record", { row in row.record()["id"] == .int(1) ? 1 : 0 }),
         ]
         for (what, visitor) in visitors {
-            var seen: [Int64] = []
-            #expect("\(why), \(what)", performing: {
-                try store.read { r in try r.visit(FetchRequest("Item")) { row in seen.append(try row.int("id")); _ = try visitor(row) } }
-            }, throws: isDamage)
-            #expect(seen == [1] || seen == [1, 2], "\(why), \(what): \(seen)")
+            for request in [FetchRequest("Item"), FetchRequest("Item", limit: 2)] {
+                var handedOver = 0
+                #expect("\(why), \(what), limit \(String(describing: request.limit))", performing: {
+                    try store.read { r in
+                        try r.visit(request) { row in
+                            handedOver += 1
+                            _ = try visitor(row)
+                        }
+                    }
+                }, throws: isDamage)
+                #expect(handedOver == 1, "\(why), \(what): \(handedOver) rows handed over")
+            }
         }
-        #expect(performing: { try store.read { try $0.visit(FetchRequest("Item", offset: 2)) { _ in } } }, throws: isDamage)
-        // Typed reads of another type, of an unknown name, still say so for a sound row.
-        #expect(throws: StoreError.self) { try store.read { try $0.visit(FetchRequest("Item", limit: 1)) { _ = try $0.string("id") } } }
+        #expect(performing: { try store.read { try $0.visit(FetchRequest("Item", offset: 2)) { _ in } } },
+                throws: isDamage)
+        // In a sound row, a read of another type, and of a name the entity does not have, say so.
+        func code(_ read: (borrowing Row) throws -> Void) -> StoreError.Code? {
+            do {
+                try store.read { try $0.visit(FetchRequest("Item", limit: 1), read) }
+            } catch {
+                return (error as? StoreError)?.code
+            }
+            return nil
+        }
+        #expect(code { _ = try $0.string("id") } == .typeMismatch)
+        #expect(code { _ = try $0.int("weight") } == .unknownAttribute)
         try store.close()
     }
 }
@@ -638,9 +657,11 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
     let schema = Schema(entities: [EntitySchema("Item", primaryKey: "id", attributes: [
         Attribute("id", .int), Attribute("name", .string), Attribute("score", .double, optional: true),
         Attribute("payload", .bytes, optional: true), Attribute("seen", .date, optional: true),
-        Attribute("tag", .uuid, optional: true), Attribute("done", .bool), Attribute("note", .string, optional: true),
+        Attribute("tag", .uuid, optional: true), Attribute("done", .bool),
+        Attribute("note", .string, optional: true),
     ])])
-    let texts = ["", "a", "é", "日本語のテキスト", String(repeating: "x", count: 127), String(repeating: "y", count: 128),
+    let texts = ["", "a", "é", "日本語のテキスト", String(repeating: "x", count: 127),
+                 String(repeating: "y", count: 128),
                  String(repeating: "ü", count: 300), "nul\u{0}inside"]
     let store = try LMDBStore(path: dir.path("kinds.lmdb"), schema: schema)
     var records: [Record] = []
@@ -648,10 +669,14 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
         let text = texts[id % texts.count]
         let record: Record = [
             "id": .int(Int64(id) - 32), "name": .string(text),
-            "score": id % 3 == 0 ? .null : .double([0, -0.0, 1.5, -.infinity, .greatestFiniteMagnitude][id % 5]),
-            "payload": id % 4 == 0 ? .null : .bytes(Array(repeating: UInt8(id), count: [0, 1, 127, 128, 1000][id % 5])),
-            "seen": id % 5 == 0 ? .null : .date(Timestamp(microsecondsSinceEpoch: Int64(id) * 1_000_003 - 9_000_000)),
-            "tag": id % 2 == 0 ? .null : .uuid(UUID(uuidString: "5F1C8A52-0B5E-4E0C-9C51-" + String(format: "%012X", id))!),
+            "score": id % 3 == 0 ? .null
+                : .double([0, -0.0, 1.5, -.infinity, .greatestFiniteMagnitude][id % 5]),
+            "payload": id % 4 == 0 ? .null
+                : .bytes(Array(repeating: UInt8(id), count: [0, 1, 127, 128, 1000][id % 5])),
+            "seen": id % 5 == 0 ? .null
+                : .date(Timestamp(microsecondsSinceEpoch: Int64(id) * 1_000_003 - 9_000_000)),
+            "tag": id % 2 == 0 ? .null
+                : .uuid(UUID(uuidString: "5F1C8A52-0B5E-4E0C-9C51-" + String(format: "%012X", id))!),
             "done": .bool(id % 3 == 1),
             "note": id % 6 == 0 ? .null : .string(texts[(id + 3) % texts.count]),
         ]
@@ -659,6 +684,15 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
     }
     try store.writeSync { w in for record in records { try w.insert(record, into: "Item") } }
     let fetched = try store.read { try $0.fetch(FetchRequest("Item")) }
+    // The fetch returns what was inserted (in key order, the order the ids were inserted in), so
+    // that the visit is compared with the values stored, not only with another read of them.
+    #expect(fetched.count == records.count)
+    for (stored, inserted) in zip(fetched, records) {
+        for attribute in schema.entities[0].attributes {
+            #expect(stored[attribute.name] == inserted[attribute.name],
+                    "\(attribute.name) of \(inserted["id"])")
+        }
+    }
     // The typed read first (the one decoded in place), a null told by the error it throws.
     func value(_ row: borrowing Row, _ name: String, _ type: ValueType) throws -> Value {
         do throws(StoreError) {
@@ -672,29 +706,33 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
             case .bool: return .bool(try row.bool(name))
             }
         } catch {
-            guard error.code == .typeMismatch, error.message.contains("is null"), try row.isNull(name) else { throw error }
+            guard error.code == .typeMismatch, error.message.contains("is null"), try row.isNull(name) else {
+                throw error
+            }
             return .null
         }
     }
     let attributes = schema.entities[0].attributes
-    let orders: [[Int]] = [Array(attributes.indices), Array(attributes.indices.reversed()), [0, 1, 1, 2, 7, 3], [2, 0]]
+    let orders: [[Int]] = [Array(attributes.indices), Array(attributes.indices.reversed()),
+                           [0, 1, 1, 2, 7, 3], [2, 0]]
     for order in orders {
-        var rows: [[String: Value]] = []
+        // Each read, in the order made (a name read twice is compared twice).
+        var rows: [[(String, Value)]] = []
         try store.read { r in
             try r.visit(FetchRequest("Item")) { row in
-                var read: [String: Value] = [:]
+                var reads: [(String, Value)] = []
                 for slot in order {
                     let attribute = attributes[slot]
-                    // Typed reads where the value is not null (a typed read of a null throws).
-                    read[attribute.name] = try value(row, attribute.name, attribute.type)
+                    reads.append((attribute.name, try value(row, attribute.name, attribute.type)))
                 }
-                rows.append(read)
+                rows.append(reads)
             }
         }
         #expect(rows.count == fetched.count)
-        for (row, record) in zip(rows, fetched) {
-            for (name, read) in row {
-                #expect(read == record[name], "\(order): \(name) of \(String(describing: record["id"]))")
+        for (reads, record) in zip(rows, fetched) {
+            #expect(reads.count == order.count)
+            for (name, read) in reads {
+                #expect(read == record[name], "\(order): \(name) of \(record["id"])")
             }
         }
     }
@@ -712,7 +750,11 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
             #expect(inPlace == Array(name.utf8))
             if record["score"] == .null {
                 var refused = false
-                do throws(StoreError) { _ = try row.double("score") } catch { refused = error.code == .typeMismatch && error.message.contains("is null") }
+                do throws(StoreError) {
+                    _ = try row.double("score")
+                } catch {
+                    refused = error.code == .typeMismatch && error.message.contains("is null")
+                }
                 #expect(refused, "item \(index): a null read as a double")
             }
         }
