@@ -698,8 +698,9 @@ import Synchronization
             let position = standbys.isEmpty ? nil
                 : try writer.send(durability == .full ? "SELECT pg_current_wal_flush_lsn()::text"
                                                       : "SELECT pg_current_wal_insert_lsn()::text")
-            let sent = PostgresCommitSent(session: writer, connection: writer.connection, transaction: transaction,
-                                          commit: commit, position: position, entry: feed, check: check, notify: notify)
+            let sent = PostgresCommitSent(session: writer, connection: writer.connection,
+                                          transaction: transaction, commit: commit, position: position,
+                                          entry: feed, check: check, notify: notify)
             // A trim of the feed that an earlier commit in flight could not run goes after a
             // commit waited for.
             if leavingCommitInFlight, !trimOwed.load(ordering: .relaxed) {

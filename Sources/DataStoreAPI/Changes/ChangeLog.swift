@@ -399,7 +399,9 @@ package enum ChangeLog {
             end -= 4
             // Intact, of a version after this one's (which may keep the sealed length).
             if stored[0] > stateVersion { throw unknownStateVersion(stored[0]) }
-            guard stored[0] == stateVersion else { throw StoreError(.corrupt, "the change feed's state is damaged") }
+            guard stored[0] == stateVersion else {
+                throw StoreError(.corrupt, "the change feed's state is damaged")
+            }
         } else if stored.first == stateVersion {
             throw StoreError(.corrupt, "the change feed's state is damaged")
         }

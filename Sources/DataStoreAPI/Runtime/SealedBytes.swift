@@ -37,7 +37,8 @@ enum SealedBytes {
         guard sealed.count > 4 else { return false }
         return sealed.withUnsafeBytes { raw in
             let end = raw.count - 4
-            return ds_crc32c(0, raw.baseAddress, end) == UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
+            let stored = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: end, as: UInt32.self))
+            return ds_crc32c(0, raw.baseAddress, end) == stored
         }
     }
 }
