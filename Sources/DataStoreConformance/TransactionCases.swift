@@ -98,6 +98,23 @@ enum TransactionCases {
         }
     }
 
+    /// A task started inside a block is not inside it: its write is the store's like any other,
+    /// made once the block's transaction lets it (a write on the block's own thread is refused).
+    static func aTaskStartedInsideABlockWritesLikeAnyOther(_ c: ConformanceContext) async throws {
+        let store = try c.open()
+        let task = try store.writeSync { w -> Task<Void, any Error> in
+            try w.insert(["key": "inside"], into: "Keyed")
+            return Task { try store.writeSync { try $0.insert(["key": "task"], into: "Keyed") } }
+        }
+        do {
+            try await task.value
+        } catch {
+            c.expect(false, "the task's write failed: \(error)")
+        }
+        c.expectEqual(try store.read { try $0.fetch(FetchRequest("Keyed")).compactMap { $0["key"] } },
+                      ["inside", "task"])
+    }
+
     static func anAccessorUsedAfterItsBlockThrowsExpired(_ c: ConformanceContext) throws {
         let store = try c.open()
         let reader = try store.read { $0 }
@@ -142,6 +159,9 @@ enum TransactionCases {
         ConformanceCase(
             "Transactions", "writeSyncInsideAWriteThrowsReentrantCall",
             writeSyncInsideAWriteThrowsReentrantCall),
+        ConformanceCase(
+            "Transactions", "aTaskStartedInsideABlockWritesLikeAnyOther",
+            aTaskStartedInsideABlockWritesLikeAnyOther),
         ConformanceCase(
             "Transactions", "anAccessorUsedAfterItsBlockThrowsExpired",
             anAccessorUsedAfterItsBlockThrowsExpired),

@@ -8,6 +8,9 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
+    /// The insert plan the last write transaction over the engine's own SQL used
+    /// (``SQLiteTransaction``): it holds one of ``statements``, so it goes before they do.
+    var insertPlan: SQLiteInsertPlan?
     /// Statements of SQL built per request, least recently used first, at most
     /// ``requestStatementLimit``: a request repeated in a loop is prepared once, and distinct
     /// shapes (every `in` length, every prefix length) cannot grow the cache without bound.
@@ -131,6 +134,7 @@ final class SQLiteConnection {
     func close() throws(StoreError) {
         guard !isClosed else { return }
         isClosed = true
+        insertPlan = nil
         statements.removeAll()
         recentStatements.removeAll()
         requestStatements.removeAll()

@@ -10,6 +10,7 @@ final class SQLiteTransaction: StorageWriter {
     init(connection: SQLiteConnection, statements: NameIndex<SQLiteEntitySQL>) {
         self.connection = connection
         self.statements = statements
+        if !statements.isEmpty, let plan = connection.insertPlan { lastInsertReference = Unmanaged.passUnretained(plan) }
     }
 
     /// SQL built for entities the engine's schema does not hold as given (a schema upgrade's
@@ -291,113 +292,29 @@ final class SQLiteTransaction: StorageWriter {
     /// entity again and again; finding the statement by its SQL hashed the whole text).
     private var lastWrite: (name: String, inserting: Bool, statement: SQLiteStatement)?
 
-    /// The entity a model was inserted into last (``insertFields(_:in:)``), its insert statement
-    /// and its columns' kinds: a loop of inserts finds them by the entity's identity (one object,
-    /// not retained per insert: ``lastInsertReference``). Not replaced while a model hands over
-    /// its values (``handingOverFields``), which the plan in use needs.
-    private var lastInsert: InsertPlan? {
-        didSet { lastInsertReference = lastInsert.map { Unmanaged.passUnretained($0) } }
+    /// The entity a model or record was inserted into last, its insert statement and its
+    /// columns' kinds (``SQLiteInsertPlan``): a loop of inserts finds them by the entity's identity
+    /// (one object, not retained per insert: ``lastInsertReference``). Kept by the connection
+    /// (``SQLiteConnection/insertPlan``) from one transaction to the next, so that a small write
+    /// transaction neither builds the plan nor allocates its buffers again; only by transactions
+    /// over the engine's own SQL (``statements``), the one map of the connection's engine, which
+    /// does not change while it is open. Not replaced while a model hands over its values
+    /// (``handingOverFields``), which the plan in use needs.
+    private var lastInsert: SQLiteInsertPlan? {
+        get { connection.insertPlan }
+        set {
+            connection.insertPlan = newValue
+            lastInsertReference = newValue.map { Unmanaged.passUnretained($0) }
+        }
     }
-    /// ``lastInsert``, unretained.
-    @exclusivity(unchecked) private var lastInsertReference: Unmanaged<InsertPlan>?
+    /// ``lastInsert``, unretained (taken from the connection when the transaction begins).
+    @exclusivity(unchecked) private var lastInsertReference: Unmanaged<SQLiteInsertPlan>?
     /// Whether a model is handing its values to an insert's statement (``insertFields(_:in:)``):
     /// an insert or save its code makes meanwhile (from its `writeStoredFields`, its `record()`
     /// or a `RowValue`'s `appendStored`) goes through a statement of its own, so that the row
     /// being bound and the plan binding it are left as they are (deletes and reads use other
     /// statements).
     @exclusivity(unchecked) private var handingOverFields = false
-
-    private final class InsertPlan {
-        /// The row's step failed a unique constraint (its key or a unique index): what
-        /// ``SQLiteTransaction/insertFields(_:in:)`` and ``SQLiteTransaction/insertRecordFields(_:in:)``
-        /// name from the normalized record.
-        struct ConstraintFailed: Error {
-            let error: StoreError
-        }
-
-        let entity: EntitySchema
-        let statement: SQLiteStatement
-        /// The entity's column kinds (``SQLiteRowPlan/kinds``), kept by the plan so that an insert
-        /// reads them without retaining an array.
-        private let kinds: UnsafeMutableBufferPointer<SQLiteColumnKind>
-        private let keySlot: Int
-        private let sealed: Bool
-
-        /// The buffer the model's fields are written into (``StoredFieldBuffer``), kept from one
-        /// insert to the next.
-        private var fields: UnsafeMutableRawPointer
-        private var fieldCapacity = StoredFieldBuffer.initialCapacity
-
-        init(_ entity: EntitySchema, _ texts: SQLiteEntitySQL, _ statement: SQLiteStatement) {
-            (self.entity, self.statement, keySlot, sealed) = (entity, statement, texts.keySlot, texts.sealed)
-            kinds = .allocate(capacity: texts.row.kinds.count)
-            _ = kinds.initialize(from: texts.row.kinds)
-            fields = StoredFieldBuffer.allocate(capacity: fieldCapacity)
-        }
-
-        deinit {
-            kinds.deinitialize()
-            kinds.deallocate()
-            // The statement, cached by the connection, outlives the plan: none of its parameters
-            // is left pointing into the buffer let go.
-            if !statement.isBusy { sqlite3_clear_bindings(statement.handle) }
-            fields.deallocate()
-        }
-
-        /// Binds the model's values and the row's sum, and steps (the statement reset after): the
-        /// key's value, or `nil` (nothing left bound) when a value did not fit as it is.
-        func insert<T: RowCodable>(_ object: T) throws -> Value? {
-            var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
-            defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
-            // The buffer the fields were written into (the one given, or a larger one), kept
-            // first (this runs before the shrink), thrown out of or not: a grown buffer let the
-            // one given go.
-            defer { (fields, fieldCapacity) = (buffer.base, buffer.capacity) }
-            try object.writeStoredFields(to: &buffer)
-            return try bindAndStep(buffer)
-        }
-
-        /// Binds a record's values, written as the model's are (``Record/appendValues(inOrderOf:to:)``),
-        /// and steps: the key's value, or `nil` (nothing stored) when the record's names are not the
-        /// entity's in order or a value did not fit as it is.
-        func insert(_ record: Record) throws -> Value? {
-            var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
-            defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
-            defer { (fields, fieldCapacity) = (buffer.base, buffer.capacity) }  // As insert(_:T) keeps it.
-            guard try record.appendValues(inOrderOf: entity.layout, to: &buffer) else { return nil }
-            return try bindAndStep(buffer)
-        }
-
-        @inline(__always)
-        private func bindAndStep(_ buffer: StoredFieldBuffer) throws -> Value? {
-            // The key attribute's type is an int, string or uuid (the schema's rule), so a value
-            // bound for it is a key.
-            guard let key = try buffer.bind(statement, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
-            else { return nil }
-            try step()
-            return key
-        }
-
-        /// Steps the row bound (the statement reset after). A method of its own: with this
-        /// `catch` in ``insert(_:)``, Swift 6.3.1's compiler crashed (`MandatoryAllocBoxToStack`).
-        private func step() throws {
-            defer { sqlite3_reset(statement.handle) }
-            do {
-                _ = try statement.step()
-            } catch where error.code == .uniqueViolation {
-                throw ConstraintFailed(error: error)
-            }
-        }
-
-        /// Lets a buffer grown past ``StoredFieldBuffer/keptCapacity`` go after its row was
-        /// stepped (parameters still point into it: none is left bound to it).
-        private func shrink() {
-            sqlite3_clear_bindings(statement.handle)
-            fields.deallocate()
-            (fields, fieldCapacity) = (StoredFieldBuffer.allocate(capacity: StoredFieldBuffer.initialCapacity),
-                                       StoredFieldBuffer.initialCapacity)
-        }
-    }
 
     private func writeStatement(_ sql: String, of entity: EntitySchema, inserting: Bool) throws -> SQLiteStatement {
         if let last = lastWrite, last.inserting == inserting, last.name == entity.name,
@@ -435,7 +352,7 @@ final class SQLiteTransaction: StorageWriter {
         defer { handingOverFields = false }
         do {
             return try withInsertPlan(entity) { try $0.insert(object) }
-        } catch let failed as InsertPlan.ConstraintFailed {
+        } catch let failed as SQLiteInsertPlan.ConstraintFailed {
             // Only the row's own step: an error the model's code threw while it handed its values
             // over (a write of its own refused) goes on as it is, and its code runs once.
             let record = try entity.normalize(object.record())
@@ -454,7 +371,7 @@ final class SQLiteTransaction: StorageWriter {
         guard !handingOverFields else { return nil }
         do {
             return try withInsertPlan(entity) { try $0.insert(record) }
-        } catch let failed as InsertPlan.ConstraintFailed {
+        } catch let failed as SQLiteInsertPlan.ConstraintFailed {
             let normalized = try entity.normalize(record)
             throw try constraintError(failed.error, normalized, key: PrimaryKey(entity.primaryKeyValue(of: normalized)),
                                       in: entity, inserting: true)
@@ -467,13 +384,13 @@ final class SQLiteTransaction: StorageWriter {
     /// retained it per insert), when it is the entity's and not stepping; otherwise a new one,
     /// kept as the last when its statement is cached.
     @inline(__always)
-    private func withInsertPlan(_ entity: EntitySchema, _ body: (InsertPlan) throws -> Value?) throws -> Value? {
+    private func withInsertPlan(_ entity: EntitySchema, _ body: (SQLiteInsertPlan) throws -> Value?) throws -> Value? {
         if let last = lastInsertReference,
            last._withUnsafeGuaranteedRef({ $0.entity.isSameDefinition(as: entity) && !$0.statement.isBusy }) {
             return try last._withUnsafeGuaranteedRef(body)
         }
         let texts = sql(entity)
-        let plan = InsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
+        let plan = SQLiteInsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
         lastInsert = statements[entity.name] == nil ? nil : plan
         return try body(plan)
     }
@@ -570,5 +487,101 @@ extension SQLiteTransaction: ChangeLogWriting {
     func removeChangeLog(before sequence: UInt64) throws {
         guard try connection.hasFeedTable() else { return }
         try connection.execute("DELETE FROM _ds_feed WHERE seq < ?", [.int(Int64(sequence))])
+    }
+}
+
+/// An entity's insert, ready to bind and step: its statement (the connection's cached one), its
+/// columns' kinds, and the buffer a model's or record's fields are written into. Kept by the
+/// connection from one insert, and one transaction, to the next (``SQLiteConnection/insertPlan``).
+final class SQLiteInsertPlan {
+    /// The row's step failed a unique constraint (its key or a unique index): what
+    /// ``SQLiteTransaction/insertFields(_:in:)`` and
+    /// ``SQLiteTransaction/insertRecordFields(_:in:)``
+    /// name from the normalized record.
+    struct ConstraintFailed: Error {
+        let error: StoreError
+    }
+
+    let entity: EntitySchema
+    let statement: SQLiteStatement
+    /// The entity's column kinds (``SQLiteRowPlan/kinds``), kept by the plan so that an insert
+    /// reads them without retaining an array.
+    private let kinds: UnsafeMutableBufferPointer<SQLiteColumnKind>
+    private let keySlot: Int
+    private let sealed: Bool
+
+    /// The buffer the model's fields are written into (``StoredFieldBuffer``), kept from one
+    /// insert to the next.
+    private var fields: UnsafeMutableRawPointer
+    private var fieldCapacity = StoredFieldBuffer.initialCapacity
+
+    init(_ entity: EntitySchema, _ texts: SQLiteEntitySQL, _ statement: SQLiteStatement) {
+        (self.entity, self.statement, keySlot, sealed) = (entity, statement, texts.keySlot, texts.sealed)
+        kinds = .allocate(capacity: texts.row.kinds.count)
+        _ = kinds.initialize(from: texts.row.kinds)
+        fields = StoredFieldBuffer.allocate(capacity: fieldCapacity)
+    }
+
+    deinit {
+        kinds.deinitialize()
+        kinds.deallocate()
+        // The statement, cached by the connection, outlives the plan: none of its parameters
+        // is left pointing into the buffer let go.
+        if !statement.isBusy { sqlite3_clear_bindings(statement.handle) }
+        fields.deallocate()
+    }
+
+    /// Binds the model's values and the row's sum, and steps (the statement reset after): the
+    /// key's value, or `nil` (nothing left bound) when a value did not fit as it is.
+    func insert<T: RowCodable>(_ object: T) throws -> Value? {
+        var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
+        defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
+        // The buffer the fields were written into (the one given, or a larger one), kept
+        // first (this runs before the shrink), thrown out of or not: a grown buffer let the
+        // one given go.
+        defer { (fields, fieldCapacity) = (buffer.base, buffer.capacity) }
+        try object.writeStoredFields(to: &buffer)
+        return try bindAndStep(buffer)
+    }
+
+    /// Binds a record's values, written as the model's are (``Record/appendValues(inOrderOf:to:)``),
+    /// and steps: the key's value, or `nil` (nothing stored) when the record's names are not the
+    /// entity's in order or a value did not fit as it is.
+    func insert(_ record: Record) throws -> Value? {
+        var buffer = StoredFieldBuffer(base: fields, capacity: fieldCapacity)
+        defer { if fieldCapacity > StoredFieldBuffer.keptCapacity { shrink() } }
+        defer { (fields, fieldCapacity) = (buffer.base, buffer.capacity) }  // As insert(_:T) keeps it.
+        guard try record.appendValues(inOrderOf: entity.layout, to: &buffer) else { return nil }
+        return try bindAndStep(buffer)
+    }
+
+    @inline(__always)
+    private func bindAndStep(_ buffer: StoredFieldBuffer) throws -> Value? {
+        // The key attribute's type is an int, string or uuid (the schema's rule), so a value
+        // bound for it is a key.
+        guard let key = try buffer.bind(statement, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
+        else { return nil }
+        try step()
+        return key
+    }
+
+    /// Steps the row bound (the statement reset after). A method of its own: with this
+    /// `catch` in ``insert(_:)``, Swift 6.3.1's compiler crashed (`MandatoryAllocBoxToStack`).
+    private func step() throws {
+        defer { sqlite3_reset(statement.handle) }
+        do {
+            _ = try statement.step()
+        } catch where error.code == .uniqueViolation {
+            throw ConstraintFailed(error: error)
+        }
+    }
+
+    /// Lets a buffer grown past ``StoredFieldBuffer/keptCapacity`` go after its row was
+    /// stepped (parameters still point into it: none is left bound to it).
+    private func shrink() {
+        sqlite3_clear_bindings(statement.handle)
+        fields.deallocate()
+        (fields, fieldCapacity) = (StoredFieldBuffer.allocate(capacity: StoredFieldBuffer.initialCapacity),
+                                   StoredFieldBuffer.initialCapacity)
     }
 }

@@ -160,7 +160,7 @@ open class Store: DataStore, @unchecked Sendable {
     private func inside<T>(_ reader: any StorageReader, _ body: () throws -> T) rethrows -> T {
         let open = OpenTransaction(reader, of: identity, enclosing: ActiveBlocks.innermost)
         defer { open.close() }
-        return try ActiveBlocks.$innermost.withValue(open, operation: body)
+        return try ActiveBlocks.with(open, body)
     }
 
     /// A read inside a block of the same store, on the same thread, joins that block's
@@ -577,8 +577,8 @@ open class Store: DataStore, @unchecked Sendable {
     }
 }
 
-/// The stores whose blocks the current task or thread is inside, with their transactions: to
-/// fail reentrant writes fast and to let nested reads join the enclosing transaction.
+/// The stores whose blocks the current thread is inside, with their transactions: to fail
+/// reentrant writes fast and to let nested reads join the enclosing transaction.
 ///
 /// A chain from the innermost block out, not a dictionary: a block of one store inside another's
 /// is rare and a store's own blocks do not nest on one thread (a nested read joins, a nested
@@ -586,11 +586,36 @@ open class Store: DataStore, @unchecked Sendable {
 /// link of a store is the one a lookup finds. A dictionary copied, added to
 /// and hashed at every block cost about 1,500 instructions a transaction (callgrind,
 /// `profile-store sqlite small`).
+///
+/// The innermost link is the thread's (a POSIX thread-specific value), not the task's: a block is
+/// synchronous, so everything it runs inside it (a nested read, a nested write refused) runs on
+/// its thread. A task-local value cost about 1,700 instructions a transaction (two allocations
+/// to push it on a thread without a task), and a task the block started inherited it: such a
+/// task's write, even one made long after the block ended, was refused as reentrant.
 enum ActiveBlocks {
-    @TaskLocal static var innermost: OpenTransaction?
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "pthread_key_create failed (\(status)): no thread-specific key is left")
+        return key
+    }()
 
-    /// The open transaction of the store whose identity is `store`, if the current task or
-    /// thread is inside one of its blocks.
+    /// The innermost block's transaction on this thread.
+    static var innermost: OpenTransaction? {
+        pthread_getspecific(key).map { Unmanaged<OpenTransaction>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Runs `body` with `open` as the thread's innermost block (`open` links to the one before).
+    static func with<T>(_ open: OpenTransaction, _ body: () throws -> T) rethrows -> T {
+        let key = self.key
+        let previous = pthread_getspecific(key)
+        pthread_setspecific(key, Unmanaged.passUnretained(open).toOpaque())
+        defer { pthread_setspecific(key, previous) }
+        return try withExtendedLifetime(open, body)
+    }
+
+    /// The open transaction of the store whose identity is `store`, if the current thread is
+    /// inside one of its blocks.
     static func transaction(of store: ObjectIdentifier) -> OpenTransaction? {
         var link = innermost
         while let open = link {
@@ -603,17 +628,15 @@ enum ActiveBlocks {
 
 /// The transaction of a running block, which a nested read on the same thread may join.
 ///
-/// `@unchecked Sendable`: a task-local value is inherited by tasks the block starts, which may
-/// run on other threads; they never touch `reader`, because ``readerOnThisThread`` hands it out
-/// only on the thread that opened it, and only while its block runs.
-final class OpenTransaction: @unchecked Sendable {
+/// Only the thread that opened it reaches it (``ActiveBlocks``); ``readerOnThisThread`` checks that
+/// again, and hands `reader` out only while its block runs.
+final class OpenTransaction {
     private let reader: any StorageReader
     private let thread = pthread_self()
     private var isOpen = true
     /// The store whose block this is.
     let store: ObjectIdentifier
-    /// The block this one runs inside: another store's, or this store's on another thread (a
-    /// read in a task the block started opens a transaction of its own).
+    /// The block this one runs inside: another store's.
     let enclosing: OpenTransaction?
 
     init(_ reader: any StorageReader, of store: ObjectIdentifier, enclosing: OpenTransaction?) {
