@@ -71,6 +71,37 @@ package final class RawSQLiteBench {
         }
     }
 
+    /// The store's change feed table, as the store makes it at its first recorded commit.
+    package static let feedDDL = "CREATE TABLE IF NOT EXISTS _ds_feed (seq INTEGER PRIMARY KEY, entry BLOB NOT NULL)"
+
+    /// One-insert transactions that each also append to the feed table the entry the store's
+    /// change feed writes for such a transaction (``RawFeedEntry``), as a C program keeping the
+    /// same log would: the work of the store's small writes with the feed on, done in C.
+    package func insertAllWithFeed(from start: Int, count: Int) {
+        exec(Self.feedDDL)
+        let statement = prepare(Self.insertSQL)
+        let append = prepare("INSERT INTO _ds_feed (seq, entry) VALUES (?, ?)")
+        defer {
+            sqlite3_finalize(statement)
+            sqlite3_finalize(append)
+        }
+        var entry = RawFeedEntry()
+        var sequence = lastFeedSequence()
+        for i in start..<(start + count) {
+            exec("BEGIN IMMEDIATE")
+            insert(statement, i)
+            sequence += 1
+            entry.withInsertOf(Int64(i), entity: "Item") { bytes in
+                sqlite3_reset(append)
+                sqlite3_bind_int64(append, 1, sequence)
+                sqlite3_bind_blob(append, 2, bytes.baseAddress, Int32(bytes.count), transient)
+                let rc = sqlite3_step(append)
+                precondition(rc == SQLITE_DONE, "the raw side's feed entry \(sequence) was not stored (\(rc))")
+            }
+            exec("COMMIT")
+        }
+    }
+
     /// The current row's fields, checked as a C program checks a table it did not write before
     /// it reads it: each column's type (SQLite keeps any type in any column of a table that is
     /// not STRICT), and the row's checksum against its values (the layout's own check against a
@@ -204,6 +235,36 @@ package final class RawSQLiteBench {
         }
         let mine = row(db)
         return mine != nil && mine == row(other)
+    }
+
+    /// The feed table's last sequence number, 0 when it is empty.
+    private func lastFeedSequence() -> Int64 {
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, "SELECT coalesce(max(seq), 0) FROM _ds_feed", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        return sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : 0
+    }
+
+    /// Whether the last entry of the feed table here is laid out as the last one of the store at
+    /// `path` (closed): the same bytes but for the commit's time (bytes 1 to 8) and the checksum
+    /// (the last four), which covers the time.
+    package func sameLastFeedEntry(asStoreAt path: String) -> Bool {
+        var other: OpaquePointer?
+        defer { sqlite3_close_v2(other) }
+        guard sqlite3_open_v2(path, &other, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return false }
+        func entry(_ db: OpaquePointer?) -> [UInt8]? {
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(db, "SELECT entry FROM _ds_feed ORDER BY seq DESC LIMIT 1", -1, &statement, nil)
+                == SQLITE_OK else { return nil }
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
+            let bytes = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 0),
+                                                     count: Int(sqlite3_column_bytes(statement, 0))))
+            guard bytes.count > 13 else { return nil }
+            return [bytes[0]] + bytes[9..<(bytes.count - 4)]
+        }
+        let mine = entry(db)
+        return mine != nil && mine == entry(other)
     }
 
     /// Reads every row in key order (the read side of a raw copy).

@@ -42,6 +42,22 @@ import SQLiteStore
                    api: try time { try APIBench(store: store, workload: workload).insertAll(from: 0, count: small, batch: 1) },
                    raw: time { rawSmall(0, small, 1) })
             try store.close()
+            if feed && engine == "SQLite" {
+                // The same small transactions against a C loop that also writes the entry the
+                // store's feed writes for each (its table, its bytes): the feed's own cost on
+                // both sides.
+                let again = try open("small-again", feed: true)
+                let rawFeed = rawSQLite("\(directory)/raw-small-feed", workload)
+                record(backend, "small transactions (1 insert per writeSync), feed on, raw C writing the feed's entry too",
+                       small, operations: small,
+                       api: try time { try APIBench(store: again, workload: workload).insertAll(from: 0, count: small, batch: 1) },
+                       raw: time { rawFeed.insertAllWithFeed(from: 0, count: small) })
+                try again.close()
+                if key == nil {
+                    precondition(rawFeed.sameLastFeedEntry(asStoreAt: "\(directory)/small-again.sqlite"),
+                                 "the raw side's feed entry is not laid out as the store's")
+                }
+            }
             let bulk = try open("bulk-\(feed)", feed: feed)
             let rawBulk = raw("raw-bulk-\(feed)")
             record(backend, "bulk insert, one writeSync, \(label)", n, operations: n,

@@ -166,7 +166,8 @@ func check(_ a: Int, _ b: Int, _ what: String) {
 @MainActor func benchmarkBackend(_ name: String, n: Int, open: (String) throws -> any DataStore,
                       raw: (String) -> (insert: (Int, Int, Int) -> Void, gets: ([Int]) -> Int, scan: () -> Int,
                                         visit: () -> Int, visitInPlace: () -> Int64, indexed: () -> Int,
-                                        unindexed: () -> Int, sameLayout: (String, Int64) -> Bool),
+                                        unindexed: () -> Int, sameLayout: (String, Int64) -> Bool,
+                                        smallWithFeed: ((Int, Int) -> Void)?),
                       storePath: (String) -> String) throws {
     let workload = Workload(count: n)
     let directory = scratch(name)
@@ -212,6 +213,18 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     record(name, "10,000 writeAsync", n, operations: Workload.smallTransactions,
            api: try time { try api.asyncWrites(from: n + Workload.smallTransactions) },
            raw: time { rawBulk.insert(n + Workload.smallTransactions, Workload.smallTransactions, 1) })
+    if let smallWithFeed = rawBulk.smallWithFeed {
+        // The store's small writes again, against a C loop that also writes the entry the store's
+        // change feed writes for each (its table, its bytes): the same work on both sides.
+        let start = n + 2 * Workload.smallTransactions
+        record(name, "10,000 small writeSync, raw C writing the feed's entry too", n, operations: Workload.smallTransactions,
+               api: try time { try api.smallTransactions(from: start) },
+               raw: time { smallWithFeed(start, Workload.smallTransactions) })
+        let next = start + Workload.smallTransactions
+        record(name, "10,000 writeAsync, raw C writing the feed's entry too", n, operations: Workload.smallTransactions,
+               api: try time { try api.asyncWrites(from: next) },
+               raw: time { smallWithFeed(next, Workload.smallTransactions) })
+    }
     try store.close()
     // Two items the store wrote (the first, whose numbers are zeros, and the last), read by the
     // raw side next to its own: the two sides store (and so read and check) the same bytes, on
@@ -358,7 +371,8 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                                  let b = rawSQLite(path, Workload(count: n))
                                  return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
                                          b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery,
-                                         { b.sameLayout(asStoreAt: $0, id: $1) })
+                                         { b.sameLayout(asStoreAt: $0, id: $1) },
+                                         { b.insertAllWithFeed(from: $0, count: $1) })
                              }, storePath: { $0 + ".sqlite" })
         try benchmarkBackend("LMDB" + suffix, n: n,
                              open: { try LMDBStore(path: $0 + ".lmdb", schema: Workload.schema,
@@ -367,7 +381,7 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                                  let b = rawLMDB(path + ".lmdb", Workload(count: n))
                                  return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
                                          b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery,
-                                         { b.sameLayout(asStoreAt: $0, id: $1) })
+                                         { b.sameLayout(asStoreAt: $0, id: $1) }, nil)
                              }, storePath: { $0 + ".lmdb" })
     }
     if onlyBackends { continue }
