@@ -8,8 +8,8 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
-    /// The insert plan the last write transaction over the engine's own SQL used
-    /// (``SQLiteTransaction``): it holds one of ``statements``, so it goes before they do.
+    /// The last insert plan built over the engine's own SQL (``SQLiteTransaction``), or `nil` (a
+    /// transaction over other SQL let it go). It holds a statement, so it goes before they do.
     var insertPlan: SQLiteInsertPlan?
     /// Statements of SQL built per request, least recently used first, at most
     /// ``requestStatementLimit``: a request repeated in a loop is prepared once, and distinct

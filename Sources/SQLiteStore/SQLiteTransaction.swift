@@ -10,7 +10,9 @@ final class SQLiteTransaction: StorageWriter {
     init(connection: SQLiteConnection, statements: NameIndex<SQLiteEntitySQL>) {
         self.connection = connection
         self.statements = statements
-        if !statements.isEmpty, let plan = connection.insertPlan { lastInsertReference = Unmanaged.passUnretained(plan) }
+        if !statements.isEmpty, let plan = connection.insertPlan {
+            lastInsertReference = Unmanaged.passUnretained(plan)
+        }
     }
 
     /// SQL built for entities the engine's schema does not hold as given (a schema upgrade's
@@ -382,15 +384,17 @@ final class SQLiteTransaction: StorageWriter {
     /// used where they are: copied out of it, each was retained and released per insert): the
     /// last plan, through an unretained reference (``lastInsert`` keeps it; reading the property
     /// retained it per insert), when it is the entity's and not stepping; otherwise a new one,
-    /// kept as the last when its statement is cached.
+    /// kept as the last (by the connection) when the entity's SQL is the engine's own.
     @inline(__always)
-    private func withInsertPlan(_ entity: EntitySchema, _ body: (SQLiteInsertPlan) throws -> Value?) throws -> Value? {
+    private func withInsertPlan(_ entity: EntitySchema,
+                                _ body: (SQLiteInsertPlan) throws -> Value?) throws -> Value? {
         if let last = lastInsertReference,
            last._withUnsafeGuaranteedRef({ $0.entity.isSameDefinition(as: entity) && !$0.statement.isBusy }) {
             return try last._withUnsafeGuaranteedRef(body)
         }
         let texts = sql(entity)
-        let plan = SQLiteInsertPlan(entity, texts, try writeStatement(texts.insert, of: entity, inserting: true))
+        let statement = try writeStatement(texts.insert, of: entity, inserting: true)
+        let plan = SQLiteInsertPlan(entity, texts, statement)
         lastInsert = statements[entity.name] == nil ? nil : plan
         return try body(plan)
     }
@@ -495,8 +499,7 @@ extension SQLiteTransaction: ChangeLogWriting {
 /// connection from one insert, and one transaction, to the next (``SQLiteConnection/insertPlan``).
 final class SQLiteInsertPlan {
     /// The row's step failed a unique constraint (its key or a unique index): what
-    /// ``SQLiteTransaction/insertFields(_:in:)`` and
-    /// ``SQLiteTransaction/insertRecordFields(_:in:)``
+    /// ``SQLiteTransaction/insertFields(_:in:)`` and ``SQLiteTransaction/insertRecordFields(_:in:)``
     /// name from the normalized record.
     struct ConstraintFailed: Error {
         let error: StoreError
@@ -559,8 +562,8 @@ final class SQLiteInsertPlan {
     private func bindAndStep(_ buffer: StoredFieldBuffer) throws -> Value? {
         // The key attribute's type is an int, string or uuid (the schema's rule), so a value
         // bound for it is a key.
-        guard let key = try buffer.bind(statement, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot, summed: sealed)
-        else { return nil }
+        guard let key = try buffer.bind(statement, kinds: UnsafeBufferPointer(kinds), keySlot: keySlot,
+                                        summed: sealed) else { return nil }
         try step()
         return key
     }

@@ -40,37 +40,52 @@ package enum RawRowSum {
 /// type, one kind, the key as a LEB128 zigzag difference from 0), then the CRC-32C of all of it;
 /// integers little-endian. Written into a buffer kept from one entry to the next.
 package struct RawFeedEntry {
-    private var buffer = [UInt8](repeating: 0, count: 64)
+    private var buffer: [UInt8] = []
 
     package init() {}
 
-    package mutating func withInsertOf(_ key: Int64, entity: StaticString, _ body: (UnsafeRawBufferPointer) -> Void) {
+    /// Hands the entry of the insert of `key` into `entity` to `body`.
+    package mutating func withInsertOf(_ key: Int64, entity: String,
+                                       _ body: (UnsafeRawBufferPointer) -> Void) {
+        var name = entity
+        // The header (17), the group (4 + name + 7), a LEB128 of at most 10 bytes, the checksum.
+        let size = 17 + 4 + name.utf8.count + 7 + 10 + 4
+        if buffer.count < size { buffer = [UInt8](repeating: 0, count: size) }
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         let now = Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1_000
-        buffer.withUnsafeMutableBytes { out in
-            var at = 0
-            func byte(_ value: UInt8) { out[at] = value; at += 1 }
-            func u32(_ value: UInt32) { out.storeBytes(of: value.littleEndian, toByteOffset: at, as: UInt32.self); at += 4 }
-            byte(3)
-            out.storeBytes(of: UInt64(bitPattern: now).littleEndian, toByteOffset: at, as: UInt64.self)
-            at += 8
-            u32(1)
-            u32(UInt32(entity.utf8CodeUnitCount))
-            (out.baseAddress! + at).copyMemory(from: entity.utf8Start, byteCount: entity.utf8CodeUnitCount)
-            at += entity.utf8CodeUnitCount
-            byte(4)  // keys as differences
-            byte(1)  // an int key
-            u32(1)
-            byte(1)  // inserted
-            var zigzag = UInt64(bitPattern: (key << 1) ^ (key >> 63))
-            while zigzag >= 0x80 {
-                byte(UInt8(zigzag & 0x7F) | 0x80)
-                zigzag >>= 7
+        name.withUTF8 { name in
+            buffer.withUnsafeMutableBytes { out in
+                var at = 0
+                func byte(_ value: UInt8) {
+                    out[at] = value
+                    at += 1
+                }
+                func u32(_ value: UInt32) {
+                    out.storeBytes(of: value.littleEndian, toByteOffset: at, as: UInt32.self)
+                    at += 4
+                }
+                byte(3)
+                out.storeBytes(of: UInt64(bitPattern: now).littleEndian, toByteOffset: at, as: UInt64.self)
+                at += 8
+                u32(1)
+                u32(UInt32(name.count))
+                UnsafeMutableRawBufferPointer(rebasing: out[at..<(at + name.count)])
+                    .copyMemory(from: UnsafeRawBufferPointer(name))
+                at += name.count
+                byte(4)  // keys as differences
+                byte(1)  // an int key
+                u32(1)
+                byte(1)  // inserted
+                var zigzag = UInt64(bitPattern: (key << 1) ^ (key >> 63))
+                while zigzag >= 0x80 {
+                    byte(UInt8(zigzag & 0x7F) | 0x80)
+                    zigzag >>= 7
+                }
+                byte(UInt8(zigzag))
+                u32(ds_crc32c(0, out.baseAddress, at))
+                body(UnsafeRawBufferPointer(start: out.baseAddress, count: at))
             }
-            byte(UInt8(zigzag))
-            u32(ds_crc32c(0, out.baseAddress, at))
-            body(UnsafeRawBufferPointer(start: out.baseAddress, count: at))
         }
     }
 }

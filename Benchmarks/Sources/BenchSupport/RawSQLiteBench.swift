@@ -92,7 +92,8 @@ package final class RawSQLiteBench {
     }
 
     /// The store's change feed table, as the store makes it at its first recorded commit.
-    package static let feedDDL = "CREATE TABLE IF NOT EXISTS _ds_feed (seq INTEGER PRIMARY KEY, entry BLOB NOT NULL)"
+    package static let feedDDL =
+        "CREATE TABLE IF NOT EXISTS _ds_feed (seq INTEGER PRIMARY KEY, entry BLOB NOT NULL)"
 
     /// One-insert transactions that each also append to the feed table the entry the store's
     /// change feed writes for such a transaction (``RawFeedEntry``), as a C program keeping the
@@ -111,12 +112,13 @@ package final class RawSQLiteBench {
             begin()
             insert(statement, i)
             sequence += 1
-            entry.withInsertOf(Int64(i), entity: "Item") { bytes in
+            entry.withInsertOf(Int64(i), entity: WorkloadItem.entityName) { bytes in
                 sqlite3_reset(append)
                 sqlite3_bind_int64(append, 1, sequence)
                 sqlite3_bind_blob(append, 2, bytes.baseAddress, Int32(bytes.count), transient)
                 let rc = sqlite3_step(append)
-                precondition(rc == SQLITE_DONE, "the raw side's feed entry \(sequence) was not stored (\(rc))")
+                precondition(rc == SQLITE_DONE, "the raw side's feed entry \(sequence) was not stored "
+                    + "(\(rc))")
             }
             commitTransaction()
         }
@@ -267,21 +269,25 @@ package final class RawSQLiteBench {
 
     /// Whether the last entry of the feed table here is laid out as the last one of the store at
     /// `path` (closed): the same bytes but for the commit's time (bytes 1 to 8) and the checksum
-    /// (the last four), which covers the time.
+    /// (the last four, which cover the time), and on each side a checksum that is the CRC-32C of
+    /// the bytes before it.
     package func sameLastFeedEntry(asStoreAt path: String) -> Bool {
         var other: OpaquePointer?
         defer { sqlite3_close_v2(other) }
         guard sqlite3_open_v2(path, &other, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return false }
         func entry(_ db: OpaquePointer?) -> [UInt8]? {
             var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(db, "SELECT entry FROM _ds_feed ORDER BY seq DESC LIMIT 1", -1, &statement, nil)
-                == SQLITE_OK else { return nil }
+            let sql = "SELECT entry FROM _ds_feed ORDER BY seq DESC LIMIT 1"
+            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { return nil }
             defer { sqlite3_finalize(statement) }
             guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
-            let bytes = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 0),
-                                                     count: Int(sqlite3_column_bytes(statement, 0))))
+            let bytes = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 0),
+                                               count: Int(sqlite3_column_bytes(statement, 0)))
             guard bytes.count > 13 else { return nil }
-            return [bytes[0]] + bytes[9..<(bytes.count - 4)]
+            let end = bytes.count - 4
+            let stored = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: end, as: UInt32.self))
+            guard RawRowSum.of(UnsafeRawBufferPointer(rebasing: bytes[..<end])) == stored else { return nil }
+            return [bytes[0]] + bytes[9..<end]
         }
         let mine = entry(db)
         return mine != nil && mine == entry(other)

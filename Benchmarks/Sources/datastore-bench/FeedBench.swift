@@ -48,9 +48,11 @@ import SQLiteStore
                 // both sides.
                 let again = try open("small-again", feed: true)
                 let rawFeed = rawSQLite("\(directory)/raw-small-feed", workload)
-                record(backend, "small transactions (1 insert per writeSync), feed on, raw C writing the feed's entry too",
+                let api = APIBench(store: again, workload: workload)
+                record(backend,
+                       "small transactions (1 insert per writeSync), feed on, raw C writing the feed's entry too",
                        small, operations: small,
-                       api: try time { try APIBench(store: again, workload: workload).insertAll(from: 0, count: small, batch: 1) },
+                       api: try time { try api.insertAll(from: 0, count: small, batch: 1) },
                        raw: time { rawFeed.insertAllWithFeed(from: 0, count: small) })
                 try again.close()
                 if key == nil {

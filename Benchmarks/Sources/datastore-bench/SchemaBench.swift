@@ -70,10 +70,10 @@ import SQLiteStore
             let api = try time { try open(next, upgrades).close() }
             let raw = time {
                 if let rawSQLiteStore {
-                    rawSQLiteStore.exec("BEGIN IMMEDIATE")
+                    rawSQLiteStore.begin()
                     let rc = rawSQLiteStore.exec(sql)
                     precondition(rc == SQLITE_OK, "the raw SQL of '\(name)' failed (\(rc))")
-                    rawSQLiteStore.exec("COMMIT")
+                    rawSQLiteStore.commitTransaction()
                 } else if let rawLMDBStore {
                     rawLMDBStore.schemaStep(lmdbWork)
                 }

@@ -217,11 +217,13 @@ func check(_ a: Int, _ b: Int, _ what: String) {
         // The store's small writes again, against a C loop that also writes the entry the store's
         // change feed writes for each (its table, its bytes): the same work on both sides.
         let start = n + 2 * Workload.smallTransactions
-        record(name, "10,000 small writeSync, raw C writing the feed's entry too", n, operations: Workload.smallTransactions,
+        record(name, "10,000 small writeSync, raw C writing the feed's entry too", n,
+               operations: Workload.smallTransactions,
                api: try time { try api.smallTransactions(from: start) },
                raw: time { smallWithFeed(start, Workload.smallTransactions) })
         let next = start + Workload.smallTransactions
-        record(name, "10,000 writeAsync, raw C writing the feed's entry too", n, operations: Workload.smallTransactions,
+        record(name, "10,000 writeAsync, raw C writing the feed's entry too", n,
+               operations: Workload.smallTransactions,
                api: try time { try api.asyncWrites(from: next) },
                raw: time { smallWithFeed(next, Workload.smallTransactions) })
     }

@@ -67,8 +67,8 @@ extension DataStore {
     public func observe(_ request: FetchRequest, onError: @escaping @Sendable (any Error) -> Void = { _ in },
                         onChange: @escaping @Sendable ([Record]) -> Void) -> ObservationHandle {
         let observation = observe(request)
-        // Detached: a task started inside a block of the store would inherit the block's
-        // task-local record and see every later write of the callback as reentrant.
+        // Detached: the callbacks run on a task of their own, which inherits nothing from the
+        // caller's task (its priority, its task-local values).
         return ObservationHandle(Task.detached {
             do {
                 for try await results in observation { onChange(results) }

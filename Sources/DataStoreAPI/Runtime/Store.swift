@@ -589,9 +589,10 @@ open class Store: DataStore, @unchecked Sendable {
 ///
 /// The innermost link is the thread's (a POSIX thread-specific value), not the task's: a block is
 /// synchronous, so everything it runs inside it (a nested read, a nested write refused) runs on
-/// its thread. A task-local value cost about 1,700 instructions a transaction (two allocations
-/// to push it on a thread without a task), and a task the block started inherited it: such a
-/// task's write, even one made long after the block ended, was refused as reentrant.
+/// its thread. A task-local value cost about 780 instructions more a one-insert transaction (two
+/// allocations to push it on a thread without a task; callgrind, `profile-store sqlite small`),
+/// and a task the block started inherited it: such a task's write, even one made long after the
+/// block ended, was refused as reentrant.
 enum ActiveBlocks {
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
