@@ -427,26 +427,15 @@ extension ChangeLogStoring {
 /// waiting and takes a key found taken for a conflict). A transaction made outside that loop (a
 /// schema upgrade's) or on a later run sees `false`.
 @_spi(Backend) public enum WriteRun {
-    /// One key for the process; the value is the flag itself (a null pointer or not).
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        return key
-    }()
+    /// The value is the flag itself (a null pointer or not).
+    private static let slot = ThreadSlot()
 
     /// The calling thread's flag.
-    public static var isFirstOfRetried: Bool {
-        pthread_getspecific(key) != nil
-    }
+    public static var isFirstOfRetried: Bool { slot.value != nil }
 
     /// Runs `body` with the calling thread's flag set to `first`, then puts back what it was.
-    /// Inlined: called with a tuple's type (a write's result and its commit in flight), a call
-    /// made the runtime look that type's metadata up at every write.
     @inline(__always)
     static func with<T>(firstOfRetried first: Bool, _ body: () throws -> T) rethrows -> T {
-        let outer = pthread_getspecific(key)
-        pthread_setspecific(key, first ? UnsafeRawPointer(bitPattern: 1) : nil)
-        defer { pthread_setspecific(key, outer) }
-        return try body()
+        try slot.with(first ? UnsafeRawPointer(bitPattern: 1) : nil, body)
     }
 }

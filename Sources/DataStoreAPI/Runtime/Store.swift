@@ -587,32 +587,23 @@ open class Store: DataStore, @unchecked Sendable {
 /// and hashed at every block cost about 1,500 instructions a transaction (callgrind,
 /// `profile-store sqlite small`).
 ///
-/// The innermost link is the thread's (a POSIX thread-specific value), not the task's: a block is
+/// The innermost link is the thread's (a ``ThreadSlot``), not the task's: a block is
 /// synchronous, so everything it runs inside it (a nested read, a nested write refused) runs on
 /// its thread. A task-local value cost about 780 instructions more a one-insert transaction (two
 /// allocations to push it on a thread without a task; callgrind, `profile-store sqlite small`),
 /// and a task the block started inherited it: such a task's write, even one made long after the
 /// block ended, was refused as reentrant.
 enum ActiveBlocks {
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key, nil)
-        precondition(status == 0, "pthread_key_create failed (\(status)): no thread-specific key is left")
-        return key
-    }()
+    private static let slot = ThreadSlot()
 
     /// The innermost block's transaction on this thread.
     static var innermost: OpenTransaction? {
-        pthread_getspecific(key).map { Unmanaged<OpenTransaction>.fromOpaque($0).takeUnretainedValue() }
+        slot.value.map { Unmanaged<OpenTransaction>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// Runs `body` with `open` as the thread's innermost block (`open` links to the one before).
     static func with<T>(_ open: OpenTransaction, _ body: () throws -> T) rethrows -> T {
-        let key = self.key
-        let previous = pthread_getspecific(key)
-        pthread_setspecific(key, Unmanaged.passUnretained(open).toOpaque())
-        defer { pthread_setspecific(key, previous) }
-        return try withExtendedLifetime(open, body)
+        try withExtendedLifetime(open) { try slot.with(Unmanaged.passUnretained(open).toOpaque(), body) }
     }
 
     /// The open transaction of the store whose identity is `store`, if the current thread is
