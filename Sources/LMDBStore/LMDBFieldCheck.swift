@@ -11,15 +11,48 @@ final class LMDBFieldCheck {
     let attributes: [Attribute]
     let count: Int
     /// Per slot: the tag its values are stored under (a bool's is its false tag), whether it may
-    /// be null, and its type.
-    private let kinds: UnsafeMutablePointer<(tag: UInt8, optional: Bool, type: ValueType)>
+    /// be null, its type, and how its payload is read (``Shape``).
+    private let kinds: UnsafeMutablePointer<Kind>
+
+    private struct Kind {
+        let tag: UInt8
+        let optional: Bool
+        let type: ValueType
+        let shape: Shape
+    }
+
+    /// How a field's payload is read once its tag is the slot's.
+    private enum Shape: UInt8 {
+        /// No payload: a bool (its false tag; the true tag is the other case).
+        case flag
+        /// Eight bytes: an int's or a date's.
+        case number
+        /// Eight bytes that must not be NaN.
+        case double
+        /// A LEB128 length and that many bytes, which must be UTF-8.
+        case text
+        /// A LEB128 length and that many bytes.
+        case blob
+        /// Sixteen bytes.
+        case uuid
+    }
 
     init(_ attributes: [Attribute]) {
         self.attributes = attributes
         count = attributes.count
         kinds = .allocate(capacity: max(count, 1))
         for (slot, attribute) in attributes.enumerated() {
-            (kinds + slot).initialize(to: (Self.tag(of: attribute.type).rawValue, attribute.isOptional, attribute.type))
+            let shape: Shape
+            switch attribute.type {
+            case .bool: shape = .flag
+            case .int, .date: shape = .number
+            case .double: shape = .double
+            case .string: shape = .text
+            case .bytes: shape = .blob
+            case .uuid: shape = .uuid
+            }
+            (kinds + slot).initialize(to: Kind(tag: Self.tag(of: attribute.type).rawValue, optional: attribute.isOptional,
+                                               type: attribute.type, shape: shape))
         }
     }
 
@@ -66,56 +99,67 @@ final class LMDBFieldCheck {
     }
 
     /// ``walk(_:_:)`` over a record whose checksum matched, without it.
+    ///
+    /// A field whose tag is its slot's is read by the slot's shape (one comparison, then the
+    /// payload); any other tag is a null of an optional attribute, a bool's true, or damage.
+    /// The offsets are compared with `end` before every read, so that the wrapping arithmetic
+    /// cannot overflow: `offset` never passes `end`, and a length is at most `Int32.max`.
     @inline(__always)
     private func walkFields(_ bytes: UnsafeRawBufferPointer,
                             _ found: (_ slot: Int, _ start: Int, _ field: RowField) -> Void) -> Bool {
         // unsealed(_:) checked the format byte.
         guard let base = bytes.baseAddress else { return false }
         let end = bytes.count
+        let kinds = self.kinds
         var offset = 1
         for slot in 0..<count {
             guard offset < end else { return false }
             let start = offset
             let tag = base.load(fromByteOffset: offset, as: UInt8.self)
-            offset += 1
+            offset &+= 1
             let kind = kinds[slot]
-            switch tag {
-            case FieldTag.null.rawValue:
-                guard kind.optional else { return false }
-                found(slot, start, .null)
-            case FieldTag.falseValue.rawValue, FieldTag.trueValue.rawValue:
-                guard kind.tag == FieldTag.falseValue.rawValue else { return false }
-                found(slot, start, RowField(.bool, bits: UInt64(tag &- FieldTag.falseValue.rawValue)))
-            case FieldTag.int.rawValue, FieldTag.double.rawValue, FieldTag.date.rawValue:
-                guard kind.tag == tag, end - offset >= 8 else { return false }
-                let bits = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                if tag == FieldTag.double.rawValue, Double(bitPattern: bits).isNaN { return false }
-                found(slot, start, RowField(kind.type, bits: bits))
-                offset += 8
-            case FieldTag.string.rawValue, FieldTag.bytes.rawValue:
-                guard kind.tag == tag else { return false }
-                // A LEB128 length of at most six bytes, at most Int32.max (as the decode reads it).
-                var length = 0
-                var shift = 0
-                while true {
-                    guard offset < end, shift <= 35 else { return false }
-                    let byte = base.load(fromByteOffset: offset, as: UInt8.self)
-                    offset += 1
-                    length |= Int(byte & 0x7F) << shift
-                    if byte & 0x80 == 0 { break }
-                    shift += 7
+            guard tag == kind.tag else {
+                if tag == FieldTag.null.rawValue, kind.optional {
+                    found(slot, start, .null)
+                } else if tag == FieldTag.trueValue.rawValue, kind.shape == .flag {
+                    found(slot, start, RowField(.bool, bits: 1))
+                } else {
+                    return false
                 }
-                guard length <= Int(Int32.max), length <= end - offset else { return false }
+                continue
+            }
+            switch kind.shape {
+            case .flag:
+                found(slot, start, RowField(.bool, bits: 0))
+            case .number, .double:
+                guard end &- offset >= 8 else { return false }
+                let bits = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                if kind.shape == .double, Double(bitPattern: bits).isNaN { return false }
+                found(slot, start, RowField(kind.type, bits: bits))
+                offset &+= 8
+            case .text, .blob:
+                // A LEB128 length of at most six bytes, at most Int32.max (as the decode reads it).
+                guard offset < end else { return false }
+                var byte = base.load(fromByteOffset: offset, as: UInt8.self)
+                offset &+= 1
+                var length = Int(byte & 0x7F)
+                var shift = 0
+                while byte & 0x80 != 0 {
+                    shift &+= 7
+                    guard offset < end, shift <= 35 else { return false }
+                    byte = base.load(fromByteOffset: offset, as: UInt8.self)
+                    offset &+= 1
+                    length |= Int(byte & 0x7F) &<< shift
+                }
+                guard length <= Int(Int32.max), length <= end &- offset else { return false }
                 let payload = UnsafeRawBufferPointer(start: length > 0 ? base + offset : nil, count: length)
-                if tag == FieldTag.string.rawValue, !UTF8Text.isValid(payload, readable: end - offset) { return false }
+                if kind.shape == .text, !UTF8Text.isValid(payload, readable: end &- offset) { return false }
                 found(slot, start, RowField(kind.type, bytes: payload))
-                offset += length
-            case FieldTag.uuid.rawValue:
-                guard kind.tag == tag, end - offset >= 16 else { return false }
+                offset &+= length
+            case .uuid:
+                guard end &- offset >= 16 else { return false }
                 found(slot, start, RowField(.uuid, bytes: UnsafeRawBufferPointer(start: base + offset, count: 16)))
-                offset += 16
-            default:
-                return false
+                offset &+= 16
             }
         }
         return offset == end

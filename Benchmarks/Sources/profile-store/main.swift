@@ -23,7 +23,8 @@
 // (no raw C side; no migration operations); `postgres` a PostgresStore in a schema of its own on the
 // server whose socket directory PGHOST names (no raw C side; its copy is the SQLite -> PostgreSQL
 // migration at the destination's batch, into a schema of its own each time). The backends `raw-lmdb` and `raw-sqlite`
-// run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small and copy, so
+// run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small, copy and (SQLite)
+// small-feed (small, each transaction writing the feed's entry as the store does), so
 // that the API's count has the raw one beside it.
 // `PROFILE_REPEAT=N` runs the operation N times after one seeding (a read operation, bulk, or
 // postgres copy; an insert would insert its keys again) and prints each run's time to standard
@@ -142,8 +143,13 @@ func runOperationRaw(_ raw: RawSide, _ operation: String, count: Int) throws -> 
     case "small":
         raw.insert(count, Workload.smallTransactions, 1)
         return Workload.smallTransactions
-    default: throw StoreError(.invalidArgument, "no raw C side for '\(operation)'")
+    case "small-feed":
+        guard let withFeed = raw.smallWithFeed else { break }
+        withFeed(count, Workload.smallTransactions)
+        return Workload.smallTransactions
+    default: break
     }
+    throw StoreError(.invalidArgument, "no raw C side for '\(operation)'")
 }
 
 /// The raw C copy of the harness's migration rows.
@@ -172,6 +178,8 @@ struct RawSide {
     let visitInPlace: () -> Int64
     let indexed: () -> Int
     let unindexed: () -> Int
+    /// SQLite's small transactions, each writing the feed's entry as the store does.
+    var smallWithFeed: ((Int, Int) -> Void)?
 
     init(lmdb: RawLMDBBench) {
         (insert, gets, scan, visit, visitInPlace) = (lmdb.insertAll, lmdb.pointGets, lmdb.scan, lmdb.visit, lmdb.visitInPlace)
@@ -182,6 +190,7 @@ struct RawSide {
         (insert, gets, scan, visit, visitInPlace) = (sqlite.insertAll, sqlite.pointGets, sqlite.scan, sqlite.visit,
                                                      sqlite.visitInPlace)
         (indexed, unindexed) = (sqlite.indexedQueries, sqlite.unindexedQuery)
+        smallWithFeed = sqlite.insertAllWithFeed
     }
 }
 
