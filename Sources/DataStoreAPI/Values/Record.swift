@@ -384,6 +384,17 @@ public struct Record: Sendable, ExpressibleByDictionaryLiteral, CustomStringConv
 
 extension Record: Hashable {
     public static func == (lhs: Record, rhs: Record) -> Bool {
+        // Two compact records (a verify's pair, one from each store): their chunks' layouts
+        // compared where the chunks keep them, then their fields byte for byte. Through
+        // `storedLayout` and `compactRow`, each part was copied out, three retains and four
+        // releases a pair.
+        if case .compact(let a) = lhs.names, case .compact(let b) = rhs.names {
+            let (x, y) = (CompactRow(chunk: a.chunk, start: Int(lhs.slots.start), count: Int(lhs.slots.length)),
+                          CompactRow(chunk: b.chunk, start: Int(rhs.slots.start), count: Int(rhs.slots.length)))
+            if x.chunk === y.chunk || CompactRow.sameLayout(x, y) {
+                return CompactRow.sameFields(x, y) || (0..<x.count).allSatisfy { x.value(at: $0) == y.value(at: $0) }
+            }
+        }
         if let a = lhs.storedLayout, let b = rhs.storedLayout, a == b {
             switch (lhs.compactRow, rhs.compactRow) {
             case (nil, nil): return RecordValues.equalElements(lhs.slots, rhs.slots)
