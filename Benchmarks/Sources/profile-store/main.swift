@@ -44,7 +44,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|scan|foreach|get|query|unindexed|typed|small|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|scan|foreach|get|query|unindexed|typed|small|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]

@@ -137,9 +137,6 @@ struct CompactRow {
         }
     }
 
-    /// Whether both hold the same fields byte for byte: then, and only then, their values are
-    /// equal (``Value``'s `==` compares strings by their UTF-8 and doubles by their bits, as
-    /// their fields hold them).
     /// Whether the two records' chunks have equal layouts, each read where its chunk keeps it.
     static func sameLayout(_ a: CompactRow, _ b: CompactRow) -> Bool {
         a.chunk.withUnsafeMutablePointerToHeader { x in
@@ -147,6 +144,9 @@ struct CompactRow {
         }
     }
 
+    /// Whether both hold the same fields byte for byte: then, and only then, their values are
+    /// equal (``Value``'s `==` compares strings by their UTF-8 and doubles by their bits, as
+    /// their fields hold them).
     static func sameFields(_ a: CompactRow, _ b: CompactRow) -> Bool {
         guard a.count == b.count else { return false }
         return a.withBases { ta, fa in
