@@ -396,9 +396,9 @@ extension Record: Hashable {
             }
         }
         if let a = lhs.storedLayout, let b = rhs.storedLayout, a == b {
+            // (Two compact records of equal layouts were compared above.)
             switch (lhs.compactRow, rhs.compactRow) {
             case (nil, nil): return RecordValues.equalElements(lhs.slots, rhs.slots)
-            case let (x?, y?) where CompactRow.sameFields(x, y): return true
             default: return (0..<lhs.slots.count).allSatisfy { lhs.value(atSlot: $0) == rhs.value(atSlot: $0) }
             }
         }
