@@ -7,7 +7,8 @@ import SQLiteStore
 
 /// The change feed's cost and the delivery latency of live queries:
 /// - small transactions (one insert per `writeSync`) and a bulk insert of `n` items in one
-///   `writeSync`, each with the feed on and off, next to the raw C API doing the same inserts;
+///   `writeSync`, each with the feed on and off, next to the raw C API doing the same inserts
+///   (each row the fastest of ``writeRounds`` rounds of each side, in turns: ``inTurns(_:api:raw:)``);
 /// - how long after `writeSync` returns an in-process observer gets the new results.
 /// With `key`, on encrypted stores (the feed's entries sealed too).
 @MainActor func benchmarkFeed(n: Int, key: StoreKey? = nil) throws {
@@ -36,11 +37,12 @@ import SQLiteStore
         }
         for feed in [false, true] {
             let label = feed ? "feed on" : "feed off"
+            // Each round of the small transactions writes the next `small` keys, on both sides.
             let store = try open("small-\(feed)", feed: feed)
             let rawSmall = raw("raw-small-\(feed)")
-            record(backend, "small transactions (1 insert per writeSync), \(label)", small, operations: small,
-                   api: try time { try APIBench(store: store, workload: workload).insertAll(from: 0, count: small, batch: 1) },
-                   raw: time { rawSmall(0, small, 1) })
+            try recordInTurns(backend, "small transactions (1 insert per writeSync), \(label)", small, operations: small,
+                          api: { try APIBench(store: store, workload: workload).insertAll(from: $0 * small, count: small, batch: 1) },
+                          raw: { rawSmall($0 * small, small, 1) })
             try store.close()
             if feed && engine == "SQLite" {
                 // The same small transactions against a C loop that also writes the entry the
@@ -49,23 +51,24 @@ import SQLiteStore
                 let again = try open("small-again", feed: true)
                 let rawFeed = rawSQLite("\(directory)/raw-small-feed", workload)
                 let api = APIBench(store: again, workload: workload)
-                record(backend,
-                       "small transactions (1 insert per writeSync), feed on, raw C writing the feed's entry too",
-                       small, operations: small,
-                       api: try time { try api.insertAll(from: 0, count: small, batch: 1) },
-                       raw: time { rawFeed.insertAllWithFeed(from: 0, count: small) })
+                try recordInTurns(backend,
+                              "small transactions (1 insert per writeSync), feed on, raw C writing the feed's entry too",
+                              small, operations: small,
+                              api: { try api.insertAll(from: $0 * small, count: small, batch: 1) },
+                              raw: { rawFeed.insertAllWithFeed(from: $0 * small, count: small) })
                 try again.close()
                 if key == nil {
                     precondition(rawFeed.sameLastFeedEntry(asStoreAt: "\(directory)/small-again.sqlite"),
                                  "the raw side's feed entry is not laid out as the store's")
                 }
             }
-            let bulk = try open("bulk-\(feed)", feed: feed)
-            let rawBulk = raw("raw-bulk-\(feed)")
-            record(backend, "bulk insert, one writeSync, \(label)", n, operations: n,
-                   api: try time { try APIBench(store: bulk, workload: workload).insertAll(from: 0, count: n, batch: n) },
-                   raw: time { rawBulk(0, n, n) })
-            try bulk.close()
+            // Each round of the bulk insert into stores of its own, opened before the turns.
+            let bulk = try (0..<writeRounds).map { try open("bulk-\(feed)-\($0)", feed: feed) }
+            let rawBulk = (0..<writeRounds).map { raw("raw-bulk-\(feed)-\($0)") }
+            try recordInTurns(backend, "bulk insert, one writeSync, \(label)", n, operations: n,
+                          api: { try APIBench(store: bulk[$0], workload: workload).insertAll(from: 0, count: n, batch: n) },
+                          raw: { rawBulk[$0](0, n, n) })
+            for store in bulk { try store.close() }
         }
         // Delivery latency: commit, then wait for the observer's delivery of that commit.
         let store = try open("latency", feed: true)

@@ -159,6 +159,35 @@ var rows: [Row] = []
                                                operation, n, api, raw, ratio).utf8))
 }
 
+/// How many times a write row's two sides are timed (``inTurns(_:api:raw:)``).
+let writeRounds = 3
+
+/// A write row's two sides timed in turns, the API's then the raw side's, `rounds` times, each
+/// round writing where no round wrote before (keys of its own, or a store of its own, which
+/// `api` and `raw` choose from the round they are given): the fastest round of each side, and
+/// that round's memory peak. A read row takes the fastest of 5 runs of each side; a write
+/// timed once moved by up to 0.3 of a ratio from one run to the next (Benchmarks/README.md),
+/// and taking turns keeps a slow stretch of the machine (a checkpoint, the page cache's
+/// write-back) from landing on one side only.
+@MainActor func inTurns(_ rounds: Int = writeRounds, api: (Int) throws -> Void,
+                        raw: (Int) throws -> Void) rethrows -> (api: Double, raw: Double, peaks: (api: Int, raw: Int)) {
+    var best = (api: Double.infinity, raw: Double.infinity, peaks: (api: 0, raw: 0))
+    for round in 0..<rounds {
+        let a = try time { try api(round) }
+        if a < best.api { (best.api, best.peaks.api) = (a, RssAnonSampler.shared.peak(back: 1)) }
+        let r = try time { try raw(round) }
+        if r < best.raw { (best.raw, best.peaks.raw) = (r, RssAnonSampler.shared.peak(back: 1)) }
+    }
+    return best
+}
+
+/// ``record(_:_:_:operations:api:raw:memory:peaks:)`` of a row timed ``inTurns(_:api:raw:)``.
+@MainActor func recordInTurns(_ backend: String, _ operation: String, _ n: Int, operations: Int,
+                              api: (Int) throws -> Void, raw: (Int) throws -> Void) rethrows {
+    let timed = try inTurns(api: api, raw: raw)
+    record(backend, operation, n, operations: operations, api: timed.api, raw: timed.raw, peaks: timed.peaks)
+}
+
 func check(_ a: Int, _ b: Int, _ what: String) {
     precondition(a == b, "\(what): API returned \(a), raw C \(b)")
 }
@@ -172,17 +201,24 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     let workload = Workload(count: n)
     let directory = scratch(name)
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let store = try open(directory + "/bulk")
+    // The inserts into an empty store: each round into stores of its own, opened before the
+    // turns; the last round's are the ones the next rows read.
+    let last = writeRounds - 1
+    let stores = try (0..<writeRounds).map { try open(directory + ($0 == last ? "/bulk" : "/bulk-\($0)")) }
+    let raws = (0..<writeRounds).map { raw(directory + ($0 == last ? "/raw-bulk" : "/raw-bulk-\($0)")) }
+    try recordInTurns(name, "bulk insert, one writeSync", n, operations: n,
+                  api: { try APIBench(store: stores[$0], workload: workload).insertAll(from: 0, count: n, batch: n) },
+                  raw: { raws[$0].insert(0, n, n) })
+    for other in stores.dropLast() { try other.close() }
+    let store = stores[last]
     let api = APIBench(store: store, workload: workload)
-    let rawBulk = raw(directory + "/raw-bulk")
-    record(name, "bulk insert, one writeSync", n, operations: n,
-           api: try time { try api.insertAll(from: 0, count: n, batch: n) }, raw: time { rawBulk.insert(0, n, n) })
-    let batchedStore = try open(directory + "/batched")
-    let rawBatched = raw(directory + "/raw-batched")
-    record(name, "batched inserts (1,000 per writeSync)", n, operations: n,
-           api: try time { try APIBench(store: batchedStore, workload: workload).insertAll(from: 0, count: n, batch: 1_000) },
-           raw: time { rawBatched.insert(0, n, 1_000) })
-    try batchedStore.close()
+    let rawBulk = raws[last]
+    let batched = try (0..<writeRounds).map { try open(directory + "/batched-\($0)") }
+    let rawBatched = (0..<writeRounds).map { raw(directory + "/raw-batched-\($0)") }
+    try recordInTurns(name, "batched inserts (1,000 per writeSync)", n, operations: n,
+                  api: { try APIBench(store: batched[$0], workload: workload).insertAll(from: 0, count: n, batch: 1_000) },
+                  raw: { rawBatched[$0].insert(0, n, 1_000) })
+    for other in batched { try other.close() }
     let keys = workload.lookups
     var (a, b) = (0, 0)
     record(name, "point get by key", n, operations: keys.count,
@@ -207,25 +243,25 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     record(name, "query on non-indexed attribute", n, operations: 1,
            api: try bestOf(5) { a = try api.unindexedQuery() }, raw: bestOf(5) { b = rawBulk.unindexed() })
     check(a, b, "unindexed query")
-    record(name, "10,000 small writeSync", n, operations: Workload.smallTransactions,
-           api: try time { try api.smallTransactions(from: n) },
-           raw: time { rawBulk.insert(n, Workload.smallTransactions, 1) })
-    record(name, "10,000 writeAsync", n, operations: Workload.smallTransactions,
-           api: try time { try api.asyncWrites(from: n + Workload.smallTransactions) },
-           raw: time { rawBulk.insert(n + Workload.smallTransactions, Workload.smallTransactions, 1) })
+    // The small writes: each round of each row the next 10,000 keys, on both sides.
+    let small = Workload.smallTransactions
+    /// The first key of `round` of the `row`th small-write row.
+    func firstKey(_ row: Int, _ round: Int) -> Int { n + (row * writeRounds + round) * small }
+    try recordInTurns(name, "10,000 small writeSync", n, operations: small,
+                  api: { try api.smallTransactions(from: firstKey(0, $0)) },
+                  raw: { rawBulk.insert(firstKey(0, $0), small, 1) })
+    try recordInTurns(name, "10,000 writeAsync", n, operations: small,
+                  api: { try api.asyncWrites(from: firstKey(1, $0)) },
+                  raw: { rawBulk.insert(firstKey(1, $0), small, 1) })
     if let smallWithFeed = rawBulk.smallWithFeed {
         // The store's small writes again, against a C loop that also writes the entry the store's
         // change feed writes for each (its table, its bytes): the same work on both sides.
-        let start = n + 2 * Workload.smallTransactions
-        record(name, "10,000 small writeSync, raw C writing the feed's entry too", n,
-               operations: Workload.smallTransactions,
-               api: try time { try api.smallTransactions(from: start) },
-               raw: time { smallWithFeed(start, Workload.smallTransactions) })
-        let next = start + Workload.smallTransactions
-        record(name, "10,000 writeAsync, raw C writing the feed's entry too", n,
-               operations: Workload.smallTransactions,
-               api: try time { try api.asyncWrites(from: next) },
-               raw: time { smallWithFeed(next, Workload.smallTransactions) })
+        try recordInTurns(name, "10,000 small writeSync, raw C writing the feed's entry too", n, operations: small,
+                      api: { try api.smallTransactions(from: firstKey(2, $0)) },
+                      raw: { smallWithFeed(firstKey(2, $0), small) })
+        try recordInTurns(name, "10,000 writeAsync, raw C writing the feed's entry too", n, operations: small,
+                      api: { try api.asyncWrites(from: firstKey(3, $0)) },
+                      raw: { smallWithFeed(firstKey(3, $0), small) })
     }
     try store.close()
     // Two items the store wrote (the first, whose numbers are zeros, and the last), read by the
