@@ -276,19 +276,22 @@ final class SQLiteTransaction: StorageWriter {
         return try statement.step() ? statement.bytes(at: 0) : nil
     }
 
-    /// ``SQLiteConnection/dataVersion()`` (changed by every other connection's commit, not by
-    /// this connection's own) with the rows this connection has changed so far
-    /// (`sqlite3_total_changes64`), so that a write on the same connection outside the store's
-    /// transactions changes the version too.
-    /// The data version is read once per transaction: no other connection can commit while this
-    /// one holds the write lock.
+    /// The connection's count of committed write transactions
+    /// (``SQLiteConnection/writeCommits``), with the rows it has changed so far
+    /// (`sqlite3_total_changes64`). After writes: the count this transaction's commit makes.
+    /// Before: the count, when the file's data version (``SQLiteConnection/fileDataVersion()``,
+    /// read now that the transaction holds the write lock) is the one the connection's last
+    /// commit left, so that nothing (another connection, another process, a statement of this
+    /// connection outside the store's transactions) changed the file since; otherwise a count
+    /// no commit reaches, so that the value matches none the store kept.
     func commitVersion(afterWrites: Bool) throws -> CommitVersion? {
-        let version = try dataVersion ?? connection.dataVersion()
-        dataVersion = version
-        return CommitVersion(UInt64(bitPattern: version), UInt64(bitPattern: sqlite3_total_changes64(connection.handle)))
+        let changes = UInt64(bitPattern: sqlite3_total_changes64(connection.handle))
+        if afterWrites { return CommitVersion(connection.writeCommits &+ 1, changes) }
+        guard let after = connection.dataVersionAfterCommit, let now = connection.fileDataVersion(), now == after else {
+            return CommitVersion(.max, changes)
+        }
+        return CommitVersion(connection.writeCommits, changes)
     }
-
-    private var dataVersion: Int64?
 
     /// The insert or upsert statement of the entity written last (a loop of writes writes one
     /// entity again and again; finding the statement by its SQL hashed the whole text).

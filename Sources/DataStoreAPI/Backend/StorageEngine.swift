@@ -288,8 +288,9 @@ extension StorageWriter {
 }
 
 /// A backend's identity of a committed state (``StorageWriter/commitVersion(afterWrites:)``):
-/// two numbers whose meaning is the backend's own (SQLite: `PRAGMA data_version` and the
-/// connection's total changes; LMDB: the transaction id; in-memory: the commit count).
+/// two numbers whose meaning is the backend's own (SQLite: the connection's committed write
+/// transactions, checked against the file's data version, and its total changes; LMDB: the
+/// transaction id; in-memory: the commit count).
 @_spi(Backend) public struct CommitVersion: Hashable, Sendable {
     public var major: UInt64
     public var minor: UInt64
