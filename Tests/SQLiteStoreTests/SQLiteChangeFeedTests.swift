@@ -71,3 +71,37 @@ func sqliteCommitsReachAnObserverProcessByNotificationAndByPolling() throws {
     }
     #expect(counts == [24, 25, 26, 27], "each batch waits for 3 entries past the retention: \(counts)")
 }
+
+/// Two stores on one file in one process (two writer connections), their writes interleaved: a
+/// write transaction keeps the feed's state from its store's last write only while the file's
+/// data version is the one that write's commit left, so each write notices the other store's
+/// commits. A write that took the kept state after the other's commit would number its entry
+/// with the other's number, and its insert into `_ds_feed` would fail.
+@Test func interleavedWritesOfTwoStoresOnOneFileNumberTheFeedDensely() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("two.sqlite")
+    let first = try SQLiteStore(path: path, schema: Fixtures.schema)
+    defer { try? first.close() }
+    try first.writeSync { try $0.insert(["key": "a0", "value": 0], into: "Keyed") }
+    let second = try SQLiteStore(path: path, schema: Fixtures.schema)
+    defer { try? second.close() }
+    var expected: [[ItemChange]] = [[ItemChange(entity: "Keyed", key: "a0", kind: .inserted)]]
+    for round in 1...20 {
+        // The first store writes twice in a row (the second write may keep the state the first
+        // left), then the second store once, every third round twice.
+        for key in ["a\(round)", "b\(round)"] {
+            try first.writeSync { try $0.insert(["key": .string(key), "value": .int(Int64(round))], into: "Keyed") }
+            expected.append([ItemChange(entity: "Keyed", key: .string(key), kind: .inserted)])
+        }
+        for key in round % 3 == 0 ? ["c\(round)", "d\(round)"] : ["c\(round)"] {
+            try second.writeSync { try $0.insert(["key": .string(key), "value": .int(Int64(round))], into: "Keyed") }
+            expected.append([ItemChange(entity: "Keyed", key: .string(key), kind: .inserted)])
+        }
+    }
+    for store in [first, second] {
+        let feed = try store.changes(since: ChangeToken(store: nil, sequence: 0), limit: 1_000)
+        #expect(feed.map(\.sequence) == Array(1...UInt64(expected.count)))
+        #expect(feed.map(\.items) == expected)
+    }
+    #expect(try first.read { try $0.count(FetchRequest("Keyed")) } == expected.count)
+}
