@@ -119,8 +119,10 @@ package func time(_ body: () throws -> Void) rethrows -> Double {
 }
 
 /// The fastest of `runs` runs of a read-only `body`, in one memory-sampled block: a single run
-/// of a read that takes a few tens of milliseconds varies by a third on this machine. Writes run
-/// once (a second run would find the data there).
+/// of a read that takes a few tens of milliseconds varies by a third on this machine. A write
+/// cannot run again on the same keys (a second run would find the data there): the main and
+/// feed tables' write rows take rounds on keys or stores of their own instead
+/// (`inTurns(_:api:raw:)` in datastore-bench).
 package func bestOf(_ runs: Int, _ body: () throws -> Void) rethrows -> Double {
     RssAnonSampler.shared.begin()
     defer { RssAnonSampler.shared.end() }
