@@ -332,7 +332,7 @@ final class SQLiteConnection {
     /// instructions a write transaction (callgrind, `profile-store sqlite small 20000`).
     func fileDataVersion() -> UInt32? {
         var version: UInt32 = 0
-        // A null name is the main database ("main", looked up by name, took about 120 more).
+        // A null name is the main database ("main", looked up by name, took about 110 more a call).
         return sqlite3_file_control(handle, nil, SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK ? version : nil
     }
 
