@@ -16,8 +16,8 @@ enum JSONLHeader {
     static func encode(_ schema: Schema, metadata: [String: [UInt8]] = [:]) throws -> [UInt8] {
         var line = Array(#"{"datastore":"jsonl","format":\#(metadata.isEmpty ? 1 : 2),"#.utf8)
         if !metadata.isEmpty {
-            let entries = metadata.keys.sorted().map { key in
-                #""\#(key)":"\#(Data(metadata[key]!).base64EncodedString())""#
+            let entries = metadata.sorted { $0.key < $1.key }.map { key, value in
+                #""\#(key)":"\#(Data(value).base64EncodedString())""#
             }
             line += Array(#""metadata":{\#(entries.joined(separator: ","))},"#.utf8)
         }
