@@ -168,13 +168,17 @@ let writeRounds = 3
 /// that round's memory peak. A read row takes the fastest of 5 runs of each side; a write
 /// timed once moved by up to 0.3 of a ratio from one run to the next (Benchmarks/README.md),
 /// and taking turns keeps a slow stretch of the machine (a checkpoint, the page cache's
-/// write-back) from landing on one side only.
+/// write-back) from landing on one side only. Each side's round starts once the page cache has
+/// written out what earlier writes left in it (`sync()`, not timed): otherwise a round's fsyncs
+/// also wait for the last round's pages, which the kernel writes back while the next one runs.
 @MainActor func inTurns(_ rounds: Int = writeRounds, api: (Int) throws -> Void,
                         raw: (Int) throws -> Void) rethrows -> (api: Double, raw: Double, peaks: (api: Int, raw: Int)) {
     var best = (api: Double.infinity, raw: Double.infinity, peaks: (api: 0, raw: 0))
     for round in 0..<rounds {
+        sync()
         let a = try time { try api(round) }
         if a < best.api { (best.api, best.peaks.api) = (a, RssAnonSampler.shared.peak(back: 1)) }
+        sync()
         let r = try time { try raw(round) }
         if r < best.raw { (best.raw, best.peaks.raw) = (r, RssAnonSampler.shared.peak(back: 1)) }
     }

@@ -8,7 +8,8 @@
 //
 // Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), bulk (one
 // writeSync of insert(contentsOf:) of COUNT items into an empty store, change feed on; each
-// repetition inserts the COUNT keys after the last one's), scan (one
+// repetition inserts the COUNT keys after the last one's), batched (COUNT items into an empty store,
+// 1,000 a writeSync, change feed on, as the main table's batched row), scan (one
 // full fetch), foreach (one full visit), rows (one visit of Rows, each decoded into a struct), inplace
 // (one visit of Rows, their fields read in place), get (COUNT point gets, at most 100,000), query (100 indexed
 // equality fetches), unindexed (one filtered fetch), typed (one typed fetch through Codable), generated (one
@@ -23,7 +24,7 @@
 // (no raw C side; no migration operations); `postgres` a PostgresStore in a schema of its own on the
 // server whose socket directory PGHOST names (no raw C side; its copy is the SQLite -> PostgreSQL
 // migration at the destination's batch, into a schema of its own each time). The backends `raw-lmdb` and `raw-sqlite`
-// run the harness's raw C side of insert, scan, foreach, get, query, unindexed, small, copy and (SQLite)
+// run the harness's raw C side of insert, batched, scan, foreach, get, query, unindexed, small, copy and (SQLite)
 // small-feed (small, each transaction writing the feed's entry as the store does), so
 // that the API's count has the raw one beside it.
 // `PROFILE_REPEAT=N` runs the operation N times after one seeding (a read operation, bulk, or
@@ -44,7 +45,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|scan|foreach|get|query|unindexed|typed|small|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|scan|foreach|get|query|unindexed|typed|small|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -80,6 +81,10 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     switch operation {
     case "insert":
         try api.insertAll(from: 0, count: count, batch: count)
+        return count
+    case "batched":
+        // The harness's batched row: 1,000 inserts a writeSync, into an empty store.
+        try api.insertAll(from: 0, count: count, batch: 1_000)
         return count
     case "bulk":
         // The harness's bulk row: one writeSync of insert(contentsOf:) (COPY on PostgreSQL).
@@ -133,6 +138,9 @@ func runOperationRaw(_ raw: RawSide, _ operation: String, count: Int) throws -> 
     switch operation {
     case "insert":
         raw.insert(0, count, count)
+        return count
+    case "batched":
+        raw.insert(0, count, 1_000)
         return count
     case "scan": return raw.scan()
     case "get": return raw.gets(workload.lookups)
@@ -292,7 +300,7 @@ do {
         let raw = backend == "raw-lmdb"
             ? RawSide(lmdb: RawLMDBBench(path: directory, workload: workload))
             : RawSide(sqlite: RawSQLiteBench(path: directory + "/store.sqlite", workload: workload))
-        if operation != "insert" { raw.insert(0, count, count) }
+        if operation != "insert" && operation != "batched" { raw.insert(0, count, count) }
         let result = try repeated { try runOperationRaw(raw, operation, count: count) }
         print("\(backend) \(operation) \(count): \(result)")
         finish(0)
@@ -328,11 +336,11 @@ do {
     }
     // `insert-feed`, `bulk`, `small`, `async`: with the change feed on, as a store opens by default
     // and as the harness runs them (the seeding below then records one transaction).
-    if !["insert-feed", "insert-generated", "bulk", "small", "async"].contains(operation) {
+    if !["insert-feed", "insert-generated", "bulk", "batched", "small", "async"].contains(operation) {
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
     }
     // (An insert's keys are those the seeding would take: it runs on an empty store.)
-    if !operation.hasPrefix("insert") && operation != "bulk" {
+    if !operation.hasPrefix("insert") && operation != "bulk" && operation != "batched" {
         try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: count)
     }
     let result = try repeated { try runOperation(store, operation == "insert-feed" ? "insert" : operation, count: count) }
