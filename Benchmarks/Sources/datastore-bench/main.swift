@@ -267,6 +267,15 @@ func check(_ a: Int, _ b: Int, _ what: String) {
                       api: { try api.asyncWrites(from: firstKey(3, $0)) },
                       raw: { smallWithFeed(firstKey(3, $0), small) })
     }
+    // And with the store's change feed off, against the C loop without the entry: the same work
+    // on both sides again. (Last: the feed stays off in this store.)
+    try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+    try recordInTurns(name, "10,000 small writeSync, change feed off", n, operations: small,
+                  api: { try api.smallTransactions(from: firstKey(4, $0)) },
+                  raw: { rawBulk.insert(firstKey(4, $0), small, 1) })
+    try recordInTurns(name, "10,000 writeAsync, change feed off", n, operations: small,
+                  api: { try api.asyncWrites(from: firstKey(5, $0)) },
+                  raw: { rawBulk.insert(firstKey(5, $0), small, 1) })
     try store.close()
     // Two items the store wrote (the first, whose numbers are zeros, and the last), read by the
     // raw side next to its own: the two sides store (and so read and check) the same bytes, on

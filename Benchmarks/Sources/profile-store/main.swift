@@ -8,7 +8,9 @@
 //
 // Operations: insert (one writeSync of COUNT items; insert-feed with the change feed on), bulk (one
 // writeSync of insert(contentsOf:) of COUNT items into an empty store, change feed on; each
-// repetition inserts the COUNT keys after the last one's), batched (COUNT items into an empty store,
+// repetition inserts the COUNT keys after the last one's), literal and pieces (COUNT of the
+// workload's record literals made and let go, against their names and payloads only: what a
+// literal costs; any backend, nothing stored), batched (COUNT items into an empty store,
 // 1,000 a writeSync, change feed on, as the main table's batched row), scan (one
 // full fetch), foreach (one full visit), rows (one visit of Rows, each decoded into a struct), inplace
 // (one visit of Rows, their fields read in place), get (COUNT point gets, at most 100,000), query (100 indexed
@@ -45,7 +47,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|scan|foreach|get|query|unindexed|typed|small|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|literal|pieces|scan|foreach|get|query|unindexed|typed|small|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -81,6 +83,14 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     switch operation {
     case "insert":
         try api.insertAll(from: 0, count: count, batch: count)
+        return count
+    case "literal":
+        // What a record literal costs its writer: COUNT of the workload's records made and let go.
+        for i in 0..<count { consume(workload.record(i)) }
+        return count
+    case "pieces":
+        // Against it, what the raw C loop makes of the same item: its name and its payload.
+        for i in 0..<count { consume(workload.name(i)); consume(workload.payload(i)) }
         return count
     case "batched":
         // The harness's batched row: 1,000 inserts a writeSync, into an empty store.
@@ -340,7 +350,7 @@ do {
         try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
     }
     // (An insert's keys are those the seeding would take: it runs on an empty store.)
-    if !operation.hasPrefix("insert") && operation != "bulk" && operation != "batched" {
+    if !operation.hasPrefix("insert") && !["bulk", "batched", "literal", "pieces"].contains(operation) {
         try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: count)
     }
     let result = try repeated { try runOperation(store, operation == "insert-feed" ? "insert" : operation, count: count) }
@@ -350,3 +360,4 @@ do {
     FileHandle.standardError.write(Data("profile-store: \(error)\n".utf8))
     finish(1)
 }
+
