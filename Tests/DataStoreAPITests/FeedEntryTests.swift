@@ -18,7 +18,7 @@ struct FeedEntryTests {
         var table = TouchedKeys(intKeys: type == .int && !asBytes)
         for key in keys { try KeyEncoding.withEncodedKey(key) { table.append($0) } }
         return RecordedChanges.Group(entity: entity, keyType: type, cleared: cleared, overflowed: overflowed,
-                                     keys: table, kinds: kinds)
+                                     keys: table, kinds: .listed(kinds))
     }
 
     /// The change set of groups of `keys` with `kinds` in `entities`' order, built from the
@@ -72,6 +72,32 @@ struct FeedEntryTests {
         let flagsAt = 1 + 8 + 4 + 4 + "Account".utf8.count
         #expect(entry[flagsAt] == (intsAsBytes ? 1 : 1 | 4))
         #expect(try ChangeLog.decodeEntry(entry, token: Self.token) == Self.everyKindExpected)
+    }
+
+    /// A group whose items were all inserted, recorded as their count (what the recorder hands
+    /// over for a bulk load or a one-insert transaction), is written byte for byte as the same
+    /// group with each item's kind listed, for keys of every kind and tables of both forms.
+    @Test(arguments: [false, true])
+    func insertsRecordedAsACountAreWrittenAsListedOnes(intsAsBytes: Bool) throws {
+        let ints: [Int64] = [.min, -1 << 40, -129, -1, 0, 1, 127, 128, 16_384, .max]
+        let inputs: [(String, ValueType, [Value])] = [
+            ("Account", .int, ints.map(Value.int)),
+            ("Tag", .string, ["", "a", "é", String(repeating: "y", count: 300)].map(Value.string)),
+            ("Track", .uuid, (0..<3).map { i in .uuid(UUID(uuid: (UInt8(i), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))) }),
+        ]
+        var listed = RecordedChanges()
+        var counted = RecordedChanges()
+        for (entity, type, keys) in inputs {
+            let group = try Self.group(entity, type, keys, keys.map { _ in .inserted }, asBytes: intsAsBytes)
+            listed.entities.append(group)
+            var count = group
+            count.kinds = .inserted(count: keys.count)
+            counted.entities.append(count)
+        }
+        let entry = ChangeLog.encodeEntry(counted, committedAt: Self.time)
+        #expect(entry == ChangeLog.encodeEntry(listed, committedAt: Self.time))
+        let expected = Self.expected(inputs.map { ($0.0, $0.2, $0.2.map { _ in .inserted }) })
+        #expect(try ChangeLog.decodeEntry(entry, token: Self.token) == expected)
     }
 
     /// A table of words that gets a key of another length moves every key to bytes, in order.
@@ -213,7 +239,7 @@ struct FeedEntryTests {
             out.append((group.cleared ? 1 : 0) | (group.overflowed ? 2 : 0))
             out.append(group.keyType == .int ? 1 : group.keyType == .string ? 2 : 3)
             u32(group.kinds.count)
-            for (i, kind) in group.kinds.enumerated() {
+            group.kinds.forEach { i, kind in
                 let key = group.keys.key(i)
                 out.append(kind.rawValue)
                 u32(key.count)

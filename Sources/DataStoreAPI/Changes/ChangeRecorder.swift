@@ -8,7 +8,34 @@ struct RecordedChanges {
         /// The changed items' keys, encoded, in ascending key order (``TouchedKeys``).
         var keys: TouchedKeys
         /// Each item's change, in the order of `keys`.
-        var kinds: [ItemChange.Kind]
+        var kinds: Kinds
+    }
+
+    /// The changes of a group's items: each listed, or, when every item was inserted (a bulk
+    /// load's, a one-insert transaction's), only their count, with no array to allocate and fill.
+    enum Kinds {
+        case listed([ItemChange.Kind])
+        case inserted(count: Int)
+
+        var count: Int {
+            switch self {
+            case .listed(let kinds): return kinds.count
+            case .inserted(let count): return count
+            }
+        }
+
+        /// Calls `body` with each item's change, in order.
+        @inline(__always)
+        func forEach(_ body: (Int, ItemChange.Kind) -> Void) {
+            switch self {
+            case .listed(let kinds):
+                kinds.withUnsafeBufferPointer { kinds in
+                    for i in kinds.indices { body(i, kinds[i]) }
+                }
+            case .inserted(let count):
+                for i in 0..<count { body(i, .inserted) }
+            }
+        }
     }
 
     var entities: [Group] = []
@@ -142,7 +169,7 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         }
 
         /// The net changes, in ascending key order.
-        func changes() -> (keys: TouchedKeys, kinds: [ItemChange.Kind]) {
+        func changes() -> (keys: TouchedKeys, kinds: RecordedChanges.Kinds) {
             func kind(_ touch: Touch) -> ItemChange.Kind? {
                 switch (touch.before, touch.after) {
                 case (false, true): return .inserted
@@ -151,19 +178,16 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
                 case (false, false): return nil
                 }
             }
-            // Keys in order, each a change (a bulk load's): the table itself, no key copied.
+            // Keys in order, each inserted (a bulk load's, a one-insert transaction's): the table
+            // itself, no key copied, and the inserts' count, no kind listed. (A list of kinds
+            // cost an array's allocation and a loop of appends, about 300 instructions a
+            // one-insert transaction.)
             if positions == nil, noted.isEmpty {
-                // (Appended one by one: `Array(repeating:count:)` went through the standard
-                // library's unspecialized code, which looked up the array's metadata, about 500
-                // instructions a transaction.)
-                var kinds: [ItemChange.Kind] = []
-                kinds.reserveCapacity(insertedRun)
-                for _ in 0..<insertedRun { kinds.append(.inserted) }
-                return (keys, kinds)
+                return (keys, .inserted(count: insertedRun))
             }
             let touches = self.touches
             if positions == nil, case let kinds = touches.compactMap(kind), kinds.count == touches.count {
-                return (keys, kinds)
+                return (keys, .listed(kinds))
             }
             let order = positions == nil ? Array(touches.indices)
                 : touches.indices.sorted { keys.compare($0, $1) < 0 }
@@ -174,7 +198,7 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
                 changed.append(position, of: keys)
                 kinds.append(kind)
             }
-            return (changed, kinds)
+            return (changed, .listed(kinds))
         }
     }
 
@@ -307,8 +331,8 @@ final class ChangeRecorder: ForwardingWriter, BulkInserting {
         let ordered = entities.count < 2 ? entities
             : entities.sorted { Value.compareBytes(Array($0.name.utf8), Array($1.name.utf8)) < 0 }
         for (name, changes) in ordered {
-            let (keys, kinds) = changes.overflowed ? (TouchedKeys(), []) : changes.changes()
-            if kinds.isEmpty && !changes.cleared && !changes.overflowed { continue }
+            let (keys, kinds) = changes.overflowed ? (TouchedKeys(), .listed([])) : changes.changes()
+            if kinds.count == 0 && !changes.cleared && !changes.overflowed { continue }
             result.entities.append(RecordedChanges.Group(entity: name, keyType: changes.keyType,
                                                          cleared: changes.cleared, overflowed: changes.overflowed,
                                                          keys: keys, kinds: kinds))

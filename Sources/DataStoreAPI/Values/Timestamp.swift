@@ -26,6 +26,15 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable {
         microsecondsSinceEpoch = exact
     }
 
+    /// The system's clock now (`CLOCK_REALTIME`), rounded to the nearest microsecond, as
+    /// `Timestamp(Date())` rounds it: what a change feed entry records as its commit's time, read
+    /// without a `Date` (`Date()` and its conversion took about 100 instructions a commit).
+    static func now() -> Timestamp {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Timestamp(microsecondsSinceEpoch: Int64(time.tv_sec) &* 1_000_000 &+ (Int64(time.tv_nsec) &+ 500) / 1_000)
+    }
+
     /// The timestamp as a `Date`.
     public var date: Date {
         Date(timeIntervalSince1970: Double(microsecondsSinceEpoch) / 1_000_000)
