@@ -43,6 +43,17 @@ let schema = Schema(entities: [
 ])
 
 let arguments = CommandLine.arguments
+
+// The tests start this tool as a child of their process: it goes when that process goes (killed
+// or crashed), rather than run on (a read loop left by a stopped test run kept a core busy for
+// half an hour, under a benchmark). Watched from a thread of its own; Linux's PR_SET_PDEATHSIG
+// is set through prctl, which Swift cannot call (the function is variadic).
+let parent = getppid()
+Thread.detachNewThread {
+    while getppid() == parent { usleep(100_000) }
+    exit(3)
+}
+
 if arguments.count >= 2, arguments[1] == "switch" {
     exit(SwitchFixture.main(arguments))
 }
