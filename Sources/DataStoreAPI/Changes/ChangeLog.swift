@@ -462,6 +462,8 @@ package enum ChangeLog {
     /// The bytes ``encodeEntry(_:committedAt:)`` writes for `group`.
     @inline(__always)
     private static func groupSize(_ group: UnsafePointer<RecordedChanges.Group>) -> Int {
+        // ``write(_:to:)`` reads key i for kind i, unchecked in a release build: one key a kind.
+        precondition(group.pointee.kinds.count == group.pointee.keys.count, "a feed group's keys and kinds differ in number")
         var size = 4 + group.pointee.entity.utf8.count + 1 + 1 + 4 + group.pointee.kinds.count
         if group.pointee.keys.isWords {
             var previous: Int64 = 0
