@@ -249,33 +249,28 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     check(a, b, "unindexed query")
     // The small writes: each round of each row the next 10,000 keys, on both sides.
     let small = Workload.smallTransactions
-    /// The first key of `round` of the `row`th small-write row.
-    func firstKey(_ row: Int, _ round: Int) -> Int { n + (row * writeRounds + round) * small }
-    try recordInTurns(name, "10,000 small writeSync", n, operations: small,
-                  api: { try api.smallTransactions(from: firstKey(0, $0)) },
-                  raw: { rawBulk.insert(firstKey(0, $0), small, 1) })
-    try recordInTurns(name, "10,000 writeAsync", n, operations: small,
-                  api: { try api.asyncWrites(from: firstKey(1, $0)) },
-                  raw: { rawBulk.insert(firstKey(1, $0), small, 1) })
+    /// The small `writeSync` row and the `writeAsync` row (the `pair`th pair of rows, named with
+    /// `suffix`), each against `raw` (its first key, the commits) doing the same 10,000 commits.
+    func smallRows(_ pair: Int, _ suffix: String, raw: @escaping (Int, Int) -> Void) throws {
+        /// The first key of `round` of the `row`th small-write row.
+        func firstKey(_ row: Int, _ round: Int) -> Int { n + (row * writeRounds + round) * small }
+        try recordInTurns(name, "10,000 small writeSync" + suffix, n, operations: small,
+                          api: { try api.smallTransactions(from: firstKey(2 * pair, $0)) },
+                          raw: { raw(firstKey(2 * pair, $0), small) })
+        try recordInTurns(name, "10,000 writeAsync" + suffix, n, operations: small,
+                          api: { try api.asyncWrites(from: firstKey(2 * pair + 1, $0)) },
+                          raw: { raw(firstKey(2 * pair + 1, $0), small) })
+    }
+    try smallRows(0, "", raw: { rawBulk.insert($0, $1, 1) })
     if let smallWithFeed = rawBulk.smallWithFeed {
         // The store's small writes again, against a C loop that also writes the entry the store's
         // change feed writes for each (its table, its bytes): the same work on both sides.
-        try recordInTurns(name, "10,000 small writeSync, raw C writing the feed's entry too", n, operations: small,
-                      api: { try api.smallTransactions(from: firstKey(2, $0)) },
-                      raw: { smallWithFeed(firstKey(2, $0), small) })
-        try recordInTurns(name, "10,000 writeAsync, raw C writing the feed's entry too", n, operations: small,
-                      api: { try api.asyncWrites(from: firstKey(3, $0)) },
-                      raw: { smallWithFeed(firstKey(3, $0), small) })
+        try smallRows(1, ", raw C writing the feed's entry too", raw: smallWithFeed)
     }
     // And with the store's change feed off, against the C loop without the entry: the same work
     // on both sides again. (Last: the feed stays off in this store.)
     try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
-    try recordInTurns(name, "10,000 small writeSync, change feed off", n, operations: small,
-                  api: { try api.smallTransactions(from: firstKey(4, $0)) },
-                  raw: { rawBulk.insert(firstKey(4, $0), small, 1) })
-    try recordInTurns(name, "10,000 writeAsync, change feed off", n, operations: small,
-                  api: { try api.asyncWrites(from: firstKey(5, $0)) },
-                  raw: { rawBulk.insert(firstKey(5, $0), small, 1) })
+    try smallRows(2, ", change feed off", raw: { rawBulk.insert($0, $1, 1) })
     try store.close()
     // Two items the store wrote (the first, whose numbers are zeros, and the last), read by the
     // raw side next to its own: the two sides store (and so read and check) the same bytes, on
