@@ -405,8 +405,8 @@ struct LMDBPageCheck {
                         "\(where_): node \(i) holds \(dataSize) bytes of data past the page end")
                 }
                 if isFreeList {
-                    let ids = Int(dataSize >= 8 ? UInt64(littleEndian: p, at: dataStart) : UInt64.max)
-                    guard dataSize >= 8, ids >= 0, ids <= (dataSize - 8) / 8 else {
+                    // The count is the file's: compared as it is read, never converted.
+                    guard dataSize >= 8, UInt64(littleEndian: p, at: dataStart) <= UInt64((dataSize - 8) / 8) else {
                         throw check.corrupt("\(where_): free-page list \(i) is malformed")
                     }
                 } else if nodeFlags & LMDBPageCheck.subData != 0 {

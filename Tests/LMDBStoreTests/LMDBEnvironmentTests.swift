@@ -856,3 +856,42 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
     stop.store(true, ordering: .relaxed)
     while !writer.isFinished { usleep(1_000) }
 }
+
+/// A free-page list whose page count is past what a signed integer holds (a damaged store the
+/// corpus test made) is damage the check names, not a trap on converting the count.
+@Test func aFreePageListWithAHugeCountIsNamedAsDamage() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("freed.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema, options: LMDBOptions(durability: .normal))
+    try store.writeSync { writer in
+        for id in 0..<200 { try writer.insert(["id": .int(Int64(id)), "name": .string("item \(id)")], into: "Item") }
+    }
+    try store.writeSync { writer in
+        for id in 0..<200 { _ = try writer.delete("Item", key: .int(Int64(id))) }
+    }
+    try store.writeSync { writer in try writer.insert(["id": 1, "name": "again"], into: "Item") }
+    try store.close()
+
+    let file = URL(fileURLWithPath: path + "/data.mdb")
+    var bytes = [UInt8](try Data(contentsOf: file))
+    func u64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[at + $1]) << (8 * $1) } }
+    func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+    let pageSize = Int(UInt32(truncatingIfNeeded: u64(40)))
+    // The newer meta page (by transaction id, at 144) names the free list's root at 80.
+    let meta = u64(144) >= u64(pageSize + 144) ? 0 : pageSize
+    let root = Int(u64(meta + 80))
+    try #require(root != Int(UInt32.max) && root >= 2, "the deletes left a free-page list")
+    let page = root * pageSize
+    try #require(u16(page + 10) & 0x02 != 0, "the free list's root is a leaf")
+    let node = page + u16(page + 16)
+    let dataStart = node + 8 + u16(node + 6)
+    for i in 0..<8 { bytes[dataStart + i] = UInt8(truncatingIfNeeded: 0xE467_7214_C39F_4C03 as UInt64 >> (8 * i)) }
+    try Data(bytes).write(to: file)
+
+    do {
+        _ = try LMDBStore(path: path, schema: itemSchema, options: LMDBOptions(checkPages: true))
+        Issue.record("a store with a damaged free-page list passed its page check")
+    } catch let error as StoreError {
+        #expect(error.code == .corrupt && error.message.contains("free-page list"), "\(error)")
+    }
+}
