@@ -32,7 +32,7 @@ extension LMDBTransaction: ChangeLogWriting {
 
     func removeChangeLog(before sequence: UInt64) throws {
         guard let bounds = try changeLogBounds(), bounds.first < sequence else { return }
-        for old in bounds.first..<min(sequence, bounds.last + 1) {
+        for old in bounds.first..<(bounds.last < sequence ? bounds.last + 1 : sequence) {
             try txn.delete(databases.meta, ChangeLog.entryKeyBytes(old))
         }
     }

@@ -297,9 +297,10 @@ struct LMDBPageCheck {
                 counts.overflow == db.overflowPages
             else {
                 throw check.corrupt(
-                    "\(name) counts \(db.entries) entries in \(db.branchPages + db.leafPages) "
-                        + "pages, but its tree holds \(counts.entries) entries in "
-                        + "\(counts.branch + counts.leaf) pages"
+                    // Each count printed as it is: damaged ones may not add up without overflowing.
+                    "\(name) counts \(db.entries) entries in \(db.branchPages) branch and \(db.leafPages) leaf "
+                        + "pages, but its tree holds \(counts.entries) entries in \(counts.branch) branch and "
+                        + "\(counts.leaf) leaf pages"
                 )
             }
             report.entries += Int(counts.entries)

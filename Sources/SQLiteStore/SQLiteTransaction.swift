@@ -470,6 +470,11 @@ extension SQLiteTransaction: ChangeLogWriting {
         guard let first = try connection.scalar("SELECT min(seq) FROM _ds_feed"),
             let last = try connection.scalar("SELECT max(seq) FROM _ds_feed")
         else { return nil }
+        // Numbers the feed never writes (another program's rows): damage, not a trap.
+        guard first >= 1, last >= first else {
+            throw StoreError(.corrupt, "the change feed's table _ds_feed holds entries numbered \(first) to \(last); "
+                + "the feed numbers its entries from 1")
+        }
         return (UInt64(first), UInt64(last))
     }
 

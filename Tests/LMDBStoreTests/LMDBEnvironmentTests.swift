@@ -895,3 +895,48 @@ private func storeWithADamagedItem(_ path: String, _ bytes: [UInt8]) throws -> L
         #expect(error.code == .corrupt && error.message.contains("free-page list"), "\(error)")
     }
 }
+
+/// A feed entry under the largest number a key can hold (a damaged or edited store; it sorts
+/// where entries sort, so the page check passes it): the next recorded write fails naming the
+/// damage, not a trap on numbering the entry after it, and the items stay as they were.
+@Test func aFeedEntryNumberedPastTheLargestIsDamageNotACrash() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("numbers.lmdb")
+    var store = try LMDBStore(path: path, schema: itemSchema)
+    try store.writeSync { try $0.insert(["id": 1, "name": "before"], into: "Item") }
+    try store.close()
+    let engine = try LMDBEngine(path: path, schema: itemSchema, options: LMDBOptions(durability: .normal))
+    let writer = try LMDBRawTransaction(environment: engine.environment, write: true, journaled: false)
+    let meta = try #require(try writer.openDatabase("_ds_meta", create: false))
+    try writer.put(meta, ChangeLog.entryKeyBytes(UInt64.max), [0])
+    try writer.commit()
+    try engine.close()
+
+    store = try LMDBStore(path: path, schema: itemSchema)
+    defer { try? store.close() }
+    #expect(performing: { try store.writeSync { try $0.insert(["id": 2, "name": "after"], into: "Item") } },
+            throws: { ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("largest number") })
+    #expect(try store.read { try $0.fetch(FetchRequest("Item")).count } == 1)
+}
+
+/// A main database whose branch-page count is past what adds up with its leaf pages (both meta
+/// pages overwritten): the page check names the counts, not a trap on adding them for its message.
+@Test func countsThatCannotBeAddedAreNamedAsDamage() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("counts.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema)
+    try store.writeSync { try $0.insert(["id": 1, "name": "one"], into: "Item") }
+    try store.close()
+    let file = URL(fileURLWithPath: path + "/data.mdb")
+    var bytes = [UInt8](try Data(contentsOf: file))
+    let pageSize = Int(bytes[40]) | Int(bytes[41]) << 8 | Int(bytes[42]) << 16
+    // The main database's record starts at byte 88 of a meta page; its branch pages at 96.
+    for meta in [0, pageSize] { for i in 0..<8 { bytes[meta + 96 + i] = 0xFF } }
+    try Data(bytes).write(to: file)
+    do {
+        _ = try LMDBStore(path: path, schema: itemSchema, options: LMDBOptions(checkPages: true))
+        Issue.record("a store with damaged page counts passed its page check")
+    } catch let error as StoreError {
+        #expect(error.code == .corrupt && error.message.contains("18446744073709551615 branch"), "\(error)")
+    }
+}

@@ -479,3 +479,20 @@ private struct TwoNoteStores {
     #expect(id == 30)
 }
 #endif
+
+/// The largest retention the API takes (`Int.max`): a token's transactions are counted against it
+/// (one more than it is asked for) without an overflow, and the feed reads as with any other.
+@Test func theLargestRetentionIsCountedWithoutAnOverflow() throws {
+    let dir = try TemporaryDirectory()
+    let location = PostgresTestServer.location(dir.url.path)
+    defer { try? PostgresStore.destroy(location) }
+    let store = try PostgresStore(location: location, schema: noteSchema)
+    defer { try? store.close() }
+    try store.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(retainedTransactions: Int.max)) }
+    let start = try store.currentChangeToken()
+    for id in 1...3 {
+        try store.writeSync { try $0.insert(["id": .int(Int64(id)), "title": "note \(id)"], into: "Note") }
+    }
+    let changes = try store.read { try $0.changes(since: start) }
+    #expect(changes.count == 3)
+}

@@ -105,3 +105,32 @@ func sqliteCommitsReachAnObserverProcessByNotificationAndByPolling() throws {
     }
     #expect(try first.read { try $0.count(FetchRequest("Keyed")) } == expected.count)
 }
+
+/// Feed rows numbered as the store never numbers them (another program's: below 1, or the
+/// largest row number, after which there is none): the next recorded write and a read of the
+/// feed fail naming the damage, and the items stay as they were. Before, the first trapped
+/// converting a negative number, the second adding one to the largest.
+@Test(arguments: ["-1", "9223372036854775807"])
+func feedRowsNumberedOutOfRangeAreDamageNotACrash(_ seq: String) throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("numbers.sqlite")
+    var store = try SQLiteStore(path: path, schema: Fixtures.schema)
+    try store.writeSync { try $0.insert(["key": "before"], into: "Keyed") }
+    try store.close()
+    _ = try runCommand("/usr/bin/sqlite3", [path, "INSERT INTO _ds_feed (seq, entry) VALUES (\(seq), x'00')"])
+    store = try SQLiteStore(path: path, schema: Fixtures.schema)
+    defer { try? store.close() }
+    for attempt in ["write", "read"] {
+        #expect(performing: {
+            if attempt == "write" {
+                try store.writeSync { try $0.insert(["key": "after"], into: "Keyed") }
+            } else {
+                _ = try store.read { try $0.changes(since: ChangeToken(store: nil, sequence: 0)) }
+            }
+        }, throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .corrupt && (error.message.contains("_ds_feed") || error.message.contains("largest number"))
+        })
+    }
+    #expect(try store.read { try $0.fetch(FetchRequest("Keyed")).count } == 1)
+}

@@ -778,4 +778,34 @@ import Testing
         print("damaged Realm files: \(outcomes.sorted { $0.key < $1.key })")
         #expect((outcomes["corrupt"] ?? 0) > 0)
     }
+
+    /// Nodes an outside review made up, each of which read past the file or overflowed before:
+    /// a top array of bytes (width type 2) whose integer width runs past the end, and dates and
+    /// key offsets past 64 bits. Each is damage, named.
+    @Test func madeUpNodesAndValuesAreDamageNotACrash() throws {
+        let dir = try TemporaryDirectory()
+        var bytes = [UInt8](try #require(FileManager.default.contents(atPath: Self.path("js-simple.f23"))))
+        while bytes.count % 8 != 0 { bytes.append(0) }
+        let top = bytes.count
+        // "AAAA", flags 0x57 (has refs, width type 2, width 64 bits), 3 elements, 8 bytes.
+        bytes += [0x41, 0x41, 0x41, 0x41, 0x57, 0, 0, 3] + [UInt8](repeating: 0, count: 8)
+        for slot in 0..<2 {
+            for i in 0..<8 { bytes[slot * 8 + i] = UInt8(truncatingIfNeeded: UInt64(top) >> (8 * i)) }
+        }
+        let path = dir.path("made-up.realm")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        #expect { try RealmStore(ForeignSource(path: path)) } throws: {
+            ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("past the end of the file")
+        }
+
+        let file = try RealmFile(bytes: [UInt8](try #require(FileManager.default.contents(atPath: Self.path("js-simple.f23")))),
+                                 path: "dates.realm")
+        for (seconds, nanoseconds) in [(Int64(9_223_372_036_854), Int64(999_999_999)), (-9_223_372_036_854, -999_999_999),
+                                       (0, Int64.min), (Int64.max, 0)] {
+            #expect { try RealmValues.timestamp(seconds, nanoseconds, file: file, label: "dates") } throws: {
+                ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("out of range")
+            }
+        }
+        #expect(try RealmValues.timestamp(1, 500_000_000, file: file, label: "dates").microsecondsSinceEpoch == 1_500_000)
+    }
 }

@@ -15,6 +15,10 @@ import Foundation
 /// and expiry is decided by the floor the backend keeps.
 package enum ChangeLog {
     package static let stateKey = "datastore.feed"
+    /// The largest number the feed gives a transaction: SQLite's largest row number, less one,
+    /// so that the number after any stored one is still a number (a damaged store's larger
+    /// number is damage, not an overflow).
+    static let maxSequence = UInt64(Int64.max) - 1
 
     /// The `next` of a stored state (for a backend's format upgrade), `nil` when it cannot be read.
     package static func storedNext(_ bytes: [UInt8]) -> UInt64? { try? decodeState(bytes).next }
@@ -139,6 +143,10 @@ package enum ChangeLog {
             state.next = max(window.released, window.floor > 0 ? window.floor - 1 : 0) + 1
         } else if let log {
             if let bounds = try log.changeLogBounds() {
+                guard bounds.last < maxSequence else {
+                    throw StoreError(.corrupt, "the change feed holds an entry numbered \(bounds.last), past the "
+                        + "largest number it gives (\(maxSequence))")
+                }
                 state.next = max(state.next, bounds.last + 1)
                 state.held = bounds.first
             } else {
@@ -216,7 +224,8 @@ package enum ChangeLog {
         if let numbering {
             // The retention counts entries, not numbers (a rolled-back transaction's number
             // holds none): a token with more than that many entries after it expired.
-            let keep = state.settings.retainedTransactions
+            // At most Int.max - 1, so that one more can be counted.
+            let keep = min(state.settings.retainedTransactions, Int.max - 1)
             if try numbering.changeLogCount(after: token.sequence, through: state.next - 1, atMost: keep + 1) > keep {
                 throw StoreError(.changesExpired, "change token \(token) has expired: the store's change feed keeps "
                     + "its newest \(keep) transactions, up to \(state.next - 1), and more were committed since the token; "
@@ -309,6 +318,10 @@ package enum ChangeLog {
                                      settings: ChangeFeedSettings) throws {
         (writer as? ChangeRecorder)?.forgetFeedState()
         let writer = writer.feedWriter
+        guard head.sequence < maxSequence else {
+            throw StoreError(.invalidArgument, "change token \(head) is numbered past the largest number a feed gives "
+                + "(\(maxSequence))")
+        }
         let next = head.sequence + 1
         if let numbering = writer.changeLogWriter?.changeLogNumbering {
             try numbering.continueChangeLog(after: head.sequence)
@@ -412,7 +425,7 @@ package enum ChangeLog {
         let next = try input.u64(), held = try input.u64()
         let retention = try input.u64(), maxKeys = try input.u64()
         let enabled = try input.byte() == 1
-        guard next >= 1, held <= next, retention >= 1, retention <= UInt64(Int.max), maxKeys >= 1,
+        guard next >= 1, next <= maxSequence, held <= next, retention >= 1, retention <= UInt64(Int.max), maxKeys >= 1,
             maxKeys <= UInt64(Int.max), input.isAtEnd
         else {
             throw StoreError(.corrupt, "the change feed's state is damaged")

@@ -210,7 +210,11 @@ extension WriteAccessor {
         case (nil, nil): position = step
         case let (nil, .int(u)?): position = u > Int64.min + step ? u - step : nil
         case let (.int(l)?, nil): position = l < Int64.max - step ? l + step : nil
-        case let (.int(l)?, .int(u)?): position = u - l >= 2 ? l + (u - l) / 2 : nil
+        case let (.int(l)?, .int(u)?):
+            // Positions another program wrote may lie further apart than an Int64 counts (the
+            // members are in order, so u > l): then the middle is taken of their halves.
+            let (gap, apart) = u.subtractingReportingOverflow(l)
+            position = apart ? l / 2 + u / 2 + (l % 2 + u % 2) / 2 : gap >= 2 ? l + gap / 2 : nil
         default: position = nil
         }
         let holder = moved?.holder

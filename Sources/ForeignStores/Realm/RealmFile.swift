@@ -132,7 +132,9 @@ extension RealmFile {
         case 2: payloadBytes = count
         default: throw damaged("\(what()) at offset \(ref) has an unknown width type")
         }
-        guard payloadBytes <= bytes.count - ref - 8 else {
+        // A node of bytes (width type 2) is read as integers too by a caller that expects
+        // integers there: whatever it is read as, the elements are inside the file.
+        guard payloadBytes <= bytes.count - ref - 8, (count * width + 7) / 8 <= bytes.count - ref - 8 else {
             throw damaged("\(what()) at offset \(ref) has \(count) elements, which run past the end of the file")
         }
         // The decode budget: elements of no bytes cost nothing in the file but a step each to
@@ -252,6 +254,7 @@ extension RealmFile {
             // Medium: offsets, blob, null flags.
             let offsets = try ints(try self.ref(leaf, 0, "the offsets of \(what())"), "the offsets of \(what())")
             let blob = try node(try self.ref(leaf, 1, "the bytes of \(what())"), "the bytes of \(what())")
+            guard blob.widthType == 2 else { throw damaged("the bytes of \(what()) at offset \(blob.ref) are not a blob") }
             let nulls = leaf.count > 2 ? try ints(try self.ref(leaf, 2, "the nulls of \(what())"), "the nulls of \(what())")
                 : []
             var values: [[UInt8]?] = []

@@ -161,10 +161,12 @@ struct RealmModel {
             switch file.refOrInt(node, 0) {
             case .int(let count):
                 guard count >= 0, count <= 1 << 20 else { throw file.damaged("\(label): a leaf holds \(count) objects") }
-                keys = (0..<count).map { offset + $0 }
+                keys = try (0..<count).map { try key(offset, $0, file: file, label: label) }
             case .ref(let keysRef):
                 let keyNode = try file.node(keysRef, label)
-                keys = (0..<keyNode.count).map { offset + Int64(bitPattern: file.unsigned(keyNode, $0)) }
+                keys = try (0..<keyNode.count).map {
+                    try key(offset, Int64(bitPattern: file.unsigned(keyNode, $0)), file: file, label: label)
+                }
             }
             try body(node, keys)
             return
@@ -184,8 +186,16 @@ struct RealmModel {
         guard treeDepth >= 0, treeDepth < 8 else { throw file.damaged("\(label) say their tree is \(treeDepth) deep") }
         for child in 0..<children {
             let childOffset = offsets?[child] ?? (Int64(child) << (treeDepth * 8))
-            try visit(try file.ref(node, child + 3, label), offset: offset + childOffset, file: file, label: label,
-                      depth: depth + 1, body)
+            try visit(try file.ref(node, child + 3, label), offset: key(offset, childOffset, file: file, label: label),
+                      file: file, label: label, depth: depth + 1, body)
         }
+    }
+
+    /// A key of a cluster (or the offset of a subtree's keys): `offset` plus `relative`, or the
+    /// damage of a sum past 64 bits.
+    private static func key(_ offset: Int64, _ relative: Int64, file: RealmFile, label: String) throws -> Int64 {
+        let (key, overflow) = offset.addingReportingOverflow(relative)
+        guard !overflow else { throw file.damaged("\(label): a key offset \(offset) plus \(relative) is past 64 bits") }
+        return key
     }
 }

@@ -145,11 +145,12 @@ enum RealmValues {
     }
 
     static func timestamp(_ seconds: Int64, _ nanoseconds: Int64, file: RealmFile, label: String) throws -> Timestamp {
-        let (micros, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
-        guard !overflow, abs(nanoseconds) < 1_000_000_000 else {
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+        let (micros, past) = scaled.addingReportingOverflow(nanoseconds / 1_000)
+        guard !overflow, !past, nanoseconds > -1_000_000_000, nanoseconds < 1_000_000_000 else {
             throw file.damaged("\(label) hold the date \(seconds) s \(nanoseconds) ns, out of range")
         }
-        return Timestamp(microsecondsSinceEpoch: micros + nanoseconds / 1_000)
+        return Timestamp(microsecondsSinceEpoch: micros)
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
