@@ -123,7 +123,7 @@ extension InMemoryTransaction: ChangeLogWriting {
 
     func removeChangeLog(before sequence: UInt64) throws {
         guard let bounds = state.feedBounds, bounds.first < sequence else { return }
-        for old in bounds.first..<min(sequence, bounds.last &+ 1) { state.feed[old] = nil }
+        for old in bounds.first..<(bounds.last < sequence ? bounds.last + 1 : sequence) { state.feed[old] = nil }
         state.feedBounds = sequence > bounds.last ? nil : FeedBounds(first: sequence, last: bounds.last)
     }
 }

@@ -42,8 +42,12 @@ import Logging
             defer { check.close() }
             _ = try check.checkMeta()
         }
+        guard let maxReaders = UInt32(exactly: options.maxReaders.value) else {
+            throw StoreError(.invalidArgument, "maxReaders \(options.maxReaders.value) is past what LMDB counts "
+                + "(\(UInt32.max))")
+        }
         environment = try LMDBEnvironment(path: path, mapSize: options.initialMapSize,
-                                          maxReaders: UInt32(options.maxReaders.value), durability: options.durability,
+                                          maxReaders: maxReaders, durability: options.durability,
                                           readOnly: readOnly, mapCoversDisk: options.mapCoversDisk)
         pagesChecked = options.checkPages ? try Self.walk(environment) : nil
         let txn = try LMDBRawTransaction(environment: environment, write: !readOnly)

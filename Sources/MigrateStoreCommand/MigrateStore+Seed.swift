@@ -24,7 +24,9 @@ extension MigrateStore {
         var progress: ProgressStyle = .auto
 
         func validate() throws {
-            guard items > 0 else { throw ValidationError("--items must be at least 1") }
+            guard (1...DemoData.maxItems).contains(items) else {
+                throw ValidationError("--items must be from 1 to \(DemoData.maxItems), not \(items)")
+            }
         }
 
         func run() throws {

@@ -249,7 +249,10 @@ struct FollowOption: ParsableArguments {
 
     func validate() throws {
         if untilIdle != nil && !enabled { throw ValidationError("--until-idle needs --follow") }
-        if let untilIdle, !(untilIdle >= 0) { throw ValidationError("--until-idle must be a number of seconds ≥ 0") }
+        // At most a year: a Duration holds no more than about 1.7e20 seconds, and no wait is longer.
+        if let untilIdle, !(untilIdle >= 0 && untilIdle <= 31_536_000) {
+            throw ValidationError("--until-idle must be a number of seconds from 0 to 31536000 (a year), not \(untilIdle)")
+        }
     }
 }
 

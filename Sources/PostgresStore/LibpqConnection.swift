@@ -452,7 +452,7 @@ final class LibpqConnection {
         // The location's connect_timeout (libpq's own default waits for as long as the network
         // does), else 5 s.
         let timeout = timeout ?? parameters.last { $0.0 == "connect_timeout" }.flatMap { Int($0.1) }
-            .map { Duration.seconds(max(2, $0)) } ?? .seconds(5)
+            .map { Duration.seconds(min(max(2, $0), 86_400)) } ?? .seconds(5)
         var diagnosis = ConnectDiagnosis()
         diagnosis.asksTarget = parameters.contains { $0.0 == "target_session_attrs" && $0.1 != "any" }
         var keywords = parameters.map { strdup($0.0) }

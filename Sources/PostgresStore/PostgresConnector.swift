@@ -256,8 +256,9 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             writeConnections = count
         }
         if let text = values["answer_timeout"] {
-            guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
-                throw StoreError(.invalidArgument, "answer_timeout='\(text)' is not a number of seconds (0 for none)")
+            guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
+                throw StoreError(.invalidArgument, "answer_timeout='\(text)' is not a number of seconds (0 to 86400; "
+                    + "0 for none)")
             }
             answerTimeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1_000))
         }
@@ -398,10 +399,13 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             if ports != [5432] { query.append("port=\(ports.map(String.init).joined(separator: ","))") }
         }
         if transactionPooler { query.append("pooler=transaction") }
-        if answerTimeout != .seconds(30) {
-            let seconds = answerTimeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-            query.append("answer_timeout=\(seconds.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "0")")
+        /// Seconds as a location gives them: `2`, `0.25` (any duration a caller set, whole).
+        func seconds(_ duration: Duration) -> String {
+            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            return seconds == seconds.rounded() ? Int64(exactly: seconds).map { String($0) } ?? String(seconds)
+                : String(seconds)
         }
+        if answerTimeout != .seconds(30) { query.append("answer_timeout=\(answerTimeout.map(seconds) ?? "0")") }
         if writeRetries != 10 { query.append("write_retries=\(writeRetries)") }
         if let writeConnections { query.append("write_connections=\(writeConnections)") }
         switch listener {
@@ -412,11 +416,6 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         if !readHosts.isEmpty { query.append("read_hosts=\(readHosts.map(\.description).joined(separator: ","))") }
         if !readYourWrites { query.append("read_your_writes=off") }
-        /// Seconds as a location gives them: `2`, `0.25`.
-        func seconds(_ duration: Duration) -> String {
-            let milliseconds = duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000
-            return milliseconds % 1_000 == 0 ? String(milliseconds / 1_000) : String(Double(milliseconds) / 1_000)
-        }
         if standbyWait != .seconds(1) { query.append("standby_wait=\(seconds(standbyWait))") }
         if maxStandbyLag != .seconds(10) { query.append("max_standby_lag=\(seconds(maxStandbyLag))") }
         query += parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }

@@ -35,12 +35,20 @@ public enum DemoData {
     static let lastNames = ["Müller", "García", "Smith", "Kowalski", "Dubois", "Tanaka", "Ivanova", "Okafor", "Rossi"]
     static let countries: [Value] = ["DE", "FR", "US", "JP", "BR", "NG", nil]
 
+    /// The most items a demo store is seeded with.
+    public static let maxItems = 1_000_000_000
+
     /// Writes `items` items in total (a fifth customers, a tenth products, the rest orders, each
     /// order with one product, a third of them with a second) into a new store at `location`, in
     /// batches of `batchSize`. The pairs of an order and its products are items of the join
     /// entity `Order_products`, counted in `items`.
     public static func seed(_ location: StoreLocation, items: Int, seed: UInt64, batchSize: Int = 5_000,
                             progress: (Int) -> Void = { _ in }) throws {
+        // Checked before the store is made, so that a refused seed leaves nothing behind.
+        guard (1...maxItems).contains(items), batchSize >= 1 else {
+            throw StoreError(.invalidArgument, "a demo store holds 1 to \(maxItems) items in batches of at least 1 "
+                + "(got \(items) items in batches of \(batchSize))")
+        }
         let store = try location.open(schema: schema, durability: .normal)
         defer { try? store.close() }
         var rng = DemoRandom(seed: seed)

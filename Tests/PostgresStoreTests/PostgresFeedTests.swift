@@ -478,7 +478,6 @@ private struct TwoNoteStores {
     try commit(expecting: 6, "after the retention grew", retention: 6)
     #expect(id == 30)
 }
-#endif
 
 /// The largest retention the API takes (`Int.max`): a token's transactions are counted against it
 /// (one more than it is asked for) without an overflow, and the feed reads as with any other.
@@ -496,3 +495,5 @@ private struct TwoNoteStores {
     let changes = try store.read { try $0.changes(since: start) }
     #expect(changes.count == 3)
 }
+
+#endif

@@ -209,4 +209,18 @@ private final class FenceTally: Sendable {
     let counts = Mutex((written: 0, read: 0, unavailable: 0, other: [String]()))
     let stop = Atomic(false)
 }
+/// An answer timeout past a day is refused naming it (a Duration of its milliseconds overflowed
+/// before), and a location a caller set to any duration prints without an overflow.
+@Test func timeoutsPastWhatTheLocationCountsAreRefusedOrPrinted() throws {
+    #expect(performing: { _ = try PostgresLocation(parsing: "postgres://db/app?schema=s&answer_timeout=1e16") },
+            throws: { ($0 as? StoreError)?.code == .invalidArgument && "\($0)".contains("answer_timeout='1e16'") })
+    var location = try PostgresLocation(parsing: "postgres://db/app?schema=s")
+    location.answerTimeout = .seconds(Int64.max)
+    location.standbyWait = .seconds(10_000_000_000_000_000)
+    location.maxStandbyLag = .milliseconds(250)
+    let printed = location.description
+    #expect(printed.contains("answer_timeout=9.223372036854776e+18"), "\(printed)")
+    #expect(printed.contains("standby_wait=10000000000000000") && printed.contains("max_standby_lag=0.25"), "\(printed)")
+}
+
 #endif

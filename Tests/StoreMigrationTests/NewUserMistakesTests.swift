@@ -124,6 +124,12 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         Mistake(what: "--until-idle without --follow",
                 arguments: from + ["--to", "lmdb:" + path("g.lmdb"), "--until-idle", "3"], naming: "--until-idle",
                 status: 64),
+        Mistake(what: "an idle wait longer than a Duration holds",
+                arguments: ["sync"] + from + ["--to", "lmdb:" + path("g2.lmdb"), "--follow", "--until-idle", "1e21"],
+                naming: "--until-idle must be a number of seconds from 0 to 31536000", status: 64),
+        Mistake(what: "a seed of more items than an Int counts in its arithmetic",
+                arguments: ["seed", "--to", "sqlite:" + path("seeded.sqlite"), "--items", "9223372036854775807"],
+                naming: "--items must be from 1 to 1000000000", status: 64),
         Mistake(what: "a misspelled option", arguments: ["--form", good.description, "--to", "lmdb:" + path("h.lmdb")],
                 naming: "unknown option '--form' for copy; did you mean '--from'?", status: 64),
         Mistake(what: "a misspelled option of a command",
@@ -190,7 +196,7 @@ private let internals = ["DecodingError", "PSQLError", "Optional(", "Debug descr
         }
     }
     #expect([good.path, other.path + "/data.mdb"].map(fileDigest) == before, "no mistake wrote a store")
-    for name in ["h.lmdb", "i.lmdb", "j.lmdb"] {
+    for name in ["h.lmdb", "i.lmdb", "j.lmdb", "g2.lmdb", "seeded.sqlite"] {
         #expect(!FileManager.default.fileExists(atPath: path(name)), "\(name): no mistake made a destination")
     }
 }

@@ -807,5 +807,9 @@ import Testing
             }
         }
         #expect(try RealmValues.timestamp(1, 500_000_000, file: file, label: "dates").microsecondsSinceEpoch == 1_500_000)
+        #expect { try RealmModel.key(Int64.max, 1, file: file, label: "keys") } throws: {
+            ($0 as? StoreError)?.code == .corrupt && "\($0)".contains("past 64 bits")
+        }
+        #expect(try RealmModel.key(-5, 7, file: file, label: "keys") == 2)
     }
 }

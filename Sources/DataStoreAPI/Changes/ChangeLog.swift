@@ -16,8 +16,8 @@ import Foundation
 package enum ChangeLog {
     package static let stateKey = "datastore.feed"
     /// The largest number the feed gives a transaction: SQLite's largest row number, less one,
-    /// so that the number after any stored one is still a number (a damaged store's larger
-    /// number is damage, not an overflow).
+    /// so that the next number after any entry (`next`, at most SQLite's largest) is still one.
+    /// A stored number past it is damage, not an overflow; a write past it fails.
     static let maxSequence = UInt64(Int64.max) - 1
 
     /// The `next` of a stored state (for a backend's format upgrade), `nil` when it cannot be read.
@@ -143,7 +143,7 @@ package enum ChangeLog {
             state.next = max(window.released, window.floor > 0 ? window.floor - 1 : 0) + 1
         } else if let log {
             if let bounds = try log.changeLogBounds() {
-                guard bounds.last < maxSequence else {
+                guard bounds.last <= maxSequence else {
                     throw StoreError(.corrupt, "the change feed holds an entry numbered \(bounds.last), past the "
                         + "largest number it gives (\(maxSequence))")
                 }
@@ -228,7 +228,7 @@ package enum ChangeLog {
             let keep = min(state.settings.retainedTransactions, Int.max - 1)
             if try numbering.changeLogCount(after: token.sequence, through: state.next - 1, atMost: keep + 1) > keep {
                 throw StoreError(.changesExpired, "change token \(token) has expired: the store's change feed keeps "
-                    + "its newest \(keep) transactions, up to \(state.next - 1), and more were committed since the token; "
+                    + "its newest \(state.settings.retainedTransactions) transactions, up to \(state.next - 1), and more were committed since the token; "
                     + "resynchronize from a fresh read")
             }
             return try numbering.changeLogEntries(after: token.sequence, through: state.next - 1, limit: limit).map {
@@ -260,6 +260,10 @@ package enum ChangeLog {
         // The backend's entry storage bound once, not copied as an optional (each copy of an
         // optional existential went through the standard library's generic witnesses).
         let entry = encodeEntry(changes, committedAt: now)
+        guard state.next <= maxSequence else {
+            throw StoreError(.limitExceeded, "the change feed has numbered \(maxSequence) transactions, the most it "
+                + "can number")
+        }
         let logged: Bool
         if let log = writer.changeLogWriter {
             try log.appendChangeLog(state.next, entry)
@@ -305,8 +309,8 @@ package enum ChangeLog {
         if let numbering = writer.changeLogWriter?.changeLogNumbering { return try numbering.restartChangeLog() }
         try remove(writer, state, before: state.next)
         // The unrecorded transaction takes a number of its own, so even the head token before it
-        // expires.
-        state.next += 1
+        // expires (while there is a number left to take).
+        if state.next <= maxSequence { state.next += 1 }
         state.held = state.next
         try writer.setMetadata(encodeState(state), forKey: stateKey)
     }
@@ -425,7 +429,7 @@ package enum ChangeLog {
         let next = try input.u64(), held = try input.u64()
         let retention = try input.u64(), maxKeys = try input.u64()
         let enabled = try input.byte() == 1
-        guard next >= 1, next <= maxSequence, held <= next, retention >= 1, retention <= UInt64(Int.max), maxKeys >= 1,
+        guard next >= 1, next <= maxSequence + 1, held <= next, retention >= 1, retention <= UInt64(Int.max), maxKeys >= 1,
             maxKeys <= UInt64(Int.max), input.isAtEnd
         else {
             throw StoreError(.corrupt, "the change feed's state is damaged")

@@ -212,9 +212,9 @@ extension WriteAccessor {
         case let (.int(l)?, nil): position = l < Int64.max - step ? l + step : nil
         case let (.int(l)?, .int(u)?):
             // Positions another program wrote may lie further apart than an Int64 counts (the
-            // members are in order, so u > l): then the middle is taken of their halves.
+            // members are in order, so then l < 0 <= u): the sum of their halves lies between them.
             let (gap, apart) = u.subtractingReportingOverflow(l)
-            position = apart ? l / 2 + u / 2 + (l % 2 + u % 2) / 2 : gap >= 2 ? l + gap / 2 : nil
+            position = apart ? l / 2 + u / 2 : gap >= 2 ? l + gap / 2 : nil
         default: position = nil
         }
         let holder = moved?.holder

@@ -63,7 +63,10 @@ final class StoreInstruments: Sendable {
         logger = instrumentation.logger
         logs = instrumentation.logs
         let slow = instrumentation.slowOperation.components
-        slowNanoseconds = slow.seconds * 1_000_000_000 + slow.attoseconds / 1_000_000_000
+        // A threshold past what 64 bits of nanoseconds hold (about 292 years) is never reached.
+        let (whole, past) = slow.seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        slowNanoseconds = past ? .max : whole.addingReportingOverflow(slow.attoseconds / 1_000_000_000).overflow ? .max
+            : whole + slow.attoseconds / 1_000_000_000
         let dimensions = [("backend", backend)]
         commits = factory.map { Counter(label: "datastore_commits_total", dimensions: dimensions, factory: $0) }
         rollbacks = factory.map { Counter(label: "datastore_rollbacks_total", dimensions: dimensions, factory: $0) }

@@ -123,6 +123,16 @@ extension EntitySchema {
         return checked
     }
 
+    /// A text a filter looks for is at most ``Limits/maxValueBytes``, as a stored value is (one
+    /// longer cannot be found, and the backends bind a text's length as 32 bits).
+    private func checkSearchedText(_ text: String, _ attributeName: String) throws(StoreError) {
+        let bytes = text.utf8.count
+        guard bytes <= Limits.maxValueBytes else {
+            throw StoreError(.limitExceeded, "the text looked for in '\(name).\(attributeName)' holds \(bytes) bytes, "
+                + "past the limit of \(Limits.maxValueBytes) bytes a value holds")
+        }
+    }
+
     /// Checks a filter's attributes and values; returns it with values converted as stored.
     @_spi(Backend) public func validate(_ filter: Filter) throws(StoreError) -> Filter {
         switch filter {
@@ -141,12 +151,13 @@ extension EntitySchema {
         case .isNull(let attributeName):
             _ = try requireAttribute(attributeName)
             return filter
-        case let .hasPrefix(attributeName, _), let .contains(attributeName, _):
+        case let .hasPrefix(attributeName, text), let .contains(attributeName, text):
             let attribute = try requireAttribute(attributeName)
             guard attribute.type == .string else {
                 throw StoreError(.typeMismatch, "attribute '\(name).\(attributeName)' is \(attribute.type); "
                     + "prefix and contains need a string attribute")
             }
+            try checkSearchedText(text, attributeName)
             return filter
         case let .hasElement(attributeName, element):
             let attribute = try requireAttribute(attributeName)
@@ -154,6 +165,7 @@ extension EntitySchema {
                 throw StoreError(.typeMismatch, "attribute '\(name).\(attributeName)' is \(attribute.type); "
                     + "an element is looked for in a string attribute holding a JSON array")
             }
+            if case .string(let text) = element { try checkSearchedText(text, attributeName) }
             switch element {
             case .null, .bool, .int, .double, .string: return filter
             default:

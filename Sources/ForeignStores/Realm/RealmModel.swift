@@ -193,7 +193,7 @@ struct RealmModel {
 
     /// A key of a cluster (or the offset of a subtree's keys): `offset` plus `relative`, or the
     /// damage of a sum past 64 bits.
-    private static func key(_ offset: Int64, _ relative: Int64, file: RealmFile, label: String) throws -> Int64 {
+    static func key(_ offset: Int64, _ relative: Int64, file: RealmFile, label: String) throws -> Int64 {
         let (key, overflow) = offset.addingReportingOverflow(relative)
         guard !overflow else { throw file.damaged("\(label): a key offset \(offset) plus \(relative) is past 64 bits") }
         return key

@@ -28,8 +28,18 @@ struct SwitchRecord: Codable, Equatable, Sendable {
     /// Where the record is kept in each store of a switch.
     static let reserved = ReservedRecord<SwitchRecord>(key: key, what: "switch record")
 
+    /// The epochs a record may hold: a retired store's is one under the serving one's (-1 under
+    /// the first), and each cutover adds one; a record past them (edited by hand) is damage,
+    /// not a number to count on from.
+    static let epochs = -1...(1 << 40)
+
     static func read(from store: any DataStore, named name: String) throws -> SwitchRecord? {
-        try reserved.read(from: store, named: name)
+        let record = try reserved.read(from: store, named: name)
+        if let record, !epochs.contains(record.epoch) {
+            throw StoreError(.corrupt, "the switch record of \(name) holds epoch \(record.epoch), outside "
+                + "\(epochs.lowerBound) to \(epochs.upperBound)")
+        }
+        return record
     }
 
     func write(into writer: WriteAccessor) throws {
