@@ -18,7 +18,8 @@ public struct LMDBOptions: Sendable, Hashable {
     /// Off, the map doubles each time it fills and the journal is kept to the end of the
     /// transaction (in memory up to 16 MiB, then in a temporary file).
     public var mapCoversDisk: Bool
-    /// Reader slots: how many read transactions may be open at once across processes.
+    /// Reader slots: how many read transactions may be open at once across processes (at most
+    /// `UInt32.max`, what LMDB counts; more is refused with `invalidArgument`).
     public var maxReaders: PositiveInt
     /// Open with `MDB_RDONLY`: nothing is written to the environment, not even on open, and
     /// writes throw `readOnly`. A store on read-only media opens this way too.
