@@ -93,6 +93,19 @@ public struct StoredModelMacro: ExtensionMacro {
                 \(properties.map { "    try self.\($0.name).appendStored(to: &fields)" }.joined(separator: "\n"))
                 }
                 """)
+            // The fields read back in the same order, each as its property's type, with nothing
+            // after the last; any that does not read leaves the model to `init(row:)`.
+            let storedReads = properties.enumerated().map { position, property in
+                "let __stored\(position) = DataStoreAPI.StoredModelSupport.readStored(&reader, "
+                    + "as: { (model: Self) in model.\(property.name) })"
+            } + ["reader.isAtEnd"]
+            members.append("\(access)static var readsStoredFields: Bool { true }")
+            members.append("""
+                \(access)init?(storedFields reader: inout DataStoreAPI.StoredFieldReader) {
+                    guard \(storedReads.joined(separator: ",\n          ")) else { return nil }
+                \(properties.enumerated().map { "    self.\($1.name) = __stored\($0)" }.joined(separator: "\n"))
+                }
+                """)
         } else {
             // A generic struct cannot hold a static stored property: a literal in the same order.
             members.append("""

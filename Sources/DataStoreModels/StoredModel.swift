@@ -40,7 +40,8 @@
 /// The name differs from SwiftData's `@Model`, so that a file may import both.
 @attached(extension, conformances: RowCodable,
           names: named(entityName), named(primaryKey), named(relationships), named(entitySchema), named(init(row:)),
-          named(record), named(_storedModelLayout), named(storedModelLayout), named(writeStoredFields))
+          named(record), named(_storedModelLayout), named(storedModelLayout), named(writeStoredFields),
+          named(readsStoredFields), named(init(storedFields:)))
 public macro StoredModel(_ entityName: String? = nil) = #externalMacro(module: "DataStoreMacros", type: "StoredModelMacro")
 
 /// Marks the property that holds a ``StoredModel(_:)``'s primary key (not optional).

@@ -174,6 +174,10 @@ final class LMDBRawTransaction {
     func count(_ dbi: MDB_dbi) throws(StoreError) -> Int {
         var stat = MDB_stat()
         try LMDBError.check(mdb_stat(txn, dbi, &stat), "\(path): mdb_stat")
+        // The count is the file's, not counted: one no map of this machine could hold is damage.
+        guard stat.ms_entries >= 0, stat.ms_entries <= Int(UInt32.max) * 64 else {
+            throw StoreError(.corrupt, "\(path): a database says it holds \(stat.ms_entries) entries")
+        }
         return stat.ms_entries
     }
 

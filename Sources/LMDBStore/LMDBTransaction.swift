@@ -322,6 +322,33 @@ final class LMDBTransaction: StorageWriter {
         }
     }
 
+    /// Every item of an entity in key order, as ``visit(_:in:_:)`` reads them, each record's
+    /// fields handed over once its checksum matched (what a model's `init?(storedFields:)` reads
+    /// and checks field by field). A record whose checksum does not match ends the visit:
+    /// `false`, and the caller's ordinary read names the damage.
+    func visitStoredFields(_ request: FetchRequest, in entity: EntitySchema,
+                           _ body: (inout StoredFieldReader) throws -> Bool) throws -> Bool {
+        guard visitsInPlace(request) else { return false }
+        let (offset, limit) = (request.offset, request.limit ?? .max)
+        guard limit > 0 else { return true }
+        var (skipped, taken, sound) = (0, 0, true)
+        try txn.forEach(dbi(entity), from: nil) { _, value in
+            // A record of the format before checksums (1) has none to match: read by name.
+            guard let unsealed = LMDBRecordCoding.unsealed(value), unsealed.count < value.count else {
+                sound = false
+                return false
+            }
+            if skipped < offset {
+                skipped += 1
+                return true
+            }
+            taken += 1
+            var fields = StoredFieldReader(UnsafeRawBufferPointer(rebasing: unsealed[1...]))
+            return try body(&fields) && taken < limit
+        }
+        return sound
+    }
+
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int {
         if filter == .all { return try txn.count(dbi(entity)) }
         var count = 0

@@ -45,10 +45,11 @@ final class ProgressDisplay: @unchecked Sendable {
         if let lastShown, lastShown == key { return }
         lastShown = key
         lastDraw = now
-        let fraction = progress.total > 0 ? min(1, Double(progress.done) / Double(progress.total)) : 1
-        let rate = progress.itemsPerSecond
-        let eta = rate > 0 ? Double(progress.total - progress.done) / rate : 0
-        let stats = "\(progress.done)/\(progress.total) \(Int(rate)) items/s ETA \(Int(eta.rounded()))s"
+        // In doubles, and clamped: counts come from stores and checkpoints, a rate from a clock.
+        let fraction = progress.total > 0 ? min(1, max(0, Double(progress.done) / Double(progress.total))) : 1
+        let rate = progress.itemsPerSecond.isFinite ? max(0, progress.itemsPerSecond) : 0
+        let eta = rate > 0 ? max(0, Double(progress.total) - Double(progress.done)) / rate : 0
+        let stats = "\(progress.done)/\(progress.total) \(Self.whole(rate)) items/s ETA \(Self.whole(eta))s"
         if bar {
             let width = 30
             let filled = Int(fraction * Double(width))
@@ -60,6 +61,9 @@ final class ProgressDisplay: @unchecked Sendable {
             FileHandle.standardError.write(Data("\(progress.phase.rawValue) \(progress.entity) \(Int(fraction * 100))% \(stats)\n".utf8))
         }
     }
+
+    /// A count of seconds or items a second, rounded, as digits (past 64 bits: the largest).
+    static func whole(_ value: Double) -> Int { Int(exactly: value.rounded()) ?? (value > 0 ? .max : 0) }
 
     func finish() {
         if drewBar { FileHandle.standardError.write(Data("\n".utf8)) }

@@ -27,8 +27,7 @@ final class SQLiteReaderPool: @unchecked Sendable {
     /// - Throws: `busy` when none is free within `timeout`.
     func acquire() throws -> SQLiteConnection {
         condition.lock()
-        let (whole, fraction) = timeout.components
-        let deadline = Date(timeIntervalSinceNow: Double(whole) + Double(fraction) / 1e18)
+        let deadline = Date.deadline(after: timeout)
         while idle.isEmpty && open >= capacity {
             if !condition.wait(until: deadline) && idle.isEmpty && open >= capacity {
                 condition.unlock()

@@ -108,6 +108,38 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 try self.slug.appendStored(to: &fields)
                 try self.views.appendStored(to: &fields)
             }
+            public static var readsStoredFields: Bool {
+                true
+            }
+            public init?(storedFields reader: inout DataStoreAPI.StoredFieldReader) {
+                guard let __stored0 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.id
+                    }),
+                      let __stored1 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.title
+                    }),
+                      let __stored2 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.body
+                    }),
+                      let __stored3 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.stars
+                    }),
+                      let __stored4 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.slug
+                    }),
+                      let __stored5 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.views
+                    }),
+                      reader.isAtEnd else {
+                    return nil
+                }
+                self.id = __stored0
+                self.title = __stored1
+                self.body = __stored2
+                self.stars = __stored3
+                self.slug = __stored4
+                self.views = __stored5
+            }
         }
         """)
 }
@@ -154,6 +186,18 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             }
             func writeStoredFields(to fields: inout DataStoreAPI.StoredFieldBuffer) throws {
                 try self.id.appendStored(to: &fields)
+            }
+            static var readsStoredFields: Bool {
+                true
+            }
+            init?(storedFields reader: inout DataStoreAPI.StoredFieldReader) {
+                guard let __stored0 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.id
+                    }),
+                      reader.isAtEnd else {
+                    return nil
+                }
+                self.id = __stored0
             }
         }
         """)
@@ -422,6 +466,22 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 try self.id.appendStored(to: &fields)
                 try self.author.appendStored(to: &fields)
             }
+            static var readsStoredFields: Bool {
+                true
+            }
+            init?(storedFields reader: inout DataStoreAPI.StoredFieldReader) {
+                guard let __stored0 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.id
+                    }),
+                      let __stored1 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.author
+                    }),
+                      reader.isAtEnd else {
+                    return nil
+                }
+                self.id = __stored0
+                self.author = __stored1
+            }
         }
         """)
 }
@@ -528,6 +588,34 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
                 try self.title.appendStored(to: &fields)
                 try self.tag.appendStored(to: &fields)
             }
+            static var readsStoredFields: Bool {
+                true
+            }
+            init?(storedFields reader: inout DataStoreAPI.StoredFieldReader) {
+                guard let __stored0 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.id
+                    }),
+                      let __stored1 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.stars
+                    }),
+                      let __stored2 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.mood
+                    }),
+                      let __stored3 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.title
+                    }),
+                      let __stored4 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.tag
+                    }),
+                      reader.isAtEnd else {
+                    return nil
+                }
+                self.id = __stored0
+                self.stars = __stored1
+                self.mood = __stored2
+                self.title = __stored3
+                self.tag = __stored4
+            }
         }
         """)
 }
@@ -574,6 +662,18 @@ private func expand(_ source: String, _ expanded: String, diagnostics: [Diagnost
             }
             func writeStoredFields(to fields: inout DataStoreAPI.StoredFieldBuffer) throws {
                 try self.`default`.appendStored(to: &fields)
+            }
+            static var readsStoredFields: Bool {
+                true
+            }
+            init?(storedFields reader: inout DataStoreAPI.StoredFieldReader) {
+                guard let __stored0 = DataStoreAPI.StoredModelSupport.readStored(&reader, as: { (model: Self) in
+                        model.`default`
+                    }),
+                      reader.isAtEnd else {
+                    return nil
+                }
+                self.`default` = __stored0
             }
         }
         """)

@@ -216,6 +216,63 @@ func generatedHandWrittenAndCodableModelsAgree(_ backend: ModelBackend) throws {
     #expect(enumError?.message.contains("medium") == true)
 }
 
+/// A typed fetch in key order, which LMDB reads from each record's fields in place (each
+/// property read in turn, no attribute looked up by name): the same models the rows give, every
+/// edge value, with offsets and limits, on every backend; and where a field is not one the model
+/// holds (a value past `Int8`, a case no enum has) or a record is damaged, the same error as the
+/// rows give, not a model.
+@Test(arguments: ModelBackend.allCases)
+func aTypedFetchInKeyOrderReadsWhatTheRowsHold(_ backend: ModelBackend) throws {
+    let dir = try TemporaryDirectory()
+    guard let store = try backend.open(dir, try Schema(version: 1, models: [MacroPancake.self])) else { return }
+    defer { try? store.close() }
+    try store.writeSync { w in for pancake in MacroPancake.samples() { try w.insert(pancake) } }
+    try store.read { r in
+        let byRow = try r.fetch(HandMacroPancake.self, sortedBy: []).map(\.pancake)
+        #expect(byRow.count == 24)
+        #expect(try r.fetch(MacroPancake.self, sortedBy: []) == byRow)
+        for (offset, limit) in [(0, 1), (3, 5), (20, 10), (24, 1), (0, 0)] {
+            #expect(try r.fetch(MacroPancake.self, sortedBy: [], offset: offset, limit: limit)
+                        == Array(byRow.dropFirst(offset).prefix(limit)), "offset \(offset), limit \(limit)")
+        }
+    }
+    for (attribute, value, naming) in [("small", Value.int(1_000), "small"), ("size", "medium", "medium")] {
+        var record = try MacroPancake.sample(30).record()
+        record[attribute] = value
+        try store.writeSync { try $0.insert(record, into: "Pancake") }
+        let byRow = #expect(throws: StoreError.self) { try store.read { try $0.fetch(HandMacroPancake.self, sortedBy: []) } }
+        let typed = #expect(throws: StoreError.self) { try store.read { try $0.fetch(MacroPancake.self, sortedBy: []) } }
+        #expect(typed?.code == .typeMismatch && typed?.message.contains(naming) == true, "\(String(describing: typed))")
+        #expect(byRow?.code == .typeMismatch)
+        try store.writeSync { _ = try $0.delete("Pancake", key: record["id"]) }
+    }
+}
+
+/// A record of an LMDB store damaged inside a value: the typed fetch that reads fields in place
+/// fails as the rows' read does, naming the damage, and returns no model.
+@Test func aDamagedRecordFailsATypedFetchAsTheRowsDo() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("damaged.lmdb")
+    let schema = try Schema(version: 1, models: [MacroPancake.self])
+    var pancakes = MacroPancake.samples()
+    pancakes[5].raw = Array("bytes no index holds, to damage".utf8)
+    var store = try LMDBStore(path: path, schema: schema)
+    try store.writeSync { w in for pancake in pancakes { try w.insert(pancake) } }
+    try store.close()
+    let file = URL(fileURLWithPath: path + "/data.mdb")
+    var bytes = [UInt8](try Data(contentsOf: file))
+    let marker = Array("bytes no index holds, to damage".utf8)
+    let at = try #require((0...(bytes.count - marker.count)).first { bytes[$0..<($0 + marker.count)].elementsEqual(marker) })
+    bytes[at + 2] ^= 0x01
+    try Data(bytes).write(to: file)
+    store = try LMDBStore(path: path, schema: schema)
+    defer { try? store.close() }
+    let byRow = #expect(throws: StoreError.self) { try store.read { try $0.fetch(HandMacroPancake.self, sortedBy: []) } }
+    let typed = #expect(throws: StoreError.self) { try store.read { try $0.fetch(MacroPancake.self, sortedBy: []) } }
+    #expect(byRow?.code == .corrupt)
+    #expect(typed?.code == .corrupt && typed?.message == byRow?.message, "\(String(describing: typed))")
+}
+
 /// Two models related by the relationships their static properties declare.
 @StoredModel
 struct Writer: Equatable {

@@ -231,6 +231,10 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     record(name, "full ordered scan", n, operations: n, api: try bestOf(5) { a = try api.scan() },
            raw: bestOf(5) { b = rawBulk.scan() })
     check(a, b, "scan")
+    record(name, "full ordered fetch of @StoredModel structs", n, operations: n,
+           api: try bestOf(5) { a = try store.read { try $0.fetch(BenchItem.self, sortedBy: []).count } },
+           raw: bestOf(5) { b = rawBulk.scan() })
+    check(a, b, "typed fetch")
     record(name, "full ordered visit (forEach, none kept)", n, operations: n, api: try bestOf(5) { a = try api.visit() },
            raw: bestOf(5) { b = rawBulk.visit() })
     check(a, b, "visit")

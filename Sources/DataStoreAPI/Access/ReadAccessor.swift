@@ -131,6 +131,20 @@ public class ReadAccessor {
         }
     }
 
+    /// Hands the stored fields of each item `request` selects to `body` while it returns true
+    /// (``StorageReader/visitStoredFields(_:in:_:)``), when the items are kept as compact
+    /// records' fields in `layout`'s order and read in place here (not in a write block, whose
+    /// reads see its own writes through the change recorder): `true` when every item was handed
+    /// over or `body` stopped, `false` when the caller must read the request another way.
+    @usableFromInline func visitStoredFields(_ request: FetchRequest, layout: StoredModelLayout,
+                                             _ body: (inout StoredFieldReader) throws -> Bool) throws -> Bool {
+        guard !(self is WriteAccessor), !Self.sortsAcrossRelationships(request) else { return false }
+        let (entity, checked) = try validate(request)
+        guard layout.layout == entity.layout else { return false }
+        if checked.limit == 0 { return true }
+        return try reader.visitStoredFields(checked, in: entity, body)
+    }
+
     /// Whether ``visit(_:_:)`` reads rows in place here (LMDB's and SQLite's read blocks), so that
     /// a typed fetch decodes from the rows; elsewhere the rows are records already, and it decodes
     /// the records (fewer instructions than copying their fields out).

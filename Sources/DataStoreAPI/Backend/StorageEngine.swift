@@ -126,6 +126,15 @@ extension StorageEngine {
     /// (the default, false): a typed fetch then decodes each model from the row, else from the
     /// record.
     func visitsInPlace(_ request: FetchRequest) -> Bool
+    /// Hands the stored fields of each item ``fetch(_:in:)`` returns, in the same order, to
+    /// `body` (a ``StoredFieldReader`` over a compact record's fields in the entity's order,
+    /// checked as a record is: its checksum), while it returns true, and returns `true`; returns
+    /// `false` when the backend does not keep the request's items so, or an item's record is
+    /// not sound (the caller then reads the request the ordinary way, which names the damage).
+    /// The default: `false`. What a typed fetch of a model `@StoredModel` wrote reads, with no
+    /// attribute looked up by name.
+    func visitStoredFields(_ request: FetchRequest, in entity: EntitySchema,
+                           _ body: (inout StoredFieldReader) throws -> Bool) throws -> Bool
     func count(_ filter: Filter, in entity: EntitySchema) throws -> Int
     /// Returns up to `limit` items with keys greater than `key`, in key order.
     func scan(_ entity: EntitySchema, after key: PrimaryKey?, limit: Int) throws -> [Record]
@@ -176,6 +185,9 @@ extension StorageReader {
     }
 
     public func visitsInPlace(_ request: FetchRequest) -> Bool { false }
+
+    public func visitStoredFields(_ request: FetchRequest, in entity: EntitySchema,
+                                  _ body: (inout StoredFieldReader) throws -> Bool) throws -> Bool { false }
 
     /// The default ``visit(_:in:_:)``: the records ``forEach(_:in:_:)`` hands over, one at a time
     /// the cursor's row; what a backend with a cursor of its own does for requests it cannot

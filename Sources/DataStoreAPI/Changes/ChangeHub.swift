@@ -122,8 +122,7 @@ final class ChangeHub: Sendable {
         if ready { return true }
         defer { state.withLock { $0.blockedWaiters -= 1 } }
         if startPolling { schedulePoll() }
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds)
-            + Double(timeout.components.attoseconds) / 1e18)
+        let deadline = Date.deadline(after: timeout)
         changed.lock()
         defer { changed.unlock() }
         while true {
@@ -171,9 +170,8 @@ final class ChangeHub: Sendable {
             // Entries that wait for lower numbers are released without a notification: poll.
             let notified = notificationsActive() && !unreleased()
             let interval = notified ? Duration.seconds(1) : state.withLock { $0.interval }
-            let pause = max(0.000_1, Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
             changed.lock()
-            if !state.withLock({ $0.closed }) { _ = changed.wait(until: Date().addingTimeInterval(pause)) }
+            if !state.withLock({ $0.closed }) { _ = changed.wait(until: Date.deadline(after: max(interval, .microseconds(100)))) }
             changed.unlock()
             if notified, isNotified, !unreleased() {
                 let keepWaiting = state.withLock { state -> Bool in

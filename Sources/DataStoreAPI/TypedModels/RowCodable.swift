@@ -49,6 +49,16 @@ public protocol RowCodable: DataObject {
     /// value's write is inlined into one function rather than called through a generic sink. The
     /// default hands them to the generic form.
     func writeStoredFields(to fields: inout StoredFieldBuffer) throws
+    /// Whether ``init(storedFields:)`` reads the model (what `@StoredModel` writes; the default
+    /// is `false`): a typed fetch on a backend that keeps its items as compact records' fields
+    /// (LMDB) then reads each model from its fields in ``storedModelLayout``'s order, with no
+    /// attribute looked up by name.
+    static var readsStoredFields: Bool { get }
+    /// The model from its item's fields, one per attribute of ``storedModelLayout`` in its order
+    /// (each property's ``RowValue/readStored(_:)``, and nothing after the last), or `nil` when
+    /// a field is not one its property holds as it is: the fetch then reads its items by
+    /// `init(row:)`, which names what is wrong. The default: `nil`.
+    init?(storedFields reader: inout StoredFieldReader)
 }
 
 /// Takes a model's values one at a time, in its ``RowCodable/storedModelLayout``'s order: what a
@@ -85,6 +95,8 @@ extension StoredFieldSink {
 
 extension RowCodable {
     public static var storedModelLayout: StoredModelLayout? { nil }
+    public static var readsStoredFields: Bool { false }
+    public init?(storedFields reader: inout StoredFieldReader) { return nil }
 
     /// Hands over the values of ``record()`` in the order of ``storedModelLayout``.
     /// - Throws: `invalidArgument` when the model gives no ``storedModelLayout``, and what
@@ -117,9 +129,25 @@ extension ReadAccessor {
     @inlinable
     public func fetch<T: RowCodable>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
                                      offset: Int = 0, limit: Int? = nil) throws -> [T] {
+        let request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset, limit: limit)
         var objects: [T] = []
-        try visit(FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
-                               limit: limit)) { row in objects.append(try T(row: row)) }
+        if T.readsStoredFields, let layout = T.storedModelLayout {
+            // Each model read from its item's fields where the backend keeps them that way; the
+            // first that does not read (damage, a type the model does not hold) reads them all
+            // again below, by name, which names what is wrong.
+            var complete = true
+            let visited = try visitStoredFields(request, layout: layout) { fields in
+                guard let object = T(storedFields: &fields) else {
+                    complete = false
+                    return false
+                }
+                objects.append(object)
+                return true
+            }
+            if visited && complete { return objects }
+            objects.removeAll()
+        }
+        try visit(request) { row in objects.append(try T(row: row)) }
         return objects
     }
 

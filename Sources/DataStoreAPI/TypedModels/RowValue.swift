@@ -26,10 +26,15 @@ public protocol RowValue: StoreValueConvertible {
     /// ``Value`` around it, and `Data` and `[UInt8]` their bytes where they are
     /// (``StoredFieldSink/appendBytes(_:)``).
     func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws
+    /// The value of the next field of `reader` (what the code `@StoredModel` writes reads), or
+    /// `nil` when the field is not one this type holds as it is (the item is then read by
+    /// ``init(row:attribute:)``, which names what is wrong). The default reads nothing: `nil`.
+    static func readStored(_ reader: inout StoredFieldReader) -> Self?
 }
 
 extension RowValue {
     public static var isOptionalStoreValue: Bool { false }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Self? { nil }
     @inlinable @inline(__always) public func storedValue() throws -> Value { storeValue }
     @inlinable @inline(__always)
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.append(storedValue()) }
@@ -46,6 +51,13 @@ extension Optional: RowValue where Wrapped: RowValue {
 
     @inlinable public func storedValue() throws -> Value { try self?.storedValue() ?? .null }
 
+    /// A null as `.some(nil)`; `nil` when the field is neither a null nor a `Wrapped`.
+    @inlinable
+    public static func readStored(_ reader: inout StoredFieldReader) -> Self? {
+        if reader.readNull() { return .some(.none) }
+        return Wrapped.readStored(&reader).map { .some($0) }
+    }
+
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws {
         if let self { try self.appendStored(to: &sink) } else { try sink.append(.null) }
@@ -55,11 +67,13 @@ extension Optional: RowValue where Wrapped: RowValue {
 extension Bool: RowValue {
     public static var storeType: ValueType { .bool }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.bool(name) }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Bool? { reader.readBool() }
 }
 
 extension Int64: RowValue {
     public static var storeType: ValueType { .int }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.int(name) }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Int64? { reader.readInt() }
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendInt(self) }
 }
@@ -72,6 +86,15 @@ extension FixedWidthInteger where Self: RowValue {
         guard let exact = Self(exactly: stored) else {
             throw StoreError(.typeMismatch, "attribute '\(name)' holds \(stored), not \(Self.self)")
         }
+        return exact
+    }
+
+    /// The next field's integer, when this type holds it exactly.
+    @inlinable
+    public static func readStored(_ reader: inout StoredFieldReader) -> Self? {
+        var probe = reader
+        guard let stored = probe.readInt(), let exact = Self(exactly: stored) else { return nil }
+        reader = probe
         return exact
     }
 }
@@ -116,6 +139,7 @@ extension UInt8: RowValue {
 extension Double: RowValue {
     public static var storeType: ValueType { .double }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.double(name) }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Double? { reader.readDouble() }
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendDouble(self) }
 }
@@ -123,11 +147,15 @@ extension Double: RowValue {
 extension Float: RowValue {
     public static var storeType: ValueType { .double }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = Float(try row.double(name)) }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Float? { reader.readDouble().map(Float.init) }
 }
 
 extension String: RowValue {
     public static var storeType: ValueType { .string }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.string(name) }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> String? {
+        reader.readText().map { String(decoding: $0, as: UTF8.self) }
+    }
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendString(self) }
 }
@@ -135,11 +163,13 @@ extension String: RowValue {
 extension Timestamp: RowValue {
     public static var storeType: ValueType { .date }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.date(name) }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Timestamp? { reader.readDate() }
 }
 
 extension Date: RowValue {
     public static var storeType: ValueType { .date }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.date(name).date }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Date? { reader.readDate()?.date }
     /// Rounded to the microsecond; a date a store cannot hold throws, as the `Codable` encoder does.
     @inlinable public func storedValue() throws -> Value { .date(try Timestamp(self)) }
 }
@@ -147,6 +177,7 @@ extension Date: RowValue {
 extension UUID: RowValue {
     public static var storeType: ValueType { .uuid }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.uuid(name) }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> UUID? { reader.readUUID() }
 }
 
 extension Data: RowValue {
@@ -154,6 +185,8 @@ extension Data: RowValue {
     @inlinable public init(row: borrowing Row, attribute name: String) throws {
         self = try StoredModelSupport.read(row, name)
     }
+
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Data? { reader.readBytes().map { Data($0) } }
 
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws {
@@ -164,6 +197,7 @@ extension Data: RowValue {
 extension Array: RowValue where Element == UInt8 {
     public static var storeType: ValueType { .bytes }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.bytes(name) }
+    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> [UInt8]? { reader.readBytes().map { Array($0) } }
 
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws {
@@ -183,6 +217,15 @@ extension RowValue where Self: RawRepresentable, RawValue: RowValue {
             throw StoreError(.typeMismatch, "attribute '\(name)' holds \(raw.storeValue), which is no case of \(Self.self)")
         }
         self = value
+    }
+
+    /// The case whose raw value the next field holds; `nil` when no case has it.
+    @inlinable
+    public static func readStored(_ reader: inout StoredFieldReader) -> Self? {
+        var probe = reader
+        guard let raw = RawValue.readStored(&probe), let value = Self(rawValue: raw) else { return nil }
+        reader = probe
+        return value
     }
 }
 
@@ -227,6 +270,13 @@ public enum StoredModelSupport {
     @inlinable @inline(__always)
     public static func read<Model, V: RowValue>(_ row: borrowing Row, _ name: String, as property: (Model) -> V) throws -> V {
         try read(row, name)
+    }
+
+    /// The next field of `reader` as the property's type (``RowValue/readStored(_:)``), or
+    /// `nil`: what the model's `init?(storedFields:)` reads each property with.
+    @inlinable @inline(__always)
+    public static func readStored<Model, V: RowValue>(_ reader: inout StoredFieldReader, as property: (Model) -> V) -> V? {
+        V.readStored(&reader)
     }
 
     @inlinable @inline(__always)

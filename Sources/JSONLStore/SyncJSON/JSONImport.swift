@@ -113,10 +113,22 @@ public enum JSONImport {
             case inserted, updated, unchanged, deleted, unlinked, linked, updatedAgain
         }
 
+        /// The most a count read back may be: more items than any store holds is a damaged
+        /// checkpoint, not a number to add to.
+        static let maxCount = 1 << 48
+
         /// Decodes counts; one that is missing (a checkpoint written before it was counted) is 0.
+        /// - Throws: `DecodingError.dataCorrupted` for a count below 0 or past ``maxCount``.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            func count(_ key: CodingKeys) throws -> Int { try container.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+            func count(_ key: CodingKeys) throws -> Int {
+                let count = try container.decodeIfPresent(Int.self, forKey: key) ?? 0
+                guard (0...Self.maxCount).contains(count) else {
+                    throw DecodingError.dataCorruptedError(forKey: key, in: container,
+                                                           debugDescription: "a count of \(count) items")
+                }
+                return count
+            }
             (inserted, updated, unchanged) = (try count(.inserted), try count(.updated), try count(.unchanged))
             (deleted, unlinked, linked) = (try count(.deleted), try count(.unlinked), try count(.linked))
             updatedAgain = try count(.updatedAgain)

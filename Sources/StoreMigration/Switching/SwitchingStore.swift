@@ -183,7 +183,7 @@ public final class SwitchingStore: StoreForwarding, @unchecked Sendable {
     /// - Throws: `io` naming the failure when the background work stopped on an error.
     @discardableResult
     public func waitUntilSwitched(timeout: Duration = .seconds(3_600)) throws -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+        let deadline = Date.deadline(after: timeout)
         condition.lock()
         defer { condition.unlock() }
         while true {

@@ -102,7 +102,8 @@ extension Migrator {
             switch step {
             case .applied(let batch, let written, let deleted):
                 let now = (try? Timestamp(Date()))?.microsecondsSinceEpoch ?? 0
-                for commit in batch.commits { lags.append(Double(now - commit.microsecondsSinceEpoch) / 1e6) }
+                // In doubles: a commit time another program wrote may lie anywhere in 64 bits.
+                for commit in batch.commits { lags.append((Double(now) - Double(commit.microsecondsSinceEpoch)) / 1e6) }
                 report.transactionsApplied += batch.commits.count
                 report.itemsWritten += written
                 report.itemsDeleted += deleted

@@ -76,7 +76,7 @@ extension ModelVersionPlan {
     /// with steps of its own.
     private static func checkedVersions() throws -> [any ModelVersion.Type] {
         for (earlier, later) in zip(versions, versions.dropFirst()) {
-            guard later.version == earlier.version + 1 else {
+            guard earlier.version < Int.max, later.version == earlier.version + 1 else {
                 throw StoreError(.invalidArgument, "the model version plan \(Self.self) goes from version "
                     + "\(earlier.version) (\(earlier)) to \(later.version) (\(later)); each version follows the one "
                     + "before, oldest first")

@@ -80,6 +80,13 @@ import Foundation
                 + "\(stored.version): \(detail); a changed schema needs a new version and migration steps")
         }
         try requested.validate()
+        // Each version between the two is a step of the loop below: a stored version further
+        // back than a million (a damaged header, another program's) is not one to count up from.
+        let (apart, overflow) = requested.version.subtractingReportingOverflow(stored.version)
+        guard !overflow, apart <= 1_000_000 else {
+            throw StoreError(.corrupt, "\(location) holds schema version \(stored.version), more than a million "
+                + "versions before this app's \(requested.version)")
+        }
         var planner = Planner(schema: stored, location: location)
         for version in (stored.version + 1)...requested.version {
             planner.schema.version = version
