@@ -153,7 +153,7 @@ extension Float: RowValue {
 extension String: RowValue {
     public static var storeType: ValueType { .string }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.string(name) }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> String? {
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> String? {
         reader.readText().map { String(decoding: $0, as: UTF8.self) }
     }
     @inlinable

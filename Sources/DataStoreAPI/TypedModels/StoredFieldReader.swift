@@ -51,18 +51,18 @@ public struct StoredFieldReader {
         return bits
     }
 
-    @inlinable public mutating func readInt() -> Int64? { number(3).map { Int64(bitPattern: $0) } }
+    @inlinable @inline(__always) public mutating func readInt() -> Int64? { number(3).map { Int64(bitPattern: $0) } }
 
-    @inlinable public mutating func readDate() -> Timestamp? {
+    @inlinable @inline(__always) public mutating func readDate() -> Timestamp? {
         number(7).map { Timestamp(microsecondsSinceEpoch: Int64(bitPattern: $0)) }
     }
 
-    @inlinable public mutating func readDouble() -> Double? {
+    @inlinable @inline(__always) public mutating func readDouble() -> Double? {
         guard let bits = number(4), !Double(bitPattern: bits).isNaN else { return nil }
         return Double(bitPattern: bits)
     }
 
-    @inlinable public mutating func readBool() -> Bool? {
+    @inlinable @inline(__always) public mutating func readBool() -> Bool? {
         switch peek() {
         case 1?: at &+= 1; return false
         case 2?: at &+= 1; return true
@@ -91,7 +91,7 @@ public struct StoredFieldReader {
     }
 
     /// A text's UTF-8 bytes, checked to be UTF-8, valid while the record is.
-    @inlinable public mutating func readText() -> UnsafeRawBufferPointer? {
+    @inlinable @inline(__always) public mutating func readText() -> UnsafeRawBufferPointer? {
         let start = at
         guard let bytes = payload(5) else { return nil }
         guard Self.isUTF8(bytes) else {
@@ -102,10 +102,10 @@ public struct StoredFieldReader {
     }
 
     /// A blob's bytes, valid while the record is.
-    @inlinable public mutating func readBytes() -> UnsafeRawBufferPointer? { payload(6) }
+    @inlinable @inline(__always) public mutating func readBytes() -> UnsafeRawBufferPointer? { payload(6) }
 
     /// A uuid's 16 bytes.
-    @inlinable public mutating func readUUID() -> UUID? {
+    @inlinable @inline(__always) public mutating func readUUID() -> UUID? {
         guard peek() == 8, end &- at >= 17, let base else { return nil }
         let uuid = UUID(uuid: base.loadUnaligned(fromByteOffset: at &+ 1, as: uuid_t.self))
         at &+= 17
