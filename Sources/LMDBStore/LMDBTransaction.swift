@@ -332,6 +332,7 @@ final class LMDBTransaction: StorageWriter {
         let (offset, limit) = (request.offset, request.limit ?? .max)
         guard limit > 0 else { return true }
         var (skipped, taken, sound) = (0, 0, true)
+        let check = fieldCheck(entity)
         try txn.forEach(dbi(entity), from: nil) { _, value in
             // A record of the format before checksums (1) has none to match: read by name.
             guard let unsealed = LMDBRecordCoding.unsealed(value), unsealed.count < value.count else {
@@ -339,6 +340,11 @@ final class LMDBTransaction: StorageWriter {
                 return false
             }
             if skipped < offset {
+                // Skipped records are checked field by field, as the visit checks them.
+                guard check.walk(value, { _, _, _ in }) else {
+                    sound = false
+                    return false
+                }
                 skipped += 1
                 return true
             }

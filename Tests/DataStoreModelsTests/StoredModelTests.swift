@@ -9,6 +9,7 @@ import InMemoryStore
 import LMDBStore
 import PostgresStore
 import SQLiteStore
+import Synchronization
 import Testing
 
 /// A model declared with the macro: one property of each kind the store holds, optionals and an
@@ -246,6 +247,53 @@ func aTypedFetchInKeyOrderReadsWhatTheRowsHold(_ backend: ModelBackend) throws {
         #expect(byRow?.code == .typeMismatch)
         try store.writeSync { _ = try $0.delete("Pancake", key: record["id"]) }
     }
+}
+
+/// A model read by hand from stored fields, counting its reads: which backends hand it records.
+private struct Tally: RowCodable, Equatable {
+    static let entityName = "Tally"
+    static let primaryKey = "id"
+    static let reads = Mutex(0)
+    static let layout = StoredModelLayout(["id", "small", "label"])
+    static var storedModelLayout: StoredModelLayout? { layout }
+    static var readsStoredFields: Bool { true }
+    var id: Int
+    var small: Int8
+    var label: String?
+
+    init(id: Int, small: Int8, label: String?) { (self.id, self.small, self.label) = (id, small, label) }
+
+    init(row: borrowing Row) throws {
+        id = try Int(row: row, attribute: "id")
+        small = try Int8(row: row, attribute: "small")
+        label = try String?(row: row, attribute: "label")
+    }
+
+    init?(storedFields reader: inout StoredFieldReader) {
+        Self.reads.withLock { $0 += 1 }
+        guard let id = Int.readStored(&reader), let small = Int8.readStored(&reader),
+              let label = String?.readStored(&reader), reader.isAtEnd else { return nil }
+        (self.id, self.small, self.label) = (id, small, label)
+    }
+
+    func record() throws -> Record { ["id": .int(Int64(id)), "small": .int(Int64(small)), "label": label.map { .string($0) } ?? .null] }
+}
+
+/// The typed fetch reads stored fields on LMDB, one read a record (each `Int`, `Int8` and
+/// optional read by its type's `readStored`), and nowhere else; a record whose field the model
+/// cannot hold (a value past `Int8`) reads the fetch again by name, and fails as the rows do.
+@Test(arguments: ModelBackend.allCases)
+func theTypedFetchReadsStoredFieldsOnLMDBAlone(_ backend: ModelBackend) throws {
+    let dir = try TemporaryDirectory()
+    guard let store = try backend.open(dir, try Schema(version: 1, models: [Tally.self])) else { return }
+    defer { try? store.close() }
+    let tallies = (0..<10).map { Tally(id: $0, small: Int8($0 - 5), label: $0 % 3 == 0 ? nil : "t\($0)") }
+    try store.writeSync { w in for tally in tallies { try w.insert(tally) } }
+    Tally.reads.withLock { $0 = 0 }
+    #expect(try store.read { try $0.fetch(Tally.self, sortedBy: []) } == tallies)
+    #expect(Tally.reads.withLock { $0 } == (backend == .lmdb ? 10 : 0), "\(backend)")
+    try store.writeSync { try $0.insert(["id": 10, "small": 300], into: "Tally") }
+    #expect(throws: StoreError.self) { try store.read { try $0.fetch(Tally.self, sortedBy: []) } }
 }
 
 /// A record of an LMDB store damaged inside a value: the typed fetch that reads fields in place

@@ -136,13 +136,29 @@ public class ReadAccessor {
     /// records' fields in `layout`'s order and read in place here (not in a write block, whose
     /// reads see its own writes through the change recorder): `true` when every item was handed
     /// over or `body` stopped, `false` when the caller must read the request another way.
+    /// The model's attributes (`attributes`, asked for only when the rest allows the visit) must
+    /// be the entity's, type and optionality included: a record the store would refuse (a null
+    /// where the entity holds none, another type's field) is then one the model refuses too.
     @usableFromInline func visitStoredFields(_ request: FetchRequest, layout: StoredModelLayout,
+                                             attributes: () throws -> [Attribute],
                                              _ body: (inout StoredFieldReader) throws -> Bool) throws -> Bool {
         guard !(self is WriteAccessor), !Self.sortsAcrossRelationships(request) else { return false }
         let (entity, checked) = try validate(request)
         guard layout.layout == entity.layout else { return false }
         if checked.limit == 0 { return true }
-        return try reader.visitStoredFields(checked, in: entity, body)
+        // The attributes compared at the first record the backend hands over: not at all where
+        // it reads rows (a typed point get on SQLite builds no schema).
+        var compared: Bool?
+        let visited = try reader.visitStoredFields(checked, in: entity) { fields in
+            if compared == nil {
+                let model = try attributes()
+                compared = model.count == entity.attributes.count
+                    && zip(model, entity.attributes).allSatisfy { $0.type == $1.type && $0.isOptional == $1.isOptional }
+            }
+            guard compared == true else { return false }
+            return try body(&fields)
+        }
+        return visited && compared != false
     }
 
     /// Whether ``visit(_:_:)`` reads rows in place here (LMDB's and SQLite's read blocks), so that

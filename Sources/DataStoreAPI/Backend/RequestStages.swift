@@ -27,8 +27,10 @@
     /// of every copy.
     public mutating func reserve(candidates: Int) {
         guard streams, case .all = request.filter else { return }
-        let answer = max(0, min(candidates - request.offset, request.limit ?? .max))
-        streamed.reserveCapacity(answer)
+        // At most 2^26 ahead: the count is the backend's (a damaged file's, on LMDB), and an array
+        // larger than that grows as it fills.
+        let answer = max(0, min(candidates, 1 << 26) - request.offset)
+        streamed.reserveCapacity(min(answer, request.limit ?? .max))
     }
 
     /// Whether the stages can stop taking candidates early (no sort, candidates in key order).

@@ -136,7 +136,7 @@ extension ReadAccessor {
             // first that does not read (damage, a type the model does not hold) reads them all
             // again below, by name, which names what is wrong.
             var complete = true
-            let visited = try visitStoredFields(request, layout: layout) { fields in
+            let visited = try visitStoredFields(request, layout: layout, attributes: { try T.entitySchema().attributes }) { fields in
                 guard let object = T(storedFields: &fields) else {
                     complete = false
                     return false

@@ -80,20 +80,16 @@ import Foundation
                 + "\(stored.version): \(detail); a changed schema needs a new version and migration steps")
         }
         try requested.validate()
-        // Each version between the two is a step of the loop below: a stored version further
-        // back than a million (a damaged header, another program's) is not one to count up from.
-        let (apart, overflow) = requested.version.subtractingReportingOverflow(stored.version)
-        guard !overflow, apart <= 1_000_000 else {
-            throw StoreError(.corrupt, "\(location) holds schema version \(stored.version), more than a million "
-                + "versions before this app's \(requested.version)")
-        }
         var planner = Planner(schema: stored, location: location)
-        for version in (stored.version + 1)...requested.version {
+        // Only the versions that have steps, in order: versions far apart (date-stamped ones, or a
+        // damaged stored version) are not counted through one by one.
+        for version in upgrades.steps.keys.sorted() where version > stored.version && version <= requested.version {
             planner.schema.version = version
             for step in upgrades.steps[version] ?? [] {
                 try planner.add(step, version: version)
             }
         }
+        planner.schema.version = requested.version
         let differences = SchemaDifference.between(stored: planner.schema, requested: requested)
         guard differences.isEmpty else {
             throw StoreError(.schemaMismatch, "\(location): migrating from version \(stored.version) to "
@@ -271,12 +267,14 @@ extension SchemaPlan {
     public func target(from stored: Schema) throws -> Schema {
         guard let top = targetVersion, top > stored.version else { return stored }
         var planner = Planner(schema: stored, location: "plan")
-        for version in (stored.version + 1)...top {
+        // The plan's versions in order, not every number between (see ``SchemaUpgrader``).
+        for version in Set(versions.map(\.version)).sorted() where version > stored.version && version <= top {
             planner.schema.version = version
             for step in versions.filter({ $0.version == version }).flatMap(\.steps) {
                 try planner.add(step, version: version)
             }
         }
+        planner.schema.version = top
         return planner.schema
     }
 
