@@ -220,7 +220,7 @@ import Logging
             return
         }
         guard create else { throw StoreError(.notFound, "\(path) does not exist") }
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = PathNames.directory(of: path)
         guard parent.isEmpty || files.fileExists(atPath: parent) else {
             throw StoreError(.notFound, "\(path): directory \(parent) does not exist")
         }

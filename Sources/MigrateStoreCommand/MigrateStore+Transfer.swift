@@ -309,6 +309,9 @@ func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst:
 func checkReportPath(_ path: String?) throws {
     guard let path else { return }
     try CommandFailure.catching {
+        guard !path.isEmpty else {
+            throw StoreError(.invalidArgument, "--report is empty; name a file to write the summary to (report.json)")
+        }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw StoreError(.invalidArgument, "--report \(path) is a directory; name a file (\(path)/report.json)")

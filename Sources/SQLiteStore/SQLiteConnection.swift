@@ -83,8 +83,7 @@ final class SQLiteConnection {
     }
 
     private static func directory(of path: String) -> String {
-        let directory = (path as NSString).deletingLastPathComponent
-        return directory.isEmpty ? "." : directory
+        PathNames.containingDirectory(of: path)
     }
 
     private static func open(_ path: String, create: Bool, readOnly: Bool,
@@ -149,7 +148,7 @@ final class SQLiteConnection {
 
     private static func openError(_ rc: Int32, path: String, message: String) -> StoreError {
         let cause = StoreError.Cause(library: "sqlite", code: rc, message: message)
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathNames.directory(of: path)
         if rc & 0xFF == SQLITE_CANTOPEN, FileManager.default.fileExists(atPath: path),
            !FileManager.default.isReadableFile(atPath: path) {
             return StoreError(.readOnly, "\(path): permission denied: cannot read the file", cause: cause)

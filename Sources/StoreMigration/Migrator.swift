@@ -337,7 +337,7 @@ public enum Migrator {
     /// Throws, naming `what` ("cannot create lmdb:x.lmdb"), when the directory `path` goes in
     /// does not exist (`notFound`) or this user cannot write it (`readOnly`).
     public static func requireWritableDirectory(of path: String, _ what: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathNames.directory(of: path)
         let shown = directory.isEmpty ? "the current directory" : "the directory \(directory)"
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),

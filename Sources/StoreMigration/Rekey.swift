@@ -168,7 +168,7 @@ public enum Rekey {
             throw StoreError(.io, "cannot swap \(a) and \(b): \(reason); \(location) was left as it was")
         }
         // The swap is durable once the directory that holds both names is.
-        let directory = open((a as NSString).deletingLastPathComponent.isEmpty ? "." : (a as NSString).deletingLastPathComponent,
+        let directory = open(PathNames.containingDirectory(of: a),
                              O_RDONLY | O_DIRECTORY)
         if directory >= 0 {
             _ = fsync(directory)

@@ -92,9 +92,11 @@ extension FixedWidthInteger where Self: RowValue {
     /// The next field's integer, when this type holds it exactly.
     @inlinable
     public static func readStored(_ reader: inout StoredFieldReader) -> Self? {
-        var probe = reader
-        guard let stored = probe.readInt(), let exact = Self(exactly: stored) else { return nil }
-        reader = probe
+        let start = reader.position
+        guard let stored = reader.readInt(), let exact = Self(exactly: stored) else {
+            reader.rewind(to: start)
+            return nil
+        }
         return exact
     }
 }
@@ -222,9 +224,11 @@ extension RowValue where Self: RawRepresentable, RawValue: RowValue {
     /// The case whose raw value the next field holds; `nil` when no case has it.
     @inlinable
     public static func readStored(_ reader: inout StoredFieldReader) -> Self? {
-        var probe = reader
-        guard let raw = RawValue.readStored(&probe), let value = Self(rawValue: raw) else { return nil }
-        reader = probe
+        let start = reader.position
+        guard let raw = RawValue.readStored(&reader), let value = Self(rawValue: raw) else {
+            reader.rewind(to: start)
+            return nil
+        }
         return value
     }
 }

@@ -10,7 +10,11 @@ import Foundation
 /// when it is not one the property holds as it is: nothing is thrown, the reader is left where
 /// it failed, and the caller reads the item the ordinary way, which names what is wrong. Every
 /// read is bounded by the record's end, so a record of any bytes cannot read past it.
-public struct StoredFieldReader {
+///
+/// The reader points into the store's pages, valid only while the model reads from it: it is
+/// noncopyable and handed over `inout`, so that no code (a hand-written
+/// `init?(storedFields:)` included) can keep a copy past its record.
+public struct StoredFieldReader: ~Copyable {
     @usableFromInline let base: UnsafeRawPointer?
     @usableFromInline let end: Int
     @usableFromInline var at = 0
@@ -29,6 +33,14 @@ public struct StoredFieldReader {
 
     /// Whether every field was read.
     @inlinable public var isAtEnd: Bool { at == end }
+
+    /// Where the next field starts: what ``rewind(to:)`` takes, so that a read that fails after
+    /// a field was read (an integer out of the type's range, a raw value no case has) leaves the
+    /// reader where it was.
+    @inlinable var position: Int { at }
+
+    /// Moves the reader back to a ``position`` it had.
+    @inlinable mutating func rewind(to position: Int) { at = position }
 
     /// The next field's tag, not read past.
     @inlinable @inline(__always) func peek() -> UInt8? {

@@ -58,7 +58,7 @@ enum CoreDataMapping {
                 + unknown.map { "'\($0.key)'" }.joined(separator: ", "))
         }
         let supportDirectory: String = {
-            let directory = (database.path as NSString).deletingLastPathComponent
+            let directory = PathNames.directory(of: database.path)
             let name = ((database.path as NSString).lastPathComponent as NSString).deletingPathExtension
             return ((directory.isEmpty ? "." : directory) as NSString)
                 .appendingPathComponent(".\(name)_SUPPORT/_EXTERNAL_DATA")

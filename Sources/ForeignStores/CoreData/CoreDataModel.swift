@@ -215,7 +215,7 @@ struct CoreDataModel: Sendable {
             }
         }
         guard let data = FileManager.default.contents(atPath: contents) else {
-            let folder = (contents as NSString).deletingLastPathComponent
+            let folder = PathNames.directory(of: contents)
             if FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("elements")) {
                 throw StoreError(.invalidArgument, "the model \(folder) is in Xcode's old binary form (an 'elements' "
                     + "file, no 'contents'), which this reader does not read: open it once in Xcode 4 or later, "

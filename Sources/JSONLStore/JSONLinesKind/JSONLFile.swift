@@ -221,7 +221,7 @@ final class JSONLStreamWriter: StreamedStoreWriter {
     static func begin(at path: String, schema: Schema, source: String, key: StoreKey? = nil) throws
         -> JSONLStreamWriter
     {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathNames.directory(of: path)
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             throw StoreError(.notFound, "\(path): directory \(directory) does not exist")
         }
@@ -434,8 +434,7 @@ final class JSONLStreamWriter: StreamedStoreWriter {
             throw StoreError(.io, "cannot move \(staging) to \(path): \(String(cString: strerror(errno)))")
         }
         try? FileManager.default.removeItem(atPath: checkpointPath)
-        try Self.syncFile((path as NSString).deletingLastPathComponent.isEmpty
-            ? "." : (path as NSString).deletingLastPathComponent)
+        try Self.syncFile(PathNames.containingDirectory(of: path))
     }
 
     func abandon() {

@@ -56,7 +56,7 @@ public enum JSONExport {
     public static func run(from store: any DataStore, entity entityName: String, options: Options = Options(),
                            to path: String) throws -> Int {
         let temporary = path + ".exporting"
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathNames.directory(of: path)
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw StoreError(.invalidArgument, "\(path) is a directory; name a file to write (\(path)/export.json)")
