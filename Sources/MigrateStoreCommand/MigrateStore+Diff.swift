@@ -43,7 +43,9 @@ extension MigrateStore {
         func run() throws {
             let locations = try CommandFailure.catching { try StoreLocation.resolve([from, to], store: store).enumerated().map { $0 == 0 ? try foreign.apply(to: $1) : $1 } }
             let list = entities.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-            try checkReportPath(report)
+            let paths: [String?] = locations.map(\.path) + [foreign.keyFile, foreign.model]
+            if let output, output != "-" { try checkOutputPath(output, option: "-o", inputs: paths) }
+            try checkReportPath(report, inputs: paths + [output])
             // With the diff on standard output, the summary goes to standard error.
             let toStandardOutput = output == nil || output == "-"
             let display = ProgressDisplay(style: toStandardOutput && progress == .auto ? .none : progress)

@@ -46,6 +46,9 @@ extension MigrateStore {
 
         func run() throws {
             let location = try CommandFailure.catching { try foreign.apply(to: StoreLocation.resolve([from], store: nil, takesStoreOption: false)[0]) }
+            if let output {
+                try checkOutputPath(output, option: "-o", inputs: [location.path, foreign.keyFile, foreign.model])
+            }
             var options = JSONExport.Options(relationships: JSONExport.Relationships(rawValue: relationships) ?? .nested,
                                              snakeCase: snakeCase)
             let count: Int
@@ -86,7 +89,12 @@ extension MigrateStore {
                 guard let handle = FileHandle(forReadingAtPath: destination) else { throw ExitCode(3) }
                 defer { try? handle.close() }
                 while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                    FileHandle.standardOutput.write(chunk)
+                    do {
+                        try FileHandle.standardOutput.write(contentsOf: chunk)
+                    } catch {
+                        throw CommandFailure.exit(for: StoreError(.io, "cannot write the export to standard output: "
+                            + error.localizedDescription))
+                    }
                 }
             } else {
                 FileHandle.standardError.write(Data("export \(location) \(entity) -> \(destination): \(count) items\n".utf8))

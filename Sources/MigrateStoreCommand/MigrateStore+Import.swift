@@ -92,6 +92,9 @@ extension MigrateStore {
             let location = try CommandFailure.catching {
                 try key.apply(to: StoreLocation.resolve([to], store: nil, takesStoreOption: false)[0])
             }
+            if let rejects, !dryRun {
+                try checkOutputPath(rejects, option: "--rejects", inputs: [location.path, file, mapping, key.keyFile])
+            }
             guard location.exists else {
                 throw CommandFailure.exit(for: StoreError(.notFound, "\(location) does not exist: an import writes into "
                     + "a store that has the schema; create it with: migrate-store create \(location) --schema "

@@ -152,7 +152,7 @@ func runTransfer(_ options: TransferOptions, name: String, resumeHint: Bool, dry
                  _ body: (StoreLocation, StoreLocation, @escaping () -> Bool,
                           @escaping (MigrationProgress) -> Void) throws -> MigrationReport) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
-    try checkReportPath(options.report)
+    try checkReportPath(options.report, inputs: inputPaths(options, source, destination))
     let display = ProgressDisplay(style: options.progress)
     let interrupt = InterruptHandler.shared
     let hint = { @Sendable () -> String in
@@ -272,7 +272,7 @@ func checkFollow(_ options: TransferOptions) throws {
 /// that Ctrl-C ends; the idle limit exits 0.
 func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst: Bool = true) throws {
     let (source, destination) = try CommandFailure.catching { try options.locations() }
-    try checkReportPath(options.report)
+    try checkReportPath(options.report, inputs: inputPaths(options, source, destination))
     let display = ProgressDisplay(style: options.progress)
     let interrupt = InterruptHandler.shared
     interrupt.setMessage("migrate-store: interrupted while following; the destination holds every transaction "
@@ -305,19 +305,28 @@ func runFollow(_ options: TransferOptions, _ follow: FollowOption, compareFirst:
 
 /// Refuses, before the operation starts, a `--report` path that cannot be written: a missing
 /// directory, a directory given as the file, a directory this user cannot write (exit 2, as for
-/// every bad input), so that a long run does not fail at its very end.
-func checkReportPath(_ path: String?) throws {
+/// every bad input), so that a long run does not fail at its very end; and one that names what
+/// the report would replace and must not (``checkOutputPath(_:option:inputs:)``).
+func checkReportPath(_ path: String?, inputs: [String?] = []) throws {
     guard let path else { return }
+    try checkOutputPath(path, option: "--report", inputs: inputs)
+}
+
+/// Refuses a file the command writes (`option`, `--report` or `-o`) at `path` when it is empty,
+/// names a store, something other than a regular file, or one of the command's own `inputs`
+/// (stores, key files, input files: ``OutputFiles/check(_:option:inputs:)``), or when its
+/// directory is missing or read-only: exit 2, before anything is read or written.
+func checkOutputPath(_ path: String, option: String, inputs: [String?]) throws {
     try CommandFailure.catching {
-        guard !path.isEmpty else {
-            throw StoreError(.invalidArgument, "--report is empty; name a file to write the summary to (report.json)")
-        }
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw StoreError(.invalidArgument, "--report \(path) is a directory; name a file (\(path)/report.json)")
-        }
-        try Migrator.requireWritableDirectory(of: path, "--report \(path) cannot be written")
+        try OutputFiles.check(path, option: option, inputs: inputs.compactMap { $0 })
+        try Migrator.requireWritableDirectory(of: path, "\(option) \(path) cannot be written")
     }
+}
+
+/// The paths a transfer reads or writes besides its report: its two stores, and the key and
+/// model files it was given.
+func inputPaths(_ options: TransferOptions, _ source: StoreLocation, _ destination: StoreLocation) -> [String?] {
+    [source.path, destination.path, options.toKeyFile, options.foreign.keyFile, options.foreign.model]
 }
 
 /// Writes a summary as pretty JSON for `--report`.

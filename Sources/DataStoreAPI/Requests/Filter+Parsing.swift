@@ -35,6 +35,10 @@ struct FilterTextParser {
     let schema: Schema?
     private var tokens: [(token: Token, offset: Int)] = []
     private var index = 0
+    /// How many `not`s and parentheses enclose the term being read: at most
+    /// ``Limits/maxFilterDepth`` (a filter's own limit), so that the recursion is bounded
+    /// (100,000 parentheses overflowed the stack).
+    private var depth = 0
 
     init(text: String, entity: EntitySchema, schema: Schema?) {
         self.text = text
@@ -44,7 +48,8 @@ struct FilterTextParser {
 
     private func failure(_ message: String) -> StoreError {
         let offset = index < tokens.count ? tokens[index].offset : text.count
-        return StoreError(.invalidArgument, "filter '\(text)': \(message) at character \(offset + 1)")
+        let shown = text.count > 200 ? text.prefix(200) + "..." : Substring(text)
+        return StoreError(.invalidArgument, "filter '\(shown)': \(message) at character \(offset + 1)")
     }
 
     mutating func parse() throws(StoreError) -> Filter {
@@ -91,8 +96,17 @@ struct FilterTextParser {
     }
 
     private mutating func parseUnary() throws(StoreError) -> Filter {
-        if takeWord("not") || take(.symbol("!")) { return .not(try parseUnary()) }
-        if take(.symbol("(")) {
+        let negated = takeWord("not") || take(.symbol("!"))
+        let grouped = !negated && take(.symbol("("))
+        if negated || grouped {
+            depth += 1
+            guard depth <= Limits.maxFilterDepth else {
+                throw failure("nested more than \(Limits.maxFilterDepth) deep (parentheses and 'not's)")
+            }
+        }
+        defer { if negated || grouped { depth -= 1 } }
+        if negated { return .not(try parseUnary()) }
+        if grouped {
             let inner = try parseOr()
             guard take(.symbol(")")) else { throw failure("')' expected") }
             return inner

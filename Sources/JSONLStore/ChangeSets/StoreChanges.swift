@@ -197,17 +197,25 @@ public enum StoreChanges {
             if let stream { return try stream.write(line: line) }
             pending += line
             pending.append(0x0A)
-            if pending.count >= 1 << 16 { flush() }
+            if pending.count >= 1 << 16 { try flush() }
         }
 
-        private func flush() {
-            output?.write(Data(pending))
+        /// Writes the lines kept so far to the output handle (standard output): a write that
+        /// fails (a full disk, a closed pipe) throws `io` naming the cause (the non-throwing
+        /// write trapped on it).
+        private func flush() throws {
+            guard let output, !pending.isEmpty else { return }
+            do {
+                try output.write(contentsOf: pending)
+            } catch {
+                throw StoreError(.io, "cannot write the changes to standard output: \(error.localizedDescription)")
+            }
             pending.removeAll(keepingCapacity: true)
         }
 
         /// Makes the file durable and moves it into place.
         public func finish() throws {
-            flush()
+            try flush()
             try stream?.finish()
         }
 

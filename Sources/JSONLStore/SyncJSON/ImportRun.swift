@@ -205,6 +205,15 @@ struct ImportRun {
                 + "with --keep-missing to keep those items on purpose"
         }
 
+        // Every value rejected (another entity's file, a mapping that does not fit): the input
+        // is not a list of this entity's items, so what it leaves out is not to be deleted.
+        if options.operations.contains(.delete), report.deletesSkipped == nil, report.objects > 0, acceptedCount == 0,
+           let first = rejected.first {
+            report.deletesSkipped = "every one of the \(report.objects) values was rejected, the first at value "
+                + "\(first.0.position) (\(first.0.reason)), so the input may not be a list of \(entity.name) items; fix the "
+                + "input (or the entity), or import with --keep-missing to keep those items on purpose"
+        }
+
         if options.operations.contains(.delete), report.deletesSkipped == nil {
             var doomed: [Value] = []
             try store.read { reader in

@@ -39,10 +39,16 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
         let shown = LocationSecrets.redacted(text)
         if let colon = text.firstIndex(of: ":") {
             let kind = StoreKind(rawValue: String(text[..<colon]))
-            let path = String(text[text.index(after: colon)...])
-            _ = try StoreBackends.backend(kind)
+            var path = String(text[text.index(after: colon)...])
+            let backend = try StoreBackends.backend(kind)
             guard !path.isEmpty else {
                 throw StoreError(.invalidArgument, "'\(shown)' names no path; write \(kind):PATH")
+            }
+            // A store kept in files is named without the slashes a shell's completion leaves
+            // after a directory (`lmdb:app.lmdb/`): the files made beside it (`.rekeyed`,
+            // `.migrating`) go beside it, not into it.
+            if backend.fileExtension != nil {
+                while path.count > 1, path.hasSuffix("/") { path.removeLast() }
             }
             self.init(kind: kind, path: path)
             return
