@@ -214,6 +214,14 @@ func check(_ a: Int, _ b: Int, _ what: String) {
                   api: { try APIBench(store: stores[$0], workload: workload).insertAll(from: 0, count: n, batch: n) },
                   raw: { raws[$0].insert(0, n, n) })
     for other in stores.dropLast() { try other.close() }
+    // The same inserts from models the macro declares (BenchItem), each built in the loop as
+    // the raw side builds its values.
+    let typedStores = try (0..<writeRounds).map { try open(directory + "/typed-\($0)") }
+    let typedRaws = (0..<writeRounds).map { raw(directory + "/raw-typed-\($0)") }
+    try recordInTurns(name, "bulk insert of @StoredModel structs, one writeSync", n, operations: n,
+                  api: { round in try typedStores[round].writeSync { w in for i in 0..<n { try w.insert(BenchItem(workload, i)) } } },
+                  raw: { typedRaws[$0].insert(0, n, n) })
+    for other in typedStores { try other.close() }
     let store = stores[last]
     let api = APIBench(store: store, workload: workload)
     let rawBulk = raws[last]
