@@ -79,6 +79,7 @@ extension MigrateStore {
 /// `sync --from diff:FILE --to STORE`: applies a diff.
 func runApplyDiff(_ path: String, _ options: TransferOptions) throws {
     let destination = try CommandFailure.catching { try StoreLocation.resolve([options.to], store: options.store)[0] }
+    try checkReportPath(options.report, inputs: [path, destination.path, options.toKeyFile])
     let result = try CommandFailure.catching { try Migrator.apply(diff: path, to: destination) }
     print("applied \(path) (diff of \(result.source)) to \(result.destination)")
     for counts in result.entities {

@@ -237,8 +237,8 @@ struct ForeignSourceOptions: ParsableArguments {
             return location.with(key: try StoreKey(contentsOfFile: keyFile))
         }
         guard location.isForeignSource else {
-            throw StoreError(.invalidArgument, "--model, --key and --key-file read coredata:, plain-sqlite: and "
-                + "realm: sources; \(location) is a \(location.kind) store")
+            throw StoreError(.invalidArgument, "--model and --key read coredata:, plain-sqlite: and realm: sources "
+                + "(--key-file alone opens an encrypted store of any kind); \(location) is a \(location.kind) store")
         }
         var source = try ForeignSource(parsing: location.path)
         if let keyFile {
@@ -258,7 +258,12 @@ struct ForeignSourceOptions: ParsableArguments {
 /// A count read from the command line: a whole number of at least 1, or a one-line refusal
 /// naming the option.
 func positiveCount(_ text: String, _ option: String) throws -> PositiveInt {
-    guard let number = Int(text) else { throw ValidationError("\(option) must be a whole number (it is '\(text)')") }
+    guard let number = Int(text) else {
+        if !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+            throw ValidationError("\(option) must be at most \(Int.max) (it is \(text))")
+        }
+        throw ValidationError("\(option) must be a whole number (it is '\(text)')")
+    }
     do {
         return try PositiveInt(number, naming: option)
     } catch {

@@ -340,9 +340,11 @@ public enum Migrator {
         let directory = PathNames.directory(of: path)
         let shown = directory.isEmpty ? "the current directory" : "the directory \(directory)"
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
-              isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory) else {
             throw StoreError(.notFound, "\(what): \(shown) does not exist")
+        }
+        guard isDirectory.boolValue else {
+            throw StoreError(.invalidArgument, "\(what): \(directory) is a file, not a directory")
         }
         guard access(directory.isEmpty ? "." : directory, W_OK | X_OK) == 0 else {
             throw StoreError(.readOnly, "\(what): \(shown) is read-only to this user "

@@ -95,3 +95,36 @@ func aDiffListsEveryChangeWithBothValuesAndAppliesOnlyToTheStoreItSaw(_ from: St
     let damaged = try runCLI(["sync", "--from", "diff:" + file.path, "--to", b.description])
     #expect(damaged.status == 2 && damaged.errors.contains("unknown op 'upsert'"), "\(damaged.errors)")
 }
+
+/// A unique value that moved from an item the source deleted to one with a lower key (a user's
+/// email under a new account): a sync and an applied diff delete the old item before they write
+/// the new one, on SQLite and LMDB, whose unique indexes are checked at each write. (Both
+/// refused the change before: the new item was written first, in key order.)
+@Test(arguments: [StoreKind.sqlite, .lmdb])
+func aUniqueValueThatMovedToAnotherKeyIsSyncedAndApplied(_ kind: StoreKind) throws {
+    let dir = try TemporaryDirectory()
+    let schema = Schema(version: 1, entities: [
+        EntitySchema("User", primaryKey: "id", attributes: [Attribute("id", .int), Attribute("email", .string)],
+                     indexes: [Index("byEmail", on: ["email"], unique: true)]),
+    ])
+    func make(_ name: String, _ users: [(Int64, String)]) throws -> StoreLocation {
+        let location = dir.location(kind, name)
+        let store = try location.open(schema: schema)
+        try store.writeSync { w in for (id, email) in users { try w.insert(["id": .int(id), "email": .string(email)], into: "User") } }
+        try store.close()
+        return location
+    }
+    let source = try make("source", [(1, "a@example.com"), (3, "c@example.com")])
+    let before = [(2, "a@example.com"), (3, "c@example.com")] as [(Int64, String)]
+    let synced = try make("synced", before)
+    let report = try Migrator.sync(from: source, to: synced)
+    #expect(report.entities.first?.itemsDeleted == 1 && report.entities.first?.itemsWritten == 1)
+    #expect(try Migrator.verify(from: source, to: synced).entities.allSatisfy { $0.differences == 0 })
+    // The same change as a diff file, applied.
+    let applied = try make("applied", before)
+    let file = dir.path("moved.jsonl")
+    _ = try Migrator.diff(from: source, to: applied, output: file)
+    let counts = try Migrator.apply(diff: file, to: applied)
+    #expect(counts.entities.map { [$0.inserted, $0.updated, $0.deleted] } == [[1, 0, 1]])
+    #expect(try Migrator.verify(from: source, to: applied).entities.allSatisfy { $0.differences == 0 })
+}

@@ -422,7 +422,7 @@ func sqliteShell(_ path: String, _ sql: String) throws {
     #expect(followed.contains("cannot be followed: a coredata source is read from a snapshot"))
     let wrongKind = try runCommand(migrateStore.path, ["copy", "--from", dir.path("out.lmdb"), "--key", "Tag=name",
                                                        "--to", dir.path("x.sqlite")], allowingFailure: true)
-    #expect(wrongKind.contains("--model, --key and --key-file read coredata:, plain-sqlite: and realm: sources"))
+    #expect(wrongKind.contains("--model and --key read coredata:, plain-sqlite: and realm: sources"))
     // export and diff read a foreign source as any other.
     let exported = try runCommand(migrateStore.path, ["export", "--from", "coredata:\(path)", "--entity", "Tag",
                                                       "--relationships", "ids"])

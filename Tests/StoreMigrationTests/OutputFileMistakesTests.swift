@@ -40,16 +40,21 @@ import Testing
         let targets = [(sqlite.path, "holds a SQLite database"), (lmdb.path + "/data.mdb", "is inside the LMDB store"),
                        (jsonl.path, "holds a JSON Lines store")]
         for (target, naming) in targets {
+            // Over another store, what is there is named; over the command's own store, that it
+            // is the command's.
             for source in [sqlite, lmdb, jsonl] {
+                let own = source.path == target
                 Self.refused(try runCLI(["export", "--from", source.description, "--entity", "Product", "-o", target]),
-                             "-o \(target) \(naming)", "export \(source) -o \(target)")
+                             "-o \(target) " + (own ? "is the file the command reads or writes" : naming),
+                             "export \(source) -o \(target)")
             }
             let copy = dir.location(.sqlite, "copy")
             Self.refused(try runCLI(["copy", "--from", lmdb.description, "--to", copy.description, "--progress", "none",
                                      "--report", target]), "--report \(target) \(naming)", "copy --report \(target)")
             #expect(!FileManager.default.fileExists(atPath: copy.path), "nothing copied")
             Self.refused(try runCLI(["diff", "--from", sqlite.description, "--to", lmdb.description, "--progress", "none",
-                                     "-o", target]), "-o \(target) \(naming)", "diff -o \(target)")
+                                     "-o", target]), "-o \(target) " + (target == sqlite.path
+                                         ? "is the file the command reads or writes" : naming), "diff -o \(target)")
         }
         #expect(stores.map(Self.bytes) == before, "every store as it was")
         // The library's export refuses it the same way.
@@ -131,7 +136,7 @@ import Testing
         for text in [deep, nots] {
             #expect {
                 _ = try Filter(parsing: text, for: entity, in: DemoData.schema)
-            } throws: { "\($0)".contains("nested more than \(Limits.maxFilterDepth) deep") }
+            } throws: { "\($0)".contains("nested more than \(4 * Limits.maxFilterDepth) deep") }
         }
         let result = try runCLI(["export", "--from", store.description, "--entity", "Customer", "--where", deep])
         Self.refused(result, "nested more than", "export --where of 20,000 parentheses")
@@ -139,6 +144,9 @@ import Testing
         let atLimit = String(repeating: "(", count: Limits.maxFilterDepth) + "vip == true"
             + String(repeating: ")", count: Limits.maxFilterDepth)
         #expect(throws: Never.self) { _ = try Filter(parsing: atLimit, for: entity, in: DemoData.schema) }
+        // `not (` is two of the parser's nestings but one level of the filter: 33 levels parse.
+        let notGroups = String(repeating: "not (", count: 33) + "vip == true" + String(repeating: ")", count: 33)
+        #expect(throws: Never.self) { _ = try Filter(parsing: notGroups, for: entity, in: DemoData.schema) }
     }
 
     /// Standard output on a full device: the export and the diff end with an error naming it,
@@ -166,11 +174,58 @@ import Testing
         }
     }
 
+    /// Messages that named the wrong thing: a file given as a directory was "does not exist", a
+    /// count past 64 bits "not a whole number".
+    @Test func aFileGivenAsADirectoryAndAHugeCountAreNamedAsSuch() throws {
+        let dir = try TemporaryDirectory()
+        let source = dir.location(.sqlite, "source")
+        try DemoData.seed(source, items: 100, seed: 5)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: dir.path("file.txt")))
+        for destination in ["sqlite:file.txt/x", "lmdb:file.txt/x"] {
+            Self.refused(try runCLI(["copy", "--from", source.description, "--to", destination, "--progress", "none"],
+                                    in: dir.url.path), "file.txt is a file, not a directory", destination)
+        }
+        let huge = try runCLI(["copy", "--from", source.description, "--to", dir.location(.lmdb, "d").description,
+                               "--batch-size", "9223372036854775808"])
+        #expect(huge.status == 64 && huge.errors.contains("--batch-size must be at most 9223372036854775807"),
+                "\(huge.errors)")
+    }
+
     /// A store named with the slash a shell's completion leaves after a directory is the store
     /// itself: what rekey and copy make beside it goes beside it.
     @Test func aTrailingSlashNamesTheStoreItself() throws {
         #expect(try StoreLocation(parsing: "lmdb:app.lmdb/").path == "app.lmdb")
         #expect(try StoreLocation(parsing: "sqlite:dir/app.sqlite//").path == "dir/app.sqlite")
-        #expect(try StoreLocation(parsing: "lmdb:/").path == "/")
+        // A bare path, as a shell's completion gives it.
+        #expect(try StoreLocation(parsing: "new-store.lmdb/").path == "new-store.lmdb")
+        #expect(try StoreLocation(parsing: "memory:name/").path == "name/", "a memory store's name is kept as given")
+    }
+
+    /// A report named as the store the command makes, or as the diff it applies, is refused
+    /// before anything is written (the store was made, then its file replaced by the report).
+    @Test func aReportNamedAsTheStoreMadeOrTheDiffAppliedIsRefused() throws {
+        let dir = try TemporaryDirectory()
+        let source = dir.location(.sqlite, "source")
+        try DemoData.seed(source, items: 100, seed: 11)
+        for destination in ["sqlite:new.sqlite", "jsonl:new.jsonl", "lmdb:new.lmdb"] {
+            let name = String(destination.split(separator: ":")[1])
+            Self.refused(try runCLI(["copy", "--from", source.description, "--to", destination, "--progress", "none",
+                                     "--report", "./" + name], in: dir.url.path),
+                         "is the file the command reads or writes", "copy --to \(destination) --report ./\(name)")
+            #expect(!FileManager.default.fileExists(atPath: dir.path(name)), "\(destination): nothing made")
+        }
+        let other = dir.location(.sqlite, "other")
+        try DemoData.seed(other, items: 100, seed: 12)
+        let changes = dir.path("changes.jsonl")
+        let diffed = try runCLI(["diff", "--from", source.description, "--to", other.description, "--progress", "none",
+                                 "-o", changes])
+        #expect(diffed.status == 1, "\(diffed.errors)")
+        let text = FileManager.default.contents(atPath: changes)
+        Self.refused(try runCLI(["sync", "--from", "diff:" + changes, "--to", other.description, "--report", changes]),
+                     "is the file the command reads or writes", "sync --from diff: --report over the diff")
+        #expect(FileManager.default.contents(atPath: changes) == text)
+        Self.refused(try runCLI(["diff", "--from", source.description, "--to", other.description, "--progress", "none",
+                                 "-o", dir.path("again.jsonl"), "--report", dir.path("again.jsonl")]),
+                     "is the file the command reads or writes", "diff -o X --report X")
     }
 }

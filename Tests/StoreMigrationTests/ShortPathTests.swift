@@ -21,6 +21,8 @@ import Testing
         for path in ["ab", "a/b", "/ab", "ab/", "a//b", "/a/b/", "./ab", "../x/y", "///ab", "ab//", "/a//", "x/ée"] {
             #expect(PathNames.directory(of: path) == (path as NSString).deletingLastPathComponent, "directory of '\(path)'")
         }
+        #expect(PathNames.directory(of: "d/\u{301}x") == "d", "a slash before a combining mark is a slash")
+        #expect(PathNames.lastName(of: "a/b/") == "b" && PathNames.lastName(of: "/") == "/")
         #expect(PathNames.containingDirectory(of: "a") == ".")
         #expect(PathNames.containingDirectory(of: "d/a") == "d")
     }
@@ -39,7 +41,7 @@ import Testing
         let exported = try runCLI(["export", "--from", "sqlite:b", "--entity", "Customer", "--output", "e"], in: dir.url.path)
         #expect(exported.status == 0, "\(exported.errors)")
         #expect(FileManager.default.fileExists(atPath: dir.path("e")))
-        // Opened by the library, by the same relative names, from the test's own directory.
+        // The store the commands made, opened by the library.
         let store = try SQLiteStore(path: dir.path("b"), schema: nil)
         defer { try? store.close() }
         #expect(try store.read { try $0.count(FetchRequest("Customer")) } > 0)

@@ -35,10 +35,13 @@ struct FilterTextParser {
     let schema: Schema?
     private var tokens: [(token: Token, offset: Int)] = []
     private var index = 0
-    /// How many `not`s and parentheses enclose the term being read: at most
-    /// ``Limits/maxFilterDepth`` (a filter's own limit), so that the recursion is bounded
-    /// (100,000 parentheses overflowed the stack).
+    /// How many `not`s and parentheses enclose the term being read: at most ``maxNesting``, so
+    /// that the recursion is bounded (20,000 parentheses overflowed the stack).
     private var depth = 0
+    /// The most `not`s and parentheses around a term: four times ``Limits/maxFilterDepth``, so
+    /// that a filter within that limit written with redundant parentheses (`not (a)` counts
+    /// two) is parsed and judged by the limit itself.
+    static let maxNesting = 4 * Limits.maxFilterDepth
 
     init(text: String, entity: EntitySchema, schema: Schema?) {
         self.text = text
@@ -100,8 +103,9 @@ struct FilterTextParser {
         let grouped = !negated && take(.symbol("("))
         if negated || grouped {
             depth += 1
-            guard depth <= Limits.maxFilterDepth else {
-                throw failure("nested more than \(Limits.maxFilterDepth) deep (parentheses and 'not's)")
+            guard depth <= Self.maxNesting else {
+                throw failure("parentheses and 'not's nested more than \(Self.maxNesting) deep (a filter holds at "
+                    + "most \(Limits.maxFilterDepth) levels)")
             }
         }
         defer { if negated || grouped { depth -= 1 } }

@@ -19,6 +19,18 @@ import Foundation
             throw StoreError(.invalidArgument, "\(option) \(path) is inside the LMDB store \(directory); "
                 + "name a file outside it")
         }
+        // A store the command makes (the copy's destination, which does not exist yet), or a
+        // file it writes besides (diff -o), named again: compared by where the names lead.
+        let written = canonical(path)
+        for input in inputs where !input.isEmpty && canonical(input) == written {
+            throw StoreError(.invalidArgument, "\(option) \(path) is the file the command reads or writes as \(input); "
+                + "name another file")
+        }
+        if let suffix = ["-wal", "-shm", "-journal"].first(where: { path.hasSuffix($0) }),
+           heldStore(String(path.dropLast(suffix.count))) == "a SQLite database" {
+            throw StoreError(.invalidArgument, "\(option) \(path) belongs to the SQLite database "
+                + "\(path.dropLast(suffix.count)); name another file")
+        }
         var status = stat()
         guard lstat(path, &status) == 0 else { return }  // Nothing there: the file is new.
         switch status.st_mode & S_IFMT {
@@ -39,7 +51,7 @@ import Foundation
         for input in inputs where !input.isEmpty {
             var other = stat()
             if stat(input, &other) == 0, other.st_dev == status.st_dev, other.st_ino == status.st_ino {
-                throw StoreError(.invalidArgument, "\(option) \(path) is the file the command reads as \(input); "
+                throw StoreError(.invalidArgument, "\(option) \(path) is the file the command reads or writes as \(input); "
                     + "name another file")
             }
         }
@@ -60,6 +72,19 @@ import Foundation
             return "a SQLite write-ahead log"
         }
         return nil
+    }
+
+    /// `path` as an absolute path with no link in it: the real path of what is there, or, for
+    /// a path where nothing is yet, its directory's real path and its last name.
+    static func canonical(_ path: String) -> String {
+        if let real = realpath(path, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        let directory = PathNames.containingDirectory(of: path)
+        guard let real = realpath(directory, nil) else { return path }
+        defer { free(real) }
+        return (String(cString: real) as NSString).appendingPathComponent(PathNames.lastName(of: path))
     }
 
     /// Where the link at `path` leads, or `path` when that cannot be worked out.

@@ -37,10 +37,10 @@ public struct StoredFieldReader: ~Copyable {
     /// Where the next field starts: what ``rewind(to:)`` takes, so that a read that fails after
     /// a field was read (an integer out of the type's range, a raw value no case has) leaves the
     /// reader where it was.
-    @inlinable var position: Int { at }
+    @inlinable public var position: Int { at }
 
     /// Moves the reader back to a ``position`` it had.
-    @inlinable mutating func rewind(to position: Int) { at = position }
+    @inlinable public mutating func rewind(to position: Int) { at = position }
 
     /// The next field's tag, not read past.
     @inlinable @inline(__always) func peek() -> UInt8? {

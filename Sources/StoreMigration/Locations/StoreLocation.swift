@@ -53,6 +53,9 @@ public struct StoreLocation: Sendable, Hashable, CustomStringConvertible {
             self.init(kind: kind, path: path)
             return
         }
+        // A bare path names a store kept in files: without the slashes that end it (see above).
+        var text = text
+        while text.count > 1, text.hasSuffix("/") { text.removeLast() }
         if StoreBackends.kinds.contains(StoreKind(rawValue: text)) {
             throw StoreError(
                 .invalidArgument,

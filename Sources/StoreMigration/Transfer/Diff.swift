@@ -108,42 +108,50 @@ extension Migrator {
         var report = DiffReport(source: from, destination: destination.description)
         report.entities = schema.entities.map { DiffReport.Counts(entity: $0.name) }
         try store.writeSync { writer in
-            var line = 1
-            try StoreChanges.read(path) { entity, change in
-                line += 1
-                guard let index = report.entities.firstIndex(where: { $0.entity == entity.name }) else { return }
-                func conflict(_ what: String) -> StoreError {
-                    StoreError(.conflict, "\(path): line \(line): \(entity.name)[\(keyOf(change, entity))] \(what); "
-                        + "the destination changed since the diff was made, and nothing was applied")
-                }
-                switch change {
-                case .insert(_, let item):
-                    if try writer.get(entity.name, key: item[entity.primaryKey]) != nil { throw conflict("exists") }
-                    try writer.insert(item, into: entity.name)
-                    report.entities[index].inserted += 1
-                case .update(_, let old, let new):
-                    guard let current = try writer.get(entity.name, key: new[entity.primaryKey]) else {
-                        throw conflict("is gone")
+            // Two passes over the file: its deletes, then its inserts and updates, so that a
+            // unique value that moved from a deleted item to another is free when that one is
+            // written (each key has one change in a diff, so the order changes nothing else).
+            for deletes in [true, false] {
+                var line = 1
+                try StoreChanges.read(path) { entity, change in
+                    line += 1
+                    let isDelete: Bool
+                    if case .delete = change { isDelete = true } else { isDelete = false }
+                    guard isDelete == deletes else { return }
+                    guard let index = report.entities.firstIndex(where: { $0.entity == entity.name }) else { return }
+                    func conflict(_ what: String) -> StoreError {
+                        StoreError(.conflict, "\(path): line \(line): \(entity.name)[\(keyOf(change, entity))] \(what); "
+                            + "the destination changed since the diff was made, and nothing was applied")
                     }
-                    for attribute in entity.attributes where old[attribute.name] != new[attribute.name] {
-                        guard current[attribute.name] == old[attribute.name] else {
-                            throw conflict("has \(attribute.name) = \(current[attribute.name]), not the diff's old "
-                                + "value \(old[attribute.name])")
+                    switch change {
+                    case .insert(_, let item):
+                        if try writer.get(entity.name, key: item[entity.primaryKey]) != nil { throw conflict("exists") }
+                        try writer.insert(item, into: entity.name)
+                        report.entities[index].inserted += 1
+                    case .update(_, let old, let new):
+                        guard let current = try writer.get(entity.name, key: new[entity.primaryKey]) else {
+                            throw conflict("is gone")
                         }
+                        for attribute in entity.attributes where old[attribute.name] != new[attribute.name] {
+                            guard current[attribute.name] == old[attribute.name] else {
+                                throw conflict("has \(attribute.name) = \(current[attribute.name]), not the diff's old "
+                                    + "value \(old[attribute.name])")
+                            }
+                        }
+                        var updated = current
+                        for attribute in entity.attributes where old[attribute.name] != new[attribute.name] {
+                            updated[attribute.name] = new[attribute.name]
+                        }
+                        try writer.save(updated, into: entity.name)
+                        report.entities[index].updated += 1
+                    case .delete(_, let item):
+                        guard let current = try writer.get(entity.name, key: item[entity.primaryKey]) else {
+                            throw conflict("is already gone")
+                        }
+                        guard current == item else { throw conflict("changed since the diff") }
+                        _ = try writer.delete(entity.name, key: item[entity.primaryKey])
+                        report.entities[index].deleted += 1
                     }
-                    var updated = current
-                    for attribute in entity.attributes where old[attribute.name] != new[attribute.name] {
-                        updated[attribute.name] = new[attribute.name]
-                    }
-                    try writer.save(updated, into: entity.name)
-                    report.entities[index].updated += 1
-                case .delete(_, let item):
-                    guard let current = try writer.get(entity.name, key: item[entity.primaryKey]) else {
-                        throw conflict("is already gone")
-                    }
-                    guard current == item else { throw conflict("changed since the diff") }
-                    _ = try writer.delete(entity.name, key: item[entity.primaryKey])
-                    report.entities[index].deleted += 1
                 }
             }
         }

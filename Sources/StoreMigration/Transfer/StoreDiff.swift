@@ -139,15 +139,19 @@ struct StoreDiff {
                 }
                 missing.removeAll(keepingCapacity: true)
             }
+            // The batch's deletes first: a unique value that moved from a deleted item to a new
+            // or changed one (a customer's email under a new key) is free when the other is
+            // written. (The destination's writes have no delete rules: the order of the rest
+            // changes nothing else.)
+            for case .delete(let key) in changes { _ = try writer.delete(name, key: key) }
             for change in changes {
                 switch change {
                 case .insert(let record): missing.append(record)
                 case .save(let record):
                     try insertMissing()
                     try writer.save(record, into: name)
-                case .delete(let key):
-                    try insertMissing()
-                    _ = try writer.delete(name, key: key)
+                case .delete:
+                    break
                 }
             }
             try insertMissing()
