@@ -1,6 +1,7 @@
 import ArgumentParser
 @_spi(Backend) import DataStoreAPI
 import Foundation
+import JSONLStore
 import StoreMigration
 
 extension MigrateStore {
@@ -314,11 +315,11 @@ func checkReportPath(_ path: String?, inputs: [String?] = []) throws {
 
 /// Refuses a file the command writes (`option`, `--report` or `-o`) at `path` when it is empty,
 /// names a store, something other than a regular file, or one of the command's own `inputs`
-/// (stores, key files, input files: ``OutputFiles/check(_:option:inputs:)``), or when its
+/// (stores, key files, input files: `JSONLines.checkOutputFile`), or when its
 /// directory is missing or read-only: exit 2, before anything is read or written.
 func checkOutputPath(_ path: String, option: String, inputs: [String?]) throws {
     try CommandFailure.catching {
-        try OutputFiles.check(path, option: option, inputs: inputs.compactMap { $0 })
+        try JSONLines.checkOutputFile(path, option: option, inputs: inputs.compactMap { $0 })
         try Migrator.requireWritableDirectory(of: path, "\(option) \(path) cannot be written")
     }
 }

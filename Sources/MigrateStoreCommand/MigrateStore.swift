@@ -71,6 +71,12 @@ extension MigrateStore {
         } catch {
             exit(withError: error)
         }
+        // What a command printed may still wait in standard output's buffer: it must not exit 0
+        // with its output lost.
+        if let failure = StandardOutput.flushFailure() {
+            FileHandle.standardError.write(Data("migrate-store: error: could not write standard output: \(failure)\n".utf8))
+            Foundation.exit(CommandFailure.exitCode(for: .io))
+        }
     }
 
     /// A mistake the parser or a command's `validate()` refuses (`--batch-size 0`, `--progress

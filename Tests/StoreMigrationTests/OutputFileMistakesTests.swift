@@ -149,16 +149,19 @@ import Testing
         #expect(throws: Never.self) { _ = try Filter(parsing: notGroups, for: entity, in: DemoData.schema) }
     }
 
-    /// Standard output on a full device: the export and the diff end with an error naming it,
-    /// not a trap in Foundation's write.
+    /// Standard output on a full device: every command that writes there ends with an error
+    /// naming it (exit 3), not a trap in Foundation's write, nor exit 0 with its output lost.
     @Test func anExportToAFullStandardOutputEndsWithAnError() throws {
         let dir = try TemporaryDirectory()
         let store = dir.location(.sqlite, "store")
         try DemoData.seed(store, items: 300, seed: 8)
         let other = dir.location(.sqlite, "other")
         try DemoData.seed(other, items: 300, seed: 9)
+        // Export and diff write through a handle that throws; inspect and check print, and their
+        // output waits in C's buffer until the command is over (it exited 0 with it lost).
         for arguments in [["export", "--from", store.description, "--entity", "Customer"],
-                          ["diff", "--from", store.description, "--to", other.description, "--progress", "none"]] {
+                          ["diff", "--from", store.description, "--to", other.description, "--progress", "none"],
+                          ["inspect", store.description], ["check", store.description]] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: migrateStore.path)
             process.arguments = arguments
@@ -227,5 +230,44 @@ import Testing
         Self.refused(try runCLI(["diff", "--from", source.description, "--to", other.description, "--progress", "none",
                                  "-o", dir.path("again.jsonl"), "--report", dir.path("again.jsonl")]),
                      "is the file the command reads or writes", "diff -o X --report X")
+    }
+
+    /// A gzip-compressed JSON Lines store is a store too (its first bytes are gzip's): a report or
+    /// an export over it is refused and the store kept. A gzip file that is no store (an import's
+    /// compressed rejects) is still replaced.
+    @Test func aCompressedJSONLinesStoreIsNotReplaced() throws {
+        let dir = try TemporaryDirectory()
+        let source = dir.location(.sqlite, "source")
+        try DemoData.seed(source, items: 100, seed: 11)
+        let compressed = try StoreLocation(parsing: "jsonl:" + dir.path("copy.jsonl.gz"))
+        let made = try runCLI(["copy", "--from", source.description, "--to", compressed.description, "--progress", "none"])
+        #expect(made.status == 0, "\(made.errors)")
+        let before = Self.bytes(compressed.path)
+        let naming = "\(compressed.path) holds a JSON Lines store (gzip-compressed)"
+        Self.refused(try runCLI(["export", "--from", source.description, "--entity", "Product", "-o", compressed.path]),
+                     "-o " + naming, "export -o over the compressed store")
+        let copy = dir.location(.sqlite, "copy")
+        Self.refused(try runCLI(["copy", "--from", source.description, "--to", copy.description, "--progress", "none",
+                                 "--report", compressed.path]), "--report " + naming, "copy --report over it")
+        #expect(!FileManager.default.fileExists(atPath: copy.path), "nothing copied")
+        #expect(Self.bytes(compressed.path) == before, "the store as it was")
+        let opened = try source.open(schema: nil)
+        defer { try? opened.close() }
+        #expect {
+            try JSONExport.run(from: opened, entity: "Product", to: compressed.path)
+        } throws: { "\($0)".contains("holds a JSON Lines store") }
+        // A compressed file that is not a store is the user's to replace.
+        let other = dir.path("notes.txt.gz")
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
+        gzip.arguments = ["-c", "echo 'not a store' | gzip > '\(other)'"]
+        try gzip.run()
+        gzip.waitUntilExit()
+        #expect(gzip.terminationStatus == 0)
+        let report = try runCLI(["copy", "--from", source.description, "--to", copy.description, "--progress", "none",
+                                 "--report", other])
+        #expect(report.status == 0, "\(report.errors)")
+        #expect(FileManager.default.contents(atPath: other).map { $0.starts(with: [0x1f, 0x8b]) } == false,
+                "the report replaced it")
     }
 }

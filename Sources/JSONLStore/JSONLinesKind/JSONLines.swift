@@ -1,4 +1,5 @@
 @_spi(Backend) import DataStoreAPI
+internal import CZlib
 import Foundation
 
 /// Export of a store to a JSON Lines file and loading of one into a store, streamed both ways
@@ -38,6 +39,31 @@ public enum JSONLines {
                 throw error
             }
         }
+    }
+
+    /// `OutputFiles.check(_:option:inputs:)` for a file a command writes at `path`, which also
+    /// refuses a gzip-compressed JSON Lines store there (whose first bytes are gzip's, so that
+    /// only a reader through zlib sees the store's header).
+    /// - Throws: `invalidArgument`, naming the option, the path and what is there.
+    public static func checkOutputFile(_ path: String, option: String, inputs: [String] = []) throws(StoreError) {
+        try OutputFiles.check(path, option: option, inputs: inputs)
+        guard holdsCompressedStore(path) else { return }
+        throw StoreError(.invalidArgument, "\(option) \(path) holds a JSON Lines store (gzip-compressed); it is not "
+            + "replaced: name another file, or remove it first")
+    }
+
+    /// Whether the regular file at `path` is gzip-compressed and begins, decompressed, as a JSON
+    /// Lines store's header does.
+    static func holdsCompressedStore(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        let magic = (try? handle.read(upToCount: 2)).map(Array.init) ?? []
+        try? handle.close()
+        guard magic == [0x1f, 0x8b], let file = gzopen(path, "rb") else { return false }
+        defer { gzclose(file) }
+        let header = Array(#"{"datastore":"jsonl""#.utf8)
+        var head = [UInt8](repeating: 0, count: header.count)
+        let read = head.withUnsafeMutableBytes { gzread(file, $0.baseAddress, UInt32($0.count)) }
+        return read == header.count && head == header
     }
 
     /// The schema a JSON Lines file holds.

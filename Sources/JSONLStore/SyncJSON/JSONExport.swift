@@ -55,7 +55,7 @@ public enum JSONExport {
     @discardableResult
     public static func run(from store: any DataStore, entity entityName: String, options: Options = Options(),
                            to path: String) throws -> Int {
-        try OutputFiles.check(path, option: "the export file")
+        try JSONLines.checkOutputFile(path, option: "the export file")
         let temporary = path + ".exporting"
         let directory = PathNames.directory(of: path)
         var isDirectory: ObjCBool = false

@@ -108,17 +108,17 @@ extension Migrator {
         var report = DiffReport(source: from, destination: destination.description)
         report.entities = schema.entities.map { DiffReport.Counts(entity: $0.name) }
         try store.writeSync { writer in
-            // Two passes over the file: its deletes, then its inserts and updates, so that a
-            // unique value that moved from a deleted item to another is free when that one is
-            // written (each key has one change in a diff, so the order changes nothing else).
-            for deletes in [true, false] {
+            // Three passes over the file, so that a unique value is free when an item takes it:
+            // the deletes; the updates that change a unique index's values, each item taken out
+            // and put back, changed, at the end (two items that swap an email); the inserts and
+            // other updates. Each key has one change in a diff, so the order changes nothing else.
+            var changed: [(entity: String, item: Record)] = []
+            for pass in ApplyPass.allCases {
                 var line = 1
                 try StoreChanges.read(path) { entity, change in
                     line += 1
-                    let isDelete: Bool
-                    if case .delete = change { isDelete = true } else { isDelete = false }
-                    guard isDelete == deletes else { return }
-                    guard let index = report.entities.firstIndex(where: { $0.entity == entity.name }) else { return }
+                    guard ApplyPass(change, entity) == pass,
+                          let index = report.entities.firstIndex(where: { $0.entity == entity.name }) else { return }
                     func conflict(_ what: String) -> StoreError {
                         StoreError(.conflict, "\(path): line \(line): \(entity.name)[\(keyOf(change, entity))] \(what); "
                             + "the destination changed since the diff was made, and nothing was applied")
@@ -142,7 +142,12 @@ extension Migrator {
                         for attribute in entity.attributes where old[attribute.name] != new[attribute.name] {
                             updated[attribute.name] = new[attribute.name]
                         }
-                        try writer.save(updated, into: entity.name)
+                        if pass == .uniqueValuesMoved {
+                            _ = try writer.delete(entity.name, key: new[entity.primaryKey])
+                            changed.append((entity.name, updated))
+                        } else {
+                            try writer.save(updated, into: entity.name)
+                        }
                         report.entities[index].updated += 1
                     case .delete(_, let item):
                         guard let current = try writer.get(entity.name, key: item[entity.primaryKey]) else {
@@ -154,6 +159,7 @@ extension Migrator {
                     }
                 }
             }
+            for (entity, item) in changed { try writer.insert(item, into: entity) }
         }
         report.seconds = Date().timeIntervalSince(started)
         return report
@@ -162,6 +168,26 @@ extension Migrator {
     private static func keyOf(_ change: StoreChange, _ entity: EntitySchema) -> Value {
         switch change {
         case .insert(_, let item), .delete(_, let item), .update(_, _, let item): return item[entity.primaryKey]
+        }
+    }
+}
+
+/// The passes of ``Migrator/apply(diff:to:)`` over a diff file, in order, and the pass of each change.
+private enum ApplyPass: CaseIterable {
+    case deletes
+    /// Updates that change the values of a unique index.
+    case uniqueValuesMoved
+    case rest
+
+    init(_ change: StoreChange, _ entity: EntitySchema) {
+        switch change {
+        case .delete: self = .deletes
+        case .insert: self = .rest
+        case .update(_, let old, let new):
+            let moves = entity.indexes.contains { index in
+                index.isUnique && index.attributes.contains { old[$0] != new[$0] }
+            }
+            self = moves ? .uniqueValuesMoved : .rest
         }
     }
 }

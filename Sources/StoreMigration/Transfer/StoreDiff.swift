@@ -108,14 +108,18 @@ struct StoreDiff {
             }
             sinceProgress += 1
             if pending.count >= limit || sinceProgress >= limit {
-                try flush(&pending, after: lastSourceKey)
+                let besides = try flush(&pending, after: lastSourceKey)
+                report.itemsWritten += besides.written
+                report.itemsDeleted += besides.deleted
                 progress(report.itemsRead)
                 sinceProgress = 0
                 if shouldStop() { throw StopRequested() }
             }
             return true
         }
-        try flush(&pending, after: lastSourceKey)
+        let besides = try flush(&pending, after: lastSourceKey)
+        report.itemsWritten += besides.written
+        report.itemsDeleted += besides.deleted
         progress(report.itemsRead)
     }
 
@@ -123,41 +127,115 @@ struct StoreDiff {
     /// one transaction; a batch that found nothing to change writes nothing, not even a
     /// checkpoint: the one before it still holds (a resume interrupted here compares these items
     /// again). Only when applying.
-    private func flush(_ pending: inout [Change], after key: Value?) throws {
-        guard mode == .apply, !pending.isEmpty else { return }
+    ///
+    /// A batch that breaks a unique index as written in key order (two items that swap an email, a
+    /// value that an item of a later batch gives up) is written again as replacements
+    /// (``writeReplacing(_:_:)``).
+    /// - Returns: the items written or deleted besides the batch's own (`0` but for replacements),
+    ///   which a later batch finds equal.
+    private func flush(_ pending: inout [Change], after key: Value?) throws -> (written: Int, deleted: Int) {
+        guard mode == .apply, !pending.isEmpty else { return (0, 0) }
         let changes = pending
-        let name = entity.name
-        try destination.writeSync { writer in
-            var missing: [Record] = []
-            func insertMissing() throws {
-                guard !missing.isEmpty else { return }
-                do {
-                    try writer.insert(contentsOf: missing, into: name)
-                } catch let error as StoreError where error.code == .keyExists {
-                    // Written meanwhile by someone else: saved over, as a sync does.
-                    for record in missing { try writer.save(record, into: name) }
-                }
-                missing.removeAll(keepingCapacity: true)
+        var besides = (written: 0, deleted: 0)
+        do {
+            try destination.writeSync { writer in
+                try write(changes, writer)
+                try checkpoint(writer, key)
             }
-            // The batch's deletes first: a unique value that moved from a deleted item to a new
-            // or changed one (a customer's email under a new key) is free when the other is
-            // written. (The destination's writes have no delete rules: the order of the rest
-            // changes nothing else.)
-            for case .delete(let key) in changes { _ = try writer.delete(name, key: key) }
-            for change in changes {
-                switch change {
-                case .insert(let record): missing.append(record)
-                case .save(let record):
-                    try insertMissing()
-                    try writer.save(record, into: name)
-                case .delete:
-                    break
-                }
+        } catch let error as StoreError where error.code == .uniqueViolation && entity.indexes.contains(where: \.isUnique) {
+            try destination.writeSync { writer in
+                besides = try writeReplacing(changes, writer)
+                try checkpoint(writer, key)
             }
-            try insertMissing()
-            try checkpoint(writer, key)
         }
         pending.removeAll(keepingCapacity: true)
+        return besides
+    }
+
+    /// The batch's changes, in key order after its deletes: a unique value that moved from a
+    /// deleted item to a new or changed one (a customer's email under a new key) is free when the
+    /// other is written. (The destination's writes have no delete rules: the order of the rest
+    /// changes nothing else.)
+    private func write(_ changes: [Change], _ writer: WriteAccessor) throws {
+        let name = entity.name
+        var missing: [Record] = []
+        func insertMissing() throws {
+            guard !missing.isEmpty else { return }
+            do {
+                try writer.insert(contentsOf: missing, into: name)
+            } catch let error as StoreError where error.code == .keyExists {
+                // Written meanwhile by someone else: saved over, as a sync does.
+                for record in missing { try writer.save(record, into: name) }
+            }
+            missing.removeAll(keepingCapacity: true)
+        }
+        for case .delete(let key) in changes { _ = try writer.delete(name, key: key) }
+        for change in changes {
+            switch change {
+            case .insert(let record): missing.append(record)
+            case .save(let record):
+                try insertMissing()
+                try writer.save(record, into: name)
+            case .delete:
+                break
+            }
+        }
+        try insertMissing()
+    }
+
+    /// The batch's changes as replacements, for a batch that broke a unique index written in key
+    /// order. Every destination item that holds a unique value one of the batch's items is to
+    /// take joins the batch at its source version (or as a delete, when the source has none),
+    /// and so on for the values those take; then every item of the batch is deleted and its new
+    /// version inserted. What is left clashing clashes in the source too (or was written
+    /// meanwhile), and the write fails as before.
+    /// - Returns: the items written and deleted that were not the batch's own.
+    private func writeReplacing(_ changes: [Change], _ writer: WriteAccessor) throws -> (written: Int, deleted: Int) {
+        let name = entity.name
+        let keyName = entity.primaryKey
+        let unique = entity.indexes.filter(\.isUnique)
+        var records: [Record] = []
+        var deletes: [Value] = []
+        var inBatch = Set<Value>()  // Membership only: the writes follow the arrays' order.
+        for change in changes {
+            switch change {
+            case .insert(let record), .save(let record):
+                records.append(record)
+                inBatch.insert(record[keyName])
+            case .delete(let key):
+                deletes.append(key)
+                inBatch.insert(key)
+            }
+        }
+        var besides = (written: 0, deleted: 0)
+        var next = 0
+        while next < records.count {
+            let record = records[next]
+            next += 1
+            for index in unique {
+                let values = index.attributes.map { record[$0] }
+                guard !values.contains(.null) else { continue }  // Nulls never clash.
+                var filter = Field(index.attributes[0]) == values[0]
+                for (attribute, value) in zip(index.attributes, values).dropFirst() {
+                    filter = filter && Field(attribute) == value
+                }
+                for holder in try writer.fetch(FetchRequest(name, filter: filter)) {
+                    let key = holder[keyName]
+                    guard inBatch.insert(key).inserted else { continue }
+                    if let current = try source.get(name, key: key) {
+                        records.append(current)
+                        besides.written += 1
+                    } else {
+                        deletes.append(key)
+                        besides.deleted += 1
+                    }
+                }
+            }
+        }
+        for key in deletes { _ = try writer.delete(name, key: key) }
+        for record in records { _ = try writer.delete(name, key: record[keyName]) }
+        try writer.insert(contentsOf: records, into: name)
+        return besides
     }
 }
 
