@@ -69,14 +69,20 @@ extension MigrateStore {
         do {
             try command.run()
         } catch {
+            // A command that printed its result and then exits 1 (differences found) is checked
+            // as one that exits 0.
+            if let code = error as? ExitCode, code.rawValue == 1 { exitIfOutputLost() }
             exit(withError: error)
         }
-        // What a command printed may still wait in standard output's buffer: it must not exit 0
-        // with its output lost.
-        if let failure = StandardOutput.flushFailure() {
-            FileHandle.standardError.write(Data("migrate-store: error: could not write standard output: \(failure)\n".utf8))
-            Foundation.exit(CommandFailure.exitCode(for: .io))
-        }
+        exitIfOutputLost()
+    }
+
+    /// What a command printed may still wait in standard output's buffer: when writing it fails
+    /// (a full disk, `/dev/full`), exit 3 naming it, rather than 0 or 1 with the output lost.
+    private static func exitIfOutputLost() {
+        guard let failure = StandardOutput.flushFailure() else { return }
+        FileHandle.standardError.write(Data("migrate-store: error: could not write standard output: \(failure)\n".utf8))
+        Foundation.exit(CommandFailure.exitCode(for: .io))
     }
 
     /// A mistake the parser or a command's `validate()` refuses (`--batch-size 0`, `--progress

@@ -1,6 +1,10 @@
 // C's `stdout` is a global variable, which Swift 6 refuses to read outside a preconcurrency
 // import: this file reads it once a command is over, on the main thread, when nothing else runs.
+#if canImport(Glibc)
 @preconcurrency import Glibc
+#elseif canImport(Darwin)
+@preconcurrency import Darwin
+#endif
 
 /// What a command printed (`print`, through C's buffered `stdout`) and whether it reached its
 /// destination.

@@ -157,11 +157,14 @@ import Testing
         try DemoData.seed(store, items: 300, seed: 8)
         let other = dir.location(.sqlite, "other")
         try DemoData.seed(other, items: 300, seed: 9)
-        // Export and diff write through a handle that throws; inspect and check print, and their
-        // output waits in C's buffer until the command is over (it exited 0 with it lost).
+        // Export and diff write through a handle that throws; inspect, check and verify print, and
+        // their output waits in C's buffer until the command is over (they exited 0 or 1 with it
+        // lost).
         for arguments in [["export", "--from", store.description, "--entity", "Customer"],
                           ["diff", "--from", store.description, "--to", other.description, "--progress", "none"],
-                          ["inspect", store.description], ["check", store.description]] {
+                          ["inspect", store.description], ["check", store.description],
+                          // Differences found: it prints them, then exits 1, checked all the same.
+                          ["verify", "--from", store.description, "--to", other.description, "--progress", "none"]] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: migrateStore.path)
             process.arguments = arguments

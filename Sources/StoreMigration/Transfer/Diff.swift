@@ -99,7 +99,12 @@ extension Migrator {
         let started = Date()
         // The whole file is read (and checked) before the store is opened for writing.
         let (schema, from, _) = try StoreChanges.read(path) { _, _ in }
-        let store = try withResumeCommand(destination) { try destination.open(schema: nil) }
+        // Opened as a sync opens its destination (a diff applied is a sync): without delete rules
+        // or reference checks, so that an item taken out and put back (its unique values moved)
+        // takes nothing with it, and a delete deletes that item alone, as the diff lists it.
+        let store = try withResumeCommand(destination) {
+            try MigrationGate.$defersReferenceChecks.withValue(true) { try destination.open(schema: nil) }
+        }
         defer { try? store.close() }
         for entity in schema.entities where store.schema.entity(named: entity.name) != entity {
             throw StoreError(.schemaMismatch, "\(path) is a diff of entity '\(entity.name)', which \(destination) "

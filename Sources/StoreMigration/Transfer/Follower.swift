@@ -272,13 +272,33 @@ struct Follower {
     }
 
     /// Applies a batch in one destination transaction, with the token it reached; returns the
-    /// items written and deleted.
+    /// items written and deleted. A batch that breaks a unique index saved item by item (two
+    /// items that swapped an email in one commit) is applied again with every item of it taken
+    /// out first: the destination held the source's state at the batch's start, so only items of
+    /// the batch can hold the values they take.
     func apply(_ batch: FollowBatch) throws -> (written: Int, deleted: Int) {
+        do {
+            return try apply(batch, replacing: false)
+        } catch let error as StoreError where error.code == .uniqueViolation {
+            return try apply(batch, replacing: true)
+        }
+    }
+
+    private func apply(_ batch: FollowBatch, replacing: Bool) throws -> (written: Int, deleted: Int) {
         try destination.writeSync { writer in
             var written = 0
             var deleted = 0
             for (entity, cleared, items) in batch.entities {
                 if cleared { deleted += try writer.deleteAll(entity) }
+                if replacing {
+                    for (key, record) in items {
+                        if try writer.delete(entity, key: key), record == nil { deleted += 1 }
+                    }
+                    let records = items.compactMap(\.record)
+                    try writer.insert(contentsOf: records, into: entity)
+                    written += records.count
+                    continue
+                }
                 for (key, record) in items {
                     if let record {
                         try writer.save(record, into: entity)

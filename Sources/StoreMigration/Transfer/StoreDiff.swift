@@ -70,6 +70,11 @@ struct StoreDiff {
         var pending: [Change] = []
         var lastSourceKey: Value?
         var sinceProgress = 0
+        // Items past the batches so far that a batch written as replacements wrote or deleted
+        // (``writeReplacing(_:_:)``): the destination's page read before may still show them as
+        // they were, and they are not written, deleted or counted again when the pass reaches
+        // them.
+        var replaced = Set<Value>()  // Membership only.
         // The pass's state is changed only in this closure, never in a function it calls (a
         // nested function that captured `pending` or `lastSourceKey` boxed them, and each access
         // in the closure then cost a dynamic exclusivity check: two per item; callgrind of
@@ -84,10 +89,16 @@ struct StoreDiff {
                 if mode == .apply { report.itemsWritten += 1 }
                 lastSourceKey = key
             case .destinationOnly(let key, _):
-                difference = .extra(key)
-                if mode == .apply { report.itemsDeleted += 1 }
+                if !replaced.isEmpty, replaced.remove(key) != nil {
+                    difference = nil
+                } else {
+                    difference = .extra(key)
+                    if mode == .apply { report.itemsDeleted += 1 }
+                }
             case .both(let key, let source, let destination):
-                if source != destination {
+                if !replaced.isEmpty, replaced.remove(key) != nil {
+                    difference = nil
+                } else if source != destination {
                     difference = .differs(key, source)
                     if mode == .apply { report.itemsWritten += 1 }
                 } else {
@@ -109,8 +120,10 @@ struct StoreDiff {
             sinceProgress += 1
             if pending.count >= limit || sinceProgress >= limit {
                 let besides = try flush(&pending, after: lastSourceKey)
-                report.itemsWritten += besides.written
-                report.itemsDeleted += besides.deleted
+                report.itemsWritten += besides.written.count
+                report.itemsDeleted += besides.deleted.count
+                replaced.formUnion(besides.written)
+                replaced.formUnion(besides.deleted)
                 progress(report.itemsRead)
                 sinceProgress = 0
                 if shouldStop() { throw StopRequested() }
@@ -118,8 +131,8 @@ struct StoreDiff {
             return true
         }
         let besides = try flush(&pending, after: lastSourceKey)
-        report.itemsWritten += besides.written
-        report.itemsDeleted += besides.deleted
+        report.itemsWritten += besides.written.count
+        report.itemsDeleted += besides.deleted.count
         progress(report.itemsRead)
     }
 
@@ -131,12 +144,12 @@ struct StoreDiff {
     /// A batch that breaks a unique index as written in key order (two items that swap an email, a
     /// value that an item of a later batch gives up) is written again as replacements
     /// (``writeReplacing(_:_:)``).
-    /// - Returns: the items written or deleted besides the batch's own (`0` but for replacements),
-    ///   which a later batch finds equal.
-    private func flush(_ pending: inout [Change], after key: Value?) throws -> (written: Int, deleted: Int) {
-        guard mode == .apply, !pending.isEmpty else { return (0, 0) }
+    /// - Returns: the keys of the items written or deleted besides the batch's own (none but for
+    ///   replacements), which the pass reaches later.
+    private func flush(_ pending: inout [Change], after key: Value?) throws -> (written: [Value], deleted: [Value]) {
+        guard mode == .apply, !pending.isEmpty else { return ([], []) }
         let changes = pending
-        var besides = (written: 0, deleted: 0)
+        var besides: (written: [Value], deleted: [Value]) = ([], [])
         do {
             try destination.writeSync { writer in
                 try write(changes, writer)
@@ -189,8 +202,8 @@ struct StoreDiff {
     /// and so on for the values those take; then every item of the batch is deleted and its new
     /// version inserted. What is left clashing clashes in the source too (or was written
     /// meanwhile), and the write fails as before.
-    /// - Returns: the items written and deleted that were not the batch's own.
-    private func writeReplacing(_ changes: [Change], _ writer: WriteAccessor) throws -> (written: Int, deleted: Int) {
+    /// - Returns: the keys of the items written and deleted that were not the batch's own.
+    private func writeReplacing(_ changes: [Change], _ writer: WriteAccessor) throws -> (written: [Value], deleted: [Value]) {
         let name = entity.name
         let keyName = entity.primaryKey
         let unique = entity.indexes.filter(\.isUnique)
@@ -207,7 +220,7 @@ struct StoreDiff {
                 inBatch.insert(key)
             }
         }
-        var besides = (written: 0, deleted: 0)
+        var besides: (written: [Value], deleted: [Value]) = ([], [])
         var next = 0
         while next < records.count {
             let record = records[next]
@@ -224,10 +237,10 @@ struct StoreDiff {
                     guard inBatch.insert(key).inserted else { continue }
                     if let current = try source.get(name, key: key) {
                         records.append(current)
-                        besides.written += 1
+                        besides.written.append(key)
                     } else {
                         deletes.append(key)
-                        besides.deleted += 1
+                        besides.deleted.append(key)
                     }
                 }
             }
