@@ -27,8 +27,14 @@ final class ForeignDatabase: @unchecked Sendable {
 
     init(path: String) throws(StoreError) {
         self.path = path
-        guard FileManager.default.fileExists(atPath: path) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw StoreError(.notFound, "\(path) does not exist")
+        }
+        guard !isDirectory.boolValue else {
+            // SQLite says only "disk I/O error" for a directory.
+            throw StoreError(.notAStore, "\(path) is a directory, not a SQLite database file; name the database "
+                + "file in it (a Core Data or SwiftData store is its .sqlite or .store file)")
         }
         let logs = ["-wal", "-journal"].map { path + $0 }.filter { Self.size($0) ?? 0 > 0 }
         if Self.headerSaysWAL(path) || !logs.isEmpty {

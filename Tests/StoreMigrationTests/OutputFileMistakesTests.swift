@@ -181,7 +181,8 @@ import Testing
     }
 
     /// Messages that named the wrong thing: a file given as a directory was "does not exist", a
-    /// count past 64 bits "not a whole number".
+    /// count past 64 bits "not a whole number", a directory read as another program's SQLite file
+    /// "disk I/O error".
     @Test func aFileGivenAsADirectoryAndAHugeCountAreNamedAsSuch() throws {
         let dir = try TemporaryDirectory()
         let source = dir.location(.sqlite, "source")
@@ -190,6 +191,12 @@ import Testing
         for destination in ["sqlite:file.txt/x", "lmdb:file.txt/x"] {
             Self.refused(try runCLI(["copy", "--from", source.description, "--to", destination, "--progress", "none"],
                                     in: dir.url.path), "file.txt is a file, not a directory", destination)
+        }
+        // A directory read as another program's SQLite file: SQLite said "disk I/O error".
+        for kind in ["coredata", "plain-sqlite"] {
+            let read = try runCLI(["inspect", "\(kind):\(dir.url.path)"])
+            #expect(read.status == 2 && read.errors.contains("\(dir.url.path) is a directory, not a SQLite database file"),
+                    "\(kind): exit \(read.status): \(read.errors)")
         }
         let huge = try runCLI(["copy", "--from", source.description, "--to", dir.location(.lmdb, "d").description,
                                "--batch-size", "9223372036854775808"])
