@@ -47,4 +47,46 @@ import Testing
         #expect(UTF8Text.isValid(UnsafeRawBufferPointer(start: nil, count: 0)))
         #expect(checked > 1_000)
     }
+
+    /// A typed model's read of a text field (``StoredFieldReader/readText()``, which checks a
+    /// short ASCII text inline and anything else by ``UTF8Text``): each text, as the last field
+    /// of a record and followed by a field of 8 bytes that are not UTF-8, read as the standard
+    /// library answers; a text it refuses leaves the reader where it was.
+    @Test func aTypedModelsTextReadAgreesWithTheStandardLibrary() {
+        let inserts: [[UInt8]] = [[0x41], [0x80], [0xC3], [0xC3, 0xA9], [0xFF], [0xE2, 0x82, 0xAC]]
+        var texts: [[UInt8]] = [[]]
+        for length in 1...20 {
+            let ascii = [UInt8]((0..<length).map { UInt8(0x61 + $0 % 26) })
+            texts.append(ascii)
+            for position in 0..<length {
+                for insert in inserts {
+                    var bytes = ascii
+                    bytes.replaceSubrange(position..<min(length, position + insert.count), with: insert)
+                    texts.append(bytes)
+                }
+            }
+        }
+        var refused = 0
+        for text in texts {
+            // A string field (tag 5, a one-byte length), alone and then before a bytes field
+            // (tag 6) of 8 bytes of 0xFF.
+            let field: [UInt8] = [5, UInt8(text.count)] + text
+            for fields in [field, field + [6, 8] + [UInt8](repeating: 0xFF, count: 8)] {
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: fields.count, alignment: 1)
+                defer { buffer.deallocate() }
+                buffer.copyBytes(from: fields)
+                var reader = StoredFieldReader(UnsafeRawBufferPointer(buffer))
+                let read = reader.readText().map { Array($0) }
+                if Self.standardAnswer(text) {
+                    #expect(read == text, "\(fields)")
+                    #expect(reader.position == field.count)
+                } else {
+                    #expect(read == nil, "\(fields)")
+                    #expect(reader.position == 0)
+                    refused += 1
+                }
+            }
+        }
+        #expect(refused > 500)
+    }
 }

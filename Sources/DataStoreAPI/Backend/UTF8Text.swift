@@ -36,12 +36,7 @@
     /// their length, without copying them into a word first.
     @inlinable @inline(__always)
     public static func isValid(_ bytes: UnsafeRawBufferPointer, readable: Int) -> Bool {
-        let count = bytes.count
-        if count <= 8, readable >= 8, let base = bytes.baseAddress {
-            let mask: UInt64 = count == 8 ? ~0 : (1 &<< UInt64(8 &* count)) &- 1
-            if base.loadUnaligned(as: UInt64.self) & mask & 0x8080_8080_8080_8080 == 0 { return true }
-        }
-        return isValidUnknown(bytes)
+        isShortASCII(bytes, readable: readable) || isValidUnknown(bytes)
     }
 
     @usableFromInline static func isValidUnknown(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -63,4 +58,16 @@
         }
         return true
     }
+}
+
+/// Whether `bytes` are a text of at most 8 bytes, all ASCII, with 8 bytes readable from where they
+/// start (`readable`, a record's rest): one load masked to their length. `false` says only that
+/// this check cannot tell (``UTF8Text/isValid(_:readable:)`` then asks the full check). Outside
+/// ``UTF8Text`` so that public inlined code (``StoredFieldReader``) may call it.
+@inlinable @inline(__always)
+func isShortASCII(_ bytes: UnsafeRawBufferPointer, readable: Int) -> Bool {
+    let count = bytes.count
+    guard count <= 8, readable >= 8, let base = bytes.baseAddress else { return false }
+    let mask: UInt64 = count == 8 ? ~0 : (1 &<< UInt64(8 &* count)) &- 1
+    return base.loadUnaligned(as: UInt64.self) & mask & 0x8080_8080_8080_8080 == 0
 }

@@ -67,13 +67,13 @@ extension Optional: RowValue where Wrapped: RowValue {
 extension Bool: RowValue {
     public static var storeType: ValueType { .bool }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.bool(name) }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Bool? { reader.readBool() }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> Bool? { reader.readBool() }
 }
 
 extension Int64: RowValue {
     public static var storeType: ValueType { .int }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.int(name) }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Int64? { reader.readInt() }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> Int64? { reader.readInt() }
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendInt(self) }
 }
@@ -141,7 +141,7 @@ extension UInt8: RowValue {
 extension Double: RowValue {
     public static var storeType: ValueType { .double }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.double(name) }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Double? { reader.readDouble() }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> Double? { reader.readDouble() }
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws { try sink.appendDouble(self) }
 }
@@ -149,7 +149,7 @@ extension Double: RowValue {
 extension Float: RowValue {
     public static var storeType: ValueType { .double }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = Float(try row.double(name)) }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Float? { reader.readDouble().map(Float.init) }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> Float? { reader.readDouble().map(Float.init) }
 }
 
 extension String: RowValue {
@@ -165,13 +165,13 @@ extension String: RowValue {
 extension Timestamp: RowValue {
     public static var storeType: ValueType { .date }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.date(name) }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Timestamp? { reader.readDate() }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> Timestamp? { reader.readDate() }
 }
 
 extension Date: RowValue {
     public static var storeType: ValueType { .date }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.date(name).date }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Date? { reader.readDate()?.date }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> Date? { reader.readDate()?.date }
     /// Rounded to the microsecond; a date a store cannot hold throws, as the `Codable` encoder does.
     @inlinable public func storedValue() throws -> Value { .date(try Timestamp(self)) }
 }
@@ -179,7 +179,7 @@ extension Date: RowValue {
 extension UUID: RowValue {
     public static var storeType: ValueType { .uuid }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.uuid(name) }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> UUID? { reader.readUUID() }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> UUID? { reader.readUUID() }
 }
 
 extension Data: RowValue {
@@ -188,7 +188,7 @@ extension Data: RowValue {
         self = try StoredModelSupport.read(row, name)
     }
 
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> Data? { reader.readBytes().map { Data($0) } }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> Data? { reader.readBytes().map { Data($0) } }
 
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws {
@@ -199,7 +199,7 @@ extension Data: RowValue {
 extension Array: RowValue where Element == UInt8 {
     public static var storeType: ValueType { .bytes }
     @inlinable public init(row: borrowing Row, attribute name: String) throws { self = try row.bytes(name) }
-    @inlinable public static func readStored(_ reader: inout StoredFieldReader) -> [UInt8]? { reader.readBytes().map { Array($0) } }
+    @inlinable @inline(__always) public static func readStored(_ reader: inout StoredFieldReader) -> [UInt8]? { reader.readBytes().map { Array($0) } }
 
     @inlinable
     public func appendStored<Sink: StoredFieldSink>(to sink: inout Sink) throws {

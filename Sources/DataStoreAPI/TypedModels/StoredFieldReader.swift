@@ -28,8 +28,12 @@ public struct StoredFieldReader: ~Copyable {
     // The tags are the compact record's (`FieldTag`, which inlined code may not name): 0 null,
     // 1 and 2 false and true, 3 int, 4 double, 5 string, 6 bytes, 7 date, 8 uuid.
 
-    /// Whether `bytes` are UTF-8 (``UTF8Text``, which inlined code may not name).
-    @usableFromInline static func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool { UTF8Text.isValid(bytes) }
+    /// Whether `bytes` are UTF-8 (``UTF8Text``, which inlined code may not name), `readable` bytes
+    /// being readable from where they start (the record's rest): a short text is checked by one
+    /// masked load, not copied into a word first.
+    @usableFromInline static func isUTF8(_ bytes: UnsafeRawBufferPointer, readable: Int) -> Bool {
+        UTF8Text.isValid(bytes, readable: readable)
+    }
 
     /// Whether every field was read.
     @inlinable public var isAtEnd: Bool { at == end }
@@ -106,7 +110,10 @@ public struct StoredFieldReader: ~Copyable {
     @inlinable @inline(__always) public mutating func readText() -> UnsafeRawBufferPointer? {
         let start = at
         guard let bytes = payload(5) else { return nil }
-        guard Self.isUTF8(bytes) else {
+        // The text ends at `at`; the record's rest, from where the text starts, is readable. A
+        // short ASCII text (the common case) is known here, without a call.
+        let readable = end &- (at &- bytes.count)
+        guard isShortASCII(bytes, readable: readable) || Self.isUTF8(bytes, readable: readable) else {
             at = start
             return nil
         }
