@@ -9,7 +9,8 @@
 //
 // typed-fetch and typed-insert go through `Codable`; model-fetch and model-insert through the code
 // `@StoredModel` generates (``ModelItem``, written out here so that this program does not build
-// swift-syntax): the row decoder, and the fields handed over one at a time.
+// swift-syntax): the row decoder, the stored fields' reader (LMDB's fetch reads each model from its
+// record's fields in place), and the fields handed over one at a time.
 //
 // query: 100 fetches of one value of the indexed attribute (`score == n`); unindexed: one fetch
 // filtered on the double, which no index covers (`ratio < 0.01`).
@@ -74,6 +75,19 @@ struct ModelItem: RowCodable {
         try item.score.appendStored(to: &fields)
         try item.ratio.appendStored(to: &fields)
         try item.payload.appendStored(to: &fields)
+    }
+
+    static var readsStoredFields: Bool { true }
+
+    /// The fields read back in order where the backend keeps them so (LMDB), as the macro writes it.
+    init?(storedFields reader: inout StoredFieldReader) {
+        guard let id = StoredModelSupport.readStored(&reader, as: { (model: Self) in model.item.id }),
+              let name = StoredModelSupport.readStored(&reader, as: { (model: Self) in model.item.name }),
+              let score = StoredModelSupport.readStored(&reader, as: { (model: Self) in model.item.score }),
+              let ratio = StoredModelSupport.readStored(&reader, as: { (model: Self) in model.item.ratio }),
+              let payload = StoredModelSupport.readStored(&reader, as: { (model: Self) in model.item.payload }),
+              reader.isAtEnd else { return nil }
+        item = Item(id: id, name: name, score: score, ratio: ratio, payload: payload)
     }
 
     init(from decoder: any Decoder) throws { item = try Item(from: decoder) }
