@@ -197,6 +197,106 @@ package final class RawLMDBBench {
         return mine != nil && mine == Self.stored(atPath: path, id: id, score: score)
     }
 
+    /// The store's metadata database, where its change feed keeps its entries.
+    private lazy var meta: MDB_dbi = {
+        var txn: OpaquePointer?
+        var dbi: MDB_dbi = 0
+        mdb_txn_begin(env, nil, 0, &txn)
+        mdb_dbi_open(txn, "_ds_meta", UInt32(MDB_CREATE), &dbi)
+        mdb_txn_commit(txn)
+        return dbi
+    }()
+
+    /// The key the store keeps its change feed's entry `sequence` under in `_ds_meta`: the
+    /// prefix, then the number in 16 lowercase hex digits.
+    package static func feedKey(_ sequence: UInt64) -> [UInt8] {
+        var key = feedKeyPrefix
+        for shift in stride(from: 60, through: 0, by: -4) { key.append(hexDigits[Int((sequence >> UInt64(shift)) & 0xF)]) }
+        return key
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    package static let feedKeyPrefix = Array("datastore.feed.".utf8)
+
+    /// One-insert transactions that each also put into `_ds_meta` the entry the store's change
+    /// feed writes for such a transaction (``RawFeedEntry``), under the key the store gives it,
+    /// as a C program keeping the same log would: the work of the store's small writes with the
+    /// feed on, done in C.
+    package func insertAllWithFeed(from start: Int, count: Int) {
+        let meta = self.meta
+        var sequence = lastFeedSequence()
+        var entry = RawFeedEntry()
+        for i in start..<(start + count) {
+            var txn: OpaquePointer?
+            mdb_txn_begin(env, nil, 0, &txn)
+            let row = rawRow(i)
+            let key = Self.key(row.id)
+            put(txn, items, key, Self.encode(row))
+            put(txn, index, Self.indexKey(row.score, row.id), Array(key.dropFirst()))
+            sequence += 1
+            entry.withInsertOf(Int64(i), entity: WorkloadItem.entityName) { bytes in
+                put(txn, meta, Self.feedKey(sequence), Array(bytes))
+            }
+            let rc = mdb_txn_commit(txn)
+            precondition(rc == 0, "the raw side's transaction with feed entry \(sequence) did not commit (\(rc))")
+        }
+    }
+
+    /// The number of the last feed entry in `_ds_meta`, 0 when there is none.
+    private func lastFeedSequence() -> UInt64 {
+        let meta = self.meta
+        guard let entry = read({ Self.lastFeedEntry($0, meta) }) else { return 0 }
+        return UInt64(String(decoding: entry.key.dropFirst(Self.feedKeyPrefix.count), as: UTF8.self), radix: 16) ?? 0
+    }
+
+    /// The last feed entry in `meta` (its key and value), if any: the last key before the first
+    /// one after the prefix's range.
+    private static func lastFeedEntry(_ txn: OpaquePointer?, _ meta: MDB_dbi) -> (key: [UInt8], value: [UInt8])? {
+        var cursor: OpaquePointer?
+        guard mdb_cursor_open(txn, meta, &cursor) == 0 else { return nil }
+        defer { mdb_cursor_close(cursor) }
+        var end = Array(feedKeyPrefix.dropLast()) + [feedKeyPrefix[feedKeyPrefix.count - 1] + 1]
+        var key = MDB_val(), value = MDB_val()
+        let found = end.withUnsafeMutableBytes { bytes -> Bool in
+            key = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
+            let rc = mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
+            if rc == MDB_NOTFOUND { return mdb_cursor_get(cursor, &key, &value, MDB_LAST) == 0 }
+            return rc == 0 && mdb_cursor_get(cursor, &key, &value, MDB_PREV) == 0
+        }
+        guard found else { return nil }
+        let keyBytes = [UInt8](UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size))
+        guard keyBytes.starts(with: feedKeyPrefix) else { return nil }
+        return (keyBytes, [UInt8](UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)))
+    }
+
+    /// Whether the last feed entry here is laid out as the last one of the store at `path`
+    /// (closed): the same bytes but for the commit's time (bytes 1 to 8) and the checksum (the
+    /// last four, which cover the time), and on each side a checksum that is the CRC-32C of the
+    /// bytes before it.
+    package func sameLastFeedEntry(asStoreAt path: String) -> Bool {
+        func laidOut(_ entry: [UInt8]?) -> [UInt8]? {
+            guard let entry, entry.count > 13 else { return nil }
+            let end = entry.count - 4
+            let stored = entry.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: end, as: UInt32.self)) }
+            guard entry.withUnsafeBytes({ RawRowSum.of(UnsafeRawBufferPointer(rebasing: $0[..<end])) }) == stored else { return nil }
+            return [entry[0]] + entry[9..<end]
+        }
+        let meta = self.meta
+        let mine = laidOut(read { Self.lastFeedEntry($0, meta)?.value })
+        var other: OpaquePointer?
+        guard mdb_env_create(&other) == 0 else { return false }
+        defer { mdb_env_close(other) }
+        mdb_env_set_maxdbs(other, 2048)
+        guard mdb_env_open(other, path, UInt32(MDB_RDONLY | MDB_NOLOCK), 0o644) == 0 else { return false }
+        var txn: OpaquePointer?
+        guard mdb_txn_begin(other, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return false }
+        defer { mdb_txn_abort(txn) }
+        var theirs: MDB_dbi = 0
+        guard mdb_dbi_open(txn, "_ds_meta", 0, &theirs) == 0 else { return false }
+        return mine != nil && mine == laidOut(Self.lastFeedEntry(txn, theirs)?.value)
+    }
+
     package func rawRow(_ i: Int) -> RawRow {
         RawRow(id: Int64(i), name: workload.name(i), score: workload.score(i), ratio: workload.ratio(i),
                payload: workload.payload(i))

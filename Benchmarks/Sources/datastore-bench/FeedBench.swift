@@ -44,22 +44,29 @@ import SQLiteStore
                           api: { try APIBench(store: store, workload: workload).insertAll(from: $0 * small, count: small, batch: 1) },
                           raw: { rawSmall($0 * small, small, 1) })
             try store.close()
-            if feed && engine == "SQLite" {
+            if feed {
                 // The same small transactions against a C loop that also writes the entry the
-                // store's feed writes for each (its table, its bytes): the feed's own cost on
-                // both sides.
+                // store's feed writes for each (SQLite: its table; LMDB: its key in `_ds_meta`;
+                // its bytes): the feed's own cost on both sides.
                 let again = try open("small-again", feed: true)
-                let rawFeed = rawSQLite("\(directory)/raw-small-feed", workload)
+                let rawFeed: (insert: (Int, Int) -> Void, sameLastEntry: (String) -> Bool)
+                if engine == "SQLite" {
+                    let b = rawSQLite("\(directory)/raw-small-feed", workload)
+                    rawFeed = (b.insertAllWithFeed, b.sameLastFeedEntry)
+                } else {
+                    let b = rawLMDB("\(directory)/raw-small-feed.lmdb", workload)
+                    rawFeed = (b.insertAllWithFeed, b.sameLastFeedEntry)
+                }
                 let api = APIBench(store: again, workload: workload)
                 try recordInTurns(backend,
                               "small transactions (1 insert per writeSync), feed on, raw C writing the feed's entry too",
                               small, operations: small,
                               api: { try api.insertAll(from: $0 * small, count: small, batch: 1) },
-                              raw: { rawFeed.insertAllWithFeed(from: $0 * small, count: small) })
+                              raw: { rawFeed.insert($0 * small, small) })
                 try again.close()
                 if key == nil {
-                    precondition(rawFeed.sameLastFeedEntry(asStoreAt: "\(directory)/small-again.sqlite"),
-                                 "the raw side's feed entry is not laid out as the store's")
+                    let path = "\(directory)/small-again." + (engine == "SQLite" ? "sqlite" : "lmdb")
+                    precondition(rawFeed.sameLastEntry(path), "the raw side's feed entry is not laid out as the store's")
                 }
             }
             // Each round of the bulk insert into stores of its own, opened before the turns.

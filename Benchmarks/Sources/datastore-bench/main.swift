@@ -439,7 +439,8 @@ for n in sizes where !onlySchemaSteps && !onlyFeed && !onlyJSONL && !onlyPostgre
                                  let b = rawLMDB(path + ".lmdb", Workload(count: n))
                                  return ({ b.insertAll(from: $0, count: $1, batch: $2) }, b.pointGets, b.scan,
                                          b.visit, b.visitInPlace, b.indexedQueries, b.unindexedQuery,
-                                         { b.sameLayout(asStoreAt: $0, id: $1) }, nil)
+                                         { b.sameLayout(asStoreAt: $0, id: $1) },
+                                         { b.insertAllWithFeed(from: $0, count: $1) })
                              }, storePath: { $0 + ".lmdb" })
     }
     if onlyBackends { continue }

@@ -27,7 +27,7 @@
 // (no raw C side; no migration operations); `postgres` a PostgresStore in a schema of its own on the
 // server whose socket directory PGHOST names (no raw C side; its copy is the SQLite -> PostgreSQL
 // migration at the destination's batch, into a schema of its own each time). The backends `raw-lmdb` and `raw-sqlite`
-// run the harness's raw C side of insert, batched, scan, foreach, get, query, unindexed, small, copy and (SQLite)
+// run the harness's raw C side of insert, batched, scan, foreach, get, query, unindexed, small, copy and
 // small-feed (small, each transaction writing the feed's entry as the store does), so
 // that the API's count has the raw one beside it.
 // `PROFILE_REPEAT=N` runs the operation N times after one seeding (a read operation, bulk, or
@@ -204,12 +204,13 @@ struct RawSide {
     let visitInPlace: () -> Int64
     let indexed: () -> Int
     let unindexed: () -> Int
-    /// SQLite's small transactions, each writing the feed's entry as the store does.
+    /// The small transactions, each writing the feed's entry as the store does.
     var smallWithFeed: ((Int, Int) -> Void)?
 
     init(lmdb: RawLMDBBench) {
         (insert, gets, scan, visit, visitInPlace) = (lmdb.insertAll, lmdb.pointGets, lmdb.scan, lmdb.visit, lmdb.visitInPlace)
         (indexed, unindexed) = (lmdb.indexedQueries, lmdb.unindexedQuery)
+        smallWithFeed = lmdb.insertAllWithFeed
     }
 
     init(sqlite: RawSQLiteBench) {
