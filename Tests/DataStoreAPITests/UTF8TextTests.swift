@@ -50,8 +50,8 @@ import Testing
 
     /// A typed model's read of a text field (``StoredFieldReader/readText()``, which checks a
     /// short ASCII text inline and anything else by ``UTF8Text``): each text, as the last field
-    /// of a record and followed by a field of 8 bytes that are not UTF-8, read as the standard
-    /// library answers; a text it refuses leaves the reader where it was.
+    /// of a record, followed by 8 bytes that are not UTF-8, and before a field of such bytes, read
+    /// as the standard library answers; a text it refuses leaves the reader where it was.
     @Test func aTypedModelsTextReadAgreesWithTheStandardLibrary() {
         let inserts: [[UInt8]] = [[0x41], [0x80], [0xC3], [0xC3, 0xA9], [0xFF], [0xE2, 0x82, 0xAC]]
         var texts: [[UInt8]] = [[]]
@@ -68,10 +68,12 @@ import Testing
         }
         var refused = 0
         for text in texts {
-            // A string field (tag 5, a one-byte length), alone and then before a bytes field
-            // (tag 6) of 8 bytes of 0xFF.
+            // A string field (tag 5, a one-byte length): alone, followed by 8 bytes of 0xFF (no
+            // field, but bytes a load past the text would read), and before a bytes field (tag 6)
+            // of 8 bytes of 0xFF.
             let field: [UInt8] = [5, UInt8(text.count)] + text
-            for fields in [field, field + [6, 8] + [UInt8](repeating: 0xFF, count: 8)] {
+            let noise = [UInt8](repeating: 0xFF, count: 8)
+            for fields in [field, field + noise, field + [6, 8] + noise] {
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: fields.count, alignment: 1)
                 defer { buffer.deallocate() }
                 buffer.copyBytes(from: fields)

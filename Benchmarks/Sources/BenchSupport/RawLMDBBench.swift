@@ -201,9 +201,12 @@ package final class RawLMDBBench {
     private lazy var meta: MDB_dbi = {
         var txn: OpaquePointer?
         var dbi: MDB_dbi = 0
-        mdb_txn_begin(env, nil, 0, &txn)
-        mdb_dbi_open(txn, "_ds_meta", UInt32(MDB_CREATE), &dbi)
-        mdb_txn_commit(txn)
+        var rc = mdb_txn_begin(env, nil, 0, &txn)
+        precondition(rc == 0, "the raw side cannot begin a transaction (\(rc))")
+        rc = mdb_dbi_open(txn, "_ds_meta", UInt32(MDB_CREATE), &dbi)
+        precondition(rc == 0, "the raw side cannot open _ds_meta (\(rc))")
+        rc = mdb_txn_commit(txn)
+        precondition(rc == 0, "the raw side cannot create _ds_meta (\(rc))")
         return dbi
     }()
 
@@ -271,19 +274,20 @@ package final class RawLMDBBench {
     }
 
     /// Whether the last feed entry here is laid out as the last one of the store at `path`
-    /// (closed): the same bytes but for the commit's time (bytes 1 to 8) and the checksum (the
-    /// last four, which cover the time), and on each side a checksum that is the CRC-32C of the
-    /// bytes before it.
+    /// (closed): the same key (both sides wrote as many entries), and the same bytes but for the
+    /// commit's time (bytes 1 to 8) and the checksum (the last four, which cover the time), and
+    /// on each side a checksum that is the CRC-32C of the bytes before it.
     package func sameLastFeedEntry(asStoreAt path: String) -> Bool {
-        func laidOut(_ entry: [UInt8]?) -> [UInt8]? {
-            guard let entry, entry.count > 13 else { return nil }
-            let end = entry.count - 4
-            let stored = entry.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: end, as: UInt32.self)) }
-            guard entry.withUnsafeBytes({ RawRowSum.of(UnsafeRawBufferPointer(rebasing: $0[..<end])) }) == stored else { return nil }
-            return [entry[0]] + entry[9..<end]
+        func laidOut(_ entry: (key: [UInt8], value: [UInt8])?) -> [UInt8]? {
+            guard let entry, entry.value.count > 13 else { return nil }
+            let value = entry.value
+            let end = value.count - 4
+            let stored = value.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: end, as: UInt32.self)) }
+            guard value.withUnsafeBytes({ RawRowSum.of(UnsafeRawBufferPointer(rebasing: $0[..<end])) }) == stored else { return nil }
+            return entry.key + [value[0]] + value[9..<end]
         }
         let meta = self.meta
-        let mine = laidOut(read { Self.lastFeedEntry($0, meta)?.value })
+        let mine = laidOut(read { Self.lastFeedEntry($0, meta) })
         var other: OpaquePointer?
         guard mdb_env_create(&other) == 0 else { return false }
         defer { mdb_env_close(other) }
@@ -294,7 +298,7 @@ package final class RawLMDBBench {
         defer { mdb_txn_abort(txn) }
         var theirs: MDB_dbi = 0
         guard mdb_dbi_open(txn, "_ds_meta", 0, &theirs) == 0 else { return false }
-        return mine != nil && mine == laidOut(Self.lastFeedEntry(txn, theirs)?.value)
+        return mine != nil && mine == laidOut(Self.lastFeedEntry(txn, theirs))
     }
 
     package func rawRow(_ i: Int) -> RawRow {

@@ -276,7 +276,10 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     try smallRows(0, "", raw: { rawBulk.insert($0, $1, 1) })
     if let smallWithFeed = rawBulk.smallWithFeed {
         // The store's small writes again, against a C loop that also writes the entry the store's
-        // change feed writes for each (its table, its bytes): the same work on both sides.
+        // change feed writes for each (SQLite: its table; LMDB: its key in `_ds_meta`; its
+        // bytes). Not quite the same work: by these rows the store's feed holds more than its
+        // retention (10,000 transactions), and the store also deletes its oldest entries (256
+        // every 256 commits), which the C loop does not.
         try smallRows(1, ", raw C writing the feed's entry too", raw: smallWithFeed)
     }
     // And with the store's change feed off, against the C loop without the entry: the same work

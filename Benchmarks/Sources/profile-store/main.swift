@@ -150,7 +150,8 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     }
 }
 
-/// The raw C side of the same operations (no typed fetch, no change feed, no migration).
+/// The raw C side of the same operations (no typed fetch, no migration; a change feed's entry
+/// only in small-feed).
 @inline(never)
 func runOperationRaw(_ raw: RawSide, _ operation: String, count: Int) throws -> Int {
     switch operation {

@@ -36,7 +36,7 @@
     /// their length, without copying them into a word first.
     @inlinable @inline(__always)
     public static func isValid(_ bytes: UnsafeRawBufferPointer, readable: Int) -> Bool {
-        isShortASCII(bytes, readable: readable) || isValidUnknown(bytes)
+        isShortASCII(bytes, readable: readable) || isValid(bytes)
     }
 
     @usableFromInline static func isValidUnknown(_ bytes: UnsafeRawBufferPointer) -> Bool {

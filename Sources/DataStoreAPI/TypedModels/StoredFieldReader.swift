@@ -28,12 +28,9 @@ public struct StoredFieldReader: ~Copyable {
     // The tags are the compact record's (`FieldTag`, which inlined code may not name): 0 null,
     // 1 and 2 false and true, 3 int, 4 double, 5 string, 6 bytes, 7 date, 8 uuid.
 
-    /// Whether `bytes` are UTF-8 (``UTF8Text``, which inlined code may not name), `readable` bytes
-    /// being readable from where they start (the record's rest): a short text is checked by one
-    /// masked load, not copied into a word first.
-    @usableFromInline static func isUTF8(_ bytes: UnsafeRawBufferPointer, readable: Int) -> Bool {
-        UTF8Text.isValid(bytes, readable: readable)
-    }
+    /// Whether `bytes` are UTF-8 (``UTF8Text``, which inlined code may not name): what
+    /// ``readText()`` asks of a text that ``isShortASCII(_:readable:)`` could not pass.
+    @usableFromInline static func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool { UTF8Text.isValid(bytes) }
 
     /// Whether every field was read.
     @inlinable public var isAtEnd: Bool { at == end }
@@ -113,7 +110,7 @@ public struct StoredFieldReader: ~Copyable {
         // The text ends at `at`; the record's rest, from where the text starts, is readable. A
         // short ASCII text (the common case) is known here, without a call.
         let readable = end &- (at &- bytes.count)
-        guard isShortASCII(bytes, readable: readable) || Self.isUTF8(bytes, readable: readable) else {
+        guard isShortASCII(bytes, readable: readable) || Self.isUTF8(bytes) else {
             at = start
             return nil
         }
