@@ -159,6 +159,17 @@ package final class RawLMDBBench {
     /// the environment at `path` (a store's, closed), read with the C API: what
     /// ``sameLayout(asStoreAt:id:)`` compares.
     package static func stored(atPath path: String, id: Int64, score: Int64) -> [[UInt8]]? {
+        readingClosed(path) { txn in
+            var (items, index): (MDB_dbi, MDB_dbi) = (0, 0)
+            guard mdb_dbi_open(txn, "e.Item", 0, &items) == 0, mdb_dbi_open(txn, "i.Item.byScore", 0, &index) == 0
+            else { return nil }
+            return stored(txn, items: items, index: index, id: id, score: score)
+        }
+    }
+
+    /// `body` in a read transaction of the environment at `path` (a store's, closed), opened
+    /// read-only without a lock; `nil` when it cannot be opened.
+    private static func readingClosed<T>(_ path: String, _ body: (OpaquePointer?) -> T?) -> T? {
         var env: OpaquePointer?
         guard mdb_env_create(&env) == 0 else { return nil }
         defer { mdb_env_close(env) }
@@ -167,10 +178,7 @@ package final class RawLMDBBench {
         var txn: OpaquePointer?
         guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return nil }
         defer { mdb_txn_abort(txn) }
-        var (items, index): (MDB_dbi, MDB_dbi) = (0, 0)
-        guard mdb_dbi_open(txn, "e.Item", 0, &items) == 0, mdb_dbi_open(txn, "i.Item.byScore", 0, &index) == 0
-        else { return nil }
-        return stored(txn, items: items, index: index, id: id, score: score)
+        return body(txn)
     }
 
     /// Item `id`'s bytes, and its index entry's key and value, in `txn`.
@@ -288,17 +296,12 @@ package final class RawLMDBBench {
         }
         let meta = self.meta
         let mine = laidOut(read { Self.lastFeedEntry($0, meta) })
-        var other: OpaquePointer?
-        guard mdb_env_create(&other) == 0 else { return false }
-        defer { mdb_env_close(other) }
-        mdb_env_set_maxdbs(other, 2048)
-        guard mdb_env_open(other, path, UInt32(MDB_RDONLY | MDB_NOLOCK), 0o644) == 0 else { return false }
-        var txn: OpaquePointer?
-        guard mdb_txn_begin(other, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return false }
-        defer { mdb_txn_abort(txn) }
-        var theirs: MDB_dbi = 0
-        guard mdb_dbi_open(txn, "_ds_meta", 0, &theirs) == 0 else { return false }
-        return mine != nil && mine == laidOut(Self.lastFeedEntry(txn, theirs))
+        let theirs = Self.readingClosed(path) { txn -> [UInt8]? in
+            var dbi: MDB_dbi = 0
+            guard mdb_dbi_open(txn, "_ds_meta", 0, &dbi) == 0 else { return nil }
+            return laidOut(Self.lastFeedEntry(txn, dbi))
+        }
+        return mine != nil && mine == theirs
     }
 
     package func rawRow(_ i: Int) -> RawRow {
