@@ -40,7 +40,7 @@ thresholds=Scripts/instruction-counts.txt
 count=5000
 measured="$work/measured.txt"
 backends=(sqlite lmdb memory)
-operations=(insert get fetch forEach visit query unindexed typed-fetch typed-insert model-fetch model-insert)
+operations=(insert get fetch forEach visit query unindexed typed-fetch typed-insert model-fetch model-insert small small-off)
 # Every operation of a backend in one process, each on a store of its own (callgrind's start is
 # about 2.4 s of CPU a run here, more than most operations' count; one process per operation
 # counted the same lines within -2.4 % and +0.5 %): callgrind dumps what it counted each time

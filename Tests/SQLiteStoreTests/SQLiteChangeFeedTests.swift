@@ -106,6 +106,35 @@ func sqliteCommitsReachAnObserverProcessByNotificationAndByPolling() throws {
     #expect(try first.read { try $0.count(FetchRequest("Keyed")) } == expected.count)
 }
 
+/// A store whose feed is off keeps its feed's state from one write to the next, as one whose feed
+/// is on does, and only while the file's data version is the one its last write left: when
+/// another store on the file turns the feed on, the first store's next write is recorded.
+@Test func aStoreWhoseFeedIsOffNoticesAnotherStoreTurningItOn() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("off.sqlite")
+    let first = try SQLiteStore(path: path, schema: Fixtures.schema)
+    defer { try? first.close() }
+    try first.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+    // Two writes with the feed off: the second takes the state the first left.
+    for key in ["a", "b"] { try first.writeSync { try $0.insert(["key": .string(key)], into: "Keyed") } }
+    let second = try SQLiteStore(path: path, schema: Fixtures.schema)
+    defer { try? second.close() }
+    try second.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings()) }
+    let token = try second.currentChangeToken()
+    try first.writeSync { try $0.insert(["key": "c"], into: "Keyed") }
+    try first.writeSync { try $0.insert(["key": "d"], into: "Keyed") }
+    #expect(try second.changes(since: token, limit: 10).map(\.items) == [
+        [ItemChange(entity: "Keyed", key: "c", kind: .inserted)], [ItemChange(entity: "Keyed", key: "d", kind: .inserted)],
+    ])
+    // And off again from the second store: the first store's next write is not recorded.
+    try second.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings(isEnabled: false)) }
+    try first.writeSync { try $0.insert(["key": "e"], into: "Keyed") }
+    try second.writeSync { try $0.setChangeFeedSettings(ChangeFeedSettings()) }
+    let restarted = try second.currentChangeToken()
+    #expect(try first.changes(since: restarted, limit: 10).isEmpty)
+    #expect(try first.read { try $0.count(FetchRequest("Keyed")) } == 5)
+}
+
 /// Feed rows numbered as the store never numbers them (another program's: below 1, or the
 /// largest row number, after which there is none): the next recorded write and a read of the
 /// feed fail naming the damage, and the items stay as they were. Before, the first trapped

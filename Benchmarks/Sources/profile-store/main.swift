@@ -22,7 +22,8 @@
 // store against such a copy, item by item and by range checksum); small and async (the harness's
 // 10,000 small transactions, one insert each, through writeSync and writeAsync, on the seeded store
 // with the change feed on, as the main table runs them; small-threads: the same from two threads
-// at once, half each); jsonl-load (JSONLines.load, into a new store
+// at once, half each; small-off: small with the change feed off, as the main table's rows "change feed
+// off" run them); jsonl-load (JSONLines.load, into a new store
 // of the backend, of a file the seeded store was exported to). The backend `memory` is an in-memory store
 // (no raw C side; no migration operations); `postgres` a PostgresStore in a schema of its own on the
 // server whose socket directory PGHOST names (no raw C side; its copy is the SQLite -> PostgreSQL
@@ -48,7 +49,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|literal|pieces|scan|foreach|get|query|unindexed|typed|generated|generated-rows|small|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|literal|pieces|scan|foreach|get|query|unindexed|typed|generated|generated-rows|small|small-off|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -363,7 +364,9 @@ do {
     if !operation.hasPrefix("insert") && !["bulk", "batched", "literal", "pieces"].contains(operation) {
         try APIBench(store: store, workload: workload).insertAll(from: 0, count: count, batch: count)
     }
-    let result = try repeated { try runOperation(store, operation == "insert-feed" ? "insert" : operation, count: count) }
+    let result = try repeated {
+        try runOperation(store, operation == "insert-feed" ? "insert" : operation == "small-off" ? "small" : operation, count: count)
+    }
     print("\(backend) \(operation) \(count): \(result)")
     try store.close()
 } catch {

@@ -304,6 +304,8 @@ package enum ChangeLog {
     /// Drops every entry, so that every token before now expires: what a transaction the feed
     /// does not record (a schema upgrade, a migration copy) must do.
     package static func restart(_ writer: any StorageWriter) throws {
+        // (A recorder's state, read before, would be stale: see ``configure(_:_:)``.)
+        (writer as? ChangeRecorder)?.forgetFeedState()
         let writer = writer.feedWriter
         guard var state = try readState(writer) else { return }
         if let numbering = writer.changeLogWriter?.changeLogNumbering { return try numbering.restartChangeLog() }
