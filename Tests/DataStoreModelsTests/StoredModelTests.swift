@@ -235,7 +235,13 @@ func aTypedFetchInKeyOrderReadsWhatTheRowsHold(_ backend: ModelBackend) throws {
         for (offset, limit) in [(0, 1), (3, 5), (20, 10), (24, 1), (0, 0)] {
             #expect(try r.fetch(MacroPancake.self, sortedBy: [], offset: offset, limit: limit)
                         == Array(byRow.dropFirst(offset).prefix(limit)), "offset \(offset), limit \(limit)")
+            var visited: [MacroPancake] = []
+            try r.forEach(MacroPancake.self, sortedBy: [], offset: offset, limit: limit) { visited.append($0) }
+            #expect(visited == Array(byRow.dropFirst(offset).prefix(limit)), "forEach: offset \(offset), limit \(limit)")
         }
+        var all: [MacroPancake] = []
+        try r.forEach(MacroPancake.self, sortedBy: []) { all.append($0) }
+        #expect(all == byRow)
     }
     for (attribute, value, naming) in [("small", Value.int(1_000), "small"), ("size", "medium", "medium")] {
         var record = try MacroPancake.sample(30).record()
@@ -292,8 +298,32 @@ func theTypedFetchReadsStoredFieldsOnLMDBAlone(_ backend: ModelBackend) throws {
     Tally.reads.withLock { $0 = 0 }
     #expect(try store.read { try $0.fetch(Tally.self, sortedBy: []) } == tallies)
     #expect(Tally.reads.withLock { $0 } == (backend == .lmdb ? 10 : 0), "\(backend)")
-    try store.writeSync { try $0.insert(["id": 10, "small": 300], into: "Tally") }
+    // forEach reads them as the fetch does.
+    Tally.reads.withLock { $0 = 0 }
+    var visited: [Tally] = []
+    try store.read { try $0.forEach(Tally.self, sortedBy: []) { visited.append($0) } }
+    #expect(visited == tallies)
+    #expect(Tally.reads.withLock { $0 } == (backend == .lmdb ? 10 : 0), "\(backend)")
+    // A record in the middle whose field the model cannot hold: the fetch fails; forEach hands
+    // over the models before it once each (read from stored fields on LMDB), then fails as the
+    // rows do, and hands over none after it.
+    try store.writeSync { w in
+        _ = try w.delete("Tally", key: 5)
+        try w.insert(["id": 5, "small": 300], into: "Tally")
+    }
     #expect(throws: StoreError.self) { try store.read { try $0.fetch(Tally.self, sortedBy: []) } }
+    visited = []
+    let failed = #expect(throws: StoreError.self) {
+        try store.read { try $0.forEach(Tally.self, sortedBy: []) { visited.append($0) } }
+    }
+    #expect(failed?.code == .typeMismatch, "\(String(describing: failed))")
+    #expect(visited == Array(tallies.prefix(5)), "\(visited.map(\.id))")
+    // With an offset and a limit past the record, the same.
+    visited = []
+    #expect(throws: StoreError.self) {
+        try store.read { try $0.forEach(Tally.self, sortedBy: [], offset: 2, limit: 6) { visited.append($0) } }
+    }
+    #expect(visited == Array(tallies[2..<5]))
 }
 
 /// A record of an LMDB store damaged inside a value: the typed fetch that reads fields in place
@@ -319,6 +349,14 @@ func theTypedFetchReadsStoredFieldsOnLMDBAlone(_ backend: ModelBackend) throws {
     let typed = #expect(throws: StoreError.self) { try store.read { try $0.fetch(MacroPancake.self, sortedBy: []) } }
     #expect(byRow?.code == .corrupt)
     #expect(typed?.code == .corrupt && typed?.message == byRow?.message, "\(String(describing: typed))")
+    // forEach fails the same way, and hands over no model twice.
+    var visited: [MacroPancake] = []
+    let failed = #expect(throws: StoreError.self) {
+        try store.read { try $0.forEach(MacroPancake.self, sortedBy: []) { visited.append($0) } }
+    }
+    #expect(failed?.message == byRow?.message, "\(String(describing: failed))")
+    #expect(Set(visited.map(\.id)).count == visited.count)
+    #expect(visited.count < pancakes.count)
 }
 
 /// Two models related by the relationships their static properties declare.

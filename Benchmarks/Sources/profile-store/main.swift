@@ -16,7 +16,8 @@
 // (one visit of Rows, their fields read in place), get (COUNT point gets, at most 100,000), query (100 indexed
 // equality fetches), unindexed (one filtered fetch), typed (one typed fetch through Codable), generated (one
 // typed fetch through the code @StoredModel generates; on LMDB from each record's fields in place),
-// generated-rows (the same models read by name from rows, through forEach), insert-generated (COUNT such models in one
+// generated-visit (the same models handed to a closure, none kept, through forEach),
+// generated-rows (the same models read by name from rows, through visit and init(row:)), insert-generated (COUNT such models in one
 // writeSync, change feed on); copy (Migrator.copy of
 // the seeded store into the other backend), verify and checksum (Migrator.verify of the seeded
 // store against such a copy, item by item and by range checksum); small and async (the harness's
@@ -49,7 +50,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|literal|pieces|scan|foreach|get|query|unindexed|typed|generated|generated-rows|small|small-off|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|literal|pieces|scan|foreach|get|query|unindexed|typed|generated|generated-visit|generated-rows|small|small-off|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -114,11 +115,21 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
     case "unindexed": return try api.unindexedQuery()
     case "typed": return try store.read { try $0.fetch(WorkloadItem.self).count }
     case "generated": return try store.read { try $0.fetch(GeneratedItem.self).count }
+    case "generated-visit":
+        // The same models handed to a closure, none kept (forEach; on LMDB from stored fields).
+        return try store.read { r in
+            var visited = 0
+            try r.forEach(GeneratedItem.self, sortedBy: []) { item in
+                consume(item)
+                visited += 1
+            }
+            return visited
+        }
     case "generated-rows":
         // The same models read by name from rows (what the fetch above did before it read fields in place).
         return try store.read { r in
             var items: [GeneratedItem] = []
-            try r.forEach(GeneratedItem.self) { items.append($0) }
+            try r.visit(FetchRequest("Item")) { row in items.append(try GeneratedItem(row: row)) }
             return items.count
         }
     case "insert-generated":

@@ -151,12 +151,34 @@ extension ReadAccessor {
         return objects
     }
 
-    /// Hands each object of a ``RowCodable`` type to `body`, read from its row by `init(row:)`.
+    /// Hands each object of a ``RowCodable`` type to `body`, read as ``fetch(_:where:sortedBy:offset:limit:)``
+    /// reads it (from its item's stored fields where the backend keeps them that way, otherwise
+    /// from its row by `init(row:)`), none kept.
     @inlinable
     public func forEach<T: RowCodable>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
                                        offset: Int = 0, limit: Int? = nil, _ body: (T) throws -> Void) throws {
-        try visit(FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset,
-                               limit: limit)) { row in try body(try T(row: row)) }
+        var request = FetchRequest(T.entityName, filter: filter, sort: sort ?? T.defaultSort, offset: offset, limit: limit)
+        if T.readsStoredFields, let layout = T.storedModelLayout {
+            // As the fetch: the first item that does not read (damage, a type the model does not
+            // hold) and those after it are read by name, which names what is wrong; the items
+            // handed over before it are not handed over again.
+            var (complete, handed) = (true, 0)
+            let visited = try visitStoredFields(request, layout: layout, attributes: { try T.entitySchema().attributes }) { fields in
+                guard let object = T(storedFields: &fields) else {
+                    complete = false
+                    return false
+                }
+                handed += 1
+                try body(object)
+                return true
+            }
+            if visited && complete { return }
+            if handed > 0 {
+                request.offset += handed
+                request.limit = request.limit.map { $0 - handed }
+            }
+        }
+        try visit(request) { row in try body(try T(row: row)) }
     }
 
     /// The first object matching `filter` in the type's default sort, if any.
