@@ -151,9 +151,9 @@ extension ReadAccessor {
         return objects
     }
 
-    /// Hands each object of a ``RowCodable`` type to `body`, read as ``fetch(_:where:sortedBy:offset:limit:)``
-    /// reads it (from its item's stored fields where the backend keeps them that way, otherwise
-    /// from its row by `init(row:)`), none kept.
+    /// Hands each object of a ``RowCodable`` type to `body`, read as the typed `fetch` reads it
+    /// (from its item's stored fields where the backend keeps them that way, otherwise from its
+    /// row by `init(row:)`), none kept.
     @inlinable
     public func forEach<T: RowCodable>(_ type: T.Type, where filter: Filter = .all, sortedBy sort: [SortKey]? = nil,
                                        offset: Int = 0, limit: Int? = nil, _ body: (T) throws -> Void) throws {
