@@ -8,7 +8,7 @@ import SQLiteStore
 /// The change feed's cost and the delivery latency of live queries:
 /// - small transactions (one insert per `writeSync`) and a bulk insert of `n` items in one
 ///   `writeSync`, each with the feed on and off, next to the raw C API doing the same inserts
-///   (each row the fastest of ``writeRounds`` rounds of each side, in turns: ``inTurns(_:api:raw:)``);
+///   (each row the fastest of ``writeRounds`` rounds of each side, in turns: ``inTurns(_:syncing:api:raw:)``);
 /// - how long after `writeSync` returns an in-process observer gets the new results.
 /// With `key`, on encrypted stores (the feed's entries sealed too).
 @MainActor func benchmarkFeed(n: Int, key: StoreKey? = nil) throws {

@@ -159,50 +159,43 @@ var rows: [Row] = []
                                                operation, n, api, raw, ratio).utf8))
 }
 
-/// How many times a write row's two sides are timed (``inTurns(_:api:raw:)``).
+/// How many times a write row's two sides are timed (``inTurns(_:syncing:api:raw:)``).
 let writeRounds = 3
 
-/// A write row's two sides timed in turns, the API's then the raw side's, `rounds` times, each
-/// round writing where no round wrote before (keys of its own, or a store of its own, which
-/// `api` and `raw` choose from the round they are given): the fastest round of each side, and
-/// that round's memory peak. A read row takes the fastest of 5 runs of each side; a write
-/// timed once moved by up to 0.3 of a ratio from one run to the next (Benchmarks/README.md),
-/// and taking turns keeps a slow stretch of the machine (a checkpoint, the page cache's
-/// write-back) from landing on one side only. Each side's round starts once the page cache has
-/// written out what earlier writes left in it (`sync()`, not timed): otherwise a round's fsyncs
-/// also wait for the last round's pages, which the kernel writes back while the next one runs.
-@MainActor func inTurns(_ rounds: Int = writeRounds, api: (Int) throws -> Void,
+/// A row's two sides timed in turns, the API's then the raw side's, `rounds` times: the fastest
+/// round of each side, and that round's memory peak. A write row's rounds each write where no
+/// round wrote before (keys of its own, or a store of its own, which `api` and `raw` choose from
+/// the round they are given); a write timed once moved by up to 0.3 of a ratio from one run to the
+/// next (Benchmarks/README.md), and taking turns keeps a slow stretch of the machine (a
+/// checkpoint, the page cache's write-back) from landing on one side only. With `syncing` (the
+/// writes), each side's round starts once the page cache has written out what earlier writes
+/// left in it (`sync()`, not timed): otherwise a round's fsyncs also wait for the last round's
+/// pages, which the kernel writes back while the next one runs.
+@MainActor func inTurns(_ rounds: Int = writeRounds, syncing: Bool = true, api: (Int) throws -> Void,
                         raw: (Int) throws -> Void) rethrows -> (api: Double, raw: Double, peaks: (api: Int, raw: Int)) {
     var best = (api: Double.infinity, raw: Double.infinity, peaks: (api: 0, raw: 0))
     for round in 0..<rounds {
-        sync()
+        if syncing { sync() }
         let a = try time { try api(round) }
         if a < best.api { (best.api, best.peaks.api) = (a, RssAnonSampler.shared.peak(back: 1)) }
-        sync()
+        if syncing { sync() }
         let r = try time { try raw(round) }
         if r < best.raw { (best.raw, best.peaks.raw) = (r, RssAnonSampler.shared.peak(back: 1)) }
     }
     return best
 }
 
-/// A read row's two sides timed in turns, the API's run then the raw side's, `runs` times: the
-/// fastest run of each side, and that run's memory peak. Until 7 December 2026 each side ran
-/// its 5 runs in a block (``bestOf(_:_:)``), the API's first: a slow stretch of the machine then
-/// fell on one side only, and one side's time moved by half from one row to the next of a run
-/// (the raw visit, the same loop in two rows: 0.049 s and 0.083 s).
+/// A read row's two sides timed in turns (``inTurns(_:syncing:api:raw:)``), `runs` times. Until 7
+/// December 2026 each side ran its 5 runs in a block, the API's first: a slow stretch of the
+/// machine then fell on one side only, and one side's time moved by half from one row to the next
+/// of a run (the raw visit, the same loop in two rows: 0.049 s and 0.083 s).
 @MainActor func recordReads(_ backend: String, _ operation: String, _ n: Int, operations: Int, runs: Int = 5,
                             api: () throws -> Void, raw: () throws -> Void) rethrows {
-    var best = (api: Double.infinity, raw: Double.infinity, peaks: (api: 0, raw: 0))
-    for _ in 0..<runs {
-        let a = try time(api)
-        if a < best.api { (best.api, best.peaks.api) = (a, RssAnonSampler.shared.peak(back: 1)) }
-        let r = try time(raw)
-        if r < best.raw { (best.raw, best.peaks.raw) = (r, RssAnonSampler.shared.peak(back: 1)) }
-    }
-    record(backend, operation, n, operations: operations, api: best.api, raw: best.raw, peaks: best.peaks)
+    let timed = try inTurns(runs, syncing: false, api: { _ in try api() }, raw: { _ in try raw() })
+    record(backend, operation, n, operations: operations, api: timed.api, raw: timed.raw, peaks: timed.peaks)
 }
 
-/// ``record(_:_:_:operations:api:raw:memory:peaks:)`` of a row timed ``inTurns(_:api:raw:)``.
+/// ``record(_:_:_:operations:api:raw:memory:peaks:)`` of a row timed ``inTurns(_:syncing:api:raw:)``.
 @MainActor func recordInTurns(_ backend: String, _ operation: String, _ n: Int, operations: Int,
                               api: (Int) throws -> Void, raw: (Int) throws -> Void) rethrows {
     let timed = try inTurns(api: api, raw: raw)
@@ -250,24 +243,24 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     for other in batched { try other.close() }
     let keys = workload.lookups
     var (a, b) = (0, 0)
-    recordReads(name, "point get by key", n, operations: keys.count,
+    try recordReads(name, "point get by key", n, operations: keys.count,
                 api: { a = try api.pointGets(keys) }, raw: { b = rawBulk.gets(keys) })
     check(a, b, "point gets")
-    recordReads(name, "full ordered scan", n, operations: n, api: { a = try api.scan() }, raw: { b = rawBulk.scan() })
+    try recordReads(name, "full ordered scan", n, operations: n, api: { a = try api.scan() }, raw: { b = rawBulk.scan() })
     check(a, b, "scan")
-    recordReads(name, "full ordered fetch of @StoredModel structs", n, operations: n,
+    try recordReads(name, "full ordered fetch of @StoredModel structs", n, operations: n,
                 api: { a = try store.read { try $0.fetch(BenchItem.self, sortedBy: []).count } },
                 raw: { b = rawBulk.scan() })
     check(a, b, "typed fetch")
-    recordReads(name, "full ordered visit (forEach, none kept)", n, operations: n, api: { a = try api.visit() },
+    try recordReads(name, "full ordered visit (forEach, none kept)", n, operations: n, api: { a = try api.visit() },
                 raw: { b = rawBulk.visit() })
     check(a, b, "visit")
-    recordReads(name, "full ordered visit (Row, each decoded, none kept)", n, operations: n,
+    try recordReads(name, "full ordered visit (Row, each decoded, none kept)", n, operations: n,
                 api: { a = try api.visitRows() }, raw: { b = rawBulk.visit() })
     check(a, b, "visit of rows")
     // The same visit of models the macro declares (BenchItem), each handed to a closure and none
     // kept: on LMDB read from each record's fields in place, as the typed fetch reads them.
-    recordReads(name, "full ordered visit of @StoredModel structs (forEach, none kept)", n, operations: n,
+    try recordReads(name, "full ordered visit of @StoredModel structs (forEach, none kept)", n, operations: n,
                 api: {
                     a = try store.read { r in
                         var visited = 0
@@ -280,13 +273,13 @@ func check(_ a: Int, _ b: Int, _ what: String) {
                 }, raw: { b = rawBulk.visit() })
     check(a, b, "typed visit")
     var (sumAPI, sumRaw): (Int64, Int64) = (0, 0)
-    recordReads(name, "full ordered visit (Row, fields read in place)", n, operations: n,
+    try recordReads(name, "full ordered visit (Row, fields read in place)", n, operations: n,
                 api: { sumAPI = try api.visitInPlace() }, raw: { sumRaw = rawBulk.visitInPlace() })
     precondition(sumAPI == sumRaw, "visit in place: API summed \(sumAPI), raw C \(sumRaw)")
-    recordReads(name, "query on indexed attribute (100 x ==)", n, operations: Workload.queriedScores,
+    try recordReads(name, "query on indexed attribute (100 x ==)", n, operations: Workload.queriedScores,
                 api: { a = try api.indexedQueries() }, raw: { b = rawBulk.indexed() })
     check(a, b, "indexed query")
-    recordReads(name, "query on non-indexed attribute", n, operations: 1,
+    try recordReads(name, "query on non-indexed attribute", n, operations: 1,
                 api: { a = try api.unindexedQuery() }, raw: { b = rawBulk.unindexed() })
     check(a, b, "unindexed query")
     // The small writes: each round of each row the next 10,000 keys, on both sides.
