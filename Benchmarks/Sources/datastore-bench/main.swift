@@ -335,8 +335,6 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
     let directory = scratch("migration")
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let sqlite = StoreLocation(kind: .sqlite, path: directory + "/source.sqlite").with(key: key)
-    let lmdb = StoreLocation(kind: .lmdb, path: directory + "/copy.lmdb").with(key: key)
-    let back = StoreLocation(kind: .sqlite, path: directory + "/back.sqlite").with(key: key)
     let migration = "migration" + (key == nil ? "" : ", encrypted")
     let source = try sqlite.open(schema: Workload.schema, durability: .normal)
     try APIBench(store: source, workload: workload).insertAll(from: 0, count: n, batch: 10_000)
@@ -346,17 +344,24 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
 
     // The raw copy checks nothing, so neither does the API copy here: no source integrity check
     // (`copy` runs one by default; its cost is in the summary). An LMDB source still has its
-    // pages walked before liblmdb reads them, which is part of every migration's cost.
+    // pages walked before liblmdb reads them, which is part of every migration's cost. Each copy
+    // row takes its rounds in turns (``inTurns(_:syncing:api:raw:)``), each round into stores of
+    // its own; the last round's LMDB copies are what the next rows read.
     let options = MigrationOptions(batchSize: 1_000, verify: false, checkSource: false)
-    let rawLMDBCopy = rawLMDB(directory + "/raw-copy.lmdb", workload)
-    record(migration, "SQLite -> LMDB (Migrator.copy, no verify)", n, operations: n,
-           api: try time { _ = try Migrator.copy(from: sqlite, to: lmdb, options: options) },
-           raw: time { rawSource.forEachRow(batch: 1_000) { rawLMDBCopy.write($0) } })
-    let rawBack = RawSQLiteBench(path: directory + "/raw-back.sqlite", workload: workload)
-    record(migration, "LMDB -> SQLite (Migrator.copy, no verify)", n, operations: n,
-           api: try time { _ = try Migrator.copy(from: lmdb, to: back, options: options) },
-           raw: time { rawLMDBCopy.forEachRow(batch: 1_000) { rawBack.write($0) } })
+    let last = writeRounds - 1
+    let copies = (0..<writeRounds).map { StoreLocation(kind: .lmdb, path: directory + "/copy-\($0).lmdb").with(key: key) }
+    let rawCopies = (0..<writeRounds).map { rawLMDB(directory + "/raw-copy-\($0).lmdb", workload) }
+    try recordInTurns(migration, "SQLite -> LMDB (Migrator.copy, no verify)", n, operations: n,
+                      api: { _ = try Migrator.copy(from: sqlite, to: copies[$0], options: options) },
+                      raw: { round in rawSource.forEachRow(batch: 1_000) { rawCopies[round].write($0) } })
+    let (lmdb, rawLMDBCopy) = (copies[last], rawCopies[last])
+    let backs = (0..<writeRounds).map { StoreLocation(kind: .sqlite, path: directory + "/back-\($0).sqlite").with(key: key) }
+    let rawBacks = (0..<writeRounds).map { RawSQLiteBench(path: directory + "/raw-back-\($0).sqlite", workload: workload) }
+    try recordInTurns(migration, "LMDB -> SQLite (Migrator.copy, no verify)", n, operations: n,
+                      api: { _ = try Migrator.copy(from: lmdb, to: backs[$0], options: options) },
+                      raw: { round in rawLMDBCopy.forEachRow(batch: 1_000) { rawBacks[round].write($0) } })
     // The raw compare both verify rows stand beside: every row of both sides, as plain structs.
+    // Read rows: 3 runs of each side, in turns.
     let rawCompare = {
         var left: [RawRow] = []
         var right: [RawRow] = []
@@ -364,18 +369,16 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
         rawLMDBCopy.forEachRow(batch: 1_000) { right += $0 }
         precondition(left == right)
     }
-    record(migration, "verify SQLite vs LMDB item by item (Migrator.verify)", n, operations: n,
-           api: try bestOf(3) {
-               _ = try Migrator.verify(from: sqlite, to: lmdb, options: MigrationOptions(checkSource: false))
-           },
-           raw: bestOf(3, rawCompare))
-    record(migration, "verify SQLite vs LMDB by range checksum (verify --checksum)", n, operations: n,
-           api: try bestOf(3) {
-               let report = try Migrator.verify(from: sqlite, to: lmdb,
-                                                options: MigrationOptions(checkSource: false, checksum: true))
-               precondition(report.differences == 0)
-           },
-           raw: bestOf(3, rawCompare))
+    try recordReads(migration, "verify SQLite vs LMDB item by item (Migrator.verify)", n, operations: n, runs: 3,
+                    api: { _ = try Migrator.verify(from: sqlite, to: lmdb, options: MigrationOptions(checkSource: false)) },
+                    raw: rawCompare)
+    try recordReads(migration, "verify SQLite vs LMDB by range checksum (verify --checksum)", n, operations: n, runs: 3,
+                    api: {
+                        let report = try Migrator.verify(from: sqlite, to: lmdb,
+                                                         options: MigrationOptions(checkSource: false, checksum: true))
+                        precondition(report.differences == 0)
+                    },
+                    raw: rawCompare)
 }
 
 /// The keys each row runs with: none, and with --encryption a raw key too (the same rows on
