@@ -244,43 +244,43 @@ func check(_ a: Int, _ b: Int, _ what: String) {
     let keys = workload.lookups
     var (a, b) = (0, 0)
     try recordReads(name, "point get by key", n, operations: keys.count,
-                api: { a = try api.pointGets(keys) }, raw: { b = rawBulk.gets(keys) })
+                    api: { a = try api.pointGets(keys) }, raw: { b = rawBulk.gets(keys) })
     check(a, b, "point gets")
     try recordReads(name, "full ordered scan", n, operations: n, api: { a = try api.scan() }, raw: { b = rawBulk.scan() })
     check(a, b, "scan")
     try recordReads(name, "full ordered fetch of @StoredModel structs", n, operations: n,
-                api: { a = try store.read { try $0.fetch(BenchItem.self, sortedBy: []).count } },
-                raw: { b = rawBulk.scan() })
+                    api: { a = try store.read { try $0.fetch(BenchItem.self, sortedBy: []).count } },
+                    raw: { b = rawBulk.scan() })
     check(a, b, "typed fetch")
     try recordReads(name, "full ordered visit (forEach, none kept)", n, operations: n, api: { a = try api.visit() },
-                raw: { b = rawBulk.visit() })
+                    raw: { b = rawBulk.visit() })
     check(a, b, "visit")
     try recordReads(name, "full ordered visit (Row, each decoded, none kept)", n, operations: n,
-                api: { a = try api.visitRows() }, raw: { b = rawBulk.visit() })
+                    api: { a = try api.visitRows() }, raw: { b = rawBulk.visit() })
     check(a, b, "visit of rows")
     // The same visit of models the macro declares (BenchItem), each handed to a closure and none
     // kept: on LMDB read from each record's fields in place, as the typed fetch reads them.
     try recordReads(name, "full ordered visit of @StoredModel structs (forEach, none kept)", n, operations: n,
-                api: {
-                    a = try store.read { r in
-                        var visited = 0
-                        try r.forEach(BenchItem.self, sortedBy: []) { item in
-                            consume(item)
-                            visited += 1
+                    api: {
+                        a = try store.read { r in
+                            var visited = 0
+                            try r.forEach(BenchItem.self, sortedBy: []) { item in
+                                consume(item)
+                                visited += 1
+                            }
+                            return visited
                         }
-                        return visited
-                    }
-                }, raw: { b = rawBulk.visit() })
+                    }, raw: { b = rawBulk.visit() })
     check(a, b, "typed visit")
     var (sumAPI, sumRaw): (Int64, Int64) = (0, 0)
     try recordReads(name, "full ordered visit (Row, fields read in place)", n, operations: n,
-                api: { sumAPI = try api.visitInPlace() }, raw: { sumRaw = rawBulk.visitInPlace() })
+                    api: { sumAPI = try api.visitInPlace() }, raw: { sumRaw = rawBulk.visitInPlace() })
     precondition(sumAPI == sumRaw, "visit in place: API summed \(sumAPI), raw C \(sumRaw)")
     try recordReads(name, "query on indexed attribute (100 x ==)", n, operations: Workload.queriedScores,
-                api: { a = try api.indexedQueries() }, raw: { b = rawBulk.indexed() })
+                    api: { a = try api.indexedQueries() }, raw: { b = rawBulk.indexed() })
     check(a, b, "indexed query")
     try recordReads(name, "query on non-indexed attribute", n, operations: 1,
-                api: { a = try api.unindexedQuery() }, raw: { b = rawBulk.unindexed() })
+                    api: { a = try api.unindexedQuery() }, raw: { b = rawBulk.unindexed() })
     check(a, b, "unindexed query")
     // The small writes: each round of each row the next 10,000 keys, on both sides.
     let small = Workload.smallTransactions
@@ -361,7 +361,6 @@ func rawLMDB(_ path: String, _ workload: Workload) -> RawLMDBBench {
                       api: { _ = try Migrator.copy(from: lmdb, to: backs[$0], options: options) },
                       raw: { round in rawLMDBCopy.forEachRow(batch: 1_000) { rawBacks[round].write($0) } })
     // The raw compare both verify rows stand beside: every row of both sides, as plain structs.
-    // Read rows: 3 runs of each side, in turns.
     let rawCompare = {
         var left: [RawRow] = []
         var right: [RawRow] = []
