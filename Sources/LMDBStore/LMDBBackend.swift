@@ -17,6 +17,16 @@ import Foundation
             .filter { $0 != "data.mdb" && $0 != "lock.mdb" }.sorted()
     }
 
+    /// An environment directory holding only `data.mdb` and `lock.mdb`, whose `data.mdb` is empty
+    /// or lists no named database: what a store's creation leaves when it is killed before its
+    /// first commit (liblmdb writes the meta pages when it opens the environment).
+    public func holdsNothing(at path: String) -> Bool {
+        guard recognizes(path), otherFiles(at: path).isEmpty,
+              let size = (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb"))?[.size] as? Int64
+        else { return false }
+        return size == 0 || LMDBEnvironment.holdsNoDatabase(path)
+    }
+
     public func recognizes(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)

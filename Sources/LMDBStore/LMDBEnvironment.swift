@@ -225,6 +225,22 @@ final class LMDBEnvironment: @unchecked Sendable {
         mapSize = info.me_mapsize
     }
 
+    /// Whether the environment at `path` holds no named database: its main database, which lists
+    /// them, is empty (read from the meta page; no other page is read). Opened read-only;
+    /// `false` when it cannot be opened.
+    static func holdsNoDatabase(_ path: String) -> Bool {
+        guard case .success(let env) = open(path, flags: UInt32(MDB_NOTLS | MDB_RDONLY), mapSize: 0, maxReaders: 126)
+        else { return false }
+        defer { mdb_env_close(env) }
+        var txn: OpaquePointer?
+        guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == MDB_SUCCESS, let txn else { return false }
+        defer { mdb_txn_abort(txn) }
+        var dbi: MDB_dbi = 0
+        var stat = MDB_stat()
+        guard mdb_dbi_open(txn, nil, 0, &dbi) == MDB_SUCCESS, mdb_stat(txn, dbi, &stat) == MDB_SUCCESS else { return false }
+        return stat.ms_entries == 0
+    }
+
     /// The unnamed main database, which lists the named ones.
     func mainDatabase(in txn: OpaquePointer) throws(StoreError) -> MDB_dbi {
         var dbi: MDB_dbi = 0

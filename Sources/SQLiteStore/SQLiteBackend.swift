@@ -54,6 +54,25 @@ import Foundation
         }
     }
 
+    /// A database whose schema table is empty: what a store's creation leaves when it is killed
+    /// before the transaction that creates its tables commits.
+    public func holdsNothing(at path: String) -> Bool {
+        SQLiteConnection.holdsNoSchemaObject(path)
+    }
+
+    /// A hot rollback journal beside the file: a store's creation runs its first transactions
+    /// (its tables, then the switch to WAL mode) in rollback mode, so that a user's database
+    /// opened by mistake keeps its journal mode, and a process killed in one leaves the journal,
+    /// which a connection that only reads cannot roll back. Rolled back by a connection that
+    /// may write, as SQLite does on its first read.
+    public func rollBackInterruptedWrite(at path: String) -> Bool {
+        let journal = path + "-journal"
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: journal))?[.size] as? Int64, size > 0
+        else { return false }
+        SQLiteConnection.rollBackHotJournal(path)
+        return !FileManager.default.fileExists(atPath: journal)
+    }
+
     public func sizeOnDisk(at path: String) -> Int64 {
         [path, path + "-wal"].reduce(0) { total, file in
             total + ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int64) ?? 0)

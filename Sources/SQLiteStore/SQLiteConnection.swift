@@ -82,6 +82,33 @@ final class SQLiteConnection {
         return db
     }
 
+    /// Whether the database at `path` exists and its schema table lists nothing (no table,
+    /// index, view or trigger), read by a connection that only reads; `false` when it cannot be
+    /// read.
+    static func holdsNoSchemaObject(_ path: String) -> Bool {
+        guard FileManager.default.fileExists(atPath: path),
+              let db = try? open(path, create: false, readOnly: true, immutable: false) else { return false }
+        defer { sqlite3_close_v2(db) }
+        return schemaObjects(db) == 0
+    }
+
+    /// Opens the database at `path` with a connection that may write and reads its schema table:
+    /// SQLite rolls back a hot journal before its first read. Nothing else is written.
+    static func rollBackHotJournal(_ path: String) {
+        guard let db = try? open(path, create: false, readOnly: false, immutable: false) else { return }
+        _ = schemaObjects(db)
+        sqlite3_close_v2(db)
+    }
+
+    /// The rows of the schema table, `nil` when it cannot be read.
+    private static func schemaObjects(_ db: OpaquePointer) -> Int64? {
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &statement, nil) == SQLITE_OK,
+              sqlite3_step(statement) == SQLITE_ROW else { return nil }
+        return sqlite3_column_int64(statement, 0)
+    }
+
     private static func directory(of path: String) -> String {
         PathNames.containingDirectory(of: path)
     }

@@ -41,10 +41,11 @@ public final class SQLiteStore: Store, @unchecked Sendable {
         try SQLiteEngine.integrityCheck(path: path).0
     }
 
-    /// Deletes the store's files (the database, its WAL and shared-memory files).
+    /// Deletes the store's files (the database, its WAL and shared-memory files, and the rollback
+    /// journal a store's creation leaves when it is killed before its first commit).
     /// Close every store opened on it first.
     public static func destroy(at path: String) throws {
-        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+        for file in [path, path + "-wal", path + "-shm", path + "-journal"] where FileManager.default.fileExists(atPath: file) {
             do {
                 try FileManager.default.removeItem(atPath: file)
             } catch {

@@ -281,6 +281,73 @@ func aUsersFileAtTheStagingPathIsNotReplaced(_ kind: StoreKind) throws {
     #expect(try items(destination) == items(source))
 }
 
+/// `sqlite3` on `path` running `statements` in a transaction, then killed with SIGKILL by its own
+/// `.system` command before it commits: a process that died while it wrote. Its page cache of
+/// two pages spills, so SQLite has synced the journal's header and written pages of the
+/// database before the kill: the journal it leaves is hot (a journal whose header was never
+/// synced is not, and is ignored).
+private func sqlite3KilledMidTransaction(_ path: String, _ statements: String) throws {
+    let spilling = "PRAGMA cache_size=2; BEGIN; " + statements
+        + " CREATE TABLE spill(x); INSERT INTO spill VALUES (zeroblob(200000));"
+    _ = try runCommand("/usr/bin/sqlite3", [path, spilling, ".system kill -9 $PPID"], allowingFailure: true)
+    let journal = (try? Data(contentsOf: URL(fileURLWithPath: path + "-journal"))) ?? Data()
+    #expect(journal.prefix(8) == Data([0xD9, 0xD5, 0x05, 0xF9, 0x20, 0xA1, 0x63, 0xD7]), "\(path): a hot journal is left")
+}
+
+/// A copy killed while it created its destination leaves what the next copy replaces: its
+/// staged store with the hot journal of a transaction cut short (the switch to WAL mode, which a
+/// read-only open cannot roll back), a file whose creating transaction never committed, an LMDB
+/// environment no transaction wrote to. Until 7 December 2026 each was refused as "not a store
+/// of this toolkit" by every later copy, a switch of a running app included. A user's database
+/// with a hot journal is rolled back to its last commit and still refused.
+@Test func whatAKilledCopyLeftAtTheStagingPathIsReplaced() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 100, seed: 4)
+    func copy(to destination: StoreLocation) throws -> CommandResult {
+        try runCLI(["copy", "--from", source.description, "--to", destination.description])
+    }
+    // A store of this toolkit at the staging path, in rollback mode as a new one is until its
+    // tables exist, killed in the middle of a write.
+    let staged = dir.location(.sqlite, "staged")
+    let stagedStore = StoreLocation(kind: .sqlite, path: staged.path + ".migrating")
+    try DemoData.seed(stagedStore, items: 10, seed: 1)
+    _ = try runCommand("/usr/bin/sqlite3", [stagedStore.path, "PRAGMA journal_mode=DELETE"])
+    try sqlite3KilledMidTransaction(stagedStore.path, "DELETE FROM _ds_meta;")
+    var result = try copy(to: staged)
+    #expect(result.status == 0, "a staged store with a hot journal: \(result.errors)")
+    #expect(try items(staged) == items(source))
+    #expect(!FileManager.default.fileExists(atPath: stagedStore.path + "-journal"))
+    // A new file whose first transaction was killed.
+    let unborn = dir.location(.sqlite, "unborn")
+    try sqlite3KilledMidTransaction(unborn.path + ".migrating", "CREATE TABLE t(x);")
+    result = try copy(to: unborn)
+    #expect(result.status == 0, "a file whose creation was killed: \(result.errors)")
+    #expect(try items(unborn) == items(source))
+    // An LMDB environment created with no transaction committed in it but an empty one.
+    let empty = dir.location(.lmdb, "empty")
+    let environment = empty.path + ".migrating"
+    try FileManager.default.createDirectory(atPath: environment, withIntermediateDirectories: false)
+    let input = dir.path("empty.dump")
+    try Data("VERSION=3\nformat=bytevalue\ntype=btree\nHEADER=END\nDATA=END\n".utf8).write(to: URL(fileURLWithPath: input))
+    _ = try runCommand("/usr/bin/mdb_load", ["-f", input, environment])
+    result = try copy(to: empty)
+    #expect(result.status == 0, "an LMDB environment with no database: \(result.errors)")
+    #expect(try items(empty) == items(source))
+    // A user's database with a row, killed in the middle of a write: rolled back, refused, its
+    // committed row kept.
+    let users = dir.location(.sqlite, "users")
+    let usersFile = users.path + ".migrating"
+    _ = try runCommand("/usr/bin/sqlite3", [usersFile, "CREATE TABLE mine(x); INSERT INTO mine VALUES ('precious');"])
+    try sqlite3KilledMidTransaction(usersFile, "DELETE FROM mine;")
+    for extra in [[], ["--overwrite"]] {
+        result = try runCLI(["copy", "--from", source.description, "--to", users.description] + extra)
+        expectOneLineRefusal(result, naming: ".migrating is not replaced", "a user's database \(extra)")
+        #expect(try runCommand("/usr/bin/sqlite3", [usersFile, "SELECT x FROM mine; SELECT count(*) FROM sqlite_master;"])
+                == "precious\n1\n")
+    }
+}
+
 /// LMDB's destroy deletes the store's two files and never a file beside them.
 @Test func destroyingAnLMDBStoreKeepsOtherFilesInItsFolder() throws {
     let dir = try TemporaryDirectory()

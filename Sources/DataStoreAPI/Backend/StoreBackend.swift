@@ -67,6 +67,17 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     /// (``otherFiles(at:)``, or a user's table in a PostgreSQL store's schema).
     /// - Throws: when it cannot be told (`--overwrite` then refuses).
     func objectsBeside(storeAt path: String, schema: Schema) throws -> [String]
+    /// Whether the store at `path` is the backend's files holding nothing at all: no table, no
+    /// database, no item (what a store's creation leaves when it is killed before its first
+    /// commit). A copy replaces such a store at its staging path, and `--overwrite` at its
+    /// destination, as it replaces an empty file. Reads only; `false` when it cannot tell.
+    func holdsNothing(at path: String) -> Bool
+    /// Restores the files at `path` to their last commit when a process died while it wrote
+    /// them and left what a read-only open cannot undo (SQLite's hot rollback journal), as the
+    /// engine's next open for writing would; returns whether it did. Only for a store about to
+    /// be replaced (a copy's staging path, a destination given `--overwrite`): a source is
+    /// never written to.
+    func rollBackInterruptedWrite(at path: String) -> Bool
     /// Whether `path` and `other`, as spelled, name one store (a kind whose locations have
     /// several spellings, such as PostgreSQL's URLs, compares what they name). Files are also
     /// compared by device and inode by the caller.
@@ -88,6 +99,12 @@ extension StoreBackend {
 
     /// ``otherFiles(at:)``.
     public func objectsBeside(storeAt path: String, schema: Schema) throws -> [String] { otherFiles(at: path) }
+
+    /// `false`: a kind that cannot tell is never taken to hold nothing.
+    public func holdsNothing(at path: String) -> Bool { false }
+
+    /// `false`: nothing to roll back (LMDB's commits leave none; a server's are its own).
+    public func rollBackInterruptedWrite(at path: String) -> Bool { false }
 
     /// The same text.
     public func isSameStore(_ path: String, as other: String) -> Bool { path == other }

@@ -235,14 +235,27 @@ extension StoreLocation {
                 if !backend.recognizes(file) { throw refusal("it is a file, not a \(kind) store") }
             }
         }
+        func openedSchema() throws -> Schema {
+            let store = try Migrator.acceptingUnfinished { try openSource() }
+            defer { try? store.close() }
+            return store.schema
+        }
         let schema: Schema
         do {
-            let store = try Migrator.acceptingUnfinished { try openSource() }
-            schema = store.schema
-            try? store.close()
+            do {
+                schema = try openedSchema()
+            } catch {
+                // A process killed while it wrote the store (a copy creating it) may have left a
+                // hot journal, which the read-only open cannot roll back; rolled back, it opens.
+                guard backend.rollBackInterruptedWrite(at: path) else { throw error }
+                schema = try openedSchema()
+            }
         } catch let error as StoreError where ![.unavailable, .io, .busy].contains(error.code) {
-            // A server that does not answer, a failed read, a lock held: not "this is not a
-            // store", which would tell the user to delete what may be their store.
+            // A store whose creation was killed before its first commit (an empty SQLite
+            // database, an LMDB environment with no database) holds nothing: replaced as an
+            // empty file is. A server that does not answer, a failed read, a lock held: not
+            // "this is not a store", which would tell the user to delete what may be their store.
+            if backend.holdsNothing(at: path) { return }
             throw refusal("it does not open as a \(kind) store of this toolkit (\(error.message))")
         }
         // A store that is not files (a PostgreSQL schema) may hold what is not the store's; what
