@@ -337,7 +337,7 @@ final class LMDBRawTransaction {
     /// new write transaction and replays the journal in it; returns the replay's result.
     private func restart(growingTo size: Int?) throws(StoreError) -> Int32 {
         if !isFinished {
-            environment.end(txn, commit: false)
+            environment.end(txn, commit: false, write: true)
             isFinished = true
         }
         try environment.grow(to: size)
@@ -376,7 +376,7 @@ final class LMDBRawTransaction {
     func commit() throws(StoreError) {
         let commit = { () -> Int32 in
             defer { self.isFinished = true }
-            return self.environment.end(self.txn, commit: true)
+            return self.environment.end(self.txn, commit: true, write: self.isWrite)
         }
         defer { releaseWritersLock() }
         let rc = isWrite ? try growingTheMap(commit) : commit()
@@ -387,7 +387,7 @@ final class LMDBRawTransaction {
     func finish() {
         if !isFinished {
             isFinished = true
-            environment.end(txn, commit: false)
+            environment.end(txn, commit: false, write: isWrite)
         }
         releaseWritersLock()
     }

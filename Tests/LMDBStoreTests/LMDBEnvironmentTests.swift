@@ -104,6 +104,59 @@ func expectNoJournalFile(in path: String) throws {
     try store.close()
 }
 
+/// A read transaction that ends is reset and kept for the next read rather than freed
+/// (`mdb_txn_reset`, then `mdb_txn_renew`: a transaction begun anew allocates and zeroes a table
+/// of 2,048 databases). Read from LMDB's reader table (`mdb_stat -r`): reads one after another
+/// use one slot, which pins no snapshot between them (txnid `-`); reads at once use a slot each,
+/// of which 8 are kept once they end; the store's close frees them.
+@Test func endedReadTransactionsAreKeptResetAndBounded() throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("reads.lmdb")
+    let store = try LMDBStore(path: path, schema: itemSchema)
+    try store.writeSync { w in
+        for i in 0..<10 { try w.insert(["id": .int(Int64(i)), "name": "n"], into: "Item") }
+    }
+    /// This process's slots in the reader table, each with its snapshot's txnid (`-`: none).
+    func slots() throws -> [String] {
+        let pid = Substring("\(getpid())")
+        var found: [String] = []
+        // mdb_stat -r prints the table and exits 1 (LMDBCrashTests reads it the same way).
+        for line in try runCommand("/usr/bin/mdb_stat", ["-r", path], allowingFailure: true).split(separator: "\n") {
+            let columns = line.split(separator: " ")
+            if columns.first == pid, let txnid = columns.last { found.append(String(txnid)) }
+        }
+        return found
+    }
+    for _ in 0..<100 { #expect(try store.read { try $0.count(FetchRequest("Item")) } == 10) }
+    #expect(try slots() == ["-"], "100 reads in turn: one slot, no snapshot held")
+    let readers = 20
+    let inside = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    let done = DispatchGroup()
+    for _ in 0..<readers {
+        done.enter()
+        Thread.detachNewThread {
+            defer { done.leave() }
+            _ = try? store.read { r -> Int in
+                inside.signal()
+                release.wait()
+                return try r.count(FetchRequest("Item"))
+            }
+        }
+    }
+    for _ in 0..<readers { inside.wait() }
+    let during = try slots()
+    #expect(during.count == readers && during.allSatisfy { $0 != "-" }, "20 reads at once: \(during)")
+    for _ in 0..<readers { release.signal() }
+    done.wait()
+    #expect(try slots() == Array(repeating: "-", count: 8), "8 kept once they ended")
+    // A write while they are kept: they pin no page, and the next read sees it.
+    try store.writeSync { try $0.insert(["id": 99, "name": "after"], into: "Item") }
+    #expect(try store.read { try $0.count(FetchRequest("Item")) } == 11)
+    try store.close()
+    #expect(try slots().isEmpty, "the close freed them")
+}
+
 @Test func mdbStatAndMdbDumpReadTheEnvironment() throws {
     let dir = try TemporaryDirectory()
     let path = dir.path("tools.lmdb")

@@ -337,6 +337,12 @@ package final class RawLMDBBench {
         read { txn in keys.reduce(0) { $0 + (get(txn, Self.key(Int64($1))) == nil ? 0 : 1) } }
     }
 
+    /// ``pointGets(_:)`` with each get in a read transaction of its own, begun and aborted (the
+    /// environment's `maxdbs` is 8).
+    package func pointGetsEachInARead(_ keys: [Int]) -> Int {
+        keys.reduce(0) { found, key in found + (read { txn in get(txn, Self.key(Int64(key))) } == nil ? 0 : 1) }
+    }
+
     package func cursor(_ txn: OpaquePointer?, _ dbi: MDB_dbi, from start: [UInt8]?,
                 _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) {
         var cursor: OpaquePointer?

@@ -12,7 +12,7 @@
 // workload's record literals made and let go, against their names and payloads only: what a
 // literal costs; any backend, nothing stored), batched (COUNT items into an empty store,
 // 1,000 a writeSync, change feed on, as the main table's batched row), scan (one
-// full fetch), foreach (one full visit), rows (one visit of Rows, each decoded into a struct), inplace
+// full fetch), foreach (one full visit), get-each (the gets of get, each in a read of its own; raw-lmdb begins and aborts a read transaction for each), rows (one visit of Rows, each decoded into a struct), inplace
 // (one visit of Rows, their fields read in place), get (COUNT point gets, at most 100,000), query (100 indexed
 // equality fetches), unindexed (one filtered fetch), typed (one typed fetch through Codable), generated (one
 // typed fetch through the code @StoredModel generates; on LMDB from each record's fields in place),
@@ -50,7 +50,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 let backends = ["lmdb", "sqlite", "memory", "postgres", "raw-lmdb", "raw-sqlite"]
 guard arguments.count >= 3, backends.contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|literal|pieces|scan|foreach|get|query|unindexed|typed|generated|generated-visit|generated-rows|small|small-off|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: profile-store lmdb|sqlite|memory|postgres|raw-lmdb|raw-sqlite insert|insert-feed|bulk|batched|literal|pieces|scan|foreach|get|get-each|query|unindexed|typed|generated|generated-visit|generated-rows|small|small-off|small-feed|small-threads|async|copy|verify|checksum|jsonl-load [COUNT]\n".utf8))
     exit(2)
 }
 let backend = arguments[1]
@@ -108,6 +108,11 @@ func runOperation(_ store: any DataStore, _ operation: String, count: Int) throw
         return count
     case "scan": return try api.scan()
     case "get": return try api.pointGets(workload.lookups)
+    case "get-each":
+        // The same gets, each in a read of its own (what a server does for each request).
+        return try workload.lookups.reduce(0) { found, key in
+            found + (try store.read { try $0.get("Item", key: .int(Int64(key))) } == nil ? 0 : 1)
+        }
     case "foreach": return try api.visit()
     case "rows": return try api.visitRows()
     case "inplace": return Int(truncatingIfNeeded: try api.visitInPlace())
@@ -175,6 +180,9 @@ func runOperationRaw(_ raw: RawSide, _ operation: String, count: Int) throws -> 
         return count
     case "scan": return raw.scan()
     case "get": return raw.gets(workload.lookups)
+    case "get-each":
+        guard let getsEach = raw.getsEach else { break }
+        return getsEach(workload.lookups)
     case "foreach", "rows": return raw.visit()
     case "inplace": return Int(truncatingIfNeeded: raw.visitInPlace())
     case "query": return raw.indexed()
@@ -219,11 +227,14 @@ struct RawSide {
     let unindexed: () -> Int
     /// The small transactions, each writing the feed's entry as the store does.
     var smallWithFeed: ((Int, Int) -> Void)?
+    /// The point gets, each in a read transaction of its own (LMDB only).
+    var getsEach: (([Int]) -> Int)?
 
     init(lmdb: RawLMDBBench) {
         (insert, gets, scan, visit, visitInPlace) = (lmdb.insertAll, lmdb.pointGets, lmdb.scan, lmdb.visit, lmdb.visitInPlace)
         (indexed, unindexed) = (lmdb.indexedQueries, lmdb.unindexedQuery)
         smallWithFeed = lmdb.insertAllWithFeed
+        getsEach = lmdb.pointGetsEachInARead
     }
 
     init(sqlite: RawSQLiteBench) {
