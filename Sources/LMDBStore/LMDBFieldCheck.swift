@@ -6,7 +6,11 @@
 /// field), each handed to the caller as it is found. One loop over a table of what each slot
 /// holds, built once per read; what a visit's row and a result's compact record are made of.
 /// When it refuses a record, ``LMDBRecordCoding/fields(_:attributes:into:)`` names the damage.
-final class LMDBFieldCheck {
+///
+/// `@unchecked Sendable`: nothing of it changes after `init` (its table of kinds is written
+/// there and only read after), so the transactions of every thread share one per entity
+/// (``LMDBDatabases/fieldChecks``).
+final class LMDBFieldCheck: @unchecked Sendable {
     /// The attributes the check was built for.
     let attributes: [Attribute]
     let count: Int

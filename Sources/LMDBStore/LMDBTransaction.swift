@@ -44,13 +44,16 @@ final class LMDBTransaction: StorageWriter {
         return CommitVersion(txn.commitVersion(afterWrites: afterWrites))
     }
 
-    /// The checking walk of the entity's records, built once per entity and transaction (and
-    /// again when the entity's attributes change, as a schema upgrade changes them): the last one
+    /// The checking walk of the entity's records: the one the databases share
+    /// (``LMDBDatabases/fieldChecks``), or one built for this transaction when the entity's
+    /// attributes are not those it was built for (as a schema upgrade changes them). The last one
     /// asked for is found by one comparison of two arrays' storage.
     func fieldCheck(_ entity: EntitySchema) -> LMDBFieldCheck {
         if let last = lastFieldCheck, last.attributes == entity.attributes { return last }
         let check: LMDBFieldCheck
-        if let kept = fieldChecks[entity.name], kept.attributes == entity.attributes {
+        if let shared = databases.fieldChecks[entity.name], shared.attributes == entity.attributes {
+            check = shared
+        } else if let kept = fieldChecks[entity.name], kept.attributes == entity.attributes {
             check = kept
         } else {
             check = LMDBFieldCheck(entity.attributes)
