@@ -18,13 +18,19 @@ import Foundation
     }
 
     /// An environment directory holding only `data.mdb` and `lock.mdb`, whose `data.mdb` is empty
-    /// or lists no named database: what a store's creation leaves when it is killed before its
-    /// first commit (liblmdb writes the meta pages when it opens the environment).
+    /// or whose newest meta page names an empty main database (no root page, no entry: no named
+    /// database): what a store's creation leaves when it is killed before its first commit
+    /// (liblmdb writes the meta pages when it opens the environment). The meta pages are read
+    /// and checked by ``LMDBPageCheck``, not by liblmdb, which trusts what they say.
     public func holdsNothing(at path: String) -> Bool {
         guard recognizes(path), otherFiles(at: path).isEmpty,
               let size = (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb"))?[.size] as? Int64
         else { return false }
-        return size == 0 || LMDBEnvironment.holdsNoDatabase(path)
+        if size == 0 { return true }
+        guard let check = try? LMDBPageCheck(path: path) else { return false }
+        defer { check.close() }
+        guard let main = try? check.checkMeta().main else { return false }
+        return main.root == LMDBPageCheck.invalidPage && main.entries == 0 && main.depth == 0
     }
 
     public func recognizes(_ path: String) -> Bool {

@@ -135,7 +135,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         try LMDBError.check(rc, "\(path): cannot flush the environment to disk on close")
     }
 
-    /// Begins a transaction, which holds the resize lock for reading until ``end(_:commit:)``.
+    /// Begins a transaction, which holds the resize lock for reading until ``end(_:commit:write:)``.
     ///
     /// When another process has grown the map (`MDB_MAP_RESIZED`), this process adopts the new
     /// size first: `mdb_env_set_mapsize(env, 0)` needs every transaction of this process ended,
@@ -149,7 +149,16 @@ final class LMDBEnvironment: @unchecked Sendable {
             if !write, let idle = idleReads.withLock({ $0.popLast() }).flatMap(OpaquePointer.init(bitPattern:)) {
                 rc = mdb_txn_renew(idle)
                 if rc == MDB_SUCCESS { return idle }
-                // A renewal that fails leaves the transaction reset: freed here.
+                if rc == MDB_BAD_RSLOT {
+                    // Its reader slot is no longer this process's: another process's
+                    // `mdb_reader_check` found it dead (this process lost its lock on lock.mdb,
+                    // which closing another descriptor of that file does), and the slot may be
+                    // another reader's now. Freeing the transaction would clear the slot, so it
+                    // is let go without; the read begins a transaction of its own.
+                    pthread_rwlock_unlock(resizeLock)
+                    continue
+                }
+                // Any other failure leaves the transaction ended with its slot: freed here.
                 mdb_txn_abort(idle)
             } else {
                 var txn: OpaquePointer?
@@ -271,22 +280,6 @@ final class LMDBEnvironment: @unchecked Sendable {
         var info = MDB_envinfo()
         try LMDBError.check(mdb_env_info(env, &info), "\(path): mdb_env_info")
         mapSize = info.me_mapsize
-    }
-
-    /// Whether the environment at `path` holds no named database: its main database, which lists
-    /// them, is empty (read from the meta page; no other page is read). Opened read-only;
-    /// `false` when it cannot be opened.
-    static func holdsNoDatabase(_ path: String) -> Bool {
-        guard case .success(let env) = open(path, flags: UInt32(MDB_NOTLS | MDB_RDONLY), mapSize: 0, maxReaders: 126)
-        else { return false }
-        defer { mdb_env_close(env) }
-        var txn: OpaquePointer?
-        guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == MDB_SUCCESS, let txn else { return false }
-        defer { mdb_txn_abort(txn) }
-        var dbi: MDB_dbi = 0
-        var stat = MDB_stat()
-        guard mdb_dbi_open(txn, nil, 0, &dbi) == MDB_SUCCESS, mdb_stat(txn, dbi, &stat) == MDB_SUCCESS else { return false }
-        return stat.ms_entries == 0
     }
 
     /// The unnamed main database, which lists the named ones.

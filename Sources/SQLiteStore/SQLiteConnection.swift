@@ -82,29 +82,41 @@ final class SQLiteConnection {
         return db
     }
 
-    /// Whether the database at `path` exists and its schema table lists nothing (no table,
-    /// index, view or trigger), read by a connection that only reads; `false` when it cannot be
-    /// read.
+    /// Whether the database at `path` exists, is at most one page long and its schema table
+    /// lists nothing (no table, index, view or trigger), read by a connection that only reads;
+    /// `false` when it cannot be read. One page: a new database in WAL mode with nothing created
+    /// yet; a store whose first page was damaged (its schema table emptied) is longer.
     static func holdsNoSchemaObject(_ path: String) -> Bool {
         guard FileManager.default.fileExists(atPath: path),
               let db = try? open(path, create: false, readOnly: true, immutable: false) else { return false }
         defer { sqlite3_close_v2(db) }
-        return schemaObjects(db) == 0
+        guard let pages = scalar(db, "PRAGMA page_count"), pages <= 1 else { return false }
+        return scalar(db, "SELECT count(*) FROM sqlite_master") == 0
     }
 
-    /// Opens the database at `path` with a connection that may write and reads its schema table:
-    /// SQLite rolls back a hot journal before its first read. Nothing else is written.
+    /// When a connection that only reads cannot read the database at `path` because of a hot
+    /// journal (`SQLITE_READONLY_ROLLBACK`), opens it with a connection that may write and reads
+    /// its schema table: SQLite rolls the journal back before its first read. Nothing else is
+    /// written, and nothing at all for any other failure.
     static func rollBackHotJournal(_ path: String) {
-        guard let db = try? open(path, create: false, readOnly: false, immutable: false) else { return }
-        _ = schemaObjects(db)
+        guard let reader = try? open(path, create: false, readOnly: true, immutable: false) else { return }
+        let refused = scalar(reader, "SELECT count(*) FROM sqlite_master") == nil
+            && sqlite3_extended_errcode(reader) == readOnlyRollback
+        sqlite3_close_v2(reader)
+        guard refused, let db = try? open(path, create: false, readOnly: false, immutable: false) else { return }
+        _ = scalar(db, "SELECT count(*) FROM sqlite_master")
         sqlite3_close_v2(db)
     }
 
-    /// The rows of the schema table, `nil` when it cannot be read.
-    private static func schemaObjects(_ db: OpaquePointer) -> Int64? {
+    /// `SQLITE_READONLY_ROLLBACK`: a hot journal that a connection that only reads cannot roll
+    /// back.
+    private static let readOnlyRollback = SQLITE_READONLY | (3 << 8)
+
+    /// The first column of the first row of `sql`, `nil` when it cannot be read.
+    private static func scalar(_ db: OpaquePointer, _ sql: String) -> Int64? {
         var statement: OpaquePointer?
         defer { sqlite3_finalize(statement) }
-        guard sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &statement, nil) == SQLITE_OK,
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK,
               sqlite3_step(statement) == SQLITE_ROW else { return nil }
         return sqlite3_column_int64(statement, 0)
     }

@@ -334,17 +334,64 @@ private func sqlite3KilledMidTransaction(_ path: String, _ statements: String) t
     result = try copy(to: empty)
     #expect(result.status == 0, "an LMDB environment with no database: \(result.errors)")
     #expect(try items(empty) == items(source))
-    // A user's database with a row, killed in the middle of a write: rolled back, refused, its
-    // committed row kept.
+    // A user's database with a row, killed in the middle of a write, at the staging path: rolled
+    // back, refused, its committed row kept.
     let users = dir.location(.sqlite, "users")
     let usersFile = users.path + ".migrating"
     _ = try runCommand("/usr/bin/sqlite3", [usersFile, "CREATE TABLE mine(x); INSERT INTO mine VALUES ('precious');"])
     try sqlite3KilledMidTransaction(usersFile, "DELETE FROM mine;")
-    for extra in [[], ["--overwrite"]] {
-        result = try runCLI(["copy", "--from", source.description, "--to", users.description] + extra)
-        expectOneLineRefusal(result, naming: ".migrating is not replaced", "a user's database \(extra)")
-        #expect(try runCommand("/usr/bin/sqlite3", [usersFile, "SELECT x FROM mine; SELECT count(*) FROM sqlite_master;"])
-                == "precious\n1\n")
+    result = try copy(to: users)
+    expectOneLineRefusal(result, naming: ".migrating is not replaced", "a user's database")
+    #expect(try runCommand("/usr/bin/sqlite3", [usersFile, "SELECT x FROM mine; SELECT count(*) FROM sqlite_master;"])
+            == "precious\n1\n")
+}
+
+/// What `--overwrite` finds at a destination is never written to, a dry run's included: a
+/// user's database with a hot journal (which a copy's own staged file has rolled back), a store
+/// whose first page lost its schema table (it is not taken to hold nothing), an LMDB store whose
+/// second meta page names another page size (liblmdb, which trusts it, never opens it).
+@Test func overwriteWritesNothingToWhatItRefuses() throws {
+    let dir = try TemporaryDirectory()
+    let source = dir.location(.sqlite, "source")
+    try DemoData.seed(source, items: 100, seed: 4)
+    /// Each destination, what its refusal names, and the options it is tried with (a dry run
+    /// stages nothing, so what is at a staging path is met by the copies that write).
+    var refused: [(StoreLocation, String, [[String]])] = []
+    let atTheDestination = [["--overwrite"], ["--overwrite", "--dry-run"]]
+    // A user's database, killed mid-write.
+    let journaled = dir.location(.sqlite, "journaled")
+    _ = try runCommand("/usr/bin/sqlite3", [journaled.path, "CREATE TABLE mine(x); INSERT INTO mine VALUES ('precious');"])
+    try sqlite3KilledMidTransaction(journaled.path, "DELETE FROM mine;")
+    refused.append((journaled, "is not replaced", atTheDestination))
+    // A store of this toolkit whose first page says its schema table is empty.
+    let emptied = dir.location(.sqlite, "emptied")
+    try DemoData.seed(emptied, items: 100, seed: 2)
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: emptied.path)))
+    (bytes[103], bytes[104]) = (0, 0)
+    try Data(bytes).write(to: URL(fileURLWithPath: emptied.path))
+    refused.append((emptied, "is not replaced", atTheDestination))
+    // An LMDB store whose second meta page names another page size, at the destination and at
+    // the staging path of another destination.
+    for (name, staged) in [("damaged", false), ("staged", true)] {
+        let store = dir.location(.lmdb, name)
+        let at = StoreLocation(kind: .lmdb, path: store.path + (staged ? ".migrating" : ""))
+        try DemoData.seed(at, items: 50, seed: 3)
+        let file = at.path + "/data.mdb"
+        var meta = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+        let pageSize = Int(meta[40]) | Int(meta[41]) << 8
+        meta[pageSize + 41] ^= 0xFF
+        try Data(meta).write(to: URL(fileURLWithPath: file))
+        refused.append(staged ? (store, ".migrating is not replaced", [[], ["--overwrite"]])
+                              : (store, "is not replaced", atTheDestination))
+    }
+    for (destination, naming, options) in refused {
+        let files = [destination.path, destination.path + "-journal", destination.path + ".migrating"]
+        let before = files.map(snapshot)
+        for extra in options {
+            let result = try runCLI(["copy", "--from", source.description, "--to", destination.description] + extra)
+            expectOneLineRefusal(result, naming: naming, "\(destination) \(extra)")
+            #expect(files.map(snapshot) == before, "\(destination) \(extra): nothing written")
+        }
     }
 }
 

@@ -74,9 +74,9 @@ public struct StoreKind: RawRepresentable, Hashable, Sendable, Codable, Expressi
     func holdsNothing(at path: String) -> Bool
     /// Restores the files at `path` to their last commit when a process died while it wrote
     /// them and left what a read-only open cannot undo (SQLite's hot rollback journal), as the
-    /// engine's next open for writing would; returns whether it did. Only for a store about to
-    /// be replaced (a copy's staging path, a destination given `--overwrite`): a source is
-    /// never written to.
+    /// engine's next open for writing would; returns whether it did. Only for what a copy
+    /// staged (`PATH.migrating`), about to be replaced: a source, and a destination given
+    /// `--overwrite`, are never written to.
     func rollBackInterruptedWrite(at path: String) -> Bool
     /// Whether `path` and `other`, as spelled, name one store (a kind whose locations have
     /// several spellings, such as PostgreSQL's URLs, compares what they name). Files are also

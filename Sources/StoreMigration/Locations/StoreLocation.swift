@@ -245,9 +245,11 @@ extension StoreLocation {
             do {
                 schema = try openedSchema()
             } catch {
-                // A process killed while it wrote the store (a copy creating it) may have left a
+                // At the staging path, a copy killed while it created the store may have left a
                 // hot journal, which the read-only open cannot roll back; rolled back, it opens.
-                guard backend.rollBackInterruptedWrite(at: path) else { throw error }
+                // Only there: the staging path is the copy's own, where a destination given
+                // `--overwrite` (in a dry run too) is the user's, and is not written to.
+                guard staging, backend.rollBackInterruptedWrite(at: path) else { throw error }
                 schema = try openedSchema()
             }
         } catch let error as StoreError where ![.unavailable, .io, .busy].contains(error.code) {
