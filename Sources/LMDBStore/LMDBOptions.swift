@@ -19,7 +19,9 @@ public struct LMDBOptions: Sendable, Hashable {
     /// transaction (in memory up to 16 MiB, then in a temporary file).
     public var mapCoversDisk: Bool
     /// Reader slots: how many read transactions may be open at once across processes (at most
-    /// `UInt32.max`, what LMDB counts; more is refused with `invalidArgument`).
+    /// `UInt32.max`, what LMDB counts; more is refused with `invalidArgument`). A process keeps
+    /// the slots of up to 8 ended reads for its next reads (their transactions reset, pinning no
+    /// snapshot), and never holds more than it had reads at once.
     public var maxReaders: PositiveInt
     /// Open with `MDB_RDONLY`: nothing is written to the environment, not even on open, and
     /// writes throw `readOnly`. A store on read-only media opens this way too.
